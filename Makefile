@@ -1,0 +1,29 @@
+# pg_cq — PGXS build.  See README.md for the two top-level commands.
+EXTENSION   = pg_cq
+MODULE_big  = pg_cq
+OBJS        = $(patsubst %.c,%.o,$(wildcard src/*.c))
+DATA        = $(wildcard pg_cq--*.sql)
+PGFILEDESC  = "pg_cq - continuous queries"
+
+REGRESS      = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --inputdir=. --outputdir=results/regress
+ISOLATION    = $(patsubst specs/%.spec,%,$(sort $(wildcard specs/*.spec)))
+ISOLATION_OPTS = --inputdir=. --outputdir=results/isolation
+
+PG_CONFIG ?= $(shell command -v pg_config >/dev/null 2>&1 && echo pg_config || echo /usr/lib/postgresql/15/bin/pg_config)
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare $(if $(WERROR),-Werror)
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(PGXS),)
+include $(PGXS)
+endif
+
+# Top-level commands (README): they work on a fresh Debian 12 machine as root.
+.PHONY: demo test bench
+demo:
+	scripts/demo.sh
+test:
+	scripts/test.sh
+bench:
+	bench/run.sh

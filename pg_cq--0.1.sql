@@ -1,0 +1,149 @@
+-- pg_cq 0.1: continuous queries over growing tables.
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION pg_cq" to load this file. \quit
+
+-- Schema cq holds the public API and catalog; cq_state holds one state table per query.
+CREATE SCHEMA cq_state;
+COMMENT ON SCHEMA cq_state IS 'pg_cq internal: partial-aggregate state of continuous queries';
+GRANT USAGE ON SCHEMA cq TO PUBLIC;
+GRANT USAGE ON SCHEMA cq_state TO PUBLIC;
+
+----------------------------------------------------------------------------
+-- Catalog
+----------------------------------------------------------------------------
+CREATE TABLE cq.queries (
+    name                 text PRIMARY KEY,
+    query_id             uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+    owner                regrole NOT NULL,
+    source               regclass NOT NULL,
+    target               regclass NOT NULL,
+    query                text NOT NULL,
+    output_mode          text NOT NULL,
+    "trigger"            text NOT NULL,
+    event_time           text,
+    watermark_delay      interval,
+    max_rows_per_trigger bigint,
+    starting             text NOT NULL,
+    state_storage        text NOT NULL,
+    complete_refresh     text NOT NULL,
+    state                text NOT NULL DEFAULT 'active'
+                         CHECK (state IN ('active', 'paused', 'failed')),
+    last_error           text,
+    created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    -- internal columns
+    id                   integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+    run_id               uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+    query_tree           text NOT NULL,        -- nodeToString() of the analyzed query
+    state_table          regclass,             -- NULL for stateless queries
+    start_offset         pg_snapshot NOT NULL  -- offset batch 0 starts from
+);
+COMMENT ON TABLE cq.queries IS 'continuous queries: definition, options, owner and state';
+
+CREATE TABLE cq.offsets (
+    name         text NOT NULL REFERENCES cq.queries (name) ON DELETE CASCADE ON UPDATE CASCADE,
+    batch_id     bigint NOT NULL,
+    start_offset pg_snapshot NOT NULL,
+    end_offset   pg_snapshot NOT NULL,
+    watermark    timestamptz,
+    committed_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    state_rows   bigint NOT NULL DEFAULT 0,   -- rows in the state table after the batch
+    PRIMARY KEY (name, batch_id)
+);
+COMMENT ON TABLE cq.offsets IS 'one row per committed batch: the source snapshot range it covered';
+
+CREATE TABLE cq.progress (
+    name                          text NOT NULL REFERENCES cq.queries (name) ON DELETE CASCADE ON UPDATE CASCADE,
+    batch_id                      bigint NOT NULL,
+    run_id                        uuid NOT NULL,
+    started_at                    timestamptz NOT NULL,
+    duration_ms                   double precision NOT NULL,
+    durations                     jsonb NOT NULL,
+    num_input_rows                bigint NOT NULL,
+    input_rows_per_second         double precision,
+    processed_rows_per_second     double precision,
+    event_time_min                timestamptz,
+    event_time_max                timestamptz,
+    event_time_avg                timestamptz,
+    watermark                     timestamptz,
+    num_state_rows_total          bigint NOT NULL,
+    num_state_rows_updated        bigint NOT NULL,
+    num_state_rows_removed        bigint NOT NULL,
+    num_rows_dropped_by_watermark bigint NOT NULL,
+    num_output_rows               bigint NOT NULL,
+    start_offset                  pg_snapshot NOT NULL,
+    end_offset                    pg_snapshot NOT NULL,
+    PRIMARY KEY (name, batch_id)
+);
+COMMENT ON TABLE cq.progress IS 'per-batch metrics (Spark StreamingQueryProgress), last 100 batches per query';
+
+GRANT SELECT ON cq.queries, cq.offsets, cq.progress TO PUBLIC;
+
+----------------------------------------------------------------------------
+-- Source tracking: a BRIN operator class for xid8 (core has none in 15)
+----------------------------------------------------------------------------
+CREATE OPERATOR CLASS cq.xid8_minmax_ops DEFAULT FOR TYPE xid8 USING brin AS
+    OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+
+----------------------------------------------------------------------------
+-- Partial-state helper for the float variance family: PostgreSQL's own
+-- float8 transition state {N, Sx, Sxx}, merged with float8_combine.
+----------------------------------------------------------------------------
+CREATE AGGREGATE cq.float8_state(float8) (
+    sfunc = pg_catalog.float8_accum,
+    stype = float8[],
+    combinefunc = pg_catalog.float8_combine,
+    initcond = '{0,0,0}',
+    parallel = safe
+);
+COMMENT ON AGGREGATE cq.float8_state(float8) IS 'pg_cq internal: float8 variance transition state';
+
+----------------------------------------------------------------------------
+-- API
+----------------------------------------------------------------------------
+CREATE FUNCTION cq.create_query(
+    name                 text,
+    query                text,
+    output_mode          text DEFAULT 'append',
+    "trigger"            text DEFAULT '0',
+    target               text DEFAULT NULL,
+    event_time           text DEFAULT NULL,
+    watermark            text DEFAULT NULL,
+    max_rows_per_trigger bigint DEFAULT NULL,
+    starting             text DEFAULT 'earliest',
+    source               text DEFAULT NULL,
+    state_storage        text DEFAULT 'unlogged',
+    complete_refresh     text DEFAULT 'truncate')
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'cq_create_query'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION cq.create_query IS 'define a continuous query; returns its target table';
+
+CREATE FUNCTION cq.drop_query(name text, drop_target boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'cq_drop_query'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION cq.drop_query IS 'drop a continuous query (the target table is kept unless drop_target)';
+
+CREATE FUNCTION cq.alter_query(
+    name                 text,
+    output_mode          text DEFAULT NULL,
+    "trigger"            text DEFAULT NULL,
+    event_time           text DEFAULT NULL,
+    watermark            text DEFAULT NULL,
+    max_rows_per_trigger bigint DEFAULT NULL,
+    starting             text DEFAULT NULL,
+    state_storage        text DEFAULT NULL,
+    complete_refresh     text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'cq_alter_query'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION cq.alter_query IS 'change options of a continuous query (NULL = keep)';
+
+CREATE PROCEDURE cq.run(name text, once boolean DEFAULT false)
+AS 'MODULE_PATHNAME', 'cq_run'
+LANGUAGE C;
+COMMENT ON PROCEDURE cq.run IS 'available-now: process everything committed before the call, one transaction per batch';

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # functions below are called indirectly (run_suite, traps)
+# scripts/test.sh -- `make test`: install deps, build+install pg_cq, run every suite.
+#   1. regress    pg_regress   sql/*.sql     vs expected/*.out   (make installcheck)
+#   2. isolation  pg_isolation_regress specs/*.spec vs expected/*.out (make installcheck)
+#   3. pgtap      pg_prove     test/*.sql    in a fresh database pg_cq_tap (pgtap + pg_cq created)
+#   4. perl-tap   prove        t/*.pl        PostgreSQL::Test::Cluster (own temporary nodes)
+# Suites 1-3 run against one throwaway cluster: /tmp/pg_cq_test, port 55432 (CQ_TEST_PORT).
+# Env overrides: see scripts/common.sh, plus CQ_TEST_PORT and CQ_SUITES
+# (space-separated subset of "regress isolation pgtap perl-tap").
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$REPO_ROOT"
+
+CQ_TEST_PORT="${CQ_TEST_PORT:-55432}"
+CQ_SUITES="${CQ_SUITES:-regress isolation pgtap perl-tap}"
+LOGDIR="$REPO_ROOT/results/logs"
+
+SUMMARY=()            # one line per suite
+TOTAL_PASS=0 TOTAL_FAIL=0 ANY_FAIL=0
+
+want_suite() { [[ " $CQ_SUITES " == *" $1 "* ]]; }
+
+record() {            # record SUITE STATUS PASSED FAILED
+    SUMMARY+=("$(printf '%-10s %-4s  %s passed, %s failed' "$1" "$2" "$3" "$4")")
+    TOTAL_PASS=$((TOTAL_PASS + $3)); TOTAL_FAIL=$((TOTAL_FAIL + $4))
+    [[ "$2" == FAIL ]] && ANY_FAIL=1
+    return 0
+}
+
+skip() { SUMMARY+=("$(printf '%-10s %-4s  (%s)' "$1" SKIP "$2")"); }
+
+# count_* LOG -> "PASSED FAILED"
+count_pg_regress() {
+    local p f
+    p=$(grep -cE '\.\.\. ok( |$)' "$1" || true)
+    f=$(grep -cE '\.\.\. (FAILED|failed)' "$1" || true)
+    echo "$p $f"
+}
+count_tap() {
+    local total f
+    total=$(sed -nE 's/.*Files=[0-9]+, Tests=([0-9]+),.*/\1/p' "$1" | tail -n 1)
+    f=$(sed -nE 's/.*Failed ([0-9]+)\/[0-9]+ subtests.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+    total=${total:-0}
+    echo "$((total >= f ? total - f : 0)) $f"
+}
+
+# run_suite NAME COUNTER CMD... : run CMD with output tee'd to a log, record result.
+run_suite() {
+    local name="$1" counter="$2"; shift 2
+    local log="$LOGDIR/$name.log" rc=0 p f
+    section "suite: $name"
+    info "$*"
+    "$@" 2>&1 | tee "$log" || rc=$?
+    read -r p f < <("$counter" "$log")
+    if ((rc != 0)); then
+        ((f > 0)) || f=1          # failed without a countable failure (crash, bad plan, ...)
+        record "$name" FAIL "$p" "$f"
+        return 1
+    fi
+    record "$name" PASS "$p" "$f"
+}
+
+show_diffs() {         # show_diffs SUBDIR-OF-results
+    local d
+    while IFS= read -r d; do
+        section "diffs: ${d#"$REPO_ROOT"/}"
+        head -n 400 "$d"
+        (($(wc -l <"$d") <= 400)) || echo "... (truncated; full file: $d)"
+    done < <(find "$REPO_ROOT/results/$1" -name regression.diffs 2>/dev/null | sort)
+}
+
+cleanup() {
+    stop_cluster test
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+section "packages"
+ensure_packages
+
+section "build + install"
+build_install
+
+section "cluster"
+rm -rf "$REPO_ROOT/results"
+mkdir -p "$REPO_ROOT/results/regress" "$REPO_ROOT/results/isolation" "$LOGDIR"
+start_cluster test "$CQ_TEST_PORT"
+
+shopt -s nullglob
+sql_tests=(sql/*.sql); specs=(specs/*.spec); tap_tests=(test/*.sql); perl_tests=(t/*.pl)
+shopt -u nullglob
+
+# ---- 1/2: pg_regress + isolation via PGXS installcheck (uses PGHOST/PGPORT) ----
+if ! want_suite regress; then skip regress "not in CQ_SUITES"
+elif ((${#sql_tests[@]} == 0)); then skip regress "no sql/*.sql"
+else
+    run_suite regress count_pg_regress make --no-print-directory installcheck \
+        PG_CONFIG="$PG_CONFIG" ISOLATION= || show_diffs regress
+fi
+
+if ! want_suite isolation; then skip isolation "not in CQ_SUITES"
+elif ((${#specs[@]} == 0)); then skip isolation "no specs/*.spec"
+else
+    run_suite isolation count_pg_regress make --no-print-directory installcheck \
+        PG_CONFIG="$PG_CONFIG" REGRESS= || show_diffs isolation
+fi
+
+# ---- 3: pgTAP ----
+# (set -e is not in force inside functions run from run_suite: chain with &&)
+run_pgtap() {
+    PGOPTIONS="-c client_min_messages=warning" "$PGBIN/dropdb" --if-exists pg_cq_tap &&
+    "$PGBIN/createdb" pg_cq_tap &&
+    "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d pg_cq_tap \
+        -c 'CREATE EXTENSION IF NOT EXISTS pgtap' -c 'CREATE EXTENSION IF NOT EXISTS pg_cq' &&
+    pg_prove --psql-bin "$PGBIN/psql" -d pg_cq_tap --failures "${tap_tests[@]}"
+}
+if ! want_suite pgtap; then skip pgtap "not in CQ_SUITES"
+elif ((${#tap_tests[@]} == 0)); then skip pgtap "no test/*.sql"
+else
+    run_suite pgtap count_tap run_pgtap || true
+fi
+
+# ---- 4: Perl TAP (PostgreSQL::Test::Cluster) ----
+# initdb refuses to run as root, so as root the tests run as OS user postgres.
+# The repo may not be readable by postgres (e.g. a clone under /root), so the
+# tests run from a postgres-owned copy of the repo (no .git, no results/):
+#   $CQ_TMPBASE/pg_cq_perltap/src   cwd of prove, also exported as PG_CQ_SRCDIR
+#   $CQ_TMPBASE/pg_cq_perltap       TESTDIR: node data+logs in tmp_check/, tmp_check/log/
+run_perl_tap() {
+    local dir="$CQ_TMPBASE/pg_cq_perltap" rc=0 name f
+    rm -rf "$dir" && mkdir -p "$dir/src" || return 1
+    tar -C "$REPO_ROOT" --exclude=./.git --exclude=./results -cf - . | tar -C "$dir/src" -xf - || return 1
+    if is_root; then chown -R postgres:postgres "$dir" || return 1; fi
+    (cd "$dir" && as_postgres env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
+        HOME="$dir" PATH="$PGBIN:$PATH" TESTDIR="$dir" PG_CQ_SRCDIR="$dir/src" \
+        PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
+        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove -I "$1" t/*.pl' _ "$PGXS_DIR/src/test/perl") \
+        2>&1 | tee "$dir/prove.out" || rc=$?
+    # On failure show the tail of the failed tests' logs (test log + node logs).
+    while IFS= read -r name; do
+        for f in "$dir/tmp_check/log/regress_log_$name" "$dir/tmp_check/log/${name}"_*.log; do
+            [[ -f "$f" ]] || continue
+            section "log: $f (tail)"; tail -n 80 "$f"
+        done
+    done < <(sed -nE 's|^t/([^ ]+)\.pl +\(Wstat.*|\1|p' "$dir/prove.out")
+    return "$rc"
+}
+if ! want_suite perl-tap; then skip perl-tap "not in CQ_SUITES"
+elif ((${#perl_tests[@]} == 0)); then skip perl-tap "no t/*.pl"
+else
+    run_suite perl-tap count_tap run_perl_tap || true
+fi
+
+section "summary"
+stop_cluster test     # before the closing line, so that line is the last one printed
+for line in "${SUMMARY[@]}"; do echo "$line"; done
+echo "logs: ${LOGDIR#"$REPO_ROOT"/}/, server log: $(cluster_dir test)/postgres.log"
+echo "pg_cq: $TOTAL_PASS passed, $TOTAL_FAIL failed"
+exit $ANY_FAIL

@@ -1,0 +1,747 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.c
+ *	  Query analysis: what a continuous query is made of, and every
+ *	  "not supported" check, in one place.
+ *
+ * Input is an analyzed (not rewritten) Query.  Output is a CqAnalysis: the
+ * streaming source, the grouping keys, and each aggregate decomposed into
+ * mergeable state columns through the table below.  Adding an aggregate is
+ * one entry in that table.
+ *
+ * The checks follow Spark's UnsupportedOperationChecker (see
+ * reference/spark-semantics.md §1.2, §7.2), with PostgreSQL error codes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_relation.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "pg_cq.h"
+
+/*
+ * How one aggregate is split into state columns.
+ *
+ * Templates: partial uses %1$s for the argument; type NULL means the
+ * aggregate's own result type; merge uses %1$s (stored) and %2$s (new);
+ * final uses %1$s, %2$s, %3$s for the parts.  Generated SQL runs with
+ * search_path = pg_catalog, so operators need no qualification.
+ */
+typedef struct CqAggPart
+{
+	const char *partial;
+	const char *type;
+	const char *merge;
+} CqAggPart;
+
+typedef enum CqArgClass
+{
+	ARG_ANY,					/* any input type */
+	ARG_EXACT,					/* int2, int4, int8, numeric */
+	ARG_FLOAT,					/* float4, float8 */
+	ARG_INTERVAL				/* interval */
+} CqArgClass;
+
+typedef struct CqAggKind
+{
+	const char *name;			/* pg_catalog aggregate name */
+	bool		star;			/* count(*) */
+	CqArgClass	argclass;
+	int			nparts;
+	CqAggPart	parts[3];
+	const char *final;
+} CqAggKind;
+
+#define MERGE_ADD "%1$s + %2$s"
+#define MERGE_SUM "coalesce(%1$s + %2$s, %1$s, %2$s)"
+#define PART_COUNT {"count(%1$s)", "pg_catalog.int8", MERGE_ADD}
+#define PART_NSUM {"sum(%1$s::pg_catalog.numeric)", "pg_catalog.numeric", MERGE_SUM}
+#define PART_NSUMSQ {"sum(%1$s::pg_catalog.numeric * %1$s::pg_catalog.numeric)", "pg_catalog.numeric", MERGE_SUM}
+#define PART_F8STATE {"cq.float8_state(%1$s::pg_catalog.float8)", "pg_catalog.float8[]", "float8_combine(%1$s, %2$s)"}
+
+/*
+ * Exact variance of numeric input, computed as numeric_stddev_internal()
+ * does: numerator n*Sxx - Sx*Sx (exact), divided at numeric_div's scale.
+ */
+#define NUM_VAR(minn, denom) \
+	"CASE WHEN %1$s <= " minn " THEN NULL " \
+	"WHEN %1$s::numeric * %3$s - %2$s * %2$s <= 0 THEN 0::numeric " \
+	"ELSE (%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ") END"
+#define NUM_STDDEV(minn, denom) \
+	"CASE WHEN %1$s <= " minn " THEN NULL " \
+	"WHEN %1$s::numeric * %3$s - %2$s * %2$s <= 0 THEN 0::numeric " \
+	"ELSE round(sqrt((%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ")), " \
+	"scale((%1$s::numeric * %3$s - %2$s * %2$s) / (" denom "))) END"
+#define DENOM_SAMP "%1$s::numeric * (%1$s - 1)::numeric"
+#define DENOM_POP "%1$s::numeric * %1$s::numeric"
+
+static const CqAggKind agg_kinds[] = {
+	{"count", true, ARG_ANY, 1, {{"count(*)", "pg_catalog.int8", MERGE_ADD}}, "%1$s"},
+	{"count", false, ARG_ANY, 1, {PART_COUNT}, "%1$s"},
+	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", NULL, MERGE_SUM}}, "%1$s"},
+	{"avg", false, ARG_EXACT, 2, {PART_NSUM, PART_COUNT},
+	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::numeric END"},
+	{"avg", false, ARG_FLOAT, 2,
+		{{"sum(%1$s::pg_catalog.float8)", "pg_catalog.float8", MERGE_SUM}, PART_COUNT},
+	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
+	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", "pg_catalog.interval", MERGE_SUM}, PART_COUNT},
+	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
+	{"min", false, ARG_ANY, 1, {{"min(%1$s)", NULL, "least(%1$s, %2$s)"}}, "%1$s"},
+	{"max", false, ARG_ANY, 1, {{"max(%1$s)", NULL, "greatest(%1$s, %2$s)"}}, "%1$s"},
+	{"var_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
+	{"variance", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
+	{"var_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("0", DENOM_POP)},
+	{"stddev_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_STDDEV("1", DENOM_SAMP)},
+	{"stddev", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_STDDEV("1", DENOM_SAMP)},
+	{"stddev_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_STDDEV("0", DENOM_POP)},
+	{"var_samp", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_var_samp(%1$s)"},
+	{"variance", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_var_samp(%1$s)"},
+	{"var_pop", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_var_pop(%1$s)"},
+	{"stddev_samp", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_samp(%1$s)"},
+	{"stddev", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_samp(%1$s)"},
+	{"stddev_pop", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_pop(%1$s)"},
+	{"bool_and", false, ARG_ANY, 1, {{"bool_and(%1$s)", NULL, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"every", false, ARG_ANY, 1, {{"every(%1$s)", NULL, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bool_or", false, ARG_ANY, 1, {{"bool_or(%1$s)", NULL, "coalesce(%1$s OR %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bit_and", false, ARG_ANY, 1, {{"bit_and(%1$s)", NULL, "coalesce(%1$s & %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bit_or", false, ARG_ANY, 1, {{"bit_or(%1$s)", NULL, "coalesce(%1$s | %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bit_xor", false, ARG_ANY, 1, {{"bit_xor(%1$s)", NULL, "coalesce(%1$s # %2$s, %1$s, %2$s)"}}, "%1$s"},
+};
+
+/* Accessors for plan.c, which must not know the table's layout. */
+const char *
+cq_agg_kind_partial(const CqAggKind *kind, int part)
+{
+	return kind->parts[part].partial;
+}
+
+const char *
+cq_agg_kind_merge(const CqAggKind *kind, int part)
+{
+	return kind->parts[part].merge;
+}
+
+const char *
+cq_agg_kind_final(const CqAggKind *kind)
+{
+	return kind->final;
+}
+
+int
+cq_agg_kind_nparts(const CqAggKind *kind)
+{
+	return kind->nparts;
+}
+
+/*
+ * arg_class_matches
+ *	  Does an input type belong to an argument class?
+ */
+static bool
+arg_class_matches(CqArgClass cls, Oid type)
+{
+	switch (cls)
+	{
+		case ARG_ANY:
+			return true;
+		case ARG_EXACT:
+			return type == INT2OID || type == INT4OID || type == INT8OID || type == NUMERICOID;
+		case ARG_FLOAT:
+			return type == FLOAT4OID || type == FLOAT8OID;
+		case ARG_INTERVAL:
+			return type == INTERVALOID;
+	}
+	return false;
+}
+
+/*
+ * find_agg_kind
+ *	  The decomposition of a built-in aggregate, or NULL.
+ */
+static const CqAggKind *
+find_agg_kind(Aggref *agg, Oid argtype)
+{
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	const char *name;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg->aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", agg->aggfnoid);
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	name = pstrdup(NameStr(proc->proname));
+	if (proc->pronamespace != PG_CATALOG_NAMESPACE)
+	{
+		ReleaseSysCache(tup);
+		return NULL;
+	}
+	ReleaseSysCache(tup);
+
+	for (int i = 0; i < lengthof(agg_kinds); i++)
+	{
+		const CqAggKind *k = &agg_kinds[i];
+
+		if (strcmp(k->name, name) != 0 || k->star != agg->aggstar)
+			continue;
+		if (!agg->aggstar && !arg_class_matches(k->argclass, argtype))
+			continue;
+		return k;
+	}
+	return NULL;
+}
+
+/*
+ * cq_agg_part_type
+ *	  SQL type of state column `part` (0-based over all aggregates), with its
+ *	  typmod and collation.
+ */
+const char *
+cq_agg_part_type(CqAnalysis *an, int part, int32 *typmod, Oid *collation)
+{
+	ListCell   *lc;
+
+	*typmod = -1;
+	*collation = InvalidOid;
+	foreach(lc, an->aggs)
+	{
+		CqAgg	   *a = lfirst(lc);
+
+		if (part >= a->first_part && part < a->first_part + a->kind->nparts)
+		{
+			const CqAggPart *p = &a->kind->parts[part - a->first_part];
+
+			if (p->type)
+				return p->type;
+			/* the aggregate's own type: sum, min, max, bool_*, bit_* */
+			*collation = a->aggref->inputcollid;
+			if (!type_is_collatable(a->aggref->aggtype))
+				*collation = InvalidOid;
+			return cq_sql_type(a->aggref->aggtype, -1);
+		}
+	}
+	elog(ERROR, "pg_cq: state column %d out of range", part);
+	return NULL;
+}
+
+/* Walker state for collecting aggregates. */
+typedef struct CollectCtx
+{
+	CqAnalysis *an;
+	const char *name;
+} CollectCtx;
+
+/*
+ * add_expr_once
+ *	  Position of expr in *list, appending it when new (0-based).
+ */
+static int
+add_expr_once(List **list, Node *expr)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, *list)
+	{
+		if (equal(lfirst(lc), expr))
+			return i;
+		i++;
+	}
+	*list = lappend(*list, expr);
+	return i;
+}
+
+/*
+ * collect_aggs_walker
+ *	  Find every Aggref, check it can be merged, and register it once.
+ */
+static bool
+collect_aggs_walker(Node *node, CollectCtx *ctx)
+{
+	CqAnalysis *an = ctx->an;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+		char	   *fname = format_procedure(agg->aggfnoid);
+		Oid			argtype = InvalidOid;
+		const CqAggKind *kind;
+		CqAgg	   *a;
+		ListCell   *lc;
+
+		if (agg->agglevelsup != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("outer-level aggregates are not supported in continuous queries")));
+		if (agg->aggdistinct != NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("DISTINCT aggregates are not supported in continuous queries"),
+					 errdetail("Aggregate %s(DISTINCT ...) cannot be merged from partial results.",
+							   get_func_name(agg->aggfnoid)),
+					 errhint("Group by the column instead, or count distinct values approximately.")));
+		if (agg->aggkind != AGGKIND_NORMAL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("ordered-set aggregate %s is not supported in continuous queries", fname),
+					 errdetail("Ordered-set and hypothetical-set aggregates cannot be merged from partial results.")));
+		if (agg->aggorder != NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate %s with ORDER BY is not supported in continuous queries", fname),
+					 errdetail("An aggregate whose result depends on input order cannot be merged from partial results.")));
+		if (list_length(agg->args) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate %s is not supported in continuous queries", fname),
+					 errdetail("Only aggregates of one argument are supported.")));
+		if (agg->args != NIL)
+			argtype = exprType((Node *) ((TargetEntry *) linitial(agg->args))->expr);
+
+		kind = find_agg_kind(agg, argtype);
+		if (kind == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("aggregate %s is not supported in continuous queries", fname),
+					 errdetail("Supported aggregates: count, sum, avg, min, max, the variance and stddev family, bool_and, bool_or, every, bit_and, bit_or, bit_xor.")));
+
+		/* the same aggregate twice shares its state */
+		foreach(lc, an->aggs)
+		{
+			if (equal(((CqAgg *) lfirst(lc))->aggref, agg))
+				return false;
+		}
+
+		a = palloc0(sizeof(CqAgg));
+		a->aggref = agg;
+		a->kind = kind;
+		a->first_part = an->nparts;
+		a->arg_type = argtype;
+		a->arg_col = agg->args ? add_expr_once(&an->arg_exprs,
+											   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
+		a->filter_col = agg->aggfilter ? add_expr_once(&an->filter_exprs, (Node *) agg->aggfilter) : -1;
+		an->nparts += kind->nparts;
+		an->aggs = lappend(an->aggs, a);
+		return false;			/* arguments cannot contain aggregates */
+	}
+	return expression_tree_walker(node, collect_aggs_walker, ctx);
+}
+
+/*
+ * rangetable_mentions_walker
+ *	  True if a query tree reads relation *relid anywhere.
+ */
+static bool
+rangetable_mentions_walker(Node *node, Oid *relid)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		return rte->rtekind == RTE_RELATION && rte->relid == *relid;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, rangetable_mentions_walker, relid,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, rangetable_mentions_walker, relid);
+}
+
+/*
+ * jointree_has_rti
+ *	  Is range-table entry rti below this join-tree node?
+ */
+static bool
+jointree_has_rti(Node *node, Index rti)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblRef))
+		return ((RangeTblRef *) node)->rtindex == (int) rti;
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) node;
+
+		return jointree_has_rti(j->larg, rti) || jointree_has_rti(j->rarg, rti);
+	}
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			if (jointree_has_rti(lfirst(lc), rti))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * check_joins
+ *	  Stream-static joins: inner joins, and outer joins with the stream on
+ *	  the preserved side (Spark's stream-static support matrix).
+ */
+static void
+check_joins(Node *node, Index rti)
+{
+	if (node == NULL)
+		return;
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			check_joins(lfirst(lc), rti);
+	}
+	else if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) node;
+		bool		in_left = jointree_has_rti(j->larg, rti);
+		bool		in_right = jointree_has_rti(j->rarg, rti);
+
+		if ((j->jointype == JOIN_FULL && (in_left || in_right)) ||
+			(j->jointype == JOIN_LEFT && in_right) ||
+			(j->jointype == JOIN_RIGHT && in_left))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s JOIN with the streaming table on the nullable side is not supported",
+							j->jointype == JOIN_FULL ? "FULL" : j->jointype == JOIN_LEFT ? "LEFT" : "RIGHT"),
+					 errdetail("The streaming table must be on the preserved side of an outer join with static tables."),
+					 errhint("Use an inner join, or put the streaming table on the preserved side.")));
+		check_joins(j->larg, rti);
+		check_joins(j->rarg, rti);
+	}
+}
+
+/*
+ * find_source
+ *	  The range-table entry of the stream: the only table in FROM, or the
+ *	  one the source option names.
+ */
+static void
+find_source(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	Query	   *q = an->query;
+	Oid			wanted = InvalidOid;
+	int			nrel = 0;
+	int			nwanted = 0;
+	ListCell   *lc;
+	Index		rti = 0;
+
+	if (opts->source)
+	{
+		List	   *names = stringToQualifiedNameList(opts->source);
+
+		wanted = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, true);
+		if (!OidIsValid(wanted))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("source table \"%s\" does not exist", opts->source)));
+	}
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		rti++;
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		nrel++;
+		if (OidIsValid(wanted) ? rte->relid == wanted : true)
+		{
+			nwanted++;
+			an->source_rti = rti;
+			an->source_relid = rte->relid;
+		}
+	}
+
+	if (OidIsValid(wanted) && nwanted == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source table \"%s\" is not in the FROM clause of the query", opts->source)));
+	if (nrel == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous query \"%s\" has no streaming source", name),
+				 errdetail("The FROM clause must name a table."),
+				 errhint("A subquery in FROM cannot be the stream: name the table directly.")));
+	if (nwanted > 1 || (!OidIsValid(wanted) && nrel > 1))
+	{
+		if (OidIsValid(wanted) || nrel == nwanted)
+		{
+			/* the stream itself appears twice: a stream-stream join */
+			bool		same = true;
+			Oid			first = InvalidOid;
+
+			foreach(lc, q->rtable)
+			{
+				RangeTblEntry *rte = lfirst(lc);
+
+				if (rte->rtekind != RTE_RELATION)
+					continue;
+				if (!OidIsValid(first))
+					first = rte->relid;
+				else if (rte->relid != first)
+					same = false;
+			}
+			if (same || OidIsValid(wanted))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("the streaming table \"%s\" appears more than once in the query",
+								get_rel_name(an->source_relid)),
+						 errdetail("Joins between two streams are not supported.")));
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous query \"%s\" reads more than one table", name),
+				 errdetail("Exactly one table of the query is the stream; the others are read as static tables."),
+				 errhint("Name the streaming table with the source option (cq.source).")));
+	}
+}
+
+/*
+ * check_source_table
+ *	  The stream must be a permanent (or unlogged) table.
+ */
+static void
+check_source_table(Oid relid)
+{
+	char		relkind = get_rel_relkind(relid);
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("source \"%s\" is not a table", get_rel_name(relid)),
+				 errdetail("The streaming source of a continuous query must be a table or a partitioned table, not a %s.",
+						   relkind == RELKIND_VIEW ? "view" :
+						   relkind == RELKIND_MATVIEW ? "materialized view" :
+						   relkind == RELKIND_FOREIGN_TABLE ? "foreign table" : "relation of this kind")));
+	if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("source \"%s\" is a temporary table", get_rel_name(relid)),
+				 errdetail("Background workers cannot read another session's temporary tables.")));
+}
+
+/*
+ * check_event_time
+ *	  The event_time option names a timestamp column of the stream.
+ */
+static void
+check_event_time(CqAnalysis *an, CqOptions *opts)
+{
+	AttrNumber	att;
+	Oid			type;
+
+	if (opts->event_time == NULL)
+		return;
+	att = get_attnum(an->source_relid, opts->event_time);
+	if (att == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("event_time column \"%s\" does not exist in source \"%s\"",
+						opts->event_time, get_rel_name(an->source_relid))));
+	type = get_atttype(an->source_relid, att);
+	if (type != TIMESTAMPTZOID && type != TIMESTAMPOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("event_time column \"%s\" must be of type timestamp with time zone or timestamp",
+						opts->event_time),
+				 errdetail("Column \"%s\" has type %s.", opts->event_time, format_type_be(type))));
+}
+
+/*
+ * cq_analyze_query
+ *	  Analyze a continuous query and reject every unsupported shape, each
+ *	  with its own message.  The query is copied; the caller's tree is not
+ *	  modified.
+ */
+CqAnalysis *
+cq_analyze_query(Query *query, CqOptions *opts, const char *name)
+{
+	CqAnalysis *an = palloc0(sizeof(CqAnalysis));
+	Query	   *q;
+	ListCell   *lc;
+	int			rti;
+
+	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("a continuous query must be a SELECT statement")));
+
+	q = an->query = copyObject(query);
+
+	if (q->setOperations)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("UNION, INTERSECT and EXCEPT are not supported in continuous queries")));
+	if (q->cteList)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("WITH queries are not supported in continuous queries"),
+				 errhint("Write the common table expression as a join or define it as a view over static tables.")));
+	if (q->hasWindowFuncs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("window functions are not supported in continuous queries"),
+				 errdetail("Only time-window aggregation is supported on a stream."),
+				 errhint("Group by a time window: cq.window(ts, size) or date_bin(size, ts, origin).")));
+	if (q->hasTargetSRFs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-returning functions in the select list are not supported in continuous queries"),
+				 errhint("Call the function in FROM with LATERAL instead.")));
+	if (q->hasSubLinks)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("subqueries in expressions are not supported in continuous queries"),
+				 errhint("Join the static table instead.")));
+	if (q->limitCount || q->limitOffset)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("LIMIT and OFFSET are not supported in continuous queries"),
+				 errdetail("A stream has no end, so its first rows are not defined."),
+				 errhint("Limit the rows when reading the target table.")));
+	if (q->distinctClause)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("SELECT DISTINCT is not supported in continuous queries"),
+				 errhint("Use GROUP BY over the selected columns instead.")));
+	if (q->groupingSets)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries")));
+	if (q->rowMarks)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("FOR UPDATE and FOR SHARE are not supported in continuous queries")));
+	if (q->havingQual)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("HAVING is not supported in continuous queries yet"),
+				 errhint("Filter the target table when reading it.")));
+
+	find_source(an, opts, name);
+	check_source_table(an->source_relid);
+
+	/* subqueries in FROM may read static tables only */
+	rti = 0;
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		rti++;
+		if (rte->rtekind == RTE_SUBQUERY &&
+			rangetable_mentions_walker((Node *) rte->subquery, &an->source_relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("subqueries in FROM over the streaming table are not supported"),
+					 errhint("Read the streaming table directly in the FROM clause.")));
+	}
+	check_joins((Node *) q->jointree, an->source_rti);
+	check_event_time(an, opts);
+
+	an->is_aggregate = q->hasAggs || q->groupClause != NIL;
+
+	if (!an->is_aggregate)
+	{
+		if (opts->mode == CQ_MODE_COMPLETE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("complete output mode is not supported when there are no streaming aggregations"),
+					 errdetail("Continuous query \"%s\" has no GROUP BY and no aggregate.", name),
+					 errhint("Use output mode \"append\" or \"update\".")));
+		if (q->sortClause)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("ORDER BY is not supported in continuous queries without aggregation"),
+					 errhint("Sort when reading the target table.")));
+	}
+	else
+	{
+		CollectCtx	ctx = {an, name};
+
+		if (opts->mode == CQ_MODE_APPEND)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
+					 errdetail("Continuous query \"%s\" aggregates, and without a watermark on a grouping key every result row can still change.", name),
+					 errhint("Use output mode \"update\" or \"complete\", or set cq.event_time and cq.watermark and group by the event-time column or a window over it.")));
+		if (q->sortClause && opts->mode != CQ_MODE_COMPLETE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("ORDER BY is supported only in complete output mode"),
+					 errhint("Sort when reading the target table.")));
+
+		foreach(lc, q->groupClause)
+		{
+			SortGroupClause *sgc = lfirst(lc);
+			Node	   *expr = get_sortgroupclause_expr(sgc, q->targetList);
+			Oid			type = exprType(expr);
+
+			if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
+						 errdetail("State and target tables are keyed with a btree index on the grouping columns.")));
+			an->group_exprs = lappend(an->group_exprs, expr);
+		}
+		expression_tree_walker((Node *) q->targetList, collect_aggs_walker, &ctx);
+	}
+
+	/* outputs, and which of them are grouping keys */
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		int			key = -1;
+		int			i = 0;
+		ListCell   *lc2;
+
+		if (tle->resjunk)
+			continue;
+		foreach(lc2, an->group_exprs)
+		{
+			if (equal(lfirst(lc2), tle->expr))
+			{
+				key = i;
+				break;
+			}
+			i++;
+		}
+		an->outputs = lappend(an->outputs, tle);
+		an->output_key = lappend_int(an->output_key, key);
+	}
+
+	if (an->is_aggregate && opts->mode == CQ_MODE_UPDATE)
+	{
+		for (int g = 0; g < list_length(an->group_exprs); g++)
+		{
+			if (!list_member_int(an->output_key, g))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("update output mode needs every GROUP BY expression in the select list"),
+						 errdetail("The target is updated by key, and GROUP BY expression %d is not selected.", g + 1),
+						 errhint("Add the expression to the select list, or use output mode \"complete\".")));
+		}
+	}
+	return an;
+}

@@ -1,0 +1,649 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *	  SQL-callable functions: validate, then call the modules.
+ *
+ * cq_api_register is shared by cq.create_query and the CREATE TABLE ... WITH
+ * (cq.*) AS hook: it analyzes the query, tracks the source, creates the
+ * query's internal objects and catalog row, all in the caller's transaction.
+ *
+ * Internal objects of query <id>, in schema cq_state, owned by the query's
+ * owner:
+ *	 q_<id>  a view of the user's query: holds the dependencies on the
+ *			 source, its columns and functions (so DROP and ALTER of them are
+ *			 refused as for any view), and is auto-dropped with the target
+ *	 s_<id>  the state table (aggregations), auto-dropped with q_<id>
+ *	 f_<id>  final values per group over s_<id>
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parse_relation.h"
+#include "access/genam.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "pg_cq.h"
+#include "source.h"
+
+PG_FUNCTION_INFO_V1(cq_create_query);
+PG_FUNCTION_INFO_V1(cq_drop_query);
+PG_FUNCTION_INFO_V1(cq_alter_query);
+PG_FUNCTION_INFO_V1(cq_run);
+
+/*
+ * check_name
+ *	  A query name: not null, not empty, fits in an identifier.
+ */
+static void
+check_name(const char *name)
+{
+	if (name == NULL || name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("continuous query name must not be empty")));
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("continuous query name \"%s\" is too long", name),
+				 errdetail("Names are limited to %d bytes, like table names.", NAMEDATALEN - 1)));
+}
+
+/*
+ * check_owner
+ *	  Only the query's owner (or a superuser) may change or drop it.
+ */
+static void
+check_owner(CqQuery *q)
+{
+	if (!has_privs_of_role(GetUserId(), q->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of continuous query \"%s\"", q->name)));
+}
+
+/*
+ * internal_name
+ *	  "cq_state.<prefix>_<id>", quoted.
+ */
+static char *
+internal_name(const char *prefix, int32 id)
+{
+	return quote_qualified_identifier("cq_state", psprintf("%s_%d", prefix, id));
+}
+
+/*
+ * internal_relid
+ *	  OID of cq_state.<prefix>_<id>.
+ */
+static Oid
+internal_relid(const char *prefix, int32 id)
+{
+	return get_relname_relid(psprintf("%s_%d", prefix, id),
+							 get_namespace_oid("cq_state", false));
+}
+
+/*
+ * add_auto_dependency
+ *	  dependent is dropped automatically with referenced.
+ */
+static void
+add_auto_dependency(Oid dependent, Oid referenced)
+{
+	ObjectAddress dep,
+				ref;
+
+	ObjectAddressSet(dep, RelationRelationId, dependent);
+	ObjectAddressSet(ref, RelationRelationId, referenced);
+	recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
+}
+
+/*
+ * check_target_columns
+ *	  An existing target must have the query's output columns, by name and
+ *	  type, in any order; extra columns must have defaults or allow NULL.
+ */
+static void
+check_target_columns(CqAnalysis *an, Oid target, const char *name)
+{
+	Relation	rel = table_open(target, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	ListCell   *lc;
+
+	foreach(lc, an->outputs)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Oid			type = exprType((Node *) tle->expr);
+		bool		found = false;
+
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			if (att->attisdropped || strcmp(NameStr(att->attname), tle->resname) != 0)
+				continue;
+			found = true;
+			if (att->atttypid != type)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						 errmsg("target table \"%s\" does not match continuous query \"%s\"",
+								RelationGetRelationName(rel), name),
+						 errdetail("Column \"%s\" has type %s, but the query produces %s.",
+								   tle->resname, format_type_be(att->atttypid), format_type_be(type)),
+						 errhint("Drop the table or choose another target.")));
+		}
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("target table \"%s\" does not match continuous query \"%s\"",
+							RelationGetRelationName(rel), name),
+					 errdetail("The table has no column \"%s\".", tle->resname),
+					 errhint("Drop the table or choose another target.")));
+	}
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * ensure_key_index
+ *	  Update mode upserts by the grouping keys: the target needs a unique
+ *	  index on exactly those columns that treats NULL as a value.
+ */
+static void
+ensure_key_index(CqAnalysis *an, Oid target)
+{
+	Relation	rel;
+	List	   *keys = NIL;
+	List	   *indexes;
+	ListCell   *lc,
+			   *lk;
+	bool		found = false;
+	StringInfoData sql;
+
+	if (!an->is_aggregate || an->group_exprs == NIL)
+		return;
+
+	rel = table_open(target, AccessShareLock);
+	forboth(lc, an->outputs, lk, an->output_key)
+	{
+		if (lfirst_int(lk) >= 0)
+			keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
+	}
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index ix = idx->rd_index;
+
+		if (ix->indisunique && ix->indnullsnotdistinct && ix->indnkeyatts == list_length(keys) &&
+			RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL)
+		{
+			bool		same = true;
+
+			for (int i = 0; i < ix->indnkeyatts; i++)
+				if (!list_member_int(keys, ix->indkey.values[i]))
+					same = false;
+			found |= same;
+		}
+		index_close(idx, AccessShareLock);
+	}
+	table_close(rel, AccessShareLock);
+	if (found)
+		return;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE UNIQUE INDEX ON %s (", cq_sql_relname_str(target));
+	{
+		bool		first = true;
+
+		forboth(lc, an->outputs, lk, an->output_key)
+		{
+			if (lfirst_int(lk) < 0)
+				continue;
+			appendStringInfo(&sql, "%s%s", first ? "" : ", ",
+							 quote_identifier(((TargetEntry *) lfirst(lc))->resname));
+			first = false;
+		}
+	}
+	appendStringInfoString(&sql, ") NULLS NOT DISTINCT");
+	cq_spi_exec(sql.data, SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
+ * deparse_query
+ *	  The query as text with every name schema-qualified.
+ */
+static char *
+deparse_query(Query *query)
+{
+	int			nest = NewGUCNestLevel();
+	char	   *sql;
+
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	sql = pg_get_querydef(query, false);
+	AtEOXact_GUC(false, nest);
+	return sql;
+}
+
+/*
+ * create_internal_objects
+ *	  The query view, state table and final view (see file header).  They
+ *	  are created as superuser in cq_state and handed to the owner.
+ */
+static void
+create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptions *opts)
+{
+	char	   *qview = internal_name("q", id);
+	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
+	Oid			save_uid;
+	int			save_sec;
+	Oid			qview_id;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec(psprintf("CREATE VIEW %s AS %s", qview, deparse_query(an->query)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
+						 qview, owner_name, qview),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	CommandCounterIncrement();
+	qview_id = internal_relid("q", id);
+	add_auto_dependency(qview_id, target);
+
+	if (an->is_aggregate)
+	{
+		char	   *state = internal_name("s", id);
+		char	   *fview = internal_name("f", id);
+		Oid			state_id;
+
+		cq_spi_exec(cq_plan_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(cq_plan_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
+							 "REVOKE ALL ON %s, %s FROM PUBLIC",
+							 state, owner_name, fview, owner_name, state, fview),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		CommandCounterIncrement();
+		state_id = internal_relid("s", id);
+		add_auto_dependency(state_id, qview_id);
+		add_auto_dependency(internal_relid("f", id), qview_id);
+		cq_catalog_set_state_table(id, state_id);
+	}
+	cq_restore_user(save_uid, save_sec);
+	CommandCounterIncrement();
+}
+
+/*
+ * cq_api_register
+ *	  Register a continuous query over an existing target table.  Returns
+ *	  the target.  Caller has SPI connected.
+ */
+Oid
+cq_api_register(const char *name, const char *query_text, Query *query,
+				CqOptions *opts, Oid target, bool target_created)
+{
+	CqAnalysis *an;
+	char	   *start_offset;
+	int32		id;
+
+	check_name(name);
+	cq_options_finish(opts);
+
+	if (cq_catalog_get_query(name, true, false) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("continuous query \"%s\" already exists", name)));
+	if (cq_catalog_name_for_relation(target, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("table \"%s\" is already the target of continuous query \"%s\"",
+						get_rel_name(target), cq_catalog_name_for_relation(target, true))));
+
+	an = cq_analyze_query(query, opts, name);
+
+	/* the owner needs the rights the query needs (SELECT on what it reads) */
+	ExecCheckRTPerms(an->query->rtable, true);
+	if (!pg_class_ownercheck(target, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", get_rel_name(target)),
+				 errdetail("The target of a continuous query must belong to the query's owner.")));
+	if (get_rel_relkind(target) != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is not a table", get_rel_name(target))));
+	if (target == an->source_relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
+	if (!target_created)
+		check_target_columns(an, target, name);
+	if (opts->mode == CQ_MODE_UPDATE)
+		ensure_key_index(an, target);
+
+	cq_source_track(an->source_relid);
+
+	if (strcmp(opts->starting, "earliest") == 0)
+		start_offset = "1:1:";
+	else
+	{
+		cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	}
+
+	id = cq_catalog_insert_query(name, GetUserId(), an->source_relid, target,
+								 query_text ? query_text : deparse_query(an->query),
+								 opts, nodeToString(an->query), start_offset);
+	create_internal_objects(an, id, GetUserId(), target, opts);
+	return target;
+}
+
+/* Argument helpers */
+static char *
+arg_text(FunctionCallInfo fcinfo, int n)
+{
+	return PG_ARGISNULL(n) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+/*
+ * cq_create_query
+ *	  cq.create_query(name, query, output_mode, trigger, target, event_time,
+ *	  watermark, max_rows_per_trigger, starting, source, state_storage,
+ *	  complete_refresh) returns regclass
+ */
+Datum
+cq_create_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0);
+	char	   *query_text = arg_text(fcinfo, 1);
+	char	   *target_text = arg_text(fcinfo, 4);
+	CqOptions	opts;
+	List	   *raw;
+	RawStmt    *stmt;
+	Query	   *query;
+	RangeVar   *rv;
+	Oid			target;
+	bool		created = false;
+	CqAnalysis *an;
+
+	check_name(name);
+	if (query_text == NULL || query_text[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query of continuous query \"%s\" must not be empty", name)));
+
+	cq_options_init(&opts);
+	opts.output_mode = arg_text(fcinfo, 2);
+	opts.trigger = arg_text(fcinfo, 3);
+	opts.event_time = arg_text(fcinfo, 5);
+	opts.watermark = arg_text(fcinfo, 6);
+	if (!PG_ARGISNULL(7))
+	{
+		opts.max_rows_per_trigger = PG_GETARG_INT64(7);
+		if (opts.max_rows_per_trigger < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": " INT64_FORMAT,
+							opts.max_rows_per_trigger),
+					 errhint("Use a positive number of rows, or 0 for no limit.")));
+	}
+	opts.starting = arg_text(fcinfo, 8);
+	opts.source = arg_text(fcinfo, 9);
+	opts.state_storage = arg_text(fcinfo, 10);
+	opts.complete_refresh = arg_text(fcinfo, 11);
+	cq_options_finish(&opts);
+
+	/* parse and analyze the query; nothing of it is executed here */
+	raw = pg_parse_query(query_text);
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query of continuous query \"%s\" must be exactly one SELECT statement", name)));
+	stmt = linitial_node(RawStmt, raw);
+	if (!IsA(stmt->stmt, SelectStmt) || ((SelectStmt *) stmt->stmt)->intoClause != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("a continuous query must be a SELECT statement")));
+	query = parse_analyze_fixedparams(stmt, query_text, NULL, 0, NULL);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+
+	/* the target: an existing table with matching columns, or a new one */
+	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target_text ? target_text : name));
+	target = RangeVarGetRelid(rv, NoLock, true);
+	if (!OidIsValid(target))
+	{
+		Oid			nsp = RangeVarGetCreationNamespace(rv);
+
+		an = cq_analyze_query(query, &opts, name);
+		cq_spi_exec(cq_plan_target_table_sql(an, quote_qualified_identifier(get_namespace_name(nsp), rv->relname)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		CommandCounterIncrement();
+		target = get_relname_relid(rv->relname, nsp);
+		created = true;
+	}
+	cq_api_register(name, query_text, query, &opts, target, created);
+	SPI_finish();
+	PG_RETURN_OID(target);
+}
+
+/*
+ * drop_internal_objects
+ *	  Drop q_<id> and, through dependencies, the state of a query.
+ */
+static void
+drop_internal_objects(CqQuery *q)
+{
+	Oid			qview = internal_relid("q", q->id);
+	Oid			save_uid;
+	int			save_sec;
+
+	if (!OidIsValid(qview))
+		return;
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s CASCADE", internal_name("q", q->id)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_restore_user(save_uid, save_sec);
+}
+
+/*
+ * cq_drop_query
+ *	  cq.drop_query(name, drop_target): drop the query, keep the table unless
+ *	  asked.
+ */
+Datum
+cq_drop_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0);
+	bool		drop_target = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	CqQuery    *q;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = cq_catalog_get_query(name, false, true);
+	check_owner(q);
+	cq_catalog_delete_query(q->name);
+	drop_internal_objects(q);
+	if (drop_target)
+		cq_spi_exec(psprintf("DROP TABLE %s", cq_sql_relname_str(q->target)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cq_api_drop
+ *	  A query's target or query view is being dropped: forget the query.
+ *	  Called from the object-access hook inside the dropping transaction;
+ *	  the internal objects go through their dependencies.
+ */
+void
+cq_api_drop(const char *name, bool from_drop_table)
+{
+	cq_catalog_delete_query(name);
+}
+
+/*
+ * cq_api_alter
+ *	  Change options of a query.  Options that change what is stored
+ *	  (output mode, event time, watermark, starting, state storage) would
+ *	  invalidate the state and are refused with a hint to recreate.
+ *	  Caller has SPI connected.
+ */
+void
+cq_api_alter(const char *name, CqOptions *changes)
+{
+	CqQuery    *q = cq_catalog_get_query(name, false, true);
+	CqOptions	o = q->opts;
+
+	check_owner(q);
+
+#define REFUSE_CHANGE(field, label) \
+	if (changes->field && (o.field == NULL || strcmp(changes->field, o.field) != 0)) \
+		ereport(ERROR, \
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), \
+				 errmsg("cannot change option \"%s\" of continuous query \"%s\"", label, name), \
+				 errdetail("The query's state and target depend on it."), \
+				 errhint("Drop and recreate the query with the new option.")))
+
+	REFUSE_CHANGE(output_mode, "output_mode");
+	REFUSE_CHANGE(event_time, "event_time");
+	REFUSE_CHANGE(watermark, "watermark");
+	REFUSE_CHANGE(state_storage, "state_storage");
+	REFUSE_CHANGE(source, "source");
+
+	if (changes->trigger)
+		o.trigger = changes->trigger;
+	if (changes->max_rows_per_trigger >= 0)
+		o.max_rows_per_trigger = changes->max_rows_per_trigger;
+	if (changes->starting)
+		o.starting = changes->starting;
+	if (changes->complete_refresh)
+		o.complete_refresh = changes->complete_refresh;
+	cq_options_finish(&o);
+	cq_catalog_update_options(name, &o);
+}
+
+/*
+ * cq_alter_query
+ *	  cq.alter_query(name, output_mode, trigger, event_time, watermark,
+ *	  max_rows_per_trigger, starting, state_storage, complete_refresh):
+ *	  NULL keeps an option.
+ */
+Datum
+cq_alter_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0);
+	CqOptions	changes;
+
+	cq_options_init(&changes);
+	changes.output_mode = arg_text(fcinfo, 1);
+	changes.trigger = arg_text(fcinfo, 2);
+	changes.event_time = arg_text(fcinfo, 3);
+	changes.watermark = arg_text(fcinfo, 4);
+	if (!PG_ARGISNULL(5))
+	{
+		changes.max_rows_per_trigger = PG_GETARG_INT64(5);
+		if (changes.max_rows_per_trigger < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": " INT64_FORMAT,
+							changes.max_rows_per_trigger),
+					 errhint("Use a positive number of rows, or 0 for no limit.")));
+	}
+	changes.starting = arg_text(fcinfo, 6);
+	changes.state_storage = arg_text(fcinfo, 7);
+	changes.complete_refresh = arg_text(fcinfo, 8);
+
+	/* normalize the given values the same way stored ones were */
+	{
+		CqOptions	check = changes;
+
+		cq_options_finish(&check);
+		if (changes.output_mode)
+			changes.output_mode = check.output_mode;
+		if (changes.state_storage)
+			changes.state_storage = check.state_storage;
+	}
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	cq_api_alter(name, &changes);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cq_run
+ *	  CALL cq.run(name, once): available-now.  Processes everything
+ *	  committed before the call, one transaction per batch (when called
+ *	  outside a transaction block), a NOTICE per batch.  once => one batch,
+ *	  ignoring max_rows_per_trigger.
+ */
+Datum
+cq_run(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0);
+	bool		once = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
+						   !castNode(CallContext, fcinfo->context)->atomic);
+	CqSnap	   *target;
+	int			nbatches = 0;
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+	if (SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+
+	/* everything committed before the call */
+	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	target = cq_snap_parse(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+
+	for (;;)
+	{
+		CqBatchResult res;
+
+		CHECK_FOR_INTERRUPTS();
+		cq_batch_run(name, once, &res);
+		if (!res.ran)
+			break;
+		nbatches++;
+		ereport(NOTICE,
+				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": %lld input rows, %lld output rows, %.1f ms",
+						name, res.batch_id, (long long) res.input_rows, (long long) res.output_rows,
+						res.duration_ms)));
+		if (!atomic)
+			SPI_commit();
+		if (once || cq_snap_covers(cq_snap_parse(res.end_offset), target))
+			break;
+	}
+	if (nbatches == 0)
+		ereport(NOTICE,
+				(errmsg("continuous query \"%s\": no new data", name)));
+	SPI_finish();
+	PG_RETURN_VOID();
+}

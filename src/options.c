@@ -1,0 +1,257 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.c
+ *	  Options of a continuous query (SPEC §1): names, values, defaults.
+ *
+ * The same options arrive from three places — CREATE TABLE ... WITH (cq.*),
+ * ALTER TABLE ... SET (cq.*) and the cq.create_query / cq.alter_query
+ * arguments — and are validated here only, so every route gives the same
+ * errors.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/formatting.h"
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
+
+#include "pg_cq.h"
+
+static const char *const option_names[] = {
+	"output_mode", "trigger", "event_time", "watermark", "max_rows_per_trigger",
+	"starting", "source", "state_storage", "complete_refresh", NULL
+};
+
+/*
+ * cq_options_init
+ *	  All options "not given".
+ */
+void
+cq_options_init(CqOptions *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->max_rows_per_trigger = -1;
+}
+
+/*
+ * cq_options_set
+ *	  Set one option by name (DDL form, without the "cq." prefix).
+ *	  Unknown names are an error listing the valid ones.
+ */
+void
+cq_options_set(CqOptions *opts, const char *name, const char *value)
+{
+	if (value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("continuous query option \"%s\" requires a value", name)));
+
+	if (strcmp(name, "output_mode") == 0)
+		opts->output_mode = pstrdup(value);
+	else if (strcmp(name, "trigger") == 0)
+		opts->trigger = pstrdup(value);
+	else if (strcmp(name, "event_time") == 0)
+		opts->event_time = pstrdup(value);
+	else if (strcmp(name, "watermark") == 0)
+		opts->watermark = pstrdup(value);
+	else if (strcmp(name, "max_rows_per_trigger") == 0)
+	{
+		char	   *end;
+		long long	v;
+
+		errno = 0;
+		v = strtoll(value, &end, 10);
+		if (errno != 0 || end == value || *end != '\0' || v < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": \"%s\"", value),
+					 errhint("Use a positive number of rows, or 0 for no limit.")));
+		opts->max_rows_per_trigger = v;
+	}
+	else if (strcmp(name, "starting") == 0)
+		opts->starting = pstrdup(value);
+	else if (strcmp(name, "source") == 0)
+		opts->source = pstrdup(value);
+	else if (strcmp(name, "state_storage") == 0)
+		opts->state_storage = pstrdup(value);
+	else if (strcmp(name, "complete_refresh") == 0)
+		opts->complete_refresh = pstrdup(value);
+	else
+	{
+		StringInfoData valid;
+
+		initStringInfo(&valid);
+		for (int i = 0; option_names[i]; i++)
+			appendStringInfo(&valid, "%s%s", i ? ", " : "", option_names[i]);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized continuous query option \"%s\"", name),
+				 errhint("Valid options are: %s.", valid.data)));
+	}
+}
+
+/*
+ * check_choice
+ *	  Error unless value is one of the choices (case-insensitive); returns
+ *	  the index and normalizes value to lower case.
+ */
+static int
+check_choice(const char *option, char **value, const char *const *choices,
+			 const char *hint)
+{
+	char	   *lower = asc_tolower(*value, strlen(*value));
+
+	for (int i = 0; choices[i]; i++)
+		if (strcmp(lower, choices[i]) == 0)
+		{
+			*value = lower;
+			return i;
+		}
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for continuous query option \"%s\": \"%s\"", option, *value),
+			 errhint("%s", hint)));
+	return -1;					/* keep compiler quiet */
+}
+
+/*
+ * parse_interval
+ *	  An interval from text, with errors in the options' own words.
+ */
+static Interval *
+parse_interval(const char *option, const char *value)
+{
+	Interval   *result = NULL;
+
+	PG_TRY();
+	{
+		result = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+													   CStringGetDatum(value),
+													   ObjectIdGetDatum(InvalidOid),
+													   Int32GetDatum(-1)));
+	}
+	PG_CATCH();
+	{
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for continuous query option \"%s\": \"%s\"", option, value),
+				 errhint("Use an interval such as '10 seconds' or '5 minutes'.")));
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * interval_is_negative
+ *	  True if any part of the interval is negative.
+ */
+static bool
+interval_is_negative(Interval *iv)
+{
+	return iv->month < 0 || iv->day < 0 || iv->time < 0;
+}
+
+/*
+ * cq_options_finish
+ *	  Fill defaults (SPEC §1), validate every value and parse the typed
+ *	  forms.  Cross-option rules that need the query (watermark on a
+ *	  grouping key, ...) are checked by analyze.c.
+ */
+void
+cq_options_finish(CqOptions *opts)
+{
+	static const char *const modes[] = {"append", "update", "complete", NULL};
+	static const char *const startings[] = {"earliest", "latest", NULL};
+	static const char *const storages[] = {"unlogged", "logged", NULL};
+	static const char *const refreshes[] = {"truncate", "delete", NULL};
+
+	if (opts->output_mode == NULL)
+		opts->output_mode = "append";
+	opts->mode = (CqOutputMode) check_choice("output_mode", &opts->output_mode, modes,
+											 "Valid output modes are \"append\", \"update\" and \"complete\".");
+
+	if (opts->trigger == NULL)
+		opts->trigger = "0";
+	{
+		char	   *t = asc_tolower(opts->trigger, strlen(opts->trigger));
+
+		if (strcmp(t, "available_now") == 0 || strcmp(t, "available now") == 0)
+			opts->trigger = "available_now";
+		else if (strcmp(t, "0") == 0)
+			opts->trigger = "0";
+		else
+		{
+			Interval   *iv = parse_interval("trigger", opts->trigger);
+
+			if (interval_is_negative(iv))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", opts->trigger),
+						 errdetail("A trigger interval cannot be negative.")));
+			if (iv->month != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", opts->trigger),
+						 errdetail("Trigger intervals in months or years are not supported."),
+						 errhint("Use days, hours, minutes or seconds.")));
+			if (iv->day == 0 && iv->time == 0)
+				opts->trigger = "0";
+		}
+	}
+
+	if (opts->watermark != NULL)
+	{
+		opts->watermark_delay = parse_interval("watermark", opts->watermark);
+		if (interval_is_negative(opts->watermark_delay))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", opts->watermark),
+					 errdetail("A watermark delay cannot be negative.")));
+		if (opts->event_time == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("continuous query option \"watermark\" requires \"event_time\""),
+					 errhint("Name the event-time column of the source with cq.event_time.")));
+	}
+
+	if (opts->max_rows_per_trigger < 0)
+		opts->max_rows_per_trigger = 0;
+
+	if (opts->starting == NULL)
+		opts->starting = "earliest";
+	check_choice("starting", &opts->starting, startings,
+				 "Valid values are \"earliest\" and \"latest\".");
+
+	if (opts->state_storage == NULL)
+		opts->state_storage = "unlogged";
+	check_choice("state_storage", &opts->state_storage, storages,
+				 "Valid values are \"unlogged\" and \"logged\".");
+
+	if (opts->complete_refresh == NULL)
+		opts->complete_refresh = "truncate";
+	check_choice("complete_refresh", &opts->complete_refresh, refreshes,
+				 "Valid values are \"truncate\" and \"delete\".");
+}
+
+/*
+ * cq_mode_name
+ *	  The SQL spelling of an output mode.
+ */
+const char *
+cq_mode_name(CqOutputMode mode)
+{
+	switch (mode)
+	{
+		case CQ_MODE_APPEND:
+			return "append";
+		case CQ_MODE_UPDATE:
+			return "update";
+		case CQ_MODE_COMPLETE:
+			return "complete";
+	}
+	return "?";
+}

@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_cq.h
+ *	  Declarations shared by the modules of pg_cq.
+ *
+ * Each module owns one concern (see README, "Architecture"); cross-module
+ * functions are named cq_<module>_<verb>.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_CQ_H
+#define PG_CQ_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "nodes/parsenodes.h"
+#include "nodes/pg_list.h"
+#include "utils/timestamp.h"
+
+#define CQ_TRACKING_COLUMN "cq_xid"
+#define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
+
+/* Output modes (SPEC §3). */
+typedef enum CqOutputMode
+{
+	CQ_MODE_APPEND,				/* INSERT rows that can never change */
+	CQ_MODE_UPDATE,				/* upsert result rows that changed */
+	CQ_MODE_COMPLETE			/* replace the whole result */
+} CqOutputMode;
+
+/*
+ * Options of a continuous query, as given by the user (DDL or function).
+ * NULL / -1 fields mean "not given"; cq_options_finish() fills defaults.
+ */
+typedef struct CqOptions
+{
+	char	   *output_mode;
+	char	   *trigger;
+	char	   *event_time;
+	char	   *watermark;
+	int64		max_rows_per_trigger;	/* 0 = unlimited, -1 = not given */
+	char	   *starting;
+	char	   *source;
+	char	   *state_storage;
+	char	   *complete_refresh;
+
+	/* parsed forms, set by cq_options_finish() */
+	CqOutputMode mode;
+	Interval   *watermark_delay;
+} CqOptions;
+
+/* A row of cq.queries, as the batch runner needs it. */
+typedef struct CqQuery
+{
+	char	   *name;
+	int32		id;
+	Oid			owner;
+	Oid			source;
+	Oid			target;
+	CqOptions	opts;
+	char	   *state;
+	char	   *query_tree;
+	Oid			state_table;
+	char	   *start_offset;
+	char	   *run_id;
+} CqQuery;
+
+/* One aggregate of the query, decomposed into mergeable state columns. */
+struct CqAggKind;
+typedef struct CqAgg
+{
+	Aggref	   *aggref;
+	const struct CqAggKind *kind;
+	int			first_part;		/* state column index (0-based) of part 0 */
+	int			arg_col;		/* inner column x<N> of the argument, or -1 */
+	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
+	Oid			arg_type;
+} CqAgg;
+
+/* What analyze.c finds in a query. */
+typedef struct CqAnalysis
+{
+	Query	   *query;			/* analyzed query (private copy) */
+	Index		source_rti;		/* range-table index of the stream */
+	Oid			source_relid;
+	bool		is_aggregate;	/* GROUP BY or aggregates */
+	List	   *group_exprs;	/* grouping expressions (Node *) */
+	List	   *aggs;			/* CqAgg * */
+	List	   *arg_exprs;		/* aggregate arguments, inner columns x1.. */
+	List	   *filter_exprs;	/* FILTER conditions, inner columns f1.. */
+	int			nparts;			/* state columns p1..pN */
+	List	   *outputs;		/* non-junk TargetEntry of the query */
+	List	   *output_key;		/* int per output: grouping index or -1 */
+} CqAnalysis;
+
+/* The SQL a batch runs, built from an analysis (plan.c). */
+typedef struct CqPlan
+{
+	char	   *batch_sql;		/* main statement: returns metrics */
+	char	   *batch_sql_history;	/* same, batch 0 reading history rows */
+	char	   *complete_sql;	/* complete mode: reload target from state */
+	char	   *exists_sql;		/* is anything new? */
+	char	   *count_xids_sql; /* new rows per transaction (row limit) */
+	char	   *count_history_sql;
+} CqPlan;
+
+/* Metrics of one batch: a cq.offsets and a cq.progress row. */
+typedef struct CqBatchResult
+{
+	bool		ran;			/* false: nothing to do, no batch recorded */
+	int64		batch_id;
+	TimestampTz started_at;
+	double		duration_ms;
+	double		latest_offset_ms;
+	double		add_batch_ms;
+	int64		input_rows;
+	double		input_rows_per_second;
+	double		processed_rows_per_second;
+	int64		state_updated;
+	int64		state_total;
+	int64		state_removed;
+	int64		dropped_by_watermark;
+	int64		output_rows;
+	char	   *start_offset;
+	char	   *end_offset;
+} CqBatchResult;
+
+/* The last committed batch of a query. */
+typedef struct CqLastOffset
+{
+	bool		found;
+	int64		batch_id;
+	char	   *end_offset;
+	int64		state_rows;
+	TimestampTz last_started_at;	/* started_at of its progress row, or 0 */
+} CqLastOffset;
+
+/* guc.c */
+extern void cq_guc_init(void);
+extern int	cq_lock_timeout_ms;
+
+/* options.c */
+extern void cq_options_init(CqOptions *opts);
+extern void cq_options_set(CqOptions *opts, const char *name, const char *value);
+extern void cq_options_finish(CqOptions *opts);
+extern const char *cq_mode_name(CqOutputMode mode);
+
+/* analyze.c */
+extern CqAnalysis *cq_analyze_query(Query *query, CqOptions *opts, const char *name);
+extern const char *cq_agg_part_type(CqAnalysis *an, int part, int32 *typmod, Oid *collation);
+extern const char *cq_agg_kind_partial(const struct CqAggKind *kind, int part);
+extern const char *cq_agg_kind_merge(const struct CqAggKind *kind, int part);
+extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
+extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
+
+/* plan.c */
+extern char *cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
+extern char *cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
+extern char *cq_plan_target_table_sql(CqAnalysis *an, const char *qualname);
+extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
+
+/* source.c */
+extern AttrNumber cq_source_track(Oid relid);
+extern AttrNumber cq_source_tracking_attnum(Oid relid);
+
+/* catalog.c */
+extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
+extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
+extern void cq_catalog_last_offset(const char *name, CqLastOffset *last);
+extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
+extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
+									 const char *query_text, CqOptions *opts,
+									 const char *query_tree, const char *start_offset);
+extern void cq_catalog_set_state_table(int32 id, Oid state_table);
+extern void cq_catalog_delete_query(const char *name);
+extern void cq_catalog_update_options(const char *name, CqOptions *opts);
+
+/* batch.c */
+extern void cq_batch_run(const char *name, bool unlimited, CqBatchResult *res);
+
+/* ddl.c */
+extern void cq_ddl_init(void);
+
+/* api.c */
+extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,
+							CqOptions *opts, Oid target, bool target_created);
+extern void cq_api_drop(const char *name, bool from_drop_table);
+extern void cq_api_alter(const char *name, CqOptions *opts);
+
+/* sql_builder.c */
+extern void cq_sql_ident(StringInfo buf, const char *ident);
+extern void cq_sql_relname(StringInfo buf, Oid relid);
+extern char *cq_sql_relname_str(Oid relid);
+extern char *cq_sql_type(Oid type, int32 typmod);
+extern char *cq_sql_collate(Oid collation, Oid type);
+extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
+						Datum *values, const char *nulls);
+extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
+extern void cq_as_superuser(Oid *save_uid, int *save_sec);
+extern void cq_as_user(Oid uid, Oid *save_uid, int *save_sec);
+extern void cq_restore_user(Oid save_uid, int save_sec);
+
+#endif							/* PG_CQ_H */

@@ -1,0 +1,613 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.c
+ *	  The SQL a batch runs, built from an analyzed query.
+ *
+ * A batch is one statement per step, set-based:
+ *
+ *	 d: partial aggregates of the new rows    (the user's FROM/WHERE, deparsed,
+ *											   plus the offset-range predicate)
+ *	 m: merged into the state table            (INSERT ... ON CONFLICT)
+ *	 f: final values of the changed groups     (table-driven final expressions)
+ *	 o: written to the target                  (per output mode)
+ *
+ * The user's expressions are never edited as text: they are deparsed from
+ * the analyzed tree with search_path pinned to pg_catalog, so every name is
+ * schema-qualified.  Expressions over aggregates are rewritten as trees
+ * (aggregate -> column of the final view cq_state.f_<id>) and deparsed
+ * against that view.
+ *
+ * Parameters of every batch statement:
+ *	 $1 xid8  lowest transaction id that can be new
+ *	 $2 xid8  xmax of the batch's end snapshot
+ *	 $3 pg_snapshot  end offset (S_cur)
+ *	 $4 pg_snapshot  start offset (S_prev)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+
+#include "pg_cq.h"
+
+#define NPARAMS 4
+
+/*
+ * pin_search_path / unpin_search_path
+ *	  Deparse under search_path = pg_catalog so that every user object is
+ *	  printed schema-qualified.
+ */
+static int
+pin_search_path(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+static void
+unpin_search_path(int nest)
+{
+	AtEOXact_GUC(false, nest);
+}
+
+/*
+ * make_param
+ *	  An external parameter $n of the given type.
+ */
+static Param *
+make_param(int n, Oid type)
+{
+	Param	   *p = makeNode(Param);
+
+	p->paramkind = PARAM_EXTERN;
+	p->paramid = n;
+	p->paramtype = type;
+	p->paramtypmod = -1;
+	p->paramcollid = InvalidOid;
+	p->location = -1;
+	return p;
+}
+
+/*
+ * xid8_op
+ *	  cq_xid <op> $n, with the built-in xid8 operator.
+ */
+static Expr *
+xid8_op(const char *op, Var *xid, int param)
+{
+	Oid			opno = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(pstrdup(op))),
+										XID8OID, XID8OID);
+
+	if (!OidIsValid(opno))
+		elog(ERROR, "pg_cq: xid8 operator %s not found", op);
+	return make_opclause(opno, BOOLOID, false, (Expr *) xid,
+						 (Expr *) make_param(param, XID8OID), InvalidOid, InvalidOid);
+}
+
+/*
+ * visible_in
+ *	  pg_visible_in_snapshot(cq_xid, $n)
+ */
+static Expr *
+visible_in(Var *xid, int param)
+{
+	return (Expr *) makeFuncExpr(F_PG_VISIBLE_IN_SNAPSHOT, BOOLOID,
+								 list_make2(xid, make_param(param, PG_SNAPSHOTOID)),
+								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * delta_quals
+ *	  The rows of the source new in this batch: visible in S_cur and not in
+ *	  S_prev, restricted to the transaction-id range [$1, $2) so that the
+ *	  BRIN index on cq_xid bounds the scan.  The history variant (batch 0
+ *	  with starting = earliest) also reads rows from before tracking began,
+ *	  whose cq_xid is NULL.
+ */
+static Node *
+delta_quals(CqAnalysis *an, bool history)
+{
+	AttrNumber	att = cq_source_tracking_attnum(an->source_relid);
+	Var		   *xid;
+	Expr	   *range;
+
+	if (att == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source \"%s\" has no column \"%s\"",
+						get_rel_name(an->source_relid), CQ_TRACKING_COLUMN),
+				 errdetail("pg_cq finds new rows through that column."),
+				 errhint("Recreate the continuous query to track the source again.")));
+	xid = makeVar(an->source_rti, att, XID8OID, -1, InvalidOid, 0);
+	range = make_andclause(list_make4(xid8_op(">=", xid, 1),
+									  xid8_op("<", xid, 2),
+									  visible_in(xid, 3),
+									  make_notclause(visible_in(xid, 4))));
+	if (history)
+	{
+		NullTest   *nt = makeNode(NullTest);
+
+		nt->arg = (Expr *) copyObject(xid);
+		nt->nulltesttype = IS_NULL;
+		nt->location = -1;
+		range = make_orclause(list_make2(range, nt));
+	}
+	return (Node *) range;
+}
+
+/*
+ * inner_sql
+ *	  The user's query restricted to new rows.  For aggregations its select
+ *	  list becomes the grouping keys g<i>, aggregate arguments x<i> and
+ *	  FILTER conditions f<i>; stateless queries keep theirs.
+ */
+static char *
+inner_sql(CqAnalysis *an, bool history)
+{
+	Query	   *q = copyObject(an->query);
+	char	   *sql;
+	int			nest;
+
+	q->jointree->quals = make_and_qual(q->jointree->quals, delta_quals(an, history));
+	q->sortClause = NIL;
+
+	if (an->is_aggregate)
+	{
+		List	   *tlist = NIL;
+		int			resno = 1;
+		int			i;
+		ListCell   *lc;
+
+		i = 1;
+		foreach(lc, an->group_exprs)
+			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+												   psprintf("g%d", i++), false));
+		i = 1;
+		foreach(lc, an->arg_exprs)
+			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+												   psprintf("x%d", i++), false));
+		i = 1;
+		foreach(lc, an->filter_exprs)
+			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+												   psprintf("f%d", i++), false));
+		if (tlist == NIL)
+			tlist = list_make1(makeTargetEntry((Expr *) makeBoolConst(true, false),
+											   resno++, "g0", false));
+		q->targetList = tlist;
+		q->groupClause = NIL;
+		q->groupDistinct = false;
+		q->hasAggs = false;
+		q->havingQual = NULL;
+	}
+
+	nest = pin_search_path();
+	sql = pg_get_querydef(q, false);
+	unpin_search_path(nest);
+	return sql;
+}
+
+/*
+ * ngroup_cols
+ *	  Key columns of the state table: one per grouping expression, or the
+ *	  constant key g0 for an aggregate without GROUP BY.
+ */
+static int
+ngroup_cols(CqAnalysis *an)
+{
+	return an->group_exprs == NIL ? 1 : list_length(an->group_exprs);
+}
+
+static void
+append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix, const char *sep)
+{
+	if (an->group_exprs == NIL)
+		appendStringInfo(buf, "%sg0", prefix);
+	else
+		for (int i = 1; i <= list_length(an->group_exprs); i++)
+			appendStringInfo(buf, "%s%sg%d", i > 1 ? sep : "", prefix, i);
+}
+
+/*
+ * cq_plan_state_table_sql
+ *	  DDL of the state table: keys, the row count n, partial states p<i>,
+ *	  and a unique index on the keys that treats NULL as a value.
+ */
+char *
+cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 1;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
+	if (an->group_exprs == NIL)
+		appendStringInfoString(&buf, "g0 pg_catalog.bool NOT NULL, ");
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		appendStringInfo(&buf, "g%d %s%s, ", i++,
+						 cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+	}
+	appendStringInfoString(&buf, "n pg_catalog.int8 NOT NULL");
+	for (int p = 0; p < an->nparts; p++)
+	{
+		int32		typmod;
+		Oid			coll;
+		const char *type = cq_agg_part_type(an, p, &typmod, &coll);
+
+		appendStringInfo(&buf, ", p%d %s%s", p + 1, type,
+						 OidIsValid(coll) ? psprintf(" COLLATE %s", generate_collation_name(coll)) : "");
+	}
+	appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
+	append_group_cols(&buf, an, "", ", ");
+	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	return buf.data;
+}
+
+/*
+ * final_select_list
+ *	  "s.g1 AS g1, ..., <final> AS a1, ..." over state rows aliased s.
+ */
+static char *
+final_select_list(CqAnalysis *an)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 1;
+
+	initStringInfo(&buf);
+	append_group_cols(&buf, an, "s.", ", ");
+	foreach(lc, an->aggs)
+	{
+		CqAgg	   *a = lfirst(lc);
+		char	   *p[3] = {"NULL", "NULL", "NULL"};
+
+		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
+			p[k] = psprintf("s.p%d", a->first_part + k + 1);
+		appendStringInfo(&buf, ", (");
+		appendStringInfo(&buf, cq_agg_kind_final(a->kind), p[0], p[1], p[2]);
+		appendStringInfo(&buf, ")::%s AS a%d", cq_sql_type(a->aggref->aggtype, -1), i++);
+	}
+	return buf.data;
+}
+
+/*
+ * cq_plan_final_view_sql
+ *	  A view of final aggregate values per group; outputs are deparsed
+ *	  against it, and complete mode reloads the target from it.
+ */
+char *
+cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename)
+{
+	return psprintf("CREATE VIEW %s AS SELECT %s FROM %s s",
+					viewname, final_select_list(an), statename);
+}
+
+/*
+ * cq_plan_target_table_sql
+ *	  DDL of a target table with the query's output columns.
+ */
+char *
+cq_plan_target_table_sql(CqAnalysis *an, const char *qualname)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TABLE %s (", qualname);
+	foreach(lc, an->outputs)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+
+		appendStringInfo(&buf, "%s%s %s%s", first ? "" : ", ",
+						 quote_identifier(tle->resname),
+						 cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+		first = false;
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/* Mutator context: rewrite outputs over the final view. */
+typedef struct OutputCtx
+{
+	CqAnalysis *an;
+	Oid			viewid;
+} OutputCtx;
+
+/*
+ * output_mutator
+ *	  Replace grouping expressions by view columns g<i> and aggregates by
+ *	  a<i>; any other column of the source is an error (it would need to be
+ *	  grouped).
+ */
+static Node *
+output_mutator(Node *node, OutputCtx *ctx)
+{
+	CqAnalysis *an = ctx->an;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, an->group_exprs)
+	{
+		if (equal(lfirst(lc), node))
+			return (Node *) makeVar(1, i + 1, exprType(node), exprTypmod(node),
+									exprCollation(node), 0);
+		i++;
+	}
+	if (IsA(node, Aggref))
+	{
+		i = 0;
+		foreach(lc, an->aggs)
+		{
+			Aggref	   *agg = ((CqAgg *) lfirst(lc))->aggref;
+
+			if (equal(agg, node))
+				return (Node *) makeVar(1, ngroup_cols(an) + i + 1, agg->aggtype, -1,
+										agg->aggcollid, 0);
+			i++;
+		}
+		elog(ERROR, "pg_cq: aggregate not found in analysis");
+	}
+	if (IsA(node, Var))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" must appear in the GROUP BY clause of a continuous query",
+						get_attname(((Var *) node)->varno == an->source_rti ? an->source_relid :
+									rt_fetch(((Var *) node)->varno, an->query->rtable)->relid,
+									((Var *) node)->varattno, true) ?: "?"),
+				 errdetail("Columns functionally dependent on a primary key must still be grouped.")));
+	return expression_tree_mutator(node, output_mutator, ctx);
+}
+
+/*
+ * output_list
+ *	  The outputs as SQL over the final view aliased f (columns g<i>, a<i>).
+ */
+static char *
+output_list(CqAnalysis *an, Oid viewid)
+{
+	StringInfoData buf;
+	OutputCtx	ctx = {an, viewid};
+	List	   *dpcontext = deparse_context_for("f", viewid);
+	ListCell   *lc;
+	bool		first = true;
+	int			nest = pin_search_path();
+
+	initStringInfo(&buf);
+	foreach(lc, an->outputs)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = output_mutator((Node *) copyObject(tle->expr), &ctx);
+
+		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
+						 deparse_expression(e, dpcontext, true, false));
+		first = false;
+	}
+	unpin_search_path(nest);
+	return buf.data;
+}
+
+/*
+ * target_columns
+ *	  "(c1, c2, ...)" with the output names, quoted.
+ */
+static char *
+target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_only)
+{
+	StringInfoData buf;
+	ListCell   *lc,
+			   *lk;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	forboth(lc, an->outputs, lk, an->output_key)
+	{
+		TargetEntry *tle = lfirst(lc);
+		bool		is_key = lfirst_int(lk) >= 0;
+
+		if ((keys_only && !is_key) || (nonkeys_only && is_key))
+			continue;
+		appendStringInfo(&buf, "%s%s%s", first ? "" : ", ", prefix, quote_identifier(tle->resname));
+		first = false;
+	}
+	return buf.data;
+}
+
+/*
+ * state_upsert_ctes
+ *	  "d AS (...), m AS (...)": partial aggregates of the new rows merged
+ *	  into the state; m returns the changed state rows with _ins = inserted.
+ */
+static char *
+state_upsert_ctes(CqAnalysis *an, const char *state, bool history)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "d AS (SELECT ");
+	if (an->group_exprs == NIL)
+		appendStringInfoString(&buf, "true AS g0");
+	else
+		append_group_cols(&buf, an, "i.", ", ");
+	appendStringInfoString(&buf, ", count(*) AS n");
+	foreach(lc, an->aggs)
+	{
+		CqAgg	   *a = lfirst(lc);
+		char	   *arg = a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "";
+
+		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
+		{
+			appendStringInfoString(&buf, ", ");
+			appendStringInfo(&buf, cq_agg_kind_partial(a->kind, k), arg);
+			if (a->filter_col >= 0)
+				appendStringInfo(&buf, " FILTER (WHERE i.f%d)", a->filter_col + 1);
+			appendStringInfo(&buf, " AS p%d", a->first_part + k + 1);
+		}
+	}
+	appendStringInfo(&buf, " FROM (%s) i", inner_sql(an, history));
+	if (an->group_exprs != NIL)
+	{
+		appendStringInfoString(&buf, " GROUP BY ");
+		append_group_cols(&buf, an, "i.", ", ");
+	}
+
+	appendStringInfo(&buf, "), m AS (INSERT INTO %s AS s (", state);
+	append_group_cols(&buf, an, "", ", ");
+	appendStringInfoString(&buf, ", n");
+	for (int p = 1; p <= an->nparts; p++)
+		appendStringInfo(&buf, ", p%d", p);
+	appendStringInfoString(&buf, ") SELECT ");
+	append_group_cols(&buf, an, "", ", ");
+	appendStringInfoString(&buf, ", n");
+	for (int p = 1; p <= an->nparts; p++)
+		appendStringInfo(&buf, ", p%d", p);
+	appendStringInfoString(&buf, " FROM d ON CONFLICT (");
+	append_group_cols(&buf, an, "", ", ");
+	appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
+	foreach(lc, an->aggs)
+	{
+		CqAgg	   *a = lfirst(lc);
+
+		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
+		{
+			int			p = a->first_part + k + 1;
+			char	   *old = psprintf("s.p%d", p);
+			char	   *new = psprintf("excluded.p%d", p);
+
+			appendStringInfo(&buf, ", p%d = ", p);
+			appendStringInfo(&buf, cq_agg_kind_merge(a->kind, k), old, new);
+		}
+	}
+	appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+	return buf.data;
+}
+
+/*
+ * batch_sql
+ *	  The main statement of a batch.  Returns one row: input rows, state
+ *	  rows updated, state rows inserted, output rows.
+ */
+static char *
+batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool history)
+{
+	StringInfoData buf;
+	char	   *state;
+
+	initStringInfo(&buf);
+	if (!an->is_aggregate)
+	{
+		appendStringInfo(&buf,
+						 "WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) "
+						 "SELECT count(*), 0::int8, 0::int8, count(*) FROM o",
+						 target, target_columns(an, "", false, false), inner_sql(an, history));
+		return buf.data;
+	}
+
+	state = cq_sql_relname_str(q->state_table);
+	appendStringInfo(&buf, "WITH %s", state_upsert_ctes(an, state, history));
+
+	if (q->opts.mode == CQ_MODE_UPDATE)
+	{
+		char	   *nonkeys = target_columns(an, "", false, true);
+
+		appendStringInfo(&buf, ", f AS (SELECT %s FROM m s)", final_select_list(an));
+		if (an->group_exprs == NIL)
+		{
+			/* one result row: replace it */
+			appendStringInfo(&buf, ", x AS (DELETE FROM %s)", target);
+			appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+							 target, target_columns(an, "", false, false), output_list(an, viewid));
+		}
+		else
+		{
+			appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f ON CONFLICT (%s) ",
+							 target, target_columns(an, "", false, false), output_list(an, viewid),
+							 target_columns(an, "", true, false));
+			if (nonkeys[0] == '\0')
+				appendStringInfoString(&buf, "DO NOTHING");
+			else
+				appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s) IS DISTINCT FROM ROW(%s)",
+								 nonkeys, target_columns(an, "excluded.", false, true),
+								 target_columns(an, "t.", false, true),
+								 target_columns(an, "excluded.", false, true));
+			appendStringInfoString(&buf, " RETURNING 1)");
+		}
+		appendStringInfoString(&buf,
+							   " SELECT (SELECT coalesce(sum(n), 0) FROM d)::int8,"
+							   " (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins),"
+							   " (SELECT count(*) FROM o)");
+	}
+	else
+		appendStringInfoString(&buf,
+							   " SELECT (SELECT coalesce(sum(n), 0) FROM d)::int8,"
+							   " (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), 0::int8");
+	return buf.data;
+}
+
+/*
+ * cq_plan_build
+ *	  Every statement a batch of this query may run.  The final view must
+ *	  exist for aggregations.
+ */
+CqPlan *
+cq_plan_build(CqAnalysis *an, CqQuery *q)
+{
+	CqPlan	   *plan = palloc0(sizeof(CqPlan));
+	char	   *target = cq_sql_relname_str(q->target);
+	char	   *source = cq_sql_relname_str(an->source_relid);
+	Oid			viewid = InvalidOid;
+	const char *pred;
+	RangeTblEntry *rte = rt_fetch(an->source_rti, an->query->rtable);
+	const char *only = rte->inh ? "" : "ONLY ";
+
+	if (an->is_aggregate)
+	{
+		viewid = get_relname_relid(psprintf("f_%d", q->id), get_namespace_oid("cq_state", false));
+		if (!OidIsValid(viewid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("state of continuous query \"%s\" is missing", q->name),
+					 errhint("Drop and recreate the continuous query.")));
+		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s f",
+									  target, target_columns(an, "", false, false),
+									  output_list(an, viewid), cq_sql_relname_str(viewid));
+	}
+	plan->batch_sql = batch_sql(an, q, viewid, target, false);
+	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
+
+	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
+					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
+					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+	plan->exists_sql = psprintf("SELECT 1 FROM %s%s WHERE %s LIMIT 1", only, source, pred);
+	plan->count_xids_sql = psprintf("SELECT %s::text, count(*) FROM %s%s WHERE %s GROUP BY 1 ORDER BY %s",
+									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN);
+	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
+									   only, source, CQ_TRACKING_COLUMN);
+	return plan;
+}

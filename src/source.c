@@ -1,0 +1,240 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.c
+ *	  Offsets: snapshot batching over a tracked source table (PgQ's design).
+ *
+ * Tracking adds one column, cq_xid xid8, whose default is the inserting
+ * transaction's id; rows that existed before are NULL ("history").  An
+ * offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
+ * visible in the end snapshot and not in the start snapshot.  Transactions
+ * that commit out of order are therefore neither lost nor counted twice.
+ *
+ * Snapshot arithmetic happens here in C on the text form "xmin:xmax:xip,..."
+ * (pg_snapshot's I/O format).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "pg_cq.h"
+#include "source.h"
+
+/*
+ * cq_source_tracking_attnum
+ *	  Attribute number of cq_xid in the source, or InvalidAttrNumber.
+ */
+AttrNumber
+cq_source_tracking_attnum(Oid relid)
+{
+	return get_attnum(relid, CQ_TRACKING_COLUMN);
+}
+
+/*
+ * cq_source_track
+ *	  Make sure the source has the tracking column and its index.  Adding the
+ *	  column with a separate SET DEFAULT does not rewrite the table (existing
+ *	  rows stay NULL = history).  Runs as the current user, who must own the
+ *	  table.  Caller has SPI connected.
+ */
+AttrNumber
+cq_source_track(Oid relid)
+{
+	AttrNumber	att = cq_source_tracking_attnum(relid);
+	char	   *rel = cq_sql_relname_str(relid);
+
+	if (att != InvalidAttrNumber)
+	{
+		Oid			type = get_atttype(relid, att);
+
+		if (type != XID8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of source \"%s\" has type %s, not xid8",
+							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
+					 errdetail("pg_cq uses that column to find new rows."),
+					 errhint("Rename or drop the column.")));
+		return att;
+	}
+
+	cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", rel, CQ_TRACKING_COLUMN),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
+						 rel, CQ_TRACKING_COLUMN),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) WITH (autosummarize = on)",
+						 rel, CQ_TRACKING_COLUMN),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	ereport(NOTICE,
+			(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id() and a BRIN index on it; existing rows keep NULL.",
+					   CQ_TRACKING_COLUMN)));
+	return cq_source_tracking_attnum(relid);
+}
+
+/*
+ * cq_snap_parse
+ *	  Parse pg_snapshot text.
+ */
+CqSnap *
+cq_snap_parse(const char *text)
+{
+	CqSnap	   *s = palloc0(sizeof(CqSnap));
+	const char *p = text;
+	char	   *end;
+	int			cap = 8;
+
+	s->xmin = strtou64(p, &end, 10);
+	if (*end != ':')
+		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+	p = end + 1;
+	s->xmax = strtou64(p, &end, 10);
+	if (*end != ':')
+		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+	p = end + 1;
+	s->xip = palloc(sizeof(uint64) * cap);
+	while (*p)
+	{
+		uint64		x = strtou64(p, &end, 10);
+
+		if (end == p)
+			elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+		if (s->nxip == cap)
+		{
+			cap *= 2;
+			s->xip = repalloc(s->xip, sizeof(uint64) * cap);
+		}
+		s->xip[s->nxip++] = x;
+		p = end;
+		if (*p == ',')
+			p++;
+	}
+	return s;
+}
+
+/*
+ * cq_snap_visible
+ *	  Is transaction x visible (committed or aborted, not in progress) in s?
+ *	  Same rule as pg_visible_in_snapshot().
+ */
+bool
+cq_snap_visible(const CqSnap *s, uint64 x)
+{
+	if (x < s->xmin)
+		return true;
+	if (x >= s->xmax)
+		return false;
+	for (int i = 0; i < s->nxip; i++)
+		if (s->xip[i] == x)
+			return false;
+	return true;
+}
+
+/*
+ * cq_snap_low_bound
+ *	  Lowest transaction id that can be new between prev and cur: xmax(prev),
+ *	  or an older transaction that was running at prev and is finished in
+ *	  cur.  A transaction still running does not hold the bound back.
+ */
+uint64
+cq_snap_low_bound(const CqSnap *prev, const CqSnap *cur)
+{
+	uint64		lo = prev->xmax;
+
+	for (int i = 0; i < prev->nxip; i++)
+		if (prev->xip[i] < lo && cq_snap_visible(cur, prev->xip[i]))
+			lo = prev->xip[i];
+	return lo;
+}
+
+/*
+ * cq_snap_nothing_new
+ *	  True when no transaction finished between prev and cur, so no batch
+ *	  can have rows.
+ */
+bool
+cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur)
+{
+	if (cur->xmax != prev->xmax)
+		return false;
+	for (int i = 0; i < prev->nxip; i++)
+		if (cq_snap_visible(cur, prev->xip[i]))
+			return false;
+	return true;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * cq_snap_cut
+ *	  The snapshot "prev plus the chosen transactions": used when
+ *	  max_rows_per_trigger ends a batch early.  chosen are the new
+ *	  transactions taken (ascending, all below cut); every new transaction
+ *	  below `cut` must be chosen.  Whatever is not chosen stays invisible, so
+ *	  the next batch reads it: a transaction is never split.
+ */
+char *
+cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
+			const uint64 *chosen, int nchosen)
+{
+	uint64		xmax = Max(prev->xmax, cut);
+	uint64	   *xip = palloc(sizeof(uint64) * (prev->nxip + cur->nxip + 1));
+	int			n = 0;
+	StringInfoData buf;
+
+	/* running at prev and not taken now */
+	for (int i = 0; i < prev->nxip; i++)
+	{
+		bool		taken = false;
+
+		for (int j = 0; j < nchosen; j++)
+			if (chosen[j] == prev->xip[i])
+				taken = true;
+		if (!taken)
+			xip[n++] = prev->xip[i];
+	}
+	/* started after prev, below the cut, still running at cur */
+	for (int i = 0; i < cur->nxip; i++)
+		if (cur->xip[i] >= prev->xmax && cur->xip[i] < xmax)
+			xip[n++] = cur->xip[i];
+	qsort(xip, n, sizeof(uint64), cmp_u64);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", n > 0 ? Min(xip[0], xmax) : xmax, xmax);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || xip[i] != xip[i - 1])
+			appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", xip[i]);
+	return buf.data;
+}
+
+/*
+ * cq_snap_covers
+ *	  Does `end` see everything `target` sees?  (Used by cq.run to stop once
+ *	  everything committed before the call is processed.)
+ */
+bool
+cq_snap_covers(const CqSnap *end, const CqSnap *target)
+{
+	if (end->xmax < target->xmax)
+	{
+		/* transactions in [end.xmax, target.xmax) visible in target */
+		for (uint64 x = end->xmax; x < target->xmax; x++)
+			if (cq_snap_visible(target, x))
+				return false;
+	}
+	for (int i = 0; i < end->nxip; i++)
+		if (cq_snap_visible(target, end->xip[i]))
+			return false;
+	return true;
+}

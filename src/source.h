@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.h
+ *	  Snapshot arithmetic for offsets (see source.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_SOURCE_H
+#define CQ_SOURCE_H
+
+/* A pg_snapshot in C: visible = (x < xmin) or (x < xmax and x not in xip). */
+typedef struct CqSnap
+{
+	uint64		xmin;
+	uint64		xmax;
+	int			nxip;
+	uint64	   *xip;
+} CqSnap;
+
+extern CqSnap *cq_snap_parse(const char *text);
+extern bool cq_snap_visible(const CqSnap *s, uint64 x);
+extern uint64 cq_snap_low_bound(const CqSnap *prev, const CqSnap *cur);
+extern bool cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur);
+extern char *cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
+						 const uint64 *chosen, int nchosen);
+extern bool cq_snap_covers(const CqSnap *end, const CqSnap *target);
+
+#endif							/* CQ_SOURCE_H */

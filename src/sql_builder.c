@@ -1,0 +1,212 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_builder.c
+ *	  The only place that turns names into SQL text, plus SPI helpers.
+ *
+ * Identifiers are always resolved from OIDs at the time of use and quoted,
+ * so renamed tables keep working; values always travel as $n parameters.
+ * Type and collation names are schema-qualified because generated SQL runs
+ * under a fixed search_path.
+ *
+ * SPI helpers raise an error on any unexpected return code.  The role
+ * switches are used around every statement that must not run with the
+ * caller's rights (catalog writes) or must run with the query owner's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "utils/memutils.h"
+#include "catalog/pg_collation.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "common/hashfn.h"
+
+#include "pg_cq.h"
+
+/*
+ * cq_sql_ident
+ *	  Append a quoted identifier.
+ */
+void
+cq_sql_ident(StringInfo buf, const char *ident)
+{
+	appendStringInfoString(buf, quote_identifier(ident));
+}
+
+/*
+ * cq_sql_relname
+ *	  Append the schema-qualified, quoted name of a relation.
+ */
+void
+cq_sql_relname(StringInfo buf, Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+	Oid			nsp = get_rel_namespace(relid);
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	appendStringInfoString(buf,
+						   quote_qualified_identifier(get_namespace_name(nsp), relname));
+}
+
+/*
+ * cq_sql_relname_str
+ *	  The schema-qualified, quoted name of a relation, palloc'd.
+ */
+char *
+cq_sql_relname_str(Oid relid)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	cq_sql_relname(&buf, relid);
+	return buf.data;
+}
+
+/*
+ * cq_sql_type
+ *	  Schema-qualified type name with its modifier, usable in DDL.
+ */
+char *
+cq_sql_type(Oid type, int32 typmod)
+{
+	return format_type_extended(type, typmod,
+								FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+/*
+ * cq_sql_collate
+ *	  " COLLATE schema.name" for a collatable type whose collation differs
+ *	  from the type's default, else "".
+ */
+char *
+cq_sql_collate(Oid collation, Oid type)
+{
+	if (!OidIsValid(collation) || collation == get_typcollation(type))
+		return "";
+	return psprintf(" COLLATE %s", generate_collation_name(collation));
+}
+
+/*
+ * cq_spi_exec
+ *	  Run one statement through SPI with parameters; error unless SPI returns
+ *	  the expected code (0 = any success).
+ */
+void
+cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
+			Datum *values, const char *nulls)
+{
+	int			rc;
+
+	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+	if (rc < 0 || (expected != 0 && rc != expected))
+		elog(ERROR, "pg_cq: SPI failed (%s) while running: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+/*
+ * Plans are cached per backend, keyed by their SQL text: generated SQL is
+ * rebuilt from OIDs for every batch, so a rename produces new text and a new
+ * plan, while an unchanged query reuses its saved plan.
+ */
+typedef struct CqPlanCacheEntry
+{
+	char		key[NAMEDATALEN];	/* hash of the text, as a string */
+	char	   *sql;
+	SPIPlanPtr	plan;
+} CqPlanCacheEntry;
+
+static HTAB *plan_cache = NULL;
+
+/*
+ * cq_spi_plan
+ *	  A saved SPI plan for the statement, prepared on first use.
+ */
+SPIPlanPtr
+cq_spi_plan(const char *sql, int nargs, Oid *types)
+{
+	CqPlanCacheEntry *entry;
+	char		key[NAMEDATALEN];
+	bool		found;
+	SPIPlanPtr	plan;
+
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = NAMEDATALEN;
+		ctl.entrysize = sizeof(CqPlanCacheEntry);
+		plan_cache = hash_create("pg_cq plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+
+	snprintf(key, sizeof(key), "%08x.%zu.%d",
+			 hash_bytes((const unsigned char *) sql, strlen(sql)), strlen(sql), nargs);
+	entry = hash_search(plan_cache, key, HASH_FIND, &found);
+	if (found && strcmp(entry->sql, sql) == 0)
+		return entry->plan;
+
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "pg_cq: could not prepare statement (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "pg_cq: could not save plan");
+
+	if (found)
+	{
+		SPI_freeplan(entry->plan);
+		pfree(entry->sql);
+	}
+	else
+		entry = hash_search(plan_cache, key, HASH_ENTER, NULL);
+	entry->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	entry->plan = plan;
+	return plan;
+}
+
+/*
+ * cq_as_superuser
+ *	  Switch to the bootstrap superuser for catalog maintenance; the previous
+ *	  identity is returned for cq_restore_user.  Only fixed, generated SQL
+ *	  runs under it.
+ */
+void
+cq_as_superuser(Oid *save_uid, int *save_sec)
+{
+	GetUserIdAndSecContext(save_uid, save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+/*
+ * cq_as_user
+ *	  Switch to a query's owner for running its SQL, in a security-restricted
+ *	  operation as REFRESH MATERIALIZED VIEW does.
+ */
+void
+cq_as_user(Oid uid, Oid *save_uid, int *save_sec)
+{
+	GetUserIdAndSecContext(save_uid, save_sec);
+	SetUserIdAndSecContext(uid, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * cq_restore_user
+ *	  Undo cq_as_superuser / cq_as_user.
+ */
+void
+cq_restore_user(Oid save_uid, int save_sec)
+{
+	SetUserIdAndSecContext(save_uid, save_sec);
+}
