@@ -65,7 +65,7 @@ snapshot_datum(const char *text)
  */
 static char *
 limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
-			 Datum *params, Oid *types, int64 limit, int64 already)
+			 Datum *params, Oid *types, int64 limit, int64 already, int64 *nrows)
 {
 	uint64	   *chosen;
 	int			nchosen = 0;
@@ -75,6 +75,7 @@ limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
 
 	cq_spi_exec(plan->count_xids_sql, SPI_OK_SELECT, 4, types, params, NULL);
 	n = SPI_processed;
+	*nrows = already;
 	if (n == 0)
 		return (char *) cur_text;
 	chosen = palloc(sizeof(uint64) * n);
@@ -92,6 +93,7 @@ limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
 		cut = chosen[nchosen - 1] + 1;
 		rows += cnt;
 	}
+	*nrows = rows;
 	if ((uint64) nchosen == n)
 		return (char *) cur_text;
 	if (nchosen == 0)
@@ -114,6 +116,7 @@ run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
 	CqSnap	   *cur;
 	char	   *cur_text;
 	TimestampTz t1;
+	int64		input_rows;
 
 	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	cur_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -127,17 +130,22 @@ run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
 	params[2] = snapshot_datum(cur_text);
 	params[3] = snapshot_datum(prev_text);
 
-	if (!history)
+	/* the source rows of the batch: Spark's numInputRows */
+	if (SPI_execute_plan(cq_spi_plan(history ? plan->count_sql_history : plan->count_sql, 4, types),
+						 params, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: could not count new rows");
 	{
-		if (SPI_execute_plan(cq_spi_plan(plan->exists_sql, 4, types), params, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "pg_cq: could not check for new rows");
-		if (SPI_processed == 0)
-			return false;
+		bool		isnull;
+
+		input_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
+	if (input_rows == 0 && !history)
+		return false;
 
 	if (q->opts.max_rows_per_trigger > 0 && !unlimited)
 	{
 		int64		hist = 0;
+		int64		limited_rows;
 
 		if (history)
 		{
@@ -145,10 +153,11 @@ run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
 			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
 		}
 		cur_text = limit_offset(plan, prev, cur, cur_text, params, types,
-								q->opts.max_rows_per_trigger, hist);
+								q->opts.max_rows_per_trigger, hist, &limited_rows);
 		cur = cq_snap_parse(cur_text);
 		params[1] = xid8_datum(cur->xmax);
 		params[2] = snapshot_datum(cur_text);
+		input_rows = limited_rows;
 	}
 	res->start_offset = pstrdup(prev_text);
 	res->end_offset = pstrdup(cur_text);
@@ -164,7 +173,7 @@ run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 
-		res->input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		res->input_rows = input_rows;
 		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));

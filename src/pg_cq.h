@@ -101,7 +101,8 @@ typedef struct CqPlan
 	char	   *batch_sql;		/* main statement: returns metrics */
 	char	   *batch_sql_history;	/* same, batch 0 reading history rows */
 	char	   *complete_sql;	/* complete mode: reload target from state */
-	char	   *exists_sql;		/* is anything new? */
+	char	   *count_sql;		/* how many new rows? (num_input_rows) */
+	char	   *count_sql_history;	/* same, batch 0 with history */
 	char	   *count_xids_sql; /* new rows per transaction (row limit) */
 	char	   *count_history_sql;
 } CqPlan;

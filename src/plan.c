@@ -604,7 +604,9 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
 					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
-	plan->exists_sql = psprintf("SELECT 1 FROM %s%s WHERE %s LIMIT 1", only, source, pred);
+	plan->count_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s", only, source, pred);
+	plan->count_sql_history = psprintf("SELECT count(*) FROM %s%s WHERE (%s) OR %s IS NULL",
+									   only, source, pred, CQ_TRACKING_COLUMN);
 	plan->count_xids_sql = psprintf("SELECT %s::text, count(*) FROM %s%s WHERE %s GROUP BY 1 ORDER BY %s",
 									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN);
 	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
