@@ -27,3 +27,8 @@ test:
 	scripts/test.sh
 bench:
 	bench/run.sh
+
+# pg_regress wants its output directories to exist
+installcheck: | results/regress results/isolation
+results/regress results/isolation:
+	mkdir -p $@

@@ -80,6 +80,9 @@ typedef struct CqAggKind
 /*
  * Exact variance of numeric input, computed as numeric_stddev_internal()
  * does: numerator n*Sxx - Sx*Sx (exact), divided at numeric_div's scale.
+ * The square root is taken 20 digits beyond that scale and rounded to it,
+ * which matches sqrt_var()'s correctly rounded result (SQL's sqrt() alone
+ * works one digit past the scale and would round twice).
  */
 #define NUM_VAR(minn, denom) \
 	"CASE WHEN %1$s <= " minn " THEN NULL " \
@@ -88,8 +91,8 @@ typedef struct CqAggKind
 #define NUM_STDDEV(minn, denom) \
 	"CASE WHEN %1$s <= " minn " THEN NULL " \
 	"WHEN %1$s::numeric * %3$s - %2$s * %2$s <= 0 THEN 0::numeric " \
-	"ELSE round(sqrt((%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ")), " \
-	"scale((%1$s::numeric * %3$s - %2$s * %2$s) / (" denom "))) END"
+	"ELSE (SELECT round(sqrt(round(v, scale(v) + 20)), scale(v)) FROM (SELECT " \
+	"(%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ") AS v) v) END"
 #define DENOM_SAMP "%1$s::numeric * (%1$s - 1)::numeric"
 #define DENOM_POP "%1$s::numeric * %1$s::numeric"
 
@@ -479,11 +482,19 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source table \"%s\" is not in the FROM clause of the query", opts->source)));
 	if (nrel == 0)
+	{
+		foreach(lc, q->rtable)
+			if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("subqueries in FROM over the streaming table are not supported"),
+						 errhint("Read the streaming table directly in the FROM clause.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("continuous query \"%s\" has no streaming source", name),
 				 errdetail("The FROM clause must name a table."),
 				 errhint("A subquery in FROM cannot be the stream: name the table directly.")));
+	}
 	if (nwanted > 1 || (!OidIsValid(wanted) && nrel > 1))
 	{
 		if (OidIsValid(wanted) || nrel == nwanted)

@@ -633,9 +633,8 @@ cq_run(PG_FUNCTION_ARGS)
 			break;
 		nbatches++;
 		ereport(NOTICE,
-				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": %lld input rows, %lld output rows, %.1f ms",
-						name, res.batch_id, (long long) res.input_rows, (long long) res.output_rows,
-						res.duration_ms)));
+				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": %lld input rows, %lld output rows",
+						name, res.batch_id, (long long) res.input_rows, (long long) res.output_rows)));
 		if (!atomic)
 			SPI_commit();
 		if (once || cq_snap_covers(cq_snap_parse(res.end_offset), target))
