@@ -623,6 +623,8 @@ cq_run(PG_FUNCTION_ARGS)
 	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	target = cq_snap_parse(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 
+	check_owner(cq_catalog_get_query(name, false, false));
+
 	for (;;)
 	{
 		CqBatchResult res;
