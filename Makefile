@@ -32,3 +32,6 @@ bench:
 installcheck: | results/regress results/isolation
 results/regress results/isolation:
 	mkdir -p $@
+
+# every object depends on the shared headers (PGXS tracks no header dependencies)
+$(OBJS): $(wildcard src/*.h)

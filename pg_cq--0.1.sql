@@ -44,7 +44,8 @@ CREATE TABLE cq.offsets (
     batch_id     bigint NOT NULL,
     start_offset pg_snapshot NOT NULL,
     end_offset   pg_snapshot NOT NULL,
-    watermark    timestamptz,
+    batch_watermark timestamptz,           -- watermark in effect for the batch (NULL = -infinity)
+    watermark    timestamptz,              -- watermark after the batch, in effect for the next
     committed_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     state_rows   bigint NOT NULL DEFAULT 0,   -- rows in the state table after the batch
     PRIMARY KEY (name, batch_id)
@@ -100,6 +101,29 @@ CREATE AGGREGATE cq.float8_state(float8) (
     parallel = safe
 );
 COMMENT ON AGGREGATE cq.float8_state(float8) IS 'pg_cq internal: float8 variance transition state';
+
+----------------------------------------------------------------------------
+-- Event time
+----------------------------------------------------------------------------
+CREATE FUNCTION cq."window"(ts timestamptz, size interval, slide interval DEFAULT NULL,
+                            origin timestamptz DEFAULT '1970-01-01 00:00:00+00',
+                            OUT window_start timestamptz, OUT window_end timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'cq_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 2;
+COMMENT ON FUNCTION cq."window"(timestamptz, interval, interval, timestamptz)
+  IS 'time windows [window_start, window_end) containing ts; sliding when slide < size';
+
+CREATE FUNCTION cq."window"(ts timestamp, size interval, slide interval DEFAULT NULL,
+                            origin timestamp DEFAULT '1970-01-01 00:00:00',
+                            OUT window_start timestamp, OUT window_end timestamp)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'cq_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 2;
+COMMENT ON FUNCTION cq."window"(timestamp, interval, interval, timestamp)
+  IS 'time windows [window_start, window_end) containing ts; sliding when slide < size';
+GRANT EXECUTE ON FUNCTION cq."window"(timestamptz, interval, interval, timestamptz),
+                          cq."window"(timestamp, interval, interval, timestamp) TO PUBLIC;
 
 ----------------------------------------------------------------------------
 -- API

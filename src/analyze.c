@@ -31,6 +31,9 @@
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/fmgroids.h"
+#include "utils/formatting.h"
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -563,6 +566,8 @@ check_event_time(CqAnalysis *an, CqOptions *opts)
 	AttrNumber	att;
 	Oid			type;
 
+	an->wm_key = -1;
+	an->has_watermark = opts->watermark != NULL;
 	if (opts->event_time == NULL)
 		return;
 	att = get_attnum(an->source_relid, opts->event_time);
@@ -578,6 +583,196 @@ check_event_time(CqAnalysis *an, CqOptions *opts)
 				 errmsg("event_time column \"%s\" must be of type timestamp with time zone or timestamp",
 						opts->event_time),
 				 errdetail("Column \"%s\" has type %s.", opts->event_time, format_type_be(type))));
+	an->et_attno = att;
+	an->et_is_tz = (type == TIMESTAMPTZOID);
+}
+
+/*
+ * is_event_time
+ *	  Is expr the event-time column of the stream (possibly relabeled)?
+ */
+static bool
+is_event_time(CqAnalysis *an, Node *expr)
+{
+	while (expr && IsA(expr, RelabelType))
+		expr = (Node *) ((RelabelType *) expr)->arg;
+	return expr && IsA(expr, Var) && ((Var *) expr)->varno == an->source_rti &&
+		((Var *) expr)->varattno == an->et_attno && ((Var *) expr)->varlevelsup == 0;
+}
+
+/*
+ * interval_sql
+ *	  A constant interval as a SQL literal; checks it is a positive fixed
+ *	  length when `what` is given.
+ */
+static char *
+interval_sql(Node *c, const char *what)
+{
+	Interval   *iv;
+
+	if (c == NULL || !IsA(c, Const) || ((Const *) c)->constisnull ||
+		((Const *) c)->consttype != INTERVALOID)
+		return NULL;
+	iv = DatumGetIntervalP(((Const *) c)->constvalue);
+	if (what && iv->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("window %s cannot contain months or years", what),
+				 errhint("Use days, hours, minutes or seconds; group by date_trunc('month', ts) for calendar months.")));
+	if (what && (iv->day < 0 || iv->time < 0 || (iv->day == 0 && iv->time <= 0) ||
+				 (iv->day > 0 && iv->time < 0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window %s must be positive", what)));
+	return psprintf("%s::pg_catalog.interval",
+					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
+																		   PointerGetDatum(iv)))));
+}
+
+/*
+ * date_trunc_step
+ *	  The length of one unit of date_trunc as an interval literal, or NULL.
+ */
+static const char *
+date_trunc_step(Node *unit)
+{
+	char	   *lower;
+	int			type,
+				val;
+
+	if (unit == NULL || !IsA(unit, Const) || ((Const *) unit)->constisnull)
+		return NULL;
+	lower = asc_tolower(TextDatumGetCString(((Const *) unit)->constvalue),
+						strlen(TextDatumGetCString(((Const *) unit)->constvalue)));
+	type = DecodeUnits(0, lower, &val);
+	if (type != UNITS)
+		return NULL;
+	switch (val)
+	{
+		case DTK_MICROSEC:
+			return "'1 microsecond'";
+		case DTK_MILLISEC:
+			return "'1 millisecond'";
+		case DTK_SECOND:
+			return "'1 second'";
+		case DTK_MINUTE:
+			return "'1 minute'";
+		case DTK_HOUR:
+			return "'1 hour'";
+		case DTK_DAY:
+			return "'1 day'";
+		case DTK_WEEK:
+			return "'7 days'";
+		case DTK_MONTH:
+			return "'1 month'";
+		case DTK_QUARTER:
+			return "'3 months'";
+		case DTK_YEAR:
+			return "'1 year'";
+		case DTK_DECADE:
+			return "'10 years'";
+		case DTK_CENTURY:
+			return "'100 years'";
+		case DTK_MILLENNIUM:
+			return "'1000 years'";
+	}
+	return NULL;
+}
+
+/*
+ * window_rte_call
+ *	  The cq.window() call of a function RTE, or NULL.
+ */
+static FuncExpr *
+window_rte_call(RangeTblEntry *rte)
+{
+	RangeTblFunction *rtf;
+	FuncExpr   *fe;
+	Oid			nsp = get_namespace_oid("cq", true);
+
+	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1)
+		return NULL;
+	rtf = linitial(rte->functions);
+	if (!IsA(rtf->funcexpr, FuncExpr))
+		return NULL;
+	fe = (FuncExpr *) rtf->funcexpr;
+	if (get_func_namespace(fe->funcid) != nsp || strcmp(get_func_name(fe->funcid), "window") != 0)
+		return NULL;
+	return fe;
+}
+
+/*
+ * window_end_fmt
+ *	  If grouping expression expr is a window over the event-time column
+ *	  (or that column itself), the SQL of its window end with %1$s standing
+ *	  for the key; else NULL.
+ */
+static char *
+window_end_fmt(CqAnalysis *an, Node *expr)
+{
+	if (is_event_time(an, expr))
+		return "%1$s";
+	if (IsA(expr, FuncExpr))
+	{
+		FuncExpr   *fe = (FuncExpr *) expr;
+
+		if ((fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ ||
+			 fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP) &&
+			is_event_time(an, lsecond(fe->args)))
+		{
+			char	   *size = interval_sql(linitial(fe->args), "size");
+
+			return size ? psprintf("(%%1$s + %s)", size) : NULL;
+		}
+		if ((fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
+			 fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP) &&
+			is_event_time(an, lsecond(fe->args)))
+		{
+			const char *step = date_trunc_step(linitial(fe->args));
+
+			return step ? psprintf("(%%1$s + %s::pg_catalog.interval)", step) : NULL;
+		}
+	}
+	if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
+	{
+		Var		   *v = (Var *) expr;
+		FuncExpr   *fe = window_rte_call(rt_fetch(v->varno, an->query->rtable));
+
+		if (fe && is_event_time(an, linitial(fe->args)))
+		{
+			if (v->varattno == 2)
+				return "%1$s";
+			if (v->varattno == 1)
+			{
+				char	   *size = interval_sql(lsecond(fe->args), "size");
+
+				return size ? psprintf("(%%1$s + %s)", size) : NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * check_window_calls
+ *	  Constant sizes and slides of cq.window() calls are checked at
+ *	  creation rather than at the first row.
+ */
+static void
+check_window_calls(CqAnalysis *an)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->query->rtable)
+	{
+		FuncExpr   *fe = window_rte_call(lfirst(lc));
+
+		if (fe == NULL)
+			continue;
+		(void) interval_sql(lsecond(fe->args), "size");
+		if (list_length(fe->args) > 2)
+			(void) interval_sql(lthird(fe->args), "slide");
+	}
 }
 
 /*
@@ -691,7 +886,7 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 	{
 		CollectCtx	ctx = {an, name};
 
-		if (opts->mode == CQ_MODE_APPEND)
+		if (opts->mode == CQ_MODE_APPEND && !an->has_watermark)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
@@ -717,7 +912,35 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 			an->group_exprs = lappend(an->group_exprs, expr);
 		}
 		expression_tree_walker((Node *) q->targetList, collect_aggs_walker, &ctx);
+
+		/* the grouping key that carries the watermark */
+		if (opts->event_time)
+		{
+			int			i = 0;
+
+			foreach(lc, an->group_exprs)
+			{
+				char	   *fmt = window_end_fmt(an, lfirst(lc));
+
+				if (fmt)
+				{
+					an->wm_key = i;
+					an->wm_end_fmt = fmt;
+					break;
+				}
+				i++;
+			}
+		}
+		if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
+					 errdetail("Continuous query \"%s\" has a watermark, but no grouping key is its event-time column \"%s\" or a window over it.",
+							   name, opts->event_time ? opts->event_time : ""),
+					 errhint("Group by cq.window(%s, ...), date_bin(..., %s, ...), date_trunc(..., %s) or %s itself, or use output mode \"update\".",
+							 opts->event_time, opts->event_time, opts->event_time, opts->event_time)));
 	}
+	check_window_calls(an);
 
 	/* outputs, and which of them are grouping keys */
 	foreach(lc, q->targetList)

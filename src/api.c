@@ -43,6 +43,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "utils/ruleutils.h"
 
 #include "pg_cq.h"
@@ -596,6 +597,24 @@ cq_alter_query(PG_FUNCTION_ARGS)
 }
 
 /*
+ * report_batch
+ *	  The NOTICE cq.run gives per batch.
+ */
+static void
+report_batch(const char *name, CqBatchResult *res)
+{
+	if (res->nodata)
+		ereport(NOTICE,
+				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": no new data, watermark %s, %lld output rows",
+						name, res->batch_id, timestamptz_to_str(res->watermark),
+						(long long) res->output_rows)));
+	else
+		ereport(NOTICE,
+				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": %lld input rows, %lld output rows",
+						name, res->batch_id, (long long) res->input_rows, (long long) res->output_rows)));
+}
+
+/*
  * cq_run
  *	  CALL cq.run(name, once): available-now.  Processes everything
  *	  committed before the call, one transaction per batch (when called
@@ -628,19 +647,32 @@ cq_run(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		CqBatchResult res;
+		bool		done;
 
 		CHECK_FOR_INTERRUPTS();
 		cq_batch_run(name, once, &res);
 		if (!res.ran)
 			break;
 		nbatches++;
-		ereport(NOTICE,
-				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": %lld input rows, %lld output rows",
-						name, res.batch_id, (long long) res.input_rows, (long long) res.output_rows)));
+		report_batch(name, &res);
+		done = once || cq_snap_covers(cq_snap_parse(res.end_offset), target);
 		if (!atomic)
 			SPI_commit();
-		if (once || cq_snap_covers(cq_snap_parse(res.end_offset), target))
+		if (done)
+		{
+			/* the no-data batch that lets the last watermark close windows */
+			if (!once)
+			{
+				cq_batch_run_ext(name, CQ_BATCH_NODATA_ONLY, &res);
+				if (res.ran)
+				{
+					report_batch(name, &res);
+					if (!atomic)
+						SPI_commit();
+				}
+			}
 			break;
+		}
 	}
 	if (nbatches == 0)
 		ereport(NOTICE,

@@ -102,81 +102,163 @@ limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
 }
 
 /*
+ * Everything run_as_owner needs to know about the batch to run.
+ */
+typedef struct BatchInput
+{
+	CqQuery    *q;
+	CqAnalysis *an;
+	CqPlan	   *plan;
+	const char *prev_text;		/* S_prev */
+	bool		history;		/* batch 0 reading rows from before tracking */
+	bool		unlimited;		/* ignore max_rows_per_trigger */
+	bool		nodata_due;		/* the watermark advanced after the last batch */
+	bool		nodata_only;	/* run only a due no-data batch */
+	TimestampTz t0;
+} BatchInput;
+
+/*
+ * event_time_stats
+ *	  Read count(*) and the event-time statistics of the count statement's
+ *	  row; returns the row count.
+ */
+static int64
+event_time_stats(CqBatchResult *res, TimestampTz *max_minus_delay, bool *has_max)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	int64		n = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	Datum		d;
+
+	d = SPI_getbinval(tup, desc, 2, &isnull);
+	res->has_event_time = !isnull;
+	if (!isnull)
+	{
+		res->et_min = DatumGetTimestampTz(d);
+		res->et_max = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+		res->et_avg = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	*has_max = !isnull;
+	*max_minus_delay = isnull ? 0 : DatumGetTimestampTz(d);
+	return n;
+}
+
+/*
  * run_as_owner
  *	  The owner's part of the batch: find the range, fold, write.
  *	  Returns false when there was nothing to do.
  */
 static bool
-run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
-			 bool unlimited, CqBatchResult *res, TimestampTz t0)
+run_as_owner(BatchInput *in, CqBatchResult *res)
 {
-	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
-	Datum		params[4];
-	CqSnap	   *prev = cq_snap_parse(prev_text);
+	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INTERVALOID};
+	Datum		params[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	CqQuery    *q = in->q;
+	CqPlan	   *plan = in->plan;
+	CqSnap	   *prev = cq_snap_parse(in->prev_text);
 	CqSnap	   *cur;
 	char	   *cur_text;
 	TimestampTz t1;
-	int64		input_rows;
+	int64		input_rows = 0;
+	TimestampTz max_minus_delay = 0;
+	bool		has_max = false;
+	bool		nodata;
 
 	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	cur_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	cur = cq_snap_parse(cur_text);
 
-	if (!history && cq_snap_nothing_new(prev, cur))
-		return false;
-
 	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
 	params[1] = xid8_datum(cur->xmax);
 	params[2] = snapshot_datum(cur_text);
-	params[3] = snapshot_datum(prev_text);
+	params[3] = snapshot_datum(in->prev_text);
+	params[4] = q->opts.watermark_delay ? IntervalPGetDatum(q->opts.watermark_delay) : (Datum) 0;
+	nulls[4] = q->opts.watermark_delay ? ' ' : 'n';
 
-	/* the source rows of the batch: Spark's numInputRows */
-	if (SPI_execute_plan(cq_spi_plan(history ? plan->count_sql_history : plan->count_sql, 4, types),
-						 params, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "pg_cq: could not count new rows");
+	nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(prev, cur));
+	if (!nodata)
 	{
-		bool		isnull;
-
-		input_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
+		if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
+							 params, nulls, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "pg_cq: could not count new rows");
+		input_rows = event_time_stats(res, &max_minus_delay, &has_max);
+		nodata = (input_rows == 0 && !in->history);
 	}
-	if (input_rows == 0 && !history)
-		return false;
-
-	if (q->opts.max_rows_per_trigger > 0 && !unlimited)
+	if (nodata)
+	{
+		/* nothing new: run only the batch that lets a new watermark close windows */
+		if (!in->nodata_due)
+			return false;
+		res->nodata = true;
+		res->has_event_time = false;
+		has_max = false;
+		input_rows = 0;
+		cur_text = (char *) in->prev_text;
+		params[1] = xid8_datum(prev->xmax);
+		params[2] = params[3];
+	}
+	else if (q->opts.max_rows_per_trigger > 0 && !in->unlimited)
 	{
 		int64		hist = 0;
 		int64		limited_rows;
 
-		if (history)
+		if (in->history)
 		{
 			cq_spi_exec(plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
 		}
 		cur_text = limit_offset(plan, prev, cur, cur_text, params, types,
 								q->opts.max_rows_per_trigger, hist, &limited_rows);
-		cur = cq_snap_parse(cur_text);
-		params[1] = xid8_datum(cur->xmax);
-		params[2] = snapshot_datum(cur_text);
-		input_rows = limited_rows;
+		if (limited_rows < input_rows)
+		{
+			/* the batch ends early: statistics of its own rows */
+			cur = cq_snap_parse(cur_text);
+			params[1] = xid8_datum(cur->xmax);
+			params[2] = snapshot_datum(cur_text);
+			if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
+								 params, nulls, true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "pg_cq: could not count new rows");
+			input_rows = event_time_stats(res, &max_minus_delay, &has_max);
+		}
 	}
-	res->start_offset = pstrdup(prev_text);
+	res->input_rows = input_rows;
+	res->start_offset = pstrdup(in->prev_text);
 	res->end_offset = pstrdup(cur_text);
-	res->latest_offset_ms = ms_since(t0);
+	res->latest_offset_ms = ms_since(in->t0);
 
-	/* fold the new rows into state and target */
+	/* the next watermark: max(W, max event time - delay), never backwards */
+	res->has_next_watermark = res->has_watermark;
+	res->next_watermark = res->watermark;
+	if (q->opts.watermark_delay && has_max &&
+		(!res->has_next_watermark || max_minus_delay > res->next_watermark))
+	{
+		res->has_next_watermark = true;
+		res->next_watermark = max_minus_delay;
+	}
+
+	/* fold the new rows into state and target; $5 is now the watermark */
 	t1 = GetCurrentTimestamp();
-	if (SPI_execute_plan(cq_spi_plan(history ? plan->batch_sql_history : plan->batch_sql, 4, types),
-						 params, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+	types[4] = TIMESTAMPTZOID;
+	params[4] = TimestampTzGetDatum(res->watermark);
+	nulls[4] = (res->has_watermark && q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->batch_sql_history : plan->batch_sql, 5, types),
+						 params, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 
-		res->input_rows = input_rows;
-		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		res->state_removed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		res->state_total -= res->state_removed;
+		res->dropped_by_watermark = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 	}
 
 	if (q->opts.mode == CQ_MODE_COMPLETE)
@@ -212,36 +294,60 @@ run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
 void
 cq_batch_run(const char *name, bool unlimited, CqBatchResult *res)
 {
-	TimestampTz t0 = GetCurrentTimestamp();
-	CqQuery    *q;
+	cq_batch_run_ext(name, unlimited ? CQ_BATCH_UNLIMITED : 0, res);
+}
+
+/*
+ * cq_batch_run_ext
+ *	  cq_batch_run with flags: CQ_BATCH_UNLIMITED, CQ_BATCH_NODATA_ONLY (run
+ *	  the no-data batch a new watermark calls for, and nothing else).
+ *
+ *	  Watermarks (SPEC §4): the batch uses W = the watermark computed after
+ *	  the previous batch (NULL = -infinity before the first); after it,
+ *	  W' = max(W, max event time read - delay).  When W' > W and nothing new
+ *	  is waiting, a no-data batch runs with W' so that closed windows are
+ *	  emitted (append) and evicted (append, update).
+ */
+void
+cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
+{
+	BatchInput	in;
 	CqLastOffset last;
-	CqAnalysis *an;
-	CqPlan	   *plan;
-	bool		history;
-	const char *prev_text;
 	Oid			save_uid;
 	int			save_sec;
 	int			nest;
 	bool		ran;
 
 	memset(res, 0, sizeof(*res));
-	res->started_at = t0;
+	memset(&in, 0, sizeof(in));
+	in.t0 = res->started_at = GetCurrentTimestamp();
 
-	q = cq_catalog_get_query(name, false, true);
+	in.q = cq_catalog_get_query(name, false, true);
 	cq_catalog_last_offset(name, &last);
-	history = !last.found && strcmp(q->opts.starting, "earliest") == 0;
-	prev_text = last.found ? last.end_offset : q->start_offset;
+	in.history = !last.found && strcmp(in.q->opts.starting, "earliest") == 0;
+	in.prev_text = last.found ? last.end_offset : in.q->start_offset;
+	in.unlimited = (flags & CQ_BATCH_UNLIMITED) != 0;
+	in.nodata_only = (flags & CQ_BATCH_NODATA_ONLY) != 0;
 	res->batch_id = last.found ? last.batch_id + 1 : 0;
 	res->state_total = last.state_rows;
+	res->has_watermark = last.has_watermark;
+	res->watermark = last.watermark;
 
-	an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
-	plan = cq_plan_build(an, q);
+	in.an = cq_analyze_query((Query *) stringToNode(in.q->query_tree), &in.q->opts, in.q->name);
+	in.plan = cq_plan_build(in.an, in.q);
 
-	cq_as_user(q->owner, &save_uid, &save_sec);
+	/* a watermark that advanced must still close windows */
+	in.nodata_due = last.found && last.has_watermark && in.an->wm_key >= 0 &&
+		in.q->opts.mode != CQ_MODE_COMPLETE &&
+		(!last.has_batch_watermark || last.watermark > last.batch_watermark);
+	if (in.nodata_only && !in.nodata_due)
+		return;
+
+	cq_as_user(in.q->owner, &save_uid, &save_sec);
 	nest = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	ran = run_as_owner(q, plan, prev_text, history, unlimited, res, t0);
+	ran = run_as_owner(&in, res);
 	AtEOXact_GUC(false, nest);
 	cq_restore_user(save_uid, save_sec);
 
@@ -249,9 +355,9 @@ cq_batch_run(const char *name, bool unlimited, CqBatchResult *res)
 		return;
 
 	res->ran = true;
-	res->duration_ms = ms_since(t0);
+	res->duration_ms = ms_since(in.t0);
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :
-		res->input_rows / Max((double) (t0 - last.last_started_at) / 1000000.0, 0.001);
-	cq_catalog_record_batch(q, res);
+		res->input_rows / Max((double) (in.t0 - last.last_started_at) / 1000000.0, 0.001);
+	cq_catalog_record_batch(in.q, res);
 }

@@ -146,7 +146,8 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
 	memset(last, 0, sizeof(*last));
-	cq_spi_exec("SELECT o.batch_id, o.end_offset::text, o.state_rows, p.started_at "
+	cq_spi_exec("SELECT o.batch_id, o.end_offset::text, o.state_rows, p.started_at, "
+				"o.batch_watermark, o.watermark "
 				"FROM cq.offsets o LEFT JOIN cq.progress p USING (name, batch_id) "
 				"WHERE o.name = $1 ORDER BY o.batch_id DESC LIMIT 1",
 				SPI_OK_SELECT, 1, types, values, NULL);
@@ -161,6 +162,12 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
 
 		last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
+		last->has_batch_watermark = !isnull;
+		last->batch_watermark = isnull ? 0 : DatumGetTimestampTz(d);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
+		last->has_watermark = !isnull;
+		last->watermark = isnull ? 0 : DatumGetTimestampTz(d);
 	}
 }
 
@@ -173,11 +180,13 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 void
 cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 {
-	Oid			types[17] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+#define NREC 23
+	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
-	INT8OID, INT8OID, INT8OID, INT8OID, INT8OID};
-	Datum		values[17];
-	char		nulls[17];
+		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[NREC];
+	char		nulls[NREC];
 	Oid			save_uid;
 	int			save_sec;
 
@@ -202,20 +211,31 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 	values[14] = Int64GetDatum(r->dropped_by_watermark);
 	values[15] = Int64GetDatum(r->output_rows);
 	values[16] = Int64GetDatum(r->batch_id - CQ_PROGRESS_KEEP);
+	values[17] = TimestampTzGetDatum(r->watermark);
+	nulls[17] = r->has_watermark ? ' ' : 'n';
+	values[18] = TimestampTzGetDatum(r->next_watermark);
+	nulls[18] = r->has_next_watermark ? ' ' : 'n';
+	values[19] = TimestampTzGetDatum(r->et_min);
+	values[20] = TimestampTzGetDatum(r->et_max);
+	values[21] = TimestampTzGetDatum(r->et_avg);
+	nulls[19] = nulls[20] = nulls[21] = r->has_event_time ? ' ' : 'n';
+	values[22] = GetCurrentTimestamp();
 
 	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows) "
-				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5)), "
+	cq_spi_exec("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
+				"  batch_watermark, watermark, committed_at) "
+				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23)), "
 				"p AS (INSERT INTO cq.progress (name, batch_id, run_id, started_at, duration_ms, durations, "
 				"  num_input_rows, input_rows_per_second, processed_rows_per_second, num_state_rows_total, "
 				"  num_state_rows_updated, num_state_rows_removed, num_rows_dropped_by_watermark, "
-				"  num_output_rows, start_offset, end_offset) "
+				"  num_output_rows, start_offset, end_offset, watermark, event_time_min, event_time_max, "
+				"  event_time_avg) "
 				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
-				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot)), "
+				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22)), "
 				"x AS (DELETE FROM cq.offsets WHERE name = $1 AND batch_id <= $17), "
 				"y AS (DELETE FROM cq.progress WHERE name = $1 AND batch_id <= $17) "
 				"SELECT 1",
-				SPI_OK_SELECT, 17, types, values, nulls);
+				SPI_OK_SELECT, NREC, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
 }
 

@@ -93,6 +93,13 @@ typedef struct CqAnalysis
 	int			nparts;			/* state columns p1..pN */
 	List	   *outputs;		/* non-junk TargetEntry of the query */
 	List	   *output_key;		/* int per output: grouping index or -1 */
+
+	/* event time (all unset without the event_time option) */
+	AttrNumber	et_attno;		/* event-time column of the source */
+	bool		et_is_tz;		/* timestamptz (else timestamp) */
+	int			wm_key;			/* grouping key that carries the watermark, or -1 */
+	char	   *wm_end_fmt;		/* SQL of that key's window end; %1$s = the key */
+	bool		has_watermark;	/* watermark option set */
 } CqAnalysis;
 
 /* The SQL a batch runs, built from an analysis (plan.c). */
@@ -126,6 +133,15 @@ typedef struct CqBatchResult
 	int64		output_rows;
 	char	   *start_offset;
 	char	   *end_offset;
+	bool		nodata;			/* a no-data batch run to advance the watermark */
+	bool		has_watermark;	/* watermark in effect is not -infinity */
+	TimestampTz watermark;		/* watermark in effect for the batch */
+	bool		has_next_watermark;
+	TimestampTz next_watermark; /* watermark after the batch */
+	bool		has_event_time; /* event-time statistics of the input rows */
+	TimestampTz et_min;
+	TimestampTz et_max;
+	TimestampTz et_avg;
 } CqBatchResult;
 
 /* The last committed batch of a query. */
@@ -136,6 +152,10 @@ typedef struct CqLastOffset
 	char	   *end_offset;
 	int64		state_rows;
 	TimestampTz last_started_at;	/* started_at of its progress row, or 0 */
+	bool		has_batch_watermark;
+	TimestampTz batch_watermark;	/* watermark the batch used */
+	bool		has_watermark;
+	TimestampTz watermark;		/* watermark after the batch */
 } CqLastOffset;
 
 /* guc.c */
@@ -179,7 +199,10 @@ extern void cq_catalog_delete_query(const char *name);
 extern void cq_catalog_update_options(const char *name, CqOptions *opts);
 
 /* batch.c */
+#define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */
+#define CQ_BATCH_NODATA_ONLY 0x02	/* only a pending no-data batch */
 extern void cq_batch_run(const char *name, bool unlimited, CqBatchResult *res);
+extern void cq_batch_run_ext(const char *name, int flags, CqBatchResult *res);
 
 /* ddl.c */
 extern void cq_ddl_init(void);

@@ -22,6 +22,8 @@
  *	 $2 xid8  xmax of the batch's end snapshot
  *	 $3 pg_snapshot  end offset (S_cur)
  *	 $4 pg_snapshot  start offset (S_prev)
+ *	 $5 timestamptz  the batch's watermark, NULL = -infinity (main statement);
+ *					 the watermark delay, interval (count statement)
  *
  *-------------------------------------------------------------------------
  */
@@ -224,6 +226,28 @@ append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix, const char
 }
 
 /*
+ * evicts
+ *	  Does the state carry a window end (column e) for late filtering and
+ *	  eviction?  Needs a watermark and a grouping key that carries it.
+ */
+static bool
+evicts(CqAnalysis *an)
+{
+	return an->has_watermark && an->wm_key >= 0;
+}
+
+/*
+ * wm_param
+ *	  The batch's watermark ($5, timestamptz, NULL = -infinity) in the type
+ *	  of the event-time column.
+ */
+static const char *
+wm_param(CqAnalysis *an)
+{
+	return an->et_is_tz ? "$5" : "($5 AT TIME ZONE 'UTC')";
+}
+
+/*
  * cq_plan_state_table_sql
  *	  DDL of the state table: keys, the row count n, partial states p<i>,
  *	  and a unique index on the keys that treats NULL as a value.
@@ -248,6 +272,12 @@ cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 						 cq_sql_collate(exprCollation(e), exprType(e)));
 	}
 	appendStringInfoString(&buf, "n pg_catalog.int8 NOT NULL");
+	if (evicts(an))
+	{
+		Node	   *k = list_nth(an->group_exprs, an->wm_key);
+
+		appendStringInfo(&buf, ", e %s", cq_sql_type(exprType(k), -1));
+	}
 	for (int p = 0; p < an->nparts; p++)
 	{
 		int32		typmod;
@@ -260,6 +290,8 @@ cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 	appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
 	append_group_cols(&buf, an, "", ", ");
 	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	if (evicts(an))
+		appendStringInfo(&buf, "; CREATE INDEX ON %s (e)", qualname);
 	return buf.data;
 }
 
@@ -470,6 +502,12 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history)
 			appendStringInfo(&buf, " AS p%d", a->first_part + k + 1);
 		}
 	}
+	if (evicts(an))
+	{
+		appendStringInfoString(&buf, ", ");
+		appendStringInfo(&buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
+		appendStringInfoString(&buf, " AS e");
+	}
 	appendStringInfo(&buf, " FROM (%s) i", inner_sql(an, history));
 	if (an->group_exprs != NIL)
 	{
@@ -479,15 +517,18 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history)
 
 	appendStringInfo(&buf, "), m AS (INSERT INTO %s AS s (", state);
 	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, ", n");
+	appendStringInfoString(&buf, evicts(an) ? ", n, e" : ", n");
 	for (int p = 1; p <= an->nparts; p++)
 		appendStringInfo(&buf, ", p%d", p);
 	appendStringInfoString(&buf, ") SELECT ");
 	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, ", n");
+	appendStringInfoString(&buf, evicts(an) ? ", n, e" : ", n");
 	for (int p = 1; p <= an->nparts; p++)
 		appendStringInfo(&buf, ", p%d", p);
-	appendStringInfoString(&buf, " FROM d ON CONFLICT (");
+	appendStringInfoString(&buf, " FROM d");
+	if (evicts(an))
+		appendStringInfo(&buf, " WHERE $5 IS NULL OR e IS NULL OR e > %s", wm_param(an));
+	appendStringInfoString(&buf, " ON CONFLICT (");
 	append_group_cols(&buf, an, "", ", ");
 	appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
 	foreach(lc, an->aggs)
@@ -505,68 +546,94 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history)
 		}
 	}
 	appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+	/* x: windows closed by the watermark leave the state */
+	if (evicts(an))
+		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e <= %s RETURNING s.*)",
+						 state, wm_param(an));
 	return buf.data;
 }
 
 /*
+ * metrics_select
+ *	  The final SELECT of a batch statement: state rows updated, inserted,
+ *	  removed, aggregated rows dropped as late, output rows.
+ */
+static char *
+metrics_select(CqAnalysis *an, bool has_o)
+{
+	return psprintf(" SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), %s, %s, %s",
+					evicts(an) ? "(SELECT count(*) FROM x)" : "0::int8",
+					evicts(an) ? psprintf("(SELECT count(*) FROM d WHERE e <= %s)", wm_param(an)) : "0::int8",
+					has_o ? "(SELECT count(*) FROM o)" : "0::int8");
+}
+
+/*
  * batch_sql
- *	  The main statement of a batch.  Returns one row: input rows, state
- *	  rows updated, state rows inserted, output rows.
+ *	  The main statement of a batch.  Returns one row: state rows updated,
+ *	  inserted, removed, rows dropped as late, output rows.
  */
 static char *
 batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool history)
 {
 	StringInfoData buf;
 	char	   *state;
+	char	   *all_cols = target_columns(an, "", false, false);
 
 	initStringInfo(&buf);
 	if (!an->is_aggregate)
 	{
 		appendStringInfo(&buf,
 						 "WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) "
-						 "SELECT count(*), 0::int8, 0::int8, count(*) FROM o",
-						 target, target_columns(an, "", false, false), inner_sql(an, history));
+						 "SELECT 0::int8, 0::int8, 0::int8, 0::int8, count(*) FROM o",
+						 target, all_cols, inner_sql(an, history));
 		return buf.data;
 	}
 
 	state = cq_sql_relname_str(q->state_table);
 	appendStringInfo(&buf, "WITH %s", state_upsert_ctes(an, state, history));
 
-	if (q->opts.mode == CQ_MODE_UPDATE)
+	switch (q->opts.mode)
 	{
-		char	   *nonkeys = target_columns(an, "", false, true);
-
-		appendStringInfo(&buf, ", f AS (SELECT %s FROM m s)", final_select_list(an));
-		if (an->group_exprs == NIL)
-		{
-			/* one result row: replace it */
-			appendStringInfo(&buf, ", x AS (DELETE FROM %s)", target);
+		case CQ_MODE_APPEND:
+			/* closed windows, final now, are written once */
+			appendStringInfo(&buf, ", f AS (SELECT %s FROM x s)", final_select_list(an));
 			appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
-							 target, target_columns(an, "", false, false), output_list(an, viewid));
-		}
-		else
-		{
-			appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f ON CONFLICT (%s) ",
-							 target, target_columns(an, "", false, false), output_list(an, viewid),
-							 target_columns(an, "", true, false));
-			if (nonkeys[0] == '\0')
-				appendStringInfoString(&buf, "DO NOTHING");
-			else
-				appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s) IS DISTINCT FROM ROW(%s)",
-								 nonkeys, target_columns(an, "excluded.", false, true),
-								 target_columns(an, "t.", false, true),
-								 target_columns(an, "excluded.", false, true));
-			appendStringInfoString(&buf, " RETURNING 1)");
-		}
-		appendStringInfoString(&buf,
-							   " SELECT (SELECT coalesce(sum(n), 0) FROM d)::int8,"
-							   " (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins),"
-							   " (SELECT count(*) FROM o)");
+							 target, all_cols, output_list(an, viewid));
+			appendStringInfoString(&buf, metrics_select(an, true));
+			break;
+		case CQ_MODE_UPDATE:
+			{
+				char	   *nonkeys = target_columns(an, "", false, true);
+
+				appendStringInfo(&buf, ", f AS (SELECT %s FROM m s)", final_select_list(an));
+				if (an->group_exprs == NIL)
+				{
+					/* one result row: replace it */
+					appendStringInfo(&buf, ", y AS (DELETE FROM %s)", target);
+					appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+									 target, all_cols, output_list(an, viewid));
+				}
+				else
+				{
+					appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f ON CONFLICT (%s) ",
+									 target, all_cols, output_list(an, viewid),
+									 target_columns(an, "", true, false));
+					if (nonkeys[0] == '\0')
+						appendStringInfoString(&buf, "DO NOTHING");
+					else
+						appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s) IS DISTINCT FROM ROW(%s)",
+										 nonkeys, target_columns(an, "excluded.", false, true),
+										 target_columns(an, "t.", false, true),
+										 target_columns(an, "excluded.", false, true));
+					appendStringInfoString(&buf, " RETURNING 1)");
+				}
+				appendStringInfoString(&buf, metrics_select(an, true));
+				break;
+			}
+		case CQ_MODE_COMPLETE:
+			appendStringInfoString(&buf, metrics_select(an, false));
+			break;
 	}
-	else
-		appendStringInfoString(&buf,
-							   " SELECT (SELECT coalesce(sum(n), 0) FROM d)::int8,"
-							   " (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), 0::int8");
 	return buf.data;
 }
 
@@ -604,9 +671,26 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
 					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
-	plan->count_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s", only, source, pred);
-	plan->count_sql_history = psprintf("SELECT count(*) FROM %s%s WHERE (%s) OR %s IS NULL",
-									   only, source, pred, CQ_TRACKING_COLUMN);
+	{
+		/* rows of the batch, and event-time statistics of them */
+		const char *stats = "NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
+			"NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz";
+
+		if (an->et_attno != InvalidAttrNumber)
+		{
+			const char *et = quote_identifier(get_attname(an->source_relid, an->et_attno, false));
+			const char *tz = an->et_is_tz ? "" : " AT TIME ZONE 'UTC'";
+
+			stats = psprintf("min(%s)%s, max(%s)%s, "
+							 "to_timestamp(avg(extract(epoch FROM %s))::pg_catalog.float8), "
+							 "(max(%s) - $5)%s",
+							 et, tz, et, tz, et, et, tz);
+		}
+		plan->count_sql = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
+								   stats, only, source, pred);
+		plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE (%s) OR %s IS NULL",
+										   stats, only, source, pred, CQ_TRACKING_COLUMN);
+	}
 	plan->count_xids_sql = psprintf("SELECT %s::text, count(*) FROM %s%s WHERE %s GROUP BY 1 ORDER BY %s",
 									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN);
 	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
