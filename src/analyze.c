@@ -941,6 +941,16 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 							 opts->event_time, opts->event_time, opts->event_time, opts->event_time)));
 	}
 	check_window_calls(an);
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *g = lfirst(lc);
+
+		/* constant date_bin strides are checked at creation too */
+		if (IsA(g, FuncExpr) &&
+			(((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ ||
+			 ((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP))
+			(void) interval_sql(linitial(((FuncExpr *) g)->args), "size");
+	}
 
 	/* outputs, and which of them are grouping keys */
 	foreach(lc, q->targetList)
