@@ -770,8 +770,18 @@ check_window_calls(CqAnalysis *an)
 		if (fe == NULL)
 			continue;
 		(void) interval_sql(lsecond(fe->args), "size");
-		if (list_length(fe->args) > 2)
-			(void) interval_sql(lthird(fe->args), "slide");
+		if (list_length(fe->args) > 2 && interval_sql(lthird(fe->args), "slide") &&
+			interval_sql(lsecond(fe->args), NULL))
+		{
+			Interval   *size = DatumGetIntervalP(((Const *) lsecond(fe->args))->constvalue);
+			Interval   *slide = DatumGetIntervalP(((Const *) lthird(fe->args))->constvalue);
+
+			if ((int64) slide->day * USECS_PER_DAY + slide->time >
+				(int64) size->day * USECS_PER_DAY + size->time)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("window slide must be positive and at most the window size")));
+		}
 	}
 }
 

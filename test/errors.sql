@@ -1,7 +1,7 @@
 -- Every rejected query shape and bad option: SQLSTATE and message.
 BEGIN;
 SET client_min_messages = warning;
-SELECT plan(52);
+SELECT plan(57);
 
 CREATE TABLE ev (ts timestamptz, k text, v numeric, i int);
 CREATE TABLE dim (k text, label text);
@@ -117,6 +117,19 @@ SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'nosuch') AS SELECT k FROM 
   '42P01', 'source table "nosuch" does not exist', 'source option names no table');
 SELECT throws_ok($$ALTER TABLE dim SET (cq.trigger = '1 minute')$$,
   '42809', 'table "dim" is not the target of a continuous query', 'cq option on a plain table');
+
+-- event time
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '1 minute') AS SELECT k, count(*) FROM ev GROUP BY k$$,
+  '0A000', 'append output mode is not supported for streaming aggregations without a watermark',
+  'append with a watermark on no grouping key');
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT w.window_start, count(*) FROM ev, LATERAL cq.window(ts, '0 seconds') w GROUP BY 1$$,
+  '22023', 'window size must be positive', 'window size zero');
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT w.window_start, count(*) FROM ev, LATERAL cq.window(ts, '10 seconds', '20 seconds') w GROUP BY 1$$,
+  '22023', 'window slide must be positive and at most the window size', 'slide larger than size');
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT w.window_start, count(*) FROM ev, LATERAL cq.window(ts, '1 month') w GROUP BY 1$$,
+  '0A000', 'window size cannot contain months or years', 'window in months');
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT date_bin('-1 minute', ts, '2000-01-01'), count(*) FROM ev GROUP BY 1$$,
+  '22023', 'window size must be positive', 'negative date_bin stride');
 
 -- nothing was created by the failures above
 SELECT is((SELECT count(*) FROM cq.queries), 0::bigint, 'no query was registered');
