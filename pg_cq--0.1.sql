@@ -35,7 +35,9 @@ CREATE TABLE cq.queries (
     run_id               uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
     query_tree           text NOT NULL,        -- nodeToString() of the analyzed query
     state_table          regclass,             -- NULL for stateless queries
-    start_offset         pg_snapshot NOT NULL  -- offset batch 0 starts from
+    start_offset         pg_snapshot NOT NULL, -- offset batch 0 starts from
+    state_rebuilt_at     timestamptz,          -- last rebuild of lost unlogged state
+    state_rebuild_ms     double precision      -- and how long it took
 );
 COMMENT ON TABLE cq.queries IS 'continuous queries: definition, options, owner and state';
 
@@ -76,6 +78,14 @@ CREATE TABLE cq.progress (
     PRIMARY KEY (name, batch_id)
 );
 COMMENT ON TABLE cq.progress IS 'per-batch metrics (Spark StreamingQueryProgress), last 100 batches per query';
+
+-- One row per query with unlogged state.  Any crash-restart empties every
+-- unlogged table at once, this one included: a missing row means the
+-- query's state is gone and must be rebuilt before its next batch.
+CREATE UNLOGGED TABLE cq.state_sentinel (
+    query_id integer PRIMARY KEY
+);
+COMMENT ON TABLE cq.state_sentinel IS 'pg_cq internal: detects unlogged state lost in a crash';
 
 GRANT SELECT ON cq.queries, cq.offsets, cq.progress TO PUBLIC;
 

@@ -290,6 +290,8 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 		add_auto_dependency(state_id, qview_id);
 		add_auto_dependency(internal_relid("f", id), qview_id);
 		cq_catalog_set_state_table(id, state_id);
+		if (strcmp(opts->state_storage, "unlogged") == 0)
+			cq_catalog_state_valid(id, -1);
 	}
 	cq_restore_user(save_uid, save_sec);
 	CommandCounterIncrement();

@@ -286,6 +286,45 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 }
 
 /*
+ * rebuild_state
+ *	  Refill a query's empty unlogged state (DESIGN.md "State").  The
+ *	  rebuild needs no history: a row can only have been dropped as late for
+ *	  a window that is now closed, and closed windows are final in the
+ *	  target, so the state is the partial aggregate of every row the query
+ *	  has processed (those visible in the last committed offset and not in
+ *	  its start offset, plus history rows when starting = earliest),
+ *	  restricted to windows still open at the last batch.  Runs as the owner.
+ *	  Returns the number of state rows.
+ */
+static int64
+rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
+{
+	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
+	Datum		params[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	CqSnap	   *end = cq_snap_parse(last->end_offset);
+	TimestampTz t0 = GetCurrentTimestamp();
+	int64		rows;
+	bool		isnull;
+
+	params[0] = xid8_datum(0);
+	params[1] = xid8_datum(end->xmax);
+	params[2] = snapshot_datum(last->end_offset);
+	params[3] = snapshot_datum(in->q->start_offset);
+	params[4] = TimestampTzGetDatum(last->batch_watermark);
+	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	if (SPI_execute_plan(cq_spi_plan(in->plan->rebuild_sql, 5, types), params, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: could not rebuild state");
+	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*ms = ms_since(t0);
+	ereport(LOG,
+			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
+					in->q->name, rows, *ms),
+			 errdetail("A crash-restart empties unlogged tables; the state was refolded from the source.")));
+	return rows;
+}
+
+/*
  * cq_batch_run
  *	  Run one batch of query `name` in the current transaction (SPI
  *	  connected).  `unlimited` ignores max_rows_per_trigger.  res->ran is
@@ -317,6 +356,7 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 	int			save_sec;
 	int			nest;
 	bool		ran;
+	bool		rebuild;
 
 	memset(res, 0, sizeof(*res));
 	memset(&in, 0, sizeof(in));
@@ -343,14 +383,29 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 	if (in.nodata_only && !in.nodata_due)
 		return;
 
+	/* unlogged state emptied by a crash-restart: rebuild it first */
+	res->rebuild_ms = -1;
+	rebuild = OidIsValid(in.q->state_table) &&
+		strcmp(in.q->opts.state_storage, "unlogged") == 0 &&
+		cq_catalog_state_lost(in.q->id);
+
 	cq_as_user(in.q->owner, &save_uid, &save_sec);
 	nest = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	if (rebuild && last.found)
+		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);
 	AtEOXact_GUC(false, nest);
 	cq_restore_user(save_uid, save_sec);
 
+	if (rebuild)
+	{
+		/* the rebuild commits with this batch, or with nothing if none ran */
+		cq_catalog_state_valid(in.q->id, Max(res->rebuild_ms, 0));
+		if (!ran && last.found)
+			cq_catalog_set_state_rows(in.q->name, last.batch_id, res->state_total);
+	}
 	if (!ran)
 		return;
 

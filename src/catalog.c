@@ -199,8 +199,9 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 	values[5] = CStringGetTextDatum(q->run_id);
 	values[6] = TimestampTzGetDatum(r->started_at);
 	values[7] = Float8GetDatum(r->duration_ms);
-	values[8] = CStringGetTextDatum(psprintf("{\"latestOffset\": %.3f, \"addBatch\": %.3f, \"triggerExecution\": %.3f}",
-											 r->latest_offset_ms, r->add_batch_ms, r->duration_ms));
+	values[8] = CStringGetTextDatum(psprintf("{\"latestOffset\": %.3f, \"addBatch\": %.3f, \"triggerExecution\": %.3f%s}",
+											 r->latest_offset_ms, r->add_batch_ms, r->duration_ms,
+											 r->rebuild_ms >= 0 ? psprintf(", \"stateRebuild\": %.3f", r->rebuild_ms) : ""));
 	values[9] = Int64GetDatum(r->input_rows);
 	values[10] = Float8GetDatum(r->input_rows_per_second);
 	if (r->input_rows_per_second < 0)
@@ -357,5 +358,64 @@ cq_catalog_update_options(const char *name, CqOptions *o)
 				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
 				"state_storage = $8, complete_refresh = $9 WHERE name = $1",
 				SPI_OK_UPDATE, 9, types, values, nulls);
+	cq_restore_user(save_uid, save_sec);
+}
+
+/*
+ * cq_catalog_state_lost
+ *	  Has the query's unlogged state been emptied by a crash-restart?
+ */
+bool
+cq_catalog_state_lost(int32 id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("SELECT 1 FROM cq.state_sentinel WHERE query_id = $1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+	return SPI_processed == 0;
+}
+
+/*
+ * cq_catalog_state_valid
+ *	  Mark the query's state as complete (after creation or a rebuild), and
+ *	  record a rebuild's duration when rebuild_ms >= 0.
+ */
+void
+cq_catalog_state_valid(int32 id, double rebuild_ms)
+{
+	Oid			types[2] = {INT4OID, FLOAT8OID};
+	Datum		values[2] = {Int32GetDatum(id), Float8GetDatum(rebuild_ms)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("INSERT INTO cq.state_sentinel VALUES ($1) ON CONFLICT DO NOTHING",
+				SPI_OK_INSERT, 1, types, values, NULL);
+	if (rebuild_ms >= 0)
+		cq_spi_exec("UPDATE cq.queries SET state_rebuilt_at = pg_catalog.now(), state_rebuild_ms = $2 "
+					"WHERE id = $1", SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+}
+
+/*
+ * cq_catalog_set_state_rows
+ *	  Correct the state row count of the last batch after a rebuild.
+ */
+void
+cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows)
+{
+	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
+	Datum		values[3] = {CStringGetTextDatum(name), Int64GetDatum(batch_id), Int64GetDatum(rows)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("UPDATE cq.offsets SET state_rows = $3 WHERE name = $1 AND batch_id = $2",
+				SPI_OK_UPDATE, 3, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
 }

@@ -111,6 +111,7 @@ typedef struct CqPlan
 	char	   *count_sql;		/* how many new rows? (num_input_rows) */
 	char	   *count_sql_history;	/* same, batch 0 with history */
 	char	   *count_xids_sql; /* new rows per transaction (row limit) */
+	char	   *rebuild_sql;	/* refold all processed rows into empty state */
 	char	   *count_history_sql;
 } CqPlan;
 
@@ -142,6 +143,7 @@ typedef struct CqBatchResult
 	TimestampTz et_min;
 	TimestampTz et_max;
 	TimestampTz et_avg;
+	double		rebuild_ms;		/* lost state rebuilt before the batch, or -1 */
 } CqBatchResult;
 
 /* The last committed batch of a query. */
@@ -197,6 +199,9 @@ extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oi
 extern void cq_catalog_set_state_table(int32 id, Oid state_table);
 extern void cq_catalog_delete_query(const char *name);
 extern void cq_catalog_update_options(const char *name, CqOptions *opts);
+extern bool cq_catalog_state_lost(int32 id);
+extern void cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows);
+extern void cq_catalog_state_valid(int32 id, double rebuild_ms);
 
 /* batch.c */
 #define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */

@@ -476,7 +476,7 @@ target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_
  *	  into the state; m returns the changed state rows with _ins = inserted.
  */
 static char *
-state_upsert_ctes(CqAnalysis *an, const char *state, bool history)
+state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -547,7 +547,7 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history)
 	}
 	appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
 	/* x: windows closed by the watermark leave the state */
-	if (evicts(an))
+	if (evicts(an) && evict)
 		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e <= %s RETURNING s.*)",
 						 state, wm_param(an));
 	return buf.data;
@@ -590,7 +590,7 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 	}
 
 	state = cq_sql_relname_str(q->state_table);
-	appendStringInfo(&buf, "WITH %s", state_upsert_ctes(an, state, history));
+	appendStringInfo(&buf, "WITH %s", state_upsert_ctes(an, state, history, true));
 
 	switch (q->opts.mode)
 	{
@@ -667,6 +667,19 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	}
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
+	if (an->is_aggregate)
+	{
+		/*
+		 * Rebuild of lost state: the same fold over every row processed so
+		 * far, keeping windows still open at the last batch; the target is
+		 * not touched (it already holds the results).
+		 */
+		bool		history = strcmp(q->opts.starting, "earliest") == 0;
+
+		plan->rebuild_sql = psprintf("WITH %s SELECT count(*) FROM m",
+									 state_upsert_ctes(an, cq_sql_relname_str(q->state_table),
+													   history, false));
+	}
 
 	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
