@@ -271,6 +271,16 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 	CommandCounterIncrement();
 	qview_id = internal_relid("q", id);
 	add_auto_dependency(qview_id, target);
+	{
+		/* the tracking column cannot be dropped while a query reads it */
+		ObjectAddress dep,
+					ref;
+
+		ObjectAddressSet(dep, RelationRelationId, qview_id);
+		ObjectAddressSubSet(ref, RelationRelationId, an->source_relid,
+							cq_source_tracking_attnum(an->source_relid));
+		recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+	}
 
 	if (an->is_aggregate)
 	{
