@@ -171,11 +171,12 @@ CREATE FUNCTION cq.alter_query(
     max_rows_per_trigger bigint DEFAULT NULL,
     starting             text DEFAULT NULL,
     state_storage        text DEFAULT NULL,
-    complete_refresh     text DEFAULT NULL)
+    complete_refresh     text DEFAULT NULL,
+    query                text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'cq_alter_query'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
-COMMENT ON FUNCTION cq.alter_query IS 'change options of a continuous query (NULL = keep)';
+COMMENT ON FUNCTION cq.alter_query IS 'change options or the query text of a continuous query (NULL = keep)';
 
 CREATE PROCEDURE cq.run(name text, once boolean DEFAULT false)
 AS 'MODULE_PATHNAME', 'cq_run'

@@ -44,3 +44,23 @@ SELECT count(*) FROM cq.queries WHERE name IN ('agg', 'copy');
 SELECT count(*) FROM agg_renamed;
 SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'cq_state';
+
+-- changing a running query (Spark's rules): filters and projections may change
+CREATE TABLE s2 (k text, v int, w int);
+INSERT INTO s2 VALUES ('a', 1, 1), ('b', 2, 2);
+CREATE TABLE s2_agg WITH (cq.output_mode = 'update') AS SELECT k, sum(v) AS total FROM s2 GROUP BY k;
+SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS total FROM s2 WHERE w > 0 GROUP BY k');
+INSERT INTO s2 (k, v, w) VALUES ('a', 100, -1), ('a', 10, 1);
+CALL cq.run('s2_agg');
+SELECT * FROM s2_agg ORDER BY k;
+SELECT query FROM cq.queries WHERE name = 's2_agg';
+-- a projection over the same keys and aggregates
+SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS total FROM s2 WHERE w > 0 AND v < 1000 GROUP BY k');
+-- refused: other grouping keys, other aggregates, another table, other target columns
+SELECT cq.alter_query('s2_agg', query => 'SELECT w AS k, sum(v) AS total FROM s2 GROUP BY w');
+SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(w) AS total FROM s2 GROUP BY k');
+CREATE TABLE other (k text, v int);
+SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS total FROM other GROUP BY k');
+SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS grand_total FROM s2 GROUP BY k');
+SELECT cq.alter_query('s2_agg', query => 'DROP TABLE s2');
+SELECT count(*) FROM s2;

@@ -31,6 +31,8 @@
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/ruleutils.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
 #include "utils/formatting.h"
@@ -998,4 +1000,50 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 		}
 	}
 	return an;
+}
+
+/*
+ * cq_analyze_state_signature
+ *	  Text identifying what a query's state depends on: its FROM clause
+ *	  (stream, static tables, windows), grouping expressions and aggregates
+ *	  with their arguments and filters, but not its WHERE clause or its
+ *	  select list.  Two versions of a query may share state (Spark's rules
+ *	  for changing a running query) only if their signatures are equal.
+ */
+char *
+cq_analyze_state_signature(CqAnalysis *an)
+{
+	Query	   *q = copyObject(an->query);
+	List	   *tlist = NIL;
+	ListCell   *lc;
+	int			resno = 1;
+	int			nest;
+	char	   *sql;
+
+	foreach(lc, an->group_exprs)
+	{
+		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno,
+											   psprintf("c%d", resno), false));
+		resno++;
+	}
+	foreach(lc, an->aggs)
+	{
+		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(((CqAgg *) lfirst(lc))->aggref),
+											   resno, psprintf("c%d", resno), false));
+		resno++;
+	}
+	if (tlist == NIL)
+		tlist = list_make1(makeTargetEntry((Expr *) makeBoolConst(true, false), 1, "s", false));
+	q->targetList = tlist;
+	q->jointree->quals = NULL;
+	q->groupClause = NIL;
+	q->havingQual = NULL;
+	q->sortClause = NIL;
+
+	nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	sql = pg_get_querydef(q, false);
+	AtEOXact_GUC(false, nest);
+	return sql;
 }

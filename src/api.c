@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/readfuncs.h"
 #include "parser/analyze.h"
 #include "parser/parse_relation.h"
 #include "access/genam.h"
@@ -249,6 +250,20 @@ deparse_query(Query *query)
 }
 
 /*
+ * query_view_sql
+ *	  DDL of the query view q_<id>.  It wraps the query so that its only
+ *	  column never changes: a changed query replaces the view's rule (and
+ *	  its dependencies) while the view, which state and final view hang on,
+ *	  stays.
+ */
+static char *
+query_view_sql(const char *qview, CqAnalysis *an, bool replace)
+{
+	return psprintf("CREATE %sVIEW %s AS SELECT 1 AS query FROM (%s) q",
+					replace ? "OR REPLACE " : "", qview, deparse_query(an->query));
+}
+
+/*
  * create_internal_objects
  *	  The query view, state table and final view (see file header).  They
  *	  are created as superuser in cq_state and handed to the owner.
@@ -263,8 +278,7 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 	Oid			qview_id;
 
 	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec(psprintf("CREATE VIEW %s AS %s", qview, deparse_query(an->query)),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(query_view_sql(qview, an, false), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
 						 qview, owner_name, qview),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
@@ -380,6 +394,34 @@ arg_text(FunctionCallInfo fcinfo, int n)
 }
 
 /*
+ * parse_query_text
+ *	  Parse and analyze a query given as text; nothing of it is executed.
+ *	  It must be exactly one SELECT.
+ */
+static Query *
+parse_query_text(const char *name, const char *query_text)
+{
+	List	   *raw;
+	RawStmt    *stmt;
+
+	if (query_text == NULL || query_text[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query of continuous query \"%s\" must not be empty", name)));
+	raw = pg_parse_query(query_text);
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query of continuous query \"%s\" must be exactly one SELECT statement", name)));
+	stmt = linitial_node(RawStmt, raw);
+	if (!IsA(stmt->stmt, SelectStmt) || ((SelectStmt *) stmt->stmt)->intoClause != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("a continuous query must be a SELECT statement")));
+	return parse_analyze_fixedparams(stmt, query_text, NULL, 0, NULL);
+}
+
+/*
  * cq_create_query
  *	  cq.create_query(name, query, output_mode, trigger, target, event_time,
  *	  watermark, max_rows_per_trigger, starting, source, state_storage,
@@ -392,8 +434,6 @@ cq_create_query(PG_FUNCTION_ARGS)
 	char	   *query_text = arg_text(fcinfo, 1);
 	char	   *target_text = arg_text(fcinfo, 4);
 	CqOptions	opts;
-	List	   *raw;
-	RawStmt    *stmt;
 	Query	   *query;
 	RangeVar   *rv;
 	Oid			target;
@@ -401,11 +441,6 @@ cq_create_query(PG_FUNCTION_ARGS)
 	CqAnalysis *an;
 
 	check_name(name);
-	if (query_text == NULL || query_text[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query of continuous query \"%s\" must not be empty", name)));
-
 	cq_options_init(&opts);
 	opts.output_mode = arg_text(fcinfo, 2);
 	opts.trigger = arg_text(fcinfo, 3);
@@ -427,18 +462,7 @@ cq_create_query(PG_FUNCTION_ARGS)
 	opts.complete_refresh = arg_text(fcinfo, 11);
 	cq_options_finish(&opts);
 
-	/* parse and analyze the query; nothing of it is executed here */
-	raw = pg_parse_query(query_text);
-	if (list_length(raw) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query of continuous query \"%s\" must be exactly one SELECT statement", name)));
-	stmt = linitial_node(RawStmt, raw);
-	if (!IsA(stmt->stmt, SelectStmt) || ((SelectStmt *) stmt->stmt)->intoClause != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("a continuous query must be a SELECT statement")));
-	query = parse_analyze_fixedparams(stmt, query_text, NULL, 0, NULL);
+	query = parse_query_text(name, query_text);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
@@ -560,6 +584,56 @@ cq_api_alter(const char *name, CqOptions *changes)
 }
 
 /*
+ * cq_api_alter_query
+ *	  Replace the query of a running continuous query, following Spark's
+ *	  rules for restarting on an existing checkpoint: filters and
+ *	  projections may change; the stream, static tables, windows, grouping
+ *	  keys and aggregates (the state's shape and meaning) may not.  The new
+ *	  query takes effect from the next batch.  Caller has SPI connected.
+ */
+void
+cq_api_alter_query(const char *name, const char *query_text)
+{
+	CqQuery    *q = cq_catalog_get_query(name, false, true);
+	Query	   *query = parse_query_text(name, query_text);
+	CqAnalysis *old_an;
+	CqAnalysis *new_an;
+
+	check_owner(q);
+	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	new_an = cq_analyze_query(query, &q->opts, q->name);
+
+	if (new_an->source_relid != old_an->source_relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the source of continuous query \"%s\"", name),
+				 errdetail("Its offsets belong to table \"%s\".", get_rel_name(old_an->source_relid)),
+				 errhint("Use cq.reset(name) after the change, or create a new query.")));
+	if (new_an->is_aggregate != old_an->is_aggregate ||
+		strcmp(cq_analyze_state_signature(new_an), cq_analyze_state_signature(old_an)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the grouping keys, aggregates, windows or tables of continuous query \"%s\"", name),
+				 errdetail("The query's state was built for them; only filters and the select list may change."),
+				 errhint("Use cq.reset(name) to start over with the new query, or create a new query.")));
+	ExecCheckRTPerms(new_an->query->rtable, true);
+	check_target_columns(new_an, q->target, name);
+	if (q->opts.mode == CQ_MODE_UPDATE)
+		ensure_key_index(new_an, q->target);
+
+	cq_catalog_update_query(name, query_text, nodeToString(new_an->query));
+	{
+		Oid			save_uid;
+		int			save_sec;
+
+		cq_as_superuser(&save_uid, &save_sec);
+		cq_spi_exec(query_view_sql(internal_name("q", q->id), new_an, true),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_restore_user(save_uid, save_sec);
+	}
+}
+
+/*
  * cq_alter_query
  *	  cq.alter_query(name, output_mode, trigger, event_time, watermark,
  *	  max_rows_per_trigger, starting, state_storage, complete_refresh):
@@ -570,6 +644,7 @@ cq_alter_query(PG_FUNCTION_ARGS)
 {
 	char	   *name = arg_text(fcinfo, 0);
 	CqOptions	changes;
+	char	   *query_text;
 
 	cq_options_init(&changes);
 	changes.output_mode = arg_text(fcinfo, 1);
@@ -589,6 +664,7 @@ cq_alter_query(PG_FUNCTION_ARGS)
 	changes.starting = arg_text(fcinfo, 6);
 	changes.state_storage = arg_text(fcinfo, 7);
 	changes.complete_refresh = arg_text(fcinfo, 8);
+	query_text = arg_text(fcinfo, 9);
 
 	/* normalize the given values the same way stored ones were */
 	{
@@ -604,6 +680,8 @@ cq_alter_query(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	cq_api_alter(name, &changes);
+	if (query_text)
+		cq_api_alter_query(name, query_text);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

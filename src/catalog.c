@@ -419,3 +419,22 @@ cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows)
 				SPI_OK_UPDATE, 3, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
 }
+
+/*
+ * cq_catalog_update_query
+ *	  Store a changed query text and tree (already validated).
+ */
+void
+cq_catalog_update_query(const char *name, const char *query_text, const char *query_tree)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3] = {CStringGetTextDatum(name), CStringGetTextDatum(query_text),
+	CStringGetTextDatum(query_tree)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("UPDATE cq.queries SET query = $2, query_tree = $3 WHERE name = $1",
+				SPI_OK_UPDATE, 3, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+}

@@ -172,6 +172,7 @@ extern const char *cq_mode_name(CqOutputMode mode);
 
 /* analyze.c */
 extern CqAnalysis *cq_analyze_query(Query *query, CqOptions *opts, const char *name);
+extern char *cq_analyze_state_signature(CqAnalysis *an);
 extern const char *cq_agg_part_type(CqAnalysis *an, int part, int32 *typmod, Oid *collation);
 extern const char *cq_agg_kind_partial(const struct CqAggKind *kind, int part);
 extern const char *cq_agg_kind_merge(const struct CqAggKind *kind, int part);
@@ -199,6 +200,7 @@ extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oi
 extern void cq_catalog_set_state_table(int32 id, Oid state_table);
 extern void cq_catalog_delete_query(const char *name);
 extern void cq_catalog_update_options(const char *name, CqOptions *opts);
+extern void cq_catalog_update_query(const char *name, const char *query_text, const char *query_tree);
 extern bool cq_catalog_state_lost(int32 id);
 extern void cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows);
 extern void cq_catalog_state_valid(int32 id, double rebuild_ms);
@@ -217,6 +219,7 @@ extern Oid	cq_api_register(const char *name, const char *query_text, Query *quer
 							CqOptions *opts, Oid target, bool target_created);
 extern void cq_api_drop(const char *name, bool from_drop_table);
 extern void cq_api_alter(const char *name, CqOptions *opts);
+extern void cq_api_alter_query(const char *name, const char *query_text);
 
 /* sql_builder.c */
 extern void cq_sql_ident(StringInfo buf, const char *ident);
