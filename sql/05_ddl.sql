@@ -64,3 +64,10 @@ SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS total FROM other G
 SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS grand_total FROM s2 GROUP BY k');
 SELECT cq.alter_query('s2_agg', query => 'DROP TABLE s2');
 SELECT count(*) FROM s2;
+
+-- before its first batch a query may change in any way
+CREATE TABLE fresh WITH (cq.output_mode = 'update') AS SELECT k, count(*) AS n FROM s2 GROUP BY k WITH NO DATA;
+ALTER TABLE fresh ADD COLUMN total bigint;
+SELECT cq.alter_query('fresh', query => 'SELECT k, count(*) AS n, sum(w) AS total FROM s2 WHERE w > 0 GROUP BY k');
+CALL cq.run('fresh');
+SELECT * FROM fresh ORDER BY k;

@@ -264,6 +264,58 @@ query_view_sql(const char *qview, CqAnalysis *an, bool replace)
 }
 
 /*
+ * add_tracking_dependency
+ *	  The tracking column of the source cannot be dropped while the query
+ *	  view reads the source.
+ */
+static void
+add_tracking_dependency(Oid qview_id, Oid source)
+{
+	ObjectAddress dep,
+				ref;
+
+	ObjectAddressSet(dep, RelationRelationId, qview_id);
+	ObjectAddressSubSet(ref, RelationRelationId, source, cq_source_tracking_attnum(source));
+	recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+}
+
+/*
+ * create_state_objects
+ *	  State table s_<id> and final view f_<id> of an aggregation, owned by
+ *	  the query's owner, auto-dropped with the query view.  Runs as
+ *	  superuser.
+ */
+static void
+create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
+{
+	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
+	char	   *state = internal_name("s", id);
+	char	   *fview = internal_name("f", id);
+	Oid			state_id;
+	Oid			qview_id = internal_relid("q", id);
+
+	if (!an->is_aggregate)
+	{
+		cq_catalog_set_state_table(id, InvalidOid);
+		return;
+	}
+	cq_spi_exec(cq_plan_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(cq_plan_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
+						 "REVOKE ALL ON %s, %s FROM PUBLIC",
+						 state, owner_name, fview, owner_name, state, fview),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	CommandCounterIncrement();
+	state_id = internal_relid("s", id);
+	add_auto_dependency(state_id, qview_id);
+	add_auto_dependency(internal_relid("f", id), qview_id);
+	cq_catalog_set_state_table(id, state_id);
+	if (strcmp(opts->state_storage, "unlogged") == 0)
+		cq_catalog_state_valid(id, -1);
+}
+
+/*
  * create_internal_objects
  *	  The query view, state table and final view (see file header).  They
  *	  are created as superuser in cq_state and handed to the owner.
@@ -285,38 +337,8 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 	CommandCounterIncrement();
 	qview_id = internal_relid("q", id);
 	add_auto_dependency(qview_id, target);
-	{
-		/* the tracking column cannot be dropped while a query reads it */
-		ObjectAddress dep,
-					ref;
-
-		ObjectAddressSet(dep, RelationRelationId, qview_id);
-		ObjectAddressSubSet(ref, RelationRelationId, an->source_relid,
-							cq_source_tracking_attnum(an->source_relid));
-		recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
-	}
-
-	if (an->is_aggregate)
-	{
-		char	   *state = internal_name("s", id);
-		char	   *fview = internal_name("f", id);
-		Oid			state_id;
-
-		cq_spi_exec(cq_plan_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-		cq_spi_exec(cq_plan_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
-							 "REVOKE ALL ON %s, %s FROM PUBLIC",
-							 state, owner_name, fview, owner_name, state, fview),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-		CommandCounterIncrement();
-		state_id = internal_relid("s", id);
-		add_auto_dependency(state_id, qview_id);
-		add_auto_dependency(internal_relid("f", id), qview_id);
-		cq_catalog_set_state_table(id, state_id);
-		if (strcmp(opts->state_storage, "unlogged") == 0)
-			cq_catalog_state_valid(id, -1);
-	}
+	add_tracking_dependency(qview_id, an->source_relid);
+	create_state_objects(an, id, owner, opts);
 	cq_restore_user(save_uid, save_sec);
 	CommandCounterIncrement();
 }
@@ -584,6 +606,43 @@ cq_api_alter(const char *name, CqOptions *changes)
 }
 
 /*
+ * replace_query
+ *	  Before any batch: take the new query whatever its shape; the state
+ *	  objects are recreated for it and a new source is tracked.
+ */
+static void
+replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
+{
+	Oid			save_uid;
+	int			save_sec;
+	Oid			qview_id = internal_relid("q", q->id);
+	Oid			types[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(q->name), ObjectIdGetDatum(an->source_relid)};
+
+	ExecCheckRTPerms(an->query->rtable, true);
+	check_target_columns(an, q->target, q->name);
+	if (q->opts.mode == CQ_MODE_UPDATE)
+		ensure_key_index(an, q->target);
+	cq_source_track(an->source_relid);
+	cq_catalog_update_query(q->name, query_text, nodeToString(an->query));
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE name = $1",
+				SPI_OK_UPDATE, 2, types, values, NULL);
+	if (OidIsValid(q->state_table))
+		cq_spi_exec(psprintf("DROP TABLE %s CASCADE", internal_name("s", q->id)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(query_view_sql(internal_name("q", q->id), an, true), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	deleteDependencyRecordsForSpecific(RelationRelationId, qview_id, DEPENDENCY_NORMAL,
+									   RelationRelationId, q->source);
+	add_tracking_dependency(qview_id, an->source_relid);
+	CommandCounterIncrement();
+	create_state_objects(an, q->id, q->owner, &q->opts);
+	cq_restore_user(save_uid, save_sec);
+	CommandCounterIncrement();
+}
+
+/*
  * cq_api_alter_query
  *	  Replace the query of a running continuous query, following Spark's
  *	  rules for restarting on an existing checkpoint: filters and
@@ -598,24 +657,32 @@ cq_api_alter_query(const char *name, const char *query_text)
 	Query	   *query = parse_query_text(name, query_text);
 	CqAnalysis *old_an;
 	CqAnalysis *new_an;
+	CqLastOffset last;
 
 	check_owner(q);
 	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	new_an = cq_analyze_query(query, &q->opts, q->name);
+	cq_catalog_last_offset(name, &last);
 
+	if (!last.found)
+	{
+		/* no batch yet (new, or after cq.reset): nothing to keep, any query goes */
+		replace_query(q, new_an, query_text);
+		return;
+	}
 	if (new_an->source_relid != old_an->source_relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot change the source of continuous query \"%s\"", name),
 				 errdetail("Its offsets belong to table \"%s\".", get_rel_name(old_an->source_relid)),
-				 errhint("Use cq.reset(name) after the change, or create a new query.")));
+				 errhint("Run cq.reset(name) first to start over without offsets and state.")));
 	if (new_an->is_aggregate != old_an->is_aggregate ||
 		strcmp(cq_analyze_state_signature(new_an), cq_analyze_state_signature(old_an)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot change the grouping keys, aggregates, windows or tables of continuous query \"%s\"", name),
 				 errdetail("The query's state was built for them; only filters and the select list may change."),
-				 errhint("Use cq.reset(name) to start over with the new query, or create a new query.")));
+				 errhint("Run cq.reset(name) first to start over without offsets and state.")));
 	ExecCheckRTPerms(new_an->query->rtable, true);
 	check_target_columns(new_an, q->target, name);
 	if (q->opts.mode == CQ_MODE_UPDATE)

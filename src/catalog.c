@@ -302,9 +302,11 @@ cq_catalog_set_state_table(int32 id, Oid state_table)
 	Oid			save_uid;
 	int			save_sec;
 
+	char		nulls[2] = {' ', OidIsValid(state_table) ? ' ' : 'n'};
+
 	cq_as_superuser(&save_uid, &save_sec);
 	cq_spi_exec("UPDATE cq.queries SET state_table = $2::pg_catalog.regclass WHERE id = $1",
-				SPI_OK_UPDATE, 2, types, values, NULL);
+				SPI_OK_UPDATE, 2, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
 }
 
