@@ -45,17 +45,22 @@
 /*
  * How one aggregate is split into state columns.
  *
- * Templates: partial uses %1$s for the argument; type NULL means the
- * aggregate's own result type; merge uses %1$s (stored) and %2$s (new);
+ * Templates: partial uses %1$s for the argument; type TYPE_AGG means the
+ * aggregate's own result type, TYPE_SUM that of sum() over the argument;
+ * merge uses %1$s (stored) and %2$s (new); state columns with the same
+ * partial expression and type are shared between aggregates;
  * final uses %1$s, %2$s, %3$s for the parts.  Generated SQL runs with
  * search_path = pg_catalog, so operators need no qualification.
  */
 typedef struct CqAggPart
 {
 	const char *partial;
-	const char *type;
+	Oid			type;			/* TYPE_AGG: the aggregate's own; TYPE_SUM: sum()'s */
 	const char *merge;
 } CqAggPart;
+
+#define TYPE_AGG InvalidOid
+#define TYPE_SUM ((Oid) 1)
 
 typedef enum CqArgClass
 {
@@ -77,10 +82,11 @@ typedef struct CqAggKind
 
 #define MERGE_ADD "%1$s + %2$s"
 #define MERGE_SUM "coalesce(%1$s + %2$s, %1$s, %2$s)"
-#define PART_COUNT {"count(%1$s)", "pg_catalog.int8", MERGE_ADD}
-#define PART_NSUM {"sum(%1$s::pg_catalog.numeric)", "pg_catalog.numeric", MERGE_SUM}
-#define PART_NSUMSQ {"sum(%1$s::pg_catalog.numeric * %1$s::pg_catalog.numeric)", "pg_catalog.numeric", MERGE_SUM}
-#define PART_F8STATE {"cq.float8_state(%1$s::pg_catalog.float8)", "pg_catalog.float8[]", "float8_combine(%1$s, %2$s)"}
+#define PART_COUNT {"count(%1$s)", INT8OID, MERGE_ADD}
+#define PART_SUM {"sum(%1$s)", TYPE_SUM, MERGE_SUM}
+#define PART_NSUM {"sum(%1$s::pg_catalog.numeric)", NUMERICOID, MERGE_SUM}
+#define PART_NSUMSQ {"sum(%1$s::pg_catalog.numeric * %1$s::pg_catalog.numeric)", NUMERICOID, MERGE_SUM}
+#define PART_F8STATE {"cq.float8_state(%1$s::pg_catalog.float8)", FLOAT8ARRAYOID, "float8_combine(%1$s, %2$s)"}
 
 /*
  * Exact variance of numeric input, computed as numeric_stddev_internal()
@@ -102,18 +108,18 @@ typedef struct CqAggKind
 #define DENOM_POP "%1$s::numeric * %1$s::numeric"
 
 static const CqAggKind agg_kinds[] = {
-	{"count", true, ARG_ANY, 1, {{"count(*)", "pg_catalog.int8", MERGE_ADD}}, "%1$s"},
+	{"count", true, ARG_ANY, 1, {{"count(*)", INT8OID, MERGE_ADD}}, "%1$s"},
 	{"count", false, ARG_ANY, 1, {PART_COUNT}, "%1$s"},
-	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", NULL, MERGE_SUM}}, "%1$s"},
-	{"avg", false, ARG_EXACT, 2, {PART_NSUM, PART_COUNT},
-	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::numeric END"},
+	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", TYPE_AGG, MERGE_SUM}}, "%1$s"},
+	{"avg", false, ARG_EXACT, 2, {PART_SUM, PART_COUNT},
+	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s::numeric / %2$s::numeric END"},
 	{"avg", false, ARG_FLOAT, 2,
-		{{"sum(%1$s::pg_catalog.float8)", "pg_catalog.float8", MERGE_SUM}, PART_COUNT},
+		{{"sum(%1$s::pg_catalog.float8)", FLOAT8OID, MERGE_SUM}, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
-	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", "pg_catalog.interval", MERGE_SUM}, PART_COUNT},
+	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", INTERVALOID, MERGE_SUM}, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
-	{"min", false, ARG_ANY, 1, {{"min(%1$s)", NULL, "least(%1$s, %2$s)"}}, "%1$s"},
-	{"max", false, ARG_ANY, 1, {{"max(%1$s)", NULL, "greatest(%1$s, %2$s)"}}, "%1$s"},
+	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, "least(%1$s, %2$s)"}}, "%1$s"},
+	{"max", false, ARG_ANY, 1, {{"max(%1$s)", TYPE_AGG, "greatest(%1$s, %2$s)"}}, "%1$s"},
 	{"var_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
 	{"variance", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
 	{"var_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("0", DENOM_POP)},
@@ -126,27 +132,15 @@ static const CqAggKind agg_kinds[] = {
 	{"stddev_samp", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_samp(%1$s)"},
 	{"stddev", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_samp(%1$s)"},
 	{"stddev_pop", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_pop(%1$s)"},
-	{"bool_and", false, ARG_ANY, 1, {{"bool_and(%1$s)", NULL, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"every", false, ARG_ANY, 1, {{"every(%1$s)", NULL, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bool_or", false, ARG_ANY, 1, {{"bool_or(%1$s)", NULL, "coalesce(%1$s OR %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bit_and", false, ARG_ANY, 1, {{"bit_and(%1$s)", NULL, "coalesce(%1$s & %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bit_or", false, ARG_ANY, 1, {{"bit_or(%1$s)", NULL, "coalesce(%1$s | %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bit_xor", false, ARG_ANY, 1, {{"bit_xor(%1$s)", NULL, "coalesce(%1$s # %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bool_and", false, ARG_ANY, 1, {{"bool_and(%1$s)", TYPE_AGG, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"every", false, ARG_ANY, 1, {{"every(%1$s)", TYPE_AGG, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bool_or", false, ARG_ANY, 1, {{"bool_or(%1$s)", TYPE_AGG, "coalesce(%1$s OR %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bit_and", false, ARG_ANY, 1, {{"bit_and(%1$s)", TYPE_AGG, "coalesce(%1$s & %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bit_or", false, ARG_ANY, 1, {{"bit_or(%1$s)", TYPE_AGG, "coalesce(%1$s | %2$s, %1$s, %2$s)"}}, "%1$s"},
+	{"bit_xor", false, ARG_ANY, 1, {{"bit_xor(%1$s)", TYPE_AGG, "coalesce(%1$s # %2$s, %1$s, %2$s)"}}, "%1$s"},
 };
 
 /* Accessors for plan.c, which must not know the table's layout. */
-const char *
-cq_agg_kind_partial(const CqAggKind *kind, int part)
-{
-	return kind->parts[part].partial;
-}
-
-const char *
-cq_agg_kind_merge(const CqAggKind *kind, int part)
-{
-	return kind->parts[part].merge;
-}
-
 const char *
 cq_agg_kind_final(const CqAggKind *kind)
 {
@@ -217,36 +211,47 @@ find_agg_kind(Aggref *agg, Oid argtype)
 }
 
 /*
- * cq_agg_part_type
- *	  SQL type of state column `part` (0-based over all aggregates), with its
- *	  typmod and collation.
+ * add_part
+ *	  The state column for part k of aggregate a: an existing one with the
+ *	  same partial expression and type, column n (the row count) for a plain
+ *	  count(*), or a new one.  Returns its index, or -1 for n.
  */
-const char *
-cq_agg_part_type(CqAnalysis *an, int part, int32 *typmod, Oid *collation)
+static int
+add_part(CqAnalysis *an, CqAgg *a, int k)
 {
+	const CqAggPart *kp = &a->kind->parts[k];
+	CqPart	   *part = palloc0(sizeof(CqPart));
+	Oid			type = kp->type;
+	int			i = 0;
 	ListCell   *lc;
 
-	*typmod = -1;
-	*collation = InvalidOid;
-	foreach(lc, an->aggs)
+	part->partial = psprintf(kp->partial, a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "");
+	if (a->filter_col >= 0)
+		part->partial = psprintf("%s FILTER (WHERE i.f%d)", part->partial, a->filter_col + 1);
+	else if (strcmp(part->partial, "count(*)") == 0)
+		return -1;
+	part->merge = kp->merge;
+	if (type == TYPE_SUM)
+		type = (a->arg_type == INT2OID || a->arg_type == INT4OID) ? INT8OID : NUMERICOID;
+	else if (type == TYPE_AGG)
 	{
-		CqAgg	   *a = lfirst(lc);
-
-		if (part >= a->first_part && part < a->first_part + a->kind->nparts)
-		{
-			const CqAggPart *p = &a->kind->parts[part - a->first_part];
-
-			if (p->type)
-				return p->type;
-			/* the aggregate's own type: sum, min, max, bool_*, bit_* */
-			*collation = a->aggref->inputcollid;
-			if (!type_is_collatable(a->aggref->aggtype))
-				*collation = InvalidOid;
-			return cq_sql_type(a->aggref->aggtype, -1);
-		}
+		type = a->aggref->aggtype;
+		if (type_is_collatable(type))
+			part->collation = a->aggref->inputcollid;
 	}
-	elog(ERROR, "pg_cq: state column %d out of range", part);
-	return NULL;
+	part->type = cq_sql_type(type, -1);
+
+	foreach(lc, an->parts)
+	{
+		CqPart	   *other = lfirst(lc);
+
+		if (strcmp(other->partial, part->partial) == 0 && strcmp(other->type, part->type) == 0 &&
+			other->collation == part->collation)
+			return i;
+		i++;
+	}
+	an->parts = lappend(an->parts, part);
+	return i;
 }
 
 /* Walker state for collecting aggregates. */
@@ -342,12 +347,12 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		a = palloc0(sizeof(CqAgg));
 		a->aggref = agg;
 		a->kind = kind;
-		a->first_part = an->nparts;
 		a->arg_type = argtype;
 		a->arg_col = agg->args ? add_expr_once(&an->arg_exprs,
 											   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
 		a->filter_col = agg->aggfilter ? add_expr_once(&an->filter_exprs, (Node *) agg->aggfilter) : -1;
-		an->nparts += kind->nparts;
+		for (int k = 0; k < kind->nparts; k++)
+			a->part[k] = add_part(an, a, k);
 		an->aggs = lappend(an->aggs, a);
 		return false;			/* arguments cannot contain aggregates */
 	}

@@ -166,6 +166,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	TimestampTz max_minus_delay = 0;
 	bool		has_max = false;
 	bool		nodata;
+	int			scan_nest;
 
 	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	cur_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -179,6 +180,22 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	nulls[4] = q->opts.watermark_delay ? ' ' : 'n';
 
 	nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(prev, cur));
+
+	/*
+	 * New rows are found through the BRIN index on cq_xid.  Until the
+	 * source is analyzed after tracking began, the planner has no
+	 * correlation statistics for cq_xid and would scan the whole table for
+	 * every batch; only batch 0 reading history really wants that.
+	 */
+	scan_nest = NewGUCNestLevel();
+	if (!in->history)
+	{
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		/* the disabled path's cost would otherwise trigger JIT compilation */
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	if (!nodata)
 	{
 		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
@@ -192,7 +209,10 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	{
 		/* nothing new: run only the batch that lets a new watermark close windows */
 		if (!in->nodata_due)
+		{
+			AtEOXact_GUC(true, scan_nest);
 			return false;
+		}
 		res->nodata = true;
 		res->has_event_time = false;
 		has_max = false;
@@ -260,6 +280,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		res->dropped_by_watermark = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 	}
+	AtEOXact_GUC(true, scan_nest);
 
 	if (q->opts.mode == CQ_MODE_COMPLETE)
 	{

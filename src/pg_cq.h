@@ -67,13 +67,22 @@ typedef struct CqQuery
 	char	   *run_id;
 } CqQuery;
 
+/* One state column p<N>: a partial aggregate of the new rows and its merge. */
+typedef struct CqPart
+{
+	char	   *partial;		/* SQL over the inner columns: "sum(i.x1) FILTER (WHERE i.f1)" */
+	const char *merge;			/* %1$s = stored value, %2$s = new value */
+	char	   *type;			/* SQL type of the column */
+	Oid			collation;		/* or InvalidOid */
+} CqPart;
+
 /* One aggregate of the query, decomposed into mergeable state columns. */
 struct CqAggKind;
 typedef struct CqAgg
 {
 	Aggref	   *aggref;
 	const struct CqAggKind *kind;
-	int			first_part;		/* state column index (0-based) of part 0 */
+	int			part[3];		/* index into CqAnalysis.parts per kind part; -1 = column n */
 	int			arg_col;		/* inner column x<N> of the argument, or -1 */
 	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
 	Oid			arg_type;
@@ -90,7 +99,7 @@ typedef struct CqAnalysis
 	List	   *aggs;			/* CqAgg * */
 	List	   *arg_exprs;		/* aggregate arguments, inner columns x1.. */
 	List	   *filter_exprs;	/* FILTER conditions, inner columns f1.. */
-	int			nparts;			/* state columns p1..pN */
+	List	   *parts;			/* CqPart *: state columns p1..pN, shared when equal */
 	List	   *outputs;		/* non-junk TargetEntry of the query */
 	List	   *output_key;		/* int per output: grouping index or -1 */
 
@@ -173,9 +182,6 @@ extern const char *cq_mode_name(CqOutputMode mode);
 /* analyze.c */
 extern CqAnalysis *cq_analyze_query(Query *query, CqOptions *opts, const char *name);
 extern char *cq_analyze_state_signature(CqAnalysis *an);
-extern const char *cq_agg_part_type(CqAnalysis *an, int part, int32 *typmod, Oid *collation);
-extern const char *cq_agg_kind_partial(const struct CqAggKind *kind, int part);
-extern const char *cq_agg_kind_merge(const struct CqAggKind *kind, int part);
 extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
 extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
 

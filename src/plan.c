@@ -278,14 +278,13 @@ cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 
 		appendStringInfo(&buf, ", e %s", cq_sql_type(exprType(k), -1));
 	}
-	for (int p = 0; p < an->nparts; p++)
+	foreach(lc, an->parts)
 	{
-		int32		typmod;
-		Oid			coll;
-		const char *type = cq_agg_part_type(an, p, &typmod, &coll);
+		CqPart	   *part = lfirst(lc);
 
-		appendStringInfo(&buf, ", p%d %s%s", p + 1, type,
-						 OidIsValid(coll) ? psprintf(" COLLATE %s", generate_collation_name(coll)) : "");
+		appendStringInfo(&buf, ", p%d %s%s", foreach_current_index(lc) + 1, part->type,
+						 OidIsValid(part->collation) ?
+						 psprintf(" COLLATE %s", generate_collation_name(part->collation)) : "");
 	}
 	appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
 	append_group_cols(&buf, an, "", ", ");
@@ -314,7 +313,7 @@ final_select_list(CqAnalysis *an)
 		char	   *p[3] = {"NULL", "NULL", "NULL"};
 
 		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
-			p[k] = psprintf("s.p%d", a->first_part + k + 1);
+			p[k] = a->part[k] < 0 ? "s.n" : psprintf("s.p%d", a->part[k] + 1);
 		appendStringInfo(&buf, ", (");
 		appendStringInfo(&buf, cq_agg_kind_final(a->kind), p[0], p[1], p[2]);
 		appendStringInfo(&buf, ")::%s AS a%d", cq_sql_type(a->aggref->aggtype, -1), i++);
@@ -488,20 +487,9 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 	else
 		append_group_cols(&buf, an, "i.", ", ");
 	appendStringInfoString(&buf, ", count(*) AS n");
-	foreach(lc, an->aggs)
-	{
-		CqAgg	   *a = lfirst(lc);
-		char	   *arg = a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "";
-
-		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
-		{
-			appendStringInfoString(&buf, ", ");
-			appendStringInfo(&buf, cq_agg_kind_partial(a->kind, k), arg);
-			if (a->filter_col >= 0)
-				appendStringInfo(&buf, " FILTER (WHERE i.f%d)", a->filter_col + 1);
-			appendStringInfo(&buf, " AS p%d", a->first_part + k + 1);
-		}
-	}
+	foreach(lc, an->parts)
+		appendStringInfo(&buf, ", %s AS p%d", ((CqPart *) lfirst(lc))->partial,
+						 foreach_current_index(lc) + 1);
 	if (evicts(an))
 	{
 		appendStringInfoString(&buf, ", ");
@@ -518,12 +506,12 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 	appendStringInfo(&buf, "), m AS (INSERT INTO %s AS s (", state);
 	append_group_cols(&buf, an, "", ", ");
 	appendStringInfoString(&buf, evicts(an) ? ", n, e" : ", n");
-	for (int p = 1; p <= an->nparts; p++)
+	for (int p = 1; p <= list_length(an->parts); p++)
 		appendStringInfo(&buf, ", p%d", p);
 	appendStringInfoString(&buf, ") SELECT ");
 	append_group_cols(&buf, an, "", ", ");
 	appendStringInfoString(&buf, evicts(an) ? ", n, e" : ", n");
-	for (int p = 1; p <= an->nparts; p++)
+	for (int p = 1; p <= list_length(an->parts); p++)
 		appendStringInfo(&buf, ", p%d", p);
 	appendStringInfoString(&buf, " FROM d");
 	if (evicts(an))
@@ -531,19 +519,13 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 	appendStringInfoString(&buf, " ON CONFLICT (");
 	append_group_cols(&buf, an, "", ", ");
 	appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
-	foreach(lc, an->aggs)
+	foreach(lc, an->parts)
 	{
-		CqAgg	   *a = lfirst(lc);
+		int			p = foreach_current_index(lc) + 1;
 
-		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
-		{
-			int			p = a->first_part + k + 1;
-			char	   *old = psprintf("s.p%d", p);
-			char	   *new = psprintf("excluded.p%d", p);
-
-			appendStringInfo(&buf, ", p%d = ", p);
-			appendStringInfo(&buf, cq_agg_kind_merge(a->kind, k), old, new);
-		}
+		appendStringInfo(&buf, ", p%d = ", p);
+		appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
+						 psprintf("s.p%d", p), psprintf("excluded.p%d", p));
 	}
 	appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
 	/* x: windows closed by the watermark leave the state */
