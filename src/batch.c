@@ -153,9 +153,9 @@ event_time_stats(CqBatchResult *res, TimestampTz *max_minus_delay, bool *has_max
 static bool
 run_as_owner(BatchInput *in, CqBatchResult *res)
 {
-	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INTERVALOID};
-	Datum		params[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			types[6] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INTERVALOID, INTERVALOID};
+	Datum		params[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	CqQuery    *q = in->q;
 	CqPlan	   *plan = in->plan;
 	CqSnap	   *prev = cq_snap_parse(in->prev_text);
@@ -196,7 +196,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
-	if (!nodata)
+	if (!nodata && !plan->single_scan)
 	{
 		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
 		if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
@@ -245,10 +245,62 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			input_rows = event_time_stats(res, &max_minus_delay, &has_max);
 		}
 	}
-	res->input_rows = input_rows;
 	res->start_offset = pstrdup(in->prev_text);
 	res->end_offset = pstrdup(cur_text);
 	res->latest_offset_ms = ms_since(in->t0);
+
+	/* fold the new rows into state and target */
+	t1 = GetCurrentTimestamp();
+	types[4] = TIMESTAMPTZOID;
+	params[4] = TimestampTzGetDatum(res->watermark);
+	nulls[4] = (res->has_watermark && q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	params[5] = q->opts.watermark_delay ? IntervalPGetDatum(q->opts.watermark_delay) : (Datum) 0;
+	nulls[5] = q->opts.watermark_delay ? ' ' : 'n';
+	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->batch_sql_history : plan->batch_sql, 6, types),
+						 params, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "pg_cq: batch statement failed");
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		res->state_removed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		res->state_total -= res->state_removed;
+		res->dropped_by_watermark = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		if (plan->single_scan && !nodata)
+		{
+			input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+			d = SPI_getbinval(tup, desc, 7, &isnull);
+			res->has_event_time = !isnull;
+			if (!isnull)
+			{
+				res->et_min = DatumGetTimestampTz(d);
+				res->et_max = DatumGetTimestampTz(SPI_getbinval(tup, desc, 8, &isnull));
+				res->et_avg = DatumGetTimestampTz(SPI_getbinval(tup, desc, 9, &isnull));
+			}
+			d = SPI_getbinval(tup, desc, 10, &isnull);
+			has_max = !isnull;
+			max_minus_delay = isnull ? 0 : DatumGetTimestampTz(d);
+		}
+	}
+	AtEOXact_GUC(true, scan_nest);
+
+	if (plan->single_scan && !nodata && input_rows == 0 && !in->history)
+	{
+		/*
+		 * Only transactions without rows for this source finished.  The
+		 * statement changed nothing unless the watermark it applied was new:
+		 * then it was the no-data batch.
+		 */
+		if (!in->nodata_due)
+			return false;
+		res->nodata = true;
+	}
+	res->input_rows = input_rows;
 
 	/* the next watermark: max(W, max event time - delay), never backwards */
 	res->has_next_watermark = res->has_watermark;
@@ -259,28 +311,6 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		res->has_next_watermark = true;
 		res->next_watermark = max_minus_delay;
 	}
-
-	/* fold the new rows into state and target; $5 is now the watermark */
-	t1 = GetCurrentTimestamp();
-	types[4] = TIMESTAMPTZOID;
-	params[4] = TimestampTzGetDatum(res->watermark);
-	nulls[4] = (res->has_watermark && q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->batch_sql_history : plan->batch_sql, 5, types),
-						 params, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "pg_cq: batch statement failed");
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-
-		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-		res->state_removed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		res->state_total -= res->state_removed;
-		res->dropped_by_watermark = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-	}
-	AtEOXact_GUC(true, scan_nest);
 
 	if (q->opts.mode == CQ_MODE_COMPLETE)
 	{

@@ -109,6 +109,9 @@ typedef struct CqAnalysis
 	int			wm_key;			/* grouping key that carries the watermark, or -1 */
 	char	   *wm_end_fmt;		/* SQL of that key's window end; %1$s = the key */
 	bool		has_watermark;	/* watermark option set */
+
+	/* set by cq_plan_build */
+	bool		single_scan;	/* batch rows counted by the main statement itself */
 } CqAnalysis;
 
 /* The SQL a batch runs, built from an analysis (plan.c). */
@@ -121,6 +124,7 @@ typedef struct CqPlan
 	char	   *count_sql_history;	/* same, batch 0 with history */
 	char	   *count_xids_sql; /* new rows per transaction (row limit) */
 	char	   *rebuild_sql;	/* refold all processed rows into empty state */
+	bool		single_scan;	/* main statement also returns the batch's row count */
 	char	   *count_history_sql;
 } CqPlan;
 

@@ -188,6 +188,11 @@ inner_sql(CqAnalysis *an, bool history)
 		foreach(lc, an->filter_exprs)
 			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
 												   psprintf("f%d", i++), false));
+		if (an->single_scan && an->et_attno != InvalidAttrNumber)
+			tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(an->source_rti, an->et_attno,
+																	an->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID,
+																	-1, InvalidOid, 0),
+												   resno++, "et", false));
 		if (tlist == NIL)
 			tlist = list_make1(makeTargetEntry((Expr *) makeBoolConst(true, false),
 											   resno++, "g0", false));
@@ -487,6 +492,9 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 	else
 		append_group_cols(&buf, an, "i.", ", ");
 	appendStringInfoString(&buf, ", count(*) AS n");
+	if (an->single_scan && an->et_attno != InvalidAttrNumber)
+		appendStringInfoString(&buf, ", min(i.et) AS et_min, max(i.et) AS et_max, "
+							   "sum(date_part('epoch', i.et)) AS et_sum, count(i.et) AS et_n");
 	foreach(lc, an->parts)
 		appendStringInfo(&buf, ", %s AS p%d", ((CqPart *) lfirst(lc))->partial,
 						 foreach_current_index(lc) + 1);
@@ -543,10 +551,24 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 static char *
 metrics_select(CqAnalysis *an, bool has_o)
 {
-	return psprintf(" SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), %s, %s, %s",
+	const char *input = "0::int8, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz";
+
+	if (an->single_scan && an->et_attno != InvalidAttrNumber)
+	{
+		const char *tz = an->et_is_tz ? "" : " AT TIME ZONE 'UTC'";
+
+		input = psprintf("(SELECT coalesce(sum(n), 0) FROM d)::int8, (SELECT min(et_min) FROM d)%s, "
+						 "(SELECT max(et_max) FROM d)%s, "
+						 "to_timestamp((SELECT sum(et_sum) / nullif(sum(et_n), 0) FROM d)), "
+						 "((SELECT max(et_max) FROM d) - $6)%s", tz, tz, tz);
+	}
+	else if (an->single_scan)
+		input = "(SELECT coalesce(sum(n), 0) FROM d)::int8, NULL::timestamptz, NULL::timestamptz, "
+			"NULL::timestamptz, NULL::timestamptz";
+	return psprintf(" SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), %s, %s, %s, %s",
 					evicts(an) ? "(SELECT count(*) FROM x)" : "0::int8",
 					evicts(an) ? psprintf("(SELECT count(*) FROM d WHERE e <= %s)", wm_param(an)) : "0::int8",
-					has_o ? "(SELECT count(*) FROM o)" : "0::int8");
+					has_o ? "(SELECT count(*) FROM o)" : "0::int8", input);
 }
 
 /*
@@ -566,7 +588,8 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 	{
 		appendStringInfo(&buf,
 						 "WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) "
-						 "SELECT 0::int8, 0::int8, 0::int8, 0::int8, count(*) FROM o",
+						 "SELECT 0::int8, 0::int8, 0::int8, 0::int8, count(*), count(*), "
+						 "NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz FROM o",
 						 target, all_cols, inner_sql(an, history));
 		return buf.data;
 	}
@@ -634,6 +657,18 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	const char *pred;
 	RangeTblEntry *rte = rt_fetch(an->source_rti, an->query->rtable);
 	const char *only = rte->inh ? "" : "ONLY ";
+
+	/*
+	 * One scan of the new rows suffices when every source row of the batch
+	 * reaches the aggregation exactly once (no WHERE, no joins, no window
+	 * expansion): its row count and event-time statistics come from the
+	 * partial aggregates.  Otherwise a separate count statement runs first.
+	 */
+	an->single_scan = an->query->jointree->quals == NULL &&
+		list_length(an->query->rtable) == 1 &&
+		(an->is_aggregate ? an->group_exprs != NIL : an->et_attno == InvalidAttrNumber) &&
+		!(q->opts.max_rows_per_trigger > 0);
+	plan->single_scan = an->single_scan;
 
 	if (an->is_aggregate)
 	{
