@@ -387,7 +387,17 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
 	if (!target_created)
+	{
 		check_target_columns(an, target, name);
+		cq_spi_exec(psprintf("SELECT 1 FROM %s LIMIT 1", cq_sql_relname_str(target)),
+					SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("target table \"%s\" is not empty", get_rel_name(target)),
+					 errdetail("A continuous query writes its whole result into its target."),
+					 errhint("Empty the table first, or choose another target.")));
+	}
 	if (opts->mode == CQ_MODE_UPDATE)
 		ensure_key_index(an, target);
 

@@ -195,6 +195,9 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		/* the disabled path's cost would otherwise trigger JIT compilation */
 		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+		/* the same missing statistics make a sort look cheaper than hashing */
+		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	}
 	if (!nodata && !plan->single_scan)
 	{

@@ -480,7 +480,7 @@ target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_
  *	  into the state; m returns the changed state rows with _ins = inserted.
  */
 static char *
-state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
+state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, bool empty)
 {
 	StringInfoData buf;
 	ListCell   *lc;
@@ -524,18 +524,26 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
 	appendStringInfoString(&buf, " FROM d");
 	if (evicts(an))
 		appendStringInfo(&buf, " WHERE $5 IS NULL OR e IS NULL OR e > %s", wm_param(an));
-	appendStringInfoString(&buf, " ON CONFLICT (");
-	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
-	foreach(lc, an->parts)
+	if (empty)
 	{
-		int			p = foreach_current_index(lc) + 1;
-
-		appendStringInfo(&buf, ", p%d = ", p);
-		appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
-						 psprintf("s.p%d", p), psprintf("excluded.p%d", p));
+		/* batch 0 or a rebuild: the state is empty, every group is new */
+		appendStringInfoString(&buf, " RETURNING s.*, true AS _ins)");
 	}
-	appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+	else
+	{
+		appendStringInfoString(&buf, " ON CONFLICT (");
+		append_group_cols(&buf, an, "", ", ");
+		appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
+		foreach(lc, an->parts)
+		{
+			int			p = foreach_current_index(lc) + 1;
+
+			appendStringInfo(&buf, ", p%d = ", p);
+			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
+							 psprintf("s.p%d", p), psprintf("excluded.p%d", p));
+		}
+		appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+	}
 	/* x: windows closed by the watermark leave the state */
 	if (evicts(an) && evict)
 		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e <= %s RETURNING s.*)",
@@ -549,7 +557,7 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict)
  *	  removed, aggregated rows dropped as late, output rows.
  */
 static char *
-metrics_select(CqAnalysis *an, bool has_o)
+metrics_select(CqAnalysis *an, bool has_o, bool has_o1)
 {
 	const char *input = "0::int8, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz";
 
@@ -568,6 +576,7 @@ metrics_select(CqAnalysis *an, bool has_o)
 	return psprintf(" SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), %s, %s, %s, %s",
 					evicts(an) ? "(SELECT count(*) FROM x)" : "0::int8",
 					evicts(an) ? psprintf("(SELECT count(*) FROM d WHERE e <= %s)", wm_param(an)) : "0::int8",
+					has_o1 ? "((SELECT count(*) FROM o) + (SELECT count(*) FROM o1))" :
 					has_o ? "(SELECT count(*) FROM o)" : "0::int8", input);
 }
 
@@ -595,7 +604,7 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 	}
 
 	state = cq_sql_relname_str(q->state_table);
-	appendStringInfo(&buf, "WITH %s", state_upsert_ctes(an, state, history, true));
+	appendStringInfo(&buf, "WITH %s", state_upsert_ctes(an, state, history, true, history));
 
 	switch (q->opts.mode)
 	{
@@ -604,13 +613,13 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 			appendStringInfo(&buf, ", f AS (SELECT %s FROM x s)", final_select_list(an));
 			appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
 							 target, all_cols, output_list(an, viewid));
-			appendStringInfoString(&buf, metrics_select(an, true));
+			appendStringInfoString(&buf, metrics_select(an, true, false));
 			break;
 		case CQ_MODE_UPDATE:
 			{
 				char	   *nonkeys = target_columns(an, "", false, true);
 
-				appendStringInfo(&buf, ", f AS (SELECT %s FROM m s)", final_select_list(an));
+				appendStringInfo(&buf, ", f AS (SELECT %s, s._ins FROM m s)", final_select_list(an));
 				if (an->group_exprs == NIL)
 				{
 					/* one result row: replace it */
@@ -620,7 +629,15 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 				}
 				else
 				{
-					appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f ON CONFLICT (%s) ",
+					/*
+					 * Groups new to the state are new to the target: a plain
+					 * INSERT, much cheaper than ON CONFLICT's speculative
+					 * insertion.  The others are upserted (a missing row is
+					 * written again).
+					 */
+					appendStringInfo(&buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
+									 target, all_cols, output_list(an, viewid));
+					appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
 									 target, all_cols, output_list(an, viewid),
 									 target_columns(an, "", true, false));
 					if (nonkeys[0] == '\0')
@@ -632,11 +649,11 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 										 target_columns(an, "excluded.", false, true));
 					appendStringInfoString(&buf, " RETURNING 1)");
 				}
-				appendStringInfoString(&buf, metrics_select(an, true));
+				appendStringInfoString(&buf, metrics_select(an, true, an->group_exprs != NIL));
 				break;
 			}
 		case CQ_MODE_COMPLETE:
-			appendStringInfoString(&buf, metrics_select(an, false));
+			appendStringInfoString(&buf, metrics_select(an, false, false));
 			break;
 	}
 	return buf.data;
@@ -695,7 +712,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 
 		plan->rebuild_sql = psprintf("WITH %s SELECT count(*) FROM m",
 									 state_upsert_ctes(an, cq_sql_relname_str(q->state_table),
-													   history, false));
+													   history, false, true));
 	}
 
 	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "

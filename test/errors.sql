@@ -1,7 +1,7 @@
 -- Every rejected query shape and bad option: SQLSTATE and message.
 BEGIN;
 SET client_min_messages = warning;
-SELECT plan(57);
+SELECT plan(58);
 
 CREATE TABLE ev (ts timestamptz, k text, v numeric, i int);
 CREATE TABLE dim (k text, label text);
@@ -71,6 +71,10 @@ SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'append') AS SELECT k 
   '42809', 'source "ev_temp" is a temporary table', 'temporary source');
 SELECT throws_ok($$SELECT cq.create_query('wrong_target', 'SELECT k, v FROM ev')$$,
   '42P16', 'target table "wrong_target" does not match continuous query "wrong_target"', 'target with other columns');
+CREATE TABLE full_target (k text, v numeric);
+INSERT INTO full_target VALUES ('x', 1);
+SELECT throws_ok($$SELECT cq.create_query('full_target', 'SELECT k, v FROM ev')$$,
+  '55000', 'target table "full_target" is not empty', 'non-empty existing target');
 SELECT throws_ok($$SELECT cq.create_query('q1', 'DELETE FROM ev')$$,
   '42809', 'a continuous query must be a SELECT statement', 'not a SELECT');
 SELECT throws_ok($$SELECT cq.create_query('q1', 'SELECT k FROM ev; SELECT 1')$$,
