@@ -427,8 +427,7 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 	res->has_watermark = last.has_watermark;
 	res->watermark = last.watermark;
 
-	in.an = cq_analyze_query((Query *) stringToNode(in.q->query_tree), &in.q->opts, in.q->name);
-	in.plan = cq_plan_build(in.an, in.q);
+	cq_plan_get(in.q, &in.an, &in.plan);
 
 	/* a watermark that advanced must still close windows */
 	in.nodata_due = last.found && last.has_watermark && in.an->wm_key >= 0 &&

@@ -194,6 +194,7 @@ extern char *cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool 
 extern char *cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
 extern char *cq_plan_target_table_sql(CqAnalysis *an, const char *qualname);
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
+extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 
 /* source.c */
 extern AttrNumber cq_source_track(Oid relid);

@@ -42,6 +42,10 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "nodes/readfuncs.h"
 
 #include "pg_cq.h"
 
@@ -743,4 +747,131 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
 									   only, source, CQ_TRACKING_COLUMN);
 	return plan;
+}
+
+/*
+ * Per-backend cache of analyses and generated SQL, so that a worker's
+ * batches skip re-analysis and deparsing.  An entry is valid while the
+ * query's catalog row is unchanged (its text, tree and options) and no
+ * relation, function, type, operator or schema changed since it was built:
+ * any such invalidation bumps plan_generation, and the SQL is rebuilt from
+ * the tree with current names (renames keep working).
+ */
+typedef struct CqPlanCacheEntry
+{
+	int32		id;				/* hash key: the query's internal id */
+	uint64		generation;
+	char	   *key;			/* catalog values the plan was built from */
+	MemoryContext cxt;
+	CqAnalysis *an;
+	CqPlan	   *plan;
+} CqPlanCacheEntry;
+
+static HTAB *plan_entries = NULL;
+static uint64 plan_generation = 0;
+
+static void
+plan_invalidate_rel(Datum arg, Oid relid)
+{
+	plan_generation++;
+}
+
+static void
+plan_invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
+{
+	plan_generation++;
+}
+
+/*
+ * plan_key
+ *	  Everything of the catalog row the generated SQL depends on.
+ */
+static char *
+plan_key(CqQuery *q)
+{
+	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s",
+					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
+					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
+					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
+					q->target, q->state_table, q->owner, q->start_offset);
+}
+
+/*
+ * cq_plan_get
+ *	  The analysis and SQL of a query, from the cache or built now.
+ */
+void
+cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
+{
+	CqPlanCacheEntry *entry;
+	bool		found;
+	char	   *key = plan_key(q);
+	MemoryContext old;
+
+	if (plan_entries == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(CqPlanCacheEntry);
+		plan_entries = hash_create("pg_cq analyses", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(plan_invalidate_rel, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, plan_invalidate_syscache, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, plan_invalidate_syscache, (Datum) 0);
+		CacheRegisterSyscacheCallback(OPEROID, plan_invalidate_syscache, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, plan_invalidate_syscache, (Datum) 0);
+	}
+
+	entry = hash_search(plan_entries, &q->id, HASH_FIND, &found);
+	if (found && entry->generation == plan_generation && strcmp(entry->key, key) == 0)
+	{
+		*an = entry->an;
+		*plan = entry->plan;
+		return;
+	}
+
+	/* build in the caller's context; keep a copy only once it succeeded */
+	{
+		uint64		gen = plan_generation;
+		CqAnalysis *new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+		CqPlan	   *new_plan = cq_plan_build(new_an, q);
+		MemoryContext cxt = AllocSetContextCreate(CacheMemoryContext, "pg_cq analysis",
+												  ALLOCSET_SMALL_SIZES);
+
+		if (found)
+			MemoryContextDelete(entry->cxt);
+		entry = hash_search(plan_entries, &q->id, HASH_ENTER, NULL);
+
+		old = MemoryContextSwitchTo(cxt);
+		entry->an = palloc(sizeof(CqAnalysis));
+		*entry->an = *new_an;
+		entry->an->query = copyObject(new_an->query);
+		entry->an->group_exprs = copyObject(new_an->group_exprs);
+		entry->an->aggs = NIL;	/* only the SQL is used from the cache */
+		entry->an->arg_exprs = NIL;
+		entry->an->filter_exprs = NIL;
+		entry->an->parts = NIL;
+		entry->an->outputs = NIL;
+		entry->an->output_key = NIL;
+		entry->an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
+		entry->plan = palloc0(sizeof(CqPlan));
+#define COPY_SQL(f) entry->plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
+		COPY_SQL(batch_sql);
+		COPY_SQL(batch_sql_history);
+		COPY_SQL(complete_sql);
+		COPY_SQL(count_sql);
+		COPY_SQL(count_sql_history);
+		COPY_SQL(count_xids_sql);
+		COPY_SQL(count_history_sql);
+		COPY_SQL(rebuild_sql);
+#undef COPY_SQL
+		entry->plan->single_scan = new_plan->single_scan;
+		entry->key = pstrdup(key);
+		MemoryContextSwitchTo(old);
+		entry->cxt = cxt;
+		entry->generation = gen;
+		*an = new_an;
+		*plan = new_plan;
+	}
 }
