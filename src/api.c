@@ -426,6 +426,24 @@ arg_text(FunctionCallInfo fcinfo, int n)
 }
 
 /*
+ * query_text_error_callback
+ *	  Report a syntax or analysis error's position inside the query text
+ *	  (as SQL functions do), since that text is not the client's statement.
+ */
+static void
+query_text_error_callback(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+}
+
+/*
  * parse_query_text
  *	  Parse and analyze a query given as text; nothing of it is executed.
  *	  It must be exactly one SELECT.
@@ -435,11 +453,20 @@ parse_query_text(const char *name, const char *query_text)
 {
 	List	   *raw;
 	RawStmt    *stmt;
+	Query	   *query;
+	ErrorContextCallback errcb;
 
 	if (query_text == NULL || query_text[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query of continuous query \"%s\" must not be empty", name)));
+
+	/* errors in the text point into it, not into the calling statement */
+	errcb.callback = query_text_error_callback;
+	errcb.arg = (void *) query_text;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
 	raw = pg_parse_query(query_text);
 	if (list_length(raw) != 1)
 		ereport(ERROR,
@@ -450,7 +477,9 @@ parse_query_text(const char *name, const char *query_text)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("a continuous query must be a SELECT statement")));
-	return parse_analyze_fixedparams(stmt, query_text, NULL, 0, NULL);
+	query = parse_analyze_fixedparams(stmt, query_text, NULL, 0, NULL);
+	error_context_stack = errcb.previous;
+	return query;
 }
 
 /*
@@ -500,7 +529,9 @@ cq_create_query(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 
 	/* the target: an existing table with matching columns, or a new one */
-	rv = makeRangeVarFromNameList(stringToQualifiedNameList(target_text ? target_text : name));
+	/* the target: given as a possibly qualified name, or the query's name itself */
+	rv = target_text ? makeRangeVarFromNameList(stringToQualifiedNameList(target_text))
+		: makeRangeVar(NULL, name, -1);
 	target = RangeVarGetRelid(rv, NoLock, true);
 	if (!OidIsValid(target))
 	{

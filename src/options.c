@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/formatting.h"
@@ -19,6 +20,18 @@
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
+
+/*
+ * shown
+ *	  A user-given value as quoted in a message: long values are cut.
+ */
+static const char *
+shown(const char *value)
+{
+	if (strlen(value) <= 64)
+		return value;
+	return psprintf("%.*s...", pg_mbcliplen(value, strlen(value), 64), value);
+}
 
 static const char *const option_names[] = {
 	"output_mode", "trigger", "event_time", "watermark", "max_rows_per_trigger",
@@ -67,7 +80,7 @@ cq_options_set(CqOptions *opts, const char *name, const char *value)
 		if (errno != 0 || end == value || *end != '\0' || v < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": \"%s\"", value),
+					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": \"%s\"", shown(value)),
 					 errhint("Use a positive number of rows, or 0 for no limit.")));
 		opts->max_rows_per_trigger = v;
 	}
@@ -88,7 +101,7 @@ cq_options_set(CqOptions *opts, const char *name, const char *value)
 			appendStringInfo(&valid, "%s%s", i ? ", " : "", option_names[i]);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unrecognized continuous query option \"%s\"", name),
+				 errmsg("unrecognized continuous query option \"%s\"", shown(name)),
 				 errhint("Valid options are: %s.", valid.data)));
 	}
 }
@@ -112,7 +125,7 @@ check_choice(const char *option, char **value, const char *const *choices,
 		}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid value for continuous query option \"%s\": \"%s\"", option, *value),
+			 errmsg("invalid value for continuous query option \"%s\": \"%s\"", option, shown(*value)),
 			 errhint("%s", hint)));
 	return -1;					/* keep compiler quiet */
 }
@@ -138,7 +151,7 @@ parse_interval(const char *option, const char *value)
 		FlushErrorState();
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for continuous query option \"%s\": \"%s\"", option, value),
+				 errmsg("invalid value for continuous query option \"%s\": \"%s\"", option, shown(value)),
 				 errhint("Use an interval such as '10 seconds' or '5 minutes'.")));
 	}
 	PG_END_TRY();
@@ -190,12 +203,12 @@ cq_options_finish(CqOptions *opts)
 			if (interval_is_negative(iv))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", opts->trigger),
+						 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", shown(opts->trigger)),
 						 errdetail("A trigger interval cannot be negative.")));
 			if (iv->month != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", opts->trigger),
+						 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", shown(opts->trigger)),
 						 errdetail("Trigger intervals in months or years are not supported."),
 						 errhint("Use days, hours, minutes or seconds.")));
 			if (iv->day == 0 && iv->time == 0)
@@ -209,7 +222,7 @@ cq_options_finish(CqOptions *opts)
 		if (interval_is_negative(opts->watermark_delay))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", opts->watermark),
+					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", shown(opts->watermark)),
 					 errdetail("A watermark delay cannot be negative.")));
 		if (opts->event_time == NULL)
 			ereport(ERROR,

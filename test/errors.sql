@@ -1,7 +1,7 @@
 -- Every rejected query shape and bad option: SQLSTATE and message.
 BEGIN;
 SET client_min_messages = warning;
-SELECT plan(58);
+SELECT plan(62);
 
 CREATE TABLE ev (ts timestamptz, k text, v numeric, i int);
 CREATE TABLE dim (k text, label text);
@@ -88,6 +88,16 @@ SELECT throws_ok($$SELECT cq.create_query(NULL, 'SELECT k FROM ev')$$,
 SELECT throws_ok($$SELECT cq.create_query(repeat('x', 64), 'SELECT k FROM ev')$$,
   '42622', NULL, 'overlong name');
 
+-- quotes and semicolons are data, never SQL
+SELECT lives_ok($$SELECT cq.create_query('a"; DROP TABLE ev; --', 'SELECT k, v FROM ev')$$,
+  'a name with quotes and a semicolon is just a name');
+SELECT is((SELECT target::text FROM cq.queries WHERE name = 'a"; DROP TABLE ev; --'),
+  '"a""; DROP TABLE ev; --"', 'the target is the table of exactly that name');
+SELECT has_table('ev', 'the source survived');
+SELECT throws_ok($$SELECT cq.create_query('q2', 'SELECT k FROM ev', "trigger" => repeat('9', 5000))$$,
+  '22023', 'invalid value for continuous query option "trigger": "' || repeat('9', 64) || '..."',
+  'an absurd value is cut in the message');
+
 -- options
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.color = 'blue') AS SELECT k FROM ev$$,
   '22023', 'unrecognized continuous query option "color"', 'unknown option');
@@ -136,7 +146,7 @@ SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT da
   '22023', 'window size must be positive', 'negative date_bin stride');
 
 -- nothing was created by the failures above
-SELECT is((SELECT count(*) FROM cq.queries), 0::bigint, 'no query was registered');
+SELECT is((SELECT count(*) FROM cq.queries), 1::bigint, 'only the quoted-name query was registered');
 
 -- running and dropping unknown queries
 SELECT throws_ok($$CALL cq.run('nosuch')$$, '42704', 'continuous query "nosuch" does not exist', 'run unknown');
