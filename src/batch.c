@@ -203,7 +203,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	{
 		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
 		if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
-							 params, nulls, true, 1) != SPI_OK_SELECT)
+							 params, nulls, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "pg_cq: could not count new rows");
 		input_rows = event_time_stats(res, &max_minus_delay, &has_max);
 		nodata = (input_rows == 0 && !in->history);
@@ -243,7 +243,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			params[1] = xid8_datum(cur->xmax);
 			params[2] = snapshot_datum(cur_text);
 			if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
-								 params, nulls, true, 1) != SPI_OK_SELECT)
+								 params, nulls, false, 1) != SPI_OK_SELECT)
 				elog(ERROR, "pg_cq: could not count new rows");
 			input_rows = event_time_stats(res, &max_minus_delay, &has_max);
 		}
@@ -435,6 +435,10 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 		(!last.has_batch_watermark || last.watermark > last.batch_watermark);
 	if (in.nodata_only && !in.nodata_due)
 		return;
+
+	/* bound the scan of new rows to unsummarized pages of this batch */
+	if (!in.history)
+		cq_source_summarize(in.q->source);
 
 	/* unlogged state emptied by a crash-restart: rebuild it first */
 	res->rebuild_ms = -1;

@@ -21,6 +21,7 @@
 
 #define CQ_TRACKING_COLUMN "cq_xid"
 #define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
+#define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
 
 /* Output modes (SPEC §3). */
 typedef enum CqOutputMode
@@ -199,6 +200,7 @@ extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 /* source.c */
 extern AttrNumber cq_source_track(Oid relid);
 extern AttrNumber cq_source_tracking_attnum(Oid relid);
+extern void cq_source_summarize(Oid relid);
 
 /* catalog.c */
 extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);

@@ -147,12 +147,18 @@ delta_quals(CqAnalysis *an, bool history)
 									  make_notclause(visible_in(xid, 4))));
 	if (history)
 	{
+		/*
+		 * Batch 0 with starting = earliest: S_prev sees nothing, so the rows
+		 * are the history rows (NULL) and those visible in S_cur; testing
+		 * NULL first keeps the per-row cost of a large backlog low.
+		 */
 		NullTest   *nt = makeNode(NullTest);
 
 		nt->arg = (Expr *) copyObject(xid);
 		nt->nulltesttype = IS_NULL;
 		nt->location = -1;
-		range = make_orclause(list_make2(range, nt));
+		range = make_orclause(list_make2(nt, make_andclause(list_make2(xid8_op("<", xid, 2),
+																		visible_in(xid, 3)))));
 	}
 	return (Node *) range;
 }
@@ -479,6 +485,40 @@ target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_
 }
 
 /*
+ * late_filter
+ *	  Condition on d keeping groups that are not late ("" when nothing can
+ *	  be late).
+ */
+static const char *
+late_filter(CqAnalysis *an)
+{
+	if (!evicts(an))
+		return "";
+	return psprintf("($5 IS NULL OR e IS NULL OR e > %s)", wm_param(an));
+}
+
+/*
+ * state_insert
+ *	  "INSERT INTO state AS s (cols) SELECT cols FROM <from> [WHERE <cond>]"
+ */
+static char *
+state_insert(CqAnalysis *an, const char *state, const char *from, const char *cond)
+{
+	StringInfoData buf;
+	StringInfoData cols;
+
+	initStringInfo(&cols);
+	append_group_cols(&cols, an, "", ", ");
+	appendStringInfoString(&cols, evicts(an) ? ", n, e" : ", n");
+	for (int p = 1; p <= list_length(an->parts); p++)
+		appendStringInfo(&cols, ", p%d", p);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s AS s (%s) SELECT %s FROM %s%s%s",
+					 state, cols.data, cols.data, from, cond[0] ? " WHERE " : "", cond);
+	return buf.data;
+}
+
+/*
  * state_upsert_ctes
  *	  "d AS (...), m AS (...)": partial aggregates of the new rows merged
  *	  into the state; m returns the changed state rows with _ins = inserted.
@@ -515,27 +555,51 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 		append_group_cols(&buf, an, "i.", ", ");
 	}
 
-	appendStringInfo(&buf, "), m AS (INSERT INTO %s AS s (", state);
-	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, evicts(an) ? ", n, e" : ", n");
-	for (int p = 1; p <= list_length(an->parts); p++)
-		appendStringInfo(&buf, ", p%d", p);
-	appendStringInfoString(&buf, ") SELECT ");
-	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, evicts(an) ? ", n, e" : ", n");
-	for (int p = 1; p <= list_length(an->parts); p++)
-		appendStringInfo(&buf, ", p%d", p);
-	appendStringInfoString(&buf, " FROM d");
-	if (evicts(an))
-		appendStringInfo(&buf, " WHERE $5 IS NULL OR e IS NULL OR e > %s", wm_param(an));
+	appendStringInfoString(&buf, ")");
 	if (empty)
 	{
 		/* batch 0 or a rebuild: the state is empty, every group is new */
-		appendStringInfoString(&buf, " RETURNING s.*, true AS _ins)");
+		appendStringInfo(&buf, ", m AS (%s RETURNING s.*, true AS _ins)",
+						 state_insert(an, state, "d", late_filter(an)));
 	}
 	else
 	{
-		appendStringInfoString(&buf, " ON CONFLICT (");
+		/*
+		 * Classify the groups by an index probe, then update the existing
+		 * ones and plainly insert the new ones: both cheaper than INSERT ...
+		 * ON CONFLICT.  Groups with a NULL key cannot be probed with "=" and
+		 * take the ON CONFLICT path (NULLS NOT DISTINCT makes it NULL-safe).
+		 */
+		StringInfoData keys;
+		StringInfoData nullkey;
+		int			ng = ngroup_cols(an);
+
+		initStringInfo(&keys);
+		initStringInfo(&nullkey);
+		for (int g = 1; g <= ng; g++)
+		{
+			const char *col = an->group_exprs == NIL ? "g0" : psprintf("g%d", g);
+
+			appendStringInfo(&keys, "%ss.%s = d.%s", g > 1 ? " AND " : "", col, col);
+			appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "", col);
+		}
+		appendStringInfo(&buf, ", dk AS (SELECT d.*, (%s) AS _nullkey, EXISTS (SELECT 1 FROM %s s WHERE %s) AS _old "
+						 "FROM d%s%s)",
+						 nullkey.data, state, keys.data,
+						 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+		foreach(lc, an->parts)
+		{
+			int			p = foreach_current_index(lc) + 1;
+
+			appendStringInfo(&buf, ", p%d = ", p);
+			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
+							 psprintf("s.p%d", p), psprintf("d.p%d", p));
+		}
+		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, false AS _ins)", keys.data);
+		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, true AS _ins)",
+						 state_insert(an, state, "dk", "NOT _old AND NOT _nullkey"));
+		appendStringInfo(&buf, ", mn AS (%s ON CONFLICT (", state_insert(an, state, "dk", "_nullkey"));
 		append_group_cols(&buf, an, "", ", ");
 		appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
 		foreach(lc, an->parts)
@@ -547,6 +611,7 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 							 psprintf("s.p%d", p), psprintf("excluded.p%d", p));
 		}
 		appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+		appendStringInfoString(&buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi UNION ALL SELECT * FROM mn)");
 	}
 	/* x: windows closed by the watermark leave the state */
 	if (evicts(an) && evict)
@@ -739,8 +804,10 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		}
 		plan->count_sql = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
 								   stats, only, source, pred);
-		plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE (%s) OR %s IS NULL",
-										   stats, only, source, pred, CQ_TRACKING_COLUMN);
+		plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE %s IS NULL OR "
+										   "(%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
+										   stats, only, source, CQ_TRACKING_COLUMN,
+										   CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
 	}
 	plan->count_xids_sql = psprintf("SELECT %s::text, count(*) FROM %s%s WHERE %s GROUP BY 1 ORDER BY %s",
 									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN);

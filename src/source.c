@@ -16,8 +16,21 @@
  */
 #include "postgres.h"
 
+#include "access/brin.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/fmgrprotos.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -66,14 +79,121 @@ cq_source_track(Oid relid)
 	cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
 						 rel, CQ_TRACKING_COLUMN),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) WITH (autosummarize = on)",
-						 rel, CQ_TRACKING_COLUMN),
+	cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
+						 "WITH (pages_per_range = %d, autosummarize = on)",
+						 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	ereport(NOTICE,
 			(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
 			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id() and a BRIN index on it; existing rows keep NULL.",
 					   CQ_TRACKING_COLUMN)));
 	return cq_source_tracking_attnum(relid);
+}
+
+/*
+ * tracking_index
+ *	  The BRIN index on cq_xid of a (leaf) table, or InvalidOid.
+ */
+static Oid
+tracking_index(Relation heap, AttrNumber att)
+{
+	List	   *indexes = RelationGetIndexList(heap);
+	ListCell   *lc;
+	Oid			result = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Oid			idx = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(idx));
+		Form_pg_index ix;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		if (ix->indnatts == 1 && ix->indkey.values[0] == att)
+		{
+			HeapTuple	ctup = SearchSysCache1(RELOID, ObjectIdGetDatum(idx));
+
+			if (HeapTupleIsValid(ctup))
+			{
+				if (((Form_pg_class) GETSTRUCT(ctup))->relam == BRIN_AM_OID)
+					result = idx;
+				ReleaseSysCache(ctup);
+			}
+		}
+		ReleaseSysCache(tup);
+		if (OidIsValid(result))
+			break;
+	}
+	list_free(indexes);
+	return result;
+}
+
+/*
+ * summarize_leaf
+ *	  Summarize the full, unsummarized page ranges at the end of one table,
+ *	  newest first, stopping at the first one already summarized.
+ */
+static void
+summarize_leaf(Oid relid)
+{
+	Relation	heap;
+	Relation	irel;
+	Oid			idx;
+	BlockNumber nblocks;
+	BlockNumber ppr;
+	AttrNumber	att = cq_source_tracking_attnum(relid);
+
+	if (att == InvalidAttrNumber ||
+		!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+		return;
+	heap = table_open(relid, NoLock);
+	idx = tracking_index(heap, att);
+	nblocks = RelationGetNumberOfBlocks(heap);
+	table_close(heap, NoLock);
+	if (!OidIsValid(idx))
+		return;
+	irel = index_open(idx, AccessShareLock);
+	ppr = BrinGetPagesPerRange(irel);
+	index_close(irel, AccessShareLock);
+
+	for (int64 blk = (int64) (nblocks / ppr) * ppr - ppr; blk >= 0; blk -= ppr)
+	{
+		if (DatumGetInt32(DirectFunctionCall2(brin_summarize_range, ObjectIdGetDatum(idx),
+											  Int64GetDatum(blk))) == 0)
+			break;
+	}
+}
+
+/*
+ * cq_source_summarize
+ *	  Keep the BRIN index on cq_xid summarized up to the last full page
+ *	  range.  An unsummarized range matches every scan, so without this each
+ *	  batch would read every row inserted since autovacuum last summarized
+ *	  the index.  The last, partial range is left alone: summarizing it would
+ *	  make every insert into it update the summary.  Skipped when another
+ *	  process holds the table's SHARE UPDATE EXCLUSIVE lock (autovacuum is
+ *	  then on it).  Runs as superuser (summarizing requires ownership);
+ *	  the lock is held to the end of the transaction.
+ */
+void
+cq_source_summarize(Oid relid)
+{
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+	{
+		ListCell   *lc;
+
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+				summarize_leaf(lfirst_oid(lc));
+	}
+	else
+		summarize_leaf(relid);
+	cq_restore_user(save_uid, save_sec);
 }
 
 /*
