@@ -1,0 +1,148 @@
+# shellcheck shell=bash
+# bench/lib.sh -- helpers for bench/run.sh.  Source it after scripts/common.sh.
+#
+# Every timing helper opens a fresh psql session and reports milliseconds as
+# measured by psql's \timing (server round trip of the statement, without
+# connection start-up).  Helpers die on any SQL error.
+
+PSQL=("$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -P pager=off)
+
+# psql_run SQL...   run statements (stdin-style script), print query output
+psql_run() {
+    printf '%s\n' "$@" | "${PSQL[@]}" -At || die "psql failed: $*"
+}
+
+# psql_val SQL      one value
+psql_val() {
+    "${PSQL[@]}" -At -c "$1" || die "psql failed: $1"
+}
+
+# time_sql SCRIPT   run a psql script (may contain \gset etc.) in a fresh
+#                   session with \timing on; print the sum of its Time: lines (ms)
+time_sql() {
+    local out
+    out="$(printf '\\timing on\n%s\n' "$1" | "${PSQL[@]}" -At 2>&1)" \
+        || { printf '%s\n' "$out" >&2; die "timed script failed: $1"; }
+    printf '%s\n' "$out" | awk '/^Time: /{s += $2; n++} END {if (n == 0) exit 1; printf "%.3f\n", s}' \
+        || die "no timing in output of: $1"
+}
+
+# median V...       median of numbers (mean of the middle two for an even count)
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {
+        if (NR == 0) { print "nan"; exit }
+        if (NR % 2) printf "%.3f\n", a[(NR + 1) / 2];
+        else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# calc EXPR         floating point arithmetic (awk)
+calc() { awk "BEGIN { printf \"%.6g\n\", $1 }"; }
+
+# fmt_ms MS         "12.3 ms" / "4.56 s"
+fmt_ms() {
+    awk -v v="$1" 'BEGIN {
+        if (v == "" || v == "nan") { print "n/a"; exit }
+        if (v >= 10000) printf "%.1f s\n", v / 1000;
+        else if (v >= 1000) printf "%.2f s\n", v / 1000;
+        else if (v >= 100) printf "%.0f ms\n", v;
+        else printf "%.1f ms\n", v }'
+}
+
+# fmt_x RATIO       "1.23x" / "456x"
+fmt_x() {
+    awk -v v="$1" 'BEGIN {
+        if (v == "" || v == "nan") { print "n/a"; exit }
+        if (v >= 100) printf "%.0fx\n", v; else if (v >= 10) printf "%.1fx\n", v; else printf "%.2fx\n", v }'
+}
+
+# met RATIO OP GOAL -> "yes" / "**no**"
+met() {
+    awk -v r="$1" -v op="$2" -v g="$3" 'BEGIN {
+        if (r == "" || r == "nan") { print "n/a"; exit }
+        ok = (op == "<=") ? (r <= g) : (r >= g); print ok ? "yes" : "**no**" }'
+}
+
+# human N           1000000 -> 1M, 5000 -> 5k
+human() {
+    awk -v n="$1" 'BEGIN {
+        if (n >= 1000000 && n % 100000 == 0) printf "%gM\n", n / 1000000;
+        else if (n >= 1000 && n % 100 == 0) printf "%gk\n", n / 1000;
+        else print n }'
+}
+
+# scaled N          N * BENCH_SCALE, at least MIN (default 100), integer
+scaled() {
+    awk -v n="$1" -v s="$BENCH_SCALE" -v m="${2:-100}" 'BEGIN { v = int(n * s + 0.5); if (v < m) v = m; print v }'
+}
+
+# ---------------------------------------------------------------------------
+# The benchmark query and its data
+# ---------------------------------------------------------------------------
+
+# agg_select TABLE   the aggregation every scenario maintains
+agg_select() {
+    printf "SELECT date_bin('1 minute', ts, '2000-01-01') AS minute, category, count(*) AS n, sum(amount) AS total, avg(amount) AS avg_amount, max(amount) AS max_amount FROM %s GROUP BY 1, 2" "$1"
+}
+
+# groupby_sql TABLE  the plain GROUP BY, evaluated fully but returning nothing.
+# "WHERE s IS NOT NULL" references the whole row: without it the planner
+# drops the unused aggregates of the subquery and times only the grouping.
+groupby_sql() {
+    printf 'SELECT count(*) FROM (%s) s WHERE s IS NOT NULL;' "$(agg_select "$1")"
+}
+
+# gen_rows TABLE N START_TS SPAN   INSERT N rows with ts evenly spread over
+# [START_TS, START_TS + SPAN) in insertion order, ~50 categories, 1000
+# devices, amount numeric(10,2) in [0, 1000).  One statement.
+gen_rows() {
+    printf "INSERT INTO %s (ts, device_id, category, amount) SELECT timestamptz '%s' + (g - 1) * (interval '%s' / %s), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2) FROM generate_series(1, %s) g;" \
+        "$1" "$3" "$4" "$2" "$2"
+}
+
+# profile_summary FILE [SEGMENT]: one line from the auto_explain output of a
+# CALL cq.run (SEGMENT 2 = the part after a '==WARM==' notice).
+#   pre-scan = a separate SELECT count(*) over the new rows before the batch
+#              statement (older builds);
+#   d        = scan + partial aggregation of the new rows (CTE d, or the
+#              aggregate under CTE m when d is inlined);
+#   m        = state upsert, without the time of its input (d);
+#   o        = target upsert, without the time of its input (m);
+#   rest     = CALL time outside those statements (catalog reads, SQL
+#              generation, parse/plan, bookkeeping).
+# Node times are auto_explain's "actual time" end values (log_timing on).
+profile_summary() {
+    awk -v seg="${2:-1}" '
+    function endtime(line,   s, a) {
+        match(line, /actual time=[0-9.]+\.\.[0-9.]+/); s = substr(line, RSTART + 12, RLENGTH - 12)
+        split(s, a, /\.\./); return a[2] + 0 }
+    /NOTICE: +==WARM==/ { cur++; next }
+    (cur + 1) != seg { next }
+    /duration: [0-9.]+ ms +plan:/ { match($0, /duration: [0-9.]+/); dur = substr($0, RSTART + 10, RLENGTH - 10) + 0; want_text = 1; next }
+    want_text && /^Query Text:/ {
+        want_text = 0; inbatch = 0
+        if ($0 ~ /^Query Text: SELECT count\(\*\)/) count += dur
+        else if ($0 ~ /^Query Text: WITH d AS/) { batch += dur; inbatch = 1; sect = "" }
+        next }
+    /^Time: / { call = $2; next }
+    !inbatch { next }
+    /^  CTE [a-z0-9_]+$/ { sect = $2; want_cte = 1; order[++nc] = sect; next }
+    /^  InitPlan/ { sect = "init" }
+    want_cte && /actual time=/ { T[sect] = endtime($0); want_cte = 0 }
+    /CTE Scan on [a-z0-9_]+ / && !(sect in child) { child[sect] = endtime($0) }
+    scan == "" && /(Seq Scan|Bitmap Heap Scan|Index Scan|Index Only Scan) on / {
+        scan = $0; sub(/^ *(-> *)?/, "", scan); sub(/ +\(.*/, "", scan); scan_t = endtime($0) }
+    look > 0 { look--; if (/Batches:/) { x = $0; sub(/^ +/, "", x); agg = agg " (" x ")"; look = 0 } }
+    agg == "" && /(HashAggregate|GroupAggregate|MixedAggregate)/ {
+        agg = $0; sub(/^ *(-> *)?/, "", agg); sub(/ +\(.*/, "", agg); agg_t = endtime($0); agg_sect = sect; look = 3 }
+    END {
+        if (call == "") { print "n/a"; exit }
+        d = ("d" in T) ? T["d"] : agg_t
+        parts = sprintf("d: scan %.1f, scan + partial agg %.1f", scan_t, d)
+        for (i = 1; i <= nc; i++) {
+            c = order[i]; if (c == "d") continue
+            v = T[c] - ((c in child) ? child[c] : (agg_sect == c ? agg_t : 0))
+            name = (c == "m") ? "m: state upsert" : (c ~ /^o/) ? c ": target write" : (c == "f") ? "f: final values" : c
+            parts = parts sprintf("; %s %.1f", name, v) }
+        printf "CALL %.1f ms = %sbatch statement %.1f [%s] + rest %.1f; plan: %s → %s\n",
+            call, (count > 0 ? sprintf("separate count(*) pre-scan %.1f + ", count) : ""), batch, parts, call - count - batch, scan, agg }' "$1"
+}

@@ -1,0 +1,485 @@
+#!/usr/bin/env bash
+# bench/run.sh -- `make bench`: pg_cq performance against same-run baselines.
+#
+#   1. incremental batch at 1M history rows vs REFRESH MATERIALIZED VIEW and
+#      the plain GROUP BY                                      (issue 2)
+#   2. incremental batch at 1M/5M/10M history rows: pg_cq vs REFRESH and a
+#      hand-written incremental upsert                         (issue 6)
+#   3. fold throughput: 5M-row backlog, WITH NO DATA + CALL cq.run, vs the
+#      plain GROUP BY                                          (issue 6)
+#   4. ingest overhead: pgbench INSERTs into a tracked vs an untracked table
+#                                                              (issue 6)
+# Every figure is a ratio against a baseline measured in the same run
+# (the machine is small and noisy); repeated measurements report the median.
+# Output: a markdown report printed at the end and written to
+# bench/results/latest.md; raw logs and plans in bench/results/raw/.
+#
+# Env knobs (all optional; see bench/README.md):
+#   BENCH_SCALE=1           multiply every row count (0.01 = smoke run)
+#   BENCH_SIZES="1000000 5000000 10000000"   history sizes of scenario 2
+#   BENCH_MAX_ROWS=10000000 drop sizes above this
+#   BENCH_NEW_ROWS=10000    new rows per incremental batch
+#   BENCH_REPS=5            incremental rounds per size (and per phase)
+#   BENCH_SLOW_REPS=5       rounds that also time REFRESH and the plain GROUP BY
+#   BENCH_FOLD_ROWS=5000000 backlog of scenario 3
+#   BENCH_FOLD_REPS=5
+#   BENCH_PGBENCH_SECS=3    seconds per pgbench run (scenario 4)
+#   BENCH_PGBENCH_ROUNDS=7  tracked/untracked pairs per config (ratio = median of pair ratios)
+#   BENCH_SCENARIOS="1 2 3 4"
+#   BENCH_PROFILE=1         capture auto_explain plans of extra, untimed batches
+#   BENCH_PORT=55450        port of the throwaway cluster /tmp/pg_cq_bench
+# plus scripts/common.sh's CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER, PGBIN.
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+# shellcheck source=bench/lib.sh
+source "$REPO_ROOT/bench/lib.sh"
+cd "$REPO_ROOT"
+
+BENCH_SCALE="${BENCH_SCALE:-1}"
+BENCH_SIZES="${BENCH_SIZES:-1000000 5000000 10000000}"
+BENCH_MAX_ROWS="${BENCH_MAX_ROWS:-10000000}"
+BENCH_NEW_ROWS="${BENCH_NEW_ROWS:-10000}"
+BENCH_REPS="${BENCH_REPS:-5}"
+BENCH_SLOW_REPS="${BENCH_SLOW_REPS:-5}"
+BENCH_FOLD_ROWS="${BENCH_FOLD_ROWS:-5000000}"
+BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-5}"
+BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-3}"
+BENCH_PGBENCH_ROUNDS="${BENCH_PGBENCH_ROUNDS:-7}"
+BENCH_SCENARIOS="${BENCH_SCENARIOS:-1 2 3 4}"
+BENCH_PROFILE="${BENCH_PROFILE:-1}"
+BENCH_PORT="${BENCH_PORT:-55450}"
+BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/latest.md}"
+RAW="$REPO_ROOT/bench/results/raw"
+
+# Cluster settings (on top of scripts/common.sh's fsync = off,
+# synchronous_commit = off, full_page_writes = off).
+BENCH_CONF=(
+    "shared_buffers = 1GB"
+    "work_mem = 64MB"
+    "maintenance_work_mem = 256MB"
+    "max_wal_size = 4GB"
+    "checkpoint_timeout = 30min"
+)
+
+want() { [[ " $BENCH_SCENARIOS " == *" $1 "* ]]; }
+
+NEW=$(scaled "$BENCH_NEW_ROWS" 100)
+FOLD=$(scaled "$BENCH_FOLD_ROWS" 1000)
+SIZES=()
+for s in $BENCH_SIZES; do
+    ((s <= BENCH_MAX_ROWS)) || continue
+    SIZES+=("$(scaled "$s" 1000)")
+done
+# Scenario 1 is the smallest size of the incremental runs.
+if want 2; then
+    INC_SIZES=("${SIZES[@]}")
+elif want 1; then
+    INC_SIZES=("$(scaled 1000000 1000)")
+else
+    INC_SIZES=()
+fi
+
+mkdir -p "$RAW"
+rm -f "$RAW"/*.txt "$RAW"/*.sql "$RAW"/*.log
+RUN_START=$SECONDS
+
+trap 'stop_cluster bench' EXIT
+trap 'exit 130' INT TERM
+
+section "packages"
+ensure_packages
+section "build + install"
+build_install
+section "cluster"
+CQ_PRELOAD="${CQ_PRELOAD-pg_cq,pg_cron}" start_cluster bench "$BENCH_PORT" "${BENCH_CONF[@]}"
+psql_run "CREATE EXTENSION pg_cq;" >/dev/null
+so_stamp() { date -u -r "$("$PG_CONFIG" --pkglibdir)/pg_cq.so" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null || echo '?'; }
+SO_START="$(so_stamp)"   # the cluster loaded this build (preload at start)
+
+# Results, keyed by size.
+declare -A CQ_C CQ_A CQD_A HW_A CQ_B CQD_B HW_B REF GB LOAD_MS CREATE_MS CHECK PROF_A PROF_B
+declare -a SUMMARY_ROWS=()
+FOLD_CQ="" FOLD_CQD="" FOLD_GB="" FOLD_GBS="" FOLD_CHECK="" FOLD_PROF=""
+declare -A ING_T ING_U ING_R
+
+# last_progress QUERY -> "duration_ms num_input_rows"
+last_progress() {
+    psql_val "SELECT duration_ms || ' ' || num_input_rows FROM cq.progress WHERE name = '$1' ORDER BY batch_id DESC LIMIT 1"
+}
+
+# check_batch QUERY EXPECTED_ROWS -> prints duration_ms; dies if the batch
+# did not see exactly the expected rows
+check_batch() {
+    local p dur rows
+    p="$(last_progress "$1")"
+    read -r dur rows <<<"$p"
+    [[ "$rows" == "$2" ]] || die "pg_cq: query $1 batch saw $rows input rows, expected $2"
+    echo "$dur"
+}
+
+# auto_explain preamble: plans (with actual times) of every statement,
+# including those run inside CALL cq.run, as NOTICEs on stderr.
+EXPLAIN_ON="LOAD 'auto_explain';
+SET auto_explain.log_min_duration = 0;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_buffers = on;
+SET auto_explain.log_timing = on;
+SET auto_explain.log_nested_statements = on;
+SET auto_explain.log_level = notice;"
+
+# profile_batch QUERY FILE [WARM_SQL]   run one batch under auto_explain, keep
+# the plans, print a one-line breakdown of where the time went.  With
+# WARM_SQL (which adds rows), run it and a second batch in the same session:
+# its breakdown (plans cached, catalogs warm) is printed on a second line.
+profile_batch() {
+    local q="$1" file="$2" warm="${3:-}"
+    {
+        printf '%s\n\\timing on\nCALL cq.run(%s);\n' "$EXPLAIN_ON" "'$q'"
+        if [[ -n "$warm" ]]; then
+            printf '%s\n' "DO \$\$ BEGIN RAISE NOTICE '==WARM=='; END \$\$;" "$warm" "CALL cq.run('$q');"
+        fi
+    } | "${PSQL[@]}" >"$file" 2>&1 || { cat "$file" >&2; die "profiled batch of $q failed"; }
+    profile_summary "$file" 1
+    [[ -z "$warm" ]] || profile_summary "$file" 2
+}
+
+# profile_summary: see bench/lib.sh
+
+# hw_step TABLE SUMMARY OFFSET: the hand-written incremental step (a psql script)
+hw_step() {
+    local t="$1" s="$2" o="$3"
+    cat <<EOF
+BEGIN;
+SELECT last_id AS lo, (SELECT max(id) FROM $t) AS hi FROM $o \gset
+INSERT INTO $s AS s (minute, category, n, total, avg_amount, max_amount)
+SELECT date_bin('1 minute', ts, '2000-01-01'), category, count(*), sum(amount), avg(amount), max(amount)
+FROM $t WHERE id > :lo AND id <= :hi GROUP BY 1, 2
+ON CONFLICT (minute, category) DO UPDATE SET n = s.n + excluded.n, total = s.total + excluded.total,
+    avg_amount = (s.total + excluded.total) / (s.n + excluded.n),
+    max_amount = greatest(s.max_amount, excluded.max_amount);
+UPDATE $o SET last_id = :hi;
+COMMIT;
+EOF
+}
+
+# diff_count A B: rows of A not in B plus rows of B not in A
+diff_count() {
+    psql_val "SELECT (SELECT count(*) FROM (TABLE $1 EXCEPT ALL TABLE $2) x) + (SELECT count(*) FROM (TABLE $2 EXCEPT ALL TABLE $1) y)"
+}
+
+# ---------------------------------------------------------------------------
+# Scenarios 1 + 2: incremental batches at each history size
+# ---------------------------------------------------------------------------
+incremental() {
+    local n="$1" h ev q mv hw off r t d ts rounds_a=() durs_a=() hws_a=() refs=() gbs=() rounds_b=() durs_b=() hws_b=()
+    h="$(human "$n")"
+    ev="ev_$h" q="agg_$h" mv="mv_$h" hw="hw_$h" off="hw_off_$h"
+    ev="${ev,,}" q="${q,,}" mv="${mv,,}" hw="${hw,,}" off="${off,,}"
+    section "incremental: $h history rows, $(human "$NEW") new rows per batch"
+
+    psql_run "CREATE TABLE $ev (id bigserial, ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = off);"
+    LOAD_MS[$n]=$(time_sql "$(gen_rows "$ev" "$n" '2024-01-01' '3 days')")
+    info "loaded $n rows in $(fmt_ms "${LOAD_MS[$n]}")"
+    psql_run "CREATE INDEX ON $ev (id);"
+    CREATE_MS[$n]=$(time_sql "CREATE TABLE $q WITH (cq.output_mode = 'update') AS $(agg_select "$ev");" 2>/dev/null)
+    info "CREATE TABLE $q ... AS (batch 0 over the history): $(fmt_ms "${CREATE_MS[$n]}")"
+    psql_run "CREATE MATERIALIZED VIEW $mv AS $(agg_select "$ev");" \
+             "CREATE TABLE $hw (minute timestamptz, category text, n bigint, total numeric, avg_amount numeric, max_amount numeric);" \
+             "CREATE UNIQUE INDEX ON $hw (minute, category);" \
+             "INSERT INTO $hw $(agg_select "$ev");" \
+             "CREATE TABLE $off AS SELECT max(id) AS last_id FROM $ev;" \
+             "VACUUM $ev;" "CHECKPOINT;" >/dev/null
+    info "history ready: $(psql_val "SELECT pg_size_pretty(pg_total_relation_size('$ev'))") source, $(psql_val "SELECT count(*) FROM $q") groups"
+
+    local rnd=0
+    next_rows() {   # NEW_SQL = INSERT of the next NEW rows, 10 minutes after the previous ones
+        rnd=$((rnd + 1))
+        NEW_SQL="$(gen_rows "$ev" "$NEW" "$(psql_val "SELECT timestamptz '2024-01-04' + ($rnd - 1) * interval '10 minutes'")" '10 minutes')"
+    }
+    new_rows() { next_rows; psql_run "$NEW_SQL"; }
+
+    # Phase A: as a user gets it (history loaded, query created, VACUUM).
+    for ((r = 1; r <= BENCH_REPS; r++)); do
+        new_rows
+        t=$(time_sql "CALL cq.run('$q');" 2>/dev/null); d=$(check_batch "$q" "$NEW")
+        rounds_a+=("$t"); durs_a+=("$d")
+        hws_a+=("$(time_sql "$(hw_step "$ev" "$hw" "$off")")")
+        if ((r <= BENCH_SLOW_REPS)); then
+            refs+=("$(time_sql "REFRESH MATERIALIZED VIEW $mv;")")
+            gbs+=("$(time_sql "$(groupby_sql "$ev")")")
+        fi
+        info "A round $r: pg_cq $(fmt_ms "$t") (progress $(fmt_ms "$d")), hand-written $(fmt_ms "${hws_a[-1]}")${refs[r-1]:+, REFRESH $(fmt_ms "${refs[r-1]}"), GROUP BY $(fmt_ms "${gbs[r-1]}")}"
+    done
+    if [[ "$BENCH_PROFILE" == 1 ]]; then
+        new_rows
+        PROF_A[$n]="$(profile_batch "$q" "$RAW/profile_${h}_A.txt")"
+        time_sql "$(hw_step "$ev" "$hw" "$off")" >/dev/null
+        info "A profile: ${PROF_A[$n]}"
+    fi
+
+    # Phase B: after ANALYZE of the source, so that the planner has
+    # statistics (correlation) for cq_xid.
+    psql_run "ANALYZE $ev;" "CHECKPOINT;" >/dev/null
+    for ((r = BENCH_REPS + 2; r <= 2 * BENCH_REPS + 1; r++)); do
+        new_rows
+        t=$(time_sql "CALL cq.run('$q');" 2>/dev/null); d=$(check_batch "$q" "$NEW")
+        rounds_b+=("$t"); durs_b+=("$d")
+        hws_b+=("$(time_sql "$(hw_step "$ev" "$hw" "$off")")")
+        info "B round $r: pg_cq $(fmt_ms "$t") (progress $(fmt_ms "$d")), hand-written $(fmt_ms "${hws_b[-1]}")"
+    done
+    if [[ "$BENCH_PROFILE" == 1 ]]; then
+        new_rows
+        next_rows
+        PROF_B[$n]="$(profile_batch "$q" "$RAW/profile_${h}_B.txt" "$NEW_SQL")"
+        time_sql "$(hw_step "$ev" "$hw" "$off")" >/dev/null
+        info "B profile: ${PROF_B[$n]}"
+    fi
+
+    # Phase C: BENCH_REPS batches in one session (as a long-lived worker
+    # would run them: plans cached), after ANALYZE.
+    local script="" warm=()
+    for ((r = 1; r <= BENCH_REPS; r++)); do
+        next_rows
+        script+=$'\\timing off\n'"$NEW_SQL"$'\n\\timing on\n'"CALL cq.run('$q');"$'\n'
+    done
+    mapfile -t warm < <(printf '%s' "$script" | "${PSQL[@]}" -At 2>/dev/null | awk '/^Time: /{print $2}')
+    ((${#warm[@]} == BENCH_REPS)) || die "warm session: expected $BENCH_REPS timings, got ${#warm[@]}"
+    [[ "$(psql_val "SELECT count(*) FROM (SELECT num_input_rows FROM cq.progress WHERE name = '$q' ORDER BY batch_id DESC LIMIT $BENCH_REPS) p WHERE num_input_rows = $NEW")" == "$BENCH_REPS" ]] \
+        || die "warm session: batches did not see $NEW rows each"
+    time_sql "$(hw_step "$ev" "$hw" "$off")" >/dev/null
+    CQ_C[$n]=$(median "${warm[@]}")
+    info "C (one session): ${warm[*]} ms"
+
+    CQ_A[$n]=$(median "${rounds_a[@]}"); CQD_A[$n]=$(median "${durs_a[@]}"); HW_A[$n]=$(median "${hws_a[@]}")
+    CQ_B[$n]=$(median "${rounds_b[@]}"); CQD_B[$n]=$(median "${durs_b[@]}"); HW_B[$n]=$(median "${hws_b[@]}")
+    REF[$n]=$(median "${refs[@]}"); GB[$n]=$(median "${gbs[@]}")
+
+    # Correctness: the target, the matview and the hand-written summary agree.
+    psql_run "REFRESH MATERIALIZED VIEW $mv;" >/dev/null
+    CHECK[$n]="target vs matview: $(diff_count "$q" "$mv") differing rows; hand-written vs matview: $(diff_count "$hw" "$mv")"
+    info "check: ${CHECK[$n]}"
+
+    psql_run "SELECT cq.drop_query('$q', drop_target => true);" "DROP MATERIALIZED VIEW $mv;" \
+             "DROP TABLE $hw, $off, $ev;" "CHECKPOINT;" >/dev/null
+}
+
+# ---------------------------------------------------------------------------
+# Scenario 3: fold throughput of a backlog
+# ---------------------------------------------------------------------------
+fold() {
+    local r t d cqs=() cqds=() gb=() gbs=()
+    section "fold: $(human "$FOLD")-row backlog"
+    psql_run "CREATE TABLE fold_ev (ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = off);"
+    time_sql "$(gen_rows fold_ev "$FOLD" '2024-01-01' '3 days')" >/dev/null
+    psql_run "VACUUM ANALYZE fold_ev;" "CHECKPOINT;" >/dev/null
+    for ((r = 1; r <= BENCH_FOLD_REPS; r++)); do
+        psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
+        t=$(time_sql "CALL cq.run('fold_agg');" 2>/dev/null); d=$(check_batch fold_agg "$FOLD")
+        cqs+=("$t"); cqds+=("$d")
+        if ((r == BENCH_FOLD_REPS)); then
+            psql_run "CREATE MATERIALIZED VIEW fold_mv AS $(agg_select fold_ev);" >/dev/null
+            FOLD_CHECK="target vs matview: $(diff_count fold_agg fold_mv) differing rows"
+            psql_run "DROP MATERIALIZED VIEW fold_mv;" >/dev/null
+        fi
+        psql_run "SELECT cq.drop_query('fold_agg', drop_target => true);" "CHECKPOINT;" >/dev/null
+        gb+=("$(time_sql "$(groupby_sql fold_ev)")")
+        gbs+=("$(time_sql "SET max_parallel_workers_per_gather = 0; $(groupby_sql fold_ev)")")
+        info "round $r: pg_cq $(fmt_ms "$t") (progress $(fmt_ms "$d")), GROUP BY $(fmt_ms "${gb[-1]}"), GROUP BY serial $(fmt_ms "${gbs[-1]}")"
+    done
+    if [[ "$BENCH_PROFILE" == 1 ]]; then
+        psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
+        FOLD_PROF="$(profile_batch fold_agg "$RAW/profile_fold.txt")"
+        psql_run "SELECT cq.drop_query('fold_agg', drop_target => true);" >/dev/null
+        info "profile: $FOLD_PROF"
+        printf '%s\n' "SET max_parallel_workers_per_gather = 0;" "EXPLAIN (ANALYZE, BUFFERS) $(groupby_sql fold_ev)" \
+            | "${PSQL[@]}" >"$RAW/profile_fold_groupby_serial.txt" 2>&1 || true
+        printf '%s\n' "EXPLAIN (ANALYZE, BUFFERS) $(groupby_sql fold_ev)" \
+            | "${PSQL[@]}" >"$RAW/profile_fold_groupby.txt" 2>&1 || true
+    fi
+    FOLD_CQ=$(median "${cqs[@]}"); FOLD_CQD=$(median "${cqds[@]}")
+    FOLD_GB=$(median "${gb[@]}"); FOLD_GBS=$(median "${gbs[@]}")
+    psql_run "DROP TABLE fold_ev;" "CHECKPOINT;" >/dev/null
+}
+
+# ---------------------------------------------------------------------------
+# Scenario 4: ingest overhead (pgbench)
+# ---------------------------------------------------------------------------
+ING_CONFIGS=("single-row INSERT, 1 client|single|1" "single-row INSERT, 2 clients|single|2" "1000-row INSERT, 1 client|multi|1")
+
+ingest() {
+    local cfg label kind c r first second tbl out tps key
+    section "ingest: pgbench, tracked vs untracked"
+    psql_run "CREATE TABLE ing_tracked (ts timestamptz, device_id int, category text, amount numeric(10,2));" \
+             "CREATE TABLE ing_untracked (ts timestamptz, device_id int, category text, amount numeric(10,2));" >/dev/null
+    psql_run "CREATE TABLE ing_agg WITH (cq.output_mode = 'update') AS $(agg_select ing_tracked);" >/dev/null 2>&1
+    # -M prepared turns :variables into parameters: one script per table
+    for tbl in ing_tracked ing_untracked; do
+        printf '%s\n' '\set dev random(1, 1000)' '\set cat random(10, 59)' '\set amt random(0, 99999)' \
+            "INSERT INTO $tbl (ts, device_id, category, amount) VALUES (now(), :dev, 'cat_' || :cat, :amt / 100.0);" \
+            >"$RAW/ingest_single_$tbl.sql"
+        printf '%s\n' "INSERT INTO $tbl (ts, device_id, category, amount)" \
+            "SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2)" \
+            "FROM generate_series(1, 1000);" >"$RAW/ingest_multi_$tbl.sql"
+    done
+    for cfg in "${ING_CONFIGS[@]}"; do
+        IFS='|' read -r label kind c <<<"$cfg"
+        psql_run "CHECKPOINT;" >/dev/null
+        local tt=() tu=() ratios=()
+        # Short runs, alternating A B B A ...: each round's tracked/untracked
+        # pair ran back to back, so the median of the pair ratios is robust
+        # to the machine's slow drifts.
+        for ((r = 1; r <= BENCH_PGBENCH_ROUNDS; r++)); do
+            if ((r % 2)); then first=ing_tracked second=ing_untracked; else first=ing_untracked second=ing_tracked; fi
+            declare -A pair=()
+            for tbl in "$first" "$second"; do
+                out="$("$PGBIN/pgbench" -n -M prepared -T "$BENCH_PGBENCH_SECS" -c "$c" -j "$c" \
+                        -f "$RAW/ingest_${kind}_$tbl.sql" 2>&1)" \
+                    || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+                printf '== %s %s round %s\n%s\n' "$label" "$tbl" "$r" "$out" >>"$RAW/pgbench.log"
+                tps=$(printf '%s\n' "$out" | sed -nE 's/^tps = ([0-9.]+) .*without.*/\1/p')
+                [[ -n "$tps" ]] || die "no tps in pgbench output"
+                pair[$tbl]=$tps
+            done
+            tt+=("${pair[ing_tracked]}"); tu+=("${pair[ing_untracked]}")
+            ratios+=("$(calc "${pair[ing_tracked]} / ${pair[ing_untracked]}")")
+            info "$label, round $r: tracked ${pair[ing_tracked]%.*} tps, untracked ${pair[ing_untracked]%.*} tps"
+            unset pair
+        done
+        ING_T[$label]=$(median "${tt[@]}")
+        ING_U[$label]=$(median "${tu[@]}")
+        ING_R[$label]=$(median "${ratios[@]}")
+    done
+    # the tracked rows really are visible to pg_cq
+    psql_run "CALL cq.run('ing_agg');" >/dev/null 2>&1
+    ING_ROWS="$(psql_val "SELECT count(*) FROM ing_tracked")"
+    ING_CHECK="ing_agg covers $(psql_val "SELECT sum(n) FROM ing_agg") of $ING_ROWS tracked rows"
+    info "$ING_CHECK"
+    psql_run "SELECT cq.drop_query('ing_agg', drop_target => true);" "DROP TABLE ing_tracked, ing_untracked;" >/dev/null
+}
+
+for n in "${INC_SIZES[@]}"; do incremental "$n"; done
+want 3 && fold
+want 4 && ingest
+
+# ---------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------
+section "report"
+ELAPSED=$((SECONDS - RUN_START))
+SETTINGS="$(psql_val "SELECT string_agg(name || ' = ' || setting || coalesce(unit, ''), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers','work_mem','maintenance_work_mem','max_wal_size','checkpoint_timeout','fsync','synchronous_commit','full_page_writes','max_parallel_workers_per_gather','jit')")"
+PGVER="$(psql_val "SELECT version()")"
+
+row() { SUMMARY_ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 | $7 | $8 |"); }
+
+if ((${#INC_SIZES[@]})); then
+    n1="${INC_SIZES[0]}"; h1="$(human "$n1")"
+    if want 1; then
+        x=$(calc "${REF[$n1]} / ${CQ_A[$n1]}")
+        row 1 "$h1 history + $(human "$NEW") new rows: one batch" "REFRESH MATERIALIZED VIEW $(fmt_ms "${REF[$n1]}")" "$(fmt_ms "${CQ_A[$n1]}")" "$(fmt_x "$x") faster" "—" "—" "\`CALL cq.run('agg')\`"
+        x=$(calc "${GB[$n1]} / ${CQ_A[$n1]}")
+        row 1 "same" "plain GROUP BY $(fmt_ms "${GB[$n1]}")" "$(fmt_ms "${CQ_A[$n1]}")" "$(fmt_x "$x") faster" "—" "—" "\`CALL cq.run('agg')\`"
+        x=$(calc "${REF[$n1]} / ${CQ_B[$n1]}")
+        row 1 "same, after \`ANALYZE\` of the source" "REFRESH MATERIALIZED VIEW $(fmt_ms "${REF[$n1]}")" "$(fmt_ms "${CQ_B[$n1]}")" "$(fmt_x "$x") faster" "—" "—" "\`CALL cq.run('agg')\`"
+    fi
+    if want 2 && ((${#INC_SIZES[@]} > 1)); then
+        nl="${INC_SIZES[-1]}"; hl="$(human "$nl")"
+        for ph in A B; do
+            if [[ $ph == A ]]; then tag=""; declare -n CQ=CQ_A HW=HW_A; else tag=", after \`ANALYZE\`"; declare -n CQ=CQ_B HW=HW_B; fi
+            x=$(calc "${CQ[$nl]} / ${CQ[$n1]}")
+            row 2 "batch cost growth $h1 → $hl history$tag" "pg_cq at $h1: $(fmt_ms "${CQ[$n1]}")" "at $hl: $(fmt_ms "${CQ[$nl]}")" "$(fmt_x "$x")" "≤ 1.3x" "$(met "$x" '<=' 1.3)" "\`CALL cq.run('agg')\`"
+            x=$(calc "${REF[$nl]} / ${CQ[$nl]}")
+            row 2 "$hl history, one batch$tag" "REFRESH MATERIALIZED VIEW $(fmt_ms "${REF[$nl]}")" "$(fmt_ms "${CQ[$nl]}")" "$(fmt_x "$x") faster" "≥ 200x" "$(met "$x" '>=' 200)" "\`CALL cq.run('agg')\`"
+            for n in "${INC_SIZES[@]}"; do
+                x=$(calc "${CQ[$n]} / ${HW[$n]}")
+                row 2 "$(human "$n") history, one batch$tag" "hand-written upsert $(fmt_ms "${HW[$n]}")" "$(fmt_ms "${CQ[$n]}")" "$(fmt_x "$x")" "≤ 2x" "$(met "$x" '<=' 2)" "\`CALL cq.run('agg')\`"
+            done
+            unset -n CQ HW
+        done
+        for n in "$n1" "$nl"; do
+            x=$(calc "${CQ_C[$n]} / ${HW_B[$n]}")
+            row 2 "$(human "$n") history, batches in one session, after \`ANALYZE\`" "hand-written upsert $(fmt_ms "${HW_B[$n]}")" "$(fmt_ms "${CQ_C[$n]}")" "$(fmt_x "$x")" "≤ 2x" "$(met "$x" '<=' 2)" "\`CALL cq.run('agg')\` ×$BENCH_REPS in one psql"
+        done
+    fi
+fi
+if want 3; then
+    x=$(calc "$FOLD_CQ / $FOLD_GB")
+    row 3 "fold a $(human "$FOLD")-row backlog (WITH NO DATA)" "plain GROUP BY $(fmt_ms "$FOLD_GB")" "$(fmt_ms "$FOLD_CQ")" "$(fmt_x "$x")" "≤ 2.0x" "$(met "$x" '<=' 2.0)" "\`CALL cq.run('fold_agg')\`"
+    x=$(calc "$FOLD_CQ / $FOLD_GBS")
+    row 3 "same" "plain GROUP BY, no parallel workers $(fmt_ms "$FOLD_GBS")" "$(fmt_ms "$FOLD_CQ")" "$(fmt_x "$x")" "≤ 2.0x" "$(met "$x" '<=' 2.0)" "\`CALL cq.run('fold_agg')\`"
+fi
+if want 4; then
+    for cfg in "${ING_CONFIGS[@]}"; do
+        IFS='|' read -r label kind c <<<"$cfg"
+        x="${ING_R[$label]}"
+        if [[ $kind == multi ]]; then unit="tps (×1000 rows)"; else unit="tps"; fi
+        row 4 "ingest: $label" "untracked $(printf '%.0f' "${ING_U[$label]}") $unit" "tracked $(printf '%.0f' "${ING_T[$label]}") $unit" "$(fmt_x "$x")" "≥ 0.95x" "$(met "$x" '>=' 0.95)" "pgbench -T $BENCH_PGBENCH_SECS, median of $BENCH_PGBENCH_ROUNDS pairs"
+    done
+fi
+
+{
+    echo "# pg_cq benchmark — latest run"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), git $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO_ROOT" diff --quiet -- src sql 2>/dev/null || echo ' (+ uncommitted changes)'), ${ELAPSED} s."
+    echo
+    echo "- machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -nE 's/^Model name: +//p' | head -n 1)), $(free -g | awk '/^Mem:/ {print $2}') GB RAM"
+    echo "- $PGVER; pg_cq.so installed $SO_START$([[ "$(so_stamp)" == "$SO_START" ]] || echo " (reinstalled during the run at $(so_stamp): new backends may have loaded it)")"
+    echo "- settings: $SETTINGS (fsync/synchronous_commit/full_page_writes off: throwaway cluster, figures exclude durable-commit cost)"
+    echo "- knobs: BENCH_SCALE=$BENCH_SCALE sizes=(${INC_SIZES[*]}) new rows=$NEW reps=$BENCH_REPS slow reps=$BENCH_SLOW_REPS fold rows=$FOLD fold reps=$BENCH_FOLD_REPS pgbench ${BENCH_PGBENCH_SECS}s ×$BENCH_PGBENCH_ROUNDS"
+    echo
+    echo "Times are medians of psql \`\\timing\` in a fresh session (the CALL's wall time as the client sees it)."
+    echo "Ratios: for \"faster\" rows baseline / pg_cq; otherwise pg_cq / baseline (for ingest: tracked tps / untracked tps)."
+    echo
+    echo "| # | scenario | baseline | pg_cq | ratio | goal | met | command |"
+    echo "|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${SUMMARY_ROWS[@]}"
+    if ((${#INC_SIZES[@]})); then
+        echo
+        echo "## Incremental batches ($(human "$NEW") new rows per batch), medians"
+        echo
+        echo "Phase A: history loaded, query created (batch 0), \`VACUUM\` (BRIN summarized) — what a user gets."
+        echo "Phase B: the same after \`ANALYZE\` of the source (the planner then knows cq_xid's correlation)."
+        echo
+        echo "Phase C: like B, but $BENCH_REPS batches in one session (plans cached, as a long-lived worker would run them)."
+        echo
+        echo "| history | load | CREATE … AS (batch 0) | pg_cq CALL A | progress.duration_ms A | hand-written A | pg_cq CALL B | progress.duration_ms B | hand-written B | pg_cq CALL C | REFRESH MV | plain GROUP BY |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        for n in "${INC_SIZES[@]}"; do
+            echo "| $(human "$n") | $(fmt_ms "${LOAD_MS[$n]}") | $(fmt_ms "${CREATE_MS[$n]}") | $(fmt_ms "${CQ_A[$n]}") | $(fmt_ms "${CQD_A[$n]}") | $(fmt_ms "${HW_A[$n]}") | $(fmt_ms "${CQ_B[$n]}") | $(fmt_ms "${CQD_B[$n]}") | $(fmt_ms "${HW_B[$n]}") | $(fmt_ms "${CQ_C[$n]}") | $(fmt_ms "${REF[$n]}") | $(fmt_ms "${GB[$n]}") |"
+        done
+        echo
+        echo "Correctness after the runs:"
+        for n in "${INC_SIZES[@]}"; do echo "- $(human "$n"): ${CHECK[$n]}"; done
+        if [[ "$BENCH_PROFILE" == 1 ]]; then
+            echo
+            echo "## Where a batch's time goes (one extra batch under auto_explain, log_analyze on)"
+            echo
+            echo "d = scan of the new rows + partial aggregation, m = state upsert, o = target upsert (CTEs of the batch statement, each without its input's time);"
+            echo "rest = the CALL outside the batch statement (catalog reads, SQL generation, parse/plan, bookkeeping). Plans: bench/results/raw/profile_*.txt."
+            echo
+            for n in "${INC_SIZES[@]}"; do
+                echo "- $(human "$n") A: ${PROF_A[$n]}"
+                echo "- $(human "$n") B: $(head -n 1 <<<"${PROF_B[$n]}")"
+                echo "- $(human "$n") B, 2nd batch in the same session: $(tail -n 1 <<<"${PROF_B[$n]}")"
+            done
+        fi
+    fi
+    if want 3; then
+        echo
+        echo "## Fold ($(human "$FOLD") rows)"
+        echo
+        echo "pg_cq CALL $(fmt_ms "$FOLD_CQ") (progress.duration_ms $(fmt_ms "$FOLD_CQD")), plain GROUP BY $(fmt_ms "$FOLD_GB"), serial $(fmt_ms "$FOLD_GBS"). $FOLD_CHECK."
+        [[ -n "$FOLD_PROF" ]] && echo && echo "Profile: $FOLD_PROF"
+    fi
+    if want 4; then
+        echo
+        echo "## Ingest"
+        echo
+        echo "Tracked = source of a pg_cq query (column cq_xid DEFAULT pg_current_xact_id() + BRIN index); untracked = identical table without."
+        echo "No background worker exists yet, so nothing consumes the tracked table while pgbench runs. $ING_CHECK."
+    fi
+} >"$BENCH_OUT"
+
+cat "$BENCH_OUT"
+echo
+echo "written to ${BENCH_OUT#"$REPO_ROOT"/} (raw logs and plans: ${RAW#"$REPO_ROOT"/}/)"
