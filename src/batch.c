@@ -35,6 +35,7 @@
 
 #include "pg_cq.h"
 #include "source.h"
+#include "shmem.h"
 
 /* Milliseconds since t0. */
 static double
@@ -141,6 +142,7 @@ run_as_owner(CqQuery *q, CqPlan *plan, const char *prev_text, bool history,
 	}
 	if (input_rows == 0 && !history)
 		return false;
+	cq_worker_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
 
 	if (q->opts.max_rows_per_trigger > 0 && !unlimited)
 	{

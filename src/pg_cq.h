@@ -141,6 +141,9 @@ typedef struct CqLastOffset
 /* guc.c */
 extern void cq_guc_init(void);
 extern int	cq_lock_timeout_ms;
+extern int	cq_max_queries;
+extern int	cq_max_workers;
+extern int	cq_naptime_ms;
 
 /* options.c */
 extern void cq_options_init(CqOptions *opts);
@@ -177,6 +180,10 @@ extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oi
 extern void cq_catalog_set_state_table(int32 id, Oid state_table);
 extern void cq_catalog_delete_query(const char *name);
 extern void cq_catalog_update_options(const char *name, CqOptions *opts);
+extern void cq_catalog_set_state(const char *name, const char *state, const char *error,
+								 const char *only_if);
+extern bool cq_catalog_last_watermark(const char *name, TimestampTz *watermark);
+extern void cq_catalog_reset(const char *name, const char *start_offset);
 
 /* batch.c */
 extern void cq_batch_run(const char *name, bool unlimited, CqBatchResult *res);
@@ -189,6 +196,7 @@ extern Oid	cq_api_register(const char *name, const char *query_text, Query *quer
 							CqOptions *opts, Oid target, bool target_created);
 extern void cq_api_drop(const char *name, bool from_drop_table);
 extern void cq_api_alter(const char *name, CqOptions *opts);
+extern void cq_api_check_owner(CqQuery *q);
 
 /* sql_builder.c */
 extern void cq_sql_ident(StringInfo buf, const char *ident);

@@ -23,6 +23,7 @@
 
 #include "pg_cq.h"
 #include "source.h"
+#include "shmem.h"
 
 /*
  * cq_source_tracking_attnum
@@ -58,6 +59,7 @@ cq_source_track(Oid relid)
 							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
 					 errdetail("pg_cq uses that column to find new rows."),
 					 errhint("Rename or drop the column.")));
+		cq_wakeup_ensure_trigger(relid);	/* sources tracked before it existed */
 		return att;
 	}
 
@@ -69,9 +71,10 @@ cq_source_track(Oid relid)
 	cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) WITH (autosummarize = on)",
 						 rel, CQ_TRACKING_COLUMN),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_wakeup_ensure_trigger(relid);
 	ereport(NOTICE,
 			(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id() and a BRIN index on it; existing rows keep NULL.",
+			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
 					   CQ_TRACKING_COLUMN)));
 	return cq_source_tracking_attnum(relid);
 }
