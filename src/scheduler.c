@@ -255,7 +255,8 @@ reload(TimestampTz now)
 			bool		isnull;
 			int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 			char	   *state = SPI_getvalue(tup, desc, 4);
-			Datum		last = SPI_getbinval(tup, desc, 6, &isnull);
+			bool		no_batch;
+			Datum		last = SPI_getbinval(tup, desc, 6, &no_batch);
 			SchedQuery *q = find_query(id);
 			char		old_state;
 
@@ -279,7 +280,7 @@ reload(TimestampTz now)
 			strlcpy(q->name, SPI_getvalue(tup, desc, 2), NAMEDATALEN);
 			parse_trigger(q, SPI_getvalue(tup, desc, 3));
 			q->source = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
-			q->last_batch_id = isnull ? -1 : DatumGetInt64(last);
+			q->last_batch_id = no_batch ? -1 : DatumGetInt64(last);
 			old_state = q->state;
 			q->state = state[0];
 			if (q->state == 'a' && old_state != 'a')
