@@ -167,8 +167,7 @@ COMMENT ON FUNCTION cq.status_slots() IS 'pg_cq internal: live status of this da
 
 CREATE VIEW cq.status AS
 SELECT q.name,
-       CASE WHEN s.is_trigger_active THEN s.message
-            WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
+       CASE WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
             ELSE coalesce(s.message, 'Stopped') END AS message,
        coalesce(s.is_data_available, false) AS is_data_available,
        coalesce(s.is_trigger_active, false) AS is_trigger_active,
