@@ -205,6 +205,14 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 
 	*ran = *failed = *more = false;
 	current_query_id = query_id;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, query_id);
+
+		if (s)
+			s->worker_pid = MyProcPid;	/* the scheduler may not have known it yet */
+	}
+	LWLockRelease(cq_shared->lock);
 	bctx.name = name;
 	bctx.batch_id = 0;
 
