@@ -401,7 +401,9 @@ cq_launcher_stop_database(Oid dboid)
 		CqDbSlot   *db;
 
 		LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-		db = cq_shmem_get_db(dboid);
+		db = cq_shmem_find_db(dboid);
+		if (db == NULL && (db = cq_shmem_get_db(dboid)) != NULL)
+			db->state = CQ_DB_ABSENT;	/* never probed (e.g. template0): keep it so */
 		if (db)
 		{
 			db->blocked_until = GetCurrentTimestamp() + DB_BLOCK_MS * (int64) 1000;
