@@ -182,3 +182,51 @@ CREATE PROCEDURE cq.run(name text, once boolean DEFAULT false)
 AS 'MODULE_PATHNAME', 'cq_run'
 LANGUAGE C;
 COMMENT ON PROCEDURE cq.run IS 'available-now: process everything committed before the call, one transaction per batch';
+
+----------------------------------------------------------------------------
+-- Background execution (issue 4): commit wake-ups, live status, control
+----------------------------------------------------------------------------
+CREATE FUNCTION cq.wakeup() RETURNS trigger
+AS 'MODULE_PATHNAME', 'cq_wakeup'
+LANGUAGE C;
+COMMENT ON FUNCTION cq.wakeup() IS 'pg_cq internal: statement trigger of tracked sources, wakes trigger ''0'' queries at commit';
+
+CREATE FUNCTION cq.status_slots(
+    OUT query_id integer, OUT message text, OUT is_data_available boolean,
+    OUT is_trigger_active boolean, OUT worker_pid integer, OUT watermark timestamptz,
+    OUT last_batch_id bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'cq_status_slots'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION cq.status_slots() IS 'pg_cq internal: live status of this database''s queries, from shared memory';
+
+CREATE VIEW cq.status AS
+SELECT q.name,
+       CASE WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
+            ELSE coalesce(s.message, 'Stopped') END AS message,
+       coalesce(s.is_data_available, false) AS is_data_available,
+       coalesce(s.is_trigger_active, false) AS is_trigger_active,
+       s.worker_pid,
+       coalesce(s.watermark, o.watermark) AS watermark,
+       coalesce(s.last_batch_id, o.batch_id) AS last_batch_id
+  FROM cq.queries q
+  LEFT JOIN cq.status_slots() s ON s.query_id = q.id
+  LEFT JOIN LATERAL (SELECT batch_id, watermark FROM cq.offsets
+                      WHERE offsets.name = q.name ORDER BY batch_id DESC LIMIT 1) o ON true;
+COMMENT ON VIEW cq.status IS 'live status of continuous queries (Spark''s StreamingQueryStatus)';
+GRANT SELECT ON cq.status TO PUBLIC;
+
+CREATE FUNCTION cq.pause(name text) RETURNS void
+AS 'MODULE_PATHNAME', 'cq_pause'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION cq.pause(text) IS 'stop running a continuous query in the background until cq.resume';
+
+CREATE FUNCTION cq.resume(name text) RETURNS void
+AS 'MODULE_PATHNAME', 'cq_resume'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION cq.resume(text) IS 'run a paused or failed continuous query again (clears last_error)';
+
+CREATE FUNCTION cq.reset(name text) RETURNS void
+AS 'MODULE_PATHNAME', 'cq_reset'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+COMMENT ON FUNCTION cq.reset(text) IS 'start a continuous query over: forget offsets and state, empty the target, new run id';

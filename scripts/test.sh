@@ -126,10 +126,14 @@ fi
 # initdb refuses to run as root, so as root the tests run as OS user postgres.
 # The repo may not be readable by postgres (e.g. a clone under /root), so the
 # tests run from a postgres-owned copy of the repo (no .git, no results/):
-#   $CQ_TMPBASE/pg_cq_perltap/src   cwd of prove, also exported as PG_CQ_SRCDIR
-#   $CQ_TMPBASE/pg_cq_perltap       TESTDIR: node data+logs in tmp_check/, tmp_check/log/
+#   $CQ_PERLTAP_DIR/src   cwd of prove, also exported as PG_CQ_SRCDIR
+#   $CQ_PERLTAP_DIR       TESTDIR: node data+logs in tmp_check/, tmp_check/log/
+# CQ_PERLTAP_DIR defaults to $CQ_TMPBASE/pg_cq_perltap_<name of the repo directory>,
+# so two checkouts (e.g. git worktrees) can run their suites side by side.
+# PATH starts with $PGBIN, so the nodes use the same server binaries as the rest.
+CQ_PERLTAP_DIR="${CQ_PERLTAP_DIR:-$CQ_TMPBASE/pg_cq_perltap_$(basename "$REPO_ROOT")}"
 run_perl_tap() {
-    local dir="$CQ_TMPBASE/pg_cq_perltap" rc=0 name f
+    local dir="$CQ_PERLTAP_DIR" rc=0 name f
     rm -rf "$dir" && mkdir -p "$dir/src" || return 1
     tar -C "$REPO_ROOT" --exclude=./.git --exclude=./results -cf - . | tar -C "$dir/src" -xf - || return 1
     if is_root; then chown -R postgres:postgres "$dir" || return 1; fi

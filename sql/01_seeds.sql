@@ -9,7 +9,7 @@ CREATE TABLE sales_update WITH (cq.output_mode = 'update', cq.trigger = 'availab
   AS SELECT category, sum(amount) AS total FROM sales GROUP BY category;
 CREATE TABLE sales_complete WITH (cq.output_mode = 'complete', cq.trigger = 'available_now')
   AS SELECT category, sum(amount) AS total FROM sales GROUP BY category;
-CREATE TABLE sales_append WITH (cq.output_mode = 'append') AS SELECT category, amount FROM sales WITH NO DATA;
+CREATE TABLE sales_append WITH (cq.output_mode = 'append', cq.trigger = 'available_now') AS SELECT category, amount FROM sales WITH NO DATA;
 
 -- batch 0 ran at creation (WITH DATA); the append query deferred its first batch
 SELECT * FROM sales_update ORDER BY category;
@@ -43,7 +43,7 @@ SELECT cq.create_query('orders_per_region',
                        output_mode => 'update', "trigger" => 'available_now');
 SELECT cq.create_query('orders_per_region_complete',
                        'SELECT region, count(*) AS count FROM orders GROUP BY region',
-                       output_mode => 'complete');
+                       output_mode => 'complete', "trigger" => 'available_now');
 INSERT INTO orders (region) VALUES ('north'), ('north'), ('south');
 CALL cq.run('orders_per_region');
 CALL cq.run('orders_per_region_complete');

@@ -19,13 +19,13 @@ CREATE VIEW rnd_oracle AS
 SELECT cq.create_query('rnd_update', (SELECT pg_get_viewdef('rnd_oracle')), output_mode => 'update',
                        "trigger" => 'available_now');
 SELECT cq.create_query('rnd_complete', (SELECT pg_get_viewdef('rnd_oracle')), output_mode => 'complete',
-                       complete_refresh => 'delete');
+                       complete_refresh => 'delete', "trigger" => 'available_now');
 SELECT cq.create_query('rnd_limited', (SELECT pg_get_viewdef('rnd_oracle')), output_mode => 'update',
-                       max_rows_per_trigger => 50);
+                       max_rows_per_trigger => 50, "trigger" => 'available_now');
 SELECT cq.create_query('rnd_global',
   'SELECT count(*) AS n, sum(v) AS sv, avg(v) AS av, avg(f) AS af, var_pop(f) AS vf, max(f) AS mf FROM rnd',
-  output_mode => 'update');
-SELECT cq.create_query('rnd_rows', 'SELECT k1, k2, v FROM rnd WHERE v IS NOT NULL', output_mode => 'append');
+  output_mode => 'update', "trigger" => 'available_now');
+SELECT cq.create_query('rnd_rows', 'SELECT k1, k2, v FROM rnd WHERE v IS NOT NULL', output_mode => 'append', "trigger" => 'available_now');
 
 CREATE FUNCTION rnd_rows(n int) RETURNS void LANGUAGE sql AS $$
   INSERT INTO rnd (k1, k2, v, i, f)

@@ -17,19 +17,19 @@ SELECT * FROM cq.window('2024-01-01 12:07', '1 month');
 -- §8.3: 10-minute windows, 10-minute watermark, the guide's dog/owl events
 CREATE TABLE words (ts timestamptz, word text);
 CREATE TABLE words_append
-  WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 minutes')
+  WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 minutes')
   AS SELECT w.window_start, w.window_end, word, count(*) AS count
        FROM words, LATERAL cq.window(ts, '10 minutes') AS w
       GROUP BY w.window_start, w.window_end, word
   WITH NO DATA;
 CREATE TABLE words_update
-  WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '10 minutes')
+  WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '10 minutes')
   AS SELECT w.window_start, w.window_end, word, count(*) AS count
        FROM words, LATERAL cq.window(ts, '10 minutes') AS w
       GROUP BY w.window_start, w.window_end, word
   WITH NO DATA;
 CREATE TABLE words_complete
-  WITH (cq.output_mode = 'complete', cq.event_time = 'ts', cq.watermark = '10 minutes')
+  WITH (cq.trigger = 'available_now', cq.output_mode = 'complete', cq.event_time = 'ts', cq.watermark = '10 minutes')
   AS SELECT w.window_start, w.window_end, word, count(*) AS count
        FROM words, LATERAL cq.window(ts, '10 minutes') AS w
       GROUP BY w.window_start, w.window_end, word
@@ -86,11 +86,11 @@ SELECT name, to_char(watermark, 'HH24:MI') AS watermark FROM cq.offsets o
 -- EventTimeWatermarkSuite, append: 5-second windows, 10-second delay; output (start second, count)
 CREATE TABLE ticks (ts timestamptz);
 CREATE TABLE ticks_append
-  WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 seconds')
+  WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 seconds')
   AS SELECT extract(epoch FROM date_bin('5 seconds', ts, '1970-01-01')) AS start, count(*) AS count
        FROM ticks GROUP BY date_bin('5 seconds', ts, '1970-01-01') WITH NO DATA;
 CREATE TABLE ticks_update
-  WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '10 seconds')
+  WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '10 seconds')
   AS SELECT date_bin('5 seconds', ts, '1970-01-01') AS w, count(*) AS count
        FROM ticks GROUP BY 1 WITH NO DATA;
 CREATE PROCEDURE tick(VARIADIC secs int[]) LANGUAGE plpgsql AS $$
@@ -122,9 +122,9 @@ CALL tick(10);
 SELECT * FROM ticks_batches WHERE name = 'ticks_update' ORDER BY batch_id;
 
 -- the grouping key can be the event-time column itself; date_trunc is a tumbling window
-CREATE TABLE per_second WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '2 seconds')
+CREATE TABLE per_second WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '2 seconds')
   AS SELECT ts, count(*) AS n FROM ticks GROUP BY ts;
-CREATE TABLE per_minute WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '0 seconds')
+CREATE TABLE per_minute WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '0 seconds')
   AS SELECT date_trunc('minute', ts) AS minute, count(*) AS n FROM ticks GROUP BY 1;
 INSERT INTO ticks (ts) VALUES (to_timestamp(70)), (to_timestamp(130));
 CALL cq.run('per_second');
@@ -133,11 +133,11 @@ SELECT extract(epoch FROM ts) AS ts, n FROM per_second ORDER BY 1;
 SELECT minute, n FROM per_minute ORDER BY 1;
 
 -- rejected: append aggregation whose watermark is on no grouping key; bad window sizes
-CREATE TABLE bad1 WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '1 minute')
+CREATE TABLE bad1 WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '1 minute')
   AS SELECT count(*) FROM ticks;
-CREATE TABLE bad2 WITH (cq.output_mode = 'update')
+CREATE TABLE bad2 WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT w.window_start, count(*) FROM ticks, LATERAL cq.window(ts, '-1 minute') w GROUP BY 1;
-CREATE TABLE bad3 WITH (cq.output_mode = 'update')
+CREATE TABLE bad3 WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT w.window_start, count(*) FROM ticks, LATERAL cq.window(ts, '1 month') w GROUP BY 1;
-CREATE TABLE bad4 WITH (cq.output_mode = 'update')
+CREATE TABLE bad4 WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT date_bin('0 seconds', ts, '2000-01-01'), count(*) FROM ticks GROUP BY 1;

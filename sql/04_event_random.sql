@@ -19,15 +19,15 @@ CREATE VIEW bin_oracle AS
   SELECT date_bin('7 seconds', ts, '2024-01-01') AS b, k, count(*) AS n, sum(v) AS s
     FROM ev GROUP BY 1, 2;
 
-SELECT cq.create_query('tumble_u', pg_get_viewdef('tumble_oracle'), output_mode => 'update',
+SELECT cq.create_query('tumble_u', pg_get_viewdef('tumble_oracle'), output_mode => 'update', "trigger" => 'available_now',
                        event_time => 'ts', watermark => '30 seconds');
-SELECT cq.create_query('slide_u', pg_get_viewdef('slide_oracle'), output_mode => 'update',
+SELECT cq.create_query('slide_u', pg_get_viewdef('slide_oracle'), output_mode => 'update', "trigger" => 'available_now',
                        event_time => 'ts', watermark => '30 seconds');
-SELECT cq.create_query('bin_u', pg_get_viewdef('bin_oracle'), output_mode => 'update',
+SELECT cq.create_query('bin_u', pg_get_viewdef('bin_oracle'), output_mode => 'update', "trigger" => 'available_now',
                        event_time => 'ts', watermark => '30 seconds');
-SELECT cq.create_query('slide_a', pg_get_viewdef('slide_oracle'), output_mode => 'append',
+SELECT cq.create_query('slide_a', pg_get_viewdef('slide_oracle'), output_mode => 'append', "trigger" => 'available_now',
                        event_time => 'ts', watermark => '30 seconds');
-SELECT cq.create_query('bin_a', pg_get_viewdef('bin_oracle'), output_mode => 'append',
+SELECT cq.create_query('bin_a', pg_get_viewdef('bin_oracle'), output_mode => 'append', "trigger" => 'available_now',
                        event_time => 'ts', watermark => '30 seconds', max_rows_per_trigger => 40);
 
 CREATE FUNCTION diff(oracle text, target text) RETURNS bigint LANGUAGE plpgsql AS $$

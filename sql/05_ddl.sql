@@ -4,8 +4,8 @@ SET client_min_messages = warning;
 
 CREATE TABLE src (k text, v int);
 INSERT INTO src VALUES ('a', 1), ('b', 2);
-CREATE TABLE agg WITH (cq.output_mode = 'update') AS SELECT k, sum(v) AS total FROM src GROUP BY k;
-CREATE TABLE copy WITH (cq.output_mode = 'append') AS SELECT k, v FROM src WHERE v > 0;
+CREATE TABLE agg WITH (cq.trigger = 'available_now', cq.output_mode = 'update') AS SELECT k, sum(v) AS total FROM src GROUP BY k;
+CREATE TABLE copy WITH (cq.trigger = 'available_now', cq.output_mode = 'append') AS SELECT k, v FROM src WHERE v > 0;
 
 -- renaming the source, its columns and the target keeps the queries working
 ALTER TABLE src RENAME TO source_renamed;
@@ -48,7 +48,7 @@ SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 -- changing a running query (Spark's rules): filters and projections may change
 CREATE TABLE s2 (k text, v int, w int);
 INSERT INTO s2 VALUES ('a', 1, 1), ('b', 2, 2);
-CREATE TABLE s2_agg WITH (cq.output_mode = 'update') AS SELECT k, sum(v) AS total FROM s2 GROUP BY k;
+CREATE TABLE s2_agg WITH (cq.trigger = 'available_now', cq.output_mode = 'update') AS SELECT k, sum(v) AS total FROM s2 GROUP BY k;
 SELECT cq.alter_query('s2_agg', query => 'SELECT k, sum(v) AS total FROM s2 WHERE w > 0 GROUP BY k');
 INSERT INTO s2 (k, v, w) VALUES ('a', 100, -1), ('a', 10, 1);
 CALL cq.run('s2_agg');
@@ -66,7 +66,7 @@ SELECT cq.alter_query('s2_agg', query => 'DROP TABLE s2');
 SELECT count(*) FROM s2;
 
 -- before its first batch a query may change in any way
-CREATE TABLE fresh WITH (cq.output_mode = 'update') AS SELECT k, count(*) AS n FROM s2 GROUP BY k WITH NO DATA;
+CREATE TABLE fresh WITH (cq.trigger = 'available_now', cq.output_mode = 'update') AS SELECT k, count(*) AS n FROM s2 GROUP BY k WITH NO DATA;
 ALTER TABLE fresh ADD COLUMN total bigint;
 SELECT cq.alter_query('fresh', query => 'SELECT k, count(*) AS n, sum(w) AS total FROM s2 WHERE w > 0 GROUP BY k');
 CALL cq.run('fresh');

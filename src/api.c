@@ -878,3 +878,14 @@ cq_run(PG_FUNCTION_ARGS)
 	SPI_finish();
 	PG_RETURN_VOID();
 }
+
+/*
+ * cq_api_check_owner
+ *	  check_owner for other modules (control.c): only the query's owner or
+ *	  a superuser may pause, resume or reset it.
+ */
+void
+cq_api_check_owner(CqQuery *q)
+{
+	check_owner(q);
+}

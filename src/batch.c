@@ -35,6 +35,7 @@
 
 #include "pg_cq.h"
 #include "source.h"
+#include "shmem.h"
 
 /* Milliseconds since t0. */
 static double
@@ -220,6 +221,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		res->has_event_time = false;
 		has_max = false;
 		input_rows = 0;
+		cq_worker_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
 		cur_text = (char *) in->prev_text;
 		params[1] = xid8_datum(prev->xmax);
 		params[2] = params[3];
@@ -248,6 +250,8 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			input_rows = event_time_stats(res, &max_minus_delay, &has_max);
 		}
 	}
+	if (!res->nodata)
+		cq_worker_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
 	res->start_offset = pstrdup(in->prev_text);
 	res->end_offset = pstrdup(cur_text);
 	res->latest_offset_ms = ms_since(in->t0);

@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
+#include "shmem.h"
 
 #define QUERY_COLUMNS \
 	"name, id, owner::oid, source::oid, target::oid, output_mode, \"trigger\", event_time, " \
@@ -278,6 +279,7 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	values[15] = (Datum) 0;
 	nulls[15] = 'n';
 
+	cq_wakeup_catalog_changed();
 	cq_as_superuser(&save_uid, &save_sec);
 	cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 				"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
@@ -322,6 +324,7 @@ cq_catalog_delete_query(const char *name)
 	Oid			save_uid;
 	int			save_sec;
 
+	cq_wakeup_catalog_changed();
 	cq_as_superuser(&save_uid, &save_sec);
 	cq_spi_exec("DELETE FROM cq.queries WHERE name = $1", SPI_OK_DELETE, 1, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
@@ -355,6 +358,7 @@ cq_catalog_update_options(const char *name, CqOptions *o)
 	values[7] = CStringGetTextDatum(o->state_storage);
 	values[8] = CStringGetTextDatum(o->complete_refresh);
 
+	cq_wakeup_catalog_changed();
 	cq_as_superuser(&save_uid, &save_sec);
 	cq_spi_exec("UPDATE cq.queries SET output_mode = $2, \"trigger\" = $3, event_time = $4, "
 				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
@@ -435,8 +439,88 @@ cq_catalog_update_query(const char *name, const char *query_text, const char *qu
 	Oid			save_uid;
 	int			save_sec;
 
+	cq_wakeup_catalog_changed();
 	cq_as_superuser(&save_uid, &save_sec);
 	cq_spi_exec("UPDATE cq.queries SET query = $2, query_tree = $3 WHERE name = $1",
 				SPI_OK_UPDATE, 3, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+}
+
+/* ---- background execution (issue 4): query state and live status ---- */
+
+/*
+ * cq_catalog_set_state
+ *	  Set a query's state ('active', 'paused', 'failed') and last_error
+ *	  (NULL clears it).  With only_if, only a query in that state changes.
+ *	  The scheduler re-reads the catalog at commit.
+ */
+void
+cq_catalog_set_state(const char *name, const char *state, const char *error,
+					 const char *only_if)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			save_uid;
+	int			save_sec;
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(state);
+	values[2] = error ? CStringGetTextDatum(error) : (Datum) 0;
+	nulls[2] = error ? ' ' : 'n';
+	values[3] = only_if ? CStringGetTextDatum(only_if) : (Datum) 0;
+	nulls[3] = only_if ? ' ' : 'n';
+
+	cq_wakeup_catalog_changed();
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("UPDATE cq.queries SET state = $2, last_error = $3 "
+				"WHERE name = $1 AND ($4 IS NULL OR state = $4)",
+				SPI_OK_UPDATE, 4, types, values, nulls);
+	cq_restore_user(save_uid, save_sec);
+}
+
+/*
+ * cq_catalog_last_watermark
+ *	  The watermark recorded with a query's last batch; false if none.
+ */
+bool
+cq_catalog_last_watermark(const char *name, TimestampTz *watermark)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull = true;
+	Datum		d;
+
+	cq_spi_exec("SELECT watermark FROM cq.offsets WHERE name = $1 ORDER BY batch_id DESC LIMIT 1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	if (SPI_processed == 0)
+		return false;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return false;
+	*watermark = DatumGetTimestampTz(d);
+	return true;
+}
+
+/*
+ * cq_catalog_reset
+ *	  Start a query over: forget its offsets and progress, new run id,
+ *	  batch 0 starts from `start_offset`, state 'active'.
+ */
+void
+cq_catalog_reset(const char *name, const char *start_offset)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {CStringGetTextDatum(name), CStringGetTextDatum(start_offset)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_wakeup_catalog_changed();
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name = $1), "
+				"p AS (DELETE FROM cq.progress WHERE name = $1) "
+				"UPDATE cq.queries SET run_id = pg_catalog.gen_random_uuid(), state = 'active', "
+				"last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE name = $1",
+				SPI_OK_UPDATE, 2, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
 }

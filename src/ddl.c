@@ -35,6 +35,7 @@
 #include "utils/ruleutils.h"
 
 #include "pg_cq.h"
+#include "shmem.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static object_access_hook_type prev_object_access = NULL;
@@ -260,6 +261,42 @@ process_drop_extension(PlannedStmt *pstmt, const char *queryString, bool readOnl
 }
 
 /*
+ * process_database_ddl
+ *	  (pg_cq workers) A statement that needs a database without other
+ *	  sessions: stop that database's pg_cq scheduler and workers first, let
+ *	  them start again if the statement fails or kept the database.  Returns
+ *	  false when the statement is not one of those (nothing was run).
+ */
+static bool
+process_database_ddl(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					 ProcessUtilityContext context, ParamListInfo params,
+					 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		dropping;
+	Oid			dboid = cq_launcher_ddl_database(pstmt->utilityStmt, &dropping);
+
+	if (!OidIsValid(dboid))
+		return false;
+	cq_launcher_stop_database(dboid);
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	}
+	PG_CATCH();
+	{
+		cq_launcher_unblock_database(dboid);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!dropping)
+		cq_launcher_unblock_database(dboid);
+	return true;
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -272,9 +309,15 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 
 	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
 	{
+		cq_wakeup_catalog_changed();	/* workers: the scheduler notices at commit */
 		process_drop_extension(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		return;
 	}
+
+	/* workers (launcher.c): DROP/CREATE ... TEMPLATE/RENAME DATABASE need it to themselves */
+	if ((IsA(parsetree, DropdbStmt) || IsA(parsetree, CreatedbStmt) || IsA(parsetree, RenameStmt)) &&
+		process_database_ddl(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc))
+		return;
 
 	if (IsA(parsetree, CreateTableAsStmt) || IsA(parsetree, AlterTableStmt))
 	{

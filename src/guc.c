@@ -17,6 +17,11 @@
 /* complete mode: how long a batch waits for the target's lock before giving up */
 int			cq_lock_timeout_ms = 1000;
 
+/* background execution (launcher.c, scheduler.c, worker.c) */
+int			cq_max_queries = 1024;	/* status slots in shared memory */
+int			cq_max_workers = 2;	/* batch workers per database */
+int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
+
 /*
  * cq_guc_init
  *	  Define the GUCs; called from _PG_init.
@@ -31,6 +36,33 @@ cq_guc_init(void)
 							&cq_lock_timeout_ms,
 							1000, 1, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.max_queries",
+							"Continuous queries whose live status is kept in shared memory (whole cluster).",
+							"Queries beyond this still run, but cq.status shows them as stopped and "
+							"commits do not wake them (they are polled every cq.naptime).",
+							&cq_max_queries,
+							1024, 16, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.max_workers",
+							"Background processes running batches, per database.",
+							"They are taken from max_worker_processes, as is each database's scheduler "
+							"and the launcher.",
+							&cq_max_workers,
+							2, 0, 64,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.naptime",
+							"How often the launcher looks for databases and schedulers re-read the catalog.",
+							"Also the fallback poll of trigger '0' queries for commits that cannot wake "
+							"them (COMMIT PREPARED, logical replication, disabled triggers).",
+							&cq_naptime_ms,
+							5000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("cq");

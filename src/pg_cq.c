@@ -15,6 +15,7 @@
 #include "miscadmin.h"
 
 #include "pg_cq.h"
+#include "shmem.h"
 
 PG_MODULE_MAGIC;
 
@@ -35,5 +36,8 @@ _PG_init(void)
 				 errhint("Add pg_cq to the shared_preload_libraries configuration parameter and restart the server.")));
 
 	cq_guc_init();
+	cq_shmem_init();
+	cq_wakeup_init();
 	cq_ddl_init();
+	cq_launcher_register();
 }

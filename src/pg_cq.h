@@ -177,6 +177,9 @@ typedef struct CqLastOffset
 /* guc.c */
 extern void cq_guc_init(void);
 extern int	cq_lock_timeout_ms;
+extern int	cq_max_queries;
+extern int	cq_max_workers;
+extern int	cq_naptime_ms;
 
 /* options.c */
 extern void cq_options_init(CqOptions *opts);
@@ -217,6 +220,10 @@ extern void cq_catalog_update_query(const char *name, const char *query_text, co
 extern bool cq_catalog_state_lost(int32 id);
 extern void cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows);
 extern void cq_catalog_state_valid(int32 id, double rebuild_ms);
+extern void cq_catalog_set_state(const char *name, const char *state, const char *error,
+								 const char *only_if);
+extern bool cq_catalog_last_watermark(const char *name, TimestampTz *watermark);
+extern void cq_catalog_reset(const char *name, const char *start_offset);
 
 /* batch.c */
 #define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */
@@ -233,6 +240,7 @@ extern Oid	cq_api_register(const char *name, const char *query_text, Query *quer
 extern void cq_api_drop(const char *name, bool from_drop_table);
 extern void cq_api_alter(const char *name, CqOptions *opts);
 extern void cq_api_alter_query(const char *name, const char *query_text);
+extern void cq_api_check_owner(CqQuery *q);
 
 /* sql_builder.c */
 extern void cq_sql_ident(StringInfo buf, const char *ident);

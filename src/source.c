@@ -36,6 +36,7 @@
 
 #include "pg_cq.h"
 #include "source.h"
+#include "shmem.h"
 
 /*
  * cq_source_tracking_attnum
@@ -71,6 +72,7 @@ cq_source_track(Oid relid)
 							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
 					 errdetail("pg_cq uses that column to find new rows."),
 					 errhint("Rename or drop the column.")));
+		cq_wakeup_ensure_trigger(relid);	/* sources tracked before it existed */
 		return att;
 	}
 
@@ -83,9 +85,10 @@ cq_source_track(Oid relid)
 						 "WITH (pages_per_range = %d, autosummarize = on)",
 						 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_wakeup_ensure_trigger(relid);
 	ereport(NOTICE,
 			(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id() and a BRIN index on it; existing rows keep NULL.",
+			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
 					   CQ_TRACKING_COLUMN)));
 	return cq_source_tracking_attnum(relid);
 }

@@ -17,11 +17,11 @@ $node->safe_psql('postgres', q{
   CREATE EXTENSION pg_cq;
   CREATE TABLE ev (ts timestamptz, k int, v numeric);
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 5, i FROM generate_series(1, 1000) i;
-  CREATE TABLE by_k WITH (cq.output_mode = 'update') AS SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM ev GROUP BY k;
-  CREATE TABLE by_k_c WITH (cq.output_mode = 'complete') AS SELECT k, count(*) AS n, max(v) AS m FROM ev GROUP BY k;
-  CREATE TABLE per_min WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '30 seconds')
+  CREATE TABLE by_k WITH (cq.trigger = 'available_now', cq.output_mode = 'update') AS SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM ev GROUP BY k;
+  CREATE TABLE by_k_c WITH (cq.trigger = 'available_now', cq.output_mode = 'complete') AS SELECT k, count(*) AS n, max(v) AS m FROM ev GROUP BY k;
+  CREATE TABLE per_min WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '30 seconds')
     AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(*) AS n, sum(v) AS s FROM ev GROUP BY 1;
-  CREATE TABLE per_min_u WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '30 seconds')
+  CREATE TABLE per_min_u WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '30 seconds')
     AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(*) AS n, sum(v) AS s FROM ev GROUP BY 1;
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 7, i FROM generate_series(1001, 1500) i;
   CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('per_min'); CALL cq.run('per_min_u');
@@ -66,7 +66,7 @@ like($node->safe_psql('postgres', "SELECT durations->>'stateRebuild' FROM cq.pro
 # a logged state survives and is not rebuilt
 $node->safe_psql('postgres', q{
   SET client_min_messages = warning;
-  CREATE TABLE by_k_l WITH (cq.output_mode = 'update', cq.state_storage = 'logged') AS SELECT k, count(*) AS n FROM ev GROUP BY k;
+  CREATE TABLE by_k_l WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.state_storage = 'logged') AS SELECT k, count(*) AS n FROM ev GROUP BY k;
 });
 $node->stop('immediate');
 $node->start;

@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * control.c
+ *	  SQL-callable control of running queries: cq.pause, cq.resume,
+ *	  cq.reset, and the shared-memory status behind the cq.status view.
+ *
+ * pause/resume/reset lock the query's catalog row first (FOR NO KEY
+ * UPDATE, like a batch), so they wait for a running batch and no batch
+ * starts until they commit; then they check that the caller owns the query
+ * (or is superuser).  The scheduler re-reads the catalog when they commit
+ * (wakeup.c).  Catalog and data changes run as the bootstrap superuser
+ * after the ownership check.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "pg_cq.h"
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(cq_pause);
+PG_FUNCTION_INFO_V1(cq_resume);
+PG_FUNCTION_INFO_V1(cq_reset);
+PG_FUNCTION_INFO_V1(cq_status_slots);
+
+/*
+ * locked_query
+ *	  Lock and load a query the caller owns; SPI must be connected.
+ */
+static CqQuery *
+locked_query(FunctionCallInfo fcinfo)
+{
+	CqQuery    *q;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+	q = cq_catalog_get_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, true);
+	cq_api_check_owner(q);
+	return q;
+}
+
+/*
+ * cq_pause
+ *	  cq.pause(name): no more batches until cq.resume.
+ */
+Datum
+cq_pause(PG_FUNCTION_ARGS)
+{
+	CqQuery    *q;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = locked_query(fcinfo);
+	cq_catalog_set_state(q->name, "paused", NULL, NULL);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cq_resume
+ *	  cq.resume(name): a paused or failed query is active again (its error
+ *	  is cleared, its retry backoff forgotten) and runs at once.
+ */
+Datum
+cq_resume(PG_FUNCTION_ARGS)
+{
+	CqQuery    *q;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = locked_query(fcinfo);
+	cq_catalog_set_state(q->name, "active", NULL, NULL);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cq_reset
+ *	  cq.reset(name): forget offsets, progress and state, empty the target,
+ *	  start over from the `starting` option with a new run id.  The query
+ *	  becomes active.  TRUNCATE makes it quick; it takes ACCESS EXCLUSIVE
+ *	  locks on the target and state table until commit.
+ */
+Datum
+cq_reset(PG_FUNCTION_ARGS)
+{
+	CqQuery    *q;
+	char	   *start_offset = "1:1:";
+	Oid			save_uid;
+	int			save_sec;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = locked_query(fcinfo);
+
+	cq_as_superuser(&save_uid, &save_sec);
+	if (OidIsValid(q->state_table))
+		cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->state_table)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (strcmp(q->opts.starting, "latest") == 0)
+	{
+		cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	}
+	cq_restore_user(save_uid, save_sec);
+	cq_catalog_reset(q->name, start_offset);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * cq_status_slots
+ *	  The status slots of the current database, copied under the lock:
+ *	  (query_id, message, is_data_available, is_trigger_active,
+ *	  worker_pid, watermark, last_batch_id).  The cq.status view joins
+ *	  them to cq.queries.
+ */
+Datum
+cq_status_slots(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	CqQuerySlot *copy;
+	int			n = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (cq_shared == NULL)
+		PG_RETURN_VOID();
+
+	copy = palloc(sizeof(CqQuerySlot) * cq_shared->nqueries);
+	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	for (int i = 0; i < cq_shared->nqueries; i++)
+		if (cq_shared->queries[i].in_use && cq_shared->queries[i].dboid == MyDatabaseId)
+			copy[n++] = cq_shared->queries[i];
+	LWLockRelease(cq_shared->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+
+		values[0] = Int32GetDatum(copy[i].query_id);
+		values[1] = CStringGetTextDatum(cq_shmem_message_text(copy[i].message));
+		values[2] = BoolGetDatum(copy[i].is_data_available);
+		values[3] = BoolGetDatum(copy[i].is_trigger_active);
+		values[4] = Int32GetDatum(copy[i].worker_pid);
+		nulls[4] = copy[i].worker_pid == 0;
+		values[5] = TimestampTzGetDatum(copy[i].watermark);
+		nulls[5] = !copy[i].has_watermark;
+		values[6] = Int64GetDatum(copy[i].last_batch_id);
+		nulls[6] = copy[i].last_batch_id < 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
+}

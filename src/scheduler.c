@@ -1,0 +1,751 @@
+/*-------------------------------------------------------------------------
+ *
+ * scheduler.c
+ *	  Per-database scheduler: decides when each query runs a batch, and
+ *	  hands batches to a small pool of workers (cq.max_workers).
+ *
+ * One dynamic background worker per database ("pg_cq scheduler"),
+ * connected as the bootstrap superuser.  It never runs user SQL itself; it
+ * reads cq.queries (on start, when a committing backend bumped the
+ * database's catalog generation, and every cq.naptime) and keeps, in
+ * process-local memory, one SchedQuery per query:
+ *	 - trigger '0': due when a commit to its source marked its shared slot
+ *	   pending (wakeup.c), after a batch cut short by max_rows_per_trigger,
+ *	   and on every catalog reload (the fallback poll);
+ *	 - interval: due at the next multiple of the interval (Unix epoch
+ *	   aligned); when a batch overruns the next tick it is due at once,
+ *	   missed ticks are not replayed;
+ *	 - available_now: never;
+ *	 - failed: retried after 1, 2, 4, ... 300 s; paused: never.
+ * A due query goes to an idle worker (worker.c) through its shared worker
+ * slot; the worker sets our latch when the batch is over.  A query is
+ * never given to two workers at once (and the catalog row lock serializes
+ * it against CALL cq.run anyway).
+ *
+ * Workers are started on demand, up to cq.max_workers, and stay; extra
+ * ones are stopped when the setting is lowered.  When the scheduler exits
+ * it asks its workers to exit too.  When pg_cq is dropped from the
+ * database the scheduler marks its slot ABSENT and exits.
+ *
+ * Memory: SchedQuery array and worker handles in TopMemoryContext; catalog
+ * reads in a short transaction whose memory is released at commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "pg_cq.h"
+#include "shmem.h"
+
+#define MAX_BACKOFF_S 300
+
+/* How a query is triggered. */
+typedef enum SchedTrigger
+{
+	TRIG_ZERO,					/* '0': as fast as possible, woken by commits */
+	TRIG_INTERVAL,				/* processing-time interval */
+	TRIG_NOW					/* available_now: never in the background */
+} SchedTrigger;
+
+/* What the scheduler knows about one query. */
+typedef struct SchedQuery
+{
+	int32		id;
+	char		name[NAMEDATALEN];
+	Oid			source;
+	SchedTrigger trigger;
+	int64		interval_us;
+	char		state;			/* 'a'ctive, 'p'aused, 'f'ailed */
+	bool		seen;			/* found by the last reload */
+	bool		due;			/* run as soon as a worker is free */
+	TimestampTz next_tick;		/* interval: next tick */
+	int			worker;			/* worker slot running it, or -1 */
+	int			nfailures;
+	TimestampTz retry_at;
+	int64		last_batch_id;
+} SchedQuery;
+
+static Oid	my_dboid = InvalidOid;
+static SchedQuery *queries = NULL;
+static int	nqueries = 0;
+static int	maxqueries = 0;
+
+/* our workers: slot index and handle; -1 = unused */
+static int *my_workers = NULL;
+static BackgroundWorkerHandle **my_handles = NULL;
+static int	max_my_workers = 0;
+static TimestampTz worker_start_retry = 0;
+
+/*
+ * unix_us
+ *	  Microseconds since the Unix epoch (ticks are aligned to it, as in
+ *	  Spark).
+ */
+static int64
+unix_us(TimestampTz t)
+{
+	return t + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+}
+
+/*
+ * next_tick_after
+ *	  The first multiple of the interval strictly after t.
+ */
+static TimestampTz
+next_tick_after(TimestampTz t, int64 interval_us)
+{
+	int64		u = unix_us(t);
+
+	return t + (interval_us - (u % interval_us));
+}
+
+/*
+ * idle_message
+ *	  What cq.status says of a query between batches.
+ */
+static CqMessage
+idle_message(SchedQuery *q)
+{
+	if (q->state != 'a' || q->trigger == TRIG_NOW)
+		return CQ_MSG_STOPPED;
+	return q->trigger == TRIG_ZERO ? CQ_MSG_WAITING_DATA : CQ_MSG_WAITING_TRIGGER;
+}
+
+/*
+ * scheduler_exit
+ *	  on_shmem_exit: release our database slot, tell our workers to go,
+ *	  wake the launcher (it restarts us if we did not mean to exit).
+ */
+static void
+scheduler_exit(int code, Datum arg)
+{
+	CqDbSlot   *db;
+	Latch	   *launcher = NULL;
+
+	if (cq_shared == NULL)
+		return;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(my_dboid);
+	if (db && db->pid == MyProcPid)
+	{
+		db->pid = 0;
+		db->latch = NULL;
+	}
+	for (int i = 0; i < cq_shared->nworkers; i++)
+	{
+		CqWorkerSlot *w = &cq_shared->workers[i];
+
+		if (w->in_use && w->dboid == my_dboid)
+		{
+			w->stop = true;
+			if (w->latch)
+				SetLatch(w->latch);
+		}
+	}
+	for (int i = 0; i < cq_shared->nqueries; i++)
+		if (cq_shared->queries[i].in_use && cq_shared->queries[i].dboid == my_dboid)
+			cq_shared->queries[i].in_use = false;
+	launcher = cq_shared->launcher_latch;
+	LWLockRelease(cq_shared->lock);
+	if (launcher)
+		SetLatch(launcher);
+}
+
+/*
+ * leave
+ *	  Exit on purpose; `absent`: pg_cq is not installed here, do not
+ *	  restart us until asked.
+ */
+static void
+leave(bool absent)
+{
+	CqDbSlot   *db;
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(my_dboid);
+	if (db && db->pid == MyProcPid)
+		db->state = absent ? CQ_DB_ABSENT : CQ_DB_UNKNOWN;
+	LWLockRelease(cq_shared->lock);
+	proc_exit(0);
+}
+
+/*
+ * find_query
+ *	  Local entry of a query id, or NULL.
+ */
+static SchedQuery *
+find_query(int32 id)
+{
+	for (int i = 0; i < nqueries; i++)
+		if (queries[i].id == id)
+			return &queries[i];
+	return NULL;
+}
+
+/*
+ * parse_trigger
+ *	  Trigger text (normalized by options.c) into kind and interval.
+ */
+static void
+parse_trigger(SchedQuery *q, const char *text)
+{
+	Interval   *iv;
+
+	if (strcmp(text, "available_now") == 0)
+	{
+		q->trigger = TRIG_NOW;
+		return;
+	}
+	if (strcmp(text, "0") == 0)
+	{
+		q->trigger = TRIG_ZERO;
+		return;
+	}
+	iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(text),
+											   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+	q->interval_us = iv->time + (int64) iv->day * USECS_PER_DAY;
+	q->trigger = q->interval_us > 0 ? TRIG_INTERVAL : TRIG_ZERO;
+}
+
+/*
+ * reload
+ *	  Re-read cq.queries; leave if pg_cq is gone.  New queries and resumed
+ *	  ones are due at once; '0' queries are all due (the fallback poll).
+ */
+static void
+reload(TimestampTz now)
+{
+	bool		installed;
+
+	for (int i = 0; i < nqueries; i++)
+		queries[i].seen = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	installed = OidIsValid(get_extension_oid("pg_cq", true));
+	if (installed)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		pgstat_report_activity(STATE_RUNNING, "pg_cq scheduler: reading cq.queries");
+		cq_spi_exec("SELECT q.id, q.name, q.\"trigger\", q.state, q.source::pg_catalog.oid, "
+					"(SELECT pg_catalog.max(o.batch_id) FROM cq.offsets o WHERE o.name = q.name) "
+					"FROM cq.queries q", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			char	   *state = SPI_getvalue(tup, desc, 4);
+			bool		no_batch;
+			Datum		last = SPI_getbinval(tup, desc, 6, &no_batch);
+			SchedQuery *q = find_query(id);
+			char		old_state;
+
+			if (q == NULL)
+			{
+				if (nqueries == maxqueries)
+				{
+					maxqueries = Max(16, maxqueries * 2);
+					queries = queries ?
+						repalloc(queries, sizeof(SchedQuery) * maxqueries) :
+						MemoryContextAlloc(TopMemoryContext, sizeof(SchedQuery) * maxqueries);
+				}
+				q = &queries[nqueries++];
+				memset(q, 0, sizeof(*q));
+				q->id = id;
+				q->worker = -1;
+				q->state = 'a';
+				q->due = true;
+			}
+			q->seen = true;
+			strlcpy(q->name, SPI_getvalue(tup, desc, 2), NAMEDATALEN);
+			parse_trigger(q, SPI_getvalue(tup, desc, 3));
+			q->source = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
+			q->last_batch_id = no_batch ? -1 : DatumGetInt64(last);
+			old_state = q->state;
+			q->state = state[0];
+			if (q->state == 'a' && old_state != 'a')
+			{
+				/* resumed (or recovered): forget the backoff, run now */
+				q->nfailures = 0;
+				q->retry_at = 0;
+				q->due = true;
+			}
+			if (q->state == 'f' && q->nfailures == 0)
+			{
+				/* failed before we knew it (e.g. before a restart) */
+				q->nfailures = 1;
+				q->retry_at = now + USECS_PER_SEC;
+			}
+			if (q->trigger == TRIG_ZERO)
+				q->due = true;
+			if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
+				q->next_tick = now;
+		}
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	if (!installed)
+		leave(true);
+
+	/* forget dropped queries (a running batch finds the row gone) */
+	for (int i = 0; i < nqueries;)
+	{
+		if (!queries[i].seen && queries[i].worker < 0)
+			queries[i] = queries[--nqueries];
+		else
+			i++;
+	}
+
+	/* publish: one status slot per query */
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < cq_shared->nqueries; i++)
+	{
+		CqQuerySlot *s = &cq_shared->queries[i];
+		SchedQuery *q;
+
+		if (!s->in_use || s->dboid != my_dboid)
+			continue;
+		q = find_query(s->query_id);
+		if (q == NULL || !q->seen)
+			s->in_use = false;
+	}
+	for (int i = 0; i < nqueries; i++)
+	{
+		SchedQuery *q = &queries[i];
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+
+		if (s == NULL)
+		{
+			for (int j = 0; j < cq_shared->nqueries; j++)
+				if (!cq_shared->queries[j].in_use)
+				{
+					s = &cq_shared->queries[j];
+					memset(s, 0, sizeof(*s));
+					s->in_use = true;
+					s->dboid = my_dboid;
+					s->query_id = q->id;
+					break;
+				}
+			if (s == NULL)
+				continue;		/* full: no status, no commit wake-ups */
+		}
+		s->source = q->source;
+		if (q->worker < 0)
+		{
+			s->message = idle_message(q);
+			s->is_trigger_active = false;
+			s->last_batch_id = q->last_batch_id;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
+ * collect_pending
+ *	  Take the commit wake-ups of '0' queries.
+ */
+static void
+collect_pending(void)
+{
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nqueries; i++)
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, queries[i].id);
+
+		if (s && s->pending)
+		{
+			s->pending = false;
+			if (queries[i].trigger == TRIG_ZERO)
+				queries[i].due = true;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
+ * collect_results
+ *	  Batches that finished, workers that died.
+ */
+static void
+collect_results(TimestampTz now)
+{
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		int			w = my_workers[k];
+		CqWorkerSlot *slot;
+		pid_t		pid;
+		bool		dead = false;
+		bool		finished = false;
+		bool		failed = false,
+					more = false;
+		int32		query_id = 0;
+
+		if (w < 0)
+			continue;
+		slot = &cq_shared->workers[w];
+		if (my_handles[k] && GetBackgroundWorkerPid(my_handles[k], &pid) == BGWH_STOPPED)
+			dead = true;
+
+		LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+		query_id = slot->query_id;
+		if (!dead && !slot->busy && query_id != 0)
+		{
+			finished = true;
+			failed = slot->failed;
+			more = slot->more;
+			slot->query_id = 0;
+		}
+		if (dead)
+		{
+			slot->in_use = false;
+			slot->query_id = 0;
+		}
+		LWLockRelease(cq_shared->lock);
+
+		if (dead)
+		{
+			my_workers[k] = -1;
+			if (my_handles[k])
+				pfree(my_handles[k]);
+			my_handles[k] = NULL;
+		}
+		if ((finished || dead) && query_id != 0)
+		{
+			SchedQuery *q = find_query(query_id);
+
+			if (q == NULL)
+				continue;
+			q->worker = -1;
+			if (dead)
+				q->due = true;	/* killed mid-batch: it rolled back, run again */
+			else if (failed)
+			{
+				q->state = 'f';
+				q->nfailures++;
+				q->retry_at = now + Min((int64) 1 << Min(q->nfailures - 1, 20),
+										MAX_BACKOFF_S) * USECS_PER_SEC;
+			}
+			else
+			{
+				if (q->state == 'f')
+					q->state = 'a';
+				q->nfailures = 0;
+				if (more)
+					q->due = true;
+			}
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			{
+				CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+
+				if (s)
+				{
+					s->is_trigger_active = false;
+					s->worker_pid = 0;
+					s->message = idle_message(q);
+					if (q->state == 'f')
+						s->message = CQ_MSG_STOPPED;
+				}
+			}
+			LWLockRelease(cq_shared->lock);
+		}
+	}
+}
+
+/*
+ * start_worker
+ *	  Claim a worker slot and start a worker for it.  Returns the slot, or
+ *	  -1.
+ */
+static int
+start_worker(int k, TimestampTz now)
+{
+	BackgroundWorker bw;
+	BackgroundWorkerHandle *handle;
+	int			w = -1;
+
+	if (now < worker_start_retry)
+		return -1;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < cq_shared->nworkers; i++)
+		if (!cq_shared->workers[i].in_use)
+		{
+			CqWorkerSlot *slot = &cq_shared->workers[i];
+
+			memset(slot, 0, sizeof(*slot));
+			slot->in_use = true;
+			slot->dboid = my_dboid;
+			w = i;
+			break;
+		}
+	LWLockRelease(cq_shared->lock);
+	if (w < 0)
+		return -1;
+
+	memset(&bw, 0, sizeof(bw));
+	bw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bw.bgw_library_name, BGW_MAXLEN, "pg_cq");
+	snprintf(bw.bgw_function_name, BGW_MAXLEN, "cq_worker_main");
+	snprintf(bw.bgw_name, BGW_MAXLEN, "pg_cq worker %d for database %u", w, my_dboid);
+	snprintf(bw.bgw_type, BGW_MAXLEN, "pg_cq worker");
+	bw.bgw_main_arg = Int32GetDatum(w);
+	bw.bgw_notify_pid = MyProcPid;
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		bool		ok = RegisterDynamicBackgroundWorker(&bw, &handle);
+
+		MemoryContextSwitchTo(old);
+		if (!ok)
+		{
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			cq_shared->workers[w].in_use = false;
+			LWLockRelease(cq_shared->lock);
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("pg_cq could not start a worker"),
+					 errhint("Raise max_worker_processes or lower cq.max_workers.")));
+			worker_start_retry = now + cq_naptime_ms * (int64) 1000;
+			return -1;
+		}
+	}
+	my_workers[k] = w;
+	my_handles[k] = handle;
+	return w;
+}
+
+/*
+ * idle_worker
+ *	  A worker with nothing assigned (started if needed), or -1.
+ */
+static int
+idle_worker(TimestampTz now)
+{
+	int			free_k = -1;
+	int			count = 0;
+
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		int			w = my_workers[k];
+
+		if (w < 0)
+		{
+			if (free_k < 0)
+				free_k = k;
+			continue;
+		}
+		count++;
+		if (cq_shared->workers[w].query_id == 0 && !cq_shared->workers[w].stop)
+			return w;
+	}
+	if (free_k >= 0 && count < cq_max_workers)
+		return start_worker(free_k, now);
+	return -1;
+}
+
+/*
+ * assign
+ *	  Give query q to worker w.
+ */
+static void
+assign(SchedQuery *q, int w, TimestampTz now)
+{
+	CqWorkerSlot *slot = &cq_shared->workers[w];
+	Latch	   *latch;
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	slot->query_id = q->id;
+	strlcpy(slot->query_name, q->name, NAMEDATALEN);
+	slot->ran = slot->failed = slot->more = false;
+	slot->busy = true;
+	latch = slot->latch;
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+
+		if (s)
+		{
+			s->is_trigger_active = true;
+			s->worker_pid = slot->pid;
+			s->pending = false;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+	if (latch)
+		SetLatch(latch);
+
+	q->worker = w;
+	q->due = false;
+	if (q->trigger == TRIG_INTERVAL)
+		q->next_tick = next_tick_after(now, q->interval_us);
+}
+
+/*
+ * dispatch
+ *	  Give every due query to a worker while there are workers.  Returns
+ *	  the time of the next timed event (tick, retry), or 0.
+ */
+static TimestampTz
+dispatch(TimestampTz now)
+{
+	TimestampTz next = 0;
+
+	for (int i = 0; i < nqueries; i++)
+	{
+		SchedQuery *q = &queries[i];
+		bool		want;
+		int			w;
+
+		if (q->worker >= 0 || !q->seen || q->trigger == TRIG_NOW || q->state == 'p')
+			continue;
+		if (q->state == 'f')
+		{
+			want = now >= q->retry_at;
+			if (!want && (next == 0 || q->retry_at < next))
+				next = q->retry_at;
+		}
+		else if (q->trigger == TRIG_ZERO)
+			want = q->due;
+		else
+		{
+			want = q->due || now >= q->next_tick;
+			if (!want && (next == 0 || q->next_tick < next))
+				next = q->next_tick;
+		}
+		if (!want)
+			continue;
+		w = idle_worker(now);
+		if (w < 0)
+			break;				/* a worker's latch will bring us back */
+		assign(q, w, now);
+	}
+	return next;
+}
+
+/*
+ * trim_workers
+ *	  cq.max_workers was lowered: stop idle extra workers.
+ */
+static void
+trim_workers(void)
+{
+	int			count = 0;
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		int			w = my_workers[k];
+
+		if (w < 0)
+			continue;
+		if (++count > cq_max_workers && cq_shared->workers[w].query_id == 0 &&
+			!cq_shared->workers[w].stop)
+		{
+			cq_shared->workers[w].stop = true;
+			if (cq_shared->workers[w].latch)
+				SetLatch(cq_shared->workers[w].latch);
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
+ * cq_scheduler_main
+ *	  Entry point of a database's scheduler; arg is the database OID.
+ */
+void
+cq_scheduler_main(Datum arg)
+{
+	CqDbSlot   *db;
+	bool		ok = false;
+	uint32		seen_gen = 0;
+	TimestampTz next_reload = 0;
+
+	my_dboid = DatumGetObjectId(arg);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* claim the database before connecting, so DROP DATABASE can see us */
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(my_dboid);
+	if (db && db->pid == 0 && GetCurrentTimestamp() >= db->blocked_until)
+	{
+		db->pid = MyProcPid;
+		db->latch = MyLatch;
+		db->state = CQ_DB_RUNNING;
+		seen_gen = db->catalog_gen;
+		ok = true;
+	}
+	LWLockRelease(cq_shared->lock);
+	if (!ok)
+		proc_exit(0);			/* a duplicate, or the database is being dropped */
+	on_shmem_exit(scheduler_exit, (Datum) 0);
+
+	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+
+	max_my_workers = 64;
+	my_workers = MemoryContextAlloc(TopMemoryContext, sizeof(int) * max_my_workers);
+	my_handles = MemoryContextAllocZero(TopMemoryContext,
+										sizeof(BackgroundWorkerHandle *) * max_my_workers);
+	for (int k = 0; k < max_my_workers; k++)
+		my_workers[k] = -1;
+
+	for (;;)
+	{
+		TimestampTz now;
+		TimestampTz next;
+		uint32		gen;
+		long		timeout;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			trim_workers();
+		}
+
+		now = GetCurrentTimestamp();
+		LWLockAcquire(cq_shared->lock, LW_SHARED);
+		gen = db->catalog_gen;
+		LWLockRelease(cq_shared->lock);
+		collect_results(now);
+		if (gen != seen_gen || now >= next_reload)
+		{
+			seen_gen = gen;
+			reload(now);
+			next_reload = now + cq_naptime_ms * (int64) 1000;
+		}
+		collect_pending();
+		next = dispatch(now);
+
+		if (next == 0 || next > next_reload)
+			next = next_reload;
+		timeout = (long) ((next - GetCurrentTimestamp()) / 1000) + 1;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Max(timeout, 1), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

@@ -1,0 +1,133 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  Shared state of the background machinery (see shmem.c for which lock
+ *	  guards which field).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_SHMEM_H
+#define CQ_SHMEM_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "nodes/nodes.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+
+/* What cq.status says about a query (Spark's status messages). */
+typedef enum CqMessage
+{
+	CQ_MSG_STOPPED = 0,			/* "Stopped": paused, failed, available_now */
+	CQ_MSG_WAITING_DATA,		/* "Waiting for data to arrive" */
+	CQ_MSG_PROCESSING,			/* "Processing new data" */
+	CQ_MSG_WAITING_TRIGGER,		/* "Waiting for next trigger" */
+	CQ_MSG_CLEANUP,				/* "No new data but cleaning up state" */
+	CQ_MSG_INITIALIZING			/* "Initializing sources" */
+} CqMessage;
+
+/* Life cycle of a database's scheduler, as the launcher sees it. */
+typedef enum CqDbState
+{
+	CQ_DB_UNKNOWN = 0,			/* probe it: start a scheduler */
+	CQ_DB_STARTING,				/* scheduler registered, not yet running */
+	CQ_DB_RUNNING,				/* scheduler running (pid set) */
+	CQ_DB_ABSENT				/* pg_cq not installed there: wait for a request */
+} CqDbState;
+
+/* One database that may run continuous queries. */
+typedef struct CqDbSlot
+{
+	bool		in_use;
+	Oid			dboid;
+	CqDbState	state;
+	pid_t		pid;			/* scheduler, 0 if none */
+	Latch	   *latch;			/* scheduler's latch, NULL if none */
+	uint32		catalog_gen;	/* bumped when cq.queries changed */
+	TimestampTz blocked_until;	/* no scheduler before (DROP/CREATE DATABASE) */
+	TimestampTz restart_at;		/* launcher: earliest restart after a crash */
+} CqDbSlot;
+
+/* One long-lived worker of a scheduler. */
+typedef struct CqWorkerSlot
+{
+	bool		in_use;			/* claimed by a scheduler */
+	Oid			dboid;
+	pid_t		pid;			/* 0 until the worker has started */
+	Latch	   *latch;
+	bool		stop;			/* scheduler asks the worker to exit */
+	bool		busy;			/* a batch is assigned and not finished */
+	int32		query_id;		/* cq.queries.id of the assigned query */
+	char		query_name[NAMEDATALEN];
+	/* outcome, written by the worker when busy goes false */
+	bool		ran;			/* a batch was committed */
+	bool		failed;			/* the batch failed (recorded in the catalog) */
+	bool		more;			/* a row limit ended the batch early */
+} CqWorkerSlot;
+
+/* Live status of one query (cq.status). */
+typedef struct CqQuerySlot
+{
+	bool		in_use;
+	Oid			dboid;
+	int32		query_id;
+	Oid			source;			/* tracked source, for commit wake-ups */
+	bool		pending;		/* a commit to the source is not processed yet */
+	CqMessage	message;
+	bool		is_data_available;
+	bool		is_trigger_active;
+	pid_t		worker_pid;
+	int64		last_batch_id;	/* -1: none */
+	bool		has_watermark;
+	TimestampTz watermark;
+} CqQuerySlot;
+
+#define CQ_LAUNCHER_REQUESTS 16
+
+/* Everything in the segment. */
+typedef struct CqShared
+{
+	LWLock	   *lock;			/* guards every field below */
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
+	int			nrequests;		/* databases whose scheduler is wanted now */
+	Oid			requests[CQ_LAUNCHER_REQUESTS];
+	bool		rescan;			/* requests overflowed: rescan everything */
+	int			ndbs;
+	int			nworkers;
+	int			nqueries;
+	CqDbSlot   *dbs;
+	CqWorkerSlot *workers;
+	CqQuerySlot *queries;
+} CqShared;
+
+extern CqShared *cq_shared;
+
+extern void cq_shmem_init(void);
+extern CqDbSlot *cq_shmem_find_db(Oid dboid);
+extern CqDbSlot *cq_shmem_get_db(Oid dboid);
+extern CqQuerySlot *cq_shmem_find_query(Oid dboid, int32 query_id);
+extern void cq_shmem_request_scheduler(Oid dboid);
+extern const char *cq_shmem_message_text(CqMessage msg);
+
+/* launcher.c */
+extern void cq_launcher_register(void);
+extern void cq_launcher_stop_database(Oid dboid);
+extern void cq_launcher_unblock_database(Oid dboid);
+extern Oid	cq_launcher_ddl_database(Node *stmt, bool *dropping);
+PGDLLEXPORT extern void cq_launcher_main(Datum arg);
+
+/* scheduler.c */
+PGDLLEXPORT extern void cq_scheduler_main(Datum arg);
+
+/* worker.c */
+PGDLLEXPORT extern void cq_worker_main(Datum arg);
+extern void cq_worker_report_message(CqMessage msg);
+
+/* wakeup.c */
+extern void cq_wakeup_init(void);
+extern void cq_wakeup_catalog_changed(void);
+extern void cq_wakeup_ensure_trigger(Oid relid);
+
+#endif							/* CQ_SHMEM_H */

@@ -1,0 +1,203 @@
+/*-------------------------------------------------------------------------
+ *
+ * wakeup.c
+ *	  Waking schedulers at commit: new source rows and catalog changes.
+ *
+ * A tracked source has an AFTER INSERT ... FOR EACH STATEMENT trigger,
+ * cq_wakeup, whose C function only remembers the table in backend-local
+ * memory.  Functions that change cq.queries call cq_wakeup_catalog_changed.
+ * At commit, an XactCallback (registered in every backend from _PG_init)
+ * marks the queries over those tables as pending in shared memory and sets
+ * the latch of the database's scheduler; for a catalog change it bumps the
+ * database's catalog generation, or asks the launcher to start a scheduler
+ * when none runs.  Abort and PREPARE forget everything (a prepared
+ * transaction's rows are found by the scheduler's periodic poll).
+ *
+ * The callback runs after the commit is visible to new snapshots
+ * (CommitTransaction calls it after ProcArrayEndTransaction), so a woken
+ * worker always finds the rows.  It must not raise errors: it only takes
+ * the pg_cq LWLock and sets latches.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/rel.h"
+
+#include "pg_cq.h"
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(cq_wakeup);
+
+#define MAX_PENDING_SOURCES 16
+
+/* backend-local, reset at the end of every transaction */
+static bool catalog_changed = false;
+static int	npending = 0;
+static bool pending_overflow = false;	/* too many tables: wake them all */
+static Oid	pending_sources[MAX_PENDING_SOURCES];
+
+/*
+ * reset_pending
+ *	  Forget what this transaction noted.
+ */
+static void
+reset_pending(void)
+{
+	catalog_changed = false;
+	npending = 0;
+	pending_overflow = false;
+}
+
+/*
+ * notify_at_commit
+ *	  Publish what this transaction noted (see file header).
+ */
+static void
+notify_at_commit(void)
+{
+	CqDbSlot   *db;
+	Latch	   *latch = NULL;
+	bool		want_scheduler = false;
+
+	if (cq_shared == NULL || !OidIsValid(MyDatabaseId))
+		return;
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(MyDatabaseId);
+	if (db)
+	{
+		if (catalog_changed)
+			db->catalog_gen++;
+		latch = db->latch;
+	}
+	if (catalog_changed && (db == NULL || (db->state != CQ_DB_RUNNING && db->state != CQ_DB_STARTING)))
+		want_scheduler = true;
+
+	if (npending > 0 || pending_overflow)
+	{
+		for (int i = 0; i < cq_shared->nqueries; i++)
+		{
+			CqQuerySlot *q = &cq_shared->queries[i];
+
+			if (!q->in_use || q->dboid != MyDatabaseId)
+				continue;
+			if (pending_overflow)
+				q->pending = true;
+			else
+				for (int j = 0; j < npending; j++)
+					if (pending_sources[j] == q->source)
+						q->pending = true;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+
+	if (latch)
+		SetLatch(latch);
+	if (want_scheduler)
+		cq_shmem_request_scheduler(MyDatabaseId);
+}
+
+/*
+ * cq_xact_callback
+ *	  Commit: publish; abort or prepare: forget.
+ */
+static void
+cq_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (catalog_changed || npending > 0 || pending_overflow)
+				notify_at_commit();
+			reset_pending();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			reset_pending();
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * cq_wakeup_init
+ *	  Register the commit callback; called from _PG_init.
+ */
+void
+cq_wakeup_init(void)
+{
+	RegisterXactCallback(cq_xact_callback, NULL);
+}
+
+/*
+ * cq_wakeup_catalog_changed
+ *	  cq.queries changed in this transaction: at commit the scheduler
+ *	  re-reads it (or the launcher starts one).
+ */
+void
+cq_wakeup_catalog_changed(void)
+{
+	catalog_changed = true;
+}
+
+/*
+ * cq_wakeup
+ *	  The statement trigger of tracked sources: note the table.
+ */
+Datum
+cq_wakeup(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Oid			relid;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cq.wakeup() must be called as a trigger")));
+	relid = RelationGetRelid(td->tg_relation);
+	if (pending_overflow)
+		PG_RETURN_POINTER(NULL);
+	for (int i = 0; i < npending; i++)
+		if (pending_sources[i] == relid)
+			PG_RETURN_POINTER(NULL);
+	if (npending < MAX_PENDING_SOURCES)
+		pending_sources[npending++] = relid;
+	else
+		pending_overflow = true;
+	PG_RETURN_POINTER(NULL);
+}
+
+/*
+ * cq_wakeup_ensure_trigger
+ *	  Give a tracked source its cq_wakeup trigger, if it has none yet.
+ *	  Created as superuser: the source is already tracked (its owner agreed
+ *	  to that) and the trigger only wakes the scheduler.  Caller has SPI
+ *	  connected.
+ */
+void
+cq_wakeup_ensure_trigger(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_spi_exec("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = 'cq_wakeup'",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	if (SPI_processed > 0)
+		return;
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec(psprintf("CREATE TRIGGER cq_wakeup AFTER INSERT ON %s "
+						 "FOR EACH STATEMENT EXECUTE FUNCTION cq.wakeup()",
+						 cq_sql_relname_str(relid)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_restore_user(save_uid, save_sec);
+}

@@ -1,0 +1,390 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  A batch worker of a database's pool: runs the batches its scheduler
+ *	  assigns, one transaction each.
+ *
+ * A dynamic background worker ("pg_cq worker"), started by the scheduler
+ * with the index of the worker slot it claimed, connected as the bootstrap
+ * superuser (so NOLOGIN owners work: cq_batch_run switches to the query's
+ * owner with SetUserIdAndSecContext, security-restricted, with a fixed
+ * search_path).  Loop: wait on the latch; when the slot is busy, run one
+ * batch of the assigned query, write the outcome into the slot, clear busy
+ * and set the scheduler's latch.
+ *
+ * A batch, in one transaction:
+ *	 1. lock the query's catalog row (cq_catalog_get_query, FOR NO KEY
+ *		UPDATE) and skip it if it was paused or dropped meanwhile;
+ *	 2. skip cheaply when no transaction finished since the last offset
+ *		(no row lock is held longer than needed, no batch is recorded);
+ *	 3. cq_batch_run as the owner;
+ *	 4. a retried 'failed' query that got through is 'active' again.
+ * On error (PG_CATCH): the error is logged with the context "while running
+ * batch N of continuous query ...", the transaction is aborted (so the
+ * batch changed nothing: target, state and offset stay), and the failure
+ * is recorded in a separate transaction: state 'failed', last_error.  The
+ * scheduler retries it with backoff; other queries are not affected.
+ *
+ * SIGTERM (pg_terminate_backend, DROP DATABASE) exits at once through
+ * die(); the open batch rolls back and the scheduler runs it again.
+ *
+ * Memory: a process-lifetime context for the error copy and names; each
+ * batch's allocations live in its transaction's contexts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "pg_cq.h"
+#include "shmem.h"
+#include "source.h"
+
+static int	my_slot = -1;
+static Oid	my_dboid = InvalidOid;
+static int32 current_query_id = 0;	/* query of the running batch, for status */
+static MemoryContext worker_context = NULL;
+
+/* error context of a batch */
+typedef struct BatchContext
+{
+	const char *name;
+	int64		batch_id;
+} BatchContext;
+
+/*
+ * batch_error_context
+ *	  "while running batch N of continuous query "name"".
+ */
+static void
+batch_error_context(void *arg)
+{
+	BatchContext *c = (BatchContext *) arg;
+
+	errcontext("while running batch " INT64_FORMAT " of continuous query \"%s\"",
+			   c->batch_id, c->name);
+}
+
+/*
+ * worker_exit
+ *	  on_shmem_exit: free our pid and latch, wake the scheduler (it frees
+ *	  the slot and reruns an interrupted batch).
+ */
+static void
+worker_exit(int code, Datum arg)
+{
+	CqDbSlot   *db;
+	Latch	   *latch = NULL;
+
+	if (cq_shared == NULL || my_slot < 0)
+		return;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	cq_shared->workers[my_slot].pid = 0;
+	cq_shared->workers[my_slot].latch = NULL;
+	db = cq_shmem_find_db(my_dboid);
+	if (db)
+		latch = db->latch;
+	LWLockRelease(cq_shared->lock);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * cq_worker_report_message
+ *	  Set the status message of the query whose batch this worker is
+ *	  running (no-op outside a worker, e.g. in CALL cq.run).  Called by
+ *	  batch.c once it knows whether the batch has data.
+ */
+void
+cq_worker_report_message(CqMessage msg)
+{
+	CqQuerySlot *s;
+
+	if (current_query_id == 0 || cq_shared == NULL)
+		return;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	s = cq_shmem_find_query(my_dboid, current_query_id);
+	if (s)
+	{
+		s->message = msg;
+		s->is_data_available = (msg == CQ_MSG_PROCESSING);
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
+ * current_snapshot
+ *	  pg_current_snapshot() as text.
+ */
+static char *
+current_snapshot(void)
+{
+	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * nothing_new
+ *	  True when no transaction finished since the query's last offset, so
+ *	  a batch cannot have rows.  Never true for batch 0 over history, nor
+ *	  for queries with a watermark (a no-data batch may be due).  Sets
+ *	  *next_batch to the id the next batch will get.
+ */
+static bool
+nothing_new(CqQuery *q, int64 *next_batch)
+{
+	CqLastOffset last;
+	const char *prev;
+
+	cq_catalog_last_offset(q->name, &last);
+	*next_batch = last.found ? last.batch_id + 1 : 0;
+	if (q->opts.watermark != NULL)
+		return false;
+	if (!last.found && strcmp(q->opts.starting, "earliest") == 0)
+		return false;
+	prev = last.found ? last.end_offset : q->start_offset;
+	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(current_snapshot()));
+}
+
+/*
+ * record_failure
+ *	  In a transaction of its own: state 'failed', last_error.
+ */
+static void
+record_failure(const char *name, const char *message)
+{
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		PushActiveSnapshot(GetTransactionSnapshot());
+		cq_catalog_set_state(name, "failed", message, NULL);
+		PopActiveSnapshot();
+		SPI_finish();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * run_batch
+ *	  One batch of the assigned query (see file header).  Sets the
+ *	  outcome flags.
+ */
+static void
+run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
+{
+	CqBatchResult res;
+	BatchContext bctx;
+	ErrorContextCallback errcb;
+	volatile bool has_watermark = false;
+	volatile TimestampTz watermark = 0;
+	volatile int64 last_batch_id = -1;
+
+	*ran = *failed = *more = false;
+	current_query_id = query_id;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, query_id);
+
+		if (s)
+			s->worker_pid = MyProcPid;	/* the scheduler may not have known it yet */
+	}
+	LWLockRelease(cq_shared->lock);
+	bctx.name = name;
+	bctx.batch_id = 0;
+
+	pgstat_report_activity(STATE_RUNNING,
+							psprintf("pg_cq: batch of continuous query \"%s\"", name));
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		CqQuery    *q;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		PushActiveSnapshot(GetTransactionSnapshot());
+		q = cq_catalog_get_query(name, true, true);
+		if (q != NULL && q->id == query_id && strcmp(q->state, "paused") != 0 &&
+			!nothing_new(q, &bctx.batch_id))
+		{
+			/* a snapshot taken after the row lock */
+			PopActiveSnapshot();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			errcb.callback = batch_error_context;
+			errcb.arg = &bctx;
+			errcb.previous = error_context_stack;
+			error_context_stack = &errcb;
+			cq_batch_run(name, false, &res);
+			error_context_stack = errcb.previous;
+			*ran = res.ran;
+			*more = res.ran && q->opts.max_rows_per_trigger > 0 &&
+				res.input_rows >= q->opts.max_rows_per_trigger;
+			if (res.ran)
+			{
+				TimestampTz wm = 0;
+
+				last_batch_id = res.batch_id;
+				has_watermark = cq_catalog_last_watermark(name, &wm);
+				watermark = wm;
+			}
+		}
+		if (q != NULL && q->id == query_id && strcmp(q->state, "failed") == 0)
+			cq_catalog_set_state(name, "active", NULL, "failed");
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		error_context_stack = NULL;
+		MemoryContextSwitchTo(worker_context);
+		EmitErrorReport();
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		*failed = true;
+		record_failure(name, edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(worker_context);
+
+	current_query_id = 0;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, query_id);
+
+		if (s)
+		{
+			if (*ran)
+			{
+				s->last_batch_id = last_batch_id;
+				s->has_watermark = has_watermark;
+				s->watermark = watermark;
+			}
+			/* rows left behind only when a row limit cut the batch short */
+			s->is_data_available = *more;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+	pgstat_report_stat(true);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * cq_worker_main
+ *	  Entry point of a worker; arg is its worker slot.
+ */
+void
+cq_worker_main(Datum arg)
+{
+	CqDbSlot   *db;
+	bool		ok = false;
+
+	my_slot = DatumGetInt32(arg);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	if (my_slot >= 0 && my_slot < cq_shared->nworkers && cq_shared->workers[my_slot].in_use &&
+		cq_shared->workers[my_slot].pid == 0 && !cq_shared->workers[my_slot].stop)
+	{
+		my_dboid = cq_shared->workers[my_slot].dboid;
+		db = cq_shmem_find_db(my_dboid);
+		if (db && db->pid != 0 && GetCurrentTimestamp() >= db->blocked_until)
+		{
+			cq_shared->workers[my_slot].pid = MyProcPid;
+			cq_shared->workers[my_slot].latch = MyLatch;
+			ok = true;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+	if (!ok)
+		proc_exit(0);
+	on_shmem_exit(worker_exit, (Datum) 0);
+
+	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+	worker_context = AllocSetContextCreate(TopMemoryContext, "pg_cq worker",
+										   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(worker_context);
+
+	for (;;)
+	{
+		CqWorkerSlot *slot = &cq_shared->workers[my_slot];
+		bool		stop,
+					busy;
+		int32		query_id;
+		char		name[NAMEDATALEN];
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		LWLockAcquire(cq_shared->lock, LW_SHARED);
+		db = cq_shmem_find_db(my_dboid);
+		stop = slot->stop || db == NULL || db->pid == 0;
+		busy = slot->busy;
+		query_id = slot->query_id;
+		strlcpy(name, slot->query_name, NAMEDATALEN);
+		LWLockRelease(cq_shared->lock);
+
+		if (busy)
+		{
+			bool		ran,
+						failed,
+						more;
+			Latch	   *latch = NULL;
+
+			run_batch(query_id, name, &ran, &failed, &more);
+			MemoryContextReset(worker_context);
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			slot->ran = ran;
+			slot->failed = failed;
+			slot->more = more;
+			slot->busy = false;
+			db = cq_shmem_find_db(my_dboid);
+			if (db)
+				latch = db->latch;
+			LWLockRelease(cq_shared->lock);
+			if (latch)
+				SetLatch(latch);
+			continue;
+		}
+		if (stop)
+			proc_exit(0);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 cq_naptime_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
