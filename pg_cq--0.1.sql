@@ -11,6 +11,8 @@ GRANT USAGE ON SCHEMA cq_state TO PUBLIC;
 ----------------------------------------------------------------------------
 -- Catalog
 ----------------------------------------------------------------------------
+CREATE SEQUENCE cq.queries_id_seq AS integer;
+
 CREATE TABLE cq.queries (
     name                 text PRIMARY KEY,
     query_id             uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
@@ -31,14 +33,20 @@ CREATE TABLE cq.queries (
     last_error           text,
     created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- internal columns
-    id                   integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id                   integer NOT NULL DEFAULT pg_catalog.nextval('cq.queries_id_seq') UNIQUE,
     run_id               uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
     query_tree           text NOT NULL,        -- nodeToString() of the analyzed query
     state_table          regclass,             -- NULL for stateless queries
     start_offset         pg_snapshot NOT NULL, -- offset batch 0 starts from
     state_rebuilt_at     timestamptz,          -- last rebuild of lost unlogged state
-    state_rebuild_ms     double precision      -- and how long it took
+    state_rebuild_ms     double precision,     -- and how long it took
+    cluster_id           text NOT NULL         -- system identifier of the cluster its offsets belong to
 );
+ALTER SEQUENCE cq.queries_id_seq OWNED BY cq.queries.id;
+-- query definitions are dumped with the database (offsets are not: they are
+-- transaction ids of this cluster; a restored query starts over, see README)
+SELECT pg_catalog.pg_extension_config_dump('cq.queries', '');
+SELECT pg_catalog.pg_extension_config_dump('cq.queries_id_seq', '');
 COMMENT ON TABLE cq.queries IS 'continuous queries: definition, options, owner and state';
 
 CREATE TABLE cq.offsets (

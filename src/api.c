@@ -344,6 +344,37 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 }
 
 /*
+ * cq_api_recreate_internal
+ *	  Drop whatever internal objects of a query exist and create them anew
+ *	  (with their dependencies) from its stored tree.  Used when a query is
+ *	  restored from a dump, which keeps the objects but not pg_depend.
+ */
+void
+cq_api_recreate_internal(CqQuery *q)
+{
+	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_ddl_recreating = true;
+	PG_TRY();
+	{
+		cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s, %s CASCADE; DROP TABLE IF EXISTS %s CASCADE",
+							 internal_name("f", q->id), internal_name("q", q->id), internal_name("s", q->id)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	}
+	PG_FINALLY();
+	{
+		cq_ddl_recreating = false;
+	}
+	PG_END_TRY();
+	cq_restore_user(save_uid, save_sec);
+	CommandCounterIncrement();
+	create_internal_objects(an, q->id, q->owner, q->target, &q->opts);
+}
+
+/*
  * cq_api_register
  *	  Register a continuous query over an existing target table.  Returns
  *	  the target.  Caller has SPI connected.

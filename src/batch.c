@@ -420,7 +420,7 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 	memset(&in, 0, sizeof(in));
 	in.t0 = res->started_at = GetCurrentTimestamp();
 
-	in.q = cq_catalog_get_query(name, false, true);
+	in.q = cq_restore_if_moved(cq_catalog_get_query(name, false, true));
 	cq_catalog_last_offset(name, &last);
 	in.history = !last.found && strcmp(in.q->opts.starting, "earliest") == 0;
 	in.prev_text = last.found ? last.end_offset : in.q->start_offset;

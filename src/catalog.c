@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -23,7 +24,7 @@
 #define QUERY_COLUMNS \
 	"name, id, owner::oid, source::oid, target::oid, output_mode, \"trigger\", event_time, " \
 	"watermark_delay::text, max_rows_per_trigger, starting, state_storage, complete_refresh, " \
-	"state, query_tree, state_table::oid, start_offset::text, run_id::text"
+	"state, query_tree, state_table::oid, start_offset::text, run_id::text, cluster_id"
 
 /* Text value of column `col` of the first SPI row, copied; NULL if null. */
 static char *
@@ -111,8 +112,20 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	q->state_table = (Oid) spi_int64(16, 0);
 	q->start_offset = spi_text(17);
 	q->run_id = spi_text(18);
+	q->cluster_id = spi_text(19);
 	cq_options_finish(&q->opts);
 	return q;
+}
+
+/*
+ * cq_catalog_cluster_id
+ *	  This cluster's system identifier, as text: offsets (transaction ids)
+ *	  are meaningful only in the cluster that recorded them.
+ */
+char *
+cq_catalog_cluster_id(void)
+{
+	return psprintf(UINT64_FORMAT, GetSystemIdentifier());
 }
 
 /*
@@ -281,13 +294,15 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 
 	cq_wakeup_catalog_changed();
 	cq_as_superuser(&save_uid, &save_sec);
+	values[15] = CStringGetTextDatum(cq_catalog_cluster_id());
+	nulls[15] = ' ';
 	cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 				"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-				"complete_refresh, query_tree, start_offset) "
+				"complete_refresh, query_tree, start_offset, cluster_id) "
 				"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
 				"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-				"$15::pg_catalog.pg_snapshot) RETURNING id",
-				SPI_OK_INSERT_RETURNING, 15, types, values, nulls);
+				"$15::pg_catalog.pg_snapshot, $16) RETURNING id",
+				SPI_OK_INSERT_RETURNING, 16, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
 	return (int32) spi_int64(1, 0);
 }
@@ -434,15 +449,17 @@ void
 cq_catalog_update_query(const char *name, const char *query_text, const char *query_tree)
 {
 	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3] = {CStringGetTextDatum(name), CStringGetTextDatum(query_text),
+	Datum		values[3] = {CStringGetTextDatum(name),
+		query_text ? CStringGetTextDatum(query_text) : (Datum) 0,
 	CStringGetTextDatum(query_tree)};
+	char		nulls[3] = {' ', query_text ? ' ' : 'n', ' '};
 	Oid			save_uid;
 	int			save_sec;
 
 	cq_wakeup_catalog_changed();
 	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("UPDATE cq.queries SET query = $2, query_tree = $3 WHERE name = $1",
-				SPI_OK_UPDATE, 3, types, values, NULL);
+	cq_spi_exec("UPDATE cq.queries SET query = coalesce($2, query), query_tree = $3 WHERE name = $1",
+				SPI_OK_UPDATE, 3, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
 }
 

@@ -43,6 +43,9 @@ static object_access_hook_type prev_object_access = NULL;
 /* true while DROP EXTENSION pg_cq runs: the catalog is going away */
 static bool dropping_extension = false;
 
+/* true while pg_cq itself drops a query's internal objects to recreate them */
+bool		cq_ddl_recreating = false;
+
 /*
  * extension_ready
  *	  pg_cq is installed in this database and not being created or dropped.
@@ -389,7 +392,7 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
 
-	if (access != OAT_DROP || classId != RelationRelationId || subId != 0)
+	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 || cq_ddl_recreating)
 		return;
 	{
 		char		relkind = get_rel_relkind(objectId);

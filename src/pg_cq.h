@@ -66,6 +66,7 @@ typedef struct CqQuery
 	Oid			state_table;
 	char	   *start_offset;
 	char	   *run_id;
+	char	   *cluster_id;		/* system identifier its offsets belong to */
 } CqQuery;
 
 /* One state column p<N>: a partial aggregate of the new rows and its merge. */
@@ -208,6 +209,7 @@ extern void cq_source_summarize(Oid relid);
 /* catalog.c */
 extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
+extern char *cq_catalog_cluster_id(void);
 extern void cq_catalog_last_offset(const char *name, CqLastOffset *last);
 extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
 extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
@@ -233,6 +235,7 @@ extern void cq_batch_run_ext(const char *name, int flags, CqBatchResult *res);
 
 /* ddl.c */
 extern void cq_ddl_init(void);
+extern bool cq_ddl_recreating;
 
 /* api.c */
 extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,
@@ -240,6 +243,10 @@ extern Oid	cq_api_register(const char *name, const char *query_text, Query *quer
 extern void cq_api_drop(const char *name, bool from_drop_table);
 extern void cq_api_alter(const char *name, CqOptions *opts);
 extern void cq_api_alter_query(const char *name, const char *query_text);
+extern void cq_api_recreate_internal(CqQuery *q);
+
+/* restore.c */
+extern CqQuery *cq_restore_if_moved(CqQuery *q);
 extern void cq_api_check_owner(CqQuery *q);
 
 /* sql_builder.c */

@@ -1,0 +1,122 @@
+/*-------------------------------------------------------------------------
+ *
+ * restore.c
+ *	  Continuous queries restored from a dump into another cluster.
+ *
+ * pg_dump saves the definitions (cq.queries is an extension configuration
+ * table), the targets, the sources with their cq_xid values and the
+ * internal objects in cq_state, but not the offsets: they are transaction
+ * ids of the old cluster and mean nothing in the new one, and neither do the
+ * restored cq_xid values.  A query whose cluster_id is not this cluster's is
+ * therefore started over before its next batch: every restored source row
+ * becomes history (cq_xid = NULL), the target and the internal objects are
+ * emptied and recreated, and batch 0 recomputes the result from all rows of
+ * the source.  Rows that the old cluster had dropped as late are counted this
+ * time (they are not late for a batch 0).
+ *
+ * Runs in the batch's transaction, which holds the query's catalog row lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "pg_cq.h"
+
+/*
+ * restored_query_tree
+ *	  The query as the restored query view q_<id> holds it.  The stored tree
+ *	  names relations and functions by the old cluster's OIDs; the view was
+ *	  dumped as SQL and restored with this cluster's.
+ */
+static char *
+restored_query_tree(CqQuery *q)
+{
+	Oid			nsp = get_namespace_oid("cq_state", false);
+	Oid			viewid = get_relname_relid(psprintf("q_%d", q->id), nsp);
+	Relation	rel;
+	Query	   *vq;
+	ListCell   *lc;
+	char	   *tree = NULL;
+
+	if (!OidIsValid(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("cannot restore continuous query \"%s\": its query view cq_state.q_%d is missing",
+						q->name, q->id),
+				 errhint("Drop the query with cq.drop_query and create it again.")));
+	rel = relation_open(viewid, AccessShareLock);
+	vq = get_view_query(rel);
+	foreach(lc, vq->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_SUBQUERY)
+		{
+			tree = nodeToString(rte->subquery);
+			break;
+		}
+	}
+	relation_close(rel, AccessShareLock);
+	if (tree == NULL)
+		elog(ERROR, "pg_cq: query view of \"%s\" has no query", q->name);
+	return tree;
+}
+
+/*
+ * cq_restore_if_moved
+ *	  If q was restored from another cluster, start it over and return its
+ *	  reloaded catalog row; else return q.
+ */
+CqQuery *
+cq_restore_if_moved(CqQuery *q)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	Oid			save_uid;
+	int			save_sec;
+	char	   *here = cq_catalog_cluster_id();
+
+	if (q->cluster_id != NULL && strcmp(q->cluster_id, here) == 0)
+		return q;
+
+	ereport(LOG,
+			(errmsg("pg_cq: continuous query \"%s\" was restored from another cluster; starting it over",
+					q->name),
+			 errdetail("Its offsets are transaction ids of cluster %s.",
+					   q->cluster_id ? q->cluster_id : "?")));
+
+	/* the definition in this cluster's terms */
+	cq_catalog_update_query(q->name, NULL, restored_query_tree(q));
+
+	cq_as_superuser(&save_uid, &save_sec);
+	/* restored rows are history; rows written here since the restore too */
+	cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s IS NOT NULL",
+						 cq_sql_relname_str(q->source), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
+				SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	values[0] = CStringGetTextDatum(q->name);
+	values[1] = CStringGetTextDatum(here);
+	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name = $1), "
+				"p AS (DELETE FROM cq.progress WHERE name = $1) "
+				"UPDATE cq.queries SET cluster_id = $2, start_offset = '1:1:', starting = 'earliest', "
+				"run_id = pg_catalog.gen_random_uuid(), state = 'active', last_error = NULL "
+				"WHERE name = $1",
+				SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+	CommandCounterIncrement();
+
+	q = cq_catalog_get_query(q->name, false, true);
+	cq_api_recreate_internal(q);
+	CommandCounterIncrement();
+	return cq_catalog_get_query(q->name, false, true);
+}
