@@ -58,3 +58,36 @@ SELECT batch_id, name, num_input_rows, num_output_rows
 \echo '==== offsets: the source snapshot range (pg_snapshot) each batch of the update query covered'
 SELECT batch_id, start_offset, end_offset FROM cq.offsets
  WHERE name = 'sales_by_category_update' ORDER BY batch_id;
+
+\echo ''
+\echo '==== in the background: trigger 0 = as fast as possible, woken by each commit'
+CREATE TABLE clicks (ts timestamptz, page text);
+CREATE TABLE clicks_per_page WITH (cq.output_mode = 'update')          -- trigger '0' is the default
+  AS SELECT page, count(*) AS clicks FROM clicks GROUP BY page;
+\echo '---- 10-second windows, 5-second watermark: append writes each window once, when it closes'
+CREATE TABLE clicks_per_10s
+  WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '5 seconds')
+  AS SELECT w.window_start, w.window_end, page, count(*) AS clicks
+       FROM clicks, LATERAL cq.window(ts, '10 seconds') AS w
+      GROUP BY 1, 2, 3;
+INSERT INTO clicks (ts, page) VALUES ('2024-01-01 12:00:01', '/home'), ('2024-01-01 12:00:03', '/cart'),
+                                     ('2024-01-01 12:00:07', '/home');
+INSERT INTO clicks (ts, page) VALUES ('2024-01-01 12:00:12', '/home');
+INSERT INTO clicks (ts, page) VALUES ('2024-01-01 12:00:16', '/home');  -- watermark 12:00:11 closes 12:00:00-12:00:10
+\echo '---- no CALL: the workers run the batches; wait (at most 10 s) until the targets caught up'
+DO $$
+DECLARE deadline timestamptz := clock_timestamp() + interval '10 seconds';
+BEGIN
+  WHILE clock_timestamp() < deadline LOOP
+    EXIT WHEN (SELECT sum(clicks) FROM clicks_per_page) = 5
+          AND (SELECT count(*) FROM clicks_per_10s) = 2;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
+SELECT * FROM clicks_per_page ORDER BY page;
+SELECT * FROM clicks_per_10s ORDER BY window_start, page;
+SELECT name, message, is_data_available, is_trigger_active, watermark, last_batch_id
+  FROM cq.status ORDER BY name;
+SELECT name, batch_id, num_input_rows, watermark, num_rows_dropped_by_watermark AS dropped,
+       num_state_rows_total AS state, num_output_rows AS output, round(duration_ms::numeric, 2) AS ms
+  FROM cq.progress WHERE name LIKE 'clicks%' ORDER BY name, batch_id;
