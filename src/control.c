@@ -103,7 +103,8 @@ cq_reset(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = locked_query(fcinfo);
 
-	cq_as_superuser(&save_uid, &save_sec);
+	/* as the owner of both tables: a TRUNCATE trigger on the target is user code */
+	cq_as_user(q->owner, &save_uid, &save_sec);
 	if (OidIsValid(q->state_table))
 		cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->state_table)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);

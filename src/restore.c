@@ -20,7 +20,10 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "utils/syscache.h"
 #include "catalog/namespace.h"
 #include "executor/spi.h"
 #include "nodes/parsenodes.h"
@@ -28,8 +31,26 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/lsyscache.h"
 
 #include "pg_cq.h"
+
+/*
+ * rel_owner
+ *	  The owner of a relation.
+ */
+static Oid
+rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
 
 /*
  * restored_query_tree
@@ -97,13 +118,22 @@ cq_restore_if_moved(CqQuery *q)
 	/* the definition in this cluster's terms */
 	cq_catalog_update_query(q->name, NULL, restored_query_tree(q));
 
-	cq_as_superuser(&save_uid, &save_sec);
-	/* restored rows are history; rows written here since the restore too */
+	/*
+	 * Restored rows are history (rows written here since the restore too).
+	 * User code may run (triggers), so this runs as the table's owner, as
+	 * emptying the target runs as the query's owner.
+	 */
+	cq_as_user(rel_owner(q->source), &save_uid, &save_sec);
 	cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s IS NOT NULL",
 						 cq_sql_relname_str(q->source), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
 				SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+	cq_restore_user(save_uid, save_sec);
+	cq_as_user(q->owner, &save_uid, &save_sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_restore_user(save_uid, save_sec);
+
+	cq_as_superuser(&save_uid, &save_sec);
 	values[0] = CStringGetTextDatum(q->name);
 	values[1] = CStringGetTextDatum(here);
 	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name = $1), "
