@@ -234,6 +234,9 @@ extern void cq_batch_run_ext(const char *name, int flags, CqBatchResult *res);
 /* ddl.c */
 extern void cq_ddl_init(void);
 
+/* failure.c */
+extern void cq_failure_run_batch(const char *name, int flags, CqBatchResult *res);
+
 /* api.c */
 extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,
 							CqOptions *opts, Oid target, bool target_created);
