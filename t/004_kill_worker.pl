@@ -24,7 +24,7 @@ $node->safe_psql($db, writers_sql() . q{
 	  IF x < 0 THEN PERFORM pg_sleep(3); END IF;
 	  RETURN x;
 	END $$;
-	CALL cq_write(1, 20, 20, 0, 0);
+	CALL cq_write(1, 20, 20, 0, 0, true);
 	CREATE TABLE q_slow WITH (cq.output_mode = 'update')
 	  AS SELECT k, count(*) AS n, sum(slow(v)) AS s FROM ev GROUP BY k;
 	CREATE TABLE q_upd WITH (cq.output_mode = 'update', cq.trigger = '1 second')
@@ -52,21 +52,21 @@ sub check_oracles
 			"SELECT w.window_start, w.window_end, count(*), sum(v)
 			   FROM ev, LATERAL cq.window(ts, '100 milliseconds') AS w GROUP BY 1, 2 HAVING w.window_end <= '$wm'",
 			'q_win'), '0', "append target holds every closed window exactly once $what");
-	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT window_start) AND count(*) > 3 FROM q_win'), 't',
+	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT window_start) AND count(*) > 0 FROM q_win'), 't',
 		"closed windows were appended, none twice $what");
 	is(mismatches($node, $db, 'SELECT id, k, v FROM ev', 'q_rows'), '0',
 		"stateless append target holds every row exactly once $what");
 }
 
-$node->safe_psql($db, 'CALL cq_write(1, 30, 20, 10, 0)');
+$node->safe_psql($db, 'CALL cq_write(1, 30, 20, 10, 0, true)');
 wait_caught_up($node, $db, 'ev', 'before the kill', @queries);
 check_oracles('before the kill');
 
 # a transaction with the slow row; catch q_slow's worker sleeping in it
 $node->safe_psql($db, q{
 	INSERT INTO ev (id, w, k, ts, v)
-	SELECT nextval('ev_id'), 1, 2, '2024-01-01'::timestamptz + currval('ev_id') * interval '10 milliseconds', -1;
-	CALL cq_write(1, 5, 20, 0, 0);
+	SELECT nextval('ev_id'), 1, 2, '2024-01-01'::timestamptz + currval('ev_id') * interval '1 millisecond', -1;
+	CALL cq_write(1, 5, 20, 0, 0, true);
 });
 my $pid;
 ok($node->poll_query_until($db, q{
@@ -87,7 +87,7 @@ is($node->safe_psql($db, "SELECT count(*) FROM cq.offsets WHERE name = 'q_slow'"
 ok($node->log_contains(qr/terminated by signal 9/), 'the postmaster saw the killed worker');
 
 # more rows after the restart, in windows that were open at the crash
-$node->safe_psql($db, 'CALL cq_write(2, 30, 20, 10, 0)');
+$node->safe_psql($db, 'CALL cq_write(2, 30, 20, 10, 0, true)');
 wait_caught_up($node, $db, 'ev', 'after the crash-restart', @queries);
 check_oracles('after the crash-restart');
 is($node->safe_psql($db, q{

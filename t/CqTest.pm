@@ -34,23 +34,26 @@ sub cq_node
 }
 
 # SQL for the source ev and the writer procedure:
-#   ev (id, w, k, ts, v, late): id from a sequence; ts = a synthetic clock
-#   (2024-01-01 + id * 1 ms), so rows arrive in event-time order up to the
-#   interleaving of concurrent transactions (a transaction would have to
-#   stay open while 10,000 later rows commit to be late for a 10 s delay);
-#   late rows (late = true) carry ts in 2023, always far behind the
-#   watermark once the first batch set one.
-#   CALL cq_write(w, n, max_batch, rollback_pct, late_pct): n transactions
-#   of 1..max_batch rows; rollback_pct of them roll back; late_pct of them
-#   are one late row.  pg_sleep between transactions makes a writer exit
-#   promptly when the postmaster dies; a row in cq_stop ends every writer.
+#   ev (id, w, k, ts, v, late): id from a sequence; ts = clock_timestamp()
+#   at insert, so a row is late (for the 10 s+ delays of all_modes_sql)
+#   only if its transaction stays open for 10 s after inserting it; with
+#   synthetic => true, ts = 2024-01-01 + id * 1 ms instead (for a single
+#   sequential writer: many event-time windows in little real time).  Late
+#   rows (late = true) carry ts in 2023, always far behind the watermark
+#   once the first batch set one.
+#   CALL cq_write(w, n, max_batch, rollback_pct, late_pct [, synthetic]):
+#   n transactions of 1..max_batch rows; rollback_pct of them roll back;
+#   late_pct of them are one late row.  pg_sleep between transactions makes
+#   a writer exit promptly when the postmaster dies; a row in cq_stop ends
+#   every writer.
 sub writers_sql
 {
 	return q{
 		CREATE SEQUENCE ev_id;
 		CREATE TABLE ev (id bigint, w int, k int, ts timestamptz, v numeric, late boolean DEFAULT false);
 		CREATE TABLE cq_stop (stop boolean);
-		CREATE PROCEDURE cq_write(wr int, n int, max_batch int, rollback_pct int, late_pct int)
+		CREATE PROCEDURE cq_write(wr int, n int, max_batch int, rollback_pct int, late_pct int,
+		                          synthetic boolean DEFAULT false)
 		LANGUAGE plpgsql AS $$
 		DECLARE
 		  rows int;
@@ -64,7 +67,10 @@ sub writers_sql
 		    ELSE
 		      rows := 1 + floor(random() * max_batch)::int;
 		      INSERT INTO ev (id, w, k, ts, v)
-		      SELECT s, wr, s % 5, '2024-01-01'::timestamptz + s * interval '1 millisecond', (s % 1000) / 7.0
+		      SELECT s, wr, s % 5,
+		             CASE WHEN synthetic THEN '2024-01-01'::timestamptz + s * interval '1 millisecond'
+		                  ELSE clock_timestamp() END,
+		             (s % 1000) / 7.0
 		        FROM (SELECT nextval('ev_id') AS s FROM generate_series(1, rows)) x;
 		    END IF;
 		    IF random() * 100 < rollback_pct THEN ROLLBACK; ELSE COMMIT; END IF;
