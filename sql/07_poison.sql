@@ -103,6 +103,19 @@ SELECT mismatches('p_ratio', 'SELECT k, sum(100 / v), count(*) FROM p_src WHERE 
        mismatches('p_ints', $$SELECT id, payload::int FROM p_src WHERE payload ~ '^[0-9]+$'$$) AS ints_mismatches;
 SELECT count(*) AS rows, count(DISTINCT id) AS ids FROM p_ints;
 
+-- a cancel (here statement_timeout) only rolls the batch back: the query is not failed
+CREATE FUNCTION p_slow(x int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.2); RETURN x; END $$;
+CREATE TABLE p_slow_rows WITH (cq.trigger = 'available_now', cq.output_mode = 'append')
+  AS SELECT id, p_slow(v) AS v FROM p_src WITH NO DATA;
+SET statement_timeout = '100ms';
+CALL cq.run('p_slow_rows');
+RESET statement_timeout;
+SELECT state, last_error, (SELECT count(*) FROM p_slow_rows) AS target_rows,
+       (SELECT count(*) FROM cq.offsets o WHERE o.name = q.name) AS batches
+  FROM cq.queries q WHERE name = 'p_slow_rows';
+DROP TABLE p_slow_rows;
+DROP FUNCTION p_slow(int);
+
 -- 2. a CHECK constraint on the target
 ALTER TABLE p_count ADD CONSTRAINT p_count_small CHECK (n <= 12);
 INSERT INTO p_src SELECT g, 'k' || g % 3, g, g::text FROM generate_series(34, 45) g;

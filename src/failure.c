@@ -37,7 +37,8 @@
  *	  cq_batch_run_ext(name, flags, res) for non-atomic CALL cq.run (SPI
  *	  connected with SPI_OPT_NONATOMIC, no subtransaction open).  On error:
  *	  nothing of the batch remains, the query is 'failed' with last_error
- *	  (committed), and the error is re-thrown.
+ *	  (committed), and the error is re-thrown.  A query cancel is only
+ *	  re-thrown.
  */
 void
 cq_failure_run_batch(const char *name, int flags, CqBatchResult *res)
@@ -65,9 +66,16 @@ cq_failure_run_batch(const char *name, int flags, CqBatchResult *res)
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 
-		/* the catalog row may be gone (dropped meanwhile): then nothing */
-		cq_catalog_set_state(name, "failed", edata->message, NULL);
-		SPI_commit();
+		/*
+		 * A cancel (the user's, or statement_timeout) says nothing about the
+		 * query: the batch is rolled back and that is all.  The catalog row
+		 * may be gone (dropped meanwhile): then nothing is updated.
+		 */
+		if (edata->sqlerrcode != ERRCODE_QUERY_CANCELED)
+		{
+			cq_catalog_set_state(name, "failed", edata->message, NULL);
+			SPI_commit();
+		}
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
