@@ -28,14 +28,16 @@ for my $round (1 .. 2)
 	# clock (1 ms per row), so windows close within the test's seconds
 	my @writers = map { start_writer($node, $db, "CALL cq_write($_, 1000000, 30, 10, 0, true)") } (1, 2);
 
-	# wait until every query ran batches over the writers' rows
+	# wait until every query ran batches over the writers' rows (in the last
+	# second) and the append queries have emitted closed windows
 	my $rows0 = $node->safe_psql($db, 'SELECT count(*) FROM ev');
 	ok($node->poll_query_until($db, qq{
 		SELECT (SELECT count(*) FROM ev) > $rows0 + 3000
+		   AND EXISTS (SELECT 1 FROM a_zero) AND EXISTS (SELECT 1 FROM a_tick)
 		   AND (SELECT count(DISTINCT name) FROM cq.offsets
 		         WHERE name IN (SELECT name FROM cq.queries) AND committed_at > now() - interval '1 second'
 		           AND batch_id > 1) = 9}),
-		"round $round: writers insert, every query runs batches");
+		"round $round: writers insert, every query runs batches, windows close");
 
 	my $log_offset = -s $node->logfile;
 	ok(crash_restart($node, $db), "round $round: restarted after kill -9 of the postmaster");
