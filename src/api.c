@@ -844,11 +844,33 @@ report_batch(const char *name, CqBatchResult *res)
 }
 
 /*
+ * run_batch
+ *	  One batch for cq.run: in non-atomic mode a failure is recorded
+ *	  (failure.c); in atomic mode the error just propagates.  A batch that
+ *	  runs makes a 'failed' query 'active' again, in its transaction.
+ */
+static void
+run_batch(const char *name, int flags, bool atomic, CqBatchResult *res, bool *was_failed)
+{
+	if (atomic)
+		cq_batch_run_ext(name, flags, res);
+	else
+		cq_failure_run_batch(name, flags, res);
+	if (res->ran && *was_failed)
+	{
+		cq_catalog_set_state(name, "active", NULL, "failed");
+		*was_failed = false;
+	}
+}
+
+/*
  * cq_run
  *	  CALL cq.run(name, once): available-now.  Processes everything
  *	  committed before the call, one transaction per batch (when called
  *	  outside a transaction block), a NOTICE per batch.  once => one batch,
- *	  ignoring max_rows_per_trigger.
+ *	  ignoring max_rows_per_trigger.  Outside a transaction block a failing
+ *	  batch leaves the query 'failed' with last_error (committed) before the
+ *	  error reaches the caller; a batch that runs clears an earlier failure.
  */
 Datum
 cq_run(PG_FUNCTION_ARGS)
@@ -858,6 +880,8 @@ cq_run(PG_FUNCTION_ARGS)
 	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
 						   !castNode(CallContext, fcinfo->context)->atomic);
 	CqSnap	   *target;
+	CqQuery    *q;
+	bool		was_failed;
 	int			nbatches = 0;
 
 	if (name == NULL)
@@ -871,7 +895,9 @@ cq_run(PG_FUNCTION_ARGS)
 	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	target = cq_snap_parse(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 
-	check_owner(cq_catalog_get_query(name, false, false));
+	q = cq_catalog_get_query(name, false, false);
+	check_owner(q);
+	was_failed = strcmp(q->state, "failed") == 0;
 
 	for (;;)
 	{
@@ -879,7 +905,7 @@ cq_run(PG_FUNCTION_ARGS)
 		bool		done;
 
 		CHECK_FOR_INTERRUPTS();
-		cq_batch_run(name, once, &res);
+		run_batch(name, once ? CQ_BATCH_UNLIMITED : 0, atomic, &res, &was_failed);
 		if (!res.ran)
 			break;
 		nbatches++;
@@ -892,7 +918,7 @@ cq_run(PG_FUNCTION_ARGS)
 			/* the no-data batch that lets the last watermark close windows */
 			if (!once)
 			{
-				cq_batch_run_ext(name, CQ_BATCH_NODATA_ONLY, &res);
+				run_batch(name, CQ_BATCH_NODATA_ONLY, atomic, &res, &was_failed);
 				if (res.ran)
 				{
 					report_batch(name, &res);

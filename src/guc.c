@@ -22,6 +22,9 @@ int			cq_max_queries = 1024;	/* status slots in shared memory */
 int			cq_max_workers = 2;	/* batch workers per database */
 int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 
+/* TRUNCATE of a source with continuous queries (truncate.c) */
+bool		cq_allow_source_truncate = false;
+
 /*
  * cq_guc_init
  *	  Define the GUCs; called from _PG_init.
@@ -64,6 +67,15 @@ cq_guc_init(void)
 							5000, 100, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.allow_source_truncate",
+							 "Allows TRUNCATE of a table that continuous queries read as their source.",
+							 "Targets keep the results of the truncated rows; a later rebuild of lost "
+							 "unlogged state forgets them.",
+							 &cq_allow_source_truncate,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("cq");
 }

@@ -39,5 +39,6 @@ _PG_init(void)
 	cq_shmem_init();
 	cq_wakeup_init();
 	cq_ddl_init();
+	cq_truncate_init();
 	cq_launcher_register();
 }

@@ -181,6 +181,7 @@ extern int	cq_lock_timeout_ms;
 extern int	cq_max_queries;
 extern int	cq_max_workers;
 extern int	cq_naptime_ms;
+extern bool cq_allow_source_truncate;
 
 /* options.c */
 extern void cq_options_init(CqOptions *opts);
@@ -236,6 +237,12 @@ extern void cq_batch_run_ext(const char *name, int flags, CqBatchResult *res);
 /* ddl.c */
 extern void cq_ddl_init(void);
 extern bool cq_ddl_recreating;
+
+/* truncate.c */
+extern void cq_truncate_init(void);
+
+/* failure.c */
+extern void cq_failure_run_batch(const char *name, int flags, CqBatchResult *res);
 
 /* api.c */
 extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,

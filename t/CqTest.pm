@@ -1,0 +1,234 @@
+# t/CqTest.pm -- helpers shared by the crash and soak tests (t/004-006):
+# a node set up for pg_cq, writer procedures, background writers, the
+# "caught up" condition and the oracle comparison.  Every wait polls with a
+# deadline (poll_query_until: PG_TEST_TIMEOUT_DEFAULT, 180 s by default).
+package CqTest;
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep time);
+use Exporter 'import';
+
+our @EXPORT = qw(cq_node writers_sql start_writer stop_writers caught_up_sql
+  wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes);
+
+# A started node with pg_cq preloaded and crash-restart on.
+sub cq_node
+{
+	my ($name, @conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', join("\n",
+		"shared_preload_libraries = 'pg_cq'",
+		'max_worker_processes = 20',
+		'cq.naptime = 1000',
+		'cq.max_workers = 4',
+		'restart_after_crash = on',
+		@conf) . "\n");
+	$node->start;
+	return $node;
+}
+
+# SQL for the source ev and the writer procedure:
+#   ev (id, w, k, ts, v, late): id from a sequence; ts = clock_timestamp()
+#   at insert, so a row is late (for the 10 s+ delays of all_modes_sql)
+#   only if its transaction stays open for 10 s after inserting it; with
+#   synthetic => true, ts = 2024-01-01 + id * 1 ms instead (for a single
+#   sequential writer: many event-time windows in little real time).  Late
+#   rows (late = true) carry ts in 2023, always far behind the watermark
+#   once the first batch set one.
+#   CALL cq_write(w, n, max_batch, rollback_pct, late_pct [, synthetic]):
+#   n transactions of 1..max_batch rows; rollback_pct of them roll back;
+#   late_pct of them are one late row.  pg_sleep between transactions makes
+#   a writer exit promptly when the postmaster dies; a row in cq_stop ends
+#   every writer.
+sub writers_sql
+{
+	return q{
+		CREATE SEQUENCE ev_id;
+		CREATE TABLE ev (id bigint, w int, k int, ts timestamptz, v numeric, late boolean DEFAULT false);
+		CREATE TABLE cq_stop (stop boolean);
+		CREATE PROCEDURE cq_write(wr int, n int, max_batch int, rollback_pct int, late_pct int,
+		                          synthetic boolean DEFAULT false)
+		LANGUAGE plpgsql AS $$
+		DECLARE
+		  rows int;
+		BEGIN
+		  FOR i IN 1 .. n LOOP
+		    EXIT WHEN EXISTS (SELECT 1 FROM cq_stop);
+		    IF random() * 100 < late_pct THEN
+		      INSERT INTO ev (id, w, k, ts, v, late)
+		      SELECT s, wr, s % 5, '2023-01-01'::timestamptz + s * interval '1 second', s % 97, true
+		        FROM (SELECT nextval('ev_id') AS s) x;
+		    ELSE
+		      rows := 1 + floor(random() * max_batch)::int;
+		      INSERT INTO ev (id, w, k, ts, v)
+		      SELECT s, wr, s % 5,
+		             CASE WHEN synthetic THEN '2024-01-01'::timestamptz + s * interval '1 millisecond'
+		                  ELSE clock_timestamp() END,
+		             (s % 1000) / 7.0
+		        FROM (SELECT nextval('ev_id') AS s FROM generate_series(1, rows)) x;
+		    END IF;
+		    IF random() * 100 < rollback_pct THEN ROLLBACK; ELSE COMMIT; END IF;
+		    PERFORM pg_sleep(0.001 + random() * 0.004);
+		  END LOOP;
+		END $$;
+	};
+}
+
+# Queries over ev in every output mode, with triggers '0' and '1 second',
+# unlogged and logged state, tumbling and sliding windows with watermarks.
+# Windowed update/append queries drop late rows (late = true, always far
+# behind the watermark); nothing else is ever late.
+our @ALL_MODES = qw(u_zero u_tick u_logged c_zero c_tick a_zero a_tick uw_zero r_zero);
+
+sub all_modes_sql
+{
+	return q{
+		CREATE TABLE u_zero WITH (cq.output_mode = 'update')
+		  AS SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM ev GROUP BY k;
+		CREATE TABLE u_tick WITH (cq.output_mode = 'update', cq.trigger = '1 second')
+		  AS SELECT w, k, count(*) AS n, sum(v) AS s, min(ts) AS first, max(ts) AS last FROM ev GROUP BY w, k;
+		CREATE TABLE u_logged WITH (cq.output_mode = 'update', cq.state_storage = 'logged')
+		  AS SELECT k, count(*) AS n, sum(v) AS s, var_samp(v) AS var FROM ev GROUP BY k;
+		CREATE TABLE c_zero WITH (cq.output_mode = 'complete')
+		  AS SELECT k, max(v) AS m, count(*) AS n FROM ev GROUP BY k;
+		CREATE TABLE c_tick WITH (cq.output_mode = 'complete', cq.trigger = '1 second', cq.complete_refresh = 'delete')
+		  AS SELECT date_trunc('minute', ts) AS minute, count(*) AS n, sum(v) AS s FROM ev GROUP BY 1;
+		CREATE TABLE a_zero WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 seconds')
+		  AS SELECT w.window_start, w.window_end, count(*) AS n, sum(v) AS s
+		       FROM ev, LATERAL cq.window(ts, '1 second') AS w GROUP BY 1, 2;
+		CREATE TABLE a_tick WITH (cq.output_mode = 'append', cq.trigger = '1 second', cq.event_time = 'ts', cq.watermark = '12 seconds')
+		  AS SELECT date_bin('2 seconds', ts, '2024-01-01') AS bucket, k, count(*) AS n, max(v) AS m
+		       FROM ev GROUP BY 1, 2;
+		CREATE TABLE uw_zero WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '10 seconds')
+		  AS SELECT w.window_start, w.window_end, k, count(*) AS n, sum(v) AS s
+		       FROM ev, LATERAL cq.window(ts, '2 seconds', '1 second') AS w GROUP BY 1, 2, 3;
+		CREATE TABLE r_zero WITH (cq.output_mode = 'append')
+		  AS SELECT id, w, k, v FROM ev WHERE NOT late;
+	};
+}
+
+# Every target of all_modes_sql against its plain-SELECT oracle; append
+# targets hold exactly the windows closed by the last watermark, none twice.
+sub check_all_modes
+{
+	my ($node, $db, $what) = @_;
+	my %wm;
+	for my $q (qw(a_zero a_tick))
+	{
+		$wm{$q} = $node->safe_psql($db,
+			"SELECT watermark FROM cq.offsets WHERE name = '$q' ORDER BY batch_id DESC LIMIT 1");
+	}
+	my %oracle = (
+		u_zero => 'SELECT k, count(*), sum(v), avg(v) FROM ev GROUP BY k',
+		u_tick => 'SELECT w, k, count(*), sum(v), min(ts), max(ts) FROM ev GROUP BY w, k',
+		u_logged => 'SELECT k, count(*), sum(v), var_samp(v) FROM ev GROUP BY k',
+		c_zero => 'SELECT k, max(v), count(*) FROM ev GROUP BY k',
+		c_tick => "SELECT date_trunc('minute', ts), count(*), sum(v) FROM ev GROUP BY 1",
+		a_zero => "SELECT w.window_start, w.window_end, count(*), sum(v)
+		             FROM ev, LATERAL cq.window(ts, '1 second') AS w WHERE NOT late
+		            GROUP BY 1, 2 HAVING w.window_end <= '$wm{a_zero}'",
+		a_tick => "SELECT date_bin('2 seconds', ts, '2024-01-01'), k, count(*), max(v)
+		             FROM ev WHERE NOT late GROUP BY 1, 2
+		           HAVING date_bin('2 seconds', ts, '2024-01-01') + interval '2 seconds' <= '$wm{a_tick}'",
+		uw_zero => "SELECT w.window_start, w.window_end, k, count(*), sum(v)
+		              FROM ev, LATERAL cq.window(ts, '2 seconds', '1 second') AS w WHERE NOT late GROUP BY 1, 2, 3",
+		r_zero => 'SELECT id, w, k, v FROM ev WHERE NOT late');
+	for my $q (@ALL_MODES)
+	{
+		is(mismatches($node, $db, $oracle{$q}, $q), '0', "$q equals its oracle $what");
+	}
+	is($node->safe_psql($db, q{
+		SELECT (SELECT count(*) = count(DISTINCT window_start) AND count(*) > 0 FROM a_zero)
+		   AND (SELECT count(*) = count(DISTINCT (bucket, k)) AND count(*) > 0 FROM a_tick)
+		   AND (SELECT count(*) = count(DISTINCT id) FROM r_zero)}),
+		't', "append targets: closed windows emitted, none twice $what");
+}
+
+# Start `CALL cq_write(...)` in a background psql; returns the harness.
+sub start_writer
+{
+	my ($node, $db, $call) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr($db), '-c', $call ],
+		'>', \$out, '2>', \$err);
+	return $h;
+}
+
+# Stop background writers (they may already have died with the server).
+sub stop_writers
+{
+	for my $h (@_)
+	{
+		$h->signal('TERM') if $h->pumpable;
+		eval { $h->finish; };
+		$h->kill_kill if $h->pumpable;
+	}
+}
+
+# True when every listed query has processed every row committed so far:
+# no source row is invisible in the end offset of its last batch (rows
+# below the offset's xmin are all visible or rolled back), and a query with
+# a watermark has also run the no-data batch for its last watermark.
+sub caught_up_sql
+{
+	my ($source, @names) = @_;
+	my $list = join(', ', map { "'$_'" } @names);
+	return qq{
+		SELECT count(*) = } . scalar(@names) . qq{ FROM cq.queries q,
+		  LATERAL (SELECT * FROM cq.offsets o WHERE o.name = q.name ORDER BY batch_id DESC LIMIT 1) o
+		 WHERE q.name IN ($list) AND q.state = 'active'
+		   AND NOT EXISTS (SELECT 1 FROM $source s
+		                    WHERE s.cq_xid >= pg_snapshot_xmin(o.end_offset)
+		                      AND NOT pg_visible_in_snapshot(s.cq_xid, o.end_offset))
+		   AND (q.watermark_delay IS NULL OR q.output_mode = 'complete'
+		        OR o.batch_watermark IS NOT DISTINCT FROM o.watermark)};
+}
+
+sub wait_caught_up
+{
+	my ($node, $db, $source, $what, @names) = @_;
+	ok($node->poll_query_until($db, caught_up_sql($source, @names)),
+		"queries caught up $what");
+}
+
+# Rows that differ between an oracle query and a target, both ways.
+sub mismatches
+{
+	my ($node, $db, $oracle, $target) = @_;
+	return $node->safe_psql($db,
+		"SELECT count(*) FROM (($oracle EXCEPT ALL TABLE $target) UNION ALL (TABLE $target EXCEPT ALL $oracle)) x");
+}
+
+# kill -9 of the postmaster, then start it again once its children are gone
+# (they exit when they notice the postmaster's death; a new postmaster
+# refuses to start while they still hold the old shared memory).  Waits for
+# the processes pg_stat_activity listed just before the kill, then retries
+# the start, both with a deadline.  Returns true once the node runs again.
+sub crash_restart
+{
+	my ($node, $db) = @_;
+	my @pids = split(/\n/, $node->safe_psql($db, 'SELECT pid FROM pg_stat_activity'));
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+
+	$node->kill9;
+	while (time() < $deadline && grep { kill(0, $_) } @pids)
+	{
+		usleep(50_000);
+	}
+	while (time() < $deadline)
+	{
+		$node->{_pid} = undef;    # the killed postmaster's pid file is stale
+		return 1 if $node->start(fail_ok => 1);
+		usleep(200_000);
+	}
+	return 0;
+}
+
+1;
