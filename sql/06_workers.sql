@@ -142,3 +142,13 @@ SELECT name FROM cq.queries WHERE name LIKE 'w\_%' ORDER BY name;
 DROP TABLE w_hourly, w_track, w_src;
 REVOKE CREATE ON SCHEMA public FROM regress_cq_nologin, regress_cq_user;
 DROP ROLE regress_cq_nologin, regress_cq_user, regress_cq_other;
+
+-- a trigger '0' windowed append: the no-data batch that emits a window closed
+-- by the watermark runs at once, not at the next poll (cq.naptime, 5 s)
+CREATE TABLE w_ev (ts timestamptz, k text);
+CREATE TABLE w_windows WITH (cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '1 second')
+  AS SELECT date_bin('1 second', ts, '2024-01-01') AS sec, count(*) AS n FROM w_ev GROUP BY 1;
+INSERT INTO w_ev (ts, k) VALUES ('2024-01-01 00:00:00.5', 'a'), ('2024-01-01 00:00:03', 'b');
+SELECT wait_until($$EXISTS (SELECT 1 FROM w_windows)$$, 2.5);
+SELECT sec, n FROM w_windows ORDER BY sec;
+DROP TABLE w_windows, w_ev;

@@ -471,6 +471,9 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 		return;
 
 	res->ran = true;
+	res->nodata_due_next = in.an->wm_key >= 0 && in.q->opts.mode != CQ_MODE_COMPLETE &&
+		res->has_next_watermark &&
+		(!res->has_watermark || res->next_watermark > res->watermark);
 	res->duration_ms = ms_since(in.t0);
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :

@@ -159,6 +159,7 @@ typedef struct CqBatchResult
 	TimestampTz et_max;
 	TimestampTz et_avg;
 	double		rebuild_ms;		/* lost state rebuilt before the batch, or -1 */
+	bool		nodata_due_next;	/* the watermark advanced: a no-data batch is due */
 } CqBatchResult;
 
 /* The last committed batch of a query. */

@@ -241,8 +241,10 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 			cq_batch_run(name, false, &res);
 			error_context_stack = errcb.previous;
 			*ran = res.ran;
-			*more = res.ran && q->opts.max_rows_per_trigger > 0 &&
-				res.input_rows >= q->opts.max_rows_per_trigger;
+			/* rows left behind by a row limit, or windows a new watermark closes */
+			*more = (res.ran && q->opts.max_rows_per_trigger > 0 &&
+					 res.input_rows >= q->opts.max_rows_per_trigger) ||
+				(res.ran && res.nodata_due_next);
 			if (res.ran)
 			{
 				TimestampTz wm = 0;
@@ -268,8 +270,18 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		*failed = true;
-		record_failure(name, edata->message);
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			/*
+			 * A complete-mode batch could not lock its target in time (a
+			 * long reader): not a failure, the next trigger retries.
+			 */
+		}
+		else
+		{
+			*failed = true;
+			record_failure(name, edata->message);
+		}
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
