@@ -13,7 +13,8 @@
 # Env: PGBIN (server binaries), CQ_BENCH_PORT (default 55462), CQ_TMPBASE,
 #      LAT_RATES (default "1 100 1000"), LAT_SECONDS (default "60 20 20"),
 #      LAT_DURABLE=1: fsync = on, synchronous_commit = on (default: the test
-#      clusters' fsync = off, synchronous_commit = off).
+#      clusters' fsync = off, synchronous_commit = off),
+#      LAT_REPORT (report file; default bench/results/latency-<time>.txt).
 # Needs pg_cq installed for $PGBIN (make install, or scripts/test.sh's build).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -43,7 +44,7 @@ printf "INSERT INTO lat_src (payload) VALUES ('x');\n" >"$OUT/latency_insert.sql
 chmod 644 "$OUT/latency_insert.sql"
 
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-report="$OUT/latency-$(date -u +%Y%m%dT%H%M%SZ).txt"
+report="${LAT_REPORT:-$OUT/latency-$(date -u +%Y%m%dT%H%M%SZ).txt}"
 {
     echo "pg_cq commit-to-target latency, trigger '0', append query; $machine"
     echo "server: $("${PSQL[@]}" -c "SELECT string_agg(name || '=' || setting, ', ') FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'track_commit_timestamp')")"

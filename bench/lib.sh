@@ -131,6 +131,7 @@ profile_summary() {
     /CTE Scan on [a-z0-9_]+ / && !(sect in child) { child[sect] = endtime($0) }
     scan == "" && /(Seq Scan|Bitmap Heap Scan|Index Scan|Index Only Scan) on / {
         scan = $0; sub(/^ *(-> *)?/, "", scan); sub(/ +\(.*/, "", scan); scan_t = endtime($0) }
+    scan != "" && hb == "" && /Heap Blocks:/ { hb = $0; sub(/^ +/, "", hb) }
     look > 0 { look--; if (/Batches:/) { x = $0; sub(/^ +/, "", x); agg = agg " (" x ")"; look = 0 } }
     agg == "" && /(HashAggregate|GroupAggregate|MixedAggregate)/ {
         agg = $0; sub(/^ *(-> *)?/, "", agg); sub(/ +\(.*/, "", agg); agg_t = endtime($0); agg_sect = sect; look = 3 }
@@ -144,5 +145,5 @@ profile_summary() {
             name = (c == "m") ? "m: state upsert" : (c ~ /^o/) ? c ": target write" : (c == "f") ? "f: final values" : c
             parts = parts sprintf("; %s %.1f", name, v) }
         printf "CALL %.1f ms = %sbatch statement %.1f [%s] + rest %.1f; plan: %s → %s\n",
-            call, (count > 0 ? sprintf("separate count(*) pre-scan %.1f + ", count) : ""), batch, parts, call - count - batch, scan, agg }' "$1"
+            call, (count > 0 ? sprintf("separate count(*) pre-scan %.1f + ", count) : ""), batch, parts, call - count - batch, scan (hb != "" ? " (" hb ")" : ""), agg }' "$1"
 }

@@ -7,8 +7,12 @@
 #      hand-written incremental upsert                         (issue 6)
 #   3. fold throughput: 5M-row backlog, WITH NO DATA + CALL cq.run, vs the
 #      plain GROUP BY                                          (issue 6)
-#   4. ingest overhead: pgbench INSERTs into a tracked vs an untracked table
-#                                                              (issue 6)
+#   4. ingest overhead: pgbench INSERTs into a tracked vs an untracked table,
+#      a trigger '0' query consuming it in the background       (issue 6)
+#   5. commit-to-target latency of a trigger '0' query (bench/latency.sh,
+#      its own cluster)                                         (issue 6)
+#   6. memory: peak private memory of the backend running one unlimited
+#      batch over a large backlog into a large state           (issue 6)
 # Every figure is a ratio against a baseline measured in the same run
 # (the machine is small and noisy); repeated measurements report the median.
 # Output: a markdown report printed at the end and written to
@@ -25,7 +29,10 @@
 #   BENCH_FOLD_REPS=5
 #   BENCH_PGBENCH_SECS=3    seconds per pgbench run (scenario 4)
 #   BENCH_PGBENCH_ROUNDS=7  tracked/untracked pairs per config (ratio = median of pair ratios)
-#   BENCH_SCENARIOS="1 2 3 4"
+#   BENCH_SCENARIOS="1 2 3 4 5 6"
+#   BENCH_LAT_RATES="100 1000" BENCH_LAT_SECS="20 20"   scenario 5 (bench/latency.sh)
+#   BENCH_MEM_GROUPS=1000000 BENCH_MEM_ROWS=5000000 BENCH_MEM_WORK_MEM="4MB 64MB"   scenario 6
+#   BENCH_AUTOVACUUM=off    autovacuum_enabled of the scenario 1-2 sources
 #   BENCH_PROFILE=1         capture auto_explain plans of extra, untimed batches
 #   BENCH_PORT=55450        port of the throwaway cluster /tmp/pg_cq_bench
 # plus scripts/common.sh's CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER, PGBIN.
@@ -46,9 +53,15 @@ BENCH_FOLD_ROWS="${BENCH_FOLD_ROWS:-5000000}"
 BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-5}"
 BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-3}"
 BENCH_PGBENCH_ROUNDS="${BENCH_PGBENCH_ROUNDS:-7}"
-BENCH_SCENARIOS="${BENCH_SCENARIOS:-1 2 3 4}"
+BENCH_SCENARIOS="${BENCH_SCENARIOS:-1 2 3 4 5 6}"
+BENCH_LAT_RATES="${BENCH_LAT_RATES:-100 1000}"
+BENCH_LAT_SECS="${BENCH_LAT_SECS:-20 20}"
+BENCH_MEM_GROUPS="${BENCH_MEM_GROUPS:-1000000}"
+BENCH_MEM_ROWS="${BENCH_MEM_ROWS:-5000000}"
+BENCH_MEM_WORK_MEM="${BENCH_MEM_WORK_MEM:-4MB 64MB}"
 BENCH_PROFILE="${BENCH_PROFILE:-1}"
 BENCH_PORT="${BENCH_PORT:-55450}"
+BENCH_AUTOVACUUM="${BENCH_AUTOVACUUM:-off}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/latest.md}"
 RAW="$REPO_ROOT/bench/results/raw"
 
@@ -101,7 +114,7 @@ SO_START="$(so_stamp)"   # the cluster loaded this build (preload at start)
 declare -A CQ_C CQ_A CQD_A HW_A CQ_B CQD_B HW_B REF GB LOAD_MS CREATE_MS CHECK PROF_A PROF_B
 declare -a SUMMARY_ROWS=()
 FOLD_CQ="" FOLD_CQD="" FOLD_GB="" FOLD_GBS="" FOLD_CHECK="" FOLD_PROF=""
-declare -A ING_T ING_U ING_R
+declare -A ING_T ING_U ING_R LAT_LINE MEM_PEAK MEM_BASE MEM_HWM MEM_TIME MEM_SPILL
 
 # last_progress QUERY -> "duration_ms num_input_rows"
 last_progress() {
@@ -178,11 +191,11 @@ incremental() {
     ev="${ev,,}" q="${q,,}" mv="${mv,,}" hw="${hw,,}" off="${off,,}"
     section "incremental: $h history rows, $(human "$NEW") new rows per batch"
 
-    psql_run "CREATE TABLE $ev (id bigserial, ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = off);"
+    psql_run "CREATE TABLE $ev (id bigserial, ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = $BENCH_AUTOVACUUM);"
     LOAD_MS[$n]=$(time_sql "$(gen_rows "$ev" "$n" '2024-01-01' '3 days')")
     info "loaded $n rows in $(fmt_ms "${LOAD_MS[$n]}")"
     psql_run "CREATE INDEX ON $ev (id);"
-    CREATE_MS[$n]=$(time_sql "CREATE TABLE $q WITH (cq.output_mode = 'update') AS $(agg_select "$ev");" 2>/dev/null)
+    CREATE_MS[$n]=$(time_sql "CREATE TABLE $q WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select "$ev");" 2>/dev/null)
     info "CREATE TABLE $q ... AS (batch 0 over the history): $(fmt_ms "${CREATE_MS[$n]}")"
     psql_run "CREATE MATERIALIZED VIEW $mv AS $(agg_select "$ev");" \
              "CREATE TABLE $hw (minute timestamptz, category text, n bigint, total numeric, avg_amount numeric, max_amount numeric);" \
@@ -274,7 +287,7 @@ fold() {
     time_sql "$(gen_rows fold_ev "$FOLD" '2024-01-01' '3 days')" >/dev/null
     psql_run "VACUUM ANALYZE fold_ev;" "CHECKPOINT;" >/dev/null
     for ((r = 1; r <= BENCH_FOLD_REPS; r++)); do
-        psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
+        psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
         t=$(time_sql "CALL cq.run('fold_agg');" 2>/dev/null); d=$(check_batch fold_agg "$FOLD")
         cqs+=("$t"); cqds+=("$d")
         if ((r == BENCH_FOLD_REPS)); then
@@ -288,7 +301,7 @@ fold() {
         info "round $r: pg_cq $(fmt_ms "$t") (progress $(fmt_ms "$d")), GROUP BY $(fmt_ms "${gb[-1]}"), GROUP BY serial $(fmt_ms "${gbs[-1]}")"
     done
     if [[ "$BENCH_PROFILE" == 1 ]]; then
-        psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
+        psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
         FOLD_PROF="$(profile_batch fold_agg "$RAW/profile_fold.txt")"
         psql_run "SELECT cq.drop_query('fold_agg', drop_target => true);" >/dev/null
         info "profile: $FOLD_PROF"
@@ -358,9 +371,72 @@ ingest() {
     psql_run "SELECT cq.drop_query('ing_agg', drop_target => true);" "DROP TABLE ing_tracked, ing_untracked;" >/dev/null
 }
 
+# ---------------------------------------------------------------------------
+# Scenario 5: commit-to-target latency (bench/latency.sh, own cluster)
+# ---------------------------------------------------------------------------
+latency() {
+    local rate n b p50 p99 mx
+    section "latency: trigger '0', rates $BENCH_LAT_RATES rows/s"
+    CQ_BENCH_PORT=$((BENCH_PORT + 2)) LAT_RATES="$BENCH_LAT_RATES" LAT_SECONDS="$BENCH_LAT_SECS" \
+        LAT_REPORT="$RAW/latency.txt" "$REPO_ROOT/bench/latency.sh" >"$RAW/latency.log" 2>&1 \
+        || { tail -n 30 "$RAW/latency.log" >&2; die "bench/latency.sh failed"; }
+    while read -r rate n b p50 p99 mx; do
+        [[ "$rate" =~ ^[0-9]+$ ]] || continue
+        LAT_LINE[$rate]="$n $b $p50 $p99 $mx"
+        info "rate $rate/s: $n rows in $b batches, p50 $p50 ms, p99 $p99 ms, max $mx ms"
+    done <"$RAW/latency.txt"
+}
+
+# ---------------------------------------------------------------------------
+# Scenario 6: memory of one unlimited batch over a large backlog
+# ---------------------------------------------------------------------------
+# One backend runs the batch; a loop here samples its /proc/PID/status
+# every 20 ms: RssAnon (private memory: palloc, hash tables, in-memory
+# tuplestores; shared buffers are RssShmem) and VmHWM.
+memory() {
+    local wm pid psql_pid peak hwm base a h spill groups rows
+    groups=$(scaled "$BENCH_MEM_GROUPS" 1000); rows=$(scaled "$BENCH_MEM_ROWS" 1000)
+    section "memory: $(human "$groups") groups in state, one batch over $(human "$rows") new rows"
+    for wm in $BENCH_MEM_WORK_MEM; do
+        psql_run "CREATE TABLE mem_src (k int, v numeric(10,2)) WITH (autovacuum_enabled = off);" \
+                 "INSERT INTO mem_src SELECT g, (g % 1000) / 10.0 FROM generate_series(1, $groups) g;" >/dev/null
+        psql_run "CREATE TABLE mem_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS SELECT k, count(*) AS n, sum(v) AS total, max(v) AS top FROM mem_src GROUP BY k;" >/dev/null 2>&1
+        psql_run "INSERT INTO mem_src SELECT 1 + g % $groups, (g % 997) / 10.0 FROM generate_series(1, $rows) g;" "VACUUM mem_src;" "CHECKPOINT;" >/dev/null
+        rm -f "$RAW/mem_pid" "$RAW/mem_$wm.txt"
+        {
+            printf '%s\n' "SET work_mem = '$wm';" "$EXPLAIN_ON" \
+                "SET auto_explain.log_min_duration = '500ms';" "SET auto_explain.log_timing = off;" \
+                "SELECT pg_backend_pid() \\g $RAW/mem_pid" "SELECT pg_sleep(1);" \
+                "\\timing on" "CALL cq.run('mem_agg');" "\\timing off" "SELECT pg_sleep(0.3);"
+        } | "${PSQL[@]}" -At >"$RAW/mem_$wm.txt" 2>&1 &
+        psql_pid=$!
+        for _ in $(seq 1 250); do [[ -s "$RAW/mem_pid" ]] && break; sleep 0.02; done
+        pid="$(tr -dc 0-9 <"$RAW/mem_pid" 2>/dev/null || true)"
+        [[ -n "$pid" ]] || die "memory: no backend pid"
+        base=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status")
+        peak=$base hwm=0
+        while kill -0 "$psql_pid" 2>/dev/null; do
+            read -r a h < <(awk '/^RssAnon:/ {a = $2} /^VmHWM:/ {h = $2} END {print a + 0, h + 0}' "/proc/$pid/status" 2>/dev/null || echo "0 0")
+            ((a > peak)) && peak=$a
+            ((h > hwm)) && hwm=$h
+            sleep 0.02
+        done
+        wait "$psql_pid" || { cat "$RAW/mem_$wm.txt" >&2; die "memory: batch failed"; }
+        MEM_BASE[$wm]=$base MEM_PEAK[$wm]=$peak MEM_HWM[$wm]=$hwm
+        MEM_TIME[$wm]=$(awk '/^Time: /{print $2}' "$RAW/mem_$wm.txt" | tail -n 1)
+        spill="$(grep -Eo 'Batches: [0-9]+ +Memory Usage: [0-9]+kB( +Disk Usage: [0-9]+kB)?' "$RAW/mem_$wm.txt" | head -n 3 | paste -sd ';' - || true)"
+        MEM_SPILL[$wm]="${spill:-n/a}"
+        check_batch mem_agg "$rows" >/dev/null
+        info "work_mem $wm: batch $(fmt_ms "${MEM_TIME[$wm]}"), backend RssAnon $((base / 1024)) MB before, peak $((peak / 1024)) MB (+$(((peak - base) / 1024)) MB), VmHWM $((hwm / 1024)) MB; hash aggregates: ${MEM_SPILL[$wm]}"
+        psql_run "SELECT cq.drop_query('mem_agg', drop_target => true);" "DROP TABLE mem_src;" "CHECKPOINT;" >/dev/null 2>&1
+    done
+}
+
 for n in "${INC_SIZES[@]}"; do incremental "$n"; done
 want 3 && fold
 want 4 && ingest
+want 5 && latency
+want 6 && memory
 
 # ---------------------------------------------------------------------------
 # Report
@@ -414,6 +490,22 @@ if want 4; then
         x="${ING_R[$label]}"
         if [[ $kind == multi ]]; then unit="tps (×1000 rows)"; else unit="tps"; fi
         row 4 "ingest: $label" "untracked $(printf '%.0f' "${ING_U[$label]}") $unit" "tracked $(printf '%.0f' "${ING_T[$label]}") $unit" "$(fmt_x "$x")" "≥ 0.95x" "$(met "$x" '>=' 0.95)" "pgbench -T $BENCH_PGBENCH_SECS, median of $BENCH_PGBENCH_ROUNDS pairs"
+    done
+fi
+
+if want 5; then
+    for rate in $BENCH_LAT_RATES; do
+        [[ -n "${LAT_LINE[$rate]:-}" ]] || continue
+        read -r n b p50 p99 mx <<<"${LAT_LINE[$rate]}"
+        goal="—" ok="—"
+        if ((rate == 1000)); then goal="p50 ≤ 5 ms, p99 ≤ 25 ms"; ok=$(awk -v a="$p50" -v b="$p99" 'BEGIN { print (a <= 5 && b <= 25) ? "yes" : "**no**" }'); fi
+        row 5 "commit-to-target latency, $rate rows/s (single-row INSERTs)" "—" "p50 $p50 ms, p99 $p99 ms (max $mx; $n rows, $b batches)" "—" "$goal" "$ok" "\`bench/latency.sh\`, trigger '0'"
+    done
+fi
+if want 6; then
+    for wm in $BENCH_MEM_WORK_MEM; do
+        x=$(( (MEM_PEAK[$wm] - MEM_BASE[$wm]) / 1024 ))
+        row 6 "memory: one batch, $(human "$(scaled "$BENCH_MEM_ROWS" 1000)") new rows into $(human "$(scaled "$BENCH_MEM_GROUPS" 1000)") groups, work_mem = $wm" "backend before the batch: $((MEM_BASE[$wm] / 1024)) MB private" "peak $((MEM_PEAK[$wm] / 1024)) MB private" "+$x MB" "≤ +64 MB" "$( ((x <= 64)) && echo yes || echo '**no**')" "\`CALL cq.run('mem_agg')\`, RssAnon sampled every 20 ms"
     done
 fi
 
@@ -476,7 +568,29 @@ fi
         echo "## Ingest"
         echo
         echo "Tracked = source of a pg_cq query (column cq_xid DEFAULT pg_current_xact_id() + BRIN index); untracked = identical table without."
-        echo "No background worker exists yet, so nothing consumes the tracked table while pgbench runs. $ING_CHECK."
+        echo "A trigger '0' query (ing_agg) is running: background workers fold the tracked rows while pgbench inserts (on the same 2 cores). $ING_CHECK."
+    fi
+    if want 5; then
+        echo
+        echo "## Latency"
+        echo
+        echo "bench/latency.sh on its own cluster (track_commit_timestamp = on, cq.max_workers = 2): stateless append query, pgbench -R single-row INSERTs; latency = commit time of the target row - commit time of the source row, every row."
+        echo
+        echo '```'
+        cat "$RAW/latency.txt" 2>/dev/null || true
+        echo '```'
+    fi
+    if want 6; then
+        echo
+        echo "## Memory"
+        echo
+        echo "\`SELECT k, count(*), sum(v), max(v) FROM mem_src GROUP BY k\` (update mode), $(human "$(scaled "$BENCH_MEM_GROUPS" 1000)") groups in state after batch 0, then $(human "$(scaled "$BENCH_MEM_ROWS" 1000)") new rows (every group touched), one \`CALL cq.run\`. Private memory = RssAnon of the backend (shared buffers excluded), sampled every 20 ms."
+        echo
+        echo "| work_mem | batch | RssAnon before | peak RssAnon | peak − before | VmHWM (incl. shared buffers touched) | hash aggregates |"
+        echo "|---|---|---|---|---|---|---|"
+        for wm in $BENCH_MEM_WORK_MEM; do
+            echo "| $wm | $(fmt_ms "${MEM_TIME[$wm]}") | $((MEM_BASE[$wm] / 1024)) MB | $((MEM_PEAK[$wm] / 1024)) MB | +$(((MEM_PEAK[$wm] - MEM_BASE[$wm]) / 1024)) MB | $((MEM_HWM[$wm] / 1024)) MB | ${MEM_SPILL[$wm]} |"
+        done
     fi
 } >"$BENCH_OUT"
 

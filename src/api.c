@@ -438,7 +438,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 		start_offset = "1:1:";
 	else
 	{
-		cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	}
 
@@ -892,7 +892,7 @@ cq_run(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 
 	/* everything committed before the call */
-	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	target = cq_snap_parse(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 
 	q = cq_catalog_get_query(name, false, false);
@@ -915,8 +915,11 @@ cq_run(PG_FUNCTION_ARGS)
 			SPI_commit();
 		if (done)
 		{
-			/* the no-data batch that lets the last watermark close windows */
-			if (!once)
+			/*
+			 * the no-data batch that lets the last watermark close windows
+			 * (only queries with a watermark can need one)
+			 */
+			if (!once && q->opts.watermark != NULL)
 			{
 				run_batch(name, CQ_BATCH_NODATA_ONLY, atomic, &res, &was_failed);
 				if (res.ran)

@@ -77,9 +77,9 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 
 	values[0] = CStringGetTextDatum(name);
 	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec(psprintf("SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name = $1%s",
-						 lock ? " FOR NO KEY UPDATE" : ""),
-				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_spi_exec_cached(lock ? "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name = $1 FOR NO KEY UPDATE"
+					   : "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name = $1",
+					   SPI_OK_SELECT, 1, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
 
 	if (SPI_processed == 0)
@@ -160,9 +160,14 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
 	memset(last, 0, sizeof(*last));
-	cq_spi_exec("SELECT o.batch_id, o.end_offset::text, o.state_rows, p.started_at, "
+	/*
+	 * The progress row is fetched by a subquery, a primary-key probe: as a
+	 * join, the cached generic plan may scan the whole (bloated) table.
+	 */
+	cq_spi_exec_cached("SELECT o.batch_id, o.end_offset::text, o.state_rows, "
+				"(SELECT p.started_at FROM cq.progress p WHERE p.name = o.name AND p.batch_id = o.batch_id), "
 				"o.batch_watermark, o.watermark "
-				"FROM cq.offsets o LEFT JOIN cq.progress p USING (name, batch_id) "
+				"FROM cq.offsets o "
 				"WHERE o.name = $1 ORDER BY o.batch_id DESC LIMIT 1",
 				SPI_OK_SELECT, 1, types, values, NULL);
 	if (SPI_processed == 0)
@@ -194,11 +199,11 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 void
 cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 {
-#define NREC 23
+#define NREC 24
 	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID};
 	Datum		values[NREC];
 	char		nulls[NREC];
 	Oid			save_uid;
@@ -236,8 +241,18 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 	nulls[19] = nulls[20] = nulls[21] = r->has_event_time ? ' ' : 'n';
 	values[22] = GetCurrentTimestamp();
 
+	/*
+	 * Batch ids are consecutive, so one row of each table falls out of the
+	 * window per batch: delete exactly that one (an index probe; a range
+	 * delete would walk every dead index entry left since the last vacuum).
+	 * Every CQ_PROGRESS_KEEP batches the range is swept in full, in case
+	 * anything older was left behind.
+	 */
+	values[23] = Int64GetDatum(r->batch_id % CQ_PROGRESS_KEEP == 0 ? PG_INT64_MIN :
+							   r->batch_id - CQ_PROGRESS_KEEP);
+
 	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
+	cq_spi_exec_cached("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
 				"  batch_watermark, watermark, committed_at) "
 				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23)), "
 				"p AS (INSERT INTO cq.progress (name, batch_id, run_id, started_at, duration_ms, durations, "
@@ -247,10 +262,10 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 				"  event_time_avg) "
 				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
 				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22)), "
-				"x AS (DELETE FROM cq.offsets WHERE name = $1 AND batch_id <= $17), "
-				"y AS (DELETE FROM cq.progress WHERE name = $1 AND batch_id <= $17) "
+				"x AS (DELETE FROM cq.offsets WHERE name = $1 AND batch_id <= $17 AND batch_id >= $24), "
+				"y AS (DELETE FROM cq.progress WHERE name = $1 AND batch_id <= $17 AND batch_id >= $24) "
 				"SELECT 1",
-				SPI_OK_SELECT, NREC, types, values, nulls);
+					   SPI_OK_SELECT, NREC, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
 }
 
@@ -395,8 +410,8 @@ cq_catalog_state_lost(int32 id)
 	int			save_sec;
 
 	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("SELECT 1 FROM cq.state_sentinel WHERE query_id = $1",
-				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_spi_exec_cached("SELECT 1 FROM cq.state_sentinel WHERE query_id = $1",
+					   SPI_OK_SELECT, 1, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
 	return SPI_processed == 0;
 }
@@ -508,8 +523,8 @@ cq_catalog_last_watermark(const char *name, TimestampTz *watermark)
 	bool		isnull = true;
 	Datum		d;
 
-	cq_spi_exec("SELECT watermark FROM cq.offsets WHERE name = $1 ORDER BY batch_id DESC LIMIT 1",
-				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_spi_exec_cached("SELECT watermark FROM cq.offsets WHERE name = $1 ORDER BY batch_id DESC LIMIT 1",
+					   SPI_OK_SELECT, 1, types, values, NULL);
 	if (SPI_processed == 0)
 		return false;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);

@@ -234,6 +234,8 @@ extern void cq_catalog_reset(const char *name, const char *start_offset);
 #define CQ_BATCH_NODATA_ONLY 0x02	/* only a pending no-data batch */
 extern void cq_batch_run(const char *name, bool unlimited, CqBatchResult *res);
 extern void cq_batch_run_ext(const char *name, int flags, CqBatchResult *res);
+extern void cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags,
+							   CqBatchResult *res);
 
 /* ddl.c */
 extern void cq_ddl_init(void);
@@ -265,6 +267,8 @@ extern char *cq_sql_type(Oid type, int32 typmod);
 extern char *cq_sql_collate(Oid collation, Oid type);
 extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 						Datum *values, const char *nulls);
+extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
+							   Datum *values, const char *nulls);
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
 extern void cq_as_superuser(Oid *save_uid, int *save_sec);
 extern void cq_as_user(Oid uid, Oid *save_uid, int *save_sec);

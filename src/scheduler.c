@@ -352,6 +352,7 @@ reload(TimestampTz now)
 				continue;		/* full: no status, no commit wake-ups */
 		}
 		s->source = q->source;
+		s->wake_on_commit = (q->trigger == TRIG_ZERO);
 		if (q->worker < 0)
 		{
 			s->message = idle_message(q);

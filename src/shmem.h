@@ -74,6 +74,8 @@ typedef struct CqQuerySlot
 	int32		query_id;
 	Oid			source;			/* tracked source, for commit wake-ups */
 	bool		pending;		/* a commit to the source is not processed yet */
+	bool		wake_on_commit; /* trigger '0': commits to the source wake the
+								 * scheduler (other triggers: no wake-up) */
 	CqMessage	message;
 	bool		is_data_available;
 	bool		is_trigger_active;

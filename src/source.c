@@ -81,8 +81,16 @@ cq_source_track(Oid relid)
 	cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
 						 rel, CQ_TRACKING_COLUMN),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	/*
+	 * No autosummarize: each batch summarizes the full ranges it is about
+	 * to read (cq_source_summarize), and with small ranges autosummarize
+	 * floods autovacuum's work-item queue under bulk inserts (a LOG line
+	 * "request for BRIN range summarization ... was not recorded" per
+	 * range once it is full) and runs summarization concurrently with the
+	 * writers, for nothing.
+	 */
 	cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
-						 "WITH (pages_per_range = %d, autosummarize = on)",
+						 "WITH (pages_per_range = %d)",
 						 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_wakeup_ensure_trigger(relid);

@@ -114,6 +114,24 @@ cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 }
 
 /*
+ * cq_spi_exec_cached
+ *	  cq_spi_exec through a saved plan (cq_spi_plan): for the constant
+ *	  statements every batch runs, so that they are parsed and planned once
+ *	  per backend instead of once per batch.
+ */
+void
+cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
+				   Datum *values, const char *nulls)
+{
+	int			rc;
+
+	rc = SPI_execute_plan(cq_spi_plan(sql, nargs, types), values, nulls, false, 0);
+	if (rc < 0 || (expected != 0 && rc != expected))
+		elog(ERROR, "pg_cq: SPI failed (%s) while running: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+/*
  * Plans are cached per backend, keyed by their SQL text: generated SQL is
  * rebuilt from OIDs for every batch, so a rename produces new text and a new
  * plan, while an unchanged query reuses its saved plan.

@@ -133,7 +133,7 @@ cq_worker_report_message(CqMessage msg)
 static char *
 current_snapshot(void)
 {
-	cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
@@ -142,21 +142,21 @@ current_snapshot(void)
  *	  True when no transaction finished since the query's last offset, so
  *	  a batch cannot have rows.  Never true for batch 0 over history, nor
  *	  for queries with a watermark (a no-data batch may be due).  Sets
+ *	  *last to the query's last offset (read after the row lock) and
  *	  *next_batch to the id the next batch will get.
  */
 static bool
-nothing_new(CqQuery *q, int64 *next_batch)
+nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 {
-	CqLastOffset last;
 	const char *prev;
 
-	cq_catalog_last_offset(q->name, &last);
-	*next_batch = last.found ? last.batch_id + 1 : 0;
+	cq_catalog_last_offset(q->name, last);
+	*next_batch = last->found ? last->batch_id + 1 : 0;
 	if (q->opts.watermark != NULL)
 		return false;
-	if (!last.found && strcmp(q->opts.starting, "earliest") == 0)
+	if (!last->found && strcmp(q->opts.starting, "earliest") == 0)
 		return false;
-	prev = last.found ? last.end_offset : q->start_offset;
+	prev = last->found ? last->end_offset : q->start_offset;
 	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(current_snapshot()));
 }
 
@@ -223,13 +223,14 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 	PG_TRY();
 	{
 		CqQuery    *q;
+		CqLastOffset last;
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
 		q = cq_catalog_get_query(name, true, true);
 		if (q != NULL && q->id == query_id && strcmp(q->state, "paused") != 0 &&
-			!nothing_new(q, &bctx.batch_id))
+			!nothing_new(q, &last, &bctx.batch_id))
 		{
 			/* a snapshot taken after the row lock */
 			PopActiveSnapshot();
@@ -238,7 +239,7 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 			errcb.arg = &bctx;
 			errcb.previous = error_context_stack;
 			error_context_stack = &errcb;
-			cq_batch_run(name, false, &res);
+			cq_batch_run_query(q, &last, 0, &res);
 			error_context_stack = errcb.previous;
 			*ran = res.ran;
 			/* rows left behind by a row limit, or windows a new watermark closes */
