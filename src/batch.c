@@ -470,6 +470,9 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 	nest = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	if (cq_work_mem_kb > 0)
+		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (rebuild && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);

@@ -17,6 +17,9 @@
 /* complete mode: how long a batch waits for the target's lock before giving up */
 int			cq_lock_timeout_ms = 1000;
 
+/* work_mem of batch statements, in kB; -1 = the session's work_mem */
+int			cq_work_mem_kb = 4096;
+
 /* background execution (launcher.c, scheduler.c, worker.c) */
 int			cq_max_queries = 1024;	/* status slots in shared memory */
 int			cq_max_workers = 2;	/* batch workers per database */
@@ -32,6 +35,15 @@ bool		cq_allow_source_truncate = false;
 void
 cq_guc_init(void)
 {
+	DefineCustomIntVariable("cq.work_mem",
+							"Memory for each sort, hash table and CTE buffer of a batch; -1 uses work_mem.",
+							"A batch statement holds a hash aggregation (hash_mem_multiplier times this) "
+							"and a few CTE buffers at once, each spilling to disk beyond this size.",
+							&cq_work_mem_kb,
+							4096, -1, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("cq.complete_lock_timeout",
 							"Time a complete-mode batch waits to lock its target before retrying later.",
 							"Truncate-and-reload needs an exclusive lock on the target; a long reader "

@@ -179,6 +179,7 @@ typedef struct CqLastOffset
 /* guc.c */
 extern void cq_guc_init(void);
 extern int	cq_lock_timeout_ms;
+extern int	cq_work_mem_kb;
 extern int	cq_max_queries;
 extern int	cq_max_workers;
 extern int	cq_naptime_ms;
