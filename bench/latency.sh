@@ -53,7 +53,7 @@ report="${LAT_REPORT:-$OUT/latency-$(date -u +%Y%m%dT%H%M%SZ).txt}"
 
 for i in "${!RATES[@]}"; do
     rate="${RATES[$i]}" secs="${SECS[$i]:-20}"
-    "${PSQL[@]}" -o /dev/null -c "TRUNCATE lat_src" -c "SELECT cq.reset('lat_out')"
+    "${PSQL[@]}" -o /dev/null -c "SET cq.allow_source_truncate = on" -c "TRUNCATE lat_src" -c "SELECT cq.reset('lat_out')"
     # batch 0 of the new run (empty history) first
     for _ in $(seq 1 500); do
         [[ "$("${PSQL[@]}" -c "SELECT count(*) FROM cq.offsets WHERE name = 'lat_out'")" != 0 ]] && break
