@@ -20,6 +20,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "commands/createas.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
@@ -300,6 +301,45 @@ process_database_ddl(PlannedStmt *pstmt, const char *queryString, bool readOnlyT
 }
 
 /*
+ * lock_dropped_targets
+ *	  DROP TABLE of a target (or, with CASCADE, of a source) deletes its
+ *	  query's catalog row (see cq_object_access).  A batch locks that row
+ *	  first and its tables second; lock the rows of the queries whose tables
+ *	  are dropped before core locks the tables, in the same order, so a DROP
+ *	  waits for a running batch instead of deadlocking with it.
+ */
+static void
+lock_dropped_targets(DropStmt *stmt)
+{
+	ListCell   *lc;
+	bool		connected = false;
+
+	foreach(lc, stmt->objects)
+	{
+		RangeVar   *rv = makeRangeVarFromNameList((List *) lfirst(lc));
+		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+		Oid			types[1] = {OIDOID};
+		Datum		values[1];
+		Oid			save_uid;
+		int			save_sec;
+
+		if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+			continue;
+		if (!connected && SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		connected = true;
+		values[0] = ObjectIdGetDatum(relid);
+		cq_as_superuser(&save_uid, &save_sec);
+		cq_spi_exec("SELECT 1 FROM cq.queries WHERE target = $1::pg_catalog.regclass "
+					"OR source = $1::pg_catalog.regclass FOR UPDATE",
+					SPI_OK_SELECT, 1, types, values, NULL);
+		cq_restore_user(save_uid, save_sec);
+	}
+	if (connected)
+		SPI_finish();
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -316,6 +356,10 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		process_drop_extension(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		return;
 	}
+
+	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TABLE &&
+		extension_ready())
+		lock_dropped_targets((DropStmt *) parsetree);
 
 	/* workers (launcher.c): DROP/CREATE ... TEMPLATE/RENAME DATABASE need it to themselves */
 	if ((IsA(parsetree, DropdbStmt) || IsA(parsetree, CreatedbStmt) || IsA(parsetree, RenameStmt)) &&
