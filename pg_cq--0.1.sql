@@ -40,7 +40,8 @@ CREATE TABLE cq.queries (
     start_offset         pg_snapshot NOT NULL, -- offset batch 0 starts from
     state_rebuilt_at     timestamptz,          -- last rebuild of lost unlogged state
     state_rebuild_ms     double precision,     -- and how long it took
-    cluster_id           text NOT NULL         -- system identifier of the cluster its offsets belong to
+    cluster_id           text NOT NULL,        -- system identifier of the cluster its offsets belong to
+    timezone             text NOT NULL DEFAULT 'UTC'  -- TimeZone its batches run in (the creator's)
 );
 ALTER SEQUENCE cq.queries_id_seq OWNED BY cq.queries.id;
 -- query definitions are dumped with the database (offsets are not: they are

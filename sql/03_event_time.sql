@@ -141,3 +141,4 @@ CREATE TABLE bad3 WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT w.window_start, count(*) FROM ticks, LATERAL cq.window(ts, '1 month') w GROUP BY 1;
 CREATE TABLE bad4 WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT date_bin('0 seconds', ts, '2000-01-01'), count(*) FROM ticks GROUP BY 1;
+

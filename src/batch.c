@@ -473,6 +473,10 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 	if (cq_work_mem_kb > 0)
 		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* time-zone dependent expressions (date_trunc of a timestamptz...) as their creator saw them */
+	if (in.q->timezone)
+		(void) set_config_option("TimeZone", in.q->timezone, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (rebuild && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);

@@ -16,6 +16,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
@@ -24,7 +25,7 @@
 #define QUERY_COLUMNS \
 	"name, id, owner::oid, source::oid, target::oid, output_mode, \"trigger\", event_time, " \
 	"watermark_delay::text, max_rows_per_trigger, starting, state_storage, complete_refresh, " \
-	"state, query_tree, state_table::oid, start_offset::text, run_id::text, cluster_id"
+	"state, query_tree, state_table::oid, start_offset::text, run_id::text, cluster_id, timezone"
 
 /* Text value of column `col` of the first SPI row, copied; NULL if null. */
 static char *
@@ -113,6 +114,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	q->start_offset = spi_text(17);
 	q->run_id = spi_text(18);
 	q->cluster_id = spi_text(19);
+	q->timezone = spi_text(20);
 	cq_options_finish(&q->opts);
 	return q;
 }
@@ -278,10 +280,10 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 						const char *query_text, CqOptions *o,
 						const char *query_tree, const char *start_offset)
 {
-	Oid			types[16] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[16];
-	char		nulls[16];
+	Oid			types[17] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[17];
+	char		nulls[17];
 	Oid			save_uid;
 	int			save_sec;
 
@@ -311,13 +313,15 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	cq_as_superuser(&save_uid, &save_sec);
 	values[15] = CStringGetTextDatum(cq_catalog_cluster_id());
 	nulls[15] = ' ';
+	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
+	nulls[16] = ' ';
 	cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 				"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-				"complete_refresh, query_tree, start_offset, cluster_id) "
+				"complete_refresh, query_tree, start_offset, cluster_id, timezone) "
 				"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
 				"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-				"$15::pg_catalog.pg_snapshot, $16) RETURNING id",
-				SPI_OK_INSERT_RETURNING, 16, types, values, nulls);
+				"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
+				SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
 	return (int32) spi_int64(1, 0);
 }

@@ -67,6 +67,7 @@ typedef struct CqQuery
 	char	   *start_offset;
 	char	   *run_id;
 	char	   *cluster_id;		/* system identifier its offsets belong to */
+	char	   *timezone;		/* TimeZone its batches run in */
 } CqQuery;
 
 /* One state column p<N>: a partial aggregate of the new rows and its merge. */
