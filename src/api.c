@@ -625,18 +625,6 @@ cq_drop_query(PG_FUNCTION_ARGS)
 }
 
 /*
- * cq_api_drop
- *	  A query's target or query view is being dropped: forget the query.
- *	  Called from the object-access hook inside the dropping transaction;
- *	  the internal objects go through their dependencies.
- */
-void
-cq_api_drop(const char *name, bool from_drop_table)
-{
-	cq_catalog_delete_query(name);
-}
-
-/*
  * cq_api_alter
  *	  Change options of a query.  Options that change what is stored
  *	  (output mode, event time, watermark, starting, state storage) would

@@ -50,19 +50,31 @@ locked_query(FunctionCallInfo fcinfo)
 }
 
 /*
- * cq_pause
- *	  cq.pause(name): no more batches until cq.resume.
+ * set_state_locked
+ *	  Set the state of the query named by the first argument, after taking
+ *	  its row lock (so a running batch finishes first) and checking
+ *	  ownership.
  */
-Datum
-cq_pause(PG_FUNCTION_ARGS)
+static void
+set_state_locked(FunctionCallInfo fcinfo, const char *state)
 {
 	CqQuery    *q;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = locked_query(fcinfo);
-	cq_catalog_set_state(q->name, "paused", NULL, NULL);
+	cq_catalog_set_state(q->name, state, NULL, NULL);
 	SPI_finish();
+}
+
+/*
+ * cq_pause
+ *	  cq.pause(name): no more batches until cq.resume.
+ */
+Datum
+cq_pause(PG_FUNCTION_ARGS)
+{
+	set_state_locked(fcinfo, "paused");
 	PG_RETURN_VOID();
 }
 
@@ -74,13 +86,7 @@ cq_pause(PG_FUNCTION_ARGS)
 Datum
 cq_resume(PG_FUNCTION_ARGS)
 {
-	CqQuery    *q;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_cq: SPI_connect failed");
-	q = locked_query(fcinfo);
-	cq_catalog_set_state(q->name, "active", NULL, NULL);
-	SPI_finish();
+	set_state_locked(fcinfo, "active");
 	PG_RETURN_VOID();
 }
 

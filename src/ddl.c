@@ -473,7 +473,7 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 				name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		}
 		if (name)
-			cq_api_drop(name, relkind == RELKIND_RELATION);
+			cq_catalog_delete_query(name);	/* internal objects go by dependency */
 		SPI_finish();
 	}
 }

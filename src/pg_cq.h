@@ -252,7 +252,6 @@ extern void cq_failure_run_batch(const char *name, int flags, CqBatchResult *res
 /* api.c */
 extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,
 							CqOptions *opts, Oid target, bool target_created);
-extern void cq_api_drop(const char *name, bool from_drop_table);
 extern void cq_api_alter(const char *name, CqOptions *opts);
 extern void cq_api_alter_query(const char *name, const char *query_text);
 extern void cq_api_recreate_internal(CqQuery *q);
