@@ -2,7 +2,11 @@
 EXTENSION   = pg_cq
 MODULE_big  = pg_cq
 OBJS        = $(patsubst %.c,%.o,$(wildcard src/*.c))
-DATA        = $(wildcard pg_cq--*.sql)
+# Released install scripts are never edited: version 0.2 is 0.1 plus the
+# upgrade step, concatenated at build time (CREATE EXTENSION drops the
+# second \\echo guard line like the first).
+DATA        = pg_cq--0.1.sql pg_cq--0.1--0.2.sql
+DATA_built  = pg_cq--0.2.sql
 PGFILEDESC  = "pg_cq - continuous queries"
 
 REGRESS      = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
@@ -27,6 +31,9 @@ test:
 	scripts/test.sh
 bench:
 	bench/run.sh
+
+pg_cq--0.2.sql: pg_cq--0.1.sql pg_cq--0.1--0.2.sql
+	cat $^ > $@
 
 # pg_regress wants its output directories to exist
 installcheck: | results/regress results/isolation

@@ -12,7 +12,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xlog.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -53,6 +60,52 @@ spi_int64(int col, int64 ifnull)
 		default:
 			return DatumGetInt64(d);
 	}
+}
+
+/*
+ * cq_catalog_version
+ *	  Version of the pg_cq catalog installed in the current database, as
+ *	  CQ_CATALOG_0_1, CQ_CATALOG_0_2, ...; 0 when pg_cq is not installed.
+ *	  The library serves every database of the cluster, each with the
+ *	  catalog of the version it installed or last updated to (ALTER
+ *	  EXTENSION pg_cq UPDATE): code that reads or writes something a later
+ *	  version added must ask first.
+ */
+int
+cq_catalog_version(void)
+{
+	Oid			ext = get_extension_oid("pg_cq", true);
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int			version = 0;
+
+	if (!OidIsValid(ext))
+		return 0;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+		{
+			char	   *v = TextDatumGetCString(d);
+
+			/* "0.N" -> N; later majors would need their own numbering */
+			if (strncmp(v, "0.", 2) == 0)
+				version = atoi(v + 2);
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
 }
 
 /*

@@ -211,6 +211,9 @@ extern AttrNumber cq_source_tracking_attnum(Oid relid);
 extern void cq_source_summarize(Oid relid);
 
 /* catalog.c */
+#define CQ_CATALOG_0_1 1		/* pg_cq--0.1.sql */
+#define CQ_CATALOG_0_2 2		/* pg_cq--0.1--0.2.sql applied */
+extern int	cq_catalog_version(void);
 extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
 extern char *cq_catalog_cluster_id(void);
