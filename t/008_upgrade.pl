@@ -1,0 +1,97 @@
+# ALTER EXTENSION pg_cq UPDATE from the released 0.1 (DEVELOPERS "Releases and
+# upgrades").  The library serves databases whose catalog is still 0.1: queries
+# created under 0.1 run in the background and with CALL cq.run, in every output
+# mode, while writers insert; the extension is updated mid-stream; the same
+# queries go on exactly (every target equals its plain-SELECT oracle, append
+# targets hold each closed window once).  Finally an updated database and a
+# fresh 0.2 install have the same SQL objects.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use CqTest;
+
+my $node = cq_node('upgrade');
+my $db = 'postgres';
+
+$node->safe_psql($db, writers_sql() . q{
+	SET client_min_messages = warning;
+	CREATE EXTENSION pg_cq VERSION '0.1';
+	CALL cq_write(1, 50, 20, 0, 0, true);
+} . all_modes_sql() . q{
+	CREATE TABLE run_by_hand WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k;
+});
+is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_cq'"),
+	'0.1', 'the database has the 0.1 catalog');
+
+# writers on the 0.1 catalog
+my @writers = map { start_writer($node, $db, "CALL cq_write($_, 1000000, 30, 10, 0, true)") } (1, 2);
+my $rows0 = $node->safe_psql($db, 'SELECT count(*) FROM ev');
+ok($node->poll_query_until($db, qq{
+	SELECT (SELECT count(*) FROM ev) > $rows0 + 2000
+	   AND EXISTS (SELECT 1 FROM a_zero) AND EXISTS (SELECT 1 FROM a_tick)
+	   AND (SELECT count(DISTINCT name) FROM cq.offsets
+	         WHERE committed_at > now() - interval '1 second' AND batch_id > 1) = 9}),
+	'0.1 catalog: writers insert, every background query runs batches');
+$node->safe_psql($db, "CALL cq.run('run_by_hand')");
+
+# the update itself, while the writers and workers go on
+$node->safe_psql($db, 'ALTER EXTENSION pg_cq UPDATE');
+is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_cq'"),
+	'0.2', 'updated to 0.2');
+my $t_update = $node->safe_psql($db, 'SELECT now()');
+ok($node->poll_query_until($db, qq{
+	SELECT count(DISTINCT name) = 9 FROM cq.progress WHERE started_at > '$t_update'}),
+	'0.2 catalog: every background query runs batches after the update');
+# writers stop at a row in cq_stop; wait for their backends to end
+$node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
+stop_writers(@writers);
+ok($node->poll_query_until($db, q{
+	SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE 'CALL cq_write(%' AND pid <> pg_backend_pid()}),
+	'writers stopped');
+$node->safe_psql($db, 'TRUNCATE cq_stop');
+
+$node->safe_psql($db, 'CALL cq_write(3, 20, 20, 10, 0, true)');
+$node->safe_psql($db, "CALL cq.run('run_by_hand')");
+wait_caught_up($node, $db, 'ev', 'after the update', @ALL_MODES);
+check_all_modes($node, $db, 'after the update');
+is(mismatches($node, $db, 'SELECT k, count(*), sum(v) FROM ev GROUP BY k', 'run_by_hand'),
+	'0', 'available-now query run before and after the update equals its oracle');
+is($node->safe_psql($db, "SELECT count(*) FROM cq.queries WHERE state <> 'active' OR last_error IS NOT NULL"),
+	'0', 'no query failed across the update');
+
+# a fresh 0.2 install has the same objects as the updated one
+$node->safe_psql($db, 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION pg_cq');
+my $objects = q{
+	SELECT string_agg(d, E'\n' ORDER BY d) FROM (
+	  SELECT pg_describe_object(classid, objid, objsubid) AS d
+	    FROM pg_depend
+	   WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+	     AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_cq')
+	  UNION ALL
+	  SELECT format('%s.%s %s %s default %s', table_schema, table_name, column_name, data_type,
+	                column_default)
+	    FROM information_schema.columns WHERE table_schema = 'cq'
+	  UNION ALL
+	  SELECT format('policy %s.%s %s %s', schemaname, tablename, policyname, qual)
+	    FROM pg_policies WHERE schemaname = 'cq'
+	  UNION ALL
+	  SELECT format('acl %s %s', c.oid::regclass, c.relacl)
+	    FROM pg_class c WHERE c.relnamespace = 'cq'::regnamespace
+	  UNION ALL
+	  SELECT format('view %s %s', c.oid::regclass, pg_get_viewdef(c.oid))
+	    FROM pg_class c WHERE c.relnamespace = 'cq'::regnamespace AND c.relkind = 'v'
+	  UNION ALL
+	  SELECT format('function %s %s', p.oid::regprocedure, md5(pg_get_functiondef(p.oid)))
+	    FROM pg_proc p WHERE p.pronamespace = 'cq'::regnamespace AND p.prokind IN ('f', 'p')
+	) x};
+is($node->safe_psql($db, $objects), $node->safe_psql('fresh', $objects),
+	'an updated database and a fresh 0.2 install have the same objects');
+
+$node->stop;
+done_testing();
