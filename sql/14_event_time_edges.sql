@@ -189,16 +189,20 @@ CREATE TABLE ete_ovf_wm
   AS SELECT v, count(*) AS n FROM ete_ovf_src GROUP BY v WITH NO DATA;
 INSERT INTO ete_ovf_src VALUES ('4713-01-01 BC', 1), ('2024-01-01', 1);
 CALL cq.run('ete_ovf_wm');
-INSERT INTO ete_ovf_src VALUES ('294276-12-31 23:00', 2);
+-- the last microsecond: its average must not round past the range either
+INSERT INTO ete_ovf_src VALUES ('294276-12-31 23:59:59.999999', 2);
 CALL cq.run('ete_ovf_wm');
 SELECT batch_id, watermark FROM cq.offsets WHERE name = 'ete_ovf_wm' ORDER BY batch_id;
+SELECT batch_id, event_time_max, to_char(event_time_avg, 'YYYY-MM-DD HH24:MI') AS avg FROM cq.progress
+ WHERE name = 'ete_ovf_wm' ORDER BY batch_id;
 SELECT v, n FROM ete_ovf_wm ORDER BY v;
 -- a window end beyond the last timestamp is infinity: the window never closes
 CREATE TABLE ete_ovf_day
   WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '1 hour')
-  AS SELECT date_bin('1 day', ts, '2000-01-01') AS d, count(*) AS n FROM ete_ovf_src GROUP BY 1 WITH NO DATA;
+  AS SELECT date_bin('1 day', ts, '2000-01-01') AS d, count(*) AS n FROM ete_ovf_src WHERE v > 0 GROUP BY 1
+  WITH NO DATA;
 CALL cq.run('ete_ovf_day');
-INSERT INTO ete_ovf_src VALUES ('294276-12-31 23:30', 3);
+INSERT INTO ete_ovf_src VALUES ('294276-12-31 23:59:59.999999', 3);
 CALL cq.run('ete_ovf_day');
 SELECT d, n FROM ete_ovf_day ORDER BY d;
 SELECT * FROM ete_batches WHERE name = 'ete_ovf_day' ORDER BY batch_id;

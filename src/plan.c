@@ -633,6 +633,20 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 }
 
 /*
+ * avg_time_sql
+ *	  to_timestamp() of an average epoch (float8 SQL, repeated: an
+ *	  aggregate or a column), kept inside the timestamp range: the average
+ *	  of event times at the very end of the range may round past it.
+ */
+static char *
+avg_time_sql(const char *epoch)
+{
+	return psprintf("to_timestamp(CASE WHEN %1$s > 9224318015999::pg_catalog.float8 THEN 9224318015999::pg_catalog.float8 "
+					"WHEN %1$s < -210866803200::pg_catalog.float8 THEN -210866803200::pg_catalog.float8 "
+					"ELSE %1$s END)", epoch);
+}
+
+/*
  * metrics_select
  *	  The final SELECT of a batch statement: state rows updated, inserted,
  *	  removed, aggregated rows dropped as late, output rows.
@@ -648,7 +662,8 @@ metrics_select(CqAnalysis *an, bool has_o, bool has_o1)
 
 		input = psprintf("(SELECT coalesce(sum(n), 0) FROM d)::int8, (SELECT min(et_min) FROM d)%s, "
 						 "(SELECT max(et_max) FROM d)%s, "
-						 "to_timestamp((SELECT sum(et_sum) / nullif(sum(et_n), 0) FROM d))", tz, tz);
+						 "(SELECT %s FROM (SELECT sum(et_sum) / nullif(sum(et_n), 0) AS x FROM d) a)",
+						 tz, tz, avg_time_sql("a.x"));
 	}
 	else if (an->single_scan)
 		input = "(SELECT coalesce(sum(n), 0) FROM d)::int8, NULL::timestamptz, NULL::timestamptz, "
@@ -844,10 +859,12 @@ count_stats_sql(CqAnalysis *an, const char *from, const char *pred, bool history
 		inner = pg_get_querydef(q, false);
 		unpin_search_path(nest);
 		finite = psprintf("i.k IS TRUE AND %s", finite);
-		return psprintf("SELECT count(*), min(i.et) FILTER (WHERE %s)%s, max(i.et) FILTER (WHERE %s)%s, "
-						"to_timestamp((avg(extract(epoch FROM i.et)) FILTER (WHERE %s))::pg_catalog.float8) "
+		return psprintf("SELECT count(*), min(i.et) FILTER (WHERE %s)%s, max(i.et) FILTER (WHERE %s)%s, %s "
 						"FROM (%s) i",
-						finite, tz, finite, tz, finite, inner);
+						finite, tz, finite, tz,
+						avg_time_sql(psprintf("(avg(extract(epoch FROM i.et)) FILTER (WHERE %s))::pg_catalog.float8",
+											  finite)),
+						inner);
 	}
 
 	/*
@@ -866,9 +883,8 @@ count_stats_sql(CqAnalysis *an, const char *from, const char *pred, bool history
 	inner = pg_get_querydef(q, false);
 	unpin_search_path(nest);
 	return psprintf("SELECT (SELECT count(*) FROM %s WHERE %s), min(i.et)%s, max(i.et)%s, "
-					"to_timestamp(avg(extract(epoch FROM i.et))::pg_catalog.float8) "
-					"FROM (SELECT DISTINCT j.t, j.c, j.et FROM (%s) j WHERE pg_catalog.isfinite(j.et)) i",
-					from, pred, tz, tz, inner);
+					"%s FROM (SELECT DISTINCT j.t, j.c, j.et FROM (%s) j WHERE pg_catalog.isfinite(j.et)) i",
+					from, pred, tz, tz, avg_time_sql("avg(extract(epoch FROM i.et))::pg_catalog.float8"), inner);
 }
 
 /*
