@@ -31,6 +31,7 @@
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
@@ -357,17 +358,32 @@ process_rename_column(PlannedStmt *pstmt, const char *queryString, bool readOnly
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	char	   *oldname = pstrdup(stmt->subname);
 	char	   *newname = pstrdup(stmt->newname);
-	List	   *relids;
+	List	   *relids = NIL;
+
+	/*
+	 * The queries' rows first, as a batch locks them (see
+	 * lock_dropped_targets); only for the table's owner, who alone may
+	 * rename its columns: nobody else can hold a query up this way.
+	 */
+	if (OidIsValid(relid))
+	{
+		relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+		if (pg_class_ownercheck(relid, GetUserId()))
+		{
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "pg_cq: SPI_connect failed");
+			(void) cq_catalog_rename_event_time(relids, oldname, NULL);
+			SPI_finish();
+		}
+	}
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
-	if (!OidIsValid(relid))
+	if (relids == NIL)
 		return;
-	/* the rename holds AccessExclusiveLock on every table it renamed in */
-	relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	(void) cq_catalog_rename_event_time(relids, oldname, newname);
