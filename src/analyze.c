@@ -25,6 +25,7 @@
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "common/int.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -608,19 +609,39 @@ is_event_time(CqAnalysis *an, Node *expr)
 }
 
 /*
+ * fixed_usecs
+ *	  The length of an interval without months in microseconds (days count
+ *	  24 hours, as in date_bin()); false on overflow.
+ */
+static bool
+fixed_usecs(const Interval *iv, int64 *us)
+{
+	return !(pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, us) ||
+			 pg_add_s64_overflow(*us, iv->time, us));
+}
+
+/*
  * interval_sql
  *	  A constant interval as a SQL literal; checks it is a positive fixed
- *	  length when `what` is given.
+ *	  length when `what` is given.  With `exact`, the literal is the fixed
+ *	  length in hours, minutes and seconds: adding it to a timestamptz adds
+ *	  that many microseconds, as date_bin() and cq.window() count, and not
+ *	  calendar days of the session's time zone.
  */
 static char *
-interval_sql(Node *c, const char *what)
+interval_sql(Node *c, const char *what, bool exact)
 {
 	Interval   *iv;
+	int64		us;
 
 	if (c == NULL || !IsA(c, Const) || ((Const *) c)->constisnull ||
 		((Const *) c)->consttype != INTERVALOID)
 		return NULL;
 	iv = DatumGetIntervalP(((Const *) c)->constvalue);
+	if (what && iv->month == 0 && !fixed_usecs(iv, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("window %s out of range", what)));
 	if (what && iv->month != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -631,9 +652,34 @@ interval_sql(Node *c, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("window %s must be positive", what)));
+	if (exact && iv->month == 0 && fixed_usecs(iv, &us))
+	{
+		Interval   *fixed = palloc0(sizeof(Interval));
+
+		fixed->time = us;
+		iv = fixed;
+	}
 	return psprintf("%s::pg_catalog.interval",
 					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
 																		   PointerGetDatum(iv)))));
+}
+
+/*
+ * window_end_sql
+ *	  The window end "key + step" as a format with %1$s for the key, which
+ *	  cannot overflow: a window whose end lies beyond the last timestamp
+ *	  (an infinite key too) ends at infinity and never closes; -infinity
+ *	  stays -infinity, NULL stays NULL.  step is an interval literal.
+ */
+static char *
+window_end_sql(bool tz, const char *step)
+{
+	const char *type = tz ? "pg_catalog.timestamptz" : "pg_catalog.timestamp";
+	const char *last = tz ? "'294276-12-31 23:59:59.999999+00'" : "'294276-12-31 23:59:59.999999'";
+
+	return psprintf("(CASE WHEN %%1$s <= (%s::%s - %s) THEN %%1$s + %s "
+					"WHEN %%1$s IS NOT NULL THEN 'infinity'::%s END)",
+					last, type, step, step, type);
 }
 
 /*
@@ -709,6 +755,31 @@ window_rte_call(RangeTblEntry *rte)
 }
 
 /*
+ * window_arg
+ *	  Argument n (0: ts, 1: size, 2: slide, 3: origin) of a cq.window() call
+ *	  as written, positional or named; NULL when it takes its default.
+ */
+static Node *
+window_arg(FuncExpr *fe, int n)
+{
+	ListCell   *lc;
+
+	foreach(lc, fe->args)
+	{
+		Node	   *arg = lfirst(lc);
+
+		if (IsA(arg, NamedArgExpr))
+		{
+			if (((NamedArgExpr *) arg)->argnumber == n)
+				return (Node *) ((NamedArgExpr *) arg)->arg;
+		}
+		else if (foreach_current_index(lc) == n)
+			return arg;
+	}
+	return NULL;
+}
+
+/*
  * window_end_fmt
  *	  If grouping expression expr is a window over the event-time column
  *	  (or that column itself), the SQL of its window end with %1$s standing
@@ -727,9 +798,10 @@ window_end_fmt(CqAnalysis *an, Node *expr)
 			 fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP) &&
 			is_event_time(an, lsecond(fe->args)))
 		{
-			char	   *size = interval_sql(linitial(fe->args), "size");
+			char	   *size = interval_sql(linitial(fe->args), "size", true);
 
-			return size ? psprintf("(%%1$s + %s)", size) : NULL;
+			return size ? window_end_sql(fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ,
+										 size) : NULL;
 		}
 		if ((fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
 			 fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP) &&
@@ -737,7 +809,8 @@ window_end_fmt(CqAnalysis *an, Node *expr)
 		{
 			const char *step = date_trunc_step(linitial(fe->args));
 
-			return step ? psprintf("(%%1$s + %s::pg_catalog.interval)", step) : NULL;
+			return step ? window_end_sql(fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ,
+										 psprintf("%s::pg_catalog.interval", step)) : NULL;
 		}
 	}
 	if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
@@ -745,15 +818,15 @@ window_end_fmt(CqAnalysis *an, Node *expr)
 		Var		   *v = (Var *) expr;
 		FuncExpr   *fe = window_rte_call(rt_fetch(v->varno, an->query->rtable));
 
-		if (fe && is_event_time(an, linitial(fe->args)))
+		if (fe && is_event_time(an, window_arg(fe, 0)))
 		{
 			if (v->varattno == 2)
 				return "%1$s";
 			if (v->varattno == 1)
 			{
-				char	   *size = interval_sql(lsecond(fe->args), "size");
+				char	   *size = interval_sql(window_arg(fe, 1), "size", true);
 
-				return size ? psprintf("(%%1$s + %s)", size) : NULL;
+				return size ? window_end_sql(an->et_is_tz, size) : NULL;
 			}
 		}
 	}
@@ -762,8 +835,8 @@ window_end_fmt(CqAnalysis *an, Node *expr)
 
 /*
  * check_window_calls
- *	  Constant sizes and slides of cq.window() calls are checked at
- *	  creation rather than at the first row.
+ *	  Constant sizes, slides and origins of cq.window() calls are checked
+ *	  at creation rather than at the first row.
  */
 static void
 check_window_calls(CqAnalysis *an)
@@ -773,18 +846,30 @@ check_window_calls(CqAnalysis *an)
 	foreach(lc, an->query->rtable)
 	{
 		FuncExpr   *fe = window_rte_call(lfirst(lc));
+		Node	   *origin;
 
 		if (fe == NULL)
 			continue;
-		(void) interval_sql(lsecond(fe->args), "size");
-		if (list_length(fe->args) > 2 && interval_sql(lthird(fe->args), "slide") &&
-			interval_sql(lsecond(fe->args), NULL))
+		origin = window_arg(fe, 3);
+		if (origin && IsA(origin, Const) && !((Const *) origin)->constisnull &&
+			TIMESTAMP_NOT_FINITE(DatumGetInt64(((Const *) origin)->constvalue)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("origin out of range"),
+					 errdetail("The origin of a window grid must be finite.")));
+		(void) interval_sql(window_arg(fe, 1), "size", false);
+		if (interval_sql(window_arg(fe, 2), "slide", false) &&
+			interval_sql(window_arg(fe, 1), NULL, false))
 		{
-			Interval   *size = DatumGetIntervalP(((Const *) lsecond(fe->args))->constvalue);
-			Interval   *slide = DatumGetIntervalP(((Const *) lthird(fe->args))->constvalue);
+			Interval   *size = DatumGetIntervalP(((Const *) window_arg(fe, 1))->constvalue);
+			Interval   *slide = DatumGetIntervalP(((Const *) window_arg(fe, 2))->constvalue);
+			int64		size_us,
+						slide_us;
 
-			if ((int64) slide->day * USECS_PER_DAY + slide->time >
-				(int64) size->day * USECS_PER_DAY + size->time)
+			/* both checked above: positive, no months, no overflow */
+			(void) fixed_usecs(size, &size_us);
+			(void) fixed_usecs(slide, &slide_us);
+			if (slide_us > size_us)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("window slide must be positive and at most the window size")));
@@ -966,7 +1051,7 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 		if (IsA(g, FuncExpr) &&
 			(((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ ||
 			 ((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP))
-			(void) interval_sql(linitial(((FuncExpr *) g)->args), "size");
+			(void) interval_sql(linitial(((FuncExpr *) g)->args), "size", false);
 	}
 
 	/* outputs, and which of them are grouping keys */

@@ -36,10 +36,13 @@
 #include "nodes/readfuncs.h"
 #include "parser/analyze.h"
 #include "parser/parse_relation.h"
+#include "catalog/pg_rewrite.h"
+#include "rewrite/rewriteSupport.h"
 #include "access/genam.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/regproc.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -280,6 +283,27 @@ add_tracking_dependency(Oid qview_id, Oid source)
 }
 
 /*
+ * add_event_time_dependency
+ *	  The event-time column cannot be dropped or change type while the
+ *	  query view reads the source, even when the query itself does not
+ *	  mention it (a renamed one is followed: see ddl.c).  The view's rule
+ *	  depends on it, as on the columns the query reads, so that core's
+ *	  messages name the view; a replaced rule needs it again.
+ */
+static void
+add_event_time_dependency(Oid qview_id, CqAnalysis *an)
+{
+	ObjectAddress dep,
+				ref;
+
+	if (an->et_attno == InvalidAttrNumber)
+		return;
+	ObjectAddressSet(dep, RewriteRelationId, get_rewrite_oid(qview_id, ViewSelectRuleName, false));
+	ObjectAddressSubSet(ref, RelationRelationId, an->source_relid, an->et_attno);
+	recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+}
+
+/*
  * create_state_objects
  *	  State table s_<id> and final view f_<id> of an aggregation, owned by
  *	  the query's owner, auto-dropped with the query view.  Runs as
@@ -338,6 +362,7 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 	qview_id = internal_relid("q", id);
 	add_auto_dependency(qview_id, target);
 	add_tracking_dependency(qview_id, an->source_relid);
+	add_event_time_dependency(qview_id, an);
 	create_state_objects(an, id, owner, opts);
 	cq_restore_user(save_uid, save_sec);
 	CommandCounterIncrement();
@@ -389,6 +414,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 
 	check_name(name);
 	cq_options_finish(opts);
+	cq_options_check_limits(opts);
 
 	if (cq_catalog_get_query(name, true, false) != NULL)
 		ereport(ERROR,
@@ -652,6 +678,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 	REFUSE_CHANGE(watermark, "watermark");
 	REFUSE_CHANGE(state_storage, "state_storage");
 	REFUSE_CHANGE(source, "source");
+	cq_options_check_limits(changes);
 
 	if (changes->trigger)
 		o.trigger = changes->trigger;
@@ -696,6 +723,7 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	deleteDependencyRecordsForSpecific(RelationRelationId, qview_id, DEPENDENCY_NORMAL,
 									   RelationRelationId, q->source);
 	add_tracking_dependency(qview_id, an->source_relid);
+	add_event_time_dependency(qview_id, an);
 	CommandCounterIncrement();
 	create_state_objects(an, q->id, q->owner, &q->opts);
 	cq_restore_user(save_uid, save_sec);
@@ -814,8 +842,30 @@ cq_alter_query(PG_FUNCTION_ARGS)
 }
 
 /*
+ * timestamp_str
+ *	  A timestamp (without time zone) in ISO format, as timestamptz_to_str
+ *	  shows a timestamptz.
+ */
+static const char *
+timestamp_str(Timestamp t)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	char	   *buf = palloc(MAXDATELEN + 1);
+
+	if (TIMESTAMP_NOT_FINITE(t))
+		EncodeSpecialTimestamp(t, buf);
+	else if (timestamp2tm(t, NULL, &tm, &fsec, NULL, NULL) == 0)
+		EncodeDateTime(&tm, fsec, false, 0, NULL, USE_ISO_DATES, buf);
+	else
+		strlcpy(buf, "(timestamp out of range)", MAXDATELEN + 1);
+	return buf;
+}
+
+/*
  * report_batch
- *	  The NOTICE cq.run gives per batch.
+ *	  The NOTICE cq.run gives per batch.  The watermark of a timestamp
+ *	  event-time column is shown as such a value (it is stored at UTC).
  */
 static void
 report_batch(const char *name, CqBatchResult *res)
@@ -823,7 +873,8 @@ report_batch(const char *name, CqBatchResult *res)
 	if (res->nodata)
 		ereport(NOTICE,
 				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": no new data, watermark %s, %lld output rows",
-						name, res->batch_id, timestamptz_to_str(res->watermark),
+						name, res->batch_id,
+						res->et_utc ? timestamp_str(res->watermark) : timestamptz_to_str(res->watermark),
 						(long long) res->output_rows)));
 	else
 		ereport(NOTICE,

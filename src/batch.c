@@ -24,6 +24,7 @@
 
 #include "access/transam.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/readfuncs.h"
@@ -119,31 +120,61 @@ typedef struct BatchInput
 } BatchInput;
 
 /*
+ * read_event_time
+ *	  Event-time statistics (min, max, avg) from columns col.. of the SPI
+ *	  row into res; NULL when no row the query read had a finite event time.
+ */
+static void
+read_event_time(CqBatchResult *res, int col)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	res->has_event_time = !isnull;
+	if (!isnull)
+	{
+		res->et_min = DatumGetTimestampTz(d);
+		res->et_max = DatumGetTimestampTz(SPI_getbinval(tup, desc, col + 1, &isnull));
+		res->et_avg = DatumGetTimestampTz(SPI_getbinval(tup, desc, col + 2, &isnull));
+	}
+}
+
+/*
  * event_time_stats
  *	  Read count(*) and the event-time statistics of the count statement's
  *	  row; returns the row count.
  */
 static int64
-event_time_stats(CqBatchResult *res, TimestampTz *max_minus_delay, bool *has_max)
+event_time_stats(CqBatchResult *res)
 {
-	HeapTuple	tup = SPI_tuptable->vals[0];
-	TupleDesc	desc = SPI_tuptable->tupdesc;
 	bool		isnull;
-	int64		n = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-	Datum		d;
+	int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-	d = SPI_getbinval(tup, desc, 2, &isnull);
-	res->has_event_time = !isnull;
-	if (!isnull)
-	{
-		res->et_min = DatumGetTimestampTz(d);
-		res->et_max = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
-		res->et_avg = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
-	}
-	d = SPI_getbinval(tup, desc, 5, &isnull);
-	*has_max = !isnull;
-	*max_minus_delay = isnull ? 0 : DatumGetTimestampTz(d);
+	read_event_time(res, 2);
 	return n;
+}
+
+/*
+ * watermark_candidate
+ *	  max event time - delay, the watermark a batch whose largest (finite)
+ *	  event time is max proposes; false when it lies before the first
+ *	  timestamp (no watermark yet) or the delay is longer than any (stored
+ *	  by an earlier version).  The delay is a fixed length (a month counts
+ *	  31 days, as in Spark): cq_options_delay_usecs.
+ */
+static bool
+watermark_candidate(CqQuery *q, TimestampTz max, TimestampTz *candidate)
+{
+	int64		delay;
+
+	if (q->opts.watermark_delay == NULL ||
+		!cq_options_delay_usecs(q->opts.watermark_delay, &delay))
+		return false;
+	if (pg_sub_s64_overflow(max, delay, candidate) || !IS_VALID_TIMESTAMP(*candidate))
+		return false;
+	return true;
 }
 
 /*
@@ -154,9 +185,9 @@ event_time_stats(CqBatchResult *res, TimestampTz *max_minus_delay, bool *has_max
 static bool
 run_as_owner(BatchInput *in, CqBatchResult *res)
 {
-	Oid			types[6] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INTERVALOID, INTERVALOID};
-	Datum		params[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
+	Datum		params[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	CqQuery    *q = in->q;
 	CqPlan	   *plan = in->plan;
 	CqSnap	   *prev = cq_snap_parse(in->prev_text);
@@ -164,8 +195,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	char	   *cur_text;
 	TimestampTz t1;
 	int64		input_rows = 0;
-	TimestampTz max_minus_delay = 0;
-	bool		has_max = false;
+	TimestampTz next_candidate = 0;
 	bool		nodata;
 	int			scan_nest;
 
@@ -177,8 +207,6 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	params[1] = xid8_datum(cur->xmax);
 	params[2] = snapshot_datum(cur_text);
 	params[3] = snapshot_datum(in->prev_text);
-	params[4] = q->opts.watermark_delay ? IntervalPGetDatum(q->opts.watermark_delay) : (Datum) 0;
-	nulls[4] = q->opts.watermark_delay ? ' ' : 'n';
 
 	nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(prev, cur));
 
@@ -203,10 +231,10 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	if (!nodata && !plan->single_scan)
 	{
 		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
-		if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
+		if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, types),
 							 params, nulls, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "pg_cq: could not count new rows");
-		input_rows = event_time_stats(res, &max_minus_delay, &has_max);
+		input_rows = event_time_stats(res);
 		nodata = (input_rows == 0 && !in->history);
 	}
 	if (nodata)
@@ -219,7 +247,6 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		}
 		res->nodata = true;
 		res->has_event_time = false;
-		has_max = false;
 		input_rows = 0;
 		cq_worker_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
 		cur_text = (char *) in->prev_text;
@@ -244,10 +271,10 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			cur = cq_snap_parse(cur_text);
 			params[1] = xid8_datum(cur->xmax);
 			params[2] = snapshot_datum(cur_text);
-			if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 5, types),
+			if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, types),
 								 params, nulls, false, 1) != SPI_OK_SELECT)
 				elog(ERROR, "pg_cq: could not count new rows");
-			input_rows = event_time_stats(res, &max_minus_delay, &has_max);
+			input_rows = event_time_stats(res);
 		}
 	}
 	if (!res->nodata)
@@ -258,19 +285,15 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 
 	/* fold the new rows into state and target */
 	t1 = GetCurrentTimestamp();
-	types[4] = TIMESTAMPTZOID;
 	params[4] = TimestampTzGetDatum(res->watermark);
 	nulls[4] = (res->has_watermark && q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	params[5] = q->opts.watermark_delay ? IntervalPGetDatum(q->opts.watermark_delay) : (Datum) 0;
-	nulls[5] = q->opts.watermark_delay ? ' ' : 'n';
-	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->batch_sql_history : plan->batch_sql, 6, types),
+	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->batch_sql_history : plan->batch_sql, 5, types),
 						 params, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
-		Datum		d;
 
 		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
@@ -281,17 +304,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		if (plan->single_scan && !nodata)
 		{
 			input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
-			d = SPI_getbinval(tup, desc, 7, &isnull);
-			res->has_event_time = !isnull;
-			if (!isnull)
-			{
-				res->et_min = DatumGetTimestampTz(d);
-				res->et_max = DatumGetTimestampTz(SPI_getbinval(tup, desc, 8, &isnull));
-				res->et_avg = DatumGetTimestampTz(SPI_getbinval(tup, desc, 9, &isnull));
-			}
-			d = SPI_getbinval(tup, desc, 10, &isnull);
-			has_max = !isnull;
-			max_minus_delay = isnull ? 0 : DatumGetTimestampTz(d);
+			read_event_time(res, 7);
 		}
 	}
 	AtEOXact_GUC(true, scan_nest);
@@ -309,14 +322,17 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	}
 	res->input_rows = input_rows;
 
-	/* the next watermark: max(W, max event time - delay), never backwards */
+	/*
+	 * The next watermark: max(W, max event time - delay), never backwards.
+	 * The maximum is over the rows the query read with a finite event time.
+	 */
 	res->has_next_watermark = res->has_watermark;
 	res->next_watermark = res->watermark;
-	if (q->opts.watermark_delay && has_max &&
-		(!res->has_next_watermark || max_minus_delay > res->next_watermark))
+	if (res->has_event_time && watermark_candidate(q, res->et_max, &next_candidate) &&
+		(!res->has_next_watermark || next_candidate > res->next_watermark))
 	{
 		res->has_next_watermark = true;
-		res->next_watermark = max_minus_delay;
+		res->next_watermark = next_candidate;
 	}
 
 	if (q->opts.mode == CQ_MODE_COMPLETE)
@@ -448,6 +464,7 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 	res->watermark = last.watermark;
 
 	cq_plan_get(in.q, &in.an, &in.plan);
+	res->et_utc = in.an->et_attno != InvalidAttrNumber && !in.an->et_is_tz;
 
 	/* a watermark that advanced must still close windows */
 	in.nodata_due = last.found && last.has_watermark && in.an->wm_key >= 0 &&

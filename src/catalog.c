@@ -22,6 +22,7 @@
 #include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -452,6 +453,48 @@ cq_catalog_update_options(const char *name, CqOptions *o)
 				"state_storage = $8, complete_refresh = $9 WHERE name = $1",
 				SPI_OK_UPDATE, 9, types, values, nulls);
 	cq_restore_user(save_uid, save_sec);
+}
+
+/*
+ * cq_catalog_rename_event_time
+ *	  A column named oldname of the tables relids was renamed newname: the
+ *	  queries reading one of them whose event-time column it was name it
+ *	  by its new name (cq.queries.event_time always shows the current
+ *	  name, and a dump restores it).  Returns the number of queries.  With
+ *	  newname NULL, only lock their rows, as a batch does before it locks
+ *	  its tables: called before the rename locks the tables, a rename waits
+ *	  for a running batch instead of deadlocking with it.
+ */
+uint64
+cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newname)
+{
+	Oid			types[3] = {OIDARRAYOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	Datum	   *oids = palloc(sizeof(Datum) * Max(list_length(relids), 1));
+	Oid			save_uid;
+	int			save_sec;
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	values[1] = CStringGetTextDatum(oldname);
+	values[2] = newname ? CStringGetTextDatum(newname) : (Datum) 0;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	if (newname == NULL)
+		cq_spi_exec("SELECT 1 FROM cq.queries "
+					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
+					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) FOR NO KEY UPDATE",
+					SPI_OK_SELECT, 2, types, values, NULL);
+	else
+		cq_spi_exec("UPDATE cq.queries SET event_time = $3 "
+					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
+					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					SPI_OK_UPDATE, 3, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+	return SPI_processed;
 }
 
 /*

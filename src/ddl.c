@@ -19,6 +19,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/createas.h"
@@ -30,6 +31,7 @@
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
@@ -340,6 +342,55 @@ lock_dropped_targets(DropStmt *stmt)
 }
 
 /*
+ * process_rename_column
+ *	  ALTER TABLE ... RENAME COLUMN: queries whose event-time column is
+ *	  the renamed one (of this table, or of a child the rename recurses
+ *	  to) take its new name, in the same transaction.  The event time is
+ *	  kept as a name; everything else a query reads is in its stored tree
+ *	  and follows renames by itself.
+ */
+static void
+process_rename_column(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					  ProcessUtilityContext context, ParamListInfo params,
+					  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	RenameStmt *stmt = (RenameStmt *) pstmt->utilityStmt;
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	char	   *oldname = pstrdup(stmt->subname);
+	char	   *newname = pstrdup(stmt->newname);
+	List	   *relids = NIL;
+
+	/*
+	 * The queries' rows first, as a batch locks them (see
+	 * lock_dropped_targets); only for the table's owner, who alone may
+	 * rename its columns: nobody else can hold a query up this way.
+	 */
+	if (OidIsValid(relid))
+	{
+		relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+		if (pg_class_ownercheck(relid, GetUserId()))
+		{
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "pg_cq: SPI_connect failed");
+			(void) cq_catalog_rename_event_time(relids, oldname, NULL);
+			SPI_finish();
+		}
+	}
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+
+	if (relids == NIL)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	(void) cq_catalog_rename_event_time(relids, oldname, newname);
+	SPI_finish();
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -365,6 +416,13 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 	if ((IsA(parsetree, DropdbStmt) || IsA(parsetree, CreatedbStmt) || IsA(parsetree, RenameStmt)) &&
 		process_database_ddl(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc))
 		return;
+
+	if (IsA(parsetree, RenameStmt) && ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
+		((RenameStmt *) parsetree)->relationType == OBJECT_TABLE && extension_ready())
+	{
+		process_rename_column(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		return;
+	}
 
 	if (IsA(parsetree, CreateTableAsStmt) || IsA(parsetree, AlterTableStmt))
 	{

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -166,6 +167,69 @@ static bool
 interval_is_negative(Interval *iv)
 {
 	return iv->month < 0 || iv->day < 0 || iv->time < 0;
+}
+
+/*
+ * cq_options_delay_usecs
+ *	  A watermark delay as a fixed number of microseconds, as Spark counts
+ *	  it (IntervalUtils.getDuration): a month is 31 days, a year 12 such
+ *	  months, a day 24 hours, so the delay does not depend on the calendar
+ *	  or the time zone of the event times it is subtracted from.  Returns
+ *	  false when the length does not fit in 64 bits (longer than the whole
+ *	  timestamp range).
+ */
+bool
+cq_options_delay_usecs(const Interval *iv, int64 *us)
+{
+	int64		months_us;
+	int64		days_us;
+
+	if (pg_mul_s64_overflow((int64) iv->month, CQ_DAYS_PER_MONTH * USECS_PER_DAY, &months_us) ||
+		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
+		pg_add_s64_overflow(months_us, days_us, us) ||
+		pg_add_s64_overflow(*us, iv->time, us))
+		return false;
+	return true;
+}
+
+/*
+ * cq_options_check_limits
+ *	  Range checks of values a user gives now (creation, alter).  They are
+ *	  not part of cq_options_finish: values stored by an earlier version
+ *	  must still load (and be dropped), and their use is made safe where
+ *	  they are used.
+ */
+void
+cq_options_check_limits(CqOptions *opts)
+{
+	if (opts->trigger != NULL && pg_strcasecmp(opts->trigger, "available_now") != 0 &&
+		pg_strcasecmp(opts->trigger, "available now") != 0 && strcmp(opts->trigger, "0") != 0)
+	{
+		Interval   *iv = parse_interval("trigger", opts->trigger);
+		int64		us;
+
+		if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &us) ||
+			pg_add_s64_overflow(us, iv->time, &us) ||
+			us > CQ_TRIGGER_MAX_USECS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", shown(opts->trigger)),
+					 errdetail("A trigger interval can be at most %d days.",
+							   (int) (CQ_TRIGGER_MAX_USECS / USECS_PER_DAY)),
+					 errhint("Use a shorter interval, or trigger = 'available_now' and run the query with CALL cq.run.")));
+	}
+	if (opts->watermark != NULL)
+	{
+		Interval   *iv = parse_interval("watermark", opts->watermark);
+		int64		us;
+
+		if (!cq_options_delay_usecs(iv, &us))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", shown(opts->watermark)),
+					 errdetail("The delay is longer than the range of timestamps."),
+					 errhint("Use a delay of at most 106751991 days (a month counts as 31 days).")));
+	}
 }
 
 /*

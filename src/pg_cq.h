@@ -22,6 +22,8 @@
 #define CQ_TRACKING_COLUMN "cq_xid"
 #define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
 #define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
+#define CQ_DAYS_PER_MONTH 31		/* a month of watermark delay, as Spark counts it */
+#define CQ_TRIGGER_MAX_USECS (INT64CONST(365) * USECS_PER_DAY)	/* longest trigger interval */
 
 /* Output modes (SPEC §3). */
 typedef enum CqOutputMode
@@ -155,6 +157,8 @@ typedef struct CqBatchResult
 	TimestampTz watermark;		/* watermark in effect for the batch */
 	bool		has_next_watermark;
 	TimestampTz next_watermark; /* watermark after the batch */
+	bool		et_utc;			/* event-time column is a timestamp: the event
+								 * times and watermarks are its values at UTC */
 	bool		has_event_time; /* event-time statistics of the input rows */
 	TimestampTz et_min;
 	TimestampTz et_max;
@@ -190,6 +194,8 @@ extern bool cq_allow_source_truncate;
 extern void cq_options_init(CqOptions *opts);
 extern void cq_options_set(CqOptions *opts, const char *name, const char *value);
 extern void cq_options_finish(CqOptions *opts);
+extern void cq_options_check_limits(CqOptions *opts);
+extern bool cq_options_delay_usecs(const Interval *iv, int64 *us);
 extern const char *cq_mode_name(CqOutputMode mode);
 
 /* analyze.c */
@@ -226,6 +232,7 @@ extern void cq_catalog_set_state_table(int32 id, Oid state_table);
 extern void cq_catalog_delete_query(const char *name);
 extern void cq_catalog_update_options(const char *name, CqOptions *opts);
 extern void cq_catalog_update_query(const char *name, const char *query_text, const char *query_tree);
+extern uint64 cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newname);
 extern bool cq_catalog_state_lost(int32 id);
 extern void cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows);
 extern void cq_catalog_state_valid(int32 id, double rebuild_ms);

@@ -22,13 +22,15 @@
  *	 $2 xid8  xmax of the batch's end snapshot
  *	 $3 pg_snapshot  end offset (S_cur)
  *	 $4 pg_snapshot  start offset (S_prev)
- *	 $5 timestamptz  the batch's watermark, NULL = -infinity (main statement);
- *					 the watermark delay, interval (count statement)
+ *	 $5 timestamptz  the batch's watermark, NULL = -infinity (main statement
+ *					 only; the next watermark is computed in C from the
+ *					 maximum event time the statements return)
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
@@ -537,8 +539,10 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 		append_group_cols(&buf, an, "i.", ", ");
 	appendStringInfoString(&buf, ", count(*) AS n");
 	if (an->single_scan && an->et_attno != InvalidAttrNumber)
-		appendStringInfoString(&buf, ", min(i.et) AS et_min, max(i.et) AS et_max, "
-							   "sum(date_part('epoch', i.et)) AS et_sum, count(i.et) AS et_n");
+		appendStringInfoString(&buf, ", min(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_min, "
+							   "max(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_max, "
+							   "sum(date_part('epoch', i.et)) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_sum, "
+							   "count(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_n");
 	foreach(lc, an->parts)
 		appendStringInfo(&buf, ", %s AS p%d", ((CqPart *) lfirst(lc))->partial,
 						 foreach_current_index(lc) + 1);
@@ -629,6 +633,20 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 }
 
 /*
+ * avg_time_sql
+ *	  to_timestamp() of an average epoch (float8 SQL, repeated: an
+ *	  aggregate or a column), kept inside the timestamp range: the average
+ *	  of event times at the very end of the range may round past it.
+ */
+static char *
+avg_time_sql(const char *epoch)
+{
+	return psprintf("to_timestamp(CASE WHEN %1$s > 9224318015999::pg_catalog.float8 THEN 9224318015999::pg_catalog.float8 "
+					"WHEN %1$s < -210866803200::pg_catalog.float8 THEN -210866803200::pg_catalog.float8 "
+					"ELSE %1$s END)", epoch);
+}
+
+/*
  * metrics_select
  *	  The final SELECT of a batch statement: state rows updated, inserted,
  *	  removed, aggregated rows dropped as late, output rows.
@@ -636,7 +654,7 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 static char *
 metrics_select(CqAnalysis *an, bool has_o, bool has_o1)
 {
-	const char *input = "0::int8, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz";
+	const char *input = "0::int8, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz";
 
 	if (an->single_scan && an->et_attno != InvalidAttrNumber)
 	{
@@ -644,12 +662,12 @@ metrics_select(CqAnalysis *an, bool has_o, bool has_o1)
 
 		input = psprintf("(SELECT coalesce(sum(n), 0) FROM d)::int8, (SELECT min(et_min) FROM d)%s, "
 						 "(SELECT max(et_max) FROM d)%s, "
-						 "to_timestamp((SELECT sum(et_sum) / nullif(sum(et_n), 0) FROM d)), "
-						 "((SELECT max(et_max) FROM d) - $6)%s", tz, tz, tz);
+						 "(SELECT %s FROM (SELECT sum(et_sum) / nullif(sum(et_n), 0) AS x FROM d) a)",
+						 tz, tz, avg_time_sql("a.x"));
 	}
 	else if (an->single_scan)
 		input = "(SELECT coalesce(sum(n), 0) FROM d)::int8, NULL::timestamptz, NULL::timestamptz, "
-			"NULL::timestamptz, NULL::timestamptz";
+			"NULL::timestamptz";
 	return psprintf(" SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), %s, %s, %s, %s",
 					evicts(an) ? "(SELECT count(*) FROM x)" : "0::int8",
 					evicts(an) ? psprintf("(SELECT count(*) FROM d WHERE e <= %s)", wm_param(an)) : "0::int8",
@@ -675,7 +693,7 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 		appendStringInfo(&buf,
 						 "WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) "
 						 "SELECT 0::int8, 0::int8, 0::int8, 0::int8, count(*), count(*), "
-						 "NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz FROM o",
+						 "NULL::timestamptz, NULL::timestamptz, NULL::timestamptz FROM o",
 						 target, all_cols, inner_sql(an, history));
 		return buf.data;
 	}
@@ -734,6 +752,139 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 			break;
 	}
 	return buf.data;
+}
+
+/*
+ * only_source_vars_walker
+ *	  True if a Var of this query level reads anything but the stream.
+ */
+static bool
+only_source_vars_walker(Node *node, Index *source_rti)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup == 0 && ((Var *) node)->varno != *source_rti;
+	return expression_tree_walker(node, only_source_vars_walker, source_rti);
+}
+
+/*
+ * stats_rows_simple
+ *	  Does every stream row passing the WHERE clause reach the query once,
+ *	  whatever else the FROM clause holds?  True when the FROM clause is the
+ *	  stream and cq.window() calls over its event-time column (a row with a
+ *	  finite event time has a window) and the WHERE clause reads the stream
+ *	  only.  Then the rows the query reads are those its WHERE clause keeps,
+ *	  found in one scan.
+ */
+static bool
+stats_rows_simple(CqAnalysis *an)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->query->jointree->fromlist)
+	{
+		Node	   *n = lfirst(lc);
+		RangeTblEntry *rte;
+		RangeTblFunction *rtf;
+		FuncExpr   *fe;
+		Node	   *arg;
+
+		if (!IsA(n, RangeTblRef))
+			return false;
+		if (((RangeTblRef *) n)->rtindex == (int) an->source_rti)
+			continue;
+		rte = rt_fetch(((RangeTblRef *) n)->rtindex, an->query->rtable);
+		if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1)
+			return false;
+		rtf = linitial(rte->functions);
+		if (!IsA(rtf->funcexpr, FuncExpr))
+			return false;
+		fe = (FuncExpr *) rtf->funcexpr;
+		if (get_func_namespace(fe->funcid) != get_namespace_oid("cq", true) ||
+			strcmp(get_func_name(fe->funcid), "window") != 0 || fe->args == NIL)
+			return false;
+		arg = linitial(fe->args);
+		if (IsA(arg, NamedArgExpr))
+			return false;
+		if (!IsA(arg, Var) || ((Var *) arg)->varno != an->source_rti ||
+			((Var *) arg)->varattno != an->et_attno || ((Var *) arg)->varlevelsup != 0)
+			return false;
+	}
+	return !only_source_vars_walker(an->query->jointree->quals, &an->source_rti);
+}
+
+/*
+ * count_stats_sql
+ *	  The count statement of a query with an event-time column: the rows of
+ *	  the batch (all new source rows, Spark's numInputRows) and min, max and
+ *	  average event time of the rows the query reads, each stream row once:
+ *	  those its FROM and WHERE clauses keep, with a finite event time.
+ *	  Infinite and NULL event times never count (an 'infinity' row would
+ *	  hold the watermark at infinity for good).  `from` is the source as
+ *	  "[ONLY ]schema.table", `pred` the batch's rows of it; history selects
+ *	  the predicate variant of batch 0 reading rows from before tracking.
+ *	  A timestamp column's values are reported as timestamptz at UTC.
+ */
+static char *
+count_stats_sql(CqAnalysis *an, const char *from, const char *pred, bool history)
+{
+	Query	   *q = copyObject(an->query);
+	Var		   *et = makeVar(an->source_rti, an->et_attno,
+							 an->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID, -1, InvalidOid, 0);
+	const char *tz = an->et_is_tz ? "" : " AT TIME ZONE 'UTC'";
+	const char *finite = "pg_catalog.isfinite(i.et)";
+	char	   *inner;
+	int			nest;
+
+	q->groupClause = NIL;
+	q->groupDistinct = false;
+	q->hasAggs = false;
+	q->havingQual = NULL;
+	q->sortClause = NIL;
+	q->distinctClause = NIL;
+
+	if (stats_rows_simple(an))
+	{
+		/* one scan: the WHERE clause becomes a column k */
+		Node	   *k = q->jointree->quals ? q->jointree->quals : (Node *) makeBoolConst(true, false);
+		RangeTblRef *rtr = makeNode(RangeTblRef);
+
+		rtr->rtindex = an->source_rti;
+		q->jointree->fromlist = list_make1(rtr);	/* windows only repeat rows */
+		q->jointree->quals = delta_quals(an, history);
+		q->targetList = list_make2(makeTargetEntry((Expr *) et, 1, "et", false),
+								   makeTargetEntry((Expr *) k, 2, "k", false));
+		nest = pin_search_path();
+		inner = pg_get_querydef(q, false);
+		unpin_search_path(nest);
+		finite = psprintf("i.k IS TRUE AND %s", finite);
+		return psprintf("SELECT count(*), min(i.et) FILTER (WHERE %s)%s, max(i.et) FILTER (WHERE %s)%s, %s "
+						"FROM (%s) i",
+						finite, tz, finite, tz,
+						avg_time_sql(psprintf("(avg(extract(epoch FROM i.et)) FILTER (WHERE %s))::pg_catalog.float8",
+											  finite)),
+						inner);
+	}
+
+	/*
+	 * Joins: the stream rows that find their partners, each once however
+	 * many it finds (identified by table and tuple id).
+	 */
+	q->jointree->quals = make_and_qual(q->jointree->quals, delta_quals(an, history));
+	q->targetList = list_make3(makeTargetEntry((Expr *) makeVar(an->source_rti, TableOidAttributeNumber,
+																OIDOID, -1, InvalidOid, 0),
+											   1, "t", false),
+							   makeTargetEntry((Expr *) makeVar(an->source_rti, SelfItemPointerAttributeNumber,
+																TIDOID, -1, InvalidOid, 0),
+											   2, "c", false),
+							   makeTargetEntry((Expr *) et, 3, "et", false));
+	nest = pin_search_path();
+	inner = pg_get_querydef(q, false);
+	unpin_search_path(nest);
+	return psprintf("SELECT (SELECT count(*) FROM %s WHERE %s), min(i.et)%s, max(i.et)%s, "
+					"%s FROM (SELECT DISTINCT j.t, j.c, j.et FROM (%s) j WHERE pg_catalog.isfinite(j.et)) i",
+					from, pred, tz, tz, avg_time_sql("avg(extract(epoch FROM i.et))::pg_catalog.float8"), inner);
 }
 
 /*
@@ -796,26 +947,25 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
 					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
 	{
-		/* rows of the batch, and event-time statistics of them */
-		const char *stats = "NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
-			"NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz";
+		/* rows of the batch, and event-time statistics of the rows the query reads */
+		const char *pred_history = psprintf("%s IS NULL OR (%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
+											CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
 
 		if (an->et_attno != InvalidAttrNumber)
 		{
-			const char *et = quote_identifier(get_attname(an->source_relid, an->et_attno, false));
-			const char *tz = an->et_is_tz ? "" : " AT TIME ZONE 'UTC'";
-
-			stats = psprintf("min(%s)%s, max(%s)%s, "
-							 "to_timestamp(avg(extract(epoch FROM %s))::pg_catalog.float8), "
-							 "(max(%s) - $5)%s",
-							 et, tz, et, tz, et, et, tz);
+			plan->count_sql = count_stats_sql(an, psprintf("%s%s", only, source), pred, false);
+			plan->count_sql_history = count_stats_sql(an, psprintf("%s%s", only, source), pred_history, true);
 		}
-		plan->count_sql = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
-								   stats, only, source, pred);
-		plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE %s IS NULL OR "
-										   "(%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
-										   stats, only, source, CQ_TRACKING_COLUMN,
-										   CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+		else
+		{
+			const char *stats = "NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
+				"NULL::pg_catalog.timestamptz";
+
+			plan->count_sql = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
+									   stats, only, source, pred);
+			plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
+											   stats, only, source, pred_history);
+		}
 	}
 	plan->count_xids_sql = psprintf("SELECT %s::text, count(*) FROM %s%s WHERE %s GROUP BY 1 ORDER BY %s",
 									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN);

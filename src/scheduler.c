@@ -37,6 +37,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -219,7 +220,11 @@ parse_trigger(SchedQuery *q, const char *text)
 	}
 	iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(text),
 											   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-	q->interval_us = iv->time + (int64) iv->day * USECS_PER_DAY;
+	/* intervals stored before the limit existed: the longest one, never a wrap */
+	if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &q->interval_us) ||
+		pg_add_s64_overflow(q->interval_us, iv->time, &q->interval_us) ||
+		q->interval_us > CQ_TRIGGER_MAX_USECS)
+		q->interval_us = CQ_TRIGGER_MAX_USECS;
 	q->trigger = q->interval_us > 0 ? TRIG_INTERVAL : TRIG_ZERO;
 }
 

@@ -8,14 +8,16 @@
  * microseconds (days count 24 hours), months and years are rejected.  A
  * row belongs to ceil(size / slide) windows when slide < size (sliding
  * windows) and to exactly one when slide = size (tumbling, the default).
- * NULL ts belongs to no window.  Works on timestamptz and timestamp alike:
- * both are microseconds since 2000-01-01.
+ * NULL and infinite ts belong to no window, and only windows that lie inside
+ * the timestamp range exist; an infinite origin is an error.  Works on
+ * timestamptz and timestamp alike: both are microseconds since 2000-01-01.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "common/int.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -58,6 +60,58 @@ interval_usecs(Interval *iv, const char *what)
 }
 
 /*
+ * window_range
+ *	  Set st->start and st->last to the first and last start of the windows
+ *	  containing ts that exist: windows whose start or end falls outside the
+ *	  timestamp range are left out (a row at the edge of the range belongs
+ *	  to fewer windows, or none).  No step can overflow, so any finite ts
+ *	  and origin work (date_bin() fails when ts - origin does not fit).
+ */
+static void
+window_range(WindowState *st, int64 ts, int64 origin)
+{
+	int64		size = st->size;
+	int64		slide = st->slide;
+	int64		ts_mod,
+				origin_mod,
+				mod,
+				first,
+				last,
+				hi;
+
+	/*
+	 * Last window start: ts floored to the slide grid.  (ts - origin) mod
+	 * slide is computed from ts mod slide and origin mod slide, each in
+	 * [0, slide): ts - origin itself may not fit in 64 bits.
+	 */
+	ts_mod = ts % slide;
+	if (ts_mod < 0)
+		ts_mod += slide;
+	origin_mod = origin % slide;
+	if (origin_mod < 0)
+		origin_mod += slide;
+	mod = ts_mod - origin_mod;
+	if (mod < 0)
+		mod += slide;
+	if (pg_sub_s64_overflow(ts, mod, &last) || last < MIN_TIMESTAMP)
+		return;
+	/* first window still containing ts: start > ts - size */
+	if (pg_sub_s64_overflow(last, ((size - mod - 1) / slide) * slide, &first) ||
+		first < MIN_TIMESTAMP)
+		first = last - ((last - MIN_TIMESTAMP) / slide) * slide;
+	/* window ends must stay inside the range too: start < END_TIMESTAMP - size */
+	hi = END_TIMESTAMP - size;
+	if (last >= hi)
+	{
+		if (first >= hi)
+			return;
+		last = first + ((hi - 1 - first) / slide) * slide;
+	}
+	st->start = first;
+	st->last = last;
+}
+
+/*
  * cq_window
  *	  SRF over (ts, size, slide, origin) returning (window_start, window_end).
  */
@@ -74,9 +128,7 @@ cq_window(PG_FUNCTION_ARGS)
 		int64		ts,
 					origin,
 					size,
-					slide,
-					delta,
-					last;
+					slide;
 
 		funcctx = SRF_FIRSTCALL_INIT();
 		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
@@ -104,24 +156,16 @@ cq_window(PG_FUNCTION_ARGS)
 		st->slide = slide;
 		st->start = 1;
 		st->last = 0;			/* no rows unless set below */
-		if (!PG_ARGISNULL(0) && !PG_ARGISNULL(3))
+		if (!PG_ARGISNULL(3) && TIMESTAMP_NOT_FINITE(PG_GETARG_INT64(3)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("origin out of range"),
+					 errdetail("The origin of a window grid must be finite.")));
+		if (!PG_ARGISNULL(0) && !PG_ARGISNULL(3) && !TIMESTAMP_NOT_FINITE(PG_GETARG_INT64(0)))
 		{
 			ts = PG_GETARG_INT64(0);
 			origin = PG_GETARG_INT64(3);
-			if (TIMESTAMP_NOT_FINITE(ts))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-						 errmsg("cannot assign an infinite timestamp to a window")));
-			/* last window start: floor to the slide grid, as date_bin does */
-			delta = ts - origin;
-			last = ts - (delta % slide);
-			if (delta % slide < 0)
-				last -= slide;
-			st->last = last;
-			/* first window still containing ts: start + size > ts */
-			st->start = last - ((size - 1) / slide) * slide;
-			while (st->start + size <= ts)
-				st->start += slide;
+			window_range(st, ts, origin);
 		}
 		funcctx->user_fctx = st;
 		MemoryContextSwitchTo(oldcontext);
