@@ -171,6 +171,17 @@ SET search_path = cq_sec_evil, pg_catalog;
 CALL cq.run('evil_upd');
 SELECT k, s FROM cq_sec_evil.evil_upd ORDER BY k;
 DROP TABLE cq_sec_evil.src2 CASCADE;
+-- an error inside a section leaves the caller's user and path as they were
+CREATE TABLE cq_sec_evil.evil_div WITH (cq.trigger = 'available_now')
+  AS SELECT k, 100 / (v - v) AS x FROM cq_sec_evil.src WITH NO DATA;
+DO $$
+BEGIN
+  CALL cq.run('evil_div');
+EXCEPTION WHEN division_by_zero THEN
+  RAISE WARNING 'caught "%" as %, search_path %', SQLERRM, current_user, current_setting('search_path');
+END $$;
+CALL cq.run('evil_div');
+SELECT current_user, current_setting('search_path') AS search_path;
 RESET ROLE;
 RESET search_path;
 \set VERBOSITY default
@@ -188,6 +199,8 @@ SELECT name, owner FROM cq.queries ORDER BY name;
 SELECT DISTINCT name FROM cq.offsets ORDER BY name;
 SELECT DISTINCT name FROM cq.progress ORDER BY name;
 SELECT name FROM cq.status ORDER BY name;
+SELECT count(*) AS slots_of_others FROM cq.status_slots() s
+ WHERE s.query_id NOT IN (SELECT id FROM cq.queries);
 RESET ROLE;
 SET ROLE regress_cq_sec_member;
 SELECT name, owner FROM cq.queries ORDER BY name;
