@@ -655,7 +655,6 @@ cq_api_alter(const char *name, CqOptions *changes)
 	CqQuery    *q = cq_api_owned_query(name, true);
 	CqOptions	o = q->opts;
 
-
 #define REFUSE_CHANGE(field, label) \
 	if (changes->field && (o.field == NULL || strcmp(changes->field, o.field) != 0)) \
 		ereport(ERROR, \

@@ -8,8 +8,9 @@
  * privileges of its owner), then lock its catalog row (FOR NO KEY UPDATE,
  * like a batch), so they wait for a running batch and no batch starts
  * until they commit.  The scheduler re-reads the catalog when they commit
- * (wakeup.c).  Catalog and data changes run as the bootstrap superuser
- * after the ownership check.
+ * (wakeup.c).  After the ownership check, catalog changes run as the
+ * bootstrap superuser and cq.reset's TRUNCATEs as the query's owner
+ * (security.c).
  *
  *-------------------------------------------------------------------------
  */
