@@ -170,6 +170,13 @@ SET ROLE regress_cq_sec_attacker;
 SET search_path = cq_sec_evil, pg_catalog;
 CALL cq.run('evil_upd');
 SELECT k, s FROM cq_sec_evil.evil_upd ORDER BY k;
+-- altering one's own query view (the hook that keeps the owner in step)
+DO $$
+BEGIN
+  EXECUTE pg_catalog.format('ALTER VIEW cq_state.%I SET (security_barrier = false)',
+                            'q_' OPERATOR(pg_catalog.||) (SELECT id FROM cq.queries
+                                                           WHERE name OPERATOR(pg_catalog.=) 'evil_upd'));
+END $$;
 DROP TABLE cq_sec_evil.src2 CASCADE;
 -- an error inside a section leaves the caller's user and path as they were
 CREATE TABLE cq_sec_evil.evil_div WITH (cq.trigger = 'available_now')
