@@ -31,6 +31,7 @@
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -97,8 +98,13 @@ cq_truncate_object_access(ObjectAccessType access, Oid classId, Oid objectId, in
 		return;
 	if (!IsTransactionState() || cq_source_tracking_attnum(objectId) == InvalidAttrNumber)
 		return;
-	/* core checks the caller's right to truncate after this hook: it refuses next */
-	if (pg_class_aclcheck(objectId, GetUserId(), ACL_TRUNCATE) != ACLCHECK_OK)
+	/*
+	 * Core checks the caller's right to truncate after this hook: a table
+	 * it may not truncate is refused next.  (Not so for a partition or an
+	 * inheritance child: core checks only the rights on the table named.)
+	 */
+	if (pg_class_aclcheck(objectId, GetUserId(), ACL_TRUNCATE) != ACLCHECK_OK &&
+		!get_rel_relispartition(objectId) && !has_superclass(objectId))
 		return;
 	ext = get_extension_oid("pg_cq", true);
 	if (!OidIsValid(ext) || (creating_extension && CurrentExtensionObject == ext))
