@@ -90,6 +90,28 @@ check_owner(CqQuery *q)
 }
 
 /*
+ * cq_api_owned_query
+ *	  Load a query the caller owns (or has the privileges of), for a
+ *	  function that changes or runs it.  Ownership is checked before
+ *	  anything else happens to the query: only then, with lock, is its row
+ *	  locked FOR NO KEY UPDATE (waiting for a running batch) and read again,
+ *	  and checked again (the owner may have changed meanwhile).
+ */
+CqQuery *
+cq_api_owned_query(const char *name, bool lock)
+{
+	CqQuery    *q = cq_catalog_get_query(name, false, false);
+
+	check_owner(q);
+	if (lock)
+	{
+		q = cq_catalog_get_query(name, false, true);
+		check_owner(q);
+	}
+	return q;
+}
+
+/*
  * internal_name
  *	  "cq_state.<prefix>_<id>", quoted.
  */
@@ -349,11 +371,10 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 {
 	char	   *qview = internal_name("q", id);
 	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 	Oid			qview_id;
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec(query_view_sql(qview, an, false), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
 						 qview, owner_name, qview),
@@ -364,7 +385,7 @@ create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptio
 	add_tracking_dependency(qview_id, an->source_relid);
 	add_event_time_dependency(qview_id, an);
 	create_state_objects(an, id, owner, opts);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	CommandCounterIncrement();
 }
 
@@ -378,10 +399,9 @@ void
 cq_api_recreate_internal(CqQuery *q)
 {
 	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_ddl_recreating = true;
 	PG_TRY();
 	{
@@ -394,7 +414,7 @@ cq_api_recreate_internal(CqQuery *q)
 		cq_ddl_recreating = false;
 	}
 	PG_END_TRY();
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	CommandCounterIncrement();
 	create_internal_objects(an, q->id, q->owner, q->target, &q->opts);
 }
@@ -464,7 +484,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 		start_offset = "1:1:";
 	else
 	{
-		cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	}
 
@@ -614,15 +634,14 @@ static void
 drop_internal_objects(CqQuery *q)
 {
 	Oid			qview = internal_relid("q", q->id);
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	if (!OidIsValid(qview))
 		return;
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s CASCADE", internal_name("q", q->id)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -639,8 +658,7 @@ cq_drop_query(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
-	q = cq_catalog_get_query(name, false, true);
-	check_owner(q);
+	q = cq_api_owned_query(name, true);
 	cq_catalog_delete_query(q->name);
 	drop_internal_objects(q);
 	if (drop_target)
@@ -660,10 +678,8 @@ cq_drop_query(PG_FUNCTION_ARGS)
 void
 cq_api_alter(const char *name, CqOptions *changes)
 {
-	CqQuery    *q = cq_catalog_get_query(name, false, true);
+	CqQuery    *q = cq_api_owned_query(name, true);
 	CqOptions	o = q->opts;
-
-	check_owner(q);
 
 #define REFUSE_CHANGE(field, label) \
 	if (changes->field && (o.field == NULL || strcmp(changes->field, o.field) != 0)) \
@@ -700,8 +716,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 static void
 replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 {
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 	Oid			qview_id = internal_relid("q", q->id);
 	Oid			types[2] = {TEXTOID, OIDOID};
 	Datum		values[2] = {CStringGetTextDatum(q->name), ObjectIdGetDatum(an->source_relid)};
@@ -713,8 +728,8 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	cq_source_track(an->source_relid);
 	cq_catalog_update_query(q->name, query_text, nodeToString(an->query));
 
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE name = $1",
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE name OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
 	if (OidIsValid(q->state_table))
 		cq_spi_exec(psprintf("DROP TABLE %s CASCADE", internal_name("s", q->id)),
@@ -726,7 +741,7 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	add_event_time_dependency(qview_id, an);
 	CommandCounterIncrement();
 	create_state_objects(an, q->id, q->owner, &q->opts);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	CommandCounterIncrement();
 }
 
@@ -741,13 +756,12 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 void
 cq_api_alter_query(const char *name, const char *query_text)
 {
-	CqQuery    *q = cq_catalog_get_query(name, false, true);
+	CqQuery    *q = cq_api_owned_query(name, true);
 	Query	   *query = parse_query_text(name, query_text);
 	CqAnalysis *old_an;
 	CqAnalysis *new_an;
 	CqLastOffset last;
 
-	check_owner(q);
 	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	new_an = cq_analyze_query(query, &q->opts, q->name);
 	cq_catalog_last_offset(name, &last);
@@ -778,13 +792,12 @@ cq_api_alter_query(const char *name, const char *query_text)
 
 	cq_catalog_update_query(name, query_text, nodeToString(new_an->query));
 	{
-		Oid			save_uid;
-		int			save_sec;
+		CqSecurity	sec;
 
-		cq_as_superuser(&save_uid, &save_sec);
+		cq_security_superuser(&sec);
 		cq_spi_exec(query_view_sql(internal_name("q", q->id), new_an, true),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-		cq_restore_user(save_uid, save_sec);
+		cq_security_restore(&sec);
 	}
 }
 
@@ -931,11 +944,10 @@ cq_run(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 
 	/* everything committed before the call */
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	target = cq_snap_parse(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 
-	q = cq_catalog_get_query(name, false, false);
-	check_owner(q);
+	q = cq_api_owned_query(name, false);
 	was_failed = strcmp(q->state, "failed") == 0;
 
 	for (;;)

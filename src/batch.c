@@ -199,7 +199,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	bool		nodata;
 	int			scan_nest;
 
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	cur_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	cur = cq_snap_parse(cur_text);
 
@@ -439,9 +439,7 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 {
 	BatchInput	in;
 	CqLastOffset last;
-	Oid			save_uid;
-	int			save_sec;
-	int			nest;
+	CqSecurity	sec;
 	bool		ran;
 	bool		rebuild;
 
@@ -483,10 +481,8 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 		strcmp(in.q->opts.state_storage, "unlogged") == 0 &&
 		cq_catalog_state_lost(in.q->id);
 
-	cq_as_user(in.q->owner, &save_uid, &save_sec);
-	nest = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	/* as the owner, search_path pinned; the settings below end with it */
+	cq_security_owner(in.q->owner, &sec);
 	if (cq_work_mem_kb > 0)
 		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
@@ -497,8 +493,7 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 	if (rebuild && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);
-	AtEOXact_GUC(false, nest);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 
 	if (rebuild)
 	{

@@ -3,10 +3,12 @@
  * catalog.c
  *	  All reads and writes of the cq.* catalog tables.
  *
- * Callers have SPI connected and are inside a transaction.  Writes run as
- * the bootstrap superuser (users get SELECT only on the catalog, so offsets
- * cannot be forged); reads run as whoever calls.  Results are allocated in
- * the caller's memory context.
+ * Callers have SPI connected and are inside a transaction.  Every statement
+ * runs in a superuser section (security.c: search_path pinned, operators
+ * spelled OPERATOR(pg_catalog.x)): users get SELECT only on the catalog, so
+ * offsets cannot be forged, and since 0.2 only on the rows of their own
+ * queries (row-level security), which pg_cq itself must see all of.
+ * Results are allocated in the caller's memory context.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,9 +33,10 @@
 #include "shmem.h"
 
 #define QUERY_COLUMNS \
-	"name, id, owner::oid, source::oid, target::oid, output_mode, \"trigger\", event_time, " \
-	"watermark_delay::text, max_rows_per_trigger, starting, state_storage, complete_refresh, " \
-	"state, query_tree, state_table::oid, start_offset::text, run_id::text, cluster_id, timezone"
+	"name, id, owner::pg_catalog.oid, source::pg_catalog.oid, target::pg_catalog.oid, output_mode, " \
+	"\"trigger\", event_time, watermark_delay::pg_catalog.text, max_rows_per_trigger, starting, " \
+	"state_storage, complete_refresh, state, query_tree, state_table::pg_catalog.oid, " \
+	"start_offset::pg_catalog.text, run_id::pg_catalog.text, cluster_id, timezone"
 
 /* Text value of column `col` of the first SPI row, copied; NULL if null. */
 static char *
@@ -121,8 +124,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
 	CqQuery    *q;
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 	char	   *wm;
 
 	if (name == NULL)
@@ -131,11 +133,11 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 				 errmsg("continuous query name must not be null")));
 
 	values[0] = CStringGetTextDatum(name);
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec_cached(lock ? "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name = $1 FOR NO KEY UPDATE"
-					   : "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name = $1",
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached(lock ? "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
+					   : "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name OPERATOR(pg_catalog.=) $1",
 					   SPI_OK_SELECT, 1, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 
 	if (SPI_processed == 0)
 	{
@@ -194,15 +196,50 @@ cq_catalog_name_for_relation(Oid relid, bool as_target)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec(as_target ? "SELECT name FROM cq.queries WHERE target = $1::regclass"
-				: "SELECT name FROM cq.queries WHERE state_table = $1::regclass",
+	cq_security_superuser(&sec);
+	cq_spi_exec(as_target ? "SELECT name FROM cq.queries WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
+				: "SELECT name FROM cq.queries WHERE state_table OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				SPI_OK_SELECT, 1, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	return SPI_processed > 0 ? spi_text(1) : NULL;
+}
+
+/*
+ * cq_catalog_name_for_id
+ *	  Name of the query with internal id `id`, or NULL.
+ */
+char *
+cq_catalog_name_for_id(int32 id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT name FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_security_restore(&sec);
+	return SPI_processed > 0 ? spi_text(1) : NULL;
+}
+
+/*
+ * cq_catalog_set_owner
+ *	  Record a query's new owner (its query view changed owner).
+ */
+void
+cq_catalog_set_owner(int32 id, Oid owner)
+{
+	Oid			types[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(owner)};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET owner = $2::pg_catalog.regrole "
+				"WHERE id OPERATOR(pg_catalog.=) $1 AND owner OPERATOR(pg_catalog.<>) $2::pg_catalog.regrole",
+				SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -214,18 +251,22 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 {
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
+	CqSecurity	sec;
 
 	memset(last, 0, sizeof(*last));
 	/*
 	 * The progress row is fetched by a subquery, a primary-key probe: as a
 	 * join, the cached generic plan may scan the whole (bloated) table.
 	 */
-	cq_spi_exec_cached("SELECT o.batch_id, o.end_offset::text, o.state_rows, "
-				"(SELECT p.started_at FROM cq.progress p WHERE p.name = o.name AND p.batch_id = o.batch_id), "
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached("SELECT o.batch_id, o.end_offset::pg_catalog.text, o.state_rows, "
+				"(SELECT p.started_at FROM cq.progress p "
+				"  WHERE p.name OPERATOR(pg_catalog.=) o.name AND p.batch_id OPERATOR(pg_catalog.=) o.batch_id), "
 				"o.batch_watermark, o.watermark "
 				"FROM cq.offsets o "
-				"WHERE o.name = $1 ORDER BY o.batch_id DESC LIMIT 1",
+				"WHERE o.name OPERATOR(pg_catalog.=) $1 ORDER BY o.batch_id DESC LIMIT 1",
 				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_security_restore(&sec);
 	if (SPI_processed == 0)
 		return;
 	last->found = true;
@@ -262,8 +303,7 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID};
 	Datum		values[NREC];
 	char		nulls[NREC];
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(q->name);
@@ -307,7 +347,7 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 	values[23] = Int64GetDatum(r->batch_id % CQ_PROGRESS_KEEP == 0 ? PG_INT64_MIN :
 							   r->batch_id - CQ_PROGRESS_KEEP);
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec_cached("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
 				"  batch_watermark, watermark, committed_at) "
 				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23)), "
@@ -318,11 +358,13 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 				"  event_time_avg) "
 				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
 				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22)), "
-				"x AS (DELETE FROM cq.offsets WHERE name = $1 AND batch_id <= $17 AND batch_id >= $24), "
-				"y AS (DELETE FROM cq.progress WHERE name = $1 AND batch_id <= $17 AND batch_id >= $24) "
+				"x AS (DELETE FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1 "
+				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24), "
+				"y AS (DELETE FROM cq.progress WHERE name OPERATOR(pg_catalog.=) $1 "
+				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24) "
 				"SELECT 1",
 					   SPI_OK_SELECT, NREC, types, values, nulls);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -338,8 +380,7 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[17];
 	char		nulls[17];
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(name);
@@ -364,7 +405,7 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	nulls[15] = 'n';
 
 	cq_wakeup_catalog_changed();
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	values[15] = CStringGetTextDatum(cq_catalog_cluster_id());
 	nulls[15] = ' ';
 	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
@@ -376,7 +417,7 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 				"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
 				"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
 				SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	return (int32) spi_int64(1, 0);
 }
 
@@ -389,15 +430,14 @@ cq_catalog_set_state_table(int32 id, Oid state_table)
 {
 	Oid			types[2] = {INT4OID, OIDOID};
 	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(state_table)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	char		nulls[2] = {' ', OidIsValid(state_table) ? ' ' : 'n'};
 
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("UPDATE cq.queries SET state_table = $2::pg_catalog.regclass WHERE id = $1",
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET state_table = $2::pg_catalog.regclass WHERE id OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, nulls);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -409,13 +449,12 @@ cq_catalog_delete_query(const char *name)
 {
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	cq_wakeup_catalog_changed();
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("DELETE FROM cq.queries WHERE name = $1", SPI_OK_DELETE, 1, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_superuser(&sec);
+	cq_spi_exec("DELETE FROM cq.queries WHERE name OPERATOR(pg_catalog.=) $1", SPI_OK_DELETE, 1, types, values, NULL);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -429,8 +468,7 @@ cq_catalog_update_options(const char *name, CqOptions *o)
 	TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[9];
 	char		nulls[9];
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(name);
@@ -447,12 +485,12 @@ cq_catalog_update_options(const char *name, CqOptions *o)
 	values[8] = CStringGetTextDatum(o->complete_refresh);
 
 	cq_wakeup_catalog_changed();
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET output_mode = $2, \"trigger\" = $3, event_time = $4, "
 				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
-				"state_storage = $8, complete_refresh = $9 WHERE name = $1",
+				"state_storage = $8, complete_refresh = $9 WHERE name OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 9, types, values, nulls);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -471,8 +509,7 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 	Oid			types[3] = {OIDARRAYOID, TEXTOID, TEXTOID};
 	Datum		values[3];
 	Datum	   *oids = palloc(sizeof(Datum) * Max(list_length(relids), 1));
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 	int			n = 0;
 	ListCell   *lc;
 
@@ -482,7 +519,7 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 	values[1] = CStringGetTextDatum(oldname);
 	values[2] = newname ? CStringGetTextDatum(newname) : (Datum) 0;
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	if (newname == NULL)
 		cq_spi_exec("SELECT 1 FROM cq.queries "
 					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
@@ -493,7 +530,7 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
 					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 					SPI_OK_UPDATE, 3, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	return SPI_processed;
 }
 
@@ -506,13 +543,12 @@ cq_catalog_state_lost(int32 id)
 {
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(id)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec_cached("SELECT 1 FROM cq.state_sentinel WHERE query_id = $1",
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached("SELECT 1 FROM cq.state_sentinel WHERE query_id OPERATOR(pg_catalog.=) $1",
 					   SPI_OK_SELECT, 1, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	return SPI_processed == 0;
 }
 
@@ -526,16 +562,15 @@ cq_catalog_state_valid(int32 id, double rebuild_ms)
 {
 	Oid			types[2] = {INT4OID, FLOAT8OID};
 	Datum		values[2] = {Int32GetDatum(id), Float8GetDatum(rebuild_ms)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec("INSERT INTO cq.state_sentinel VALUES ($1) ON CONFLICT DO NOTHING",
 				SPI_OK_INSERT, 1, types, values, NULL);
 	if (rebuild_ms >= 0)
 		cq_spi_exec("UPDATE cq.queries SET state_rebuilt_at = pg_catalog.now(), state_rebuild_ms = $2 "
-					"WHERE id = $1", SPI_OK_UPDATE, 2, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+					"WHERE id OPERATOR(pg_catalog.=) $1", SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -547,13 +582,12 @@ cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows)
 {
 	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
 	Datum		values[3] = {CStringGetTextDatum(name), Int64GetDatum(batch_id), Int64GetDatum(rows)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("UPDATE cq.offsets SET state_rows = $3 WHERE name = $1 AND batch_id = $2",
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.offsets SET state_rows = $3 WHERE name OPERATOR(pg_catalog.=) $1 AND batch_id OPERATOR(pg_catalog.=) $2",
 				SPI_OK_UPDATE, 3, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -568,14 +602,13 @@ cq_catalog_update_query(const char *name, const char *query_text, const char *qu
 		query_text ? CStringGetTextDatum(query_text) : (Datum) 0,
 	CStringGetTextDatum(query_tree)};
 	char		nulls[3] = {' ', query_text ? ' ' : 'n', ' '};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	cq_wakeup_catalog_changed();
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("UPDATE cq.queries SET query = coalesce($2, query), query_tree = $3 WHERE name = $1",
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET query = coalesce($2, query), query_tree = $3 WHERE name OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 3, types, values, nulls);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /* ---- background execution (issue 4): query state and live status ---- */
@@ -593,8 +626,7 @@ cq_catalog_set_state(const char *name, const char *state, const char *error,
 	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	values[0] = CStringGetTextDatum(name);
 	values[1] = CStringGetTextDatum(state);
@@ -604,11 +636,11 @@ cq_catalog_set_state(const char *name, const char *state, const char *error,
 	nulls[3] = only_if ? ' ' : 'n';
 
 	cq_wakeup_catalog_changed();
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET state = $2, last_error = $3 "
-				"WHERE name = $1 AND ($4 IS NULL OR state = $4)",
+				"WHERE name OPERATOR(pg_catalog.=) $1 AND ($4 IS NULL OR state OPERATOR(pg_catalog.=) $4)",
 				SPI_OK_UPDATE, 4, types, values, nulls);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -622,9 +654,12 @@ cq_catalog_last_watermark(const char *name, TimestampTz *watermark)
 	Datum		values[1] = {CStringGetTextDatum(name)};
 	bool		isnull = true;
 	Datum		d;
+	CqSecurity	sec;
 
-	cq_spi_exec_cached("SELECT watermark FROM cq.offsets WHERE name = $1 ORDER BY batch_id DESC LIMIT 1",
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached("SELECT watermark FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY batch_id DESC LIMIT 1",
 					   SPI_OK_SELECT, 1, types, values, NULL);
+	cq_security_restore(&sec);
 	if (SPI_processed == 0)
 		return false;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -644,15 +679,14 @@ cq_catalog_reset(const char *name, const char *start_offset)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
 	Datum		values[2] = {CStringGetTextDatum(name), CStringGetTextDatum(start_offset)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	cq_wakeup_catalog_changed();
-	cq_as_superuser(&save_uid, &save_sec);
-	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name = $1), "
-				"p AS (DELETE FROM cq.progress WHERE name = $1) "
+	cq_security_superuser(&sec);
+	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1), "
+				"p AS (DELETE FROM cq.progress WHERE name OPERATOR(pg_catalog.=) $1) "
 				"UPDATE cq.queries SET run_id = pg_catalog.gen_random_uuid(), state = 'active', "
-				"last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE name = $1",
+				"last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE name OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }

@@ -4,12 +4,13 @@
  *	  SQL-callable control of running queries: cq.pause, cq.resume,
  *	  cq.reset, and the shared-memory status behind the cq.status view.
  *
- * pause/resume/reset lock the query's catalog row first (FOR NO KEY
- * UPDATE, like a batch), so they wait for a running batch and no batch
- * starts until they commit; then they check that the caller owns the query
- * (or is superuser).  The scheduler re-reads the catalog when they commit
- * (wakeup.c).  Catalog and data changes run as the bootstrap superuser
- * after the ownership check.
+ * pause/resume/reset check that the caller owns the query (or has the
+ * privileges of its owner), then lock its catalog row (FOR NO KEY UPDATE,
+ * like a batch), so they wait for a running batch and no batch starts
+ * until they commit.  The scheduler re-reads the catalog when they commit
+ * (wakeup.c).  After the ownership check, catalog changes run as the
+ * bootstrap superuser and cq.reset's TRUNCATEs as the query's owner
+ * (security.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -33,7 +34,7 @@ PG_FUNCTION_INFO_V1(cq_status_slots);
 
 /*
  * locked_query
- *	  Lock and load a query the caller owns; SPI must be connected.
+ *	  Load a query the caller owns, then lock it; SPI must be connected.
  */
 static CqQuery *
 locked_query(FunctionCallInfo fcinfo)
@@ -44,16 +45,15 @@ locked_query(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("continuous query name must not be null")));
-	q = cq_catalog_get_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, true);
-	cq_api_check_owner(q);
+	q = cq_api_owned_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
 	return q;
 }
 
 /*
  * set_state_locked
- *	  Set the state of the query named by the first argument, after taking
- *	  its row lock (so a running batch finishes first) and checking
- *	  ownership.
+ *	  Set the state of the query named by the first argument, after
+ *	  checking ownership and taking its row lock (so a running batch
+ *	  finishes first).
  */
 static void
 set_state_locked(FunctionCallInfo fcinfo, const char *state)
@@ -102,15 +102,14 @@ cq_reset(PG_FUNCTION_ARGS)
 {
 	CqQuery    *q;
 	char	   *start_offset = "1:1:";
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = locked_query(fcinfo);
 
 	/* as the owner of both tables: a TRUNCATE trigger on the target is user code */
-	cq_as_user(q->owner, &save_uid, &save_sec);
+	cq_security_owner(q->owner, &sec);
 	if (OidIsValid(q->state_table))
 		cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->state_table)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
@@ -118,10 +117,10 @@ cq_reset(PG_FUNCTION_ARGS)
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (strcmp(q->opts.starting, "latest") == 0)
 	{
-		cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	}
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	cq_catalog_reset(q->name, start_offset);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -132,7 +131,9 @@ cq_reset(PG_FUNCTION_ARGS)
  *	  The status slots of the current database, copied under the lock:
  *	  (query_id, message, is_data_available, is_trigger_active,
  *	  worker_pid, watermark, last_batch_id).  The cq.status view joins
- *	  them to cq.queries.
+ *	  them to cq.queries.  Only the queries the caller can see in
+ *	  cq.queries (row-level security, pg_cq 0.2) are shown: a watermark
+ *	  tells something about the data.
  */
 Datum
 cq_status_slots(PG_FUNCTION_ARGS)
@@ -140,6 +141,8 @@ cq_status_slots(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	CqQuerySlot *copy;
 	int			n = 0;
+	int32	   *visible;
+	uint64		nvisible;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (cq_shared == NULL)
@@ -152,10 +155,31 @@ cq_status_slots(PG_FUNCTION_ARGS)
 			copy[n++] = cq_shared->queries[i];
 	LWLockRelease(cq_shared->lock);
 
+	/* the ids of the queries the caller may see, read with its rights */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	cq_spi_exec("SELECT id FROM cq.queries", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	nvisible = SPI_processed;
+	visible = SPI_palloc(sizeof(int32) * (nvisible + 1));
+	for (uint64 r = 0; r < nvisible; r++)
+	{
+		bool		isnull;
+
+		visible[r] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+												 1, &isnull));
+	}
+	SPI_finish();
+
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[7];
 		bool		nulls[7] = {false, false, false, false, false, false, false};
+		bool		shown = false;
+
+		for (uint64 r = 0; r < nvisible && !shown; r++)
+			shown = visible[r] == copy[i].query_id;
+		if (!shown)
+			continue;
 
 		values[0] = Int32GetDatum(copy[i].query_id);
 		values[1] = CStringGetTextDatum(cq_shmem_message_text(copy[i].message));

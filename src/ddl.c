@@ -7,6 +7,8 @@
  *	 ALTER TABLE t SET (cq.*) / RESET (cq.*)    change its options
  *	 DROP TABLE t (and anything that drops its  forget the query
  *	 internal view cq_state.q_<id>)
+ *	 REASSIGN OWNED, ALTER VIEW cq_state.q_<id>  the query's owner follows
+ *	 OWNER TO
  *
  * Core rejects the "cq" option namespace, so the hook strips the cq.*
  * options from a copy of the statement before passing it on.  The hook
@@ -16,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
@@ -33,9 +37,11 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
 
 #include "pg_cq.h"
 #include "shmem.h"
@@ -104,7 +110,18 @@ options_from_defelems(CqOptions *opts, List *defs, bool reset_allowed)
 	foreach(lc, defs)
 	{
 		DefElem    *def = lfirst(lc);
+		ListCell   *prev;
 
+		/* as core refuses a repeated storage parameter */
+		foreach(prev, defs)
+		{
+			if (prev == lc)
+				break;
+			if (strcmp(((DefElem *) lfirst(prev))->defname, def->defname) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("parameter \"cq.%s\" specified more than once", def->defname)));
+		}
 		if (def->arg == NULL && reset_allowed)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -240,9 +257,27 @@ process_alter_table(AlterTableStmt *stmt)
 }
 
 /*
+ * drops_pg_cq
+ *	  Is pg_cq one of the extensions a DROP EXTENSION names?  (Nothing
+ *	  else drops pg_cq: no extension depends on it, and its objects cannot
+ *	  be dropped one by one.)  Dropping another extension leaves the drop
+ *	  hook on: its CASCADE may drop a query's internal view.
+ */
+static bool
+drops_pg_cq(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->objects)
+		if (strcmp(strVal(lfirst(lc)), "pg_cq") == 0)
+			return true;
+	return false;
+}
+
+/*
  * process_drop_extension
- *	  Run DROP EXTENSION with the drop hook switched off: the catalog it
- *	  would update is being dropped too.
+ *	  Run DROP EXTENSION pg_cq with the drop hook switched off: the catalog
+ *	  it would update is being dropped too.
  */
 static void
 process_drop_extension(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
@@ -308,7 +343,10 @@ process_database_ddl(PlannedStmt *pstmt, const char *queryString, bool readOnlyT
  *	  query's catalog row (see cq_object_access).  A batch locks that row
  *	  first and its tables second; lock the rows of the queries whose tables
  *	  are dropped before core locks the tables, in the same order, so a DROP
- *	  waits for a running batch instead of deadlocking with it.
+ *	  waits for a running batch instead of deadlocking with it.  This runs
+ *	  before core checks that the caller may drop the table: tables the
+ *	  caller may not drop (core's rule: owner of the table or of its schema)
+ *	  are skipped, core refuses them next.
  */
 static void
 lock_dropped_targets(DropStmt *stmt)
@@ -322,20 +360,22 @@ lock_dropped_targets(DropStmt *stmt)
 		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
 		Oid			types[1] = {OIDOID};
 		Datum		values[1];
-		Oid			save_uid;
-		int			save_sec;
+		CqSecurity	sec;
 
 		if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+			continue;
+		if (!pg_class_ownercheck(relid, GetUserId()) &&
+			!pg_namespace_ownercheck(get_rel_namespace(relid), GetUserId()))
 			continue;
 		if (!connected && SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		connected = true;
 		values[0] = ObjectIdGetDatum(relid);
-		cq_as_superuser(&save_uid, &save_sec);
-		cq_spi_exec("SELECT 1 FROM cq.queries WHERE target = $1::pg_catalog.regclass "
-					"OR source = $1::pg_catalog.regclass FOR UPDATE",
+		cq_security_superuser(&sec);
+		cq_spi_exec("SELECT 1 FROM cq.queries WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+					"OR source OPERATOR(pg_catalog.=) $1::pg_catalog.regclass FOR UPDATE",
 					SPI_OK_SELECT, 1, types, values, NULL);
-		cq_restore_user(save_uid, save_sec);
+		cq_security_restore(&sec);
 	}
 	if (connected)
 		SPI_finish();
@@ -401,7 +441,8 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
+	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
+		drops_pg_cq((DropStmt *) parsetree))
 	{
 		cq_wakeup_catalog_changed();	/* workers: the scheduler notices at commit */
 		process_drop_extension(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
@@ -484,6 +525,80 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 }
 
 /*
+ * query_view_id
+ *	  The query id N if relid is a query view cq_state.q_N, else 0.
+ */
+static int32
+query_view_id(Oid relid)
+{
+	char	   *relname;
+	Oid			cq_state;
+
+	if (get_rel_relkind(relid) != RELKIND_VIEW)
+		return 0;
+	cq_state = get_namespace_oid("cq_state", true);
+	if (!OidIsValid(cq_state) || get_rel_namespace(relid) != cq_state)
+		return 0;
+	relname = get_rel_name(relid);
+	if (relname == NULL || strncmp(relname, "q_", 2) != 0)
+		return 0;
+	return atoi(relname + 2);
+}
+
+/*
+ * relowner_now
+ *	  The owner of a relation as this very command left it (the object
+ *	  access hook runs before the command's catalog changes are visible
+ *	  through the caches).
+ */
+static Oid
+relowner_now(Oid relid)
+{
+	Relation	rel = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, ClassOidIndexId, true, SnapshotSelf, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return owner;
+}
+
+/*
+ * sync_query_owner
+ *	  The owner of a query is the owner of its query view q_<id>: it was
+ *	  created with it, and PostgreSQL's own rules apply to that view
+ *	  (REASSIGN OWNED moves it, DROP OWNED drops it and with it the query,
+ *	  DROP ROLE is refused while the role owns it).  When the view changes
+ *	  owner (REASSIGN OWNED, ALTER VIEW ... OWNER TO), cq.queries.owner
+ *	  follows, in the same transaction: batches then run as the new owner,
+ *	  who may run, alter and drop the query.
+ */
+static void
+sync_query_owner(Oid relid)
+{
+	int32		id = query_view_id(relid);
+	Oid			owner;
+
+	if (id <= 0 || !extension_ready())
+		return;
+	owner = relowner_now(relid);
+	if (!OidIsValid(owner))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	cq_catalog_set_owner(id, owner);
+	SPI_finish();
+}
+
+/*
  * cq_object_access
  *	  When a target table or a query's internal view is dropped, forget the
  *	  query (in the dropping transaction).
@@ -494,7 +609,14 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
 
-	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 || cq_ddl_recreating)
+	if (classId != RelationRelationId || subId != 0 || cq_ddl_recreating)
+		return;
+	if (access == OAT_POST_ALTER)
+	{
+		sync_query_owner(objectId);
+		return;
+	}
+	if (access != OAT_DROP)
 		return;
 	{
 		char		relkind = get_rel_relkind(objectId);
@@ -522,14 +644,7 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 		if (relkind == RELKIND_RELATION)
 			name = cq_catalog_name_for_relation(objectId, true);
 		else
-		{
-			Oid			types[1] = {INT4OID};
-			Datum		values[1] = {Int32GetDatum(atoi(relname + 2))};
-
-			cq_spi_exec("SELECT name FROM cq.queries WHERE id = $1", SPI_OK_SELECT, 1, types, values, NULL);
-			if (SPI_processed > 0)
-				name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		}
+			name = cq_catalog_name_for_id(atoi(relname + 2));
 		if (name)
 			cq_catalog_delete_query(name);	/* internal objects go by dependency */
 		SPI_finish();

@@ -222,6 +222,8 @@ extern void cq_source_summarize(Oid relid);
 extern int	cq_catalog_version(void);
 extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
+extern char *cq_catalog_name_for_id(int32 id);
+extern void cq_catalog_set_owner(int32 id, Oid owner);
 extern char *cq_catalog_cluster_id(void);
 extern void cq_catalog_last_offset(const char *name, CqLastOffset *last);
 extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
@@ -265,6 +267,7 @@ extern Oid	cq_api_register(const char *name, const char *query_text, Query *quer
 extern void cq_api_alter(const char *name, CqOptions *opts);
 extern void cq_api_alter_query(const char *name, const char *query_text);
 extern void cq_api_recreate_internal(CqQuery *q);
+extern CqQuery *cq_api_owned_query(const char *name, bool lock);
 
 /* restore.c */
 extern CqQuery *cq_restore_if_moved(CqQuery *q);
@@ -281,8 +284,17 @@ extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
 							   Datum *values, const char *nulls);
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
-extern void cq_as_superuser(Oid *save_uid, int *save_sec);
-extern void cq_as_user(Oid uid, Oid *save_uid, int *save_sec);
-extern void cq_restore_user(Oid save_uid, int save_sec);
+
+/* security.c: the only place that switches users (see its header) */
+typedef struct CqSecurity
+{
+	Oid			save_uid;		/* user and security context to restore */
+	int			save_sec;
+	int			nest;			/* GUC nest level of the pinned search_path */
+} CqSecurity;
+extern void cq_security_superuser(CqSecurity *s);
+extern void cq_security_owner(Oid owner, CqSecurity *s);
+extern void cq_security_restore(CqSecurity *s);
+extern void cq_security_pin_process(void);
 
 #endif							/* PG_CQ_H */

@@ -102,8 +102,7 @@ cq_restore_if_moved(CqQuery *q)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
 	Datum		values[2];
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 	char	   *here = cq_catalog_cluster_id();
 
 	if (q->cluster_id != NULL && strcmp(q->cluster_id, here) == 0)
@@ -123,26 +122,26 @@ cq_restore_if_moved(CqQuery *q)
 	 * User code may run (triggers), so this runs as the table's owner, as
 	 * emptying the target runs as the query's owner.
 	 */
-	cq_as_user(rel_owner(q->source), &save_uid, &save_sec);
+	cq_security_owner(rel_owner(q->source), &sec);
 	cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s IS NOT NULL",
 						 cq_sql_relname_str(q->source), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
 				SPI_OK_UPDATE, 0, NULL, NULL, NULL);
-	cq_restore_user(save_uid, save_sec);
-	cq_as_user(q->owner, &save_uid, &save_sec);
+	cq_security_restore(&sec);
+	cq_security_owner(q->owner, &sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	values[0] = CStringGetTextDatum(q->name);
 	values[1] = CStringGetTextDatum(here);
-	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name = $1), "
-				"p AS (DELETE FROM cq.progress WHERE name = $1) "
+	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1), "
+				"p AS (DELETE FROM cq.progress WHERE name OPERATOR(pg_catalog.=) $1) "
 				"UPDATE cq.queries SET cluster_id = $2, start_offset = '1:1:', starting = 'earliest', "
 				"run_id = pg_catalog.gen_random_uuid(), state = 'active', last_error = NULL "
-				"WHERE name = $1",
+				"WHERE name OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	CommandCounterIncrement();
 
 	q = cq_catalog_get_query(q->name, false, true);

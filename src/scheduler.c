@@ -5,7 +5,8 @@
  *	  hands batches to a small pool of workers (cq.max_workers).
  *
  * One dynamic background worker per database ("pg_cq scheduler"),
- * connected as the bootstrap superuser.  It never runs user SQL itself; it
+ * connected as the bootstrap superuser, search_path pinned for the whole
+ * process (security.c).  It never runs user SQL itself; it
  * reads cq.queries (on start, when a committing backend bumped the
  * database's catalog generation, and every cq.naptime) and keeps, in
  * process-local memory, one SchedQuery per query:
@@ -251,7 +252,8 @@ reload(TimestampTz now)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		pgstat_report_activity(STATE_RUNNING, "pg_cq scheduler: reading cq.queries");
 		cq_spi_exec("SELECT q.id, q.name, q.\"trigger\", q.state, q.source::pg_catalog.oid, "
-					"(SELECT pg_catalog.max(o.batch_id) FROM cq.offsets o WHERE o.name = q.name) "
+					"(SELECT pg_catalog.max(o.batch_id) FROM cq.offsets o "
+					"  WHERE o.name OPERATOR(pg_catalog.=) q.name) "
 					"FROM cq.queries q", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
@@ -710,6 +712,8 @@ cq_scheduler_main(Datum arg)
 	on_shmem_exit(scheduler_exit, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+	/* before anything runs: no database or role default search_path */
+	cq_security_pin_process();
 
 	max_my_workers = 64;
 	my_workers = MemoryContextAlloc(TopMemoryContext, sizeof(int) * max_my_workers);

@@ -190,10 +190,9 @@ summarize_leaf(Oid relid)
 void
 cq_source_summarize(Oid relid)
 {
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 	{
 		ListCell   *lc;
@@ -204,7 +203,7 @@ cq_source_summarize(Oid relid)
 	}
 	else
 		summarize_leaf(relid);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }
 
 /*

@@ -8,16 +8,14 @@
  * Type and collation names are schema-qualified because generated SQL runs
  * under a fixed search_path.
  *
- * SPI helpers raise an error on any unexpected return code.  The role
- * switches are used around every statement that must not run with the
- * caller's rights (catalog writes) or must run with the query owner's.
+ * SPI helpers raise an error on any unexpected return code.  Switching
+ * users is security.c's business.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
 #include "utils/memutils.h"
 #include "catalog/pg_collation.h"
 #include "executor/spi.h"
@@ -190,41 +188,4 @@ cq_spi_plan(const char *sql, int nargs, Oid *types)
 	entry->sql = MemoryContextStrdup(TopMemoryContext, sql);
 	entry->plan = plan;
 	return plan;
-}
-
-/*
- * cq_as_superuser
- *	  Switch to the bootstrap superuser for catalog maintenance; the previous
- *	  identity is returned for cq_restore_user.  Only fixed, generated SQL
- *	  runs under it.
- */
-void
-cq_as_superuser(Oid *save_uid, int *save_sec)
-{
-	GetUserIdAndSecContext(save_uid, save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   *save_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-/*
- * cq_as_user
- *	  Switch to a query's owner for running its SQL, in a security-restricted
- *	  operation as REFRESH MATERIALIZED VIEW does.
- */
-void
-cq_as_user(Oid uid, Oid *save_uid, int *save_sec)
-{
-	GetUserIdAndSecContext(save_uid, save_sec);
-	SetUserIdAndSecContext(uid, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-}
-
-/*
- * cq_restore_user
- *	  Undo cq_as_superuser / cq_as_user.
- */
-void
-cq_restore_user(Oid save_uid, int save_sec)
-{
-	SetUserIdAndSecContext(save_uid, save_sec);
 }

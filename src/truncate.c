@@ -20,7 +20,9 @@
  *
  * The check runs in the object-access hook (OAT_TRUNCATE), called for every
  * relation a TRUNCATE empties, cascaded ones included, in the truncating
- * transaction.  Tables without the tracking column are never looked up.
+ * transaction, before core checks that the caller may truncate the table:
+ * tables it may not truncate are left to core.  Tables without the
+ * tracking column are never looked up.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,12 +31,14 @@
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 
 #include "pg_cq.h"
@@ -44,8 +48,8 @@ static object_access_hook_type prev_object_access = NULL;
 /*
  * queries_reading
  *	  Names of the queries whose source is relid, as "a", "b" (NULL if
- *	  none), unless relid is also a query's target.  As superuser: the
- *	  catalog is readable by everyone anyway.
+ *	  none), unless relid is also a query's target.  As superuser: every
+ *	  query counts, whoever owns it.
  */
 static char *
 queries_reading(Oid relid)
@@ -54,17 +58,17 @@ queries_reading(Oid relid)
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	char	   *names = NULL;
 	MemoryContext cxt = CurrentMemoryContext;
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
-	cq_as_superuser(&save_uid, &save_sec);
+	cq_security_superuser(&sec);
 	cq_spi_exec("SELECT pg_catalog.string_agg(pg_catalog.quote_ident(name), ', ' ORDER BY name) "
-				"FROM cq.queries WHERE source = $1::pg_catalog.regclass "
-				"AND NOT EXISTS (SELECT 1 FROM cq.queries WHERE target = $1::pg_catalog.regclass)",
+				"FROM cq.queries WHERE source OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+				"AND NOT EXISTS (SELECT 1 FROM cq.queries "
+				"                WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass)",
 				SPI_OK_SELECT, 1, types, values, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 	if (SPI_processed == 1)
 	{
 		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -93,6 +97,14 @@ cq_truncate_object_access(ObjectAccessType access, Oid classId, Oid objectId, in
 	if (access != OAT_TRUNCATE || classId != RelationRelationId || cq_allow_source_truncate)
 		return;
 	if (!IsTransactionState() || cq_source_tracking_attnum(objectId) == InvalidAttrNumber)
+		return;
+	/*
+	 * Core checks the caller's right to truncate after this hook: a table
+	 * it may not truncate is refused next.  (Not so for a partition or an
+	 * inheritance child: core checks only the rights on the table named.)
+	 */
+	if (pg_class_aclcheck(objectId, GetUserId(), ACL_TRUNCATE) != ACLCHECK_OK &&
+		!get_rel_relispartition(objectId) && !has_superclass(objectId))
 		return;
 	ext = get_extension_oid("pg_cq", true);
 	if (!OidIsValid(ext) || (creating_extension && CurrentExtensionObject == ext))

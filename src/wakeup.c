@@ -221,17 +221,20 @@ cq_wakeup_ensure_trigger(Oid relid)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	Oid			save_uid;
-	int			save_sec;
+	CqSecurity	sec;
 
-	cq_spi_exec("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = 'cq_wakeup'",
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1 "
+				"AND tgname OPERATOR(pg_catalog.=) 'cq_wakeup'",
 				SPI_OK_SELECT, 1, types, values, NULL);
 	if (SPI_processed > 0)
+	{
+		cq_security_restore(&sec);
 		return;
-	cq_as_superuser(&save_uid, &save_sec);
+	}
 	cq_spi_exec(psprintf("CREATE TRIGGER cq_wakeup AFTER INSERT ON %s "
 						 "FOR EACH STATEMENT EXECUTE FUNCTION cq.wakeup()",
 						 cq_sql_relname_str(relid)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_security_restore(&sec);
 }

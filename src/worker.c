@@ -7,8 +7,9 @@
  * A dynamic background worker ("pg_cq worker"), started by the scheduler
  * with the index of the worker slot it claimed, connected as the bootstrap
  * superuser (so NOLOGIN owners work: cq_batch_run switches to the query's
- * owner with SetUserIdAndSecContext, security-restricted, with a fixed
- * search_path).  Loop: wait on the latch; when the slot is busy, run one
+ * owner, security-restricted, with a fixed search_path; security.c), its
+ * search_path pinned for the whole process so that no database or role
+ * default reaches the catalog work it does as superuser.  Loop: wait on the latch; when the slot is busy, run one
  * batch of the assigned query, write the outcome into the slot, clear busy
  * and set the scheduler's latch.
  *
@@ -133,7 +134,7 @@ cq_worker_report_message(CqMessage msg)
 static char *
 current_snapshot(void)
 {
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
@@ -344,6 +345,8 @@ cq_worker_main(Datum arg)
 	on_shmem_exit(worker_exit, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+	/* before anything runs: no database or role default search_path */
+	cq_security_pin_process();
 	worker_context = AllocSetContextCreate(TopMemoryContext, "pg_cq worker",
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(worker_context);
