@@ -46,6 +46,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -705,6 +706,8 @@ cq_scheduler_main(Datum arg)
 	on_shmem_exit(scheduler_exit, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+	/* its catalog reads, like the workers' batches, whatever the defaults */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
 
 	max_my_workers = 64;
 	my_workers = MemoryContextAlloc(TopMemoryContext, sizeof(int) * max_my_workers);
@@ -720,6 +723,7 @@ cq_scheduler_main(Datum arg)
 		uint32		gen;
 		long		timeout;
 
+		QueryCancelPending = false; /* it runs no user statement to cancel */
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

@@ -23,7 +23,12 @@
  * batch N of continuous query ...", the transaction is aborted (so the
  * batch changed nothing: target, state and offset stay), and the failure
  * is recorded in a separate transaction: state 'failed', last_error.  The
- * scheduler retries it with backoff; other queries are not affected.
+ * scheduler retries it with backoff; other queries are not affected.  A
+ * cancel (pg_cancel_backend) or a complete-mode lock timeout is no
+ * failure: the batch is simply run again at the next trigger.
+ *
+ * Session settings: READ COMMITTED and no statement_timeout, whatever the
+ * database's defaults (see cq_worker_main).
  *
  * SIGTERM (pg_terminate_backend, DROP DATABASE) exits at once through
  * die(); the open batch rolls back and the scheduler runs it again.
@@ -46,6 +51,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -127,17 +133,6 @@ cq_worker_report_message(CqMessage msg)
 }
 
 /*
- * current_snapshot
- *	  pg_current_snapshot() as text.
- */
-static char *
-current_snapshot(void)
-{
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-/*
  * nothing_new
  *	  True when no transaction finished since the query's last offset, so
  *	  a batch cannot have rows.  Never true for batch 0 over history, nor
@@ -157,7 +152,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 	if (!last->found && strcmp(q->opts.starting, "earliest") == 0)
 		return false;
 	prev = last->found ? last->end_offset : q->start_offset;
-	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(current_snapshot()));
+	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(cq_snap_current()));
 }
 
 /*
@@ -271,11 +266,15 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+			edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		{
 			/*
 			 * A complete-mode batch could not lock its target in time (a
-			 * long reader): not a failure, the next trigger retries.
+			 * long reader), or someone canceled the batch
+			 * (pg_cancel_backend): not a failure, as for CALL cq.run.  The
+			 * batch rolled back; the next trigger (or the next poll)
+			 * retries it.
 			 */
 		}
 		else
@@ -344,6 +343,18 @@ cq_worker_main(Datum arg)
 	on_shmem_exit(worker_exit, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+
+	/*
+	 * Batches run READ COMMITTED whatever the database's or the server's
+	 * default (with a transaction snapshot a batch could miss a batch
+	 * committed while it waited for the query's row lock), and no
+	 * statement_timeout meant for sessions cancels them: a canceled batch
+	 * is retried, it would never finish.  Autovacuum does the same.  At
+	 * session level, so that a reload of the configuration keeps them.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_SESSION);
+
 	worker_context = AllocSetContextCreate(TopMemoryContext, "pg_cq worker",
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(worker_context);
@@ -356,6 +367,8 @@ cq_worker_main(Datum arg)
 		int32		query_id;
 		char		name[NAMEDATALEN];
 
+		/* a cancel between batches has nothing to cancel (as for an idle session) */
+		QueryCancelPending = false;
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
