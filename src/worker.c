@@ -61,6 +61,7 @@
 #include "source.h"
 
 static int	my_slot = -1;
+static uint32 my_generation = 0;	/* the claim of the slot we were started for */
 static Oid	my_dboid = InvalidOid;
 static int32 current_query_id = 0;	/* query of the running batch, for status */
 static MemoryContext worker_context = NULL;
@@ -88,7 +89,8 @@ batch_error_context(void *arg)
 /*
  * worker_exit
  *	  on_shmem_exit: free our pid and latch, wake the scheduler (it frees
- *	  the slot and reruns an interrupted batch).
+ *	  the slot and reruns an interrupted batch); free the slot ourselves if
+ *	  the scheduler that claimed it has exited.
  */
 static void
 worker_exit(int code, Datum arg)
@@ -101,6 +103,8 @@ worker_exit(int code, Datum arg)
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	cq_shared->workers[my_slot].pid = 0;
 	cq_shared->workers[my_slot].latch = NULL;
+	if (cq_shared->workers[my_slot].orphaned)
+		cq_shared->workers[my_slot].in_use = false; /* our scheduler is gone */
 	db = cq_shmem_find_db(my_dboid);
 	if (db)
 		latch = db->latch;
@@ -320,12 +324,14 @@ cq_worker_main(Datum arg)
 	bool		ok = false;
 
 	my_slot = DatumGetInt32(arg);
+	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	if (my_slot >= 0 && my_slot < cq_shared->nworkers && cq_shared->workers[my_slot].in_use &&
+		cq_shared->workers[my_slot].generation == my_generation &&
 		cq_shared->workers[my_slot].pid == 0 && !cq_shared->workers[my_slot].stop)
 	{
 		my_dboid = cq_shared->workers[my_slot].dboid;
