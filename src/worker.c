@@ -27,8 +27,8 @@
  * cancel (pg_cancel_backend) or a complete-mode lock timeout is no
  * failure: the batch is simply run again at the next trigger.
  *
- * Session settings: READ COMMITTED and no statement_timeout, whatever the
- * database's defaults (see cq_worker_main).
+ * Batches run READ COMMITTED, whatever the database's default (see
+ * cq_worker_main).
  *
  * SIGTERM (pg_terminate_backend, DROP DATABASE) exits at once through
  * die(); the open batch rolls back and the scheduler runs it again.
@@ -351,15 +351,14 @@ cq_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
 
 	/*
-	 * Batches run READ COMMITTED whatever the database's or the server's
-	 * default (with a transaction snapshot a batch could miss a batch
-	 * committed while it waited for the query's row lock), and no
-	 * statement_timeout meant for sessions cancels them: a canceled batch
-	 * is retried, it would never finish.  Autovacuum does the same.  At
-	 * session level, so that a reload of the configuration keeps them.
+	 * Batches run READ COMMITTED whatever the database's, the role's or the
+	 * server's default: with a transaction snapshot a batch would read the
+	 * query's catalog row and offsets as they were before it waited for
+	 * the row lock, and fail on (or process again) a batch committed
+	 * meanwhile.  Autovacuum does the same.  At session level, so that a
+	 * reload of the configuration keeps it.
 	 */
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
-	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_SESSION);
 
 	worker_context = AllocSetContextCreate(TopMemoryContext, "pg_cq worker",
 										   ALLOCSET_DEFAULT_SIZES);
