@@ -104,8 +104,8 @@ limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
 		{
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			bool		isnull;
-			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(
-																		   SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull)));
+			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
+			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
 			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 
 			if (rows + cnt > limit && (nchosen > 0 || rows > 0))
