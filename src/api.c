@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
@@ -46,6 +47,7 @@
 #include "utils/regproc.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/ruleutils.h"
@@ -484,8 +486,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 		start_offset = "1:1:";
 	else
 	{
-		cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		start_offset = cq_snap_current();
 	}
 
 	id = cq_catalog_insert_query(name, GetUserId(), an->source_relid, target,
@@ -923,6 +924,7 @@ run_batch(const char *name, int flags, bool atomic, CqBatchResult *res, bool *wa
  *	  ignoring max_rows_per_trigger.  Outside a transaction block a failing
  *	  batch leaves the query 'failed' with last_error (committed) before the
  *	  error reaches the caller; a batch that runs clears an earlier failure.
+ *	  Refused in REPEATABLE READ and SERIALIZABLE transactions.
  */
 Datum
 cq_run(PG_FUNCTION_ARGS)
@@ -935,27 +937,46 @@ cq_run(PG_FUNCTION_ARGS)
 	CqQuery    *q;
 	bool		was_failed;
 	int			nbatches = 0;
+	MemoryContext outer_cxt;
+	MemoryContext batch_cxt;
 
 	if (name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("continuous query name must not be null")));
+	/*
+	 * A batch must see the batches that committed while it waited for the
+	 * query's row lock: with one snapshot for the whole transaction it
+	 * would read the offset as of its start and process those rows again.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot run continuous query \"%s\" in a %s transaction", name,
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("A batch reads the offsets of concurrent batches, which a transaction snapshot hides."),
+				 errhint("Call cq.run in a READ COMMITTED transaction: BEGIN ISOLATION LEVEL READ COMMITTED, "
+						 "or SET default_transaction_isolation = 'read committed'.")));
 	if (SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 
 	/* everything committed before the call */
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	target = cq_snap_parse(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	target = cq_snap_parse(cq_snap_current());
 
 	q = cq_api_owned_query(name, false);
 	was_failed = strcmp(q->state, "failed") == 0;
+	outer_cxt = CurrentMemoryContext;	/* SPI's procedure context: survives SPI_commit */
 
+	/* each batch's leftovers are freed before the next one */
+	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq batch", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(batch_cxt);
 	for (;;)
 	{
 		CqBatchResult res;
 		bool		done;
 
 		CHECK_FOR_INTERRUPTS();
+		MemoryContextReset(batch_cxt);
 		run_batch(name, once ? CQ_BATCH_UNLIMITED : 0, atomic, &res, &was_failed);
 		if (!res.ran)
 			break;
@@ -983,6 +1004,8 @@ cq_run(PG_FUNCTION_ARGS)
 			break;
 		}
 	}
+	MemoryContextSwitchTo(outer_cxt);
+	MemoryContextDelete(batch_cxt);
 	if (nbatches == 0)
 		ereport(NOTICE,
 				(errmsg("continuous query \"%s\": no new data", name)));

@@ -63,44 +63,76 @@ snapshot_datum(const char *text)
  *	  With max_rows_per_trigger, end the batch after the first transactions
  *	  (in id order) whose rows reach the limit; a transaction is never
  *	  split, so one larger than the limit forms a batch alone.  Returns the
- *	  (possibly earlier) end snapshot.
+ *	  (possibly earlier) end snapshot; *nrows is the number of rows up to
+ *	  it (history rows `already` included).
+ *
+ *	  Only what the cut needs is read: the new rows of the first few
+ *	  transactions above the low bound, in id ranges that grow eightfold
+ *	  until the limit is reached or cur's xmax is, and at most one
+ *	  transaction more than can fit.  (Reading every pending transaction
+ *	  for every batch made a backlog cost quadratic time.)  params are the
+ *	  batch's $1..$4: low bound, cur's xmax, cur, prev.
  */
 static char *
 limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
-			 Datum *params, Oid *types, int64 limit, int64 already, int64 *nrows)
+			 Datum *params, int64 limit, int64 already, int64 *nrows)
 {
-	uint64	   *chosen;
+	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INT8OID};
+	Datum		args[5];
+	SPIPlanPtr	count_xids = cq_spi_plan(plan->count_xids_sql, 5, types);
+	uint64		from = U64FromFullTransactionId(DatumGetFullTransactionId(params[0]));
+	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
+	int			cap = 16;
+	uint64	   *chosen = palloc(sizeof(uint64) * cap);
 	int			nchosen = 0;
 	int64		rows = already;
-	uint64		cut = 0;
-	uint64		n;
+	bool		overflow = false;	/* a transaction did not fit */
+	bool		full = false;
 
-	cq_spi_exec(plan->count_xids_sql, SPI_OK_SELECT, 4, types, params, NULL);
-	n = SPI_processed;
-	*nrows = already;
-	if (n == 0)
-		return (char *) cur_text;
-	chosen = palloc(sizeof(uint64) * n);
-	for (uint64 i = 0; i < n; i++)
+	args[2] = params[2];
+	args[3] = params[3];
+	while (!full && from < cur->xmax)
 	{
-		char	   *x = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		char	   *c = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		int64		cnt = strtoi64(c, NULL, 10);
+		uint64		to = (cur->xmax - from <= span) ? cur->xmax : from + span;
 
-		if (nchosen > 0 && rows + cnt > limit)
-			break;
-		if (nchosen == 0 && rows > 0 && rows + cnt > limit)
-			break;				/* history alone filled the batch */
-		chosen[nchosen++] = strtou64(x, NULL, 10);
-		cut = chosen[nchosen - 1] + 1;
-		rows += cnt;
+		args[0] = xid8_datum(from);
+		args[1] = xid8_datum(to);
+		/* each transaction has a row: more than this many cannot fit */
+		args[4] = Int64GetDatum(Max(limit - rows, 0) + 1);
+		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "pg_cq: could not count new rows per transaction");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			bool		isnull;
+			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
+			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
+			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+
+			if (rows + cnt > limit && (nchosen > 0 || rows > 0))
+			{
+				overflow = full = true; /* too big for the rest (or history filled it) */
+				break;
+			}
+			if (nchosen == cap)
+			{
+				cap *= 2;
+				chosen = repalloc(chosen, sizeof(uint64) * cap);
+			}
+			chosen[nchosen++] = x;
+			rows += cnt;
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (rows >= limit)
+			full = true;
+		from = to;
+		span = span > PG_UINT64_MAX / 8 ? PG_UINT64_MAX : span * 8;
 	}
 	*nrows = rows;
-	if ((uint64) nchosen == n)
-		return (char *) cur_text;
-	if (nchosen == 0)
-		cut = prev->xmax;
-	return cq_snap_cut(prev, cur, cut, chosen, nchosen);
+	if (!overflow && from >= cur->xmax)
+		return (char *) cur_text;	/* every new transaction was chosen */
+	return cq_snap_cut(prev, cur, nchosen > 0 ? chosen[nchosen - 1] + 1 : prev->xmax,
+					   chosen, nchosen);
 }
 
 /*
@@ -199,8 +231,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	bool		nodata;
 	int			scan_nest;
 
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	cur_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	cur_text = cq_snap_current();
 	cur = cq_snap_parse(cur_text);
 
 	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
@@ -228,6 +259,24 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
+	if (!nodata && q->opts.max_rows_per_trigger > 0 && !in->unlimited)
+	{
+		/* the row limit may end the batch early: find where, first */
+		int64		hist = 0;
+		int64		limited_rows;
+
+		if (in->history)
+		{
+			cq_spi_exec(plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
+			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
+		}
+		cur_text = limit_offset(plan, prev, cur, cur_text, params,
+								q->opts.max_rows_per_trigger, hist, &limited_rows);
+		cur = cq_snap_parse(cur_text);
+		params[1] = xid8_datum(cur->xmax);
+		params[2] = snapshot_datum(cur_text);
+		nodata = (limited_rows == 0 && !in->history);
+	}
 	if (!nodata && !plan->single_scan)
 	{
 		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
@@ -252,30 +301,6 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		cur_text = (char *) in->prev_text;
 		params[1] = xid8_datum(prev->xmax);
 		params[2] = params[3];
-	}
-	else if (q->opts.max_rows_per_trigger > 0 && !in->unlimited)
-	{
-		int64		hist = 0;
-		int64		limited_rows;
-
-		if (in->history)
-		{
-			cq_spi_exec(plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
-			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
-		}
-		cur_text = limit_offset(plan, prev, cur, cur_text, params, types,
-								q->opts.max_rows_per_trigger, hist, &limited_rows);
-		if (limited_rows < input_rows)
-		{
-			/* the batch ends early: statistics of its own rows */
-			cur = cq_snap_parse(cur_text);
-			params[1] = xid8_datum(cur->xmax);
-			params[2] = snapshot_datum(cur_text);
-			if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, types),
-								 params, nulls, false, 1) != SPI_OK_SELECT)
-				elog(ERROR, "pg_cq: could not count new rows");
-			input_rows = event_time_stats(res);
-		}
 	}
 	if (!res->nodata)
 		cq_worker_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
@@ -399,43 +424,28 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 }
 
 /*
- * cq_batch_run
- *	  Run one batch of query `name` in the current transaction (SPI
- *	  connected).  `unlimited` ignores max_rows_per_trigger.  res->ran is
- *	  false when there was nothing to do; then nothing was written.
+ * keep_result
+ *	  Copy what res points to into the caller's memory context: the rest of
+ *	  the batch's allocations go with its SPI connection.
  */
-void
-cq_batch_run(const char *name, bool unlimited, CqBatchResult *res)
+static void
+keep_result(CqBatchResult *res, MemoryContext cxt)
 {
-	cq_batch_run_ext(name, unlimited ? CQ_BATCH_UNLIMITED : 0, res);
+	if (res->start_offset)
+		res->start_offset = MemoryContextStrdup(cxt, res->start_offset);
+	if (res->end_offset)
+		res->end_offset = MemoryContextStrdup(cxt, res->end_offset);
 }
 
 /*
- * cq_batch_run_ext
- *	  cq_batch_run with flags: CQ_BATCH_UNLIMITED, CQ_BATCH_NODATA_ONLY (run
- *	  the no-data batch a new watermark calls for, and nothing else).
- *
- *	  Watermarks (SPEC §4): the batch uses W = the watermark computed after
- *	  the previous batch (NULL = -infinity before the first); after it,
- *	  W' = max(W, max event time read - delay).  When W' > W and nothing new
- *	  is waiting, a no-data batch runs with W' so that closed windows are
- *	  emitted (append) and evicted (append, update).
+ * run_query
+ *	  The batch of cq_batch_run_query, in an SPI connection of its own:
+ *	  everything it allocates, SPI result tables included, is freed when
+ *	  that connection ends, so that a caller running many batches (CALL
+ *	  cq.run) does not grow with them.
  */
-void
-cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
-{
-	cq_batch_run_query(cq_catalog_get_query(name, false, true), NULL, flags, res);
-}
-
-/*
- * cq_batch_run_query
- *	  cq_batch_run_ext for a query the caller has already loaded with its
- *	  row lock (cq_catalog_get_query(..., lock = true)) in this transaction,
- *	  and, when last_in is not NULL, whose last offset it read after taking
- *	  the lock: saves reading the same catalog rows twice per batch.
- */
-void
-cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res)
+static void
+run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res)
 {
 	BatchInput	in;
 	CqLastOffset last;
@@ -514,4 +524,58 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :
 		res->input_rows / Max((double) (in.t0 - last.last_started_at) / 1000000.0, 0.001);
 	cq_catalog_record_batch(in.q, res);
+}
+
+/*
+ * cq_batch_run
+ *	  Run one batch of query `name` in the current transaction (SPI
+ *	  connected).  `unlimited` ignores max_rows_per_trigger.  res->ran is
+ *	  false when there was nothing to do; then nothing was written.
+ */
+void
+cq_batch_run(const char *name, bool unlimited, CqBatchResult *res)
+{
+	cq_batch_run_ext(name, unlimited ? CQ_BATCH_UNLIMITED : 0, res);
+}
+
+/*
+ * cq_batch_run_ext
+ *	  cq_batch_run with flags: CQ_BATCH_UNLIMITED, CQ_BATCH_NODATA_ONLY (run
+ *	  the no-data batch a new watermark calls for, and nothing else).
+ *
+ *	  Watermarks (SPEC §4): the batch uses W = the watermark computed after
+ *	  the previous batch (NULL = -infinity before the first); after it,
+ *	  W' = max(W, max event time read - delay).  When W' > W and nothing new
+ *	  is waiting, a no-data batch runs with W' so that closed windows are
+ *	  emitted (append) and evicted (append, update).
+ */
+void
+cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
+{
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	run_query(cq_catalog_get_query(name, false, true), NULL, flags, res);
+	keep_result(res, caller);
+	SPI_finish();
+}
+
+/*
+ * cq_batch_run_query
+ *	  cq_batch_run_ext for a query the caller has already loaded with its
+ *	  row lock (cq_catalog_get_query(..., lock = true)) in this transaction,
+ *	  and, when last_in is not NULL, whose last offset it read after taking
+ *	  the lock: saves reading the same catalog rows twice per batch.
+ */
+void
+cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res)
+{
+	MemoryContext caller = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	run_query(q, last_in, flags, res);
+	keep_result(res, caller);
+	SPI_finish();
 }

@@ -25,6 +25,7 @@
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
+#include "source.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(cq_pause);
@@ -117,8 +118,7 @@ cq_reset(PG_FUNCTION_ARGS)
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (strcmp(q->opts.starting, "latest") == 0)
 	{
-		cq_spi_exec("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-		start_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		start_offset = cq_snap_current();
 	}
 	cq_security_restore(&sec);
 	cq_catalog_reset(q->name, start_offset);

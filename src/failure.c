@@ -68,8 +68,9 @@ cq_failure_run_batch(const char *name, int flags, CqBatchResult *res)
 
 		/*
 		 * A cancel (the user's, or statement_timeout) says nothing about the
-		 * query: the batch is rolled back and that is all.  The catalog row
-		 * may be gone (dropped meanwhile): then nothing is updated.
+		 * query: the batch is rolled back and that is all, the next call
+		 * retries it (workers follow the same rule).  The catalog row may be
+		 * gone (dropped meanwhile): then nothing is updated.
 		 */
 		if (edata->sqlerrcode != ERRCODE_QUERY_CANCELED)
 		{

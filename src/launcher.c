@@ -21,7 +21,8 @@
  * run when its database slot already has a live pid).
  *
  * DROP DATABASE, CREATE DATABASE ... TEMPLATE and ALTER DATABASE ... RENAME
- * need the database to themselves: the DDL hook calls
+ * need the database to themselves: when the user has the rights core will
+ * ask for (cq_launcher_ddl_database), the DDL hook calls
  * cq_launcher_stop_database, which blocks the database's slot, terminates
  * its scheduler and workers and waits for them to exit.
  *
@@ -38,6 +39,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
@@ -49,8 +51,10 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
@@ -462,21 +466,73 @@ cq_launcher_unblock_database(Oid dboid)
 }
 
 /*
+ * has_createdb_privilege
+ *	  Does the current user have CREATEDB (or superuser)?  Core's own test,
+ *	  which dbcommands.c keeps static.
+ */
+static bool
+has_createdb_privilege(void)
+{
+	HeapTuple	tup;
+	bool		result = false;
+
+	if (superuser())
+		return true;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_authid) GETSTRUCT(tup))->rolcreatedb;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
+ * is_template
+ *	  pg_database.datistemplate of a database.
+ */
+static bool
+is_template(Oid dboid)
+{
+	HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	bool		result = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
  * cq_launcher_ddl_database
  *	  The database a utility statement needs to itself (DROP DATABASE,
  *	  CREATE DATABASE ... TEMPLATE, ALTER DATABASE ... RENAME), or
  *	  InvalidOid.  *dropping is set for DROP DATABASE.
+ *
+ *	  InvalidOid also when the current user may not run the statement on
+ *	  that database by core's rules, checked here first: otherwise any role
+ *	  could stop a database's scheduler and workers with a statement that
+ *	  is bound to fail.  DROP and RENAME need the database's ownership
+ *	  (RENAME also CREATEDB); copying a database needs CREATEDB and either a
+ *	  template or its ownership.  (Superusers pass every test.)  Core then
+ *	  refuses the statement with its own error.
  */
 Oid
 cq_launcher_ddl_database(Node *stmt, bool *dropping)
 {
+	Oid			dboid = InvalidOid;
+
 	*dropping = false;
 	if (IsA(stmt, DropdbStmt))
 	{
 		*dropping = true;
-		return get_database_oid(((DropdbStmt *) stmt)->dbname, true);
+		dboid = get_database_oid(((DropdbStmt *) stmt)->dbname, true);
+		if (OidIsValid(dboid) && !pg_database_ownercheck(dboid, GetUserId()))
+			dboid = InvalidOid;
 	}
-	if (IsA(stmt, CreatedbStmt))
+	else if (IsA(stmt, CreatedbStmt))
 	{
 		ListCell   *lc;
 
@@ -485,11 +541,19 @@ cq_launcher_ddl_database(Node *stmt, bool *dropping)
 			DefElem    *def = lfirst(lc);
 
 			if (strcmp(def->defname, "template") == 0 && def->arg != NULL)
-				return get_database_oid(defGetString(def), true);
+				dboid = get_database_oid(defGetString(def), true);
 		}
-		return InvalidOid;
+		if (OidIsValid(dboid) &&
+			(!has_createdb_privilege() ||
+			 (!is_template(dboid) && !pg_database_ownercheck(dboid, GetUserId()))))
+			dboid = InvalidOid;
 	}
-	if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
-		return get_database_oid(((RenameStmt *) stmt)->subname, true);
-	return InvalidOid;
+	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+	{
+		dboid = get_database_oid(((RenameStmt *) stmt)->subname, true);
+		if (OidIsValid(dboid) &&
+			(!pg_database_ownercheck(dboid, GetUserId()) || !has_createdb_privilege()))
+			dboid = InvalidOid;
+	}
+	return dboid;
 }

@@ -967,8 +967,10 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 											   stats, only, source, pred_history);
 		}
 	}
-	plan->count_xids_sql = psprintf("SELECT %s::text, count(*) FROM %s%s WHERE %s GROUP BY 1 ORDER BY %s",
-									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN);
+	/* ordered as xid8 (numerically), the first $5 transactions only */
+	plan->count_xids_sql = psprintf("SELECT %s, count(*) FROM %s%s WHERE %s GROUP BY %s ORDER BY %s LIMIT $5",
+									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN,
+									CQ_TRACKING_COLUMN);
 	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
 									   only, source, CQ_TRACKING_COLUMN);
 	return plan;

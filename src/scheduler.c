@@ -15,7 +15,13 @@
  *	   and on every catalog reload (the fallback poll);
  *	 - interval: due at the next multiple of the interval (Unix epoch
  *	   aligned); when a batch overruns the next tick it is due at once,
- *	   missed ticks are not replayed;
+ *	   missed ticks are not replayed.  A tick is taken only when something
+ *	   may be new: a commit to the source marked the query's slot pending
+ *	   (as for '0'), a batch was cut short or a watermark must close
+ *	   windows, or the periodic reload (the fallback poll) came.  Other
+ *	   ticks are skipped without a timer, a worker or a transaction, so an
+ *	   idle query costs nothing however short its interval; after idle
+ *	   ticks, the first tick after the commit runs;
  *	 - available_now: never;
  *	 - failed: retried after 1, 2, 4, ... 300 s; paused: never.
  * A due query goes to an idle worker (worker.c) through its shared worker
@@ -48,6 +54,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -76,6 +83,8 @@ typedef struct SchedQuery
 	char		state;			/* 'a'ctive, 'p'aused, 'f'ailed */
 	bool		seen;			/* found by the last reload */
 	bool		due;			/* run as soon as a worker is free */
+	bool		maybe_new;		/* interval: take the next tick (see header) */
+	bool		no_wakeup;		/* no status slot: commits cannot mark it */
 	TimestampTz next_tick;		/* interval: next tick */
 	int			worker;			/* worker slot running it, or -1 */
 	int			nfailures;
@@ -131,8 +140,11 @@ idle_message(SchedQuery *q)
 
 /*
  * scheduler_exit
- *	  on_shmem_exit: release our database slot, tell our workers to go,
- *	  wake the launcher (it restarts us if we did not mean to exit).
+ *	  on_shmem_exit: release our database slot, tell our workers to go and
+ *	  hand their slots back (see CqWorkerSlot), wake the launcher (it
+ *	  restarts us if we did not mean to exit).  Whatever made us exit
+ *	  (pg_terminate_backend, an error, DROP DATABASE), no worker slot stays
+ *	  taken; a crash-restart rebuilds shared memory anyway.
  */
 static void
 scheduler_exit(int code, Datum arg)
@@ -153,9 +165,15 @@ scheduler_exit(int code, Datum arg)
 	{
 		CqWorkerSlot *w = &cq_shared->workers[i];
 
-		if (w->in_use && w->dboid == my_dboid)
+		if (!w->in_use || w->dboid != my_dboid)
+			continue;
+		if (w->pid == 0)
+			w->in_use = false;	/* not running: nobody else would free it */
+		else
 		{
+			/* running: it exits and frees the slot itself */
 			w->stop = true;
+			w->orphaned = true;
 			if (w->latch)
 				SetLatch(w->latch);
 		}
@@ -185,6 +203,22 @@ leave(bool absent)
 		db->state = absent ? CQ_DB_ABSENT : CQ_DB_UNKNOWN;
 	LWLockRelease(cq_shared->lock);
 	proc_exit(0);
+}
+
+/*
+ * mark_maybe_new
+ *	  Something may be new for interval query q: take its next tick.  If
+ *	  ticks went by unused while it was idle, that is the first one after
+ *	  now, not one in the past.
+ */
+static void
+mark_maybe_new(SchedQuery *q, TimestampTz now)
+{
+	if (q->trigger != TRIG_INTERVAL)
+		return;
+	if (!q->maybe_new && q->next_tick != 0 && q->next_tick <= now)
+		q->next_tick = next_tick_after(now, q->interval_us);
+	q->maybe_new = true;
 }
 
 /*
@@ -307,6 +341,7 @@ reload(TimestampTz now)
 				q->due = true;
 			if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
 				q->next_tick = now;
+			mark_maybe_new(q, now); /* the fallback poll */
 		}
 		SPI_finish();
 	}
@@ -355,11 +390,13 @@ reload(TimestampTz now)
 					s->query_id = q->id;
 					break;
 				}
+			q->no_wakeup = (s == NULL);
 			if (s == NULL)
 				continue;		/* full: no status, no commit wake-ups */
 		}
+		q->no_wakeup = false;
 		s->source = q->source;
-		s->wake_on_commit = (q->trigger == TRIG_ZERO);
+		s->wake_on_commit = (q->trigger != TRIG_NOW);
 		if (q->worker < 0)
 		{
 			s->message = idle_message(q);
@@ -372,10 +409,11 @@ reload(TimestampTz now)
 
 /*
  * collect_pending
- *	  Take the commit wake-ups of '0' queries.
+ *	  Take the commit wake-ups: '0' queries are due, interval queries take
+ *	  their next tick.
  */
 static void
-collect_pending(void)
+collect_pending(TimestampTz now)
 {
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < nqueries; i++)
@@ -387,6 +425,7 @@ collect_pending(void)
 			s->pending = false;
 			if (queries[i].trigger == TRIG_ZERO)
 				queries[i].due = true;
+			mark_maybe_new(&queries[i], now);
 		}
 	}
 	LWLockRelease(cq_shared->lock);
@@ -492,6 +531,7 @@ start_worker(int k, TimestampTz now)
 	BackgroundWorker bw;
 	BackgroundWorkerHandle *handle;
 	int			w = -1;
+	uint32		generation = 0;
 
 	if (now < worker_start_retry)
 		return -1;
@@ -501,8 +541,10 @@ start_worker(int k, TimestampTz now)
 		{
 			CqWorkerSlot *slot = &cq_shared->workers[i];
 
+			generation = slot->generation + 1;
 			memset(slot, 0, sizeof(*slot));
 			slot->in_use = true;
+			slot->generation = generation;
 			slot->dboid = my_dboid;
 			w = i;
 			break;
@@ -520,6 +562,7 @@ start_worker(int k, TimestampTz now)
 	snprintf(bw.bgw_name, BGW_MAXLEN, "pg_cq worker %d for database %u", w, my_dboid);
 	snprintf(bw.bgw_type, BGW_MAXLEN, "pg_cq worker");
 	bw.bgw_main_arg = Int32GetDatum(w);
+	memcpy(bw.bgw_extra, &generation, sizeof(generation));
 	bw.bgw_notify_pid = MyProcPid;
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -605,6 +648,7 @@ assign(SchedQuery *q, int w, TimestampTz now)
 
 	q->worker = w;
 	q->due = false;
+	q->maybe_new = false;		/* the batch sees every commit until now */
 	if (q->trigger == TRIG_INTERVAL)
 		q->next_tick = next_tick_after(now, q->interval_us);
 }
@@ -637,6 +681,9 @@ dispatch(TimestampTz now)
 			want = q->due;
 		else
 		{
+			/* an idle tick is skipped, with no timer (see file header) */
+			if (!q->due && !q->maybe_new && !q->no_wakeup)
+				continue;
 			want = q->due || now >= q->next_tick;
 			if (!want && (next == 0 || q->next_tick < next))
 				next = q->next_tick;
@@ -714,6 +761,8 @@ cq_scheduler_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
 	/* before anything runs: no database or role default search_path */
 	cq_security_pin_process();
+	/* its catalog reads, like the workers' batches, whatever the defaults */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
 
 	max_my_workers = 64;
 	my_workers = MemoryContextAlloc(TopMemoryContext, sizeof(int) * max_my_workers);
@@ -729,6 +778,7 @@ cq_scheduler_main(Datum arg)
 		uint32		gen;
 		long		timeout;
 
+		QueryCancelPending = false; /* it runs no user statement to cancel */
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -748,7 +798,7 @@ cq_scheduler_main(Datum arg)
 			reload(now);
 			next_reload = now + cq_naptime_ms * (int64) 1000;
 		}
-		collect_pending();
+		collect_pending(now);
 		next = dispatch(now);
 
 		if (next == 0 || next > next_reload)

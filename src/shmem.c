@@ -30,8 +30,8 @@
  *	   and writes message/is_trigger_active between batches; the worker
  *	   writes worker_pid, message and results during a batch; committing
  *	   backends set pending (only where wake_on_commit, set by the scheduler
- *	   for trigger '0' queries, and only waking the scheduler when pending
- *	   was false).
+ *	   for trigger '0' and interval queries, and only waking the scheduler
+ *	   when pending was false).
  * The whole segment is rebuilt empty after a crash-restart; nothing in it
  * needs to survive (durable state is in the cq.* tables).
  *

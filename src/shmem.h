@@ -49,10 +49,19 @@ typedef struct CqDbSlot
 	TimestampTz restart_at;		/* launcher: earliest restart after a crash */
 } CqDbSlot;
 
-/* One long-lived worker of a scheduler. */
+/*
+ * One long-lived worker of a scheduler.  The slot is free again (in_use =
+ * false) once both are done with it: the scheduler frees it when it sees
+ * its worker gone; a scheduler that exits frees the slots of workers that
+ * are not running and orphans the others, which free their slot when they
+ * exit.  A worker started for an older claim of the slot (its generation)
+ * does not take it.
+ */
 typedef struct CqWorkerSlot
 {
 	bool		in_use;			/* claimed by a scheduler */
+	uint32		generation;		/* bumped by every claim */
+	bool		orphaned;		/* its scheduler exited: the worker frees it */
 	Oid			dboid;
 	pid_t		pid;			/* 0 until the worker has started */
 	Latch	   *latch;
@@ -74,8 +83,9 @@ typedef struct CqQuerySlot
 	int32		query_id;
 	Oid			source;			/* tracked source, for commit wake-ups */
 	bool		pending;		/* a commit to the source is not processed yet */
-	bool		wake_on_commit; /* trigger '0': commits to the source wake the
-								 * scheduler (other triggers: no wake-up) */
+	bool		wake_on_commit; /* commits to the source mark it pending and
+								 * wake the scheduler (trigger '0' and
+								 * interval queries; not available_now) */
 	CqMessage	message;
 	bool		is_data_available;
 	bool		is_trigger_active;

@@ -18,6 +18,8 @@
 
 #include "access/brin.h"
 #include "access/genam.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_am.h"
@@ -143,7 +145,12 @@ tracking_index(Relation heap, AttrNumber att)
 /*
  * summarize_leaf
  *	  Summarize the full, unsummarized page ranges at the end of one table,
- *	  newest first, stopping at the first one already summarized.
+ *	  newest first, stopping at the first one already summarized.  The
+ *	  table's SHARE UPDATE EXCLUSIVE lock (the one brin_summarize_range
+ *	  takes, taken here only if free) is released as soon as that is done,
+ *	  not at commit: summaries are not transactional, and VACUUM, ANALYZE
+ *	  and autovacuum must not wait for (or skip) a source that back-to-back
+ *	  batches read.
  */
 static void
 summarize_leaf(Oid relid)
@@ -162,18 +169,20 @@ summarize_leaf(Oid relid)
 	idx = tracking_index(heap, att);
 	nblocks = RelationGetNumberOfBlocks(heap);
 	table_close(heap, NoLock);
-	if (!OidIsValid(idx))
-		return;
-	irel = index_open(idx, AccessShareLock);
-	ppr = BrinGetPagesPerRange(irel);
-	index_close(irel, AccessShareLock);
-
-	for (int64 blk = (int64) (nblocks / ppr) * ppr - ppr; blk >= 0; blk -= ppr)
+	if (OidIsValid(idx))
 	{
-		if (DatumGetInt32(DirectFunctionCall2(brin_summarize_range, ObjectIdGetDatum(idx),
-											  Int64GetDatum(blk))) == 0)
-			break;
+		irel = index_open(idx, AccessShareLock);
+		ppr = BrinGetPagesPerRange(irel);
+		index_close(irel, AccessShareLock);
+
+		for (int64 blk = (int64) (nblocks / ppr) * ppr - ppr; blk >= 0; blk -= ppr)
+		{
+			if (DatumGetInt32(DirectFunctionCall2(brin_summarize_range, ObjectIdGetDatum(idx),
+												  Int64GetDatum(blk))) == 0)
+				break;
+		}
 	}
+	UnlockRelationOid(relid, ShareUpdateExclusiveLock);
 }
 
 /*
@@ -185,7 +194,7 @@ summarize_leaf(Oid relid)
  *	  make every insert into it update the summary.  Skipped when another
  *	  process holds the table's SHARE UPDATE EXCLUSIVE lock (autovacuum is
  *	  then on it).  Runs as superuser (summarizing requires ownership);
- *	  the lock is held to the end of the transaction.
+ *	  the lock is released before returning.
  */
 void
 cq_source_summarize(Oid relid)
@@ -244,6 +253,68 @@ cq_snap_parse(const char *text)
 			p++;
 	}
 	return s;
+}
+
+/*
+ * snap_text
+ *	  pg_snapshot text of s.
+ */
+static char *
+snap_text(const CqSnap *s)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", s->xmin, s->xmax);
+	for (int i = 0; i < s->nxip; i++)
+		appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", s->xip[i]);
+	return buf.data;
+}
+
+/*
+ * cq_snap_current
+ *	  pg_current_snapshot() as text, with the current transaction in
+ *	  progress.  Every offset is taken with it (a batch's end, the start of
+ *	  a query created with starting = 'latest' or reset, cq.run's goal).
+ *
+ *	  Core leaves a backend's own transaction out of its snapshots: once a
+ *	  transaction that started later has finished, the snapshot counts ours
+ *	  as finished too, and rows that ours writes after the offset (an
+ *	  INSERT after CALL cq.run in the same transaction block) would be
+ *	  behind every later offset, never read.  In progress, they are read
+ *	  by the first batch after our commit; rows ours wrote before the
+ *	  offset likewise (a batch never reads uncommitted rows).  A
+ *	  transaction without an id yet gets one at or above this snapshot's
+ *	  xmax, which is in progress for it anyway.  Only the top-level id
+ *	  matters: cq_xid is pg_current_xact_id(), the top-level id, in
+ *	  subtransactions too.  Caller has SPI connected.
+ */
+char *
+cq_snap_current(void)
+{
+	FullTransactionId top = GetTopFullTransactionIdIfAny();
+	char	   *text;
+	CqSnap	   *s;
+	uint64		x;
+	int			i;
+
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!FullTransactionIdIsValid(top))
+		return text;
+	s = cq_snap_parse(text);
+	x = U64FromFullTransactionId(top);
+	if (!cq_snap_visible(s, x))
+		return text;
+
+	/* insert x into the sorted xip */
+	s->xip = repalloc(s->xip, sizeof(uint64) * (s->nxip + 1));
+	for (i = s->nxip; i > 0 && s->xip[i - 1] > x; i--)
+		s->xip[i] = s->xip[i - 1];
+	s->xip[i] = x;
+	s->nxip++;
+	s->xmin = Min(s->xmin, x);
+	return snap_text(s);
 }
 
 /*

@@ -57,8 +57,9 @@ reset_pending(void)
 
 /*
  * wants_wakeup
- *	  Does this transaction's commit concern query slot q: a trigger '0'
- *	  query over one of the tables it inserted into?
+ *	  Does this transaction's commit concern query slot q: a query over one
+ *	  of the tables it inserted into, that commits wake (the scheduler sets
+ *	  wake_on_commit for trigger '0' and interval queries)?
  */
 static bool
 wants_wakeup(CqQuerySlot *q)
@@ -77,7 +78,7 @@ wants_wakeup(CqQuerySlot *q)
  * notify_at_commit
  *	  Publish what this transaction noted (see file header).  The
  *	  scheduler's latch is set only when something changed for it: a
- *	  catalog change, or a '0' query that was not pending yet (if it was,
+ *	  catalog change, or a query that was not pending yet (if it was,
  *	  whoever made it pending woke the scheduler, which has not collected
  *	  it yet).  Setting another process's latch is a kill() system call,
  *	  the most expensive part of a single-row INSERT's commit otherwise;

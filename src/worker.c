@@ -24,7 +24,12 @@
  * batch N of continuous query ...", the transaction is aborted (so the
  * batch changed nothing: target, state and offset stay), and the failure
  * is recorded in a separate transaction: state 'failed', last_error.  The
- * scheduler retries it with backoff; other queries are not affected.
+ * scheduler retries it with backoff; other queries are not affected.  A
+ * cancel (pg_cancel_backend) or a complete-mode lock timeout is no
+ * failure: the batch is simply run again at the next trigger.
+ *
+ * Batches run READ COMMITTED, whatever the database's default (see
+ * cq_worker_main).
  *
  * SIGTERM (pg_terminate_backend, DROP DATABASE) exits at once through
  * die(); the open batch rolls back and the scheduler runs it again.
@@ -47,6 +52,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -56,6 +62,7 @@
 #include "source.h"
 
 static int	my_slot = -1;
+static uint32 my_generation = 0;	/* the claim of the slot we were started for */
 static Oid	my_dboid = InvalidOid;
 static int32 current_query_id = 0;	/* query of the running batch, for status */
 static MemoryContext worker_context = NULL;
@@ -83,7 +90,8 @@ batch_error_context(void *arg)
 /*
  * worker_exit
  *	  on_shmem_exit: free our pid and latch, wake the scheduler (it frees
- *	  the slot and reruns an interrupted batch).
+ *	  the slot and reruns an interrupted batch); free the slot ourselves if
+ *	  the scheduler that claimed it has exited.
  */
 static void
 worker_exit(int code, Datum arg)
@@ -96,6 +104,8 @@ worker_exit(int code, Datum arg)
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	cq_shared->workers[my_slot].pid = 0;
 	cq_shared->workers[my_slot].latch = NULL;
+	if (cq_shared->workers[my_slot].orphaned)
+		cq_shared->workers[my_slot].in_use = false; /* our scheduler is gone */
 	db = cq_shmem_find_db(my_dboid);
 	if (db)
 		latch = db->latch;
@@ -128,17 +138,6 @@ cq_worker_report_message(CqMessage msg)
 }
 
 /*
- * current_snapshot
- *	  pg_current_snapshot() as text.
- */
-static char *
-current_snapshot(void)
-{
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-/*
  * nothing_new
  *	  True when no transaction finished since the query's last offset, so
  *	  a batch cannot have rows.  Never true for batch 0 over history, nor
@@ -158,7 +157,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 	if (!last->found && strcmp(q->opts.starting, "earliest") == 0)
 		return false;
 	prev = last->found ? last->end_offset : q->start_offset;
-	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(current_snapshot()));
+	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(cq_snap_current()));
 }
 
 /*
@@ -272,11 +271,15 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+			edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		{
 			/*
 			 * A complete-mode batch could not lock its target in time (a
-			 * long reader): not a failure, the next trigger retries.
+			 * long reader), or someone canceled the batch
+			 * (pg_cancel_backend): not a failure, as for CALL cq.run.  The
+			 * batch rolled back; the next trigger (or the next poll)
+			 * retries it.
 			 */
 		}
 		else
@@ -322,12 +325,14 @@ cq_worker_main(Datum arg)
 	bool		ok = false;
 
 	my_slot = DatumGetInt32(arg);
+	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	if (my_slot >= 0 && my_slot < cq_shared->nworkers && cq_shared->workers[my_slot].in_use &&
+		cq_shared->workers[my_slot].generation == my_generation &&
 		cq_shared->workers[my_slot].pid == 0 && !cq_shared->workers[my_slot].stop)
 	{
 		my_dboid = cq_shared->workers[my_slot].dboid;
@@ -347,6 +352,17 @@ cq_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
 	/* before anything runs: no database or role default search_path */
 	cq_security_pin_process();
+
+	/*
+	 * Batches run READ COMMITTED whatever the database's, the role's or the
+	 * server's default: with a transaction snapshot a batch would read the
+	 * query's catalog row and offsets as they were before it waited for
+	 * the row lock, and fail on (or process again) a batch committed
+	 * meanwhile.  Autovacuum does the same.  At session level, so that a
+	 * reload of the configuration keeps it.
+	 */
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
+
 	worker_context = AllocSetContextCreate(TopMemoryContext, "pg_cq worker",
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(worker_context);
@@ -359,6 +375,8 @@ cq_worker_main(Datum arg)
 		int32		query_id;
 		char		name[NAMEDATALEN];
 
+		/* a cancel between batches has nothing to cancel (as for an idle session) */
+		QueryCancelPending = false;
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
