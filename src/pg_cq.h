@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #define CQ_TRACKING_COLUMN "cq_xid"
+#define CQ_KEY_HASH_COLUMN "h"	/* hash of the grouping keys in a state table */
 #define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
 #define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
 
@@ -46,6 +47,9 @@ typedef struct CqOptions
 	char	   *source;
 	char	   *state_storage;
 	char	   *complete_refresh;
+	Oid			source_relid;	/* the stream as recorded in the catalog (the
+								 * source option is kept only as this OID), or
+								 * InvalidOid */
 
 	/* parsed forms, set by cq_options_finish() */
 	CqOutputMode mode;
@@ -99,6 +103,8 @@ typedef struct CqAnalysis
 	Oid			source_relid;
 	bool		is_aggregate;	/* GROUP BY or aggregates */
 	List	   *group_exprs;	/* grouping expressions (Node *) */
+	List	   *group_eqops;	/* OID: GROUP BY's equality operator per key */
+	bool		keys_hashable;	/* every key type hashes consistently with it */
 	List	   *aggs;			/* CqAgg * */
 	List	   *arg_exprs;		/* aggregate arguments, inner columns x1.. */
 	List	   *filter_exprs;	/* FILTER conditions, inner columns f1.. */
@@ -115,6 +121,8 @@ typedef struct CqAnalysis
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */
+	bool		hash_keys;		/* state keyed by a hash of the keys (column h),
+								 * not by a unique index on them */
 } CqAnalysis;
 
 /* The SQL a batch runs, built from an analysis (plan.c). */
@@ -202,6 +210,8 @@ extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
 extern char *cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
 extern char *cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
 extern char *cq_plan_target_table_sql(CqAnalysis *an, const char *qualname);
+extern char *cq_plan_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed);
+extern bool cq_plan_state_hashed(Oid state_table);
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
 extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 

@@ -241,6 +241,152 @@ append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix, const char
 }
 
 /*
+ * key_eq_operator
+ *	  "OPERATOR(schema.=)" for grouping key g (0-based): the equality GROUP
+ *	  BY uses for its type, schema-qualified, so that keys of extension
+ *	  types (citext, ltree, hstore, isn...) compare as the plain query
+ *	  groups them, whatever the search_path.
+ */
+static char *
+key_eq_operator(CqAnalysis *an, int g)
+{
+	Oid			opno = list_nth_oid(an->group_eqops, g);
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *sql;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	sql = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return sql;
+}
+
+/*
+ * append_keys_equal
+ *	  "l.g1 = r.g1 AND ..." with each key's own equality (l and r are SQL
+ *	  prefixes such as "s." and "d."; right_cols, if given, names the right
+ *	  side's columns per key).  With null_safe, NULL keys match NULL keys,
+ *	  as GROUP BY puts them in one group.
+ */
+static void
+append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, List *left_cols,
+				  const char *r, bool null_safe)
+{
+	int			ng = ngroup_cols(an);
+
+	for (int g = 0; g < ng; g++)
+	{
+		const char *lcol = left_cols ? (const char *) list_nth(left_cols, g) :
+			an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
+		const char *rcol = an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
+		const char *op = an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
+
+		if (g > 0)
+			appendStringInfoString(buf, " AND ");
+		if (null_safe)
+			appendStringInfo(buf, "(%s%s %s %s%s OR (%s%s IS NULL AND %s%s IS NULL))",
+							 l, lcol, op, r, rcol, l, lcol, r, rcol);
+		else
+			appendStringInfo(buf, "%s%s %s %s%s", l, lcol, op, r, rcol);
+	}
+}
+
+/*
+ * key_hash_sql
+ *	  The hash of a row's grouping keys, consistent with their equality
+ *	  (hash_record() hashes each field with its type's default hash
+ *	  opclass; a NULL field hashes as 0), over columns named g1.. or, when
+ *	  cols is given, as listed, each after prefix.
+ */
+static char *
+key_hash_sql(CqAnalysis *an, const char *prefix, List *cols)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog.hash_record(ROW(");
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+		appendStringInfo(&buf, "%s%s%s", g > 0 ? ", " : "", prefix,
+						 cols ? (const char *) list_nth(cols, g) : psprintf("g%d", g + 1));
+	appendStringInfoString(&buf, "))");
+	return buf.data;
+}
+
+/*
+ * target_key_columns
+ *	  The quoted target column of each grouping key, in grouping order (the
+ *	  first output that is that key).  Update mode selects every key.
+ */
+static List *
+target_key_columns(CqAnalysis *an)
+{
+	List	   *cols = NIL;
+
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+	{
+		ListCell   *lc,
+				   *lk;
+		char	   *col = NULL;
+
+		forboth(lc, an->outputs, lk, an->output_key)
+		{
+			if (lfirst_int(lk) == g)
+			{
+				col = (char *) quote_identifier(((TargetEntry *) lfirst(lc))->resname);
+				break;
+			}
+		}
+		if (col == NULL)
+			elog(ERROR, "pg_cq: grouping key %d is not an output", g + 1);
+		cols = lappend(cols, col);
+	}
+	return cols;
+}
+
+/*
+ * cq_plan_target_key_index_sql
+ *	  DDL of the index an update-mode target is probed by.  With a hashed
+ *	  state (see cq_plan_state_table_sql), an index on the hash of the key
+ *	  columns: a key of any size fits in it.  Otherwise a unique index on
+ *	  the keys that treats NULL as a value, for ON CONFLICT.
+ */
+char *
+cq_plan_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed)
+{
+	StringInfoData buf;
+	List	   *cols = target_key_columns(an);
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	if (hashed)
+	{
+		appendStringInfo(&buf, "CREATE INDEX ON %s ((%s))", qualname, key_hash_sql(an, "", cols));
+		return buf.data;
+	}
+	appendStringInfo(&buf, "CREATE UNIQUE INDEX ON %s (", qualname);
+	foreach(lc, cols)
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "", (char *) lfirst(lc));
+	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	return buf.data;
+}
+
+/*
+ * cq_plan_state_hashed
+ *	  Is this state table keyed by a hash of its keys (column h)?  State
+ *	  tables created before that layout have a unique index on the keys
+ *	  instead, and keep it.
+ */
+bool
+cq_plan_state_hashed(Oid state_table)
+{
+	return OidIsValid(state_table) &&
+		get_attnum(state_table, CQ_KEY_HASH_COLUMN) != InvalidAttrNumber;
+}
+
+/*
  * evicts
  *	  Does the state carry a window end (column e) for late filtering and
  *	  eviction?  Needs a watermark and a grouping key that carries it.
@@ -265,7 +411,14 @@ wm_param(CqAnalysis *an)
 /*
  * cq_plan_state_table_sql
  *	  DDL of the state table: keys, the row count n, partial states p<i>,
- *	  and a unique index on the keys that treats NULL as a value.
+ *	  and how groups are found.  When every key type can be hashed
+ *	  consistently with its equality, the state holds the hash of the keys
+ *	  (column h) and an index on it; groups are matched by hash and then by
+ *	  their keys, so a key of any size works (a btree entry holds at most
+ *	  about 2.7 kB).  No unique index is needed: batches of one query are
+ *	  serialized by the lock on its catalog row.  Otherwise (and for
+ *	  aggregates without GROUP BY), a unique index on the keys that treats
+ *	  NULL as a value.
  */
 char *
 cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
@@ -301,9 +454,15 @@ cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 						 OidIsValid(part->collation) ?
 						 psprintf(" COLLATE %s", generate_collation_name(part->collation)) : "");
 	}
-	appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
-	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	if (an->keys_hashable)
+		appendStringInfo(&buf, ", %s pg_catalog.int4 NOT NULL); CREATE INDEX ON %s (%s)",
+						 CQ_KEY_HASH_COLUMN, qualname, CQ_KEY_HASH_COLUMN);
+	else
+	{
+		appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
+		append_group_cols(&buf, an, "", ", ");
+		appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	}
 	if (evicts(an))
 		appendStringInfo(&buf, "; CREATE INDEX ON %s (e)", qualname);
 	return buf.data;
@@ -431,31 +590,47 @@ output_mutator(Node *node, OutputCtx *ctx)
 }
 
 /*
- * output_list
- *	  The outputs as SQL over the final view aliased f (columns g<i>, a<i>).
+ * output_list_part
+ *	  The outputs (all, or only the keys or only the others) as SQL over the
+ *	  final view aliased f (columns g<i>, a<i>).
  */
 static char *
-output_list(CqAnalysis *an, Oid viewid)
+output_list_part(CqAnalysis *an, Oid viewid, bool keys_only, bool nonkeys_only)
 {
 	StringInfoData buf;
 	OutputCtx	ctx = {an, viewid};
 	List	   *dpcontext = deparse_context_for("f", viewid);
-	ListCell   *lc;
+	ListCell   *lc,
+			   *lk;
 	bool		first = true;
 	int			nest = pin_search_path();
 
 	initStringInfo(&buf);
-	foreach(lc, an->outputs)
+	forboth(lc, an->outputs, lk, an->output_key)
 	{
 		TargetEntry *tle = lfirst(lc);
-		Node	   *e = output_mutator((Node *) copyObject(tle->expr), &ctx);
+		bool		is_key = lfirst_int(lk) >= 0;
+		Node	   *e;
 
+		if ((keys_only && !is_key) || (nonkeys_only && is_key))
+			continue;
+		e = output_mutator((Node *) copyObject(tle->expr), &ctx);
 		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
 						 deparse_expression(e, dpcontext, true, false));
 		first = false;
 	}
 	unpin_search_path(nest);
 	return buf.data;
+}
+
+/*
+ * output_list
+ *	  Every output as SQL over the final view aliased f.
+ */
+static char *
+output_list(CqAnalysis *an, Oid viewid)
+{
+	return output_list_part(an, viewid, false, false);
 }
 
 /*
@@ -512,6 +687,8 @@ state_insert(CqAnalysis *an, const char *state, const char *from, const char *co
 	appendStringInfoString(&cols, evicts(an) ? ", n, e" : ", n");
 	for (int p = 1; p <= list_length(an->parts); p++)
 		appendStringInfo(&cols, ", p%d", p);
+	if (an->hash_keys)
+		appendStringInfo(&cols, ", %s", CQ_KEY_HASH_COLUMN);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "INSERT INTO %s AS s (%s) SELECT %s FROM %s%s%s",
 					 state, cols.data, cols.data, from, cond[0] ? " WHERE " : "", cond);
@@ -548,6 +725,8 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 		appendStringInfo(&buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
 		appendStringInfoString(&buf, " AS e");
 	}
+	if (an->hash_keys)
+		appendStringInfo(&buf, ", %s AS %s", key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
 	appendStringInfo(&buf, " FROM (%s) i", inner_sql(an, history));
 	if (an->group_exprs != NIL)
 	{
@@ -562,13 +741,51 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 		appendStringInfo(&buf, ", m AS (%s RETURNING s.*, true AS _ins)",
 						 state_insert(an, state, "d", late_filter(an)));
 	}
+	else if (an->hash_keys)
+	{
+		/*
+		 * Classify the groups by a probe of the hash index (NULL keys too:
+		 * they hash like any value), then update the existing ones and
+		 * plainly insert the new ones.  A scalar subquery, not EXISTS: the
+		 * planner may turn an EXISTS into a hashed subplan that reads the
+		 * whole state, and it does so when it overestimates the new rows (no
+		 * statistics on cq_xid yet: it expects the whole source), which cost
+		 * 40-300 ms per batch at 200k groups.  A probe per group is what a
+		 * batch wants.
+		 */
+		StringInfoData match;
+
+		initStringInfo(&match);
+		appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
+						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
+		append_keys_equal(&match, an, "s.", NIL, "d.", true);
+		appendStringInfo(&buf, ", dk AS (SELECT d.*, "
+						 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
+						 "FROM d%s%s)",
+						 state, match.data,
+						 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+		foreach(lc, an->parts)
+		{
+			int			p = foreach_current_index(lc) + 1;
+
+			appendStringInfo(&buf, ", p%d = ", p);
+			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
+							 psprintf("s.p%d", p), psprintf("d.p%d", p));
+		}
+		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, false AS _ins)", match.data);
+		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, true AS _ins)",
+						 state_insert(an, state, "dk", "NOT _old"));
+		appendStringInfoString(&buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi)");
+	}
 	else
 	{
 		/*
-		 * Classify the groups by an index probe, then update the existing
-		 * ones and plainly insert the new ones: both cheaper than INSERT ...
-		 * ON CONFLICT.  Groups with a NULL key cannot be probed with "=" and
-		 * take the ON CONFLICT path (NULLS NOT DISTINCT makes it NULL-safe).
+		 * State keyed by a unique index on the keys.  Classify the groups by
+		 * an index probe, then update the existing ones and plainly insert
+		 * the new ones: both cheaper than INSERT ... ON CONFLICT.  Groups
+		 * with a NULL key cannot be probed with "=" and take the ON CONFLICT
+		 * path (NULLS NOT DISTINCT makes it NULL-safe).
 		 */
 		StringInfoData keys;
 		StringInfoData nullkey;
@@ -576,20 +793,11 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 
 		initStringInfo(&keys);
 		initStringInfo(&nullkey);
+		append_keys_equal(&keys, an, "s.", NIL, "d.", false);
 		for (int g = 1; g <= ng; g++)
-		{
-			const char *col = an->group_exprs == NIL ? "g0" : psprintf("g%d", g);
-
-			appendStringInfo(&keys, "%ss.%s = d.%s", g > 1 ? " AND " : "", col, col);
-			appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "", col);
-		}
-		/*
-		 * A scalar subquery, not EXISTS: the planner may turn an EXISTS into
-		 * a hashed subplan that reads the whole state, and it does so when
-		 * it overestimates the new rows (no statistics on cq_xid yet: it
-		 * expects the whole source), which cost 40-300 ms per batch at
-		 * 200k groups.  A probe per group is what a batch wants.
-		 */
+			appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "",
+							 an->group_exprs == NIL ? "g0" : psprintf("g%d", g));
+		/* a scalar subquery, not EXISTS: see the hashed layout above */
 		appendStringInfo(&buf, ", dk AS (SELECT d.*, (%s) AS _nullkey, "
 						 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
 						 "FROM d%s%s)",
@@ -696,7 +904,8 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 			{
 				char	   *nonkeys = target_columns(an, "", false, true);
 
-				appendStringInfo(&buf, ", f AS (SELECT %s, s._ins FROM m s)", final_select_list(an));
+				appendStringInfo(&buf, ", f AS (SELECT %s, s._ins%s FROM m s)", final_select_list(an),
+								 an->hash_keys ? psprintf(", s.%s", CQ_KEY_HASH_COLUMN) : "");
 				if (an->group_exprs == NIL)
 				{
 					/* one result row: replace it */
@@ -709,22 +918,55 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 					/*
 					 * Groups new to the state are new to the target: a plain
 					 * INSERT, much cheaper than ON CONFLICT's speculative
-					 * insertion.  The others are upserted (a missing row is
-					 * written again).
+					 * insertion.  The others are updated where their row
+					 * changed and inserted where it is missing (a row deleted
+					 * by hand is written again).  A row "changed" when its
+					 * binary image did (the *<> operator, as REFRESH
+					 * MATERIALIZED VIEW CONCURRENTLY compares rows): equal
+					 * values that print differently, such as numeric 1.0
+					 * and 1.00, are rewritten so that the target shows what
+					 * the query shows.  (The casts to record keep the
+					 * parser from comparing the rows column by column.)
 					 */
 					appendStringInfo(&buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
 									 target, all_cols, output_list(an, viewid));
-					appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
-									 target, all_cols, output_list(an, viewid),
-									 target_columns(an, "", true, false));
-					if (nonkeys[0] == '\0')
-						appendStringInfoString(&buf, "DO NOTHING");
+					if (an->hash_keys)
+					{
+						/* found through the target's index on the hash of its keys */
+						List	   *tkeys = target_key_columns(an);
+						StringInfoData match;
+
+						initStringInfo(&match);
+						appendStringInfo(&match, "%s OPERATOR(pg_catalog.=) f.%s AND ",
+										 key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
+						append_keys_equal(&match, an, "t.", tkeys, "f.", true);
+						if (nonkeys[0] != '\0')
+							appendStringInfo(&buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
+											 "WHERE NOT f._ins AND %s AND ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record RETURNING 1)",
+											 target, nonkeys, output_list_part(an, viewid, false, true),
+											 match.data, target_columns(an, "t.", false, true),
+											 output_list_part(an, viewid, false, true));
+						appendStringInfo(&buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+										 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+										 target, all_cols, output_list(an, viewid), target, match.data);
+						appendStringInfo(&buf, ", o AS (%sSELECT 1 FROM oi)",
+										 nonkeys[0] != '\0' ? "SELECT 1 FROM ou UNION ALL " : "");
+					}
 					else
-						appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s) IS DISTINCT FROM ROW(%s)",
-										 nonkeys, target_columns(an, "excluded.", false, true),
-										 target_columns(an, "t.", false, true),
-										 target_columns(an, "excluded.", false, true));
-					appendStringInfoString(&buf, " RETURNING 1)");
+					{
+						/* upserted through the target's unique index on the keys */
+						appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
+										 target, all_cols, output_list(an, viewid),
+										 target_columns(an, "", true, false));
+						if (nonkeys[0] == '\0')
+							appendStringInfoString(&buf, "DO NOTHING");
+						else
+							appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record",
+											 nonkeys, target_columns(an, "excluded.", false, true),
+											 target_columns(an, "t.", false, true),
+											 target_columns(an, "excluded.", false, true));
+						appendStringInfoString(&buf, " RETURNING 1)");
+					}
 				}
 				appendStringInfoString(&buf, metrics_select(an, true, an->group_exprs != NIL));
 				break;
@@ -763,6 +1005,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		(an->is_aggregate ? an->group_exprs != NIL : an->et_attno == InvalidAttrNumber) &&
 		!(q->opts.max_rows_per_trigger > 0);
 	plan->single_scan = an->single_scan;
+	an->hash_keys = an->is_aggregate && cq_plan_state_hashed(q->state_table);
 
 	if (an->is_aggregate)
 	{
@@ -923,6 +1166,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 		*entry->an = *new_an;
 		entry->an->query = copyObject(new_an->query);
 		entry->an->group_exprs = copyObject(new_an->group_exprs);
+		entry->an->group_eqops = list_copy(new_an->group_eqops);
 		entry->an->aggs = NIL;	/* only the SQL is used from the cache */
 		entry->an->arg_exprs = NIL;
 		entry->an->filter_exprs = NIL;
