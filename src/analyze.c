@@ -128,9 +128,10 @@ static const CqAggKind agg_kinds[] = {
 	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", TYPE_AGG, MERGE_SUM}}, "%1$s"},
 	{"avg", false, ARG_EXACT, 2, {PART_SUM, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s::numeric / %2$s::numeric END"},
+	/* avg(float): float8_accum() sums from +0, so an all -0 input averages to 0 */
 	{"avg", false, ARG_FLOAT, 2,
 		{{"sum(%1$s::pg_catalog.float8)", FLOAT8OID, MERGE_SUM}, PART_COUNT},
-	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
+	"CASE WHEN %2$s = 0 THEN NULL ELSE (%1$s + 0::float8) / %2$s::float8 END"},
 	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", INTERVALOID, MERGE_SUM}, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
 	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, MERGE_LEAST}}, "%1$s"},

@@ -284,6 +284,7 @@ extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
 							   Datum *values, const char *nulls);
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
+extern void cq_spi_plan_forget(const char *sql);
 extern void cq_as_superuser(Oid *save_uid, int *save_sec);
 extern void cq_as_user(Oid uid, Oid *save_uid, int *save_sec);
 extern void cq_restore_user(Oid save_uid, int save_sec);

@@ -498,7 +498,7 @@ final_select_list(CqAnalysis *an)
 /*
  * cq_plan_final_view_sql
  *	  A view of final aggregate values per group; outputs are deparsed
- *	  against it, and complete mode reloads the target from it.
+ *	  against its columns.
  */
 char *
 cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename)
@@ -1015,9 +1015,14 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 					(errcode(ERRCODE_UNDEFINED_TABLE),
 					 errmsg("state of continuous query \"%s\" is missing", q->name),
 					 errhint("Drop and recreate the continuous query.")));
-		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s f",
+		/*
+		 * The final expressions are generated anew rather than read from
+		 * the view, which keeps those of the version that created it.
+		 */
+		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f",
 									  target, target_columns(an, "", false, false),
-									  output_list(an, viewid), cq_sql_relname_str(viewid));
+									  output_list(an, viewid), final_select_list(an),
+									  cq_sql_relname_str(q->state_table));
 	}
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
@@ -1115,8 +1120,89 @@ plan_key(CqQuery *q)
 }
 
 /*
+ * plan_sql_list
+ *	  Every statement text of a plan (NULLs included), for forgetting their
+ *	  saved SPI plans.
+ */
+static List *
+plan_sql_list(CqPlan *plan)
+{
+	List	   *l = NIL;
+
+	l = lappend(l, plan->batch_sql);
+	l = lappend(l, plan->batch_sql_history);
+	l = lappend(l, plan->complete_sql);
+	l = lappend(l, plan->count_sql);
+	l = lappend(l, plan->count_sql_history);
+	l = lappend(l, plan->count_xids_sql);
+	l = lappend(l, plan->count_history_sql);
+	l = lappend(l, plan->rebuild_sql);
+	return l;
+}
+
+/*
+ * forget_entry_plans
+ *	  Free the saved SPI plans of an entry's statements, except those that a
+ *	  new plan of the same query (keep, or NULL) still uses: a plan prepared
+ *	  for a query that changed or is gone would never be used again.
+ */
+static void
+forget_entry_plans(CqPlanCacheEntry *entry, CqPlan *keep)
+{
+	List	   *keep_sql = keep ? plan_sql_list(keep) : NIL;
+	ListCell   *lc,
+			   *lk;
+
+	foreach(lc, plan_sql_list(entry->plan))
+	{
+		const char *sql = lfirst(lc);
+		bool		kept = false;
+
+		if (sql == NULL)
+			continue;
+		foreach(lk, keep_sql)
+			if (lfirst(lk) && strcmp(lfirst(lk), sql) == 0)
+				kept = true;
+		if (!kept)
+			cq_spi_plan_forget(sql);
+	}
+}
+
+/*
+ * sweep_dropped
+ *	  Evict the entries (and their saved SPI plans) of queries that no
+ *	  longer exist: every query has a view cq_state.q_<id> for as long as it
+ *	  exists.  Runs when an entry is built, which any DROP causes through
+ *	  its invalidations, so a long-lived worker does not keep the plans of
+ *	  every query it ever ran.
+ */
+static void
+sweep_dropped(int32 keep_id)
+{
+	HASH_SEQ_STATUS status;
+	CqPlanCacheEntry *entry;
+	Oid			nsp = get_namespace_oid("cq_state", true);
+
+	hash_seq_init(&status, plan_entries);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->id == keep_id ||
+			(OidIsValid(nsp) && OidIsValid(get_relname_relid(psprintf("q_%d", entry->id), nsp))))
+			continue;
+		forget_entry_plans(entry, NULL);
+		MemoryContextDelete(entry->cxt);
+		(void) hash_search(plan_entries, &entry->id, HASH_REMOVE, NULL);
+	}
+}
+
+/*
  * cq_plan_get
  *	  The analysis and SQL of a query, from the cache or built now.
+ *
+ *	  A new entry is built completely, in a context that belongs to the
+ *	  caller until then, before it replaces the old one: an error on the way
+ *	  (in analysis, in SQL generation, out of memory) leaves the cache as it
+ *	  was, never with an entry that points to freed memory.
  */
 void
 cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
@@ -1125,6 +1211,13 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	bool		found;
 	char	   *key = plan_key(q);
 	MemoryContext old;
+	uint64		gen;
+	CqAnalysis *new_an;
+	CqPlan	   *new_plan;
+	MemoryContext cxt;
+	CqAnalysis *copy_an;
+	CqPlan	   *copy_plan;
+	char	   *copy_key;
 
 	if (plan_entries == NULL)
 	{
@@ -1149,48 +1242,56 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 		return;
 	}
 
-	/* build in the caller's context; keep a copy only once it succeeded */
-	{
-		uint64		gen = plan_generation;
-		CqAnalysis *new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
-		CqPlan	   *new_plan = cq_plan_build(new_an, q);
-		MemoryContext cxt = AllocSetContextCreate(CacheMemoryContext, "pg_cq analysis",
-												  ALLOCSET_SMALL_SIZES);
+	/* build in the caller's context */
+	gen = plan_generation;
+	new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	new_plan = cq_plan_build(new_an, q);
 
-		if (found)
-			MemoryContextDelete(entry->cxt);
-		entry = hash_search(plan_entries, &q->id, HASH_ENTER, NULL);
-
-		old = MemoryContextSwitchTo(cxt);
-		entry->an = palloc(sizeof(CqAnalysis));
-		*entry->an = *new_an;
-		entry->an->query = copyObject(new_an->query);
-		entry->an->group_exprs = copyObject(new_an->group_exprs);
-		entry->an->group_eqops = list_copy(new_an->group_eqops);
-		entry->an->aggs = NIL;	/* only the SQL is used from the cache */
-		entry->an->arg_exprs = NIL;
-		entry->an->filter_exprs = NIL;
-		entry->an->parts = NIL;
-		entry->an->outputs = NIL;
-		entry->an->output_key = NIL;
-		entry->an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
-		entry->plan = palloc0(sizeof(CqPlan));
-#define COPY_SQL(f) entry->plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
-		COPY_SQL(batch_sql);
-		COPY_SQL(batch_sql_history);
-		COPY_SQL(complete_sql);
-		COPY_SQL(count_sql);
-		COPY_SQL(count_sql_history);
-		COPY_SQL(count_xids_sql);
-		COPY_SQL(count_history_sql);
-		COPY_SQL(rebuild_sql);
+	/* the copy to keep, in a context freed with the caller's until it is complete */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq analysis", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	copy_an = palloc(sizeof(CqAnalysis));
+	*copy_an = *new_an;
+	copy_an->query = copyObject(new_an->query);
+	copy_an->group_exprs = copyObject(new_an->group_exprs);
+	copy_an->group_eqops = list_copy(new_an->group_eqops);
+	copy_an->aggs = NIL;		/* only the SQL is used from the cache */
+	copy_an->arg_exprs = NIL;
+	copy_an->filter_exprs = NIL;
+	copy_an->parts = NIL;
+	copy_an->outputs = NIL;
+	copy_an->output_key = NIL;
+	copy_an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
+	copy_plan = palloc0(sizeof(CqPlan));
+#define COPY_SQL(f) copy_plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
+	COPY_SQL(batch_sql);
+	COPY_SQL(batch_sql_history);
+	COPY_SQL(complete_sql);
+	COPY_SQL(count_sql);
+	COPY_SQL(count_sql_history);
+	COPY_SQL(count_xids_sql);
+	COPY_SQL(count_history_sql);
+	COPY_SQL(rebuild_sql);
 #undef COPY_SQL
-		entry->plan->single_scan = new_plan->single_scan;
-		entry->key = pstrdup(key);
-		MemoryContextSwitchTo(old);
-		entry->cxt = cxt;
-		entry->generation = gen;
-		*an = new_an;
-		*plan = new_plan;
+	copy_plan->single_scan = new_plan->single_scan;
+	copy_key = pstrdup(key);
+	MemoryContextSwitchTo(old);
+
+	/* an entry for a new query may be allocated here; nothing fails after it */
+	entry = hash_search(plan_entries, &q->id, HASH_ENTER, &found);
+	if (found)
+	{
+		forget_entry_plans(entry, copy_plan);
+		MemoryContextDelete(entry->cxt);
 	}
+	MemoryContextSetParent(cxt, CacheMemoryContext);
+	entry->cxt = cxt;
+	entry->an = copy_an;
+	entry->plan = copy_plan;
+	entry->key = copy_key;
+	entry->generation = gen;
+
+	sweep_dropped(q->id);
+	*an = new_an;
+	*plan = new_plan;
 }
