@@ -68,12 +68,18 @@ CREATE VIEW sv_d2_oracle AS
     FROM sv_d2 GROUP BY k;
 SELECT cq.create_query('sv_d2_u', pg_get_viewdef('sv_d2_oracle'), output_mode => 'update', "trigger" => 'available_now');
 CALL cq.run('sv_d2_u');
+-- the issue's case: only the display scale of the sum changes
+SELECT cq.create_query('sv_d2_sum', 'SELECT k, sum(x) AS s FROM sv_d2 GROUP BY k', output_mode => 'update', "trigger" => 'available_now');
+CALL cq.run('sv_d2_sum');
 INSERT INTO sv_d2 VALUES (1, 1.0, '-0');
 CALL cq.run('sv_d2_u');
+CALL cq.run('sv_d2_sum');
 SELECT * FROM sv_d2_u;
 INSERT INTO sv_d2 VALUES (1, 0.00, '0');
 CALL cq.run('sv_d2_u');
+CALL cq.run('sv_d2_sum');
 SELECT * FROM sv_d2_u;
+SELECT * FROM sv_d2_sum;
 INSERT INTO sv_d2 VALUES (1, 1.000, '-0');
 CALL cq.run('sv_d2_u');
 SELECT * FROM sv_d2_u;
