@@ -773,8 +773,8 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
 							 psprintf("s.p%d", p), psprintf("d.p%d", p));
 		}
-		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, false AS _ins)", match.data);
-		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, true AS _ins)",
+		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, s.ctid AS _sid, false AS _ins)", match.data);
+		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, s.ctid AS _sid, true AS _ins)",
 						 state_insert(an, state, "dk", "NOT _old"));
 		appendStringInfoString(&buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi)");
 	}
@@ -905,11 +905,22 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 				char	   *nonkeys = target_columns(an, "", false, true);
 
 				appendStringInfo(&buf, ", f AS (SELECT %s, s._ins%s FROM m s)", final_select_list(an),
-								 an->hash_keys ? psprintf(", s.%s", CQ_KEY_HASH_COLUMN) : "");
+								 an->hash_keys && !history ? psprintf(", s.%s, s._sid", CQ_KEY_HASH_COLUMN) : "");
 				if (an->group_exprs == NIL)
 				{
 					/* one result row: replace it */
 					appendStringInfo(&buf, ", y AS (DELETE FROM %s)", target);
+					appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+									 target, all_cols, output_list(an, viewid));
+				}
+				else if (history)
+				{
+					/*
+					 * Batch 0: state and target are empty, every group is
+					 * new.  (The statements for existing groups would find
+					 * nothing, but their estimated cost over a large history
+					 * made the planner JIT-compile the batch: a second.)
+					 */
 					appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
 									 target, all_cols, output_list(an, viewid));
 				}
@@ -932,7 +943,12 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 									 target, all_cols, output_list(an, viewid));
 					if (an->hash_keys)
 					{
-						/* found through the target's index on the hash of its keys */
+						/*
+						 * Found through the target's index on the hash of its
+						 * keys: rows that changed are updated; the groups not
+						 * updated (their state row _sid) are looked up once
+						 * more and inserted if their row is missing.
+						 */
 						List	   *tkeys = target_key_columns(an);
 						StringInfoData match;
 
@@ -941,16 +957,24 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 										 key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
 						append_keys_equal(&match, an, "t.", tkeys, "f.", true);
 						if (nonkeys[0] != '\0')
+						{
 							appendStringInfo(&buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
-											 "WHERE NOT f._ins AND %s AND ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record RETURNING 1)",
+											 "WHERE NOT f._ins AND %s AND "
+											 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
+											 "RETURNING f._sid)",
 											 target, nonkeys, output_list_part(an, viewid, false, true),
 											 match.data, target_columns(an, "t.", false, true),
 											 output_list_part(an, viewid, false, true));
-						appendStringInfo(&buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
-										 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
-										 target, all_cols, output_list(an, viewid), target, match.data);
-						appendStringInfo(&buf, ", o AS (%sSELECT 1 FROM oi)",
-										 nonkeys[0] != '\0' ? "SELECT 1 FROM ou UNION ALL " : "");
+							appendStringInfo(&buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+											 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT _sid FROM ou)) "
+											 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+											 target, all_cols, output_list(an, viewid), target, match.data);
+							appendStringInfoString(&buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
+						}
+						else
+							appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+											 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+											 target, all_cols, output_list(an, viewid), target, match.data);
 					}
 					else
 					{
@@ -968,7 +992,7 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 						appendStringInfoString(&buf, " RETURNING 1)");
 					}
 				}
-				appendStringInfoString(&buf, metrics_select(an, true, an->group_exprs != NIL));
+				appendStringInfoString(&buf, metrics_select(an, true, an->group_exprs != NIL && !history));
 				break;
 			}
 		case CQ_MODE_COMPLETE:
