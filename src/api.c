@@ -415,6 +415,15 @@ cq_api_recreate_internal(CqQuery *q)
 	cq_restore_user(save_uid, save_sec);
 	CommandCounterIncrement();
 	create_internal_objects(an, q->id, q->owner, q->target, &q->opts);
+
+	/* the new state may be keyed otherwise than the restored target's index */
+	if (q->opts.mode == CQ_MODE_UPDATE)
+	{
+		cq_as_user(q->owner, &save_uid, &save_sec);
+		ensure_key_index(an, q->target, an->keys_hashable);
+		cq_restore_user(save_uid, save_sec);
+		CommandCounterIncrement();
+	}
 }
 
 /*

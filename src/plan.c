@@ -7,7 +7,7 @@
  *
  *	 d: partial aggregates of the new rows    (the user's FROM/WHERE, deparsed,
  *											   plus the offset-range predicate)
- *	 m: merged into the state table            (INSERT ... ON CONFLICT)
+ *	 m: merged into the state table            (probe, UPDATE existing, INSERT new)
  *	 f: final values of the changed groups     (table-driven final expressions)
  *	 o: written to the target                  (per output mode)
  *
