@@ -240,6 +240,8 @@ append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix, const char
 			appendStringInfo(buf, "%s%sg%d", i > 1 ? sep : "", prefix, i);
 }
 
+static char *target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_only);
+
 /*
  * key_eq_operator
  *	  "OPERATOR(schema.=)" for grouping key g (0-based): the equality GROUP
@@ -356,21 +358,12 @@ target_key_columns(CqAnalysis *an)
 char *
 cq_plan_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed)
 {
-	StringInfoData buf;
-	List	   *cols = target_key_columns(an);
-	ListCell   *lc;
-
-	initStringInfo(&buf);
 	if (hashed)
-	{
-		appendStringInfo(&buf, "CREATE INDEX ON %s ((%s))", qualname, key_hash_sql(an, "", cols));
-		return buf.data;
-	}
-	appendStringInfo(&buf, "CREATE UNIQUE INDEX ON %s (", qualname);
-	foreach(lc, cols)
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) > 0 ? ", " : "", (char *) lfirst(lc));
-	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
-	return buf.data;
+		return psprintf("CREATE INDEX ON %s ((%s))", qualname,
+						key_hash_sql(an, "", target_key_columns(an)));
+	/* every output that is a key: the ON CONFLICT clause names them all */
+	return psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", qualname,
+					target_columns(an, "", true, false));
 }
 
 /*
