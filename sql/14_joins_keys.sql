@@ -113,12 +113,15 @@ CREATE TABLE jk_by_isbn WITH (cq.output_mode = 'update', cq.trigger = 'available
 -- (ltree has no hash operator class: this one keeps a unique index, on every key output)
 CREATE TABLE jk_by_all WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
   AS SELECT c, l, h, i, l AS l2, count(*) AS n FROM jk_ext GROUP BY c, l, h, i;
+-- values of such types, not only keys: a changed row is found by its binary image
+CREATE TABLE jk_ext_values WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+  AS SELECT v % 2 AS odd, ('top.' || max(v))::ltree AS ml, min(c::text)::citext AS mc, count(*) AS n FROM jk_ext GROUP BY 1;
 INSERT INTO jk_ext VALUES ('Apple', 'a.b', 'x=>1', '978-0-306-40615-7', 1), ('pear', 'a', 'x=>1, y=>2', '9780306406157', 2),
                           (NULL, NULL, NULL, NULL, 3);
 DO $$
 DECLARE q text;
 BEGIN
-  FOREACH q IN ARRAY '{jk_by_citext,jk_by_ltree,jk_by_hstore,jk_by_isbn,jk_by_all}'::text[] LOOP
+  FOREACH q IN ARRAY '{jk_by_citext,jk_by_ltree,jk_by_hstore,jk_by_isbn,jk_by_all,jk_ext_values}'::text[] LOOP
     CALL cq.run(q);
   END LOOP;
 END $$;
@@ -128,7 +131,7 @@ INSERT INTO jk_ext VALUES ('APPLE', 'a.b', 'x=>"1"', '9780306406157', 10), ('Pea
 DO $$
 DECLARE q text;
 BEGIN
-  FOREACH q IN ARRAY '{jk_by_citext,jk_by_ltree,jk_by_hstore,jk_by_isbn,jk_by_all}'::text[] LOOP
+  FOREACH q IN ARRAY '{jk_by_citext,jk_by_ltree,jk_by_hstore,jk_by_isbn,jk_by_all,jk_ext_values}'::text[] LOOP
     CALL cq.run(q);
   END LOOP;
 END $$;
@@ -140,7 +143,9 @@ SELECT jk_mismatches('jk_by_citext', 'SELECT c, count(*), sum(v) FROM jk_ext GRO
        jk_mismatches('jk_by_ltree', 'SELECT l, count(*), sum(v) FROM jk_ext GROUP BY l') AS ltree_mismatches,
        jk_mismatches('jk_by_hstore', 'SELECT h, count(*), sum(v) FROM jk_ext GROUP BY h') AS hstore_mismatches,
        jk_mismatches('jk_by_isbn', 'SELECT i, count(*), sum(v) FROM jk_ext GROUP BY i') AS isbn_mismatches,
-       jk_mismatches('jk_by_all', 'SELECT c, l, h, i, l, count(*) FROM jk_ext GROUP BY c, l, h, i') AS all_mismatches;
+       jk_mismatches('jk_by_all', 'SELECT c, l, h, i, l, count(*) FROM jk_ext GROUP BY c, l, h, i') AS all_mismatches,
+       jk_mismatches('jk_ext_values', $$SELECT v % 2, ('top.' || max(v))::ltree, min(c::text)::citext, count(*) FROM jk_ext GROUP BY 1$$) AS values_mismatches;
+SELECT * FROM jk_ext_values ORDER BY odd;
 
 ------------------------------------------------------------------------------
 -- Item 20: a grouping value of any size (a 10 kB key that does not
