@@ -32,25 +32,27 @@ SELECT cq.create_query('rnd_global',
   output_mode => 'update', "trigger" => 'available_now');
 SELECT cq.create_query('rnd_rows', 'SELECT k1, k2, v FROM rnd WHERE v IS NOT NULL', output_mode => 'append', "trigger" => 'available_now');
 
--- special values only in the groups of k1 = 1 (NaN), 2 (+Infinity) and 3
--- (both infinities), so that the other groups keep finite results; floats
--- are multiples of 1/4, whose sums are exact in any order
+-- nx, fx and bx are derived from the random columns (the random draws stay
+-- those of the other columns): special values only in the groups of k1 = 1
+-- (NaN), 2 (+Infinity) and 3 (both infinities), so that the other groups
+-- keep finite results; numerics of 0 to 4 decimals; floats are multiples of
+-- 1/4, whose sums are exact in any order; int8 values near its maximum
 CREATE FUNCTION rnd_rows(n int) RETURNS void LANGUAGE sql AS $$
   INSERT INTO rnd (k1, k2, v, i, f, nx, fx, bx)
   SELECT k1, k2, v, i, f,
-         CASE WHEN random() < 0.1 THEN NULL
-              WHEN k1 IN (1, 2, 3) AND random() < 0.1 THEN
+         CASE WHEN v IS NULL THEN NULL
+              WHEN k1 IN (1, 2, 3) AND i % 7 = 0 THEN
                    (CASE k1 WHEN 1 THEN 'NaN' WHEN 2 THEN 'Infinity'
-                            ELSE (ARRAY['Infinity', '-Infinity'])[1 + (random() < 0.5)::int] END)::numeric
-              ELSE round((random() * 20 - 5)::numeric, (random() * 5)::int) END,
-         CASE WHEN random() < 0.1 THEN NULL
-              WHEN k1 IN (1, 2, 3) AND random() < 0.1 THEN
+                            ELSE (ARRAY['Infinity', '-Infinity'])[1 + abs(i) % 2] END)::numeric
+              ELSE round(v * 1.3, abs(coalesce(i, 0)) % 5) END,
+         CASE WHEN f IS NULL THEN NULL
+              WHEN k1 IN (1, 2, 3) AND i % 7 = 1 THEN
                    (CASE k1 WHEN 1 THEN 'NaN' WHEN 2 THEN 'Infinity'
-                            ELSE (ARRAY['Infinity', '-Infinity'])[1 + (random() < 0.5)::int] END)::float8
-              ELSE (floor(random() * 4001) - 2000) / 4.0 END,
-         CASE WHEN random() < 0.1 THEN NULL
-              WHEN random() < 0.2 THEN 9223372036854775807 - (random() * 1000)::int8
-              ELSE (random() * 1e6)::int8 - 500000 END
+                            ELSE (ARRAY['Infinity', '-Infinity'])[1 + abs(i) % 2] END)::float8
+              ELSE floor(f * 40) / 4.0 - 500 END,
+         CASE WHEN i IS NULL THEN NULL
+              WHEN i % 5 = 0 THEN 9223372036854775807 - abs(i)
+              ELSE i * 1000 END
     FROM (SELECT CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 8)::int END AS k1,
                  CASE WHEN random() < 0.1 THEN NULL ELSE chr(97 + (random() * 4)::int) END AS k2,
                  CASE WHEN random() < 0.15 THEN NULL ELSE round((random() * 20 - 5)::numeric, 3) END AS v,
