@@ -2,18 +2,23 @@
 -- update and complete targets equal the plain SELECT of the same query over
 -- the source.  Many batches of random size, NULL keys and values, rolled-back
 -- transactions, a row limit that splits the work into several batches.
+-- Values include the special ones (issue 16): numeric NaN and infinities,
+-- numerics of mixed scale, float NaN and infinities, int8 sums that overflow
+-- into numeric; targets are compared by value and as text.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SELECT setseed(0.42);
 
-CREATE TABLE rnd (k1 int, k2 text, v numeric(12,3), i int, f float8);
+CREATE TABLE rnd (k1 int, k2 text, v numeric(12,3), i int, f float8, nx numeric, fx float8, bx int8);
 
 -- the query under test, and its oracle: the same SELECT over the source
 CREATE VIEW rnd_oracle AS
   SELECT k1, k2, count(*) AS n, count(v) AS nv, sum(v) AS sv, avg(v) AS av, min(v) AS mn, max(k2) AS mx,
          sum(i) AS si, avg(i) AS ai, var_samp(v) AS vs, stddev_pop(i) AS sp,
          count(*) FILTER (WHERE v > 0) AS npos, sum(v) FILTER (WHERE i % 2 = 0) AS sveven,
-         bool_or(v > 5) AS anybig, bit_or(i) AS bo
+         bool_or(v > 5) AS anybig, bit_or(i) AS bo,
+         sum(nx) AS snx, avg(nx) AS anx, stddev_samp(nx) AS sdnx, var_pop(nx) AS vnx, max(nx) - min(nx) AS rnx,
+         sum(fx) AS sfx, avg(fx) AS afx, max(fx) AS mfx, sum(bx) AS sbx, avg(bx) AS abx, stddev_pop(bx) AS sdbx
     FROM rnd GROUP BY k1, k2;
 
 SELECT cq.create_query('rnd_update', (SELECT pg_get_viewdef('rnd_oracle')), output_mode => 'update',
@@ -27,24 +32,50 @@ SELECT cq.create_query('rnd_global',
   output_mode => 'update', "trigger" => 'available_now');
 SELECT cq.create_query('rnd_rows', 'SELECT k1, k2, v FROM rnd WHERE v IS NOT NULL', output_mode => 'append', "trigger" => 'available_now');
 
+-- nx, fx and bx are derived from the random columns (the random draws stay
+-- those of the other columns): special values only in the groups of k1 = 1
+-- (NaN), 2 (+Infinity) and 3 (both infinities), so that the other groups
+-- keep finite results; numerics of 0 to 4 decimals; floats are multiples of
+-- 1/4, whose sums are exact in any order; int8 values near its maximum
 CREATE FUNCTION rnd_rows(n int) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO rnd (k1, k2, v, i, f)
-  SELECT CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 8)::int END,
-         CASE WHEN random() < 0.1 THEN NULL ELSE chr(97 + (random() * 4)::int) END,
-         CASE WHEN random() < 0.15 THEN NULL ELSE round((random() * 20 - 5)::numeric, 3) END,
-         CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 1000)::int - 200 END,
-         CASE WHEN random() < 0.1 THEN NULL ELSE random() * 100 END
-    FROM generate_series(1, n)
+  INSERT INTO rnd (k1, k2, v, i, f, nx, fx, bx)
+  SELECT k1, k2, v, i, f,
+         CASE WHEN v IS NULL THEN NULL
+              WHEN k1 IN (1, 2, 3) AND i % 7 = 0 THEN
+                   (CASE k1 WHEN 1 THEN 'NaN' WHEN 2 THEN 'Infinity'
+                            ELSE (ARRAY['Infinity', '-Infinity'])[1 + abs(i) % 2] END)::numeric
+              ELSE round(v * 1.3, abs(coalesce(i, 0)) % 5) END,
+         CASE WHEN f IS NULL THEN NULL
+              WHEN k1 IN (1, 2, 3) AND i % 7 = 1 THEN
+                   (CASE k1 WHEN 1 THEN 'NaN' WHEN 2 THEN 'Infinity'
+                            ELSE (ARRAY['Infinity', '-Infinity'])[1 + abs(i) % 2] END)::float8
+              ELSE floor(f * 40) / 4.0 - 500 END,
+         CASE WHEN i IS NULL THEN NULL
+              WHEN i % 5 = 0 THEN 9223372036854775807 - abs(i)
+              ELSE i * 1000 END
+    FROM (SELECT CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 8)::int END AS k1,
+                 CASE WHEN random() < 0.1 THEN NULL ELSE chr(97 + (random() * 4)::int) END AS k2,
+                 CASE WHEN random() < 0.15 THEN NULL ELSE round((random() * 20 - 5)::numeric, 3) END AS v,
+                 CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 1000)::int - 200 END AS i,
+                 CASE WHEN random() < 0.1 THEN NULL ELSE random() * 100 END AS f
+            FROM generate_series(1, n)) r
 $$;
 
--- mismatches between a target and the oracle (exact comparison, numeric included)
+-- mismatches between a target and the oracle (exact comparison, numeric
+-- included), by value and as text (the display scale of numerics)
 CREATE FUNCTION rnd_diff(target regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE d bigint;
+DECLARE
+  d bigint;
+  t bigint;
 BEGIN
   EXECUTE format('SELECT count(*) FROM ((TABLE rnd_oracle EXCEPT ALL TABLE %s) UNION ALL
                                         (TABLE %s EXCEPT ALL TABLE rnd_oracle)) x', target, target)
     INTO d;
-  RETURN d;
+  EXECUTE format('SELECT count(*) FROM ((SELECT format(''%%s'', o) FROM rnd_oracle o EXCEPT ALL SELECT format(''%%s'', t) FROM %s t) UNION ALL
+                                        (SELECT format(''%%s'', t) FROM %s t EXCEPT ALL SELECT format(''%%s'', o) FROM rnd_oracle o)) x',
+                 target, target)
+    INTO t;
+  RETURN d + t;
 END $$;
 
 -- history before the queries were defined is processed by batch 0

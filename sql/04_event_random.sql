@@ -1,22 +1,26 @@
 -- Randomized event-time check: tumbling and sliding windows (cq.window and
 -- date_bin) in update mode equal the plain SELECT oracle when no row is late;
 -- append emits every closed window exactly once and nothing else; state stays
--- bounded while the stream crosses many windows.
+-- bounded while the stream crosses many windows.  Values include numeric NaN
+-- and infinities and numerics of mixed scale (issue 16); targets are compared
+-- by value and as text.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SET timezone = 'UTC';
 SELECT setseed(0.17);
 
-CREATE TABLE ev (ts timestamptz, k int, v numeric(10,2));
+CREATE TABLE ev (ts timestamptz, k int, v numeric(10,2), x numeric);
 
 CREATE VIEW tumble_oracle AS
-  SELECT w.window_start, w.window_end, k, count(*) AS n, sum(v) AS s, avg(v) AS a
+  SELECT w.window_start, w.window_end, k, count(*) AS n, sum(v) AS s, avg(v) AS a,
+         sum(x) AS sx, avg(x) AS ax, stddev_samp(x) AS sdx
     FROM ev, LATERAL cq.window(ts, '10 seconds') w GROUP BY 1, 2, 3;
 CREATE VIEW slide_oracle AS
   SELECT w.window_start, w.window_end, k, count(*) AS n, max(v) AS mx
     FROM ev, LATERAL cq.window(ts, '10 seconds', '4 seconds') w GROUP BY 1, 2, 3;
 CREATE VIEW bin_oracle AS
-  SELECT date_bin('7 seconds', ts, '2024-01-01') AS b, k, count(*) AS n, sum(v) AS s
+  SELECT date_bin('7 seconds', ts, '2024-01-01') AS b, k, count(*) AS n, sum(v) AS s,
+         var_pop(x) AS vx, max(x) AS mx
     FROM ev GROUP BY 1, 2;
 
 SELECT cq.create_query('tumble_u', pg_get_viewdef('tumble_oracle'), output_mode => 'update', "trigger" => 'available_now',
@@ -30,17 +34,24 @@ SELECT cq.create_query('slide_a', pg_get_viewdef('slide_oracle'), output_mode =>
 SELECT cq.create_query('bin_a', pg_get_viewdef('bin_oracle'), output_mode => 'append', "trigger" => 'available_now',
                        event_time => 'ts', watermark => '30 seconds', max_rows_per_trigger => 40);
 
+-- mismatches, by value and as text (the display scale of numerics)
 CREATE FUNCTION diff(oracle text, target text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE d bigint;
+DECLARE
+  d bigint;
+  t bigint;
 BEGIN
   EXECUTE format('SELECT count(*) FROM ((SELECT * FROM %s o EXCEPT ALL SELECT * FROM %s t) UNION ALL
                                         (SELECT * FROM %s t EXCEPT ALL SELECT * FROM %s o)) x',
                  oracle, target, target, oracle) INTO d;
-  RETURN d;
+  EXECUTE format('SELECT count(*) FROM ((SELECT format(''%%s'', o) FROM %s o EXCEPT ALL SELECT format(''%%s'', t) FROM %s t) UNION ALL
+                                        (SELECT format(''%%s'', t) FROM %s t EXCEPT ALL SELECT format(''%%s'', o) FROM %s o)) x',
+                 oracle, target, target, oracle) INTO t;
+  RETURN d + t;
 END $$;
 
 -- event time advances by 0-15 s per round; rows arrive up to 20 s out of
--- order, less than the 30 s delay, so no row is ever late
+-- order, less than the 30 s delay, so no row is ever late; x is NaN now and
+-- then for k = 1, an infinity for k = 2, else numerics of 0 to 4 decimals
 DO $$
 DECLARE
   t timestamptz := '2024-01-01 00:00:00+00';
@@ -48,11 +59,16 @@ DECLARE
 BEGIN
   FOR r IN 1..60 LOOP
     t := t + random() * interval '15 seconds';
-    INSERT INTO ev (ts, k, v)
-    SELECT t - random() * interval '20 seconds',
-           CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 3)::int END,
-           CASE WHEN random() < 0.1 THEN NULL ELSE round((random() * 100)::numeric, 2) END
-      FROM generate_series(1, (random() * 30)::int);
+    INSERT INTO ev (ts, k, v, x)
+    SELECT ts, k, v,
+           CASE WHEN random() < 0.1 THEN NULL
+                WHEN k = 1 AND random() < 0.05 THEN 'NaN'
+                WHEN k = 2 AND random() < 0.05 THEN (ARRAY['Infinity', '-Infinity'])[1 + (random() < 0.5)::int]::numeric
+                ELSE round((random() * 100)::numeric, (random() * 4)::int) END
+      FROM (SELECT t - random() * interval '20 seconds' AS ts,
+                   CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 3)::int END AS k,
+                   CASE WHEN random() < 0.1 THEN NULL ELSE round((random() * 100)::numeric, 2) END AS v
+              FROM generate_series(1, (random() * 30)::int)) r;
     COMMIT;
     IF r % 4 = 0 THEN
       CALL cq.run('tumble_u'); CALL cq.run('slide_u'); CALL cq.run('bin_u');

@@ -40,6 +40,7 @@
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "pg_cq.h"
 
@@ -81,6 +82,16 @@ typedef struct CqAggKind
 	const char *final;
 } CqAggKind;
 
+/*
+ * MERGE_LEAST, MERGE_GREATEST: of equal values that print differently
+ * (numeric 1.0 and 1.00, float 0 and -0, citext 'A' and 'a'), min and max
+ * keep the one read last, as PostgreSQL's transition functions do
+ * (numeric_larger(), float8larger(), text_larger() return their second
+ * argument unless the first is strictly greater).  least() and greatest()
+ * keep the first of equal arguments, so the newer value goes first.
+ */
+#define MERGE_LEAST "least(%2$s, %1$s)"
+#define MERGE_GREATEST "greatest(%2$s, %1$s)"
 #define MERGE_ADD "%1$s + %2$s"
 #define MERGE_SUM "coalesce(%1$s + %2$s, %1$s, %2$s)"
 #define PART_COUNT {"count(%1$s)", INT8OID, MERGE_ADD}
@@ -94,7 +105,10 @@ typedef struct CqAggKind
  * does: numerator n*Sxx - Sx*Sx (exact), divided at numeric_div's scale.
  * The square root is taken 20 digits beyond that scale and rounded to it,
  * which matches sqrt_var()'s correctly rounded result (SQL's sqrt() alone
- * works one digit past the scale and would round twice).
+ * works one digit past the scale and would round twice).  NaN and
+ * infinite inputs make the numerator NaN (inf - inf, or NaN), and the
+ * result NaN, as numeric_stddev_internal() returns for them; scale() of
+ * NaN is NULL, so stddev must not round it.
  */
 #define NUM_VAR(minn, denom) \
 	"CASE WHEN %1$s <= " minn " THEN NULL " \
@@ -103,7 +117,8 @@ typedef struct CqAggKind
 #define NUM_STDDEV(minn, denom) \
 	"CASE WHEN %1$s <= " minn " THEN NULL " \
 	"WHEN %1$s::numeric * %3$s - %2$s * %2$s <= 0 THEN 0::numeric " \
-	"ELSE (SELECT round(sqrt(round(v, scale(v) + 20)), scale(v)) FROM (SELECT " \
+	"ELSE (SELECT CASE WHEN v = 'NaN'::numeric THEN v " \
+	"ELSE round(sqrt(round(v, scale(v) + 20)), scale(v)) END FROM (SELECT " \
 	"(%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ") AS v) v) END"
 #define DENOM_SAMP "%1$s::numeric * (%1$s - 1)::numeric"
 #define DENOM_POP "%1$s::numeric * %1$s::numeric"
@@ -114,13 +129,14 @@ static const CqAggKind agg_kinds[] = {
 	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", TYPE_AGG, MERGE_SUM}}, "%1$s"},
 	{"avg", false, ARG_EXACT, 2, {PART_SUM, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s::numeric / %2$s::numeric END"},
+	/* avg(float): float8_accum() sums from +0, so an all -0 input averages to 0 */
 	{"avg", false, ARG_FLOAT, 2,
 		{{"sum(%1$s::pg_catalog.float8)", FLOAT8OID, MERGE_SUM}, PART_COUNT},
-	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
+	"CASE WHEN %2$s = 0 THEN NULL ELSE (%1$s + 0::float8) / %2$s::float8 END"},
 	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", INTERVALOID, MERGE_SUM}, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
-	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, "least(%1$s, %2$s)"}}, "%1$s"},
-	{"max", false, ARG_ANY, 1, {{"max(%1$s)", TYPE_AGG, "greatest(%1$s, %2$s)"}}, "%1$s"},
+	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, MERGE_LEAST}}, "%1$s"},
+	{"max", false, ARG_ANY, 1, {{"max(%1$s)", TYPE_AGG, MERGE_GREATEST}}, "%1$s"},
 	{"var_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
 	{"variance", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
 	{"var_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("0", DENOM_POP)},
@@ -471,6 +487,22 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 					(errcode(ERRCODE_UNDEFINED_TABLE),
 					 errmsg("source table \"%s\" does not exist", opts->source)));
 	}
+	else if (OidIsValid(opts->source_relid))
+	{
+		/*
+		 * A stored query: its stream is the one recorded at creation (the
+		 * source option itself is not stored), if the query still reads it;
+		 * otherwise the rules for a new query apply, so that a changed query
+		 * that reads another table is refused as a change of source.
+		 */
+		foreach(lc, q->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind == RTE_RELATION && rte->relid == opts->source_relid)
+				wanted = opts->source_relid;
+		}
+	}
 
 	foreach(lc, q->rtable)
 	{
@@ -488,7 +520,7 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 		}
 	}
 
-	if (OidIsValid(wanted) && nwanted == 0)
+	if (opts->source && nwanted == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source table \"%s\" is not in the FROM clause of the query", opts->source)));
@@ -878,6 +910,34 @@ check_window_calls(CqAnalysis *an)
 }
 
 /*
+ * keys_hashable
+ *	  Can the state be keyed by a hash of the grouping keys?  Every key type
+ *	  needs a default hash opclass whose equality is the one GROUP BY uses,
+ *	  so that hash_record() agrees with it (numeric 1.0 and 1.00, citext 'A'
+ *	  and 'a' hash alike).  An aggregate without GROUP BY has one constant
+ *	  key and needs no hash.
+ */
+static bool
+keys_hashable(CqAnalysis *an)
+{
+	ListCell   *lc,
+			   *lo;
+
+	if (an->group_exprs == NIL)
+		return false;
+	forboth(lc, an->group_exprs, lo, an->group_eqops)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(exprType(lfirst(lc)),
+											   TYPECACHE_HASH_PROC | TYPECACHE_HASH_OPFAMILY);
+
+		if (!OidIsValid(tc->hash_proc) || !OidIsValid(tc->hash_opf) ||
+			!op_in_opfamily(lfirst_oid(lo), tc->hash_opf))
+			return false;
+	}
+	return true;
+}
+
+/*
  * cq_analyze_query
  *	  Analyze a continuous query and reject every unsupported shape, each
  *	  with its own message.  The query is copied; the caller's tree is not
@@ -1012,7 +1072,9 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 						 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
 						 errdetail("State and target tables are keyed with a btree index on the grouping columns.")));
 			an->group_exprs = lappend(an->group_exprs, expr);
+			an->group_eqops = lappend_oid(an->group_eqops, sgc->eqop);
 		}
+		an->keys_hashable = keys_hashable(an);
 		expression_tree_walker((Node *) q->targetList, collect_aggs_walker, &ctx);
 
 		/* the grouping key that carries the watermark */

@@ -51,6 +51,8 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/ruleutils.h"
+#include "utils/fmgroids.h"
+#include "catalog/pg_am.h"
 
 #include "pg_cq.h"
 #include "source.h"
@@ -195,12 +197,48 @@ check_target_columns(CqAnalysis *an, Oid target, const char *name)
 }
 
 /*
+ * is_key_hash_index
+ *	  Is this index expression hash_record(ROW(c1, ..., cn)) over exactly
+ *	  the target columns keys, in that order?
+ */
+static bool
+is_key_hash_index(Relation idx, List *keys)
+{
+	List	   *exprs = RelationGetIndexExpressions(idx);
+	FuncExpr   *fe;
+	RowExpr    *row;
+	ListCell   *lc,
+			   *lk;
+
+	if (idx->rd_index->indnkeyatts != 1 || list_length(exprs) != 1 ||
+		RelationGetIndexPredicate(idx) != NIL || idx->rd_rel->relam != BTREE_AM_OID)
+		return false;
+	fe = linitial(exprs);
+	if (!IsA(fe, FuncExpr) || fe->funcid != F_HASH_RECORD || list_length(fe->args) != 1)
+		return false;
+	row = linitial(fe->args);
+	if (!IsA(row, RowExpr) || list_length(row->args) != list_length(keys))
+		return false;
+	forboth(lc, row->args, lk, keys)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (!IsA(v, Var) || v->varattno != lfirst_int(lk))
+			return false;
+	}
+	return true;
+}
+
+/*
  * ensure_key_index
- *	  Update mode upserts by the grouping keys: the target needs a unique
- *	  index on exactly those columns that treats NULL as a value.
+ *	  Update mode finds a group's row in the target by its keys: with a
+ *	  hashed state, through an index on the hash of the key columns (in
+ *	  grouping order); otherwise through a unique index on exactly those
+ *	  columns that treats NULL as a value (ON CONFLICT).  Creates the index
+ *	  unless the target has one.
  */
 static void
-ensure_key_index(CqAnalysis *an, Oid target)
+ensure_key_index(CqAnalysis *an, Oid target, bool hashed)
 {
 	Relation	rel;
 	List	   *keys = NIL;
@@ -208,16 +246,33 @@ ensure_key_index(CqAnalysis *an, Oid target)
 	ListCell   *lc,
 			   *lk;
 	bool		found = false;
-	StringInfoData sql;
 
 	if (!an->is_aggregate || an->group_exprs == NIL)
 		return;
 
 	rel = table_open(target, AccessShareLock);
-	forboth(lc, an->outputs, lk, an->output_key)
+	if (hashed)
 	{
-		if (lfirst_int(lk) >= 0)
-			keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
+		/* the first output column of each key, in grouping order */
+		for (int g = 0; g < list_length(an->group_exprs); g++)
+		{
+			forboth(lc, an->outputs, lk, an->output_key)
+			{
+				if (lfirst_int(lk) == g)
+				{
+					keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
+					break;
+				}
+			}
+		}
+	}
+	else
+	{
+		forboth(lc, an->outputs, lk, an->output_key)
+		{
+			if (lfirst_int(lk) >= 0)
+				keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
+		}
 	}
 	indexes = RelationGetIndexList(rel);
 	foreach(lc, indexes)
@@ -225,8 +280,10 @@ ensure_key_index(CqAnalysis *an, Oid target)
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
 		Form_pg_index ix = idx->rd_index;
 
-		if (ix->indisunique && ix->indnullsnotdistinct && ix->indnkeyatts == list_length(keys) &&
-			RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL)
+		if (hashed)
+			found |= is_key_hash_index(idx, keys);
+		else if (ix->indisunique && ix->indnullsnotdistinct && ix->indnkeyatts == list_length(keys) &&
+				 RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL)
 		{
 			bool		same = true;
 
@@ -241,22 +298,8 @@ ensure_key_index(CqAnalysis *an, Oid target)
 	if (found)
 		return;
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE UNIQUE INDEX ON %s (", cq_sql_relname_str(target));
-	{
-		bool		first = true;
-
-		forboth(lc, an->outputs, lk, an->output_key)
-		{
-			if (lfirst_int(lk) < 0)
-				continue;
-			appendStringInfo(&sql, "%s%s", first ? "" : ", ",
-							 quote_identifier(((TargetEntry *) lfirst(lc))->resname));
-			first = false;
-		}
-	}
-	appendStringInfoString(&sql, ") NULLS NOT DISTINCT");
-	cq_spi_exec(sql.data, SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(cq_plan_target_key_index_sql(an, cq_sql_relname_str(target), hashed),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 }
 
 /*
@@ -419,6 +462,15 @@ cq_api_recreate_internal(CqQuery *q)
 	cq_security_restore(&sec);
 	CommandCounterIncrement();
 	create_internal_objects(an, q->id, q->owner, q->target, &q->opts);
+
+	/* the new state may be keyed otherwise than the restored target's index */
+	if (q->opts.mode == CQ_MODE_UPDATE)
+	{
+		cq_security_owner(q->owner, &sec);
+		ensure_key_index(an, q->target, an->keys_hashable);
+		cq_security_restore(&sec);
+		CommandCounterIncrement();
+	}
 }
 
 /*
@@ -478,7 +530,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 					 errhint("Empty the table first, or choose another target.")));
 	}
 	if (opts->mode == CQ_MODE_UPDATE)
-		ensure_key_index(an, target);
+		ensure_key_index(an, target, an->keys_hashable);	/* the state will be hashed alike */
 
 	cq_source_track(an->source_relid);
 
@@ -725,7 +777,7 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	ExecCheckRTPerms(an->query->rtable, true);
 	check_target_columns(an, q->target, q->name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
-		ensure_key_index(an, q->target);
+		ensure_key_index(an, q->target, an->keys_hashable);	/* the new state is hashed alike */
 	cq_source_track(an->source_relid);
 	cq_catalog_update_query(q->name, query_text, nodeToString(an->query));
 
@@ -789,7 +841,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 	ExecCheckRTPerms(new_an->query->rtable, true);
 	check_target_columns(new_an, q->target, name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
-		ensure_key_index(new_an, q->target);
+		ensure_key_index(new_an, q->target, cq_plan_state_hashed(q->state_table));
 
 	cq_catalog_update_query(name, query_text, nodeToString(new_an->query));
 	{

@@ -172,6 +172,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	q->cluster_id = spi_text(19);
 	q->timezone = spi_text(20);
 	cq_options_finish(&q->opts);
+	q->opts.source_relid = q->source;	/* which table of a join is the stream */
 	return q;
 }
 

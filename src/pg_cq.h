@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #define CQ_TRACKING_COLUMN "cq_xid"
+#define CQ_KEY_HASH_COLUMN "h"	/* hash of the grouping keys in a state table */
 #define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
 #define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
 #define CQ_DAYS_PER_MONTH 31		/* a month of watermark delay, as Spark counts it */
@@ -48,6 +49,9 @@ typedef struct CqOptions
 	char	   *source;
 	char	   *state_storage;
 	char	   *complete_refresh;
+	Oid			source_relid;	/* the stream as recorded in the catalog (the
+								 * source option is kept only as this OID), or
+								 * InvalidOid */
 
 	/* parsed forms, set by cq_options_finish() */
 	CqOutputMode mode;
@@ -101,6 +105,8 @@ typedef struct CqAnalysis
 	Oid			source_relid;
 	bool		is_aggregate;	/* GROUP BY or aggregates */
 	List	   *group_exprs;	/* grouping expressions (Node *) */
+	List	   *group_eqops;	/* OID: GROUP BY's equality operator per key */
+	bool		keys_hashable;	/* every key type hashes consistently with it */
 	List	   *aggs;			/* CqAgg * */
 	List	   *arg_exprs;		/* aggregate arguments, inner columns x1.. */
 	List	   *filter_exprs;	/* FILTER conditions, inner columns f1.. */
@@ -117,6 +123,8 @@ typedef struct CqAnalysis
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */
+	bool		hash_keys;		/* state keyed by a hash of the keys (column h),
+								 * not by a unique index on them */
 } CqAnalysis;
 
 /* The SQL a batch runs, built from an analysis (plan.c). */
@@ -208,6 +216,8 @@ extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
 extern char *cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
 extern char *cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
 extern char *cq_plan_target_table_sql(CqAnalysis *an, const char *qualname);
+extern char *cq_plan_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed);
+extern bool cq_plan_state_hashed(Oid state_table);
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
 extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 
@@ -284,6 +294,7 @@ extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
 							   Datum *values, const char *nulls);
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
+extern void cq_spi_plan_forget(const char *sql);
 
 /* security.c: the only place that switches users (see its header) */
 typedef struct CqSecurity

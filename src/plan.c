@@ -7,7 +7,7 @@
  *
  *	 d: partial aggregates of the new rows    (the user's FROM/WHERE, deparsed,
  *											   plus the offset-range predicate)
- *	 m: merged into the state table            (INSERT ... ON CONFLICT)
+ *	 m: merged into the state table            (probe, UPDATE existing, INSERT new)
  *	 f: final values of the changed groups     (table-driven final expressions)
  *	 o: written to the target                  (per output mode)
  *
@@ -242,6 +242,145 @@ append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix, const char
 			appendStringInfo(buf, "%s%sg%d", i > 1 ? sep : "", prefix, i);
 }
 
+static char *target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_only);
+
+/*
+ * key_eq_operator
+ *	  "OPERATOR(schema.=)" for grouping key g (0-based): the equality GROUP
+ *	  BY uses for its type, schema-qualified, so that keys of extension
+ *	  types (citext, ltree, hstore, isn...) compare as the plain query
+ *	  groups them, whatever the search_path.
+ */
+static char *
+key_eq_operator(CqAnalysis *an, int g)
+{
+	Oid			opno = list_nth_oid(an->group_eqops, g);
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *sql;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	sql = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return sql;
+}
+
+/*
+ * append_keys_equal
+ *	  "l.g1 = r.g1 AND ..." with each key's own equality (l and r are SQL
+ *	  prefixes such as "s." and "d."; right_cols, if given, names the right
+ *	  side's columns per key).  With null_safe, NULL keys match NULL keys,
+ *	  as GROUP BY puts them in one group.
+ */
+static void
+append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, List *left_cols,
+				  const char *r, bool null_safe)
+{
+	int			ng = ngroup_cols(an);
+
+	for (int g = 0; g < ng; g++)
+	{
+		const char *lcol = left_cols ? (const char *) list_nth(left_cols, g) :
+			an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
+		const char *rcol = an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
+		const char *op = an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
+
+		if (g > 0)
+			appendStringInfoString(buf, " AND ");
+		if (null_safe)
+			appendStringInfo(buf, "(%s%s %s %s%s OR (%s%s IS NULL AND %s%s IS NULL))",
+							 l, lcol, op, r, rcol, l, lcol, r, rcol);
+		else
+			appendStringInfo(buf, "%s%s %s %s%s", l, lcol, op, r, rcol);
+	}
+}
+
+/*
+ * key_hash_sql
+ *	  The hash of a row's grouping keys, consistent with their equality
+ *	  (hash_record() hashes each field with its type's default hash
+ *	  opclass; a NULL field hashes as 0), over columns named g1.. or, when
+ *	  cols is given, as listed, each after prefix.
+ */
+static char *
+key_hash_sql(CqAnalysis *an, const char *prefix, List *cols)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog.hash_record(ROW(");
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+		appendStringInfo(&buf, "%s%s%s", g > 0 ? ", " : "", prefix,
+						 cols ? (const char *) list_nth(cols, g) : psprintf("g%d", g + 1));
+	appendStringInfoString(&buf, "))");
+	return buf.data;
+}
+
+/*
+ * target_key_columns
+ *	  The quoted target column of each grouping key, in grouping order (the
+ *	  first output that is that key).  Update mode selects every key.
+ */
+static List *
+target_key_columns(CqAnalysis *an)
+{
+	List	   *cols = NIL;
+
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+	{
+		ListCell   *lc,
+				   *lk;
+		char	   *col = NULL;
+
+		forboth(lc, an->outputs, lk, an->output_key)
+		{
+			if (lfirst_int(lk) == g)
+			{
+				col = (char *) quote_identifier(((TargetEntry *) lfirst(lc))->resname);
+				break;
+			}
+		}
+		if (col == NULL)
+			elog(ERROR, "pg_cq: grouping key %d is not an output", g + 1);
+		cols = lappend(cols, col);
+	}
+	return cols;
+}
+
+/*
+ * cq_plan_target_key_index_sql
+ *	  DDL of the index an update-mode target is probed by.  With a hashed
+ *	  state (see cq_plan_state_table_sql), an index on the hash of the key
+ *	  columns: a key of any size fits in it.  Otherwise a unique index on
+ *	  the keys that treats NULL as a value, for ON CONFLICT.
+ */
+char *
+cq_plan_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed)
+{
+	if (hashed)
+		return psprintf("CREATE INDEX ON %s ((%s))", qualname,
+						key_hash_sql(an, "", target_key_columns(an)));
+	/* every output that is a key: the ON CONFLICT clause names them all */
+	return psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", qualname,
+					target_columns(an, "", true, false));
+}
+
+/*
+ * cq_plan_state_hashed
+ *	  Is this state table keyed by a hash of its keys (column h)?  State
+ *	  tables created before that layout have a unique index on the keys
+ *	  instead, and keep it.
+ */
+bool
+cq_plan_state_hashed(Oid state_table)
+{
+	return OidIsValid(state_table) &&
+		get_attnum(state_table, CQ_KEY_HASH_COLUMN) != InvalidAttrNumber;
+}
+
 /*
  * evicts
  *	  Does the state carry a window end (column e) for late filtering and
@@ -267,7 +406,14 @@ wm_param(CqAnalysis *an)
 /*
  * cq_plan_state_table_sql
  *	  DDL of the state table: keys, the row count n, partial states p<i>,
- *	  and a unique index on the keys that treats NULL as a value.
+ *	  and how groups are found.  When every key type can be hashed
+ *	  consistently with its equality, the state holds the hash of the keys
+ *	  (column h) and an index on it; groups are matched by hash and then by
+ *	  their keys, so a key of any size works (a btree entry holds at most
+ *	  about 2.7 kB).  No unique index is needed: batches of one query are
+ *	  serialized by the lock on its catalog row.  Otherwise (and for
+ *	  aggregates without GROUP BY), a unique index on the keys that treats
+ *	  NULL as a value.
  */
 char *
 cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
@@ -303,9 +449,15 @@ cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 						 OidIsValid(part->collation) ?
 						 psprintf(" COLLATE %s", generate_collation_name(part->collation)) : "");
 	}
-	appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
-	append_group_cols(&buf, an, "", ", ");
-	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	if (an->keys_hashable)
+		appendStringInfo(&buf, ", %s pg_catalog.int4 NOT NULL); CREATE INDEX ON %s (%s)",
+						 CQ_KEY_HASH_COLUMN, qualname, CQ_KEY_HASH_COLUMN);
+	else
+	{
+		appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
+		append_group_cols(&buf, an, "", ", ");
+		appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	}
 	if (evicts(an))
 		appendStringInfo(&buf, "; CREATE INDEX ON %s (e)", qualname);
 	return buf.data;
@@ -341,7 +493,7 @@ final_select_list(CqAnalysis *an)
 /*
  * cq_plan_final_view_sql
  *	  A view of final aggregate values per group; outputs are deparsed
- *	  against it, and complete mode reloads the target from it.
+ *	  against its columns.
  */
 char *
 cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename)
@@ -433,31 +585,47 @@ output_mutator(Node *node, OutputCtx *ctx)
 }
 
 /*
- * output_list
- *	  The outputs as SQL over the final view aliased f (columns g<i>, a<i>).
+ * output_list_part
+ *	  The outputs (all, or only the keys or only the others) as SQL over the
+ *	  final view aliased f (columns g<i>, a<i>).
  */
 static char *
-output_list(CqAnalysis *an, Oid viewid)
+output_list_part(CqAnalysis *an, Oid viewid, bool keys_only, bool nonkeys_only)
 {
 	StringInfoData buf;
 	OutputCtx	ctx = {an, viewid};
 	List	   *dpcontext = deparse_context_for("f", viewid);
-	ListCell   *lc;
+	ListCell   *lc,
+			   *lk;
 	bool		first = true;
 	int			nest = pin_search_path();
 
 	initStringInfo(&buf);
-	foreach(lc, an->outputs)
+	forboth(lc, an->outputs, lk, an->output_key)
 	{
 		TargetEntry *tle = lfirst(lc);
-		Node	   *e = output_mutator((Node *) copyObject(tle->expr), &ctx);
+		bool		is_key = lfirst_int(lk) >= 0;
+		Node	   *e;
 
+		if ((keys_only && !is_key) || (nonkeys_only && is_key))
+			continue;
+		e = output_mutator((Node *) copyObject(tle->expr), &ctx);
 		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
 						 deparse_expression(e, dpcontext, true, false));
 		first = false;
 	}
 	unpin_search_path(nest);
 	return buf.data;
+}
+
+/*
+ * output_list
+ *	  Every output as SQL over the final view aliased f.
+ */
+static char *
+output_list(CqAnalysis *an, Oid viewid)
+{
+	return output_list_part(an, viewid, false, false);
 }
 
 /*
@@ -514,6 +682,8 @@ state_insert(CqAnalysis *an, const char *state, const char *from, const char *co
 	appendStringInfoString(&cols, evicts(an) ? ", n, e" : ", n");
 	for (int p = 1; p <= list_length(an->parts); p++)
 		appendStringInfo(&cols, ", p%d", p);
+	if (an->hash_keys)
+		appendStringInfo(&cols, ", %s", CQ_KEY_HASH_COLUMN);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "INSERT INTO %s AS s (%s) SELECT %s FROM %s%s%s",
 					 state, cols.data, cols.data, from, cond[0] ? " WHERE " : "", cond);
@@ -552,6 +722,8 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 		appendStringInfo(&buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
 		appendStringInfoString(&buf, " AS e");
 	}
+	if (an->hash_keys)
+		appendStringInfo(&buf, ", %s AS %s", key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
 	appendStringInfo(&buf, " FROM (%s) i", inner_sql(an, history));
 	if (an->group_exprs != NIL)
 	{
@@ -566,13 +738,51 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 		appendStringInfo(&buf, ", m AS (%s RETURNING s.*, true AS _ins)",
 						 state_insert(an, state, "d", late_filter(an)));
 	}
+	else if (an->hash_keys)
+	{
+		/*
+		 * Classify the groups by a probe of the hash index (NULL keys too:
+		 * they hash like any value), then update the existing ones and
+		 * plainly insert the new ones.  A scalar subquery, not EXISTS: the
+		 * planner may turn an EXISTS into a hashed subplan that reads the
+		 * whole state, and it does so when it overestimates the new rows (no
+		 * statistics on cq_xid yet: it expects the whole source), which cost
+		 * 40-300 ms per batch at 200k groups.  A probe per group is what a
+		 * batch wants.
+		 */
+		StringInfoData match;
+
+		initStringInfo(&match);
+		appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
+						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
+		append_keys_equal(&match, an, "s.", NIL, "d.", true);
+		appendStringInfo(&buf, ", dk AS (SELECT d.*, "
+						 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
+						 "FROM d%s%s)",
+						 state, match.data,
+						 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+		foreach(lc, an->parts)
+		{
+			int			p = foreach_current_index(lc) + 1;
+
+			appendStringInfo(&buf, ", p%d = ", p);
+			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
+							 psprintf("s.p%d", p), psprintf("d.p%d", p));
+		}
+		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, s.ctid AS _sid, false AS _ins)", match.data);
+		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, s.ctid AS _sid, true AS _ins)",
+						 state_insert(an, state, "dk", "NOT _old"));
+		appendStringInfoString(&buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi)");
+	}
 	else
 	{
 		/*
-		 * Classify the groups by an index probe, then update the existing
-		 * ones and plainly insert the new ones: both cheaper than INSERT ...
-		 * ON CONFLICT.  Groups with a NULL key cannot be probed with "=" and
-		 * take the ON CONFLICT path (NULLS NOT DISTINCT makes it NULL-safe).
+		 * State keyed by a unique index on the keys.  Classify the groups by
+		 * an index probe, then update the existing ones and plainly insert
+		 * the new ones: both cheaper than INSERT ... ON CONFLICT.  Groups
+		 * with a NULL key cannot be probed with "=" and take the ON CONFLICT
+		 * path (NULLS NOT DISTINCT makes it NULL-safe).
 		 */
 		StringInfoData keys;
 		StringInfoData nullkey;
@@ -580,20 +790,11 @@ state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, b
 
 		initStringInfo(&keys);
 		initStringInfo(&nullkey);
+		append_keys_equal(&keys, an, "s.", NIL, "d.", false);
 		for (int g = 1; g <= ng; g++)
-		{
-			const char *col = an->group_exprs == NIL ? "g0" : psprintf("g%d", g);
-
-			appendStringInfo(&keys, "%ss.%s = d.%s", g > 1 ? " AND " : "", col, col);
-			appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "", col);
-		}
-		/*
-		 * A scalar subquery, not EXISTS: the planner may turn an EXISTS into
-		 * a hashed subplan that reads the whole state, and it does so when
-		 * it overestimates the new rows (no statistics on cq_xid yet: it
-		 * expects the whole source), which cost 40-300 ms per batch at
-		 * 200k groups.  A probe per group is what a batch wants.
-		 */
+			appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "",
+							 an->group_exprs == NIL ? "g0" : psprintf("g%d", g));
+		/* a scalar subquery, not EXISTS: see the hashed layout above */
 		appendStringInfo(&buf, ", dk AS (SELECT d.*, (%s) AS _nullkey, "
 						 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
 						 "FROM d%s%s)",
@@ -714,11 +915,23 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 			{
 				char	   *nonkeys = target_columns(an, "", false, true);
 
-				appendStringInfo(&buf, ", f AS (SELECT %s, s._ins FROM m s)", final_select_list(an));
+				appendStringInfo(&buf, ", f AS (SELECT %s, s._ins%s FROM m s)", final_select_list(an),
+								 an->hash_keys && !history ? psprintf(", s.%s, s._sid", CQ_KEY_HASH_COLUMN) : "");
 				if (an->group_exprs == NIL)
 				{
 					/* one result row: replace it */
 					appendStringInfo(&buf, ", y AS (DELETE FROM %s)", target);
+					appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+									 target, all_cols, output_list(an, viewid));
+				}
+				else if (history)
+				{
+					/*
+					 * Batch 0: state and target are empty, every group is
+					 * new.  (The statements for existing groups would find
+					 * nothing, but their estimated cost over a large history
+					 * made the planner JIT-compile the batch: a second.)
+					 */
 					appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
 									 target, all_cols, output_list(an, viewid));
 				}
@@ -727,24 +940,70 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 					/*
 					 * Groups new to the state are new to the target: a plain
 					 * INSERT, much cheaper than ON CONFLICT's speculative
-					 * insertion.  The others are upserted (a missing row is
-					 * written again).
+					 * insertion.  The others are updated where their row
+					 * changed and inserted where it is missing (a row deleted
+					 * by hand is written again).  A row "changed" when its
+					 * binary image did (the *<> operator, as REFRESH
+					 * MATERIALIZED VIEW CONCURRENTLY compares rows): equal
+					 * values that print differently, such as numeric 1.0
+					 * and 1.00, are rewritten so that the target shows what
+					 * the query shows.  (The casts to record keep the
+					 * parser from comparing the rows column by column.)
 					 */
 					appendStringInfo(&buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
 									 target, all_cols, output_list(an, viewid));
-					appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
-									 target, all_cols, output_list(an, viewid),
-									 target_columns(an, "", true, false));
-					if (nonkeys[0] == '\0')
-						appendStringInfoString(&buf, "DO NOTHING");
+					if (an->hash_keys)
+					{
+						/*
+						 * Found through the target's index on the hash of its
+						 * keys: rows that changed are updated; the groups not
+						 * updated (their state row _sid) are looked up once
+						 * more and inserted if their row is missing.
+						 */
+						List	   *tkeys = target_key_columns(an);
+						StringInfoData match;
+
+						initStringInfo(&match);
+						appendStringInfo(&match, "%s OPERATOR(pg_catalog.=) f.%s AND ",
+										 key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
+						append_keys_equal(&match, an, "t.", tkeys, "f.", true);
+						if (nonkeys[0] != '\0')
+						{
+							appendStringInfo(&buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
+											 "WHERE NOT f._ins AND %s AND "
+											 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
+											 "RETURNING f._sid)",
+											 target, nonkeys, output_list_part(an, viewid, false, true),
+											 match.data, target_columns(an, "t.", false, true),
+											 output_list_part(an, viewid, false, true));
+							appendStringInfo(&buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+											 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT _sid FROM ou)) "
+											 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+											 target, all_cols, output_list(an, viewid), target, match.data);
+							appendStringInfoString(&buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
+						}
+						else
+							appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+											 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+											 target, all_cols, output_list(an, viewid), target, match.data);
+					}
 					else
-						appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s) IS DISTINCT FROM ROW(%s)",
-										 nonkeys, target_columns(an, "excluded.", false, true),
-										 target_columns(an, "t.", false, true),
-										 target_columns(an, "excluded.", false, true));
-					appendStringInfoString(&buf, " RETURNING 1)");
+					{
+						/* upserted through the target's unique index on the keys */
+						appendStringInfo(&buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
+										 target, all_cols, output_list(an, viewid),
+										 target_columns(an, "", true, false));
+						if (nonkeys[0] == '\0')
+							appendStringInfoString(&buf, "DO NOTHING");
+						else
+							appendStringInfo(&buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record",
+											 nonkeys, target_columns(an, "excluded.", false, true),
+											 target_columns(an, "t.", false, true),
+											 target_columns(an, "excluded.", false, true));
+						appendStringInfoString(&buf, " RETURNING 1)");
+					}
 				}
-				appendStringInfoString(&buf, metrics_select(an, true, an->group_exprs != NIL));
+				appendStringInfoString(&buf, metrics_select(an, true, an->group_exprs != NIL && !history));
 				break;
 			}
 		case CQ_MODE_COMPLETE:
@@ -914,6 +1173,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		(an->is_aggregate ? an->group_exprs != NIL : an->et_attno == InvalidAttrNumber) &&
 		!(q->opts.max_rows_per_trigger > 0);
 	plan->single_scan = an->single_scan;
+	an->hash_keys = an->is_aggregate && cq_plan_state_hashed(q->state_table);
 
 	if (an->is_aggregate)
 	{
@@ -923,9 +1183,14 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 					(errcode(ERRCODE_UNDEFINED_TABLE),
 					 errmsg("state of continuous query \"%s\" is missing", q->name),
 					 errhint("Drop and recreate the continuous query.")));
-		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s f",
+		/*
+		 * The final expressions are generated anew rather than read from
+		 * the view, which keeps those of the version that created it.
+		 */
+		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f",
 									  target, target_columns(an, "", false, false),
-									  output_list(an, viewid), cq_sql_relname_str(viewid));
+									  output_list(an, viewid), final_select_list(an),
+									  cq_sql_relname_str(q->state_table));
 	}
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
@@ -1024,8 +1289,89 @@ plan_key(CqQuery *q)
 }
 
 /*
+ * plan_sql_list
+ *	  Every statement text of a plan (NULLs included), for forgetting their
+ *	  saved SPI plans.
+ */
+static List *
+plan_sql_list(CqPlan *plan)
+{
+	List	   *l = NIL;
+
+	l = lappend(l, plan->batch_sql);
+	l = lappend(l, plan->batch_sql_history);
+	l = lappend(l, plan->complete_sql);
+	l = lappend(l, plan->count_sql);
+	l = lappend(l, plan->count_sql_history);
+	l = lappend(l, plan->count_xids_sql);
+	l = lappend(l, plan->count_history_sql);
+	l = lappend(l, plan->rebuild_sql);
+	return l;
+}
+
+/*
+ * forget_entry_plans
+ *	  Free the saved SPI plans of an entry's statements, except those that a
+ *	  new plan of the same query (keep, or NULL) still uses: a plan prepared
+ *	  for a query that changed or is gone would never be used again.
+ */
+static void
+forget_entry_plans(CqPlanCacheEntry *entry, CqPlan *keep)
+{
+	List	   *keep_sql = keep ? plan_sql_list(keep) : NIL;
+	ListCell   *lc,
+			   *lk;
+
+	foreach(lc, plan_sql_list(entry->plan))
+	{
+		const char *sql = lfirst(lc);
+		bool		kept = false;
+
+		if (sql == NULL)
+			continue;
+		foreach(lk, keep_sql)
+			if (lfirst(lk) && strcmp(lfirst(lk), sql) == 0)
+				kept = true;
+		if (!kept)
+			cq_spi_plan_forget(sql);
+	}
+}
+
+/*
+ * sweep_dropped
+ *	  Evict the entries (and their saved SPI plans) of queries that no
+ *	  longer exist: every query has a view cq_state.q_<id> for as long as it
+ *	  exists.  Runs when an entry is built, which any DROP causes through
+ *	  its invalidations, so a long-lived worker does not keep the plans of
+ *	  every query it ever ran.
+ */
+static void
+sweep_dropped(int32 keep_id)
+{
+	HASH_SEQ_STATUS status;
+	CqPlanCacheEntry *entry;
+	Oid			nsp = get_namespace_oid("cq_state", true);
+
+	hash_seq_init(&status, plan_entries);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (entry->id == keep_id ||
+			(OidIsValid(nsp) && OidIsValid(get_relname_relid(psprintf("q_%d", entry->id), nsp))))
+			continue;
+		forget_entry_plans(entry, NULL);
+		MemoryContextDelete(entry->cxt);
+		(void) hash_search(plan_entries, &entry->id, HASH_REMOVE, NULL);
+	}
+}
+
+/*
  * cq_plan_get
  *	  The analysis and SQL of a query, from the cache or built now.
+ *
+ *	  A new entry is built completely, in a context that belongs to the
+ *	  caller until then, before it replaces the old one: an error on the way
+ *	  (in analysis, in SQL generation, out of memory) leaves the cache as it
+ *	  was, never with an entry that points to freed memory.
  */
 void
 cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
@@ -1034,6 +1380,13 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	bool		found;
 	char	   *key = plan_key(q);
 	MemoryContext old;
+	uint64		gen;
+	CqAnalysis *new_an;
+	CqPlan	   *new_plan;
+	MemoryContext cxt;
+	CqAnalysis *copy_an;
+	CqPlan	   *copy_plan;
+	char	   *copy_key;
 
 	if (plan_entries == NULL)
 	{
@@ -1058,47 +1411,56 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 		return;
 	}
 
-	/* build in the caller's context; keep a copy only once it succeeded */
-	{
-		uint64		gen = plan_generation;
-		CqAnalysis *new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
-		CqPlan	   *new_plan = cq_plan_build(new_an, q);
-		MemoryContext cxt = AllocSetContextCreate(CacheMemoryContext, "pg_cq analysis",
-												  ALLOCSET_SMALL_SIZES);
+	/* build in the caller's context */
+	gen = plan_generation;
+	new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	new_plan = cq_plan_build(new_an, q);
 
-		if (found)
-			MemoryContextDelete(entry->cxt);
-		entry = hash_search(plan_entries, &q->id, HASH_ENTER, NULL);
-
-		old = MemoryContextSwitchTo(cxt);
-		entry->an = palloc(sizeof(CqAnalysis));
-		*entry->an = *new_an;
-		entry->an->query = copyObject(new_an->query);
-		entry->an->group_exprs = copyObject(new_an->group_exprs);
-		entry->an->aggs = NIL;	/* only the SQL is used from the cache */
-		entry->an->arg_exprs = NIL;
-		entry->an->filter_exprs = NIL;
-		entry->an->parts = NIL;
-		entry->an->outputs = NIL;
-		entry->an->output_key = NIL;
-		entry->an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
-		entry->plan = palloc0(sizeof(CqPlan));
-#define COPY_SQL(f) entry->plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
-		COPY_SQL(batch_sql);
-		COPY_SQL(batch_sql_history);
-		COPY_SQL(complete_sql);
-		COPY_SQL(count_sql);
-		COPY_SQL(count_sql_history);
-		COPY_SQL(count_xids_sql);
-		COPY_SQL(count_history_sql);
-		COPY_SQL(rebuild_sql);
+	/* the copy to keep, in a context freed with the caller's until it is complete */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq analysis", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	copy_an = palloc(sizeof(CqAnalysis));
+	*copy_an = *new_an;
+	copy_an->query = copyObject(new_an->query);
+	copy_an->group_exprs = copyObject(new_an->group_exprs);
+	copy_an->group_eqops = list_copy(new_an->group_eqops);
+	copy_an->aggs = NIL;		/* only the SQL is used from the cache */
+	copy_an->arg_exprs = NIL;
+	copy_an->filter_exprs = NIL;
+	copy_an->parts = NIL;
+	copy_an->outputs = NIL;
+	copy_an->output_key = NIL;
+	copy_an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
+	copy_plan = palloc0(sizeof(CqPlan));
+#define COPY_SQL(f) copy_plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
+	COPY_SQL(batch_sql);
+	COPY_SQL(batch_sql_history);
+	COPY_SQL(complete_sql);
+	COPY_SQL(count_sql);
+	COPY_SQL(count_sql_history);
+	COPY_SQL(count_xids_sql);
+	COPY_SQL(count_history_sql);
+	COPY_SQL(rebuild_sql);
 #undef COPY_SQL
-		entry->plan->single_scan = new_plan->single_scan;
-		entry->key = pstrdup(key);
-		MemoryContextSwitchTo(old);
-		entry->cxt = cxt;
-		entry->generation = gen;
-		*an = new_an;
-		*plan = new_plan;
+	copy_plan->single_scan = new_plan->single_scan;
+	copy_key = pstrdup(key);
+	MemoryContextSwitchTo(old);
+
+	/* an entry for a new query may be allocated here; nothing fails after it */
+	entry = hash_search(plan_entries, &q->id, HASH_ENTER, &found);
+	if (found)
+	{
+		forget_entry_plans(entry, copy_plan);
+		MemoryContextDelete(entry->cxt);
 	}
+	MemoryContextSetParent(cxt, CacheMemoryContext);
+	entry->cxt = cxt;
+	entry->an = copy_an;
+	entry->plan = copy_plan;
+	entry->key = copy_key;
+	entry->generation = gen;
+
+	sweep_dropped(q->id);
+	*an = new_an;
+	*plan = new_plan;
 }

@@ -189,3 +189,28 @@ cq_spi_plan(const char *sql, int nargs, Oid *types)
 	entry->plan = plan;
 	return plan;
 }
+
+/*
+ * cq_spi_plan_forget
+ *	  Free the saved plans of a statement text (prepared with any number of
+ *	  parameters), if any: the statement will not run again.  A later
+ *	  cq_spi_plan of the same text prepares it anew.
+ */
+void
+cq_spi_plan_forget(const char *sql)
+{
+	HASH_SEQ_STATUS status;
+	CqPlanCacheEntry *entry;
+
+	if (plan_cache == NULL)
+		return;
+	hash_seq_init(&status, plan_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (strcmp(entry->sql, sql) != 0)
+			continue;
+		SPI_freeplan(entry->plan);
+		pfree(entry->sql);
+		(void) hash_search(plan_cache, entry->key, HASH_REMOVE, NULL);
+	}
+}
