@@ -205,6 +205,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
 	CqQuery    *q = NULL;
+	const char *shown = name;
 
 	if (name == NULL)
 		ereport(ERROR,
@@ -218,10 +219,12 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	}
 	else
 	{
+		List	   *names = stringToQualifiedNameList(name);
 		char	   *schemaname;
 		char	   *objname;
 
-		DeconstructQualifiedName(stringToQualifiedNameList(name), &schemaname, &objname);
+		shown = NameListToString(names);
+		DeconstructQualifiedName(names, &schemaname, &objname);
 		if (schemaname != NULL)
 		{
 			Oid			nsp = LookupExplicitNamespace(schemaname, missing_ok);
@@ -244,7 +247,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	if (q == NULL && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("continuous query \"%s\" does not exist", name)));
+				 errmsg("continuous query \"%s\" does not exist", shown)));
 	return q;
 }
 
