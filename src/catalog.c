@@ -447,24 +447,6 @@ cq_catalog_sync_schema(Oid relid, Oid nsp)
 }
 
 /*
- * cq_catalog_name_for_id
- *	  Name of the query with internal id `id`, or NULL.
- */
-char *
-cq_catalog_name_for_id(int32 id)
-{
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(id)};
-	CqSecurity	sec;
-
-	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT name FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_SELECT, 1, types, values, NULL);
-	cq_security_restore(&sec);
-	return SPI_processed > 0 ? spi_text(1) : NULL;
-}
-
-/*
  * cq_catalog_set_owner
  *	  Record a query's new owner (its query view changed owner).
  */

@@ -229,7 +229,6 @@ extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
 extern int32 cq_catalog_id_for_relation(Oid relid, bool as_target);
 extern char *cq_catalog_rows_of(const char *alias, int name_param, int schema_param);
 extern void cq_catalog_sync_schema(Oid relid, Oid nsp);
-extern char *cq_catalog_name_for_id(int32 id);
 extern void cq_catalog_set_owner(int32 id, Oid owner);
 extern char *cq_catalog_cluster_id(void);
 extern void cq_catalog_last_offset(CqQuery *q, CqLastOffset *last);

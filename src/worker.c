@@ -14,7 +14,7 @@
  * and set the scheduler's latch.
  *
  * A batch, in one transaction:
- *	 1. lock the query's catalog row (cq_catalog_get_query, FOR NO KEY
+ *	 1. lock the query's catalog row (cq_catalog_get_query_by_id, FOR NO KEY
  *		UPDATE) and skip it if it was paused or dropped meanwhile;
  *	 2. skip cheaply when no transaction finished since the last offset
  *		(no row lock is held longer than needed, no batch is recorded);
