@@ -25,13 +25,15 @@
 #include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/timestamp.h"
-#include "storage/lmgr.h"
 
 #include "pg_cq.h"
 #include "shmem.h"
@@ -70,6 +72,21 @@ spi_int64(int col, int64 ifnull)
 	}
 }
 
+/* cq_catalog_version's answer, for the local transaction version_lxid */
+static int	version_known = 0;
+static LocalTransactionId version_lxid = InvalidLocalTransactionId;
+static bool version_callback = false;
+
+/*
+ * forget_version
+ *	  Relation cache callback: cq_catalog_version asks again.
+ */
+static void
+forget_version(Datum arg, Oid relid)
+{
+	version_lxid = InvalidLocalTransactionId;
+}
+
 /*
  * cq_catalog_version
  *	  Version of the pg_cq catalog installed in the current database, as
@@ -84,12 +101,14 @@ spi_int64(int col, int64 ifnull)
  *	  alters cq.queries before anything else of the catalog, so it waits
  *	  for this transaction, or this transaction waited for it and reads
  *	  the version it committed.  (A batch that chose its SQL for 0.1 never
- *	  meets a 0.2 catalog.)
+ *	  meets a 0.2 catalog.)  So the answer is remembered for the rest of
+ *	  the transaction, unless a relation cache invalidation arrives (an
+ *	  update in this very transaction alters cq.queries).
  */
 int
 cq_catalog_version(void)
 {
-	Oid			ext = get_extension_oid("pg_cq", true);
+	Oid			ext;
 	Oid			cq_nsp;
 	Relation	rel;
 	ScanKeyData key;
@@ -97,6 +116,15 @@ cq_catalog_version(void)
 	HeapTuple	tup;
 	int			version = 0;
 
+	if (!version_callback)
+	{
+		CacheRegisterRelcacheCallback(forget_version, (Datum) 0);
+		version_callback = true;
+	}
+	if (version_lxid == MyProc->lxid && version_lxid != InvalidLocalTransactionId)
+		return version_known;
+
+	ext = get_extension_oid("pg_cq", true);
 	if (!OidIsValid(ext))
 		return 0;
 	cq_nsp = get_namespace_oid("cq", true);
@@ -124,6 +152,8 @@ cq_catalog_version(void)
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	version_known = version;
+	version_lxid = MyProc->lxid;
 	return version;
 }
 
