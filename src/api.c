@@ -80,9 +80,10 @@ check_name(const char *name)
 /*
  * check_name_parts
  *	  Since 0.2 a name given to cq.create_query is read as regclass input
- *	  reads a table's ("q", "s.q", quoted parts kept as written), but a
- *	  part too long for an identifier is refused rather than cut short.
- *	  Syntax errors are left to stringToQualifiedNameList.
+ *	  reads a table's ("q", "s.q", a part in double quotes kept as
+ *	  written), but a part too long for an identifier is refused rather
+ *	  than cut short.  Measures the parts as SplitIdentifierString splits
+ *	  them; syntax errors are left to it.
  */
 static void
 check_name_parts(const char *name)
@@ -94,11 +95,14 @@ check_name_parts(const char *name)
 	{
 		if (quoted && *p == '"' && p[1] == '"')
 		{
-			len++;
+			len++;				/* "" inside quotes is one " */
 			p++;
+			continue;
 		}
-		else if (*p == '"')
-			quoted = !quoted;
+		if (quoted && *p == '"')
+			quoted = false;
+		else if (!quoted && *p == '"' && len == 0)
+			quoted = true;
 		else if (*p != '\0' && (quoted || (*p != '.' && !scanner_isspace(*p))))
 			len++;
 		else if (*p == '.' || *p == '\0')
