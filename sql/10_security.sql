@@ -32,7 +32,7 @@ CREATE TABLE cq_sec_victim.src (k int, v int);
 CREATE TABLE cq_sec_victim.counts WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT k, count(*) AS n, sum(v) AS s FROM cq_sec_victim.src GROUP BY k WITH NO DATA;
 INSERT INTO cq_sec_victim.src VALUES (1, 10), (2, 20);
-CALL cq.run('counts');
+CALL cq.run('cq_sec_victim.counts');
 RESET ROLE;
 
 -- the attacker's objects
@@ -117,14 +117,15 @@ SET ROLE regress_cq_sec_attacker;
 SET search_path = cq_sec_evil, pg_catalog;
 \set VERBOSITY terse
 
--- someone else's query: refused before anything runs
-SELECT cq.drop_query('counts');
-SELECT cq.alter_query('counts', "trigger" => '1 hour');
-SELECT cq.alter_query('counts', query => 'SELECT 1');
-SELECT cq.pause('counts');
-SELECT cq.resume('counts');
-SELECT cq.reset('counts');
-CALL cq.run('counts');
+-- someone else's query (a query lives in its target's schema): refused before
+-- anything runs
+SELECT cq.drop_query('cq_sec_victim.counts');
+SELECT cq.alter_query('cq_sec_victim.counts', "trigger" => '1 hour');
+SELECT cq.alter_query('cq_sec_victim.counts', query => 'SELECT 1');
+SELECT cq.pause('cq_sec_victim.counts');
+SELECT cq.resume('cq_sec_victim.counts');
+SELECT cq.reset('cq_sec_victim.counts');
+CALL cq.run('cq_sec_victim.counts');
 CALL cq.run('no_such_query');
 ALTER TABLE cq_sec_victim.counts SET (cq.trigger = '1 hour');
 DROP TABLE cq_sec_victim.counts;
@@ -220,7 +221,7 @@ SET ROLE regress_cq_sec_victim;
 INSERT INTO cq_sec_victim.src VALUES (1, 1);
 RESET ROLE;
 SET ROLE regress_cq_sec_member;
-CALL cq.run('counts');
+CALL cq.run('cq_sec_victim.counts');
 RESET ROLE;
 
 -- item 5: REASSIGN OWNED moves the query with its tables ...
@@ -234,8 +235,8 @@ DROP ROLE regress_cq_sec_member, regress_cq_sec_victim;
 -- ... so the heir runs it (as itself) and may alter it
 SET ROLE regress_cq_sec_heir;
 INSERT INTO cq_sec_victim.src VALUES (2, 5);
-CALL cq.run('counts');
-SELECT cq.pause('counts');
+CALL cq.run('cq_sec_victim.counts');
+SELECT cq.pause('cq_sec_victim.counts');
 RESET ROLE;
 SELECT k, n, s FROM cq_sec_victim.counts ORDER BY k;
 SELECT name, owner, state FROM cq.queries WHERE name = 'counts';

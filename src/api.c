@@ -37,6 +37,7 @@
 #include "nodes/readfuncs.h"
 #include "parser/analyze.h"
 #include "parser/parse_relation.h"
+#include "parser/scansup.h"
 #include "catalog/pg_rewrite.h"
 #include "rewrite/rewriteSupport.h"
 #include "access/genam.h"
@@ -81,6 +82,48 @@ check_name(const char *name)
 }
 
 /*
+ * check_name_parts
+ *	  Since 0.2 a name given to cq.create_query is read as regclass input
+ *	  reads a table's ("q", "s.q", a part in double quotes kept as
+ *	  written), but a part too long for an identifier is refused rather
+ *	  than cut short.  Measures the parts as SplitIdentifierString splits
+ *	  them; syntax errors are left to it.
+ */
+static void
+check_name_parts(const char *name)
+{
+	bool		quoted = false;
+	int			len = 0;
+
+	for (const char *p = name;; p++)
+	{
+		if (quoted && *p == '"' && p[1] == '"')
+		{
+			len++;				/* "" inside quotes is one " */
+			p++;
+			continue;
+		}
+		if (quoted && *p == '"')
+			quoted = false;
+		else if (!quoted && *p == '"' && len == 0)
+			quoted = true;
+		else if (*p != '\0' && (quoted || (*p != '.' && !scanner_isspace(*p))))
+			len++;
+		else if (*p == '.' || *p == '\0')
+		{
+			if (len >= NAMEDATALEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_NAME_TOO_LONG),
+						 errmsg("continuous query name \"%s\" is too long", name),
+						 errdetail("Names are limited to %d bytes, like table names.", NAMEDATALEN - 1)));
+			len = 0;
+		}
+		if (*p == '\0')
+			break;
+	}
+}
+
+/*
  * check_owner
  *	  Only the query's owner (or a superuser) may change or drop it.
  */
@@ -109,7 +152,12 @@ cq_api_owned_query(const char *name, bool lock)
 	check_owner(q);
 	if (lock)
 	{
-		q = cq_catalog_get_query(name, false, true);
+		/* the query the name found, whatever the name finds meanwhile */
+		q = cq_catalog_get_query_by_id(q->id, true, true);
+		if (q == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("continuous query \"%s\" does not exist", name)));
 		check_owner(q);
 	}
 	return q;
@@ -490,7 +538,8 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 	cq_options_finish(opts);
 	cq_options_check_limits(opts);
 
-	if (cq_catalog_get_query(name, true, false) != NULL)
+	/* since 0.2, names are unique in the target's schema */
+	if (cq_catalog_get_query_in(get_rel_namespace(target), name, true, false) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("continuous query \"%s\" already exists", name)));
@@ -627,11 +676,26 @@ cq_create_query(PG_FUNCTION_ARGS)
 	CqOptions	opts;
 	Query	   *query;
 	RangeVar   *rv;
+	RangeVar   *rv_name;
 	Oid			target;
 	bool		created = false;
 	CqAnalysis *an;
 
-	check_name(name);
+	if (name == NULL || name[0] == '\0' || cq_catalog_version() < CQ_CATALOG_0_2)
+	{
+		/* 0.1: names are unique in the database and taken as they are */
+		check_name(name);
+		rv_name = makeRangeVar(NULL, name, -1);
+	}
+	else
+	{
+		/* a query lives in its target's schema: "q" or "s.q", as a table */
+		char	   *schemaname;
+
+		check_name_parts(name);
+		DeconstructQualifiedName(stringToQualifiedNameList(name), &schemaname, &name);
+		rv_name = makeRangeVar(schemaname, name, -1);
+	}
 	cq_options_init(&opts);
 	opts.output_mode = arg_text(fcinfo, 2);
 	opts.trigger = arg_text(fcinfo, 3);
@@ -661,7 +725,7 @@ cq_create_query(PG_FUNCTION_ARGS)
 	/* the target: an existing table with matching columns, or a new one */
 	/* the target: given as a possibly qualified name, or the query's name itself */
 	rv = target_text ? makeRangeVarFromNameList(stringToQualifiedNameList(target_text))
-		: makeRangeVar(NULL, name, -1);
+		: rv_name;
 	target = RangeVarGetRelid(rv, NoLock, true);
 	if (!OidIsValid(target))
 	{
@@ -674,6 +738,15 @@ cq_create_query(PG_FUNCTION_ARGS)
 		target = get_relname_relid(rv->relname, nsp);
 		created = true;
 	}
+	if (rv_name->schemaname != NULL &&
+		strcmp(rv_name->schemaname, get_namespace_name(get_rel_namespace(target))) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("continuous query \"%s.%s\" must be in the schema of its target",
+						rv_name->schemaname, name),
+				 errdetail("Target \"%s\" is in schema \"%s\".", get_rel_name(target),
+						   get_namespace_name(get_rel_namespace(target))),
+				 errhint("Name the query without a schema: it takes its target's.")));
 	cq_api_register(name, query_text, query, &opts, target, created);
 	SPI_finish();
 	PG_RETURN_OID(target);
@@ -712,7 +785,7 @@ cq_drop_query(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = cq_api_owned_query(name, true);
-	cq_catalog_delete_query(q->name);
+	cq_catalog_delete_query(q->id);
 	drop_internal_objects(q);
 	if (drop_target)
 		cq_spi_exec(psprintf("DROP TABLE %s", cq_sql_relname_str(q->target)),
@@ -738,7 +811,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 	if (changes->field && (o.field == NULL || strcmp(changes->field, o.field) != 0)) \
 		ereport(ERROR, \
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), \
-				 errmsg("cannot change option \"%s\" of continuous query \"%s\"", label, name), \
+				 errmsg("cannot change option \"%s\" of continuous query \"%s\"", label, q->name), \
 				 errdetail("The query's state and target depend on it."), \
 				 errhint("Drop and recreate the query with the new option.")))
 
@@ -758,7 +831,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 	if (changes->complete_refresh)
 		o.complete_refresh = changes->complete_refresh;
 	cq_options_finish(&o);
-	cq_catalog_update_options(name, &o);
+	cq_catalog_update_options(q->id, &o);
 }
 
 /*
@@ -771,18 +844,18 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 {
 	CqSecurity	sec;
 	Oid			qview_id = internal_relid("q", q->id);
-	Oid			types[2] = {TEXTOID, OIDOID};
-	Datum		values[2] = {CStringGetTextDatum(q->name), ObjectIdGetDatum(an->source_relid)};
+	Oid			types[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(q->id), ObjectIdGetDatum(an->source_relid)};
 
 	ExecCheckRTPerms(an->query->rtable, true);
 	check_target_columns(an, q->target, q->name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
 		ensure_key_index(an, q->target, an->keys_hashable);	/* the new state is hashed alike */
 	cq_source_track(an->source_relid);
-	cq_catalog_update_query(q->name, query_text, nodeToString(an->query));
+	cq_catalog_update_query(q->id, query_text, nodeToString(an->query));
 
 	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE name OPERATOR(pg_catalog.=) $1",
+	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE id OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
 	if (OidIsValid(q->state_table))
 		cq_spi_exec(psprintf("DROP TABLE %s CASCADE", internal_name("s", q->id)),
@@ -817,7 +890,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 
 	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	new_an = cq_analyze_query(query, &q->opts, q->name);
-	cq_catalog_last_offset(name, &last);
+	cq_catalog_last_offset(q, &last);
 
 	if (!last.found)
 	{
@@ -843,7 +916,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 	if (q->opts.mode == CQ_MODE_UPDATE)
 		ensure_key_index(new_an, q->target, cq_plan_state_hashed(q->state_table));
 
-	cq_catalog_update_query(name, query_text, nodeToString(new_an->query));
+	cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));
 	{
 		CqSecurity	sec;
 
@@ -955,15 +1028,15 @@ report_batch(const char *name, CqBatchResult *res)
  *	  runs makes a 'failed' query 'active' again, in its transaction.
  */
 static void
-run_batch(const char *name, int flags, bool atomic, CqBatchResult *res, bool *was_failed)
+run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed)
 {
 	if (atomic)
-		cq_batch_run_ext(name, flags, res);
+		cq_batch_run_ext(id, flags, res);
 	else
-		cq_failure_run_batch(name, flags, res);
+		cq_failure_run_batch(id, flags, res);
 	if (res->ran && *was_failed)
 	{
-		cq_catalog_set_state(name, "active", NULL, "failed");
+		cq_catalog_set_state(id, "active", NULL, "failed");
 		*was_failed = false;
 	}
 }
@@ -1029,7 +1102,7 @@ cq_run(PG_FUNCTION_ARGS)
 
 		CHECK_FOR_INTERRUPTS();
 		MemoryContextReset(batch_cxt);
-		run_batch(name, once ? CQ_BATCH_UNLIMITED : 0, atomic, &res, &was_failed);
+		run_batch(q->id, once ? CQ_BATCH_UNLIMITED : 0, atomic, &res, &was_failed);
 		if (!res.ran)
 			break;
 		nbatches++;
@@ -1045,7 +1118,7 @@ cq_run(PG_FUNCTION_ARGS)
 			 */
 			if (!once && q->opts.watermark != NULL)
 			{
-				run_batch(name, CQ_BATCH_NODATA_ONLY, atomic, &res, &was_failed);
+				run_batch(q->id, CQ_BATCH_NODATA_ONLY, atomic, &res, &was_failed);
 				if (res.ran)
 				{
 					report_batch(name, &res);

@@ -461,7 +461,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (last_in && in.q == q)
 		last = *last_in;
 	else
-		cq_catalog_last_offset(in.q->name, &last);
+		cq_catalog_last_offset(in.q, &last);
 	in.history = !last.found && strcmp(in.q->opts.starting, "earliest") == 0;
 	in.prev_text = last.found ? last.end_offset : in.q->start_offset;
 	in.unlimited = (flags & CQ_BATCH_UNLIMITED) != 0;
@@ -510,7 +510,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		/* the rebuild commits with this batch, or with nothing if none ran */
 		cq_catalog_state_valid(in.q->id, Max(res->rebuild_ms, 0));
 		if (!ran && last.found)
-			cq_catalog_set_state_rows(in.q->name, last.batch_id, res->state_total);
+			cq_catalog_set_state_rows(in.q, last.batch_id, res->state_total);
 	}
 	if (!ran)
 		return;
@@ -528,14 +528,14 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 
 /*
  * cq_batch_run
- *	  Run one batch of query `name` in the current transaction (SPI
+ *	  Run one batch of query `id` in the current transaction (SPI
  *	  connected).  `unlimited` ignores max_rows_per_trigger.  res->ran is
  *	  false when there was nothing to do; then nothing was written.
  */
 void
-cq_batch_run(const char *name, bool unlimited, CqBatchResult *res)
+cq_batch_run(int32 id, bool unlimited, CqBatchResult *res)
 {
-	cq_batch_run_ext(name, unlimited ? CQ_BATCH_UNLIMITED : 0, res);
+	cq_batch_run_ext(id, unlimited ? CQ_BATCH_UNLIMITED : 0, res);
 }
 
 /*
@@ -550,13 +550,13 @@ cq_batch_run(const char *name, bool unlimited, CqBatchResult *res)
  *	  emitted (append) and evicted (append, update).
  */
 void
-cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
+cq_batch_run_ext(int32 id, int flags, CqBatchResult *res)
 {
 	MemoryContext caller = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
-	run_query(cq_catalog_get_query(name, false, true), NULL, flags, res);
+	run_query(cq_catalog_get_query_by_id(id, false, true), NULL, flags, res);
 	keep_result(res, caller);
 	SPI_finish();
 }
@@ -564,7 +564,7 @@ cq_batch_run_ext(const char *name, int flags, CqBatchResult *res)
 /*
  * cq_batch_run_query
  *	  cq_batch_run_ext for a query the caller has already loaded with its
- *	  row lock (cq_catalog_get_query(..., lock = true)) in this transaction,
+ *	  row lock (cq_catalog_get_query*(..., lock = true)) in this transaction,
  *	  and, when last_in is not NULL, whose last offset it read after taking
  *	  the lock: saves reading the same catalog rows twice per batch.
  */

@@ -19,14 +19,20 @@
 #include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
@@ -66,6 +72,21 @@ spi_int64(int col, int64 ifnull)
 	}
 }
 
+/* cq_catalog_version's answer, for the local transaction version_lxid */
+static int	version_known = 0;
+static LocalTransactionId version_lxid = InvalidLocalTransactionId;
+static bool version_callback = false;
+
+/*
+ * forget_version
+ *	  Relation cache callback: cq_catalog_version asks again.
+ */
+static void
+forget_version(Datum arg, Oid relid)
+{
+	version_lxid = InvalidLocalTransactionId;
+}
+
 /*
  * cq_catalog_version
  *	  Version of the pg_cq catalog installed in the current database, as
@@ -74,19 +95,41 @@ spi_int64(int col, int64 ifnull)
  *	  catalog of the version it installed or last updated to (ALTER
  *	  EXTENSION pg_cq UPDATE): code that reads or writes something a later
  *	  version added must ask first.
+ *
+ *	  The answer holds until the end of the transaction: cq.queries is
+ *	  locked (ACCESS SHARE) before the version is read, and an update
+ *	  alters cq.queries before anything else of the catalog, so it waits
+ *	  for this transaction, or this transaction waited for it and reads
+ *	  the version it committed.  (A batch that chose its SQL for 0.1 never
+ *	  meets a 0.2 catalog.)  So the answer is remembered for the rest of
+ *	  the transaction, unless a relation cache invalidation arrives (an
+ *	  update in this very transaction alters cq.queries).
  */
 int
 cq_catalog_version(void)
 {
-	Oid			ext = get_extension_oid("pg_cq", true);
+	Oid			ext;
+	Oid			cq_nsp;
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 	int			version = 0;
 
+	if (!version_callback)
+	{
+		CacheRegisterRelcacheCallback(forget_version, (Datum) 0);
+		version_callback = true;
+	}
+	if (version_lxid == MyProc->lxid && version_lxid != InvalidLocalTransactionId)
+		return version_known;
+
+	ext = get_extension_oid("pg_cq", true);
 	if (!OidIsValid(ext))
 		return 0;
+	cq_nsp = get_namespace_oid("cq", true);
+	if (OidIsValid(cq_nsp) && OidIsValid(get_relname_relid("queries", cq_nsp)))
+		LockRelationOid(get_relname_relid("queries", cq_nsp), AccessShareLock);
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(ext));
@@ -109,44 +152,33 @@ cq_catalog_version(void)
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	version_known = version;
+	version_lxid = MyProc->lxid;
 	return version;
 }
 
 /*
- * cq_catalog_get_query
- *	  Load a query by name.  With lock, its row is locked FOR NO KEY UPDATE
- *	  until the end of the transaction: that is what serializes batches of
- *	  one query (worker or cq.run alike).
+ * fetch_query
+ *	  The query whose cq.queries row matches `cond` (over $1..$nargs), or
+ *	  NULL.  With lock, its row is locked FOR NO KEY UPDATE until the end of
+ *	  the transaction: that is what serializes batches of one query (worker
+ *	  or cq.run alike).
  */
-CqQuery *
-cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
+static CqQuery *
+fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
+	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
 	CqQuery    *q;
 	CqSecurity	sec;
-	char	   *wm;
 
-	if (name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("continuous query name must not be null")));
-
-	values[0] = CStringGetTextDatum(name);
 	cq_security_superuser(&sec);
-	cq_spi_exec_cached(lock ? "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
-					   : "SELECT " QUERY_COLUMNS " FROM cq.queries WHERE name OPERATOR(pg_catalog.=) $1",
-					   SPI_OK_SELECT, 1, types, values, NULL);
+	cq_spi_exec_cached(psprintf("SELECT " QUERY_COLUMNS ", %s FROM cq.queries WHERE %s%s",
+								v02 ? "schema" : "NULL::pg_catalog.name", cond,
+								lock ? " FOR NO KEY UPDATE" : ""),
+					   SPI_OK_SELECT, nargs, types, values, NULL);
 	cq_security_restore(&sec);
-
 	if (SPI_processed == 0)
-	{
-		if (missing_ok)
-			return NULL;
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("continuous query \"%s\" does not exist", name)));
-	}
+		return NULL;
 
 	q = palloc0(sizeof(CqQuery));
 	q->name = spi_text(1);
@@ -158,8 +190,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	q->opts.output_mode = spi_text(6);
 	q->opts.trigger = spi_text(7);
 	q->opts.event_time = spi_text(8);
-	wm = spi_text(9);
-	q->opts.watermark = wm;
+	q->opts.watermark = spi_text(9);
 	q->opts.max_rows_per_trigger = spi_int64(10, 0);
 	q->opts.starting = spi_text(11);
 	q->opts.state_storage = spi_text(12);
@@ -171,9 +202,164 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 	q->run_id = spi_text(18);
 	q->cluster_id = spi_text(19);
 	q->timezone = spi_text(20);
+	q->schema = spi_text(21);
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;	/* which table of a join is the stream */
 	return q;
+}
+
+/*
+ * name_datum
+ *	  A C string as a datum of type name.
+ */
+static Datum
+name_datum(const char *s)
+{
+	return DirectFunctionCall1(namein, CStringGetDatum(s));
+}
+
+/*
+ * cq_catalog_get_query
+ *	  Load a query by its name as a user gives it to cq.run, cq.drop_query
+ *	  and the others.  Since 0.2, a query lives in its target's schema and
+ *	  the name is read as regclass input reads a table's: "q" or "s.q",
+ *	  unquoted parts folded to lower case.  "s.q" is query q of schema s
+ *	  (the caller needs USAGE on s, as for a table); "q" is the first query
+ *	  named q in a schema of the caller's search_path (schemas without
+ *	  USAGE and pg_temp are skipped), as for a table.  On a 0.1 catalog
+ *	  names are unique in the database and taken as they are.  With lock,
+ *	  see fetch_query.  Must run with the caller's search_path and user.
+ */
+CqQuery *
+cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	CqQuery    *q = NULL;
+	const char *shown = name;
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+	{
+		values[0] = CStringGetTextDatum(name);
+		q = fetch_query("name OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
+	}
+	else
+	{
+		List	   *names = stringToQualifiedNameList(name);
+		char	   *schemaname;
+		char	   *objname;
+
+		shown = NameListToString(names);
+		DeconstructQualifiedName(names, &schemaname, &objname);
+		if (schemaname != NULL)
+		{
+			Oid			nsp = LookupExplicitNamespace(schemaname, missing_ok);
+
+			if (OidIsValid(nsp))
+				q = cq_catalog_get_query_in(nsp, objname, true, lock);
+		}
+		else
+		{
+			int			n = fetch_search_path_array(NULL, 0);
+			Oid		   *path = palloc(sizeof(Oid) * Max(n, 1));
+
+			/* as RelnameGetRelid: USAGE only, no temporary schema */
+			n = Min(n, fetch_search_path_array(path, n));
+			for (int i = 0; i < n && q == NULL; i++)
+				q = cq_catalog_get_query_in(path[i], objname, true, lock);
+		}
+	}
+
+	if (q == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("continuous query \"%s\" does not exist", shown)));
+	return q;
+}
+
+/*
+ * cq_catalog_get_query_in
+ *	  Load the query named `name` (exactly) of schema nsp; no privilege
+ *	  is checked.  On a 0.1 catalog the schema does not matter.  With
+ *	  lock, see fetch_query.
+ */
+CqQuery *
+cq_catalog_get_query_in(Oid nsp, const char *name, bool missing_ok, bool lock)
+{
+	Oid			types[2] = {TEXTOID, NAMEOID};
+	Datum		values[2];
+	char	   *nspname = get_namespace_name(nsp);
+	CqQuery    *q = NULL;
+
+	values[0] = CStringGetTextDatum(name);
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		q = fetch_query("name OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
+	else if (nspname != NULL)
+	{
+		values[1] = name_datum(nspname);
+		q = fetch_query("schema OPERATOR(pg_catalog.=) $2 AND name OPERATOR(pg_catalog.=) $1",
+						2, types, values, lock);
+	}
+	if (q == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("continuous query \"%s\" does not exist", name)));
+	return q;
+}
+
+/*
+ * cq_catalog_get_query_by_id
+ *	  Load the query with internal id `id`: how pg_cq finds a query again
+ *	  once a name was resolved (a later transaction of CALL cq.run, a
+ *	  worker).  With lock, see fetch_query.
+ */
+CqQuery *
+cq_catalog_get_query_by_id(int32 id, bool missing_ok, bool lock)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	CqQuery    *q = fetch_query("id OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
+
+	if (q == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("continuous query with id %d does not exist", id),
+				 errdetail("It was dropped meanwhile.")));
+	return q;
+}
+
+/*
+ * cq_catalog_rows_of
+ *	  The condition that picks one query's rows of cq.offsets or
+ *	  cq.progress (as `alias`): its name is parameter $name_param and,
+ *	  since 0.2, its schema (type name) $schema_param.  On a 0.1 catalog,
+ *	  where names are unique, $schema_param is not used (pass NULL).
+ */
+char *
+cq_catalog_rows_of(const char *alias, int name_param, int schema_param)
+{
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return psprintf("%s.name OPERATOR(pg_catalog.=) $%d", alias, name_param);
+	return psprintf("%s.schema OPERATOR(pg_catalog.=) $%d AND %s.name OPERATOR(pg_catalog.=) $%d",
+					alias, schema_param, alias, name_param);
+}
+
+/*
+ * key_values
+ *	  The parameters of cq_catalog_rows_of for query q: its name as text
+ *	  and its schema as name (null on a 0.1 catalog).
+ */
+static void
+key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
+{
+	*name = CStringGetTextDatum(q->name);
+	*schema = q->schema ? name_datum(q->schema) : (Datum) 0;
+	*schema_null = q->schema ? ' ' : 'n';
 }
 
 /*
@@ -190,39 +376,105 @@ cq_catalog_cluster_id(void)
 /*
  * cq_catalog_name_for_relation
  *	  Name of the query whose target (as_target) or state table is relid,
- *	  or NULL.
+ *	  or NULL: since 0.2 schema-qualified and quoted, as cq_catalog_get_query
+ *	  finds it whatever the search_path.
  */
 char *
 cq_catalog_name_for_relation(Oid relid, bool as_target)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
 	CqSecurity	sec;
 
 	cq_security_superuser(&sec);
-	cq_spi_exec(as_target ? "SELECT name FROM cq.queries WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
-				: "SELECT name FROM cq.queries WHERE state_table OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+	cq_spi_exec(psprintf("SELECT name, %s FROM cq.queries WHERE %s OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+						 v02 ? "schema" : "NULL", as_target ? "target" : "state_table"),
 				SPI_OK_SELECT, 1, types, values, NULL);
 	cq_security_restore(&sec);
-	return SPI_processed > 0 ? spi_text(1) : NULL;
+	if (SPI_processed == 0)
+		return NULL;
+	if (!v02)
+		return spi_text(1);
+	return quote_qualified_identifier(spi_text(2), spi_text(1));
 }
 
 /*
- * cq_catalog_name_for_id
- *	  Name of the query with internal id `id`, or NULL.
+ * cq_catalog_id_for_relation
+ *	  Internal id of the query whose target (as_target) or state table is
+ *	  relid, or 0.
  */
-char *
-cq_catalog_name_for_id(int32 id)
+int32
+cq_catalog_id_for_relation(Oid relid, bool as_target)
 {
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(id)};
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	CqSecurity	sec;
 
 	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT name FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1",
+	cq_spi_exec(as_target ? "SELECT id FROM cq.queries WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass"
+				: "SELECT id FROM cq.queries WHERE state_table OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				SPI_OK_SELECT, 1, types, values, NULL);
 	cq_security_restore(&sec);
-	return SPI_processed > 0 ? spi_text(1) : NULL;
+	return SPI_processed > 0 ? (int32) spi_int64(1, 0) : 0;
+}
+
+/*
+ * cq_catalog_sync_schema
+ *	  Relation relid now lives in schema nsp (ALTER TABLE ... SET SCHEMA),
+ *	  or, with relid invalid, schema nsp has a new name (ALTER SCHEMA ...
+ *	  RENAME): the queries whose target it is, or whose target is in nsp,
+ *	  live in that schema under its current name (their offsets and
+ *	  progress rows follow by ON UPDATE CASCADE).  A query whose name is
+ *	  taken in the new schema is refused, as a table would be.  Only on a
+ *	  0.2 catalog.
+ */
+void
+cq_catalog_sync_schema(Oid relid, Oid nsp)
+{
+	Oid			types[3] = {OIDOID, OIDOID, NAMEOID};
+	Datum		values[3];
+	char	   *nspname;
+	CqSecurity	sec;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return;
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = ObjectIdGetDatum(nsp);
+	cq_security_superuser(&sec);
+	/* the namespace's name as this very command left it */
+	cq_spi_exec("SELECT nspname FROM pg_catalog.pg_namespace WHERE oid OPERATOR(pg_catalog.=) $2",
+				SPI_OK_SELECT, 2, types, values, NULL);
+	if (SPI_processed == 0)
+	{
+		cq_security_restore(&sec);
+		return;
+	}
+	nspname = spi_text(1);
+	values[2] = name_datum(nspname);
+	cq_spi_exec("SELECT q.name FROM cq.queries q JOIN pg_catalog.pg_class c "
+				"  ON c.oid OPERATOR(pg_catalog.=) q.target::pg_catalog.oid "
+				"WHERE (c.oid OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) 0::pg_catalog.oid) "
+				"  AND c.relnamespace OPERATOR(pg_catalog.=) $2 "
+				"  AND q.schema OPERATOR(pg_catalog.<>) $3 "
+				"  AND EXISTS (SELECT 1 FROM cq.queries o WHERE o.schema OPERATOR(pg_catalog.=) $3 "
+				"              AND o.name OPERATOR(pg_catalog.=) q.name "
+				"              AND o.id OPERATOR(pg_catalog.<>) q.id) LIMIT 1",
+				SPI_OK_SELECT, 3, types, values, NULL);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("continuous query \"%s\" already exists in schema \"%s\"",
+						spi_text(1), nspname),
+				 errdetail("A continuous query lives in the schema of its target.")));
+	cq_wakeup_catalog_changed();
+	cq_spi_exec("UPDATE cq.queries q SET schema = $3 FROM pg_catalog.pg_class c "
+				"WHERE c.oid OPERATOR(pg_catalog.=) q.target::pg_catalog.oid "
+				"  AND (c.oid OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) 0::pg_catalog.oid) "
+				"  AND c.relnamespace OPERATOR(pg_catalog.=) $2 "
+				"  AND q.schema OPERATOR(pg_catalog.<>) $3",
+				SPI_OK_UPDATE, 3, types, values, NULL);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -248,25 +500,28 @@ cq_catalog_set_owner(int32 id, Oid owner)
  *	  The last committed batch of a query (found = false before batch 0).
  */
 void
-cq_catalog_last_offset(const char *name, CqLastOffset *last)
+cq_catalog_last_offset(CqQuery *q, CqLastOffset *last)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
+	Oid			types[2] = {TEXTOID, NAMEOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
 	CqSecurity	sec;
 
+	key_values(q, &values[0], &values[1], &nulls[1]);
 	memset(last, 0, sizeof(*last));
 	/*
 	 * The progress row is fetched by a subquery, a primary-key probe: as a
 	 * join, the cached generic plan may scan the whole (bloated) table.
 	 */
 	cq_security_superuser(&sec);
-	cq_spi_exec_cached("SELECT o.batch_id, o.end_offset::pg_catalog.text, o.state_rows, "
+	cq_spi_exec_cached(psprintf("SELECT o.batch_id, o.end_offset::pg_catalog.text, o.state_rows, "
 				"(SELECT p.started_at FROM cq.progress p "
-				"  WHERE p.name OPERATOR(pg_catalog.=) o.name AND p.batch_id OPERATOR(pg_catalog.=) o.batch_id), "
+				"  WHERE %s AND p.batch_id OPERATOR(pg_catalog.=) o.batch_id), "
 				"o.batch_watermark, o.watermark "
 				"FROM cq.offsets o "
-				"WHERE o.name OPERATOR(pg_catalog.=) $1 ORDER BY o.batch_id DESC LIMIT 1",
-				SPI_OK_SELECT, 1, types, values, NULL);
+				"WHERE %s ORDER BY o.batch_id DESC LIMIT 1",
+				cq_catalog_rows_of("p", 1, 2), cq_catalog_rows_of("o", 1, 2)),
+				SPI_OK_SELECT, 2, types, values, nulls);
 	cq_security_restore(&sec);
 	if (SPI_processed == 0)
 		return;
@@ -297,17 +552,18 @@ cq_catalog_last_offset(const char *name, CqLastOffset *last)
 void
 cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 {
-#define NREC 24
+#define NREC 25
 	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID};
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID};
 	Datum		values[NREC];
 	char		nulls[NREC];
+	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
 	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(q->name);
+	key_values(q, &values[0], &values[24], &nulls[24]);
 	values[1] = Int64GetDatum(r->batch_id);
 	values[2] = CStringGetTextDatum(r->start_offset);
 	values[3] = CStringGetTextDatum(r->end_offset);
@@ -349,21 +605,22 @@ cq_catalog_record_batch(CqQuery *q, CqBatchResult *r)
 							   r->batch_id - CQ_PROGRESS_KEEP);
 
 	cq_security_superuser(&sec);
-	cq_spi_exec_cached("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
-				"  batch_watermark, watermark, committed_at) "
-				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23)), "
+	cq_spi_exec_cached(psprintf("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
+				"  batch_watermark, watermark, committed_at%1$s) "
+				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23%2$s)), "
 				"p AS (INSERT INTO cq.progress (name, batch_id, run_id, started_at, duration_ms, durations, "
 				"  num_input_rows, input_rows_per_second, processed_rows_per_second, num_state_rows_total, "
 				"  num_state_rows_updated, num_state_rows_removed, num_rows_dropped_by_watermark, "
 				"  num_output_rows, start_offset, end_offset, watermark, event_time_min, event_time_max, "
-				"  event_time_avg) "
+				"  event_time_avg%1$s) "
 				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
-				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22)), "
-				"x AS (DELETE FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1 "
+				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22%2$s)), "
+				"x AS (DELETE FROM cq.offsets WHERE %3$s "
 				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24), "
-				"y AS (DELETE FROM cq.progress WHERE name OPERATOR(pg_catalog.=) $1 "
+				"y AS (DELETE FROM cq.progress WHERE %4$s "
 				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24) "
-				"SELECT 1",
+				"SELECT 1", v02 ? ", schema" : "", v02 ? ", $25" : "",
+				cq_catalog_rows_of("offsets", 1, 25), cq_catalog_rows_of("progress", 1, 25)),
 					   SPI_OK_SELECT, NREC, types, values, nulls);
 	cq_security_restore(&sec);
 }
@@ -411,13 +668,28 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	nulls[15] = ' ';
 	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
 	nulls[16] = ' ';
-	cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
-				"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-				"complete_refresh, query_tree, start_offset, cluster_id, timezone) "
-				"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
-				"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-				"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
-				SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
+	/* since 0.2, a query lives in its target's schema */
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
+					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
+					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema) "
+					"SELECT $1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
+					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
+					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname "
+					"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+					"  ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+					"WHERE c.oid OPERATOR(pg_catalog.=) $4 RETURNING id",
+					SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
+	else
+		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
+					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
+					"complete_refresh, query_tree, start_offset, cluster_id, timezone) "
+					"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
+					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
+					"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
+					SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
+	if (SPI_processed != 1)
+		elog(ERROR, "pg_cq: target %u of continuous query \"%s\" not found", target, name);
 	cq_security_restore(&sec);
 	return (int32) spi_int64(1, 0);
 }
@@ -446,15 +718,15 @@ cq_catalog_set_state_table(int32 id, Oid state_table)
  *	  Delete a query's row; its offsets and progress go with it.
  */
 void
-cq_catalog_delete_query(const char *name)
+cq_catalog_delete_query(int32 id)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
 	CqSecurity	sec;
 
 	cq_wakeup_catalog_changed();
 	cq_security_superuser(&sec);
-	cq_spi_exec("DELETE FROM cq.queries WHERE name OPERATOR(pg_catalog.=) $1", SPI_OK_DELETE, 1, types, values, NULL);
+	cq_spi_exec("DELETE FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1", SPI_OK_DELETE, 1, types, values, NULL);
 	cq_security_restore(&sec);
 }
 
@@ -463,16 +735,16 @@ cq_catalog_delete_query(const char *name)
  *	  Store changed options (already validated).
  */
 void
-cq_catalog_update_options(const char *name, CqOptions *o)
+cq_catalog_update_options(int32 id, CqOptions *o)
 {
-	Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
+	Oid			types[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
 	TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[9];
 	char		nulls[9];
 	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(name);
+	values[0] = Int32GetDatum(id);
 	values[1] = CStringGetTextDatum(o->output_mode);
 	values[2] = CStringGetTextDatum(o->trigger);
 	values[3] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
@@ -489,7 +761,7 @@ cq_catalog_update_options(const char *name, CqOptions *o)
 	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET output_mode = $2, \"trigger\" = $3, event_time = $4, "
 				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
-				"state_storage = $8, complete_refresh = $9 WHERE name OPERATOR(pg_catalog.=) $1",
+				"state_storage = $8, complete_refresh = $9 WHERE id OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 9, types, values, nulls);
 	cq_security_restore(&sec);
 }
@@ -579,15 +851,18 @@ cq_catalog_state_valid(int32 id, double rebuild_ms)
  *	  Correct the state row count of the last batch after a rebuild.
  */
 void
-cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows)
+cq_catalog_set_state_rows(CqQuery *q, int64 batch_id, int64 rows)
 {
-	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
-	Datum		values[3] = {CStringGetTextDatum(name), Int64GetDatum(batch_id), Int64GetDatum(rows)};
+	Oid			types[4] = {TEXTOID, INT8OID, INT8OID, NAMEOID};
+	Datum		values[4] = {0, Int64GetDatum(batch_id), Int64GetDatum(rows), 0};
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	CqSecurity	sec;
 
+	key_values(q, &values[0], &values[3], &nulls[3]);
 	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.offsets SET state_rows = $3 WHERE name OPERATOR(pg_catalog.=) $1 AND batch_id OPERATOR(pg_catalog.=) $2",
-				SPI_OK_UPDATE, 3, types, values, NULL);
+	cq_spi_exec(psprintf("UPDATE cq.offsets SET state_rows = $3 WHERE %s AND batch_id OPERATOR(pg_catalog.=) $2",
+						 cq_catalog_rows_of("offsets", 1, 4)),
+				SPI_OK_UPDATE, 4, types, values, nulls);
 	cq_security_restore(&sec);
 }
 
@@ -596,10 +871,10 @@ cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows)
  *	  Store a changed query text and tree (already validated).
  */
 void
-cq_catalog_update_query(const char *name, const char *query_text, const char *query_tree)
+cq_catalog_update_query(int32 id, const char *query_text, const char *query_tree)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3] = {CStringGetTextDatum(name),
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(id),
 		query_text ? CStringGetTextDatum(query_text) : (Datum) 0,
 	CStringGetTextDatum(query_tree)};
 	char		nulls[3] = {' ', query_text ? ' ' : 'n', ' '};
@@ -607,7 +882,7 @@ cq_catalog_update_query(const char *name, const char *query_text, const char *qu
 
 	cq_wakeup_catalog_changed();
 	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.queries SET query = coalesce($2, query), query_tree = $3 WHERE name OPERATOR(pg_catalog.=) $1",
+	cq_spi_exec("UPDATE cq.queries SET query = coalesce($2, query), query_tree = $3 WHERE id OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 3, types, values, nulls);
 	cq_security_restore(&sec);
 }
@@ -621,15 +896,15 @@ cq_catalog_update_query(const char *name, const char *query_text, const char *qu
  *	  The scheduler re-reads the catalog at commit.
  */
 void
-cq_catalog_set_state(const char *name, const char *state, const char *error,
+cq_catalog_set_state(int32 id, const char *state, const char *error,
 					 const char *only_if)
 {
-	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	CqSecurity	sec;
 
-	values[0] = CStringGetTextDatum(name);
+	values[0] = Int32GetDatum(id);
 	values[1] = CStringGetTextDatum(state);
 	values[2] = error ? CStringGetTextDatum(error) : (Datum) 0;
 	nulls[2] = error ? ' ' : 'n';
@@ -639,7 +914,7 @@ cq_catalog_set_state(const char *name, const char *state, const char *error,
 	cq_wakeup_catalog_changed();
 	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET state = $2, last_error = $3 "
-				"WHERE name OPERATOR(pg_catalog.=) $1 AND ($4 IS NULL OR state OPERATOR(pg_catalog.=) $4)",
+				"WHERE id OPERATOR(pg_catalog.=) $1 AND ($4 IS NULL OR state OPERATOR(pg_catalog.=) $4)",
 				SPI_OK_UPDATE, 4, types, values, nulls);
 	cq_security_restore(&sec);
 }
@@ -649,17 +924,20 @@ cq_catalog_set_state(const char *name, const char *state, const char *error,
  *	  The watermark recorded with a query's last batch; false if none.
  */
 bool
-cq_catalog_last_watermark(const char *name, TimestampTz *watermark)
+cq_catalog_last_watermark(CqQuery *q, TimestampTz *watermark)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
+	Oid			types[2] = {TEXTOID, NAMEOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
 	bool		isnull = true;
 	Datum		d;
 	CqSecurity	sec;
 
+	key_values(q, &values[0], &values[1], &nulls[1]);
 	cq_security_superuser(&sec);
-	cq_spi_exec_cached("SELECT watermark FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY batch_id DESC LIMIT 1",
-					   SPI_OK_SELECT, 1, types, values, NULL);
+	cq_spi_exec_cached(psprintf("SELECT watermark FROM cq.offsets WHERE %s ORDER BY batch_id DESC LIMIT 1",
+								cq_catalog_rows_of("offsets", 1, 2)),
+					   SPI_OK_SELECT, 2, types, values, nulls);
 	cq_security_restore(&sec);
 	if (SPI_processed == 0)
 		return false;
@@ -676,18 +954,23 @@ cq_catalog_last_watermark(const char *name, TimestampTz *watermark)
  *	  batch 0 starts from `start_offset`, state 'active'.
  */
 void
-cq_catalog_reset(const char *name, const char *start_offset)
+cq_catalog_reset(CqQuery *q, const char *start_offset)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2] = {CStringGetTextDatum(name), CStringGetTextDatum(start_offset)};
+	Oid			types[4] = {TEXTOID, TEXTOID, NAMEOID, INT4OID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	CqSecurity	sec;
 
+	key_values(q, &values[0], &values[2], &nulls[2]);
+	values[1] = CStringGetTextDatum(start_offset);
+	values[3] = Int32GetDatum(q->id);
 	cq_wakeup_catalog_changed();
 	cq_security_superuser(&sec);
-	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1), "
-				"p AS (DELETE FROM cq.progress WHERE name OPERATOR(pg_catalog.=) $1) "
-				"UPDATE cq.queries SET run_id = pg_catalog.gen_random_uuid(), state = 'active', "
-				"last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE name OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_spi_exec(psprintf("WITH o AS (DELETE FROM cq.offsets WHERE %s), "
+						 "p AS (DELETE FROM cq.progress WHERE %s) "
+						 "UPDATE cq.queries SET run_id = pg_catalog.gen_random_uuid(), state = 'active', "
+						 "last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE id OPERATOR(pg_catalog.=) $4",
+						 cq_catalog_rows_of("offsets", 1, 3), cq_catalog_rows_of("progress", 1, 3)),
+				SPI_OK_UPDATE, 4, types, values, nulls);
 	cq_security_restore(&sec);
 }

@@ -64,7 +64,7 @@ set_state_locked(FunctionCallInfo fcinfo, const char *state)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = locked_query(fcinfo);
-	cq_catalog_set_state(q->name, state, NULL, NULL);
+	cq_catalog_set_state(q->id, state, NULL, NULL);
 	SPI_finish();
 }
 
@@ -121,7 +121,7 @@ cq_reset(PG_FUNCTION_ARGS)
 		start_offset = cq_snap_current();
 	}
 	cq_security_restore(&sec);
-	cq_catalog_reset(q->name, start_offset);
+	cq_catalog_reset(q, start_offset);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -9,6 +9,8 @@
  *	 internal view cq_state.q_<id>)
  *	 REASSIGN OWNED, ALTER VIEW cq_state.q_<id>  the query's owner follows
  *	 OWNER TO
+ *	 ALTER TABLE t SET SCHEMA, ALTER SCHEMA      the query's schema follows
+ *	 ... RENAME                                  its target's
  *
  * Core rejects the "cq" option namespace, so the hook strips the cq.*
  * options from a copy of the statement before passing it on.  The hook
@@ -25,6 +27,7 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/createas.h"
 #include "commands/defrem.h"
@@ -194,7 +197,7 @@ process_create_table_as(PlannedStmt *pstmt, const char *queryString,
 		CqBatchResult res;
 
 		CommandCounterIncrement();
-		cq_batch_run(name, true, &res);
+		cq_batch_run(cq_catalog_id_for_relation(target, true), true, &res);
 		if (qc)
 			SetQueryCompletion(qc, CMDTAG_SELECT, res.output_rows);
 	}
@@ -549,10 +552,10 @@ query_view_id(Oid relid)
  * relowner_now
  *	  The owner of a relation as this very command left it (the object
  *	  access hook runs before the command's catalog changes are visible
- *	  through the caches).
+ *	  through the caches), and, if nsp is not NULL, its schema.
  */
 static Oid
-relowner_now(Oid relid)
+relowner_now(Oid relid, Oid *nsp)
 {
 	Relation	rel = table_open(RelationRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -565,10 +568,81 @@ relowner_now(Oid relid)
 	scan = systable_beginscan(rel, ClassOidIndexId, true, SnapshotSelf, 1, &key);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
+	{
 		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		if (nsp)
+			*nsp = ((Form_pg_class) GETSTRUCT(tup))->relnamespace;
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return owner;
+}
+
+/*
+ * nspname_now
+ *	  The name of a schema as this very command left it (see relowner_now),
+ *	  or NULL.
+ */
+static char *
+nspname_now(Oid nsp)
+{
+	Relation	rel = table_open(NamespaceRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *name = NULL;
+
+	ScanKeyInit(&key, Anum_pg_namespace_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(nsp));
+	scan = systable_beginscan(rel, NamespaceOidIndexId, true, SnapshotSelf, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		name = pstrdup(NameStr(((Form_pg_namespace) GETSTRUCT(tup))->nspname));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return name;
+}
+
+/*
+ * sync_query_schema
+ *	  A query lives in its target's schema (cq.queries.schema, since 0.2):
+ *	  when a table moves to another schema (ALTER TABLE ... SET SCHEMA) or
+ *	  a schema is renamed (ALTER SCHEMA ... RENAME), the queries of the
+ *	  tables concerned follow, in the same transaction.  classId and
+ *	  objectId are those of the altered relation or schema.  Cheap when
+ *	  neither moved: the caches still show the object as it was before the
+ *	  command, so only a real move reaches the catalog.
+ */
+static void
+sync_query_schema(Oid classId, Oid objectId)
+{
+	Oid			nsp = InvalidOid;
+	Oid			relid = InvalidOid;
+
+	if (classId == RelationRelationId)
+	{
+		if (get_rel_relkind(objectId) != RELKIND_RELATION)
+			return;
+		(void) relowner_now(objectId, &nsp);
+		if (!OidIsValid(nsp) || nsp == get_rel_namespace(objectId))
+			return;
+		relid = objectId;
+	}
+	else
+	{
+		char	   *oldname = get_namespace_name(objectId);
+		char	   *newname = nspname_now(objectId);
+
+		if (oldname == NULL || newname == NULL || strcmp(oldname, newname) == 0)
+			return;
+		nsp = objectId;
+	}
+	if (!extension_ready())
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	cq_catalog_sync_schema(relid, nsp);
+	SPI_finish();
 }
 
 /*
@@ -589,7 +663,7 @@ sync_query_owner(Oid relid)
 
 	if (id <= 0 || !extension_ready())
 		return;
-	owner = relowner_now(relid);
+	owner = relowner_now(relid, NULL);
 	if (!OidIsValid(owner))
 		return;
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -609,11 +683,17 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
 
+	if (access == OAT_POST_ALTER && classId == NamespaceRelationId && !cq_ddl_recreating)
+	{
+		sync_query_schema(classId, objectId);
+		return;
+	}
 	if (classId != RelationRelationId || subId != 0 || cq_ddl_recreating)
 		return;
 	if (access == OAT_POST_ALTER)
 	{
 		sync_query_owner(objectId);
+		sync_query_schema(classId, objectId);
 		return;
 	}
 	if (access != OAT_DROP)
@@ -622,7 +702,7 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 		char		relkind = get_rel_relkind(objectId);
 		Oid			nsp;
 		char	   *relname;
-		char	   *name = NULL;
+		int32		id = 0;
 		Oid			cq_state;
 
 		if (relkind != RELKIND_RELATION && relkind != RELKIND_VIEW)
@@ -642,11 +722,11 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		if (relkind == RELKIND_RELATION)
-			name = cq_catalog_name_for_relation(objectId, true);
+			id = cq_catalog_id_for_relation(objectId, true);
 		else
-			name = cq_catalog_name_for_id(atoi(relname + 2));
-		if (name)
-			cq_catalog_delete_query(name);	/* internal objects go by dependency */
+			id = atoi(relname + 2);
+		if (id > 0)
+			cq_catalog_delete_query(id);	/* internal objects go by dependency */
 		SPI_finish();
 	}
 }

@@ -34,14 +34,14 @@
 
 /*
  * cq_failure_run_batch
- *	  cq_batch_run_ext(name, flags, res) for non-atomic CALL cq.run (SPI
+ *	  cq_batch_run_ext(id, flags, res) for non-atomic CALL cq.run (SPI
  *	  connected with SPI_OPT_NONATOMIC, no subtransaction open).  On error:
  *	  nothing of the batch remains, the query is 'failed' with last_error
  *	  (committed), and the error is re-thrown.  A query cancel is only
  *	  re-thrown.
  */
 void
-cq_failure_run_batch(const char *name, int flags, CqBatchResult *res)
+cq_failure_run_batch(int32 id, int flags, CqBatchResult *res)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -50,7 +50,7 @@ cq_failure_run_batch(const char *name, int flags, CqBatchResult *res)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		cq_batch_run_ext(name, flags, res);
+		cq_batch_run_ext(id, flags, res);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -74,7 +74,7 @@ cq_failure_run_batch(const char *name, int flags, CqBatchResult *res)
 		 */
 		if (edata->sqlerrcode != ERRCODE_QUERY_CANCELED)
 		{
-			cq_catalog_set_state(name, "failed", edata->message, NULL);
+			cq_catalog_set_state(id, "failed", edata->message, NULL);
 			SPI_commit();
 		}
 		ReThrowError(edata);

@@ -61,7 +61,9 @@ typedef struct CqOptions
 /* A row of cq.queries, as the batch runner needs it. */
 typedef struct CqQuery
 {
-	char	   *name;
+	char	   *name;			/* its name in its schema */
+	char	   *schema;			/* its target's schema; NULL on a 0.1 catalog,
+								 * where names are unique in the database */
 	int32		id;
 	Oid			owner;
 	Oid			source;
@@ -231,33 +233,37 @@ extern void cq_source_summarize(Oid relid);
 #define CQ_CATALOG_0_2 2		/* pg_cq--0.1--0.2.sql applied */
 extern int	cq_catalog_version(void);
 extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
+extern CqQuery *cq_catalog_get_query_in(Oid nsp, const char *name, bool missing_ok, bool lock);
+extern CqQuery *cq_catalog_get_query_by_id(int32 id, bool missing_ok, bool lock);
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
-extern char *cq_catalog_name_for_id(int32 id);
+extern int32 cq_catalog_id_for_relation(Oid relid, bool as_target);
+extern char *cq_catalog_rows_of(const char *alias, int name_param, int schema_param);
+extern void cq_catalog_sync_schema(Oid relid, Oid nsp);
 extern void cq_catalog_set_owner(int32 id, Oid owner);
 extern char *cq_catalog_cluster_id(void);
-extern void cq_catalog_last_offset(const char *name, CqLastOffset *last);
+extern void cq_catalog_last_offset(CqQuery *q, CqLastOffset *last);
 extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
 extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 									 const char *query_text, CqOptions *opts,
 									 const char *query_tree, const char *start_offset);
 extern void cq_catalog_set_state_table(int32 id, Oid state_table);
-extern void cq_catalog_delete_query(const char *name);
-extern void cq_catalog_update_options(const char *name, CqOptions *opts);
-extern void cq_catalog_update_query(const char *name, const char *query_text, const char *query_tree);
+extern void cq_catalog_delete_query(int32 id);
+extern void cq_catalog_update_options(int32 id, CqOptions *opts);
+extern void cq_catalog_update_query(int32 id, const char *query_text, const char *query_tree);
 extern uint64 cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newname);
 extern bool cq_catalog_state_lost(int32 id);
-extern void cq_catalog_set_state_rows(const char *name, int64 batch_id, int64 rows);
+extern void cq_catalog_set_state_rows(CqQuery *q, int64 batch_id, int64 rows);
 extern void cq_catalog_state_valid(int32 id, double rebuild_ms);
-extern void cq_catalog_set_state(const char *name, const char *state, const char *error,
+extern void cq_catalog_set_state(int32 id, const char *state, const char *error,
 								 const char *only_if);
-extern bool cq_catalog_last_watermark(const char *name, TimestampTz *watermark);
-extern void cq_catalog_reset(const char *name, const char *start_offset);
+extern bool cq_catalog_last_watermark(CqQuery *q, TimestampTz *watermark);
+extern void cq_catalog_reset(CqQuery *q, const char *start_offset);
 
 /* batch.c */
 #define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */
 #define CQ_BATCH_NODATA_ONLY 0x02	/* only a pending no-data batch */
-extern void cq_batch_run(const char *name, bool unlimited, CqBatchResult *res);
-extern void cq_batch_run_ext(const char *name, int flags, CqBatchResult *res);
+extern void cq_batch_run(int32 id, bool unlimited, CqBatchResult *res);
+extern void cq_batch_run_ext(int32 id, int flags, CqBatchResult *res);
 extern void cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags,
 							   CqBatchResult *res);
 
@@ -269,7 +275,7 @@ extern bool cq_ddl_recreating;
 extern void cq_truncate_init(void);
 
 /* failure.c */
-extern void cq_failure_run_batch(const char *name, int flags, CqBatchResult *res);
+extern void cq_failure_run_batch(int32 id, int flags, CqBatchResult *res);
 
 /* api.c */
 extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,

@@ -100,8 +100,9 @@ restored_query_tree(CqQuery *q)
 CqQuery *
 cq_restore_if_moved(CqQuery *q)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
+	Oid			types[4] = {TEXTOID, TEXTOID, NAMEOID, INT4OID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	CqSecurity	sec;
 	char	   *here = cq_catalog_cluster_id();
 
@@ -115,7 +116,7 @@ cq_restore_if_moved(CqQuery *q)
 					   q->cluster_id ? q->cluster_id : "?")));
 
 	/* the definition in this cluster's terms */
-	cq_catalog_update_query(q->name, NULL, restored_query_tree(q));
+	cq_catalog_update_query(q->id, NULL, restored_query_tree(q));
 
 	/*
 	 * Restored rows are history (rows written here since the restore too).
@@ -132,20 +133,24 @@ cq_restore_if_moved(CqQuery *q)
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_security_restore(&sec);
 
-	cq_security_superuser(&sec);
 	values[0] = CStringGetTextDatum(q->name);
 	values[1] = CStringGetTextDatum(here);
-	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name OPERATOR(pg_catalog.=) $1), "
-				"p AS (DELETE FROM cq.progress WHERE name OPERATOR(pg_catalog.=) $1) "
-				"UPDATE cq.queries SET cluster_id = $2, start_offset = '1:1:', starting = 'earliest', "
-				"run_id = pg_catalog.gen_random_uuid(), state = 'active', last_error = NULL "
-				"WHERE name OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 2, types, values, NULL);
+	values[2] = q->schema ? DirectFunctionCall1(namein, CStringGetDatum(q->schema)) : (Datum) 0;
+	nulls[2] = q->schema ? ' ' : 'n';
+	values[3] = Int32GetDatum(q->id);
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("WITH o AS (DELETE FROM cq.offsets WHERE %s), "
+						 "p AS (DELETE FROM cq.progress WHERE %s) "
+						 "UPDATE cq.queries SET cluster_id = $2, start_offset = '1:1:', starting = 'earliest', "
+						 "run_id = pg_catalog.gen_random_uuid(), state = 'active', last_error = NULL "
+						 "WHERE id OPERATOR(pg_catalog.=) $4",
+						 cq_catalog_rows_of("offsets", 1, 3), cq_catalog_rows_of("progress", 1, 3)),
+				SPI_OK_UPDATE, 4, types, values, nulls);
 	cq_security_restore(&sec);
 	CommandCounterIncrement();
 
-	q = cq_catalog_get_query(q->name, false, true);
+	q = cq_catalog_get_query_by_id(q->id, false, true);
 	cq_api_recreate_internal(q);
 	CommandCounterIncrement();
-	return cq_catalog_get_query(q->name, false, true);
+	return cq_catalog_get_query_by_id(q->id, false, true);
 }

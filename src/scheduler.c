@@ -285,10 +285,14 @@ reload(TimestampTz now)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		pgstat_report_activity(STATE_RUNNING, "pg_cq scheduler: reading cq.queries");
-		cq_spi_exec("SELECT q.id, q.name, q.\"trigger\", q.state, q.source::pg_catalog.oid, "
-					"(SELECT pg_catalog.max(o.batch_id) FROM cq.offsets o "
-					"  WHERE o.name OPERATOR(pg_catalog.=) q.name) "
-					"FROM cq.queries q", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		/* a query's offsets: same name and, since 0.2, same schema */
+		cq_spi_exec(psprintf("SELECT q.id, q.name, q.\"trigger\", q.state, q.source::pg_catalog.oid, "
+							 "(SELECT pg_catalog.max(o.batch_id) FROM cq.offsets o "
+							 "  WHERE o.name OPERATOR(pg_catalog.=) q.name%s) "
+							 "FROM cq.queries q",
+							 cq_catalog_version() >= CQ_CATALOG_0_2 ?
+							 " AND o.schema OPERATOR(pg_catalog.=) q.schema" : ""),
+					SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[r];

@@ -14,7 +14,7 @@
  * and set the scheduler's latch.
  *
  * A batch, in one transaction:
- *	 1. lock the query's catalog row (cq_catalog_get_query, FOR NO KEY
+ *	 1. lock the query's catalog row (cq_catalog_get_query_by_id, FOR NO KEY
  *		UPDATE) and skip it if it was paused or dropped meanwhile;
  *	 2. skip cheaply when no transaction finished since the last offset
  *		(no row lock is held longer than needed, no batch is recorded);
@@ -150,7 +150,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 {
 	const char *prev;
 
-	cq_catalog_last_offset(q->name, last);
+	cq_catalog_last_offset(q, last);
 	*next_batch = last->found ? last->batch_id + 1 : 0;
 	if (q->opts.watermark != NULL)
 		return false;
@@ -165,7 +165,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
  *	  In a transaction of its own: state 'failed', last_error.
  */
 static void
-record_failure(const char *name, const char *message)
+record_failure(int32 query_id, const char *message)
 {
 	PG_TRY();
 	{
@@ -174,7 +174,7 @@ record_failure(const char *name, const char *message)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
-		cq_catalog_set_state(name, "failed", message, NULL);
+		cq_catalog_set_state(query_id, "failed", message, NULL);
 		PopActiveSnapshot();
 		SPI_finish();
 		CommitTransactionCommand();
@@ -228,13 +228,15 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
-		q = cq_catalog_get_query(name, true, true);
-		if (q != NULL && q->id == query_id && strcmp(q->state, "paused") != 0 &&
+		q = cq_catalog_get_query_by_id(query_id, true, true);
+		if (q != NULL && strcmp(q->state, "paused") != 0 &&
 			!nothing_new(q, &last, &bctx.batch_id))
 		{
 			/* a snapshot taken after the row lock */
 			PopActiveSnapshot();
 			PushActiveSnapshot(GetTransactionSnapshot());
+			if (q->schema != NULL)
+				bctx.name = quote_qualified_identifier(q->schema, q->name);
 			errcb.callback = batch_error_context;
 			errcb.arg = &bctx;
 			errcb.previous = error_context_stack;
@@ -251,12 +253,12 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 				TimestampTz wm = 0;
 
 				last_batch_id = res.batch_id;
-				has_watermark = cq_catalog_last_watermark(name, &wm);
+				has_watermark = cq_catalog_last_watermark(q, &wm);
 				watermark = wm;
 			}
 		}
-		if (q != NULL && q->id == query_id && strcmp(q->state, "failed") == 0)
-			cq_catalog_set_state(name, "active", NULL, "failed");
+		if (q != NULL && strcmp(q->state, "failed") == 0)
+			cq_catalog_set_state(query_id, "active", NULL, "failed");
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -285,7 +287,7 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 		else
 		{
 			*failed = true;
-			record_failure(name, edata->message);
+			record_failure(query_id, edata->message);
 		}
 		FreeErrorData(edata);
 	}

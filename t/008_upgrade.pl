@@ -27,6 +27,12 @@ $node->safe_psql($db, writers_sql() . q{
 });
 is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_cq'"),
 	'0.1', 'the database has the 0.1 catalog');
+# on the 0.1 catalog a name is unique in the database
+my ($rc, $out, $err) = $node->psql($db, q{
+	CREATE SCHEMA other;
+	CREATE TABLE other.run_by_hand WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k;});
+like($err, qr/continuous query "run_by_hand" already exists/, '0.1 catalog: one name per database');
 
 # writers on the 0.1 catalog
 my @writers = map { start_writer($node, $db, "CALL cq_write($_, 1000000, 30, 10, 0, true)") } (1, 2);
@@ -63,6 +69,26 @@ is(mismatches($node, $db, 'SELECT k, count(*), sum(v) FROM ev GROUP BY k', 'run_
 	'0', 'available-now query run before and after the update equals its oracle');
 is($node->safe_psql($db, "SELECT count(*) FROM cq.queries WHERE state <> 'active' OR last_error IS NOT NULL"),
 	'0', 'no query failed across the update');
+
+# the update put every query in its target's schema, its offsets and
+# progress with it; now a name is unique in its schema only (issue 9 item 27)
+is($node->safe_psql($db, q{
+	SELECT (SELECT count(*) FROM cq.queries WHERE schema IS DISTINCT FROM 'public') +
+	       (SELECT count(*) FROM cq.offsets WHERE schema IS DISTINCT FROM 'public') +
+	       (SELECT count(*) FROM cq.progress WHERE schema IS DISTINCT FROM 'public')}),
+	'0', 'queries, offsets and progress of the 0.1 queries are in schema public');
+$node->safe_psql($db, q{
+	SET client_min_messages = warning;
+	CREATE TABLE other.run_by_hand WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, count(*) AS n, sum(v) AS s FROM ev WHERE k = 1 GROUP BY k WITH NO DATA;
+	CALL cq.run('other.run_by_hand');
+	CALL cq.run('run_by_hand');
+});
+is($node->safe_psql($db, 'SELECT count(*) FROM other.run_by_hand'), '1', 'it has its one group');
+is(mismatches($node, $db, 'SELECT k, count(*), sum(v) FROM ev WHERE k = 1 GROUP BY k', 'other.run_by_hand'),
+	'0', 'a query of the same name in another schema runs on its own');
+is(mismatches($node, $db, 'SELECT k, count(*), sum(v) FROM ev GROUP BY k', 'run_by_hand'),
+	'0', 'and so does the query created on the 0.1 catalog');
 
 # a fresh 0.2 install has the same objects as the updated one
 $node->safe_psql($db, 'CREATE DATABASE fresh');

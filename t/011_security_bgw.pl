@@ -136,9 +136,9 @@ poll_holds(q{(SELECT count(*) FROM app.rows_out) = 30
 $node->safe_psql('hostile', q{
 	SET search_path = public;
 	SET ROLE dbowner;
-	SELECT cq.pause('per_k');
+	SELECT cq.pause('app.per_k');
 	INSERT INTO app.src VALUES (1, 100), (2, 200);
-	SELECT cq.resume('per_k');
+	SELECT cq.resume('app.per_k');
 	CREATE TABLE app.bad WITH (cq.output_mode = 'append')
 	  AS SELECT k, 1 / (v - 100) AS x FROM app.src WITH NO DATA;
 	INSERT INTO app.src VALUES (3, 300);

@@ -1,7 +1,7 @@
 -- Every rejected query shape and bad option: SQLSTATE and message.
 BEGIN;
 SET client_min_messages = warning;
-SELECT plan(62);
+SELECT plan(63);
 
 CREATE TABLE ev (ts timestamptz, k text, v numeric, i int);
 CREATE TABLE dim (k text, label text);
@@ -88,8 +88,11 @@ SELECT throws_ok($$SELECT cq.create_query(NULL, 'SELECT k FROM ev')$$,
 SELECT throws_ok($$SELECT cq.create_query(repeat('x', 64), 'SELECT k FROM ev')$$,
   '42622', NULL, 'overlong name');
 
--- quotes and semicolons are data, never SQL
-SELECT lives_ok($$SELECT cq.create_query('a"; DROP TABLE ev; --', 'SELECT k, v FROM ev')$$,
+-- quotes and semicolons are data, never SQL (a name is read as an
+-- identifier, as regclass input reads a table's: quoted, it is kept as is)
+SELECT throws_ok($$SELECT cq.create_query('a"; DROP TABLE ev; --', 'SELECT k, v FROM ev')$$,
+  '42602', 'invalid name syntax', 'a name is an identifier');
+SELECT lives_ok($$SELECT cq.create_query('"a""; DROP TABLE ev; --"', 'SELECT k, v FROM ev')$$,
   'a name with quotes and a semicolon is just a name');
 SELECT is((SELECT target::text FROM cq.queries WHERE name = 'a"; DROP TABLE ev; --'),
   '"a""; DROP TABLE ev; --"', 'the target is the table of exactly that name');
