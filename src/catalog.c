@@ -205,6 +205,25 @@ cq_catalog_name_for_relation(Oid relid, bool as_target)
 }
 
 /*
+ * cq_catalog_relation_is_source
+ *	  Is relid the source of some continuous query (of any owner)?
+ */
+bool
+cq_catalog_relation_is_source(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+	return SPI_processed > 0;
+}
+
+/*
  * cq_catalog_last_offset
  *	  The last committed batch of a query (found = false before batch 0).
  */
@@ -610,6 +629,26 @@ cq_catalog_reset(const char *name, const char *start_offset)
 				"p AS (DELETE FROM cq.progress WHERE name = $1) "
 				"UPDATE cq.queries SET run_id = pg_catalog.gen_random_uuid(), state = 'active', "
 				"last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE name = $1",
+				SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_restore_user(save_uid, save_sec);
+}
+
+/*
+ * cq_catalog_set_start_offset
+ *	  The offset batch 0 of a query starts from (before it has run).
+ */
+void
+cq_catalog_set_start_offset(const char *name, const char *start_offset)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {CStringGetTextDatum(name), CStringGetTextDatum(start_offset)};
+	Oid			save_uid;
+	int			save_sec;
+
+	cq_wakeup_catalog_changed();
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("UPDATE cq.queries SET start_offset = $2::pg_catalog.pg_snapshot "
+				"WHERE name OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
 	cq_restore_user(save_uid, save_sec);
 }

@@ -101,7 +101,7 @@ Datum
 cq_reset(PG_FUNCTION_ARGS)
 {
 	CqQuery    *q;
-	char	   *start_offset = "1:1:";
+	char	   *start_offset = CQ_EARLIEST_OFFSET;
 	Oid			save_uid;
 	int			save_sec;
 

@@ -20,8 +20,19 @@
 #include "utils/timestamp.h"
 
 #define CQ_TRACKING_COLUMN "cq_xid"
+#define CQ_STAMP_TRIGGER "zz_cq_stamp"	/* row trigger that stamps cq_xid */
 #define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
 #define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
+
+/*
+ * start_offset of a query whose batch 0 reads every row already in the
+ * source, history (cq_xid NULL) included: starting = 'earliest' when the
+ * query was created or last reset.  A changed `starting` option takes effect
+ * only then (as Spark's startingOffsets): start_offset records what batch 0
+ * included, for the crash rebuild of lost state.
+ */
+#define CQ_EARLIEST_OFFSET "1:1:"
+#define cq_query_reads_history(q) (strcmp((q)->start_offset, CQ_EARLIEST_OFFSET) == 0)
 
 /* Output modes (SPEC §3). */
 typedef enum CqOutputMode
@@ -209,6 +220,11 @@ extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 extern AttrNumber cq_source_track(Oid relid);
 extern AttrNumber cq_source_tracking_attnum(Oid relid);
 extern void cq_source_summarize(Oid relid);
+extern void cq_source_forget_stamps(Oid relid, Oid owner);
+extern Oid	cq_source_reached(Oid relid);
+extern void cq_source_check_logged(Oid relid, Oid source);
+extern void cq_source_before_attach(Oid parent, Oid child);
+extern void cq_source_after_inherit(Oid child);
 
 /* catalog.c */
 #define CQ_CATALOG_0_1 1		/* pg_cq--0.1.sql */
@@ -216,6 +232,7 @@ extern void cq_source_summarize(Oid relid);
 extern int	cq_catalog_version(void);
 extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
+extern bool cq_catalog_relation_is_source(Oid relid);
 extern char *cq_catalog_cluster_id(void);
 extern void cq_catalog_last_offset(const char *name, CqLastOffset *last);
 extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
@@ -233,6 +250,7 @@ extern void cq_catalog_set_state(const char *name, const char *state, const char
 								 const char *only_if);
 extern bool cq_catalog_last_watermark(const char *name, TimestampTz *watermark);
 extern void cq_catalog_reset(const char *name, const char *start_offset);
+extern void cq_catalog_set_start_offset(const char *name, const char *start_offset);
 
 /* batch.c */
 #define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */

@@ -29,6 +29,7 @@
 #include "nodes/parsenodes.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/lsyscache.h"
@@ -104,6 +105,7 @@ cq_restore_if_moved(CqQuery *q)
 	Datum		values[2];
 	Oid			save_uid;
 	int			save_sec;
+	int			nest;
 	char	   *here = cq_catalog_cluster_id();
 
 	if (q->cluster_id != NULL && strcmp(q->cluster_id, here) == 0)
@@ -121,16 +123,17 @@ cq_restore_if_moved(CqQuery *q)
 	/*
 	 * Restored rows are history (rows written here since the restore too).
 	 * User code may run (triggers), so this runs as the table's owner, as
-	 * emptying the target runs as the query's owner.
+	 * emptying the target runs as the query's owner, both with a pinned
+	 * search_path.
 	 */
-	cq_as_user(rel_owner(q->source), &save_uid, &save_sec);
-	cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s IS NOT NULL",
-						 cq_sql_relname_str(q->source), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
-				SPI_OK_UPDATE, 0, NULL, NULL, NULL);
-	cq_restore_user(save_uid, save_sec);
+	cq_source_forget_stamps(q->source, rel_owner(q->source));
 	cq_as_user(q->owner, &save_uid, &save_sec);
+	nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	AtEOXact_GUC(true, nest);
 	cq_restore_user(save_uid, save_sec);
 
 	cq_as_superuser(&save_uid, &save_sec);
@@ -138,7 +141,7 @@ cq_restore_if_moved(CqQuery *q)
 	values[1] = CStringGetTextDatum(here);
 	cq_spi_exec("WITH o AS (DELETE FROM cq.offsets WHERE name = $1), "
 				"p AS (DELETE FROM cq.progress WHERE name = $1) "
-				"UPDATE cq.queries SET cluster_id = $2, start_offset = '1:1:', starting = 'earliest', "
+				"UPDATE cq.queries SET cluster_id = $2, start_offset = '" CQ_EARLIEST_OFFSET "', starting = 'earliest', "
 				"run_id = pg_catalog.gen_random_uuid(), state = 'active', last_error = NULL "
 				"WHERE name = $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
