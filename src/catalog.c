@@ -24,6 +24,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
@@ -174,13 +175,42 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 
 /*
  * cq_catalog_cluster_id
- *	  This cluster's system identifier, as text: offsets (transaction ids)
- *	  are meaningful only in the cluster that recorded them.
+ *	  The identifier of the installation a query's offsets (transaction
+ *	  ids) belong to, as text.  Catalog 0.2: the id in cq.installation, made
+ *	  by CREATE EXTENSION and carried over with the database's files by
+ *	  pg_upgrade, but not by pg_dump (a restored database gets a new one,
+ *	  and its queries start over: restore.c).  Catalog 0.1: the system
+ *	  identifier, which pg_upgrade changes too.  Cached per backend for the
+ *	  extension's OID (DROP and CREATE EXTENSION make a new one).  Caller
+ *	  has SPI connected.
  */
 char *
 cq_catalog_cluster_id(void)
 {
-	return psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	static Oid	cached_ext = InvalidOid;
+	static char *cached_id = NULL;
+	Oid			ext = get_extension_oid("pg_cq", true);
+	Oid			save_uid;
+	int			save_sec;
+	char	   *id = NULL;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	if (cached_id != NULL && ext == cached_ext)
+		return pstrdup(cached_id);
+
+	cq_as_superuser(&save_uid, &save_sec);
+	cq_spi_exec("SELECT id::pg_catalog.text FROM cq.installation", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_restore_user(save_uid, save_sec);
+	if (SPI_processed > 0)
+		id = spi_text(1);
+	if (id == NULL)
+		return psprintf(UINT64_FORMAT, GetSystemIdentifier());	/* row deleted by hand */
+	if (cached_id)
+		pfree(cached_id);
+	cached_id = MemoryContextStrdup(TopMemoryContext, id);
+	cached_ext = ext;
+	return id;
 }
 
 /*
