@@ -40,7 +40,9 @@ CREATE UNLOGGED TABLE ul_part_2 PARTITION OF ul_part FOR VALUES IN (2);
 CREATE UNLOGGED TABLE ul_part_3 (k int, cq_xid xid8);
 ALTER TABLE ul_part ATTACH PARTITION ul_part_3 FOR VALUES IN (3);
 CREATE UNLOGGED TABLE ul_child () INHERITS (ul_src);
-SELECT relname, relispartition FROM pg_class WHERE relname IN ('ul_part_2', 'ul_part_3', 'ul_child');
+-- nor may an inheritance child be temporary: workers cannot read another session's
+CREATE TEMP TABLE ul_temp_child () INHERITS (ul_src);
+SELECT relname, relispartition FROM pg_class WHERE relname IN ('ul_part_2', 'ul_part_3', 'ul_child', 'ul_temp_child');
 SELECT count(*) AS unlogged_members FROM pg_partition_tree('ul_part') t JOIN pg_class c ON c.oid = t.relid
  WHERE c.relpersistence = 'u';
 

@@ -310,9 +310,10 @@ cq_source_reached(Oid relid)
  *	  A source (with every table whose rows reach it through inheritance)
  *	  or a target must be a logged table: a crash empties unlogged tables
  *	  while the offsets, the target and the catalog stay, so rows would be
- *	  lost, or counted but gone from the source.  relid is the table to
- *	  check, with its descendants; source is the query's source, or
- *	  InvalidOid when relid is a target.
+ *	  lost, or counted but gone from the source.  Nor may an inheritance
+ *	  child of a source be temporary: workers cannot read it.  relid is the
+ *	  table to check, with its descendants; source is the query's source,
+ *	  or InvalidOid when relid is a target.
  */
 void
 cq_source_check_logged(Oid relid, Oid source)
@@ -322,8 +323,15 @@ cq_source_check_logged(Oid relid, Oid source)
 	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
 	{
 		Oid			rel = lfirst_oid(lc);
+		char		persistence = get_rel_persistence(rel);
 
-		if (get_rel_persistence(rel) != RELPERSISTENCE_UNLOGGED)
+		if (persistence == RELPERSISTENCE_TEMP && OidIsValid(source) && rel != source)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s\" cannot be temporary: its rows reach the source \"%s\" of a continuous query",
+							get_rel_name(rel), get_rel_name(source)),
+					 errdetail("Background workers cannot read another session's temporary tables.")));
+		if (persistence != RELPERSISTENCE_UNLOGGED)
 			continue;
 		if (!OidIsValid(source))
 			ereport(ERROR,
@@ -467,11 +475,24 @@ cq_source_track(Oid relid)
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (fresh && !add_column)
 	{
-		/* SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress */
-		cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
-							 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
-							 rel, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
-					SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+		/*
+		 * SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress.  Each
+		 * table of the tree on its own: one that has the stamp trigger
+		 * (tracked on its own before) holds valid stamps only.
+		 */
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+		{
+			Oid			leaf = lfirst_oid(lc);
+
+			if (get_rel_relkind(leaf) != RELKIND_RELATION ||
+				(OidIsValid(stamp) && has_trigger(leaf, stamp)))
+				continue;
+			check_tracking_owner(leaf, relid);
+			cq_spi_exec(psprintf("UPDATE ONLY %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
+								 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
+								 cq_sql_relname_str(leaf), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
+						SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+		}
 	}
 
 	/*
