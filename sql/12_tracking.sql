@@ -24,6 +24,10 @@ SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'tr_pre'::regclass ORDE
 INSERT INTO tr_pre (k) VALUES (4), (1);
 CALL cq.run('tr_pre_n');
 SELECT * FROM tr_pre_n ORDER BY k;
+-- a source tracked without the stamp trigger (by 0.1): the owner's next query adds it
+DROP TRIGGER zz_cq_stamp ON tr_pre;
+CREATE TABLE tr_pre_k WITH (cq.trigger = 'available_now') AS SELECT k FROM tr_pre WITH NO DATA;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'tr_pre'::regclass ORDER BY tgname;
 
 -- a source and another tracked table
 CREATE TABLE tr_src (k int, v int);
@@ -120,5 +124,5 @@ INSERT INTO tr_inh_c (k, v) VALUES (3, 1);
 CALL cq.run('tr_inh_n');
 SELECT * FROM tr_inh_n ORDER BY k;
 
-DROP TABLE tr_pre_n, tr_pre, tr_n, tr_other_n, tr_src, tr_other, tr_part_n, tr_part,
+DROP TABLE tr_pre_n, tr_pre_k, tr_pre, tr_n, tr_other_n, tr_src, tr_other, tr_part_n, tr_part,
   tr_inh_n, tr_inh CASCADE;

@@ -532,6 +532,26 @@ cq_source_track(Oid relid)
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
 				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
 						   CQ_TRACKING_COLUMN)));
+	else
+	{
+		StringInfoData added;
+
+		initStringInfo(&added);
+		if (add_default)
+			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
+		if (add_index)
+			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
+		if (add_wakeup)
+			appendStringInfoString(&added, ", the statement trigger cq_wakeup");
+		if (add_stamp)
+			appendStringInfoString(&added, ", the row trigger " CQ_STAMP_TRIGGER);
+		if (children != NIL)
+			appendStringInfo(&added, ", the row trigger " CQ_STAMP_TRIGGER " on %d inheriting table(s)",
+							 list_length(children));
+		ereport(NOTICE,
+				(errmsg("pg_cq added what tracking table \"%s\" lacked", get_rel_name(relid)),
+				 errdetail("Added %s.", added.data + 2)));
+	}
 	return cq_source_tracking_attnum(relid);
 }
 
