@@ -4,8 +4,13 @@
  *	  Offsets: snapshot batching over a tracked source table (PgQ's design).
  *
  * Tracking adds one column, cq_xid xid8, whose default is the inserting
- * transaction's id; rows that existed before are NULL ("history").  An
- * offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
+ * transaction's id; rows that existed before are NULL ("history").  The row
+ * trigger zz_cq_stamp (cq_stamp) makes sure of that id whatever a writer
+ * gave the column, on every table whose rows reach the source, and keeps
+ * UPDATEs from changing it.  Tracking changes tables only with their
+ * owner's rights.
+ *
+ * An offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
  * visible in the end snapshot and not in the start snapshot.  Transactions
  * that commit out of order are therefore neither lost nor counted twice.
  *
