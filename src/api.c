@@ -351,6 +351,56 @@ ensure_key_index(CqAnalysis *an, Oid target, bool hashed)
 }
 
 /*
+ * check_source_columns
+ *	  Every batch reads the source's cq_xid (and its event-time column),
+ *	  which the query itself may not name: the owner needs SELECT on them
+ *	  too, not only on the columns the query reads (checked as for a
+ *	  SELECT).  Call after the source is tracked.
+ */
+static void
+check_source_columns(CqAnalysis *an, const char *name)
+{
+	Oid			relid = an->source_relid;
+	AttrNumber	cols[2];
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		return;
+	cols[0] = cq_source_tracking_attnum(relid);
+	cols[1] = an->et_attno;
+	for (int i = 0; i < 2; i++)
+	{
+		if (cols[i] == InvalidAttrNumber ||
+			pg_attribute_aclcheck(relid, cols[i], GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for column %s of table %s",
+						get_attname(relid, cols[i], false), get_rel_name(relid)),
+				 errdetail("Every batch of continuous query \"%s\" reads column \"%s\" of its source%s.",
+						   name, get_attname(relid, cols[i], false),
+						   i == 0 ? " to find new rows" : " for event time"),
+				 errhint("Grant SELECT on that column (or on the table) to the query's owner.")));
+	}
+}
+
+/*
+ * check_target_table
+ *	  The target must be a permanent, logged table: background workers
+ *	  cannot write another session's temporary tables, and a crash would
+ *	  empty an unlogged one while the offsets stay.
+ */
+static void
+check_target_table(Oid target)
+{
+	if (get_rel_persistence(target) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the target of a continuous query cannot be a temporary table"),
+				 errdetail("Background workers cannot write another session's temporary tables.")));
+	cq_source_check_logged(target, InvalidOid);
+}
+
+/*
  * deparse_query
  *	  The query as text with every name schema-qualified.
  */
@@ -562,6 +612,8 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" is not a table", get_rel_name(target))));
+	check_target_table(target);
+	cq_source_check_logged(an->source_relid, an->source_relid);
 	if (target == an->source_relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -582,9 +634,10 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 		ensure_key_index(an, target, an->keys_hashable);	/* the state will be hashed alike */
 
 	cq_source_track(an->source_relid);
+	check_source_columns(an, name);
 
 	if (strcmp(opts->starting, "earliest") == 0)
-		start_offset = "1:1:";
+		start_offset = CQ_EARLIEST_OFFSET;
 	else
 	{
 		start_offset = cq_snap_current();
@@ -831,6 +884,28 @@ cq_api_alter(const char *name, CqOptions *changes)
 	if (changes->complete_refresh)
 		o.complete_refresh = changes->complete_refresh;
 	cq_options_finish(&o);
+	if (strcmp(o.starting, q->opts.starting) != 0)
+	{
+		CqLastOffset last;
+
+		cq_catalog_last_offset(q, &last);
+		if (!last.found)
+		{
+			/* before batch 0: it starts from the new option */
+			char	   *start_offset = CQ_EARLIEST_OFFSET;
+
+			if (strcmp(o.starting, "latest") == 0)
+			{
+				start_offset = cq_snap_current();
+			}
+			cq_catalog_set_start_offset(q, start_offset);
+		}
+		else
+			ereport(NOTICE,
+					(errmsg("option \"starting\" of continuous query \"%s\" takes effect when it starts over", name),
+					 errdetail("Batch 0 has run: the query goes on from its last offset."),
+					 errhint("Run cq.reset(name) to start over from the new option.")));
+	}
 	cq_catalog_update_options(q->id, &o);
 }
 
@@ -851,7 +926,9 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	check_target_columns(an, q->target, q->name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
 		ensure_key_index(an, q->target, an->keys_hashable);	/* the new state is hashed alike */
+	cq_source_check_logged(an->source_relid, an->source_relid);
 	cq_source_track(an->source_relid);
+	check_source_columns(an, q->name);
 	cq_catalog_update_query(q->id, query_text, nodeToString(an->query));
 
 	cq_security_superuser(&sec);
@@ -912,6 +989,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 				 errdetail("The query's state was built for them; only filters and the select list may change."),
 				 errhint("Run cq.reset(name) first to start over without offsets and state.")));
 	ExecCheckRTPerms(new_an->query->rtable, true);
+	check_source_columns(new_an, name);
 	check_target_columns(new_an, q->target, name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
 		ensure_key_index(new_an, q->target, cq_plan_state_hashed(q->state_table));

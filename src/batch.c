@@ -462,7 +462,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		last = *last_in;
 	else
 		cq_catalog_last_offset(in.q, &last);
-	in.history = !last.found && strcmp(in.q->opts.starting, "earliest") == 0;
+	in.history = !last.found && cq_query_reads_history(in.q);
 	in.prev_text = last.found ? last.end_offset : in.q->start_offset;
 	in.unlimited = (flags & CQ_BATCH_UNLIMITED) != 0;
 	in.nodata_only = (flags & CQ_BATCH_NODATA_ONLY) != 0;

@@ -33,6 +33,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
@@ -364,13 +365,41 @@ key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
 
 /*
  * cq_catalog_cluster_id
- *	  This cluster's system identifier, as text: offsets (transaction ids)
- *	  are meaningful only in the cluster that recorded them.
+ *	  The identifier of the installation a query's offsets (transaction
+ *	  ids) belong to, as text.  Catalog 0.2: the id in cq.installation, made
+ *	  by CREATE EXTENSION and carried over with the database's files by
+ *	  pg_upgrade, but not by pg_dump (a restored database gets a new one,
+ *	  and its queries start over: restore.c).  Catalog 0.1: the system
+ *	  identifier, which pg_upgrade changes too.  Cached per backend for the
+ *	  extension's OID (DROP and CREATE EXTENSION make a new one).  Caller
+ *	  has SPI connected.
  */
 char *
 cq_catalog_cluster_id(void)
 {
-	return psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	static Oid	cached_ext = InvalidOid;
+	static char *cached_id = NULL;
+	Oid			ext = get_extension_oid("pg_cq", true);
+	CqSecurity	sec;
+	char	   *id = NULL;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	if (cached_id != NULL && ext == cached_ext)
+		return pstrdup(cached_id);
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT id::pg_catalog.text FROM cq.installation", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+	if (SPI_processed > 0)
+		id = spi_text(1);
+	if (id == NULL)
+		return psprintf(UINT64_FORMAT, GetSystemIdentifier());	/* row deleted by hand */
+	if (cached_id)
+		pfree(cached_id);
+	cached_id = MemoryContextStrdup(TopMemoryContext, id);
+	cached_ext = ext;
+	return id;
 }
 
 /*
@@ -493,6 +522,24 @@ cq_catalog_set_owner(int32 id, Oid owner)
 				"WHERE id OPERATOR(pg_catalog.=) $1 AND owner OPERATOR(pg_catalog.<>) $2::pg_catalog.regrole",
 				SPI_OK_UPDATE, 2, types, values, NULL);
 	cq_security_restore(&sec);
+}
+
+/*
+ * cq_catalog_relation_is_source
+ *	  Is relid the source of some continuous query (of any owner)?
+ */
+bool
+cq_catalog_relation_is_source(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_security_restore(&sec);
+	return SPI_processed > 0;
 }
 
 /*
@@ -972,5 +1019,24 @@ cq_catalog_reset(CqQuery *q, const char *start_offset)
 						 "last_error = NULL, start_offset = $2::pg_catalog.pg_snapshot WHERE id OPERATOR(pg_catalog.=) $4",
 						 cq_catalog_rows_of("offsets", 1, 3), cq_catalog_rows_of("progress", 1, 3)),
 				SPI_OK_UPDATE, 4, types, values, nulls);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_catalog_set_start_offset
+ *	  The offset batch 0 of a query starts from (before it has run).
+ */
+void
+cq_catalog_set_start_offset(CqQuery *q, const char *start_offset)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(q->id), CStringGetTextDatum(start_offset)};
+	CqSecurity	sec;
+
+	cq_wakeup_catalog_changed();
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET start_offset = $2::pg_catalog.pg_snapshot "
+				"WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 2, types, values, NULL);
 	cq_security_restore(&sec);
 }

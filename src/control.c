@@ -102,7 +102,7 @@ Datum
 cq_reset(PG_FUNCTION_ARGS)
 {
 	CqQuery    *q;
-	char	   *start_offset = "1:1:";
+	char	   *start_offset = CQ_EARLIEST_OFFSET;
 	CqSecurity	sec;
 
 	if (SPI_connect() != SPI_OK_CONNECT)

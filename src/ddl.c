@@ -172,6 +172,12 @@ process_create_table_as(PlannedStmt *pstmt, const char *queryString,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("the target of a continuous query cannot be a temporary table"),
 				 errdetail("Background workers cannot write another session's temporary tables.")));
+	if (into->rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the target of a continuous query cannot be an unlogged table"),
+				 errdetail("A crash would empty it while the query's offsets stay: its results would be lost for good."),
+				 errhint("Use CREATE TABLE without UNLOGGED; the query's state is unlogged by default (cq.state_storage) and rebuilt after a crash.")));
 	if (stmt->if_not_exists && CreateTableAsRelExists(stmt))
 		return;					/* core's NOTICE was given; register nothing */
 
@@ -434,6 +440,117 @@ process_rename_column(PlannedStmt *pstmt, const char *queryString, bool readOnly
 }
 
 /*
+ * refuse_unlogged
+ *	  ALTER TABLE t SET UNLOGGED of a query's target or of a table whose
+ *	  rows reach a source: a crash would empty it while the offsets stay.
+ *	  The internal objects of pg_cq keep the persistence their query's
+ *	  state_storage gave them (the crash rebuild depends on it).
+ */
+static void
+refuse_unlogged(Oid relid, AlterTableType subtype)
+{
+	char	   *name;
+	Oid			source;
+
+	if (get_rel_namespace(relid) == get_namespace_oid("cq_state", true))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change whether \"%s\" is logged", get_rel_name(relid)),
+				 errdetail("It belongs to a continuous query, whose option state_storage decides it."),
+				 errhint("Drop and recreate the query with the state_storage you want.")));
+	if (subtype != AT_SetUnLogged)
+		return;
+	name = cq_catalog_name_for_relation(relid, true);
+	if (name != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" is the target of continuous query \"%s\" and cannot be unlogged",
+						get_rel_name(relid), name),
+				 errdetail("A crash would empty it while the query's offsets stay: its results would be lost for good."),
+				 errhint("Keep the table logged; the query's state is unlogged by default (cq.state_storage) and rebuilt after a crash.")));
+	source = cq_source_reached(relid);
+	if (OidIsValid(source))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 relid == source ?
+				 errmsg("table \"%s\" is the source of a continuous query and cannot be unlogged",
+						get_rel_name(relid)) :
+				 errmsg("table \"%s\" cannot be unlogged: its rows reach the source \"%s\" of a continuous query",
+						get_rel_name(relid), get_rel_name(source)),
+				 errdetail("A crash would empty it while the query's offsets stay: its rows would be counted in the target but gone from the source, or never counted."),
+				 errhint("Keep the table logged, or drop the queries that read it first.")));
+}
+
+/*
+ * check_alter_table
+ *	  Before ALTER TABLE runs: refuse SET UNLOGGED of a source or target,
+ *	  prepare ATTACH PARTITION under a source (cq_source_before_attach).
+ *	  Returns the table that becomes a partition or inheritance child
+ *	  (ATTACH PARTITION, INHERIT), for after_inherit, or InvalidOid.
+ */
+static Oid
+check_alter_table(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+	Oid			relid = InvalidOid;
+	Oid			child = InvalidOid;
+	bool		connected = false;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+
+		if (cmd->subtype != AT_SetUnLogged && cmd->subtype != AT_SetLogged &&
+			cmd->subtype != AT_AttachPartition && cmd->subtype != AT_AddInherit)
+			continue;
+		if (!OidIsValid(relid))
+			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (!OidIsValid(relid))
+			break;
+		if (!connected && SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		connected = true;
+		switch (cmd->subtype)
+		{
+			case AT_SetUnLogged:
+			case AT_SetLogged:
+				refuse_unlogged(relid, cmd->subtype);
+				break;
+			case AT_AttachPartition:
+				child = RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, true);
+				if (OidIsValid(child))
+					cq_source_before_attach(relid, child);
+				break;
+			case AT_AddInherit:
+				child = relid;
+				break;
+			default:
+				break;
+		}
+	}
+	if (connected)
+		SPI_finish();
+	return child;
+}
+
+/*
+ * after_inherit
+ *	  After CREATE TABLE ... PARTITION OF / INHERITS, ALTER TABLE ...
+ *	  ATTACH PARTITION / INHERIT: a table whose rows now reach a source
+ *	  must be logged and stamp them (cq_source_after_inherit).
+ */
+static void
+after_inherit(Oid child)
+{
+	if (!OidIsValid(child))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	cq_source_after_inherit(child);
+	SPI_finish();
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -443,6 +560,7 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 				  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	Oid			new_child = InvalidOid;
 
 	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION &&
 		drops_pg_cq((DropStmt *) parsetree))
@@ -521,10 +639,22 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 		}
 	}
 
+	/*
+	 * Tables joining a source's inheritance tree, or becoming unlogged
+	 * (pg_upgrade's restore of the schema is left alone: nothing changes).
+	 */
+	if (IsA(parsetree, AlterTableStmt) && !IsBinaryUpgrade && extension_ready())
+		new_child = check_alter_table((AlterTableStmt *) parsetree);
+
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+
+	if (IsA(parsetree, CreateStmt) && ((CreateStmt *) parsetree)->inhRelations != NIL &&
+		!IsBinaryUpgrade && extension_ready())
+		new_child = RangeVarGetRelid(((CreateStmt *) parsetree)->relation, NoLock, true);
+	after_inherit(new_child);
 }
 
 /*

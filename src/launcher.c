@@ -79,6 +79,12 @@ cq_launcher_register(void)
 {
 	BackgroundWorker w;
 
+	/*
+	 * pg_upgrade starts both clusters in binary-upgrade mode to dump and
+	 * restore the schema: no batch may run then.
+	 */
+	if (IsBinaryUpgrade)
+		return;
 	memset(&w, 0, sizeof(w));
 	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	w.bgw_start_time = BgWorkerStart_RecoveryFinished;

@@ -21,10 +21,21 @@
 
 #define CQ_TRACKING_COLUMN "cq_xid"
 #define CQ_KEY_HASH_COLUMN "h"	/* hash of the grouping keys in a state table */
+#define CQ_STAMP_TRIGGER "zz_cq_stamp"	/* row trigger that stamps cq_xid */
 #define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
 #define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
 #define CQ_DAYS_PER_MONTH 31		/* a month of watermark delay, as Spark counts it */
 #define CQ_TRIGGER_MAX_USECS (INT64CONST(365) * USECS_PER_DAY)	/* longest trigger interval */
+
+/*
+ * start_offset of a query whose batch 0 reads every row already in the
+ * source, history (cq_xid NULL) included: starting = 'earliest' when the
+ * query was created or last reset.  A changed `starting` option takes effect
+ * only then (as Spark's startingOffsets): start_offset records what batch 0
+ * included, for the crash rebuild of lost state.
+ */
+#define CQ_EARLIEST_OFFSET "1:1:"
+#define cq_query_reads_history(q) (strcmp((q)->start_offset, CQ_EARLIEST_OFFSET) == 0)
 
 /* Output modes (SPEC §3). */
 typedef enum CqOutputMode
@@ -227,6 +238,11 @@ extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 extern AttrNumber cq_source_track(Oid relid);
 extern AttrNumber cq_source_tracking_attnum(Oid relid);
 extern void cq_source_summarize(Oid relid);
+extern void cq_source_forget_stamps(Oid relid, Oid owner);
+extern Oid	cq_source_reached(Oid relid);
+extern void cq_source_check_logged(Oid relid, Oid source);
+extern void cq_source_before_attach(Oid parent, Oid child);
+extern void cq_source_after_inherit(Oid child);
 
 /* catalog.c */
 #define CQ_CATALOG_0_1 1		/* pg_cq--0.1.sql */
@@ -240,6 +256,7 @@ extern int32 cq_catalog_id_for_relation(Oid relid, bool as_target);
 extern char *cq_catalog_rows_of(const char *alias, int name_param, int schema_param);
 extern void cq_catalog_sync_schema(Oid relid, Oid nsp);
 extern void cq_catalog_set_owner(int32 id, Oid owner);
+extern bool cq_catalog_relation_is_source(Oid relid);
 extern char *cq_catalog_cluster_id(void);
 extern void cq_catalog_last_offset(CqQuery *q, CqLastOffset *last);
 extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
@@ -258,6 +275,7 @@ extern void cq_catalog_set_state(int32 id, const char *state, const char *error,
 								 const char *only_if);
 extern bool cq_catalog_last_watermark(CqQuery *q, TimestampTz *watermark);
 extern void cq_catalog_reset(CqQuery *q, const char *start_offset);
+extern void cq_catalog_set_start_offset(CqQuery *q, const char *start_offset);
 
 /* batch.c */
 #define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */

@@ -1199,9 +1199,10 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		/*
 		 * Rebuild of lost state: the same fold over every row processed so
 		 * far, keeping windows still open at the last batch; the target is
-		 * not touched (it already holds the results).
+		 * not touched (it already holds the results).  History rows are in
+		 * it when batch 0 read them (whatever `starting` says now).
 		 */
-		bool		history = strcmp(q->opts.starting, "earliest") == 0;
+		bool		history = cq_query_reads_history(q);
 
 		plan->rebuild_sql = psprintf("WITH %s SELECT count(*) FROM m",
 									 state_upsert_ctes(an, cq_sql_relname_str(q->state_table),

@@ -29,6 +29,7 @@
 #include "nodes/parsenodes.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/lsyscache.h"
@@ -121,13 +122,10 @@ cq_restore_if_moved(CqQuery *q)
 	/*
 	 * Restored rows are history (rows written here since the restore too).
 	 * User code may run (triggers), so this runs as the table's owner, as
-	 * emptying the target runs as the query's owner.
+	 * emptying the target runs as the query's owner, both with a pinned
+	 * search_path.
 	 */
-	cq_security_owner(rel_owner(q->source), &sec);
-	cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s IS NOT NULL",
-						 cq_sql_relname_str(q->source), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
-				SPI_OK_UPDATE, 0, NULL, NULL, NULL);
-	cq_security_restore(&sec);
+	cq_source_forget_stamps(q->source, rel_owner(q->source));
 	cq_security_owner(q->owner, &sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
@@ -141,7 +139,7 @@ cq_restore_if_moved(CqQuery *q)
 	cq_security_superuser(&sec);
 	cq_spi_exec(psprintf("WITH o AS (DELETE FROM cq.offsets WHERE %s), "
 						 "p AS (DELETE FROM cq.progress WHERE %s) "
-						 "UPDATE cq.queries SET cluster_id = $2, start_offset = '1:1:', starting = 'earliest', "
+						 "UPDATE cq.queries SET cluster_id = $2, start_offset = '" CQ_EARLIEST_OFFSET "', starting = 'earliest', "
 						 "run_id = pg_catalog.gen_random_uuid(), state = 'active', last_error = NULL "
 						 "WHERE id OPERATOR(pg_catalog.=) $4",
 						 cq_catalog_rows_of("offsets", 1, 3), cq_catalog_rows_of("progress", 1, 3)),

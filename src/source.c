@@ -4,8 +4,13 @@
  *	  Offsets: snapshot batching over a tracked source table (PgQ's design).
  *
  * Tracking adds one column, cq_xid xid8, whose default is the inserting
- * transaction's id; rows that existed before are NULL ("history").  An
- * offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
+ * transaction's id; rows that existed before are NULL ("history").  The row
+ * trigger zz_cq_stamp (cq_stamp) makes sure of that id whatever a writer
+ * gave the column, on every table whose rows reach the source, and keeps
+ * UPDATEs from changing it.  Tracking changes tables only with their
+ * owner's rights.
+ *
+ * An offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
  * visible in the end snapshot and not in the start snapshot.  Transactions
  * that commit out of order are therefore neither lost nor counted twice.
  *
@@ -21,24 +26,38 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/table.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/fmgroids.h"
 #include "utils/fmgrprotos.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/xid8.h"
 
 #include "pg_cq.h"
 #include "source.h"
 #include "shmem.h"
+
+PG_FUNCTION_INFO_V1(cq_stamp);
 
 /*
  * cq_source_tracking_attnum
@@ -50,20 +69,381 @@ cq_source_tracking_attnum(Oid relid)
 	return get_attnum(relid, CQ_TRACKING_COLUMN);
 }
 
+static Oid	tracking_index(Relation heap, AttrNumber att);
+
+/*
+ * has_tracking_index
+ *	  Does the table have the BRIN index on cq_xid?
+ */
+static bool
+has_tracking_index(Oid relid, AttrNumber att)
+{
+	Relation	heap = table_open(relid, AccessShareLock);
+	bool		result = OidIsValid(tracking_index(heap, att));
+
+	table_close(heap, AccessShareLock);
+	return result;
+}
+
+/*
+ * trigger_function
+ *	  OID of the trigger function cq.<name>(), or InvalidOid when the
+ *	  installed catalog has none (cq.stamp came with catalog 0.2).
+ */
+static Oid
+trigger_function(const char *name)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
+						   PointerGetDatum(buildoidvector(NULL, 0)), ObjectIdGetDatum(nsp));
+}
+
+/*
+ * has_trigger
+ *	  Does the table have a trigger (of its own or cloned from a partitioned
+ *	  parent) that calls function func?  A trigger its owner disabled still
+ *	  counts: pg_cq does not override that choice.
+ */
+static bool
+has_trigger(Oid relid, Oid func)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	bool		found = false;
+
+	if (rel->trigdesc)
+		for (int i = 0; i < rel->trigdesc->numtriggers && !found; i++)
+			found = rel->trigdesc->triggers[i].tgfoid == func;
+	relation_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * column_has_default
+ *	  Does column att of the table have a default?
+ */
+static bool
+column_has_default(Oid relid, AttrNumber att)
+{
+	HeapTuple	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(att));
+	bool		result = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_attribute) GETSTRUCT(tup))->atthasdef;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
+ * unstamped_children
+ *	  Tables that inherit from relid (at any depth) without being
+ *	  partitions and have no stamp trigger: PostgreSQL clones row triggers
+ *	  to partitions only.  Rows inserted straight into such a child reach
+ *	  the source too.
+ */
+static List *
+unstamped_children(Oid relid, Oid stamp)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(stamp) || !has_subclass(relid))
+		return NIL;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (child != relid && !get_rel_relispartition(child) &&
+			get_rel_relkind(child) == RELKIND_RELATION && !has_trigger(child, stamp))
+			result = lappend_oid(result, child);
+	}
+	return result;
+}
+
+/*
+ * check_tracking_owner
+ *	  Tracking changes a table (column, default, index, triggers): only its
+ *	  owner may have that done, whoever creates the query.
+ */
+static void
+check_tracking_owner(Oid relid, Oid source)
+{
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", get_rel_name(relid)),
+				 errdetail(relid == source ?
+						   "Tracking new rows of table \"%s\" adds the column \"%s\", its index and triggers, or whichever of them it lacks." :
+						   "Rows of this table reach the source \"%s\" of the query, so tracking them adds a trigger to it.",
+						   get_rel_name(source), CQ_TRACKING_COLUMN),
+				 errhint("Have the table's owner create the first continuous query over it.")));
+}
+
+/*
+ * add_stamp_trigger
+ *	  The row trigger that stamps cq_xid (see cq_stamp).  It fires even
+ *	  when session_replication_role = replica (logical replication apply
+ *	  included): a stamp from another transaction, or another server, is
+ *	  always wrong.
+ */
+static void
+add_stamp_trigger(Oid relid)
+{
+	char	   *rel = cq_sql_relname_str(relid);
+
+	cq_spi_exec(psprintf("CREATE TRIGGER " CQ_STAMP_TRIGGER " BEFORE INSERT OR UPDATE OR DELETE ON %s "
+						 "FOR EACH ROW EXECUTE FUNCTION cq.stamp(); "
+						 "ALTER TABLE %s ENABLE ALWAYS TRIGGER " CQ_STAMP_TRIGGER,
+						 rel, rel),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
+ * own_stamp_trigger
+ *	  Does the table have a stamp trigger of its own (not cloned from a
+ *	  partitioned parent)?
+ */
+static bool
+own_stamp_trigger(Oid relid)
+{
+	Relation	trel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found = false;
+
+	ScanKeyInit(&key[0], Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[1], Anum_pg_trigger_tgname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(CQ_STAMP_TRIGGER));
+	scan = systable_beginscan(trel, TriggerRelidNameIndexId, true, NULL, 2, key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		found = !OidIsValid(((Form_pg_trigger) GETSTRUCT(tup))->tgparentid);
+	systable_endscan(scan);
+	table_close(trel, AccessShareLock);
+	return found;
+}
+
+/*
+ * drop_own_stamp_triggers
+ *	  Before a partitioned table gets the stamp trigger, which PostgreSQL
+ *	  clones to its partitions, or a table becomes a partition of one that
+ *	  has it: drop the stamp triggers its partitions (or the table) have of
+ *	  their own, as sources tracked before, or the clone would collide with
+ *	  them.  The clone does the same.  rels are the tables to look at,
+ *	  ancestors first; the current user must own them.
+ */
+static void
+drop_own_stamp_triggers(List *rels, Oid source)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (!own_stamp_trigger(relid))
+			continue;
+		check_tracking_owner(relid, source);
+		cq_spi_exec(psprintf("DROP TRIGGER " CQ_STAMP_TRIGGER " ON %s", cq_sql_relname_str(relid)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	}
+}
+
+/*
+ * relation_ancestors
+ *	  Every table relid inherits from, at any depth (partitions included).
+ */
+static List *
+relation_ancestors(Oid relid)
+{
+	List	   *result = NIL;
+	List	   *todo = list_make1_oid(relid);
+	Relation	inh = table_open(InheritsRelationId, AccessShareLock);
+
+	while (todo != NIL)
+	{
+		Oid			rel = linitial_oid(todo);
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		todo = list_delete_first(todo);
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(rel));
+		scan = systable_beginscan(inh, InheritsRelidSeqnoIndexId, true, NULL, 1, &key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			Oid			parent = ((Form_pg_inherits) GETSTRUCT(tup))->inhparent;
+
+			if (!list_member_oid(result, parent))
+			{
+				result = lappend_oid(result, parent);
+				todo = lappend_oid(todo, parent);
+			}
+		}
+		systable_endscan(scan);
+	}
+	table_close(inh, AccessShareLock);
+	return result;
+}
+
+/*
+ * cq_source_reached
+ *	  The source of some continuous query that rows of relid reach: relid
+ *	  itself or a table it inherits from (as a partition or not), or
+ *	  InvalidOid.  Caller has SPI connected.
+ */
+Oid
+cq_source_reached(Oid relid)
+{
+	ListCell   *lc;
+
+	if (cq_catalog_relation_is_source(relid))
+		return relid;
+	foreach(lc, relation_ancestors(relid))
+		if (cq_catalog_relation_is_source(lfirst_oid(lc)))
+			return lfirst_oid(lc);
+	return InvalidOid;
+}
+
+/*
+ * cq_source_check_logged
+ *	  A source (with every table whose rows reach it through inheritance)
+ *	  or a target must be a logged table: a crash empties unlogged tables
+ *	  while the offsets, the target and the catalog stay, so rows would be
+ *	  lost, or counted but gone from the source.  Nor may an inheritance
+ *	  child of a source be temporary: workers cannot read it.  relid is the
+ *	  table to check, with its descendants; source is the query's source,
+ *	  or InvalidOid when relid is a target.
+ */
+void
+cq_source_check_logged(Oid relid, Oid source)
+{
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			rel = lfirst_oid(lc);
+		char		persistence = get_rel_persistence(rel);
+
+		if (persistence == RELPERSISTENCE_TEMP && OidIsValid(source) && rel != source)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s\" cannot be temporary: its rows reach the source \"%s\" of a continuous query",
+							get_rel_name(rel), get_rel_name(source)),
+					 errdetail("Background workers cannot read another session's temporary tables.")));
+		if (persistence != RELPERSISTENCE_UNLOGGED)
+			continue;
+		if (!OidIsValid(source))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the target of a continuous query cannot be an unlogged table"),
+					 errdetail("A crash would empty table \"%s\" while the query's offsets stay: its results would be lost for good.",
+							   get_rel_name(rel)),
+					 errhint("Use a logged table; the query's state is unlogged by default (cq.state_storage) and rebuilt after a crash.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 rel == source ?
+				 errmsg("the source of a continuous query cannot be an unlogged table") :
+				 errmsg("table \"%s\" cannot be unlogged: its rows reach the source \"%s\" of a continuous query",
+						get_rel_name(rel), get_rel_name(source)),
+				 errdetail("A crash would empty table \"%s\" while the query's offsets stay: its rows would be counted in the target but gone from the source, or never counted.",
+						   get_rel_name(rel)),
+				 errhint("Use a logged table (ALTER TABLE ... SET LOGGED).")));
+	}
+}
+
+/*
+ * cq_source_before_attach
+ *	  ALTER TABLE parent ATTACH PARTITION child, before PostgreSQL runs it:
+ *	  when the parent has the stamp trigger, its clone replaces the child's
+ *	  own ones.  The caller owns both tables (ATTACH requires it).  Caller
+ *	  has SPI connected.
+ */
+void
+cq_source_before_attach(Oid parent, Oid child)
+{
+	Oid			stamp = trigger_function("stamp");
+
+	if (!OidIsValid(stamp) || !has_trigger(parent, stamp))
+		return;
+	drop_own_stamp_triggers(find_all_inheritors(child, NoLock, NULL), parent);
+}
+
+/*
+ * cq_source_after_inherit
+ *	  child has just become a partition or an inheritance child of some
+ *	  table (CREATE TABLE ... PARTITION OF / INHERITS, ALTER TABLE ...
+ *	  ATTACH PARTITION / INHERIT).  If its rows now reach a source, it must
+ *	  be logged, and tables that are not partitions need the stamp trigger
+ *	  (partitions have the clone).  Rows the child already had keep their
+ *	  cq_xid: a NULL one is history, like the rows a source had when it was
+ *	  first tracked (a detached and re-attached partition is not counted
+ *	  twice).  Caller has SPI connected.
+ */
+void
+cq_source_after_inherit(Oid child)
+{
+	Oid			source = cq_source_reached(child);
+	Oid			stamp = trigger_function("stamp");
+	ListCell   *lc;
+
+	if (!OidIsValid(source))
+		return;
+	cq_source_check_logged(child, source);
+	if (!OidIsValid(stamp))
+		return;
+	foreach(lc, find_all_inheritors(child, NoLock, NULL))
+	{
+		Oid			rel = lfirst_oid(lc);
+
+		if (get_rel_relispartition(rel) || get_rel_relkind(rel) != RELKIND_RELATION ||
+			cq_source_tracking_attnum(rel) == InvalidAttrNumber || has_trigger(rel, stamp))
+			continue;
+		check_tracking_owner(rel, source);
+		add_stamp_trigger(rel);
+	}
+}
+
 /*
  * cq_source_track
- *	  Make sure the source has the tracking column and its index.  Adding the
- *	  column with a separate SET DEFAULT does not rewrite the table (existing
- *	  rows stay NULL = history).  Runs as the current user, who must own the
- *	  table.  Caller has SPI connected.
+ *	  Make sure the source is tracked: the column cq_xid xid8 DEFAULT
+ *	  pg_current_xact_id(), a BRIN index on it, the statement trigger
+ *	  cq_wakeup and (catalog 0.2) the row trigger zz_cq_stamp, on the table
+ *	  and on any table inheriting from it.  Whatever is missing is added as
+ *	  the current user, who must own the tables changed; a source that has
+ *	  everything needs nothing of its caller (SELECT on it was checked
+ *	  before).
+ *
+ *	  A cq_xid column that existed before tracking began (made by the user,
+ *	  or left by an earlier installation of pg_cq) holds values pg_cq did
+ *	  not stamp: rows present now are history, so a value that is not an
+ *	  already finished transaction of this cluster is cleared (a valid old
+ *	  stamp reads as history anyway).  Caller has SPI connected.
  */
 AttrNumber
 cq_source_track(Oid relid)
 {
 	AttrNumber	att = cq_source_tracking_attnum(relid);
 	char	   *rel = cq_sql_relname_str(relid);
+	Oid			stamp = trigger_function("stamp");
+	Oid			wakeup = trigger_function("wakeup");
+	bool		add_column = att == InvalidAttrNumber;
+	bool		add_index;
+	bool		add_wakeup;
+	bool		add_stamp;
+	bool		add_default;
+	bool		fresh;
+	List	   *children;
+	ListCell   *lc;
 
-	if (att != InvalidAttrNumber)
+	if (!add_column)
 	{
 		Oid			type = get_atttype(relid, att);
 
@@ -74,15 +454,54 @@ cq_source_track(Oid relid)
 							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
 					 errdetail("pg_cq uses that column to find new rows."),
 					 errhint("Rename or drop the column.")));
-		cq_wakeup_ensure_trigger(relid);	/* sources tracked before it existed */
+	}
+	add_index = add_column || !has_tracking_index(relid, att);
+	add_wakeup = add_column || !has_trigger(relid, wakeup);
+	add_stamp = OidIsValid(stamp) && (add_column || !has_trigger(relid, stamp));
+	children = unstamped_children(relid, stamp);
+	/* a column nobody stamped: neither index nor triggers, and no query reads it */
+	fresh = add_column ||
+		(add_index && add_wakeup && (add_stamp || !OidIsValid(stamp)) &&
+		 !cq_catalog_relation_is_source(relid));
+	/* without the stamp trigger (catalog 0.1) the default is all there is */
+	add_default = fresh || (!OidIsValid(stamp) && !column_has_default(relid, att));
+
+	if (!add_index && !add_wakeup && !add_stamp && !add_default && children == NIL)
 		return att;
+	check_tracking_owner(relid, relid);
+	foreach(lc, children)
+		check_tracking_owner(lfirst_oid(lc), relid);
+
+	if (add_column)
+		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", rel, CQ_TRACKING_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
+	if (add_default)
+		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
+							 rel, CQ_TRACKING_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (fresh && !add_column)
+	{
+		/*
+		 * SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress.  Each
+		 * table of the tree on its own: one that has the stamp trigger
+		 * (tracked on its own before) holds valid stamps only.
+		 */
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+		{
+			Oid			leaf = lfirst_oid(lc);
+
+			if (get_rel_relkind(leaf) != RELKIND_RELATION ||
+				(OidIsValid(stamp) && has_trigger(leaf, stamp)))
+				continue;
+			check_tracking_owner(leaf, relid);
+			cq_spi_exec(psprintf("UPDATE ONLY %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
+								 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
+								 cq_sql_relname_str(leaf), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
+						SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+		}
 	}
 
-	cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", rel, CQ_TRACKING_COLUMN),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
-						 rel, CQ_TRACKING_COLUMN),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	/*
 	 * No autosummarize: each batch summarizes the full ranges it is about
 	 * to read (cq_source_summarize), and with small ranges autosummarize
@@ -91,16 +510,251 @@ cq_source_track(Oid relid)
 	 * range once it is full) and runs summarization concurrently with the
 	 * writers, for nothing.
 	 */
-	cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
-						 "WITH (pages_per_range = %d)",
-						 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_wakeup_ensure_trigger(relid);
-	ereport(NOTICE,
-			(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-			 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
-					   CQ_TRACKING_COLUMN)));
+	if (add_index)
+		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
+							 "WITH (pages_per_range = %d)",
+							 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (add_wakeup)
+		cq_wakeup_ensure_trigger(relid);
+	if (add_stamp)
+	{
+		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			drop_own_stamp_triggers(list_delete_first(find_all_inheritors(relid, NoLock, NULL)), relid);
+		add_stamp_trigger(relid);
+	}
+	foreach(lc, children)
+		add_stamp_trigger(lfirst_oid(lc));
+
+	if (add_column)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+				 OidIsValid(stamp) ?
+				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
+				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN)));
+	else if (fresh)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
+						   CQ_TRACKING_COLUMN)));
+	else
+	{
+		StringInfoData added;
+
+		initStringInfo(&added);
+		if (add_default)
+			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
+		if (add_index)
+			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
+		if (add_wakeup)
+			appendStringInfoString(&added, ", the statement trigger cq_wakeup");
+		if (add_stamp)
+			appendStringInfoString(&added, ", the row trigger " CQ_STAMP_TRIGGER);
+		if (children != NIL)
+			appendStringInfo(&added, ", the row trigger " CQ_STAMP_TRIGGER " on %d inheriting table(s)",
+							 list_length(children));
+		ereport(NOTICE,
+				(errmsg("pg_cq added what tracking table \"%s\" lacked", get_rel_name(relid)),
+				 errdetail("Added %s.", added.data + 2)));
+	}
 	return cq_source_tracking_attnum(relid);
+}
+
+/* ---- the stamp trigger ---- */
+
+/*
+ * Row movement.  An UPDATE that moves a row to another partition fires the
+ * BEFORE UPDATE and BEFORE DELETE row triggers on the old partition, then
+ * the BEFORE INSERT row triggers on the new one.  Such an insert is not a
+ * new row (an UPDATE is not seen by continuous queries): it keeps its
+ * stamp.  The UPDATE notes the row, the DELETE of that same row confirms
+ * the move, and the next insert with the same cq_xid consumes the note.
+ */
+typedef enum MoveState
+{
+	MOVE_NONE,
+	MOVE_UPDATED,				/* BEFORE UPDATE ran for the row */
+	MOVE_DELETED				/* ... then BEFORE DELETE of the same row */
+} MoveState;
+
+static struct
+{
+	MoveState	state;
+	Oid			relid;
+	ItemPointerData tid;
+	FullTransactionId xact;
+	bool		isnull;
+	uint64		value;
+}			moving;
+
+/* tables whose cq_xid pg_cq itself rewrites (cq_source_forget_stamps) */
+static List *stamp_bypass = NIL;
+
+/* per trigger call site (FmgrInfo): where cq_xid is in the table */
+typedef struct StampCache
+{
+	Oid			relid;
+	AttrNumber	att;
+} StampCache;
+
+/*
+ * same_stamp
+ *	  Are two cq_xid values (possibly NULL) equal?
+ */
+static bool
+same_stamp(bool isnull1, Datum d1, bool isnull2, Datum d2)
+{
+	if (isnull1 || isnull2)
+		return isnull1 && isnull2;
+	return DatumGetUInt64(d1) == DatumGetUInt64(d2);
+}
+
+/*
+ * cq_stamp
+ *	  BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger of tracked
+ *	  sources (zz_cq_stamp; named to fire after the table's other BEFORE
+ *	  triggers, which fire in name order).
+ *
+ *	  INSERT: cq_xid must be the inserting (top-level) transaction's id,
+ *	  whatever the statement gave: an explicit value, a copy of another
+ *	  table's cq_xid (INSERT ... SELECT *, COPY with the column), NULL
+ *	  because the default was dropped or a partition attached without it.
+ *	  The common case, the default already filled it, only compares.
+ *
+ *	  UPDATE: cq_xid cannot change (the row's stamp says when it was
+ *	  inserted; a changed stamp would count it again or never).  DELETE:
+ *	  only notes row movement (see above).
+ */
+Datum
+cq_stamp(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	StampCache *cache;
+	bool		isnull;
+	Datum		d;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
+	rel = td->tg_relation;
+
+	cache = (StampCache *) fcinfo->flinfo->fn_extra;
+	if (cache == NULL || cache->relid != RelationGetRelid(rel))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+
+		if (cache == NULL)
+			cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(StampCache));
+		cache->relid = RelationGetRelid(rel);
+		cache->att = InvalidAttrNumber;
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute a = TupleDescAttr(desc, i);
+
+			if (!a->attisdropped && a->atttypid == XID8OID &&
+				strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
+				cache->att = a->attnum;
+		}
+		fcinfo->flinfo->fn_extra = cache;
+	}
+
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		FullTransactionId xact;
+		bool		moved;
+		Datum		stamp;
+		bool		nonull = false;
+		int			col;
+
+		if (cache->att == InvalidAttrNumber)
+			return PointerGetDatum(td->tg_trigtuple);
+		d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+		xact = GetTopFullTransactionId();
+		moved = moving.state == MOVE_DELETED &&
+			FullTransactionIdEquals(moving.xact, xact) &&
+			same_stamp(isnull, d, moving.isnull, UInt64GetDatum(moving.value));
+		if (moving.state == MOVE_DELETED)
+			moving.state = MOVE_NONE;
+		if (moved || (!isnull && DatumGetUInt64(d) == U64FromFullTransactionId(xact)))
+			return PointerGetDatum(td->tg_trigtuple);
+		stamp = FullTransactionIdGetDatum(xact);
+		col = cache->att;
+		return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
+														 1, &col, &stamp, &nonull));
+	}
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+	{
+		bool		newnull;
+		Datum		newd;
+
+		if (cache->att == InvalidAttrNumber)
+			return PointerGetDatum(td->tg_newtuple);
+		d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+		newd = slot_getattr(td->tg_newslot, cache->att, &newnull);
+		if (!same_stamp(isnull, d, newnull, newd) &&
+			!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
+			ereport(ERROR,
+					(errcode(ERRCODE_GENERATED_ALWAYS),
+					 errmsg("column \"%s\" of table \"%s\" cannot be changed",
+							CQ_TRACKING_COLUMN, RelationGetRelationName(rel)),
+					 errdetail("pg_cq stamps each row with the id of the transaction that inserted it; continuous queries find new rows by it."),
+					 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
+		moving.state = MOVE_UPDATED;
+		moving.relid = RelationGetRelid(rel);
+		moving.tid = td->tg_trigtuple->t_self;
+		moving.xact = GetTopFullTransactionId();
+		moving.isnull = isnull;
+		moving.value = isnull ? 0 : DatumGetUInt64(d);
+		return PointerGetDatum(td->tg_newtuple);
+	}
+	if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+	{
+		if (moving.state == MOVE_UPDATED && moving.relid == RelationGetRelid(rel) &&
+			ItemPointerEquals(&moving.tid, &td->tg_trigtuple->t_self) &&
+			FullTransactionIdEquals(moving.xact, GetTopFullTransactionId()))
+			moving.state = MOVE_DELETED;
+		else
+			moving.state = MOVE_NONE;
+		return PointerGetDatum(td->tg_trigtuple);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg("cq.stamp() must be called for INSERT, UPDATE or DELETE")));
+	PG_RETURN_NULL();
+}
+
+/*
+ * cq_source_forget_stamps
+ *	  Make every row of the source history (cq_xid = NULL): a query
+ *	  restored from another cluster starts over (restore.c).  Runs as the
+ *	  table's owner, as user code may run (its triggers), with search_path
+ *	  pinned to pg_catalog, pg_temp.  Caller has SPI connected.
+ */
+void
+cq_source_forget_stamps(Oid relid, Oid owner)
+{
+	CqSecurity	sec;
+	List	   *saved = stamp_bypass;
+
+	cq_security_owner(owner, &sec);
+	PG_TRY();
+	{
+		stamp_bypass = find_all_inheritors(relid, NoLock, NULL);
+		cq_spi_exec(psprintf("UPDATE %s SET %s = NULL WHERE %s IS NOT NULL",
+							 cq_sql_relname_str(relid), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
+					SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+	}
+	PG_FINALLY();
+	{
+		stamp_bypass = saved;
+	}
+	PG_END_TRY();
+	cq_security_restore(&sec);
 }
 
 /*

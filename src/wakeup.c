@@ -23,7 +23,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -212,30 +211,16 @@ cq_wakeup(PG_FUNCTION_ARGS)
 
 /*
  * cq_wakeup_ensure_trigger
- *	  Give a tracked source its cq_wakeup trigger, if it has none yet.
- *	  Created as superuser: the source is already tracked (its owner agreed
- *	  to that) and the trigger only wakes the scheduler.  Caller has SPI
- *	  connected.
+ *	  Give a tracked source its cq_wakeup trigger (cq_source_track found it
+ *	  missing).  Created as the current user, who owns the table
+ *	  (cq_source_track checked): pg_cq never changes a table with rights its
+ *	  caller lacks.  Caller has SPI connected.
  */
 void
 cq_wakeup_ensure_trigger(Oid relid)
 {
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	CqSecurity	sec;
-
-	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1 "
-				"AND tgname OPERATOR(pg_catalog.=) 'cq_wakeup'",
-				SPI_OK_SELECT, 1, types, values, NULL);
-	if (SPI_processed > 0)
-	{
-		cq_security_restore(&sec);
-		return;
-	}
 	cq_spi_exec(psprintf("CREATE TRIGGER cq_wakeup AFTER INSERT ON %s "
 						 "FOR EACH STATEMENT EXECUTE FUNCTION cq.wakeup()",
 						 cq_sql_relname_str(relid)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_security_restore(&sec);
 }

@@ -154,7 +154,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 	*next_batch = last->found ? last->batch_id + 1 : 0;
 	if (q->opts.watermark != NULL)
 		return false;
-	if (!last->found && strcmp(q->opts.starting, "earliest") == 0)
+	if (!last->found && cq_query_reads_history(q))
 		return false;
 	prev = last->found ? last->end_offset : q->start_offset;
 	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(cq_snap_current()));

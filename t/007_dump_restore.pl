@@ -37,6 +37,7 @@ $old->safe_psql('postgres', q{
 });
 $old->poll_query_until('postgres', "SELECT sum(n) = 800 FROM live") or die 'live query did not catch up';
 
+my $old_installation = $old->safe_psql('postgres', 'SELECT id FROM cq.installation');
 my $dump = $old->basedir . '/cq.sql';
 $old->command_ok(['pg_dump', '-d', $old->connstr('postgres'), '-f', $dump], 'pg_dump');
 
@@ -72,8 +73,10 @@ is(diff('SELECT k, count(*) FROM ev GROUP BY k', 'live'), '0', 'a background que
 my $wm = $new->safe_psql('postgres', "SELECT watermark FROM cq.offsets WHERE name = 'per_min' ORDER BY batch_id DESC LIMIT 1");
 is(diff("SELECT date_bin('1 minute', ts, '2024-01-01'), count(*) FROM ev GROUP BY 1 HAVING date_bin('1 minute', ts, '2024-01-01') + interval '1 minute' <= '$wm'", 'per_min'),
 	'0', 'windowed append target holds each closed window once after restore');
-is($new->safe_psql('postgres', "SELECT count(DISTINCT cluster_id) = 1 AND bool_and(cluster_id = (SELECT system_identifier::text FROM pg_control_system())) FROM cq.queries"),
-	't', 'the queries now belong to the new cluster');
+is($new->safe_psql('postgres', "SELECT count(DISTINCT cluster_id) = 1 AND bool_and(cluster_id = (SELECT id::text FROM cq.installation)) FROM cq.queries"),
+	't', 'the queries now belong to the new installation');
+isnt($new->safe_psql('postgres', 'SELECT id FROM cq.installation'), $old_installation,
+	'a restored database is a new installation (cq.installation is not dumped)');
 
 # exactly once from here on
 $new->safe_psql('postgres', q{
