@@ -902,7 +902,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 		}
 		else
 			ereport(NOTICE,
-					(errmsg("option \"starting\" of continuous query \"%s\" takes effect when it starts over", name),
+					(errmsg("option \"starting\" of continuous query \"%s\" takes effect when it starts over", q->name),
 					 errdetail("Batch 0 has run: the query goes on from its last offset."),
 					 errhint("Run cq.reset(name) to start over from the new option.")));
 	}
