@@ -133,3 +133,11 @@ INSERT INTO cq.installation DEFAULT VALUES;
 UPDATE cq.queries SET cluster_id = (SELECT i.id::pg_catalog.text FROM cq.installation i)
  WHERE cluster_id OPERATOR(pg_catalog.=)
        (SELECT s.system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system() s);
+
+-- issue 13 item 6: cq.explain(name) returns the SQL a batch of the query
+-- runs, with the offsets as $n parameters, so that users can EXPLAIN it.
+-- Only for a role with the owner's privileges, as every cq.* function.
+CREATE FUNCTION cq.explain(name text) RETURNS text
+AS 'MODULE_PATHNAME', 'cq_explain'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION cq.explain(text) IS 'the SQL statement a batch of a continuous query runs, offsets as $n parameters, for EXPLAIN';

@@ -4,23 +4,8 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 
--- wait_until(condition): poll every 10 ms, up to timeout_s seconds; true if it became true
-CREATE FUNCTION wait_until(cond text, timeout_s float8 DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz := clock_timestamp();
-  ok boolean;
-BEGIN
-  LOOP
-    EXECUTE 'SELECT (' || cond || ')' INTO ok;
-    IF ok THEN RETURN true; END IF;
-    IF clock_timestamp() - t0 > make_interval(secs => timeout_s) THEN
-      RAISE WARNING 'timed out waiting for: %', cond;
-      RETURN false;
-    END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END $$;
+-- shared helpers: wait_until, mismatches, fingerprint
+\i sql/include/helpers.sql
 
 CREATE ROLE regress_cq_nologin NOLOGIN;
 CREATE ROLE regress_cq_user LOGIN;

@@ -56,6 +56,7 @@
 #include "catalog/pg_am.h"
 
 #include "pg_cq.h"
+#include "explain.h"
 #include "source.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
@@ -647,6 +648,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 								 query_text ? query_text : deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
 	create_internal_objects(an, id, GetUserId(), target, opts);
+	cq_explain_comment_target(target, name, opts);	/* \d+ target says what feeds it */
 	return target;
 }
 
@@ -907,6 +909,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 					 errhint("Run cq.reset(name) to start over from the new option.")));
 	}
 	cq_catalog_update_options(q->id, &o);
+	cq_explain_comment_target(q->target, q->name, &o);	/* \d+ target says what feeds it */
 }
 
 /*

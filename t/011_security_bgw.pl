@@ -1,5 +1,5 @@
 # Security of background processes and of the catalog upgrade (issue 9,
-# items 1 and 4; sql/10_security.sql covers the foreground).
+# items 1 and 4; sql/11_security.sql covers the foreground).
 #  - A database owned by a non-superuser who sets a hostile database-level
 #    search_path (ALTER DATABASE ... SET search_path = attacker, pg_catalog)
 #    with operators, functions and types shadowing pg_catalog's: the

@@ -9,49 +9,8 @@ SET client_min_messages = warning;
 -- errors without the generated statement as context
 \set VERBOSITY terse
 
-CREATE OR REPLACE FUNCTION wait_until(cond text, timeout_s float8 DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz := clock_timestamp();
-  ok boolean;
-BEGIN
-  LOOP
-    EXECUTE 'SELECT (' || cond || ')' INTO ok;
-    IF ok THEN RETURN true; END IF;
-    IF clock_timestamp() - t0 > make_interval(secs => timeout_s) THEN
-      RAISE WARNING 'timed out waiting for: %', cond;
-      RETURN false;
-    END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END $$;
-
--- everything a batch writes, as one value: target, state, offsets, progress
-CREATE FUNCTION fingerprint(qname text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  q record;
-  t text;
-  s text := '-';
-  o text;
-BEGIN
-  SELECT target, state_table INTO STRICT q FROM cq.queries WHERE name = qname;
-  EXECUTE format('SELECT md5(coalesce(string_agg(x::text, ''|'' ORDER BY x::text), '''')) FROM %s x', q.target) INTO t;
-  IF q.state_table IS NOT NULL THEN
-    EXECUTE format('SELECT md5(coalesce(string_agg(x::text, ''|'' ORDER BY x::text), '''')) FROM %s x', q.state_table) INTO s;
-  END IF;
-  SELECT count(*) || ' batches, ' || md5(coalesce(string_agg(end_offset::text || watermark, '|' ORDER BY batch_id), ''))
-    INTO o FROM cq.offsets WHERE name = qname;
-  RETURN t || ' ' || s || ' ' || o || ' ' || (SELECT count(*) FROM cq.progress WHERE name = qname);
-END $$;
-
--- rows in a target that differ from the oracle, both ways
-CREATE FUNCTION mismatches(target regclass, oracle text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL TABLE %s) UNION ALL (TABLE %s EXCEPT ALL %s)) x',
-                 oracle, target, target, oracle) INTO n;
-  RETURN n;
-END $$;
+-- shared helpers: wait_until, mismatches, fingerprint
+\i sql/include/helpers.sql
 
 CREATE TABLE p_src (id int, k text, v int, payload text);
 INSERT INTO p_src SELECT g, 'k' || g % 3, g, g::text FROM generate_series(1, 30) g;
@@ -161,4 +120,3 @@ SELECT name, state, last_error FROM cq.queries WHERE name LIKE 'b\_%' ORDER BY n
 
 DROP TABLE p_ratio, p_ints, p_count, p_total, b_ratio, b_whole, b_rows, b_sum;
 DROP TABLE p_src, b_src;
-DROP FUNCTION fingerprint(text), mismatches(regclass, text);

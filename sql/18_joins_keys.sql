@@ -2,32 +2,11 @@
 -- extension types (item 16), grouping values of any size (item 20), and the
 -- per-backend caches of analyses and plans (item 30).
 CREATE EXTENSION IF NOT EXISTS pg_cq;
-NOTICE:  extension "pg_cq" already exists, skipping
 SET client_min_messages = warning;
-CREATE FUNCTION jk_wait_until(cond text, timeout_s float8 DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz := clock_timestamp();
-  ok boolean;
-BEGIN
-  LOOP
-    EXECUTE 'SELECT (' || cond || ')' INTO ok;
-    IF ok THEN RETURN true; END IF;
-    IF clock_timestamp() - t0 > make_interval(secs => timeout_s) THEN
-      RAISE WARNING 'timed out waiting for: %', cond;
-      RETURN false;
-    END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END $$;
--- rows of a target that differ from the oracle query, both ways
-CREATE FUNCTION jk_mismatches(target regclass, oracle text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL TABLE %s) UNION ALL (TABLE %s EXCEPT ALL %s)) x',
-                 oracle, target, target, oracle) INTO n;
-  RETURN n;
-END $$;
+
+-- shared helpers: wait_until, mismatches, fingerprint
+\i sql/include/helpers.sql
+
 ------------------------------------------------------------------------------
 -- Item 15: stream-static joins, every mode, CTAS and cq.create_query,
 -- cq.run and the background workers
@@ -36,16 +15,12 @@ CREATE TABLE jk_st (value int, extra text);
 CREATE TABLE jk_small (number int, word text);
 INSERT INTO jk_small VALUES (1, 'one'), (2, 'two'), (3, 'three');
 INSERT INTO jk_st VALUES (1, 'a'), (2, 'b'), (4, 'd');
+
 -- stateless (append), by CTAS and by function
 CREATE TABLE jk_rows WITH (cq.source = 'jk_st', cq.trigger = 'available_now')
   AS SELECT value, number, word FROM jk_st JOIN jk_small ON value = number;
 SELECT cq.create_query('jk_rows_f', 'SELECT value, number, word FROM jk_st JOIN jk_small ON value = number',
                        source => 'jk_st', output_mode => 'update', "trigger" => 'available_now');
- create_query 
---------------
- jk_rows_f
-(1 row)
-
 -- aggregations: update by CTAS, complete by function, a left join with the
 -- stream on the preserved side
 CREATE TABLE jk_words WITH (cq.source = 'jk_st', cq.output_mode = 'update', cq.trigger = 'available_now')
@@ -53,21 +28,12 @@ CREATE TABLE jk_words WITH (cq.source = 'jk_st', cq.output_mode = 'update', cq.t
 SELECT cq.create_query('jk_words_c',
   'SELECT coalesce(word, ''?'') AS word, count(*) AS n FROM jk_st LEFT JOIN jk_small ON value = number GROUP BY 1',
   source => 'jk_st', output_mode => 'complete', "trigger" => 'available_now');
- create_query 
---------------
- jk_words_c
-(1 row)
-
 -- in the background (a static table of its own, which does not change)
 CREATE TABLE jk_small_bg (number int, word text);
 INSERT INTO jk_small_bg VALUES (1, 'one'), (3, 'three'), (5, 'five');
 SELECT cq.create_query('jk_words_bg',
   'SELECT word, sum(value) AS s FROM jk_small_bg, jk_st WHERE value = number GROUP BY word',
   source => 'jk_st', output_mode => 'update');
- create_query 
---------------
- jk_words_bg
-(1 row)
 
 INSERT INTO jk_st VALUES (1, 'e'), (3, 'f'), (5, 'g');
 INSERT INTO jk_st VALUES (3, 'h');
@@ -84,88 +50,25 @@ CALL cq.run('jk_rows_f');
 CALL cq.run('jk_words');
 CALL cq.run('jk_words_c');
 SELECT * FROM jk_rows ORDER BY value, word;
- value | number | word  
--------+--------+-------
-     1 |      1 | one
-     1 |      1 | one
-     2 |      2 | two
-     3 |      3 | three
-     3 |      3 | three
-     4 |      4 | four
-(6 rows)
-
 SELECT * FROM jk_words ORDER BY word;
- word  | n | mx 
--------+---+----
- four  | 1 | i
- one   | 2 | e
- three | 2 | h
- two   | 1 | b
-(4 rows)
-
 SELECT * FROM jk_words_c ORDER BY word;
- word  | n 
--------+---
- ?     | 2
- four  | 1
- one   | 2
- three | 2
- two   | 1
-(5 rows)
-
-SELECT jk_mismatches('jk_rows_f', 'TABLE jk_rows') AS function_form_differs,
-       jk_mismatches('jk_rows', $$SELECT value, number, word FROM jk_st JOIN jk_small ON value = number
+SELECT mismatches('jk_rows_f', 'TABLE jk_rows') AS function_form_differs,
+       mismatches('jk_rows', $$SELECT value, number, word FROM jk_st JOIN jk_small ON value = number
                                    AND (value, extra) <> (4, 'd')$$) AS append_mismatches,
-       jk_mismatches('jk_words', $$SELECT word, count(*), max(extra) FROM jk_st JOIN jk_small ON value = number
+       mismatches('jk_words', $$SELECT word, count(*), max(extra) FROM jk_st JOIN jk_small ON value = number
                                     AND (value, extra) <> (4, 'd') GROUP BY word$$) AS update_mismatches,
-       jk_mismatches('jk_words_c', $$SELECT coalesce(word, '?'), count(*) FROM jk_st LEFT JOIN jk_small ON value = number
+       mismatches('jk_words_c', $$SELECT coalesce(word, '?'), count(*) FROM jk_st LEFT JOIN jk_small ON value = number
                                       AND (value, extra) <> (4, 'd') GROUP BY 1$$) AS complete_mismatches;
- function_form_differs | append_mismatches | update_mismatches | complete_mismatches 
------------------------+-------------------+-------------------+---------------------
-                     0 |                 0 |                 0 |                   0
-(1 row)
-
-SELECT jk_wait_until($$jk_mismatches('jk_words_bg', 'SELECT word, sum(value) FROM jk_st JOIN jk_small_bg ON value = number
+SELECT wait_until($$mismatches('jk_words_bg', 'SELECT word, sum(value) FROM jk_st JOIN jk_small_bg ON value = number
                                                     GROUP BY word') = 0$$) AS background_caught_up;
- background_caught_up 
-----------------------
- t
-(1 row)
-
 SELECT name, state, last_error FROM cq.queries WHERE name LIKE 'jk\_%' ORDER BY name;
-    name     | state  | last_error 
--------------+--------+------------
- jk_rows     | active | 
- jk_rows_f   | active | 
- jk_words    | active | 
- jk_words_bg | active | 
- jk_words_c  | active | 
-(5 rows)
-
 -- a join query can be changed (a filter here)
 SELECT cq.alter_query('jk_words', query => $$SELECT word, count(*) AS n, max(extra) AS mx FROM jk_st JOIN jk_small ON value = number
                                              WHERE extra <> 'x' GROUP BY word$$);
- alter_query 
--------------
- 
-(1 row)
-
 INSERT INTO jk_st VALUES (2, 'x'), (2, 'c');
 CALL cq.run('jk_words');
 SELECT * FROM jk_words ORDER BY word;
- word  | n | mx 
--------+---+----
- four  | 1 | i
- one   | 2 | e
- three | 2 | h
- two   | 2 | c
-(4 rows)
-
 SELECT cq.drop_query('jk_words_bg');
- drop_query 
-------------
- 
-(1 row)
 
 ------------------------------------------------------------------------------
 -- Item 16: grouping keys of extension types compare with their own
@@ -210,53 +113,16 @@ BEGIN
   END LOOP;
 END $$;
 SELECT * FROM jk_by_citext ORDER BY c;
-   c   | n | s  
--------+---+----
- Apple | 2 | 11
- pear  | 2 | 22
-       | 2 | 33
-(3 rows)
-
 SELECT * FROM jk_by_ltree ORDER BY l;
-  l  | n | s  
------+---+----
- a   | 2 | 22
- a.b | 2 | 11
-     | 2 | 33
-(3 rows)
-
 SELECT * FROM jk_by_hstore ORDER BY h;
-         h          | n | s  
---------------------+---+----
- "x"=>"1"           | 2 | 11
- "x"=>"1", "y"=>"2" | 2 | 22
-                    | 2 | 33
-(3 rows)
-
 SELECT * FROM jk_by_isbn ORDER BY i;
-         i         | n | s  
--------------------+---+----
- 978-0-306-40615-7 | 4 | 33
-                   | 2 | 33
-(2 rows)
-
-SELECT jk_mismatches('jk_by_citext', 'SELECT c, count(*), sum(v) FROM jk_ext GROUP BY c') AS citext_mismatches,
-       jk_mismatches('jk_by_ltree', 'SELECT l, count(*), sum(v) FROM jk_ext GROUP BY l') AS ltree_mismatches,
-       jk_mismatches('jk_by_hstore', 'SELECT h, count(*), sum(v) FROM jk_ext GROUP BY h') AS hstore_mismatches,
-       jk_mismatches('jk_by_isbn', 'SELECT i, count(*), sum(v) FROM jk_ext GROUP BY i') AS isbn_mismatches,
-       jk_mismatches('jk_by_all', 'SELECT c, l, h, i, l, count(*) FROM jk_ext GROUP BY c, l, h, i') AS all_mismatches,
-       jk_mismatches('jk_ext_values', $$SELECT v % 2, ('top.' || max(v))::ltree, min(c::text)::citext, count(*) FROM jk_ext GROUP BY 1$$) AS values_mismatches;
- citext_mismatches | ltree_mismatches | hstore_mismatches | isbn_mismatches | all_mismatches | values_mismatches 
--------------------+------------------+-------------------+-----------------+----------------+-------------------
-                 0 |                0 |                 0 |               0 |              0 |                 0
-(1 row)
-
+SELECT mismatches('jk_by_citext', 'SELECT c, count(*), sum(v) FROM jk_ext GROUP BY c') AS citext_mismatches,
+       mismatches('jk_by_ltree', 'SELECT l, count(*), sum(v) FROM jk_ext GROUP BY l') AS ltree_mismatches,
+       mismatches('jk_by_hstore', 'SELECT h, count(*), sum(v) FROM jk_ext GROUP BY h') AS hstore_mismatches,
+       mismatches('jk_by_isbn', 'SELECT i, count(*), sum(v) FROM jk_ext GROUP BY i') AS isbn_mismatches,
+       mismatches('jk_by_all', 'SELECT c, l, h, i, l, count(*) FROM jk_ext GROUP BY c, l, h, i') AS all_mismatches,
+       mismatches('jk_ext_values', $$SELECT v % 2, ('top.' || max(v))::ltree, min(c::text)::citext, count(*) FROM jk_ext GROUP BY 1$$) AS values_mismatches;
 SELECT * FROM jk_ext_values ORDER BY odd;
- odd |   ml   |  mc   | n 
------+--------+-------+---
-   0 | top.30 | APPLE | 4
-   1 | top.3  | Apple | 2
-(2 rows)
 
 ------------------------------------------------------------------------------
 -- Item 20: a grouping value of any size (a 10 kB key that does not
@@ -278,26 +144,9 @@ INSERT INTO jk_big VALUES (jk_big_key(1), 1.00, 10), (jk_big_key(3), 3, 30), ('s
 CALL cq.run('jk_big_u');
 CALL cq.run('jk_big_c');
 SELECT length(k) AS key_length, x, n, s FROM jk_big_u ORDER BY s;
- key_length |  x  | n |  s  
-------------+-----+---+-----
-      10240 |   2 | 1 |   2
-      10240 |   3 | 1 |  30
-          5 |     | 2 |  33
-      10240 | 1.0 | 3 | 111
-(4 rows)
-
-SELECT jk_mismatches('jk_big_u', 'SELECT k, x, count(*), sum(v) FROM jk_big GROUP BY k, x') AS update_mismatches,
-       jk_mismatches('jk_big_c', 'SELECT k, count(*), sum(v) FROM jk_big GROUP BY k') AS complete_mismatches;
- update_mismatches | complete_mismatches 
--------------------+---------------------
-                 0 |                   0
-(1 row)
-
+SELECT mismatches('jk_big_u', 'SELECT k, x, count(*), sum(v) FROM jk_big GROUP BY k, x') AS update_mismatches,
+       mismatches('jk_big_c', 'SELECT k, count(*), sum(v) FROM jk_big GROUP BY k') AS complete_mismatches;
 SELECT state, last_error FROM cq.queries WHERE name = 'jk_big_u';
- state  | last_error 
---------+------------
- active | 
-(1 row)
 
 ------------------------------------------------------------------------------
 -- Item 30: the per-backend caches.  An error while a query's analysis is
@@ -320,26 +169,15 @@ ALTER VIEW cq_state.:"fview" RENAME TO jk_cache_away;
 INSERT INTO jk_cache_src VALUES (1, 10);
 \set VERBOSITY terse
 CALL cq.run('jk_cache');
-ERROR:  state of continuous query "jk_cache" is missing
 \set VERBOSITY default
 -- retry: the same backend plans the query again and catches up
 ALTER VIEW cq_state.jk_cache_away RENAME TO :"fview";
 CALL cq.run('jk_cache');
 SELECT state, last_error, (SELECT s FROM jk_cache WHERE k = 1) AS s FROM cq.queries WHERE name = 'jk_cache';
- state  | last_error | s  
---------+------------+----
- active |            | 11
-(1 row)
-
 -- this backend holds the analysis and the saved plans of both queries ...
 SELECT count(*) FILTER (WHERE name = 'pg_cq analysis') >= 2 AS analyses_cached,
        count(*) FILTER (WHERE name = 'CachedPlanSource' AND ident LIKE '%jk_cache_src%') > 0 AS plans_saved
   FROM pg_backend_memory_contexts;
- analyses_cached | plans_saved 
------------------+-------------
- t               | t
-(1 row)
-
 SELECT count(*) AS analyses_before FROM pg_backend_memory_contexts WHERE name = 'pg_cq analysis' \gset
 -- ... and frees those of the dropped one when it next builds a plan
 DROP TABLE jk_cache;
@@ -348,14 +186,4 @@ CALL cq.run('jk_cache_o');
 SELECT count(*) FILTER (WHERE name = 'pg_cq analysis') = :analyses_before - 1 AS analysis_freed,
        count(*) FILTER (WHERE name = 'CachedPlanSource' AND ident LIKE '%jk_cache_src%') AS plans_left
   FROM pg_backend_memory_contexts;
- analysis_freed | plans_left 
-----------------+------------
- t              |          0
-(1 row)
-
 SELECT * FROM jk_cache_o;
- k | s  
----+----
- 1 | 11
-(1 row)
-

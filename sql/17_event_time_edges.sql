@@ -6,22 +6,8 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET timezone = 'UTC';
 
-CREATE FUNCTION ete_wait_until(cond text, timeout_s float8 DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz := clock_timestamp();
-  ok boolean;
-BEGIN
-  LOOP
-    EXECUTE 'SELECT (' || cond || ')' INTO ok;
-    IF ok THEN RETURN true; END IF;
-    IF clock_timestamp() - t0 > make_interval(secs => timeout_s) THEN
-      RAISE WARNING 'timed out waiting for: %', cond;
-      RETURN false;
-    END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END $$;
+-- shared helpers: wait_until, mismatches, fingerprint
+\i sql/include/helpers.sql
 
 CREATE VIEW ete_batches AS
   SELECT name, batch_id, num_input_rows AS input,
@@ -172,10 +158,10 @@ SELECT cq.alter_query('ete_ovf', "trigger" => '200000000 days');
 SELECT name, "trigger" FROM cq.queries WHERE name = 'ete_ovf';
 -- a stored trigger that would wrap (accepted by 0.1) runs as the longest interval, not as '0'
 ALTER TABLE ete_ovf SET (cq.trigger = '0');
-SELECT ete_wait_until($$(SELECT message FROM cq.status WHERE name = 'ete_ovf') = 'Waiting for data to arrive'$$);
+SELECT wait_until($$(SELECT message FROM cq.status WHERE name = 'ete_ovf') = 'Waiting for data to arrive'$$);
 UPDATE cq.queries SET "trigger" = '200000000 days' WHERE name = 'ete_ovf';
 ALTER TABLE ete_ovf SET (cq.max_rows_per_trigger = 0);  -- the scheduler rereads the catalog
-SELECT ete_wait_until($$(SELECT message FROM cq.status WHERE name = 'ete_ovf') = 'Waiting for next trigger'$$);
+SELECT wait_until($$(SELECT message FROM cq.status WHERE name = 'ete_ovf') = 'Waiting for next trigger'$$);
 SELECT cq.drop_query('ete_ovf');
 -- a watermark delay longer than the timestamp range is refused
 CREATE TABLE ete_ovf_wm

@@ -7,23 +7,8 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 
--- names_wait(condition): poll every 10 ms, up to timeout_s seconds
-CREATE FUNCTION names_wait(cond text, timeout_s float8 DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz := clock_timestamp();
-  ok boolean;
-BEGIN
-  LOOP
-    EXECUTE 'SELECT (' || cond || ')' INTO ok;
-    IF ok THEN RETURN true; END IF;
-    IF clock_timestamp() - t0 > make_interval(secs => timeout_s) THEN
-      RAISE WARNING 'timed out waiting for: %', cond;
-      RETURN false;
-    END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END $$;
+-- shared helpers: wait_until, mismatches, fingerprint
+\i sql/include/helpers.sql
 
 -- each role has a schema named after it: first in its default search_path
 CREATE ROLE regress_cq_names_alice;
@@ -170,10 +155,10 @@ CREATE TABLE regress_cq_names_moved.nm_bg WITH (cq.output_mode = 'update')
 RESET ROLE;
 INSERT INTO regress_cq_names_alice.nm_src VALUES (1, 1000);
 INSERT INTO regress_cq_names_bob2.nm_src VALUES (1, 2000);
-SELECT names_wait($$
+SELECT wait_until($$
   (SELECT s FROM regress_cq_names_alice.nm_bg WHERE k = 1) = 1100
   AND (SELECT s FROM regress_cq_names_moved.nm_bg WHERE k = 1) = 2002$$);
-SELECT names_wait($$(SELECT count(*) FROM cq.status
+SELECT wait_until($$(SELECT count(*) FROM cq.status
                       WHERE name = 'nm_bg' AND message = 'Waiting for data to arrive') = 2$$);
 SELECT schema, name, state, last_error FROM cq.queries WHERE name = 'nm_bg' ORDER BY schema;
 SELECT 'alice' AS who, k, s FROM regress_cq_names_alice.nm_bg
@@ -184,7 +169,7 @@ SELECT cq.pause('regress_cq_names_moved.nm_bg');
 RESET ROLE;
 INSERT INTO regress_cq_names_alice.nm_src VALUES (1, 1);
 INSERT INTO regress_cq_names_bob2.nm_src VALUES (1, 1);
-SELECT names_wait($$(SELECT s FROM regress_cq_names_alice.nm_bg WHERE k = 1) = 1101$$);
+SELECT wait_until($$(SELECT s FROM regress_cq_names_alice.nm_bg WHERE k = 1) = 1101$$);
 SELECT schema, name, state FROM cq.queries WHERE name = 'nm_bg' ORDER BY schema;
 SELECT s AS bob_paused FROM regress_cq_names_moved.nm_bg WHERE k = 1;
 
@@ -204,4 +189,3 @@ SELECT count(*) AS left_behind FROM cq.queries
  WHERE owner IN ('regress_cq_names_alice'::regrole, 'regress_cq_names_bob'::regrole);
 REVOKE CREATE ON SCHEMA public FROM regress_cq_names_alice;
 DROP ROLE regress_cq_names_alice, regress_cq_names_bob;
-DROP FUNCTION names_wait(text, float8);

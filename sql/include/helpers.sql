@@ -1,0 +1,60 @@
+\set ECHO none
+-- Shared helpers of the pg_regress files, loaded with
+--   \i sql/include/helpers.sql
+-- (pg_regress runs psql in the repository's root, reading the test from
+-- standard input).  Not echoed (ECHO none, first line): the files' expected
+-- outputs show only the \i line and that one.  Functions in schema public,
+-- replaced by each file that loads them, so every file works alone and in
+-- any order.
+
+-- wait_until(condition): poll every 10 ms, up to timeout_s seconds; true if
+-- it became true, else a warning and false (tests of the background never sleep)
+CREATE OR REPLACE FUNCTION public.wait_until(cond text, timeout_s float8 DEFAULT 30) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  t0 timestamptz := clock_timestamp();
+  ok boolean;
+BEGIN
+  LOOP
+    EXECUTE 'SELECT (' || cond || ')' INTO ok;
+    IF ok THEN RETURN true; END IF;
+    IF clock_timestamp() - t0 > make_interval(secs => timeout_s) THEN
+      RAISE WARNING 'timed out waiting for: %', cond;
+      RETURN false;
+    END IF;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
+
+-- mismatches(target, oracle): rows of a target that differ from the oracle
+-- query, both ways (0 = equal as multisets)
+CREATE OR REPLACE FUNCTION public.mismatches(target regclass, oracle text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL TABLE %s) UNION ALL (TABLE %s EXCEPT ALL %s)) x',
+                 oracle, target, target, oracle) INTO n;
+  RETURN n;
+END $$;
+
+-- fingerprint(query name): everything a batch writes, as one value: target,
+-- state, offsets, progress (equal before and after = the batch changed nothing)
+CREATE OR REPLACE FUNCTION public.fingerprint(qname text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  q record;
+  t text;
+  s text := '-';
+  o text;
+BEGIN
+  SELECT target, state_table INTO STRICT q FROM cq.queries WHERE name = qname;
+  EXECUTE format('SELECT md5(coalesce(string_agg(x::text, ''|'' ORDER BY x::text), '''')) FROM %s x', q.target) INTO t;
+  IF q.state_table IS NOT NULL THEN
+    EXECUTE format('SELECT md5(coalesce(string_agg(x::text, ''|'' ORDER BY x::text), '''')) FROM %s x', q.state_table) INTO s;
+  END IF;
+  SELECT count(*) || ' batches, ' || md5(coalesce(string_agg(end_offset::text || watermark, '|' ORDER BY batch_id), ''))
+    INTO o FROM cq.offsets WHERE name = qname;
+  RETURN t || ' ' || s || ' ' || o || ' ' || (SELECT count(*) FROM cq.progress WHERE name = qname);
+END $$;
+
+\set ECHO all

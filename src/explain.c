@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * explain.c
+ *	  What feeds a target, for psql users: the comment pg_cq puts on a
+ *	  query's target table, and cq.explain(name), the SQL a batch runs.
+ *
+ * The comment ("continuous query public.q: output mode update, trigger
+ * '0'") is written when a query is created and when its options change,
+ * straight into pg_description (no SQL, no user switch).  It replaces only
+ * a comment pg_cq wrote (or none): a comment of the table's owner is kept.
+ *
+ * cq.explain reads the query through cq_api_owned_query (the ownership rule
+ * of every cq.* function; catalog reads run in a security.c superuser
+ * section) and returns the statement plan.c built for it, as a batch runs
+ * it, with the offsets as $n parameters and a header saying what each is.
+ * It runs nothing: the SQL is only generated.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "commands/comment.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/lsyscache.h"
+
+#include "pg_cq.h"
+#include "explain.h"
+
+PG_FUNCTION_INFO_V1(cq_explain);
+
+/* every comment pg_cq writes starts so; other comments are the owner's */
+#define CQ_COMMENT_PREFIX "continuous query "
+#define CQ_COMMENT_MARK ": output mode "
+
+/*
+ * comment_is_ours
+ *	  Whether a table comment is one pg_cq wrote (or there is none).
+ */
+static bool
+comment_is_ours(const char *comment)
+{
+	return comment == NULL ||
+		(strncmp(comment, CQ_COMMENT_PREFIX, strlen(CQ_COMMENT_PREFIX)) == 0 &&
+		 strstr(comment, CQ_COMMENT_MARK) != NULL);
+}
+
+/*
+ * target_comment
+ *	  "continuous query s.q: output mode m, trigger 't'", plus the event
+ *	  time and watermark when set.
+ */
+static char *
+target_comment(Oid target, const char *name, CqOptions *opts)
+{
+	StringInfoData buf;
+	char	   *nsp = get_namespace_name(get_rel_namespace(target));
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, CQ_COMMENT_PREFIX "%s" CQ_COMMENT_MARK "%s, trigger '%s'",
+					 quote_qualified_identifier(nsp, name),
+					 opts->output_mode, opts->trigger);
+	if (opts->event_time)
+		appendStringInfo(&buf, ", event time %s", quote_identifier(opts->event_time));
+	if (opts->watermark_delay)
+		appendStringInfo(&buf, ", watermark '%s'",
+						 DatumGetCString(DirectFunctionCall1(interval_out,
+															 IntervalPGetDatum(opts->watermark_delay))));
+	return buf.data;
+}
+
+/*
+ * cq_explain_comment_target
+ *	  Describe query `name` (options `opts`, defaults filled) in the comment
+ *	  of its target table, unless the table carries a comment pg_cq did not
+ *	  write.  The caller has checked that the user owns the query.
+ */
+void
+cq_explain_comment_target(Oid target, const char *name, CqOptions *opts)
+{
+	if (!comment_is_ours(GetComment(target, RelationRelationId, 0)))
+		return;
+	CreateComments(target, RelationRelationId, 0, target_comment(target, name, opts));
+}
+
+/*
+ * explain_text
+ *	  The batch statement of query q with a header of comments: the
+ *	  settings it runs with and what each parameter is.
+ */
+static char *
+explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "-- %s\n", target_comment(q->target, q->name, &q->opts));
+	appendStringInfo(&buf, "-- a batch runs this statement as role %s, with search_path = pg_catalog, pg_temp,\n",
+					 quote_identifier(GetUserNameFromId(q->owner, false)));
+	appendStringInfo(&buf, "-- TimeZone = '%s'%s and, after batch 0, enable_seqscan, enable_sort and jit off\n",
+					 q->timezone ? q->timezone : "UTC",
+					 cq_work_mem_kb > 0 ? psprintf(", work_mem = %dkB", cq_work_mem_kb) : "");
+	appendStringInfoString(&buf,
+						   "-- parameters:\n"
+						   "--   $1 xid8         lowest transaction id that can be new (bounds the BRIN scan)\n"
+						   "--   $2 xid8         xmax of the batch's end offset\n"
+						   "--   $3 pg_snapshot  end offset of the batch (cq.offsets.end_offset)\n"
+						   "--   $4 pg_snapshot  start offset: the previous batch's end offset\n");
+	if (strstr(plan->batch_sql, "$5") != NULL)
+		appendStringInfoString(&buf,
+							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity\n");
+	appendStringInfoString(&buf,
+						   "-- it returns: state rows updated, inserted, removed; rows dropped as late;\n"
+						   "-- rows written; row count and event-time statistics of the batch\n");
+	if (q->opts.mode == CQ_MODE_COMPLETE && plan->complete_sql)
+		appendStringInfo(&buf, "-- then, complete mode: the target is emptied and reloaded by\n--   %s\n",
+						 plan->complete_sql);
+	appendStringInfo(&buf, "%s", plan->batch_sql);
+	return buf.data;
+}
+
+/*
+ * cq_explain
+ *	  cq.explain(name text) RETURNS text: the SQL a batch of the query runs
+ *	  (batch 1 onwards), for EXPLAIN.  Only for a role with the owner's
+ *	  privileges, as every cq.* function.
+ */
+Datum
+cq_explain(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	CqQuery    *q;
+	CqAnalysis *an;
+	CqPlan	   *plan;
+	char	   *sql;
+	text	   *result;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = cq_api_owned_query(name, false);
+	if (q->cluster_id == NULL || strcmp(q->cluster_id, cq_catalog_cluster_id()) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous query \"%s\" has not run since it was restored", q->name),
+				 errdetail("Its internal objects are recreated before its first batch in this installation."),
+				 errhint("Run it once with CALL cq.run(name), then explain it.")));
+	cq_plan_get(q, &an, &plan);
+	sql = explain_text(q, an, plan);
+	MemoryContextSwitchTo(caller_cxt);
+	result = cstring_to_text(sql);
+	SPI_finish();
+	PG_RETURN_TEXT_P(result);
+}
