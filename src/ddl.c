@@ -551,6 +551,75 @@ after_inherit(Oid child)
 }
 
 /*
+ * lock_queries_where
+ *	  Lock (FOR UPDATE) the catalog rows of the queries matching cond, a
+ *	  fixed condition on cq.queries q with $1 an oid; see
+ *	  lock_dropped_targets for why.
+ */
+static void
+lock_queries_where(const char *cond, Oid arg)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(arg)};
+	CqSecurity	sec;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("SELECT 1 FROM cq.queries q WHERE %s FOR UPDATE OF q", cond),
+				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_security_restore(&sec);
+	SPI_finish();
+}
+
+/*
+ * lock_dropped_owners
+ *	  DROP SCHEMA ... CASCADE and DROP OWNED drop targets and sources
+ *	  without a DROP TABLE: lock the rows of the queries they can reach
+ *	  first, as lock_dropped_targets does, so that they wait for a running
+ *	  batch instead of deadlocking with it.  Only where the caller passes
+ *	  core's check (owner of the schema; privileges of the role), which
+ *	  runs after this hook.
+ */
+static void
+lock_dropped_owners(Node *parsetree)
+{
+	ListCell   *lc;
+
+	if (IsA(parsetree, DropStmt))
+	{
+		foreach(lc, ((DropStmt *) parsetree)->objects)
+		{
+			Oid			nsp = get_namespace_oid(strVal(lfirst(lc)), true);
+
+			if (!OidIsValid(nsp) || !pg_namespace_ownercheck(nsp, GetUserId()))
+				continue;
+			lock_queries_where("(SELECT c.relnamespace FROM pg_catalog.pg_class c "
+							   "WHERE c.oid OPERATOR(pg_catalog.=) q.target::pg_catalog.oid) "
+							   "OPERATOR(pg_catalog.=) $1 "
+							   "OR (SELECT c.relnamespace FROM pg_catalog.pg_class c "
+							   "WHERE c.oid OPERATOR(pg_catalog.=) q.source::pg_catalog.oid) "
+							   "OPERATOR(pg_catalog.=) $1", nsp);
+		}
+		return;
+	}
+	foreach(lc, ((DropOwnedStmt *) parsetree)->roles)
+	{
+		Oid			role = get_rolespec_oid(lfirst(lc), true);
+
+		if (!OidIsValid(role) || !has_privs_of_role(GetUserId(), role))
+			continue;
+		lock_queries_where("q.owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+						   "OR (SELECT c.relowner FROM pg_catalog.pg_class c "
+						   "WHERE c.oid OPERATOR(pg_catalog.=) q.target::pg_catalog.oid) "
+						   "OPERATOR(pg_catalog.=) $1 "
+						   "OR (SELECT c.relowner FROM pg_catalog.pg_class c "
+						   "WHERE c.oid OPERATOR(pg_catalog.=) q.source::pg_catalog.oid) "
+						   "OPERATOR(pg_catalog.=) $1", role);
+	}
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -573,6 +642,10 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TABLE &&
 		extension_ready())
 		lock_dropped_targets((DropStmt *) parsetree);
+	if (((IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_SCHEMA &&
+		  ((DropStmt *) parsetree)->behavior == DROP_CASCADE) ||
+		 IsA(parsetree, DropOwnedStmt)) && extension_ready())
+		lock_dropped_owners(parsetree);
 
 	/* workers (launcher.c): DROP/CREATE ... TEMPLATE/RENAME DATABASE need it to themselves */
 	if ((IsA(parsetree, DropdbStmt) || IsA(parsetree, CreatedbStmt) || IsA(parsetree, RenameStmt)) &&
