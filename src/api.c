@@ -56,7 +56,7 @@
 #include "catalog/pg_am.h"
 
 #include "pg_cq.h"
-#include "source.h"
+#include "offsets.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_drop_query);

@@ -35,7 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
-#include "source.h"
+#include "offsets.h"
 #include "shmem.h"
 
 /* Milliseconds since t0. */
@@ -56,83 +56,6 @@ static Datum
 snapshot_datum(const char *text)
 {
 	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
-}
-
-/*
- * limit_offset
- *	  With max_rows_per_trigger, end the batch after the first transactions
- *	  (in id order) whose rows reach the limit; a transaction is never
- *	  split, so one larger than the limit forms a batch alone.  Returns the
- *	  (possibly earlier) end snapshot; *nrows is the number of rows up to
- *	  it (history rows `already` included).
- *
- *	  Only what the cut needs is read: the new rows of the first few
- *	  transactions above the low bound, in id ranges that grow eightfold
- *	  until the limit is reached or cur's xmax is, and at most one
- *	  transaction more than can fit.  (Reading every pending transaction
- *	  for every batch made a backlog cost quadratic time.)  params are the
- *	  batch's $1..$4: low bound, cur's xmax, cur, prev.
- */
-static char *
-limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
-			 Datum *params, int64 limit, int64 already, int64 *nrows)
-{
-	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INT8OID};
-	Datum		args[5];
-	SPIPlanPtr	count_xids = cq_spi_plan(plan->count_xids_sql, 5, types);
-	uint64		from = U64FromFullTransactionId(DatumGetFullTransactionId(params[0]));
-	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
-	int			cap = 16;
-	uint64	   *chosen = palloc(sizeof(uint64) * cap);
-	int			nchosen = 0;
-	int64		rows = already;
-	bool		overflow = false;	/* a transaction did not fit */
-	bool		full = false;
-
-	args[2] = params[2];
-	args[3] = params[3];
-	while (!full && from < cur->xmax)
-	{
-		uint64		to = (cur->xmax - from <= span) ? cur->xmax : from + span;
-
-		args[0] = xid8_datum(from);
-		args[1] = xid8_datum(to);
-		/* each transaction has a row: more than this many cannot fit */
-		args[4] = Int64GetDatum(Max(limit - rows, 0) + 1);
-		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "pg_cq: could not count new rows per transaction");
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		isnull;
-			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
-			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
-			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-
-			if (rows + cnt > limit && (nchosen > 0 || rows > 0))
-			{
-				overflow = full = true; /* too big for the rest (or history filled it) */
-				break;
-			}
-			if (nchosen == cap)
-			{
-				cap *= 2;
-				chosen = repalloc(chosen, sizeof(uint64) * cap);
-			}
-			chosen[nchosen++] = x;
-			rows += cnt;
-		}
-		SPI_freetuptable(SPI_tuptable);
-		if (rows >= limit)
-			full = true;
-		from = to;
-		span = span > PG_UINT64_MAX / 8 ? PG_UINT64_MAX : span * 8;
-	}
-	*nrows = rows;
-	if (!overflow && from >= cur->xmax)
-		return (char *) cur_text;	/* every new transaction was chosen */
-	return cq_snap_cut(prev, cur, nchosen > 0 ? chosen[nchosen - 1] + 1 : prev->xmax,
-					   chosen, nchosen);
 }
 
 /*
@@ -270,7 +193,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			cq_spi_exec(plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
 		}
-		cur_text = limit_offset(plan, prev, cur, cur_text, params,
+		cur_text = cq_offsets_limit(plan, prev, cur, cur_text, params,
 								q->opts.max_rows_per_trigger, hist, &limited_rows);
 		cur = cq_snap_parse(cur_text);
 		params[1] = xid8_datum(cur->xmax);

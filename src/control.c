@@ -25,7 +25,7 @@
 #include "utils/timestamp.h"
 
 #include "pg_cq.h"
-#include "source.h"
+#include "offsets.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(cq_pause);

@@ -140,6 +140,5 @@ extern void cq_worker_report_message(CqMessage msg);
 /* wakeup.c */
 extern void cq_wakeup_init(void);
 extern void cq_wakeup_catalog_changed(void);
-extern void cq_wakeup_ensure_trigger(Oid relid);
 
 #endif							/* CQ_SHMEM_H */

@@ -59,7 +59,7 @@
 
 #include "pg_cq.h"
 #include "shmem.h"
-#include "source.h"
+#include "offsets.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */

@@ -1,21 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * source.c
- *	  Offsets: snapshot batching over a tracked source table (PgQ's design).
+ * tracking.c
+ *	  Tracking a source: the cq_xid column, its BRIN index, the stamp
+ *	  trigger and the wake-up trigger.
  *
  * Tracking adds one column, cq_xid xid8, whose default is the inserting
  * transaction's id; rows that existed before are NULL ("history").  The row
  * trigger zz_cq_stamp (cq_stamp) makes sure of that id whatever a writer
  * gave the column, on every table whose rows reach the source, and keeps
  * UPDATEs from changing it.  Tracking changes tables only with their
- * owner's rights.
- *
- * An offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
- * visible in the end snapshot and not in the start snapshot.  Transactions
- * that commit out of order are therefore neither lost nor counted twice.
- *
- * Snapshot arithmetic happens here in C on the text form "xmin:xmax:xip,..."
- * (pg_snapshot's I/O format).
+ * owner's rights.  A batch reads the rows whose cq_xid lies between two
+ * offsets (offsets.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -54,7 +49,6 @@
 #include "utils/xid8.h"
 
 #include "pg_cq.h"
-#include "source.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(cq_stamp);
@@ -412,6 +406,22 @@ cq_source_after_inherit(Oid child)
 }
 
 /*
+ * add_wakeup_trigger
+ *	  Give a tracked source its cq_wakeup trigger (cq_source_track found it
+ *	  missing).  Created as the current user, who owns the table
+ *	  (cq_source_track checked): pg_cq never changes a table with rights its
+ *	  caller lacks.  Caller has SPI connected.
+ */
+static void
+add_wakeup_trigger(Oid relid)
+{
+	cq_spi_exec(psprintf("CREATE TRIGGER cq_wakeup AFTER INSERT ON %s "
+						 "FOR EACH STATEMENT EXECUTE FUNCTION cq.wakeup()",
+						 cq_sql_relname_str(relid)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
  * cq_source_track
  *	  Make sure the source is tracked: the column cq_xid xid8 DEFAULT
  *	  pg_current_xact_id(), a BRIN index on it, the statement trigger
@@ -516,7 +526,7 @@ cq_source_track(Oid relid)
 							 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (add_wakeup)
-		cq_wakeup_ensure_trigger(relid);
+		add_wakeup_trigger(relid);
 	if (add_stamp)
 	{
 		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
@@ -867,229 +877,4 @@ cq_source_summarize(Oid relid)
 	else
 		summarize_leaf(relid);
 	cq_security_restore(&sec);
-}
-
-/*
- * cq_snap_parse
- *	  Parse pg_snapshot text.
- */
-CqSnap *
-cq_snap_parse(const char *text)
-{
-	CqSnap	   *s = palloc0(sizeof(CqSnap));
-	const char *p = text;
-	char	   *end;
-	int			cap = 8;
-
-	s->xmin = strtou64(p, &end, 10);
-	if (*end != ':')
-		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
-	p = end + 1;
-	s->xmax = strtou64(p, &end, 10);
-	if (*end != ':')
-		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
-	p = end + 1;
-	s->xip = palloc(sizeof(uint64) * cap);
-	while (*p)
-	{
-		uint64		x = strtou64(p, &end, 10);
-
-		if (end == p)
-			elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
-		if (s->nxip == cap)
-		{
-			cap *= 2;
-			s->xip = repalloc(s->xip, sizeof(uint64) * cap);
-		}
-		s->xip[s->nxip++] = x;
-		p = end;
-		if (*p == ',')
-			p++;
-	}
-	return s;
-}
-
-/*
- * snap_text
- *	  pg_snapshot text of s.
- */
-static char *
-snap_text(const CqSnap *s)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", s->xmin, s->xmax);
-	for (int i = 0; i < s->nxip; i++)
-		appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", s->xip[i]);
-	return buf.data;
-}
-
-/*
- * cq_snap_current
- *	  pg_current_snapshot() as text, with the current transaction in
- *	  progress.  Every offset is taken with it (a batch's end, the start of
- *	  a query created with starting = 'latest' or reset, cq.run's goal).
- *
- *	  Core leaves a backend's own transaction out of its snapshots: once a
- *	  transaction that started later has finished, the snapshot counts ours
- *	  as finished too, and rows that ours writes after the offset (an
- *	  INSERT after CALL cq.run in the same transaction block) would be
- *	  behind every later offset, never read.  In progress, they are read
- *	  by the first batch after our commit; rows ours wrote before the
- *	  offset likewise (a batch never reads uncommitted rows).  A
- *	  transaction without an id yet gets one at or above this snapshot's
- *	  xmax, which is in progress for it anyway.  Only the top-level id
- *	  matters: cq_xid is pg_current_xact_id(), the top-level id, in
- *	  subtransactions too.  Caller has SPI connected.
- */
-char *
-cq_snap_current(void)
-{
-	FullTransactionId top = GetTopFullTransactionIdIfAny();
-	char	   *text;
-	CqSnap	   *s;
-	uint64		x;
-	int			i;
-
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (!FullTransactionIdIsValid(top))
-		return text;
-	s = cq_snap_parse(text);
-	x = U64FromFullTransactionId(top);
-	if (!cq_snap_visible(s, x))
-		return text;
-
-	/* insert x into the sorted xip */
-	s->xip = repalloc(s->xip, sizeof(uint64) * (s->nxip + 1));
-	for (i = s->nxip; i > 0 && s->xip[i - 1] > x; i--)
-		s->xip[i] = s->xip[i - 1];
-	s->xip[i] = x;
-	s->nxip++;
-	s->xmin = Min(s->xmin, x);
-	return snap_text(s);
-}
-
-/*
- * cq_snap_visible
- *	  Is transaction x visible (committed or aborted, not in progress) in s?
- *	  Same rule as pg_visible_in_snapshot().
- */
-bool
-cq_snap_visible(const CqSnap *s, uint64 x)
-{
-	if (x < s->xmin)
-		return true;
-	if (x >= s->xmax)
-		return false;
-	for (int i = 0; i < s->nxip; i++)
-		if (s->xip[i] == x)
-			return false;
-	return true;
-}
-
-/*
- * cq_snap_low_bound
- *	  Lowest transaction id that can be new between prev and cur: xmax(prev),
- *	  or an older transaction that was running at prev and is finished in
- *	  cur.  A transaction still running does not hold the bound back.
- */
-uint64
-cq_snap_low_bound(const CqSnap *prev, const CqSnap *cur)
-{
-	uint64		lo = prev->xmax;
-
-	for (int i = 0; i < prev->nxip; i++)
-		if (prev->xip[i] < lo && cq_snap_visible(cur, prev->xip[i]))
-			lo = prev->xip[i];
-	return lo;
-}
-
-/*
- * cq_snap_nothing_new
- *	  True when no transaction finished between prev and cur, so no batch
- *	  can have rows.
- */
-bool
-cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur)
-{
-	if (cur->xmax != prev->xmax)
-		return false;
-	for (int i = 0; i < prev->nxip; i++)
-		if (cq_snap_visible(cur, prev->xip[i]))
-			return false;
-	return true;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64		x = *(const uint64 *) a;
-	uint64		y = *(const uint64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/*
- * cq_snap_cut
- *	  The snapshot "prev plus the chosen transactions": used when
- *	  max_rows_per_trigger ends a batch early.  chosen are the new
- *	  transactions taken (ascending, all below cut); every new transaction
- *	  below `cut` must be chosen.  Whatever is not chosen stays invisible, so
- *	  the next batch reads it: a transaction is never split.
- */
-char *
-cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
-			const uint64 *chosen, int nchosen)
-{
-	uint64		xmax = Max(prev->xmax, cut);
-	uint64	   *xip = palloc(sizeof(uint64) * (prev->nxip + cur->nxip + 1));
-	int			n = 0;
-	StringInfoData buf;
-
-	/* running at prev and not taken now */
-	for (int i = 0; i < prev->nxip; i++)
-	{
-		bool		taken = false;
-
-		for (int j = 0; j < nchosen; j++)
-			if (chosen[j] == prev->xip[i])
-				taken = true;
-		if (!taken)
-			xip[n++] = prev->xip[i];
-	}
-	/* started after prev, below the cut, still running at cur */
-	for (int i = 0; i < cur->nxip; i++)
-		if (cur->xip[i] >= prev->xmax && cur->xip[i] < xmax)
-			xip[n++] = cur->xip[i];
-	qsort(xip, n, sizeof(uint64), cmp_u64);
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", n > 0 ? Min(xip[0], xmax) : xmax, xmax);
-	for (int i = 0; i < n; i++)
-		if (i == 0 || xip[i] != xip[i - 1])
-			appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", xip[i]);
-	return buf.data;
-}
-
-/*
- * cq_snap_covers
- *	  Does `end` see everything `target` sees?  (Used by cq.run to stop once
- *	  everything committed before the call is processed.)
- */
-bool
-cq_snap_covers(const CqSnap *end, const CqSnap *target)
-{
-	if (end->xmax < target->xmax)
-	{
-		/* transactions in [end.xmax, target.xmax) visible in target */
-		for (uint64 x = end->xmax; x < target->xmax; x++)
-			if (cq_snap_visible(target, x))
-				return false;
-	}
-	for (int i = 0; i < end->nxip; i++)
-		if (cq_snap_visible(target, end->xip[i]))
-			return false;
-	return true;
 }
