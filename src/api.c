@@ -346,7 +346,7 @@ ensure_key_index(CqAnalysis *an, Oid target, bool hashed)
 	if (found)
 		return;
 
-	cq_spi_exec(cq_plan_target_key_index_sql(an, cq_sql_relname_str(target), hashed),
+	cq_spi_exec(cq_sink_target_key_index_sql(an, cq_sql_relname_str(target), hashed),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 }
 
@@ -488,9 +488,9 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 		cq_catalog_set_state_table(id, InvalidOid);
 		return;
 	}
-	cq_spi_exec(cq_plan_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+	cq_spi_exec(cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(cq_plan_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
 						 "REVOKE ALL ON %s, %s FROM PUBLIC",
 						 state, owner_name, fview, owner_name, state, fview),
@@ -785,7 +785,7 @@ cq_create_query(PG_FUNCTION_ARGS)
 		Oid			nsp = RangeVarGetCreationNamespace(rv);
 
 		an = cq_analyze_query(query, &opts, name);
-		cq_spi_exec(cq_plan_target_table_sql(an, quote_qualified_identifier(get_namespace_name(nsp), rv->relname)),
+		cq_spi_exec(cq_sink_target_table_sql(an, quote_qualified_identifier(get_namespace_name(nsp), rv->relname)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		CommandCounterIncrement();
 		target = get_relname_relid(rv->relname, nsp);
@@ -992,7 +992,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 	check_source_columns(new_an, name);
 	check_target_columns(new_an, q->target, name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
-		ensure_key_index(new_an, q->target, cq_plan_state_hashed(q->state_table));
+		ensure_key_index(new_an, q->target, cq_state_hashed(q->state_table));
 
 	cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));
 	{

@@ -225,16 +225,47 @@ extern char *cq_analyze_state_signature(CqAnalysis *an);
 extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
 extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
 
+/* delta.c */
+extern Node *cq_delta_quals(CqAnalysis *an, bool history);
+extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
+extern char *cq_delta_avg_time_sql(const char *epoch);
+extern char *cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred,
+									  bool history);
+
+/* state.c */
+extern int	cq_state_ngroup_cols(CqAnalysis *an);
+extern void cq_state_append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix,
+									   const char *sep);
+extern void cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l,
+									   List *left_cols, const char *r, bool null_safe);
+extern char *cq_state_key_hash_sql(CqAnalysis *an, const char *prefix, List *cols);
+extern bool cq_state_hashed(Oid state_table);
+extern bool cq_state_evicts(CqAnalysis *an);
+extern const char *cq_state_wm_param(CqAnalysis *an);
+extern char *cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
+extern char *cq_state_final_select_list(CqAnalysis *an);
+extern char *cq_state_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
+extern char *cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict,
+								  bool empty);
+
+/* sink.c */
+extern List *cq_sink_target_key_columns(CqAnalysis *an);
+extern char *cq_sink_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed);
+extern char *cq_sink_target_table_sql(CqAnalysis *an, const char *qualname);
+extern char *cq_sink_output_list_part(CqAnalysis *an, Oid viewid, bool keys_only,
+									  bool nonkeys_only);
+extern char *cq_sink_output_list(CqAnalysis *an, Oid viewid);
+extern char *cq_sink_target_columns(CqAnalysis *an, const char *prefix, bool keys_only,
+									bool nonkeys_only);
+extern char *cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history);
+extern void cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
+							   const char *target, bool history, bool *has_o, bool *has_o1);
+
 /* plan.c */
-extern char *cq_plan_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
-extern char *cq_plan_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
-extern char *cq_plan_target_table_sql(CqAnalysis *an, const char *qualname);
-extern char *cq_plan_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed);
-extern bool cq_plan_state_hashed(Oid state_table);
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
 extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
 
-/* source.c */
+/* tracking.c */
 extern AttrNumber cq_source_track(Oid relid);
 extern AttrNumber cq_source_tracking_attnum(Oid relid);
 extern void cq_source_summarize(Oid relid);
@@ -331,5 +362,7 @@ extern void cq_security_superuser(CqSecurity *s);
 extern void cq_security_owner(Oid owner, CqSecurity *s);
 extern void cq_security_restore(CqSecurity *s);
 extern void cq_security_pin_process(void);
+extern int	cq_security_deparse_begin(void);
+extern void cq_security_deparse_end(int nest);
 
 #endif							/* PG_CQ_H */
