@@ -222,6 +222,10 @@ extern const char *cq_mode_name(CqOutputMode mode);
 /* analyze.c */
 extern CqAnalysis *cq_analyze_query(Query *query, CqOptions *opts, const char *name);
 extern char *cq_analyze_state_signature(CqAnalysis *an);
+
+/* aggregates.c */
+extern const struct CqAggKind *cq_agg_kind_find(Aggref *agg, Oid argtype);
+extern int	cq_agg_add_part(CqAnalysis *an, CqAgg *a, int k);
 extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
 extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
 
