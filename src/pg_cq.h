@@ -330,12 +330,22 @@ extern void cq_truncate_init(void);
 /* failure.c */
 extern void cq_failure_run_batch(int32 id, int flags, CqBatchResult *res);
 
+/* objects.c */
+extern char *cq_objects_name(const char *prefix, int32 id);
+extern Oid	cq_objects_relid(const char *prefix, int32 id);
+extern void cq_objects_ensure_key_index(CqAnalysis *an, Oid target, bool hashed);
+extern char *cq_objects_deparse_query(Query *query);
+extern void cq_objects_create(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptions *opts);
+extern void cq_objects_recreate(CqQuery *q);
+extern void cq_objects_drop(CqQuery *q);
+extern void cq_objects_replace_query_view(int32 id, CqAnalysis *an);
+extern void cq_objects_replace(CqQuery *q, CqAnalysis *an);
+
 /* api.c */
 extern Oid	cq_api_register(const char *name, const char *query_text, Query *query,
 							CqOptions *opts, Oid target, bool target_created);
 extern void cq_api_alter(const char *name, CqOptions *opts);
 extern void cq_api_alter_query(const char *name, const char *query_text);
-extern void cq_api_recreate_internal(CqQuery *q);
 extern CqQuery *cq_api_owned_query(const char *name, bool lock);
 
 /* restore.c */

@@ -148,7 +148,7 @@ cq_restore_if_moved(CqQuery *q)
 	CommandCounterIncrement();
 
 	q = cq_catalog_get_query_by_id(q->id, false, true);
-	cq_api_recreate_internal(q);
+	cq_objects_recreate(q);
 	CommandCounterIncrement();
 	return cq_catalog_get_query_by_id(q->id, false, true);
 }
