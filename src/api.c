@@ -752,19 +752,36 @@ report_batch(const char *name, CqBatchResult *res)
 						name, res->batch_id, (long long) res->input_rows, (long long) res->output_rows)));
 }
 
+/* Arguments of run_body. */
+typedef struct RunArgs
+{
+	int32		id;
+	int			flags;
+	CqBatchResult *res;
+} RunArgs;
+
+/* The batch proper, for the runner. */
+static void
+run_body(void *arg)
+{
+	RunArgs    *a = (RunArgs *) arg;
+
+	cq_batch_run_ext(a->id, a->flags, a->res);
+}
+
 /*
  * run_batch
- *	  One batch for cq.run: in non-atomic mode a failure is recorded
- *	  (failure.c); in atomic mode the error just propagates.  A batch that
- *	  runs makes a 'failed' query 'active' again, in its transaction.
+ *	  One batch for cq.run, through the runner: in non-atomic mode a
+ *	  failure is recorded; in atomic mode the error just propagates.  A
+ *	  batch that runs makes a 'failed' query 'active' again, in its
+ *	  transaction.
  */
 static void
 run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed)
 {
-	if (atomic)
-		cq_batch_run_ext(id, flags, res);
-	else
-		cq_failure_run_batch(id, flags, res);
+	RunArgs		a = {id, flags, res};
+
+	(void) cq_runner_run(id, atomic ? CQ_RUN_ATOMIC : CQ_RUN_SUBXACT, run_body, &a);
 	if (res->ran && *was_failed)
 	{
 		cq_catalog_set_state(id, "active", NULL, "failed");

@@ -220,13 +220,13 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		res->nodata = true;
 		res->has_event_time = false;
 		input_rows = 0;
-		cq_worker_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
+		cq_status_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
 		cur_text = (char *) in->prev_text;
 		params[1] = xid8_datum(prev->xmax);
 		params[2] = params[3];
 	}
 	if (!res->nodata)
-		cq_worker_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
+		cq_status_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
 	res->start_offset = pstrdup(in->prev_text);
 	res->end_offset = pstrdup(cur_text);
 	res->latest_offset_ms = ms_since(in->t0);

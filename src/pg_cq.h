@@ -327,8 +327,19 @@ extern bool cq_ddl_recreating;
 /* truncate.c */
 extern void cq_truncate_init(void);
 
-/* failure.c */
-extern void cq_failure_run_batch(int32 id, int flags, CqBatchResult *res);
+/* runner.c */
+typedef enum CqRunMode
+{
+	CQ_RUN_XACT,				/* a worker: in a transaction of its own */
+	CQ_RUN_SUBXACT,				/* non-atomic CALL cq.run: in a subtransaction */
+	CQ_RUN_ATOMIC				/* in the caller's transaction, errors propagate */
+} CqRunMode;
+typedef void (*CqRunBody) (void *arg);
+extern bool cq_runner_is_failure(ErrorData *edata);
+extern bool cq_runner_run(int32 id, CqRunMode mode, CqRunBody body, void *arg);
+
+/* status.c (the shared-memory writes are declared in shmem.h) */
+extern void cq_status_record_failure(int32 query_id, const char *message);
 
 /* objects.c */
 extern char *cq_objects_name(const char *prefix, int32 id);

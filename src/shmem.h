@@ -135,7 +135,12 @@ PGDLLEXPORT extern void cq_scheduler_main(Datum arg);
 
 /* worker.c */
 PGDLLEXPORT extern void cq_worker_main(Datum arg);
-extern void cq_worker_report_message(CqMessage msg);
+
+/* status.c */
+extern void cq_status_batch_begin(Oid dboid, int32 query_id);
+extern void cq_status_report_message(CqMessage msg);
+extern void cq_status_batch_end(int32 query_id, bool ran, int64 last_batch_id,
+								bool has_watermark, TimestampTz watermark, bool more);
 
 /* wakeup.c */
 extern void cq_wakeup_init(void);
