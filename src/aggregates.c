@@ -25,7 +25,8 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
-#include "pg_cq.h"
+#include "aggregates.h"
+#include "sql_builder.h"
 
 /*
  * How one aggregate is split into state columns.
@@ -212,12 +213,12 @@ cq_agg_kind_find(Aggref *agg, Oid argtype)
 
 /*
  * cq_agg_add_part
- *	  The state column for part k of aggregate a: an existing one with the
+ *	  The state column for part k of aggregate a: an existing one in *parts with the
  *	  same partial expression and type, column n (the row count) for a plain
  *	  count(*), or a new one.  Returns its index, or -1 for n.
  */
 int
-cq_agg_add_part(CqAnalysis *an, CqAgg *a, int k)
+cq_agg_add_part(List **parts, CqAgg *a, int k)
 {
 	const CqAggPart *kp = &a->kind->parts[k];
 	CqPart	   *part = palloc0(sizeof(CqPart));
@@ -241,7 +242,7 @@ cq_agg_add_part(CqAnalysis *an, CqAgg *a, int k)
 	}
 	part->type = cq_sql_type(type, -1);
 
-	foreach(lc, an->parts)
+	foreach(lc, *parts)
 	{
 		CqPart	   *other = lfirst(lc);
 
@@ -250,6 +251,6 @@ cq_agg_add_part(CqAnalysis *an, CqAgg *a, int k)
 			return i;
 		i++;
 	}
-	an->parts = lappend(an->parts, part);
+	*parts = lappend(*parts, part);
 	return i;
 }

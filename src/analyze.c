@@ -42,7 +42,9 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "pg_cq.h"
+#include "analyze.h"
+#include "options.h"
+#include "aggregates.h"
 
 
 /* Walker state for collecting aggregates. */
@@ -143,7 +145,7 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 											   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
 		a->filter_col = agg->aggfilter ? add_expr_once(&an->filter_exprs, (Node *) agg->aggfilter) : -1;
 		for (int k = 0; k < cq_agg_kind_nparts(kind); k++)
-			a->part[k] = cq_agg_add_part(an, a, k);
+			a->part[k] = cq_agg_add_part(&an->parts, a, k);
 		an->aggs = lappend(an->aggs, a);
 		return false;			/* arguments cannot contain aggregates */
 	}

@@ -50,8 +50,19 @@
 #include "utils/fmgroids.h"
 #include "catalog/pg_am.h"
 
-#include "pg_cq.h"
+#include "api.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
 #include "offsets.h"
+#include "state.h"
+#include "sink.h"
+#include "objects.h"
+#include "batch.h"
+#include "runner.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_drop_query);

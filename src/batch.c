@@ -34,9 +34,19 @@
 #include "utils/xid8.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
-#include "offsets.h"
+#include "batch.h"
+#include "guc.h"
 #include "shmem.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "offsets.h"
+#include "plan.h"
+#include "restore.h"
+#include "status.h"
 
 /* Milliseconds since t0. */
 static double
@@ -193,7 +203,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			cq_spi_exec(plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
 		}
-		cur_text = cq_offsets_limit(plan, prev, cur, cur_text, params,
+		cur_text = cq_offsets_limit(plan->count_xids_sql, prev, cur, cur_text, params,
 								q->opts.max_rows_per_trigger, hist, &limited_rows);
 		cur = cq_snap_parse(cur_text);
 		params[1] = xid8_datum(cur->xmax);

@@ -46,17 +46,24 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 
-#include "pg_cq.h"
-#include "shmem.h"
+#include "ddl.h"
+#include "wakeup.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "objects.h"
+#include "batch.h"
+#include "launcher.h"
+#include "api.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static object_access_hook_type prev_object_access = NULL;
 
 /* true while DROP EXTENSION pg_cq runs: the catalog is going away */
 static bool dropping_extension = false;
-
-/* true while pg_cq itself drops a query's internal objects to recreate them */
-bool		cq_ddl_recreating = false;
 
 /*
  * extension_ready
@@ -813,12 +820,12 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
 
-	if (access == OAT_POST_ALTER && classId == NamespaceRelationId && !cq_ddl_recreating)
+	if (access == OAT_POST_ALTER && classId == NamespaceRelationId && !cq_objects_recreating)
 	{
 		sync_query_schema(classId, objectId);
 		return;
 	}
-	if (classId != RelationRelationId || subId != 0 || cq_ddl_recreating)
+	if (classId != RelationRelationId || subId != 0 || cq_objects_recreating)
 		return;
 	if (access == OAT_POST_ALTER)
 	{

@@ -33,7 +33,10 @@
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
 
-#include "pg_cq.h"
+#include "delta.h"
+#include "security.h"
+#include "analyze.h"
+#include "tracking.h"
 
 /*
  * make_param

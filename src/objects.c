@@ -43,7 +43,21 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
-#include "pg_cq.h"
+#include "objects.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "state.h"
+#include "sink.h"
+
+/*
+ * true while pg_cq itself drops a query's internal objects to recreate them
+ * (ddl.c's hooks then stand aside)
+ */
+bool		cq_objects_recreating = false;
 
 /*
  * cq_objects_name
@@ -330,7 +344,7 @@ cq_objects_recreate(CqQuery *q)
 	CqSecurity	sec;
 
 	cq_security_superuser(&sec);
-	cq_ddl_recreating = true;
+	cq_objects_recreating = true;
 	PG_TRY();
 	{
 		cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s, %s CASCADE; DROP TABLE IF EXISTS %s CASCADE",
@@ -339,7 +353,7 @@ cq_objects_recreate(CqQuery *q)
 	}
 	PG_FINALLY();
 	{
-		cq_ddl_recreating = false;
+		cq_objects_recreating = false;
 	}
 	PG_END_TRY();
 	cq_security_restore(&sec);

@@ -26,8 +26,8 @@
 #include "utils/fmgrprotos.h"
 #include "utils/xid8.h"
 
-#include "pg_cq.h"
 #include "offsets.h"
+#include "sql_builder.h"
 
 /* Datum of a full transaction id. */
 static Datum
@@ -274,15 +274,16 @@ cq_snap_covers(const CqSnap *end, const CqSnap *target)
  *	  until the limit is reached or cur's xmax is, and at most one
  *	  transaction more than can fit.  (Reading every pending transaction
  *	  for every batch made a backlog cost quadratic time.)  params are the
- *	  batch's $1..$4: low bound, cur's xmax, cur, prev.
+ *	  batch's $1..$4: low bound, cur's xmax, cur, prev; count_xids_sql is
+ *	  the plan's statement counting new rows per transaction.
  */
 char *
-cq_offsets_limit(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
+cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
 			 Datum *params, int64 limit, int64 already, int64 *nrows)
 {
 	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INT8OID};
 	Datum		args[5];
-	SPIPlanPtr	count_xids = cq_spi_plan(plan->count_xids_sql, 5, types);
+	SPIPlanPtr	count_xids = cq_spi_plan(count_xids_sql, 5, types);
 	uint64		from = U64FromFullTransactionId(DatumGetFullTransactionId(params[0]));
 	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
 	int			cap = 16;

@@ -25,7 +25,7 @@ extern bool cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur);
 extern char *cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
 						 const uint64 *chosen, int nchosen);
 extern bool cq_snap_covers(const CqSnap *end, const CqSnap *target);
-extern char *cq_offsets_limit(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
+extern char *cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
 							  Datum *params, int64 limit, int64 already, int64 *nrows);
 
 #endif							/* CQ_OFFSETS_H */

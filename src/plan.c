@@ -53,7 +53,14 @@
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
 
-#include "pg_cq.h"
+#include "plan.h"
+#include "sql_builder.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "delta.h"
+#include "state.h"
+#include "sink.h"
 
 
 /*

@@ -34,7 +34,12 @@
 #include "utils/rel.h"
 #include "utils/lsyscache.h"
 
-#include "pg_cq.h"
+#include "restore.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
+#include "tracking.h"
+#include "objects.h"
 
 /*
  * rel_owner

@@ -42,7 +42,9 @@
 #include "executor/spi.h"
 #include "utils/resowner.h"
 
-#include "pg_cq.h"
+#include "runner.h"
+#include "catalog.h"
+#include "status.h"
 
 /*
  * cq_runner_is_failure

@@ -59,8 +59,14 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+#include "scheduler.h"
+#include "guc.h"
 #include "shmem.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+
 
 #define MAX_BACKOFF_S 300
 

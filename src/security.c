@@ -36,7 +36,8 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "pg_cq.h"
+#include "security.h"
+
 
 #define CQ_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
 

@@ -123,27 +123,4 @@ extern CqQuerySlot *cq_shmem_find_query(Oid dboid, int32 query_id);
 extern void cq_shmem_request_scheduler(Oid dboid);
 extern const char *cq_shmem_message_text(CqMessage msg);
 
-/* launcher.c */
-extern void cq_launcher_register(void);
-extern void cq_launcher_stop_database(Oid dboid);
-extern void cq_launcher_unblock_database(Oid dboid);
-extern Oid	cq_launcher_ddl_database(Node *stmt, bool *dropping);
-PGDLLEXPORT extern void cq_launcher_main(Datum arg);
-
-/* scheduler.c */
-PGDLLEXPORT extern void cq_scheduler_main(Datum arg);
-
-/* worker.c */
-PGDLLEXPORT extern void cq_worker_main(Datum arg);
-
-/* status.c */
-extern void cq_status_batch_begin(Oid dboid, int32 query_id);
-extern void cq_status_report_message(CqMessage msg);
-extern void cq_status_batch_end(int32 query_id, bool ran, int64 last_batch_id,
-								bool has_watermark, TimestampTz watermark, bool more);
-
-/* wakeup.c */
-extern void cq_wakeup_init(void);
-extern void cq_wakeup_catalog_changed(void);
-
 #endif							/* CQ_SHMEM_H */

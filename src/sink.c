@@ -33,7 +33,14 @@
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
 
-#include "pg_cq.h"
+#include "sink.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "aggregates.h"
+#include "analyze.h"
+#include "delta.h"
+#include "state.h"
 
 /* Mutator context: rewrite outputs over the final view. */
 typedef struct OutputCtx

@@ -34,7 +34,11 @@
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
 
-#include "pg_cq.h"
+#include "state.h"
+#include "sql_builder.h"
+#include "aggregates.h"
+#include "analyze.h"
+#include "delta.h"
 
 /*
  * cq_state_ngroup_cols

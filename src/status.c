@@ -23,8 +23,9 @@
 #include "miscadmin.h"
 #include "utils/snapmgr.h"
 
-#include "pg_cq.h"
+#include "status.h"
 #include "shmem.h"
+#include "catalog.h"
 
 static Oid	status_dboid = InvalidOid;
 static int32 current_query_id = 0;	/* query of the running batch, for status */

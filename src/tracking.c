@@ -48,8 +48,10 @@
 #include "utils/lsyscache.h"
 #include "utils/xid8.h"
 
-#include "pg_cq.h"
-#include "shmem.h"
+#include "tracking.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
 
 PG_FUNCTION_INFO_V1(cq_stamp);
 

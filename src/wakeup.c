@@ -29,7 +29,7 @@
 #include "miscadmin.h"
 #include "utils/rel.h"
 
-#include "pg_cq.h"
+#include "wakeup.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(cq_wakeup);

@@ -59,9 +59,15 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+#include "worker.h"
+#include "guc.h"
 #include "shmem.h"
+#include "security.h"
+#include "catalog.h"
 #include "offsets.h"
+#include "status.h"
+#include "batch.h"
+#include "runner.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
