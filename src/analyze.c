@@ -714,86 +714,80 @@ keys_hashable(CqAnalysis *an)
 }
 
 /*
- * cq_analyze_query
- *	  Analyze a continuous query and reject every unsupported shape, each
- *	  with its own message.  The query is copied; the caller's tree is not
- *	  modified.
+ * Clauses a continuous query may not have, checked in this order: the
+ * field of Query that holds the clause (a pointer, non-NULL when present,
+ * or a bool), and the error it gets.  LIMIT and OFFSET share their error.
  */
-CqAnalysis *
-cq_analyze_query(Query *query, CqOptions *opts, const char *name)
+typedef struct CqClauseCheck
 {
-	CqAnalysis *an = palloc0(sizeof(CqAnalysis));
-	Query	   *q;
+	size_t		offset;			/* of the field in Query */
+	bool		is_bool;		/* field is a bool (else a pointer) */
+	const char *message;
+	const char *detail;			/* or NULL */
+	const char *hint;			/* or NULL */
+} CqClauseCheck;
+
+#define CLAUSE(field) offsetof(Query, field), false
+#define FLAG(field) offsetof(Query, field), true
+
+static const CqClauseCheck unsupported_clauses[] = {
+	{CLAUSE(setOperations), "UNION, INTERSECT and EXCEPT are not supported in continuous queries", NULL, NULL},
+	{CLAUSE(cteList), "WITH queries are not supported in continuous queries", NULL,
+	"Write the common table expression as a join or define it as a view over static tables."},
+	{FLAG(hasWindowFuncs), "window functions are not supported in continuous queries",
+		"Only time-window aggregation is supported on a stream.",
+	"Group by a time window: cq.window(ts, size) or date_bin(size, ts, origin)."},
+	{FLAG(hasTargetSRFs), "set-returning functions in the select list are not supported in continuous queries",
+	NULL, "Call the function in FROM with LATERAL instead."},
+	{FLAG(hasSubLinks), "subqueries in expressions are not supported in continuous queries", NULL,
+	"Join the static table instead."},
+	{CLAUSE(limitCount), "LIMIT and OFFSET are not supported in continuous queries",
+		"A stream has no end, so its first rows are not defined.", "Limit the rows when reading the target table."},
+	{CLAUSE(limitOffset), "LIMIT and OFFSET are not supported in continuous queries",
+		"A stream has no end, so its first rows are not defined.", "Limit the rows when reading the target table."},
+	{CLAUSE(distinctClause), "SELECT DISTINCT is not supported in continuous queries", NULL,
+	"Use GROUP BY over the selected columns instead."},
+	{CLAUSE(groupingSets), "GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries", NULL, NULL},
+	{CLAUSE(rowMarks), "FOR UPDATE and FOR SHARE are not supported in continuous queries", NULL, NULL},
+	{CLAUSE(havingQual), "HAVING is not supported in continuous queries yet", NULL,
+	"Filter the target table when reading it."},
+};
+
+/*
+ * check_clauses
+ *	  Reject the first clause of unsupported_clauses the query has.
+ */
+static void
+check_clauses(Query *q)
+{
+	for (int i = 0; i < lengthof(unsupported_clauses); i++)
+	{
+		const CqClauseCheck *c = &unsupported_clauses[i];
+		const char *field = (const char *) q + c->offset;
+		bool		present = c->is_bool ? *(const bool *) field : *(void *const *) field != NULL;
+
+		if (present)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s", c->message),
+					 c->detail ? errdetail("%s", c->detail) : 0,
+					 c->hint ? errhint("%s", c->hint) : 0));
+	}
+}
+
+/*
+ * check_from_subqueries
+ *	  Subqueries in FROM may read static tables only.
+ */
+static void
+check_from_subqueries(CqAnalysis *an)
+{
 	ListCell   *lc;
-	int			rti;
 
-	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("a continuous query must be a SELECT statement")));
-
-	q = an->query = copyObject(query);
-
-	if (q->setOperations)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("UNION, INTERSECT and EXCEPT are not supported in continuous queries")));
-	if (q->cteList)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("WITH queries are not supported in continuous queries"),
-				 errhint("Write the common table expression as a join or define it as a view over static tables.")));
-	if (q->hasWindowFuncs)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("window functions are not supported in continuous queries"),
-				 errdetail("Only time-window aggregation is supported on a stream."),
-				 errhint("Group by a time window: cq.window(ts, size) or date_bin(size, ts, origin).")));
-	if (q->hasTargetSRFs)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-returning functions in the select list are not supported in continuous queries"),
-				 errhint("Call the function in FROM with LATERAL instead.")));
-	if (q->hasSubLinks)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("subqueries in expressions are not supported in continuous queries"),
-				 errhint("Join the static table instead.")));
-	if (q->limitCount || q->limitOffset)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("LIMIT and OFFSET are not supported in continuous queries"),
-				 errdetail("A stream has no end, so its first rows are not defined."),
-				 errhint("Limit the rows when reading the target table.")));
-	if (q->distinctClause)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("SELECT DISTINCT is not supported in continuous queries"),
-				 errhint("Use GROUP BY over the selected columns instead.")));
-	if (q->groupingSets)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries")));
-	if (q->rowMarks)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("FOR UPDATE and FOR SHARE are not supported in continuous queries")));
-	if (q->havingQual)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("HAVING is not supported in continuous queries yet"),
-				 errhint("Filter the target table when reading it.")));
-
-	find_source(an, opts, name);
-	check_source_table(an->source_relid);
-
-	/* subqueries in FROM may read static tables only */
-	rti = 0;
-	foreach(lc, q->rtable)
+	foreach(lc, an->query->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		rti++;
 		if (rte->rtekind == RTE_SUBQUERY &&
 			rangetable_mentions_walker((Node *) rte->subquery, &an->source_relid))
 			ereport(ERROR,
@@ -801,99 +795,149 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 					 errmsg("subqueries in FROM over the streaming table are not supported"),
 					 errhint("Read the streaming table directly in the FROM clause.")));
 	}
-	check_joins((Node *) q->jointree, an->source_rti);
-	check_event_time(an, opts);
+}
 
-	an->is_aggregate = q->hasAggs || q->groupClause != NIL;
+/*
+ * check_stateless
+ *	  A query without aggregation: no complete mode, no ORDER BY.
+ */
+static void
+check_stateless(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	if (opts->mode == CQ_MODE_COMPLETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("complete output mode is not supported when there are no streaming aggregations"),
+				 errdetail("Continuous query \"%s\" has no GROUP BY and no aggregate.", name),
+				 errhint("Use output mode \"append\" or \"update\".")));
+	if (an->query->sortClause)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ORDER BY is not supported in continuous queries without aggregation"),
+				 errhint("Sort when reading the target table.")));
+}
 
-	if (!an->is_aggregate)
+/*
+ * collect_group_keys
+ *	  The grouping expressions and their equality operators; every key
+ *	  type needs a btree opclass.
+ */
+static void
+collect_group_keys(CqAnalysis *an)
+{
+	Query	   *q = an->query;
+	ListCell   *lc;
+
+	foreach(lc, q->groupClause)
 	{
-		if (opts->mode == CQ_MODE_COMPLETE)
+		SortGroupClause *sgc = lfirst(lc);
+		Node	   *expr = get_sortgroupclause_expr(sgc, q->targetList);
+		Oid			type = exprType(expr);
+
+		if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("complete output mode is not supported when there are no streaming aggregations"),
-					 errdetail("Continuous query \"%s\" has no GROUP BY and no aggregate.", name),
-					 errhint("Use output mode \"append\" or \"update\".")));
-		if (q->sortClause)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("ORDER BY is not supported in continuous queries without aggregation"),
-					 errhint("Sort when reading the target table.")));
+					 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
+					 errdetail("State and target tables are keyed with a btree index on the grouping columns.")));
+		an->group_exprs = lappend(an->group_exprs, expr);
+		an->group_eqops = lappend_oid(an->group_eqops, sgc->eqop);
 	}
-	else
+}
+
+/*
+ * find_watermark_key
+ *	  The grouping key that carries the watermark: the first that is the
+ *	  event-time column or a window over it.
+ */
+static void
+find_watermark_key(CqAnalysis *an, CqOptions *opts)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	if (!opts->event_time)
+		return;
+	foreach(lc, an->group_exprs)
 	{
-		CollectCtx	ctx = {an, name};
+		char	   *fmt = window_end_fmt(an, lfirst(lc));
 
-		if (opts->mode == CQ_MODE_APPEND && !an->has_watermark)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
-					 errdetail("Continuous query \"%s\" aggregates, and without a watermark on a grouping key every result row can still change.", name),
-					 errhint("Use output mode \"update\" or \"complete\", or set cq.event_time and cq.watermark and group by the event-time column or a window over it.")));
-		if (q->sortClause && opts->mode != CQ_MODE_COMPLETE)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("ORDER BY is supported only in complete output mode"),
-					 errhint("Sort when reading the target table.")));
-
-		foreach(lc, q->groupClause)
+		if (fmt)
 		{
-			SortGroupClause *sgc = lfirst(lc);
-			Node	   *expr = get_sortgroupclause_expr(sgc, q->targetList);
-			Oid			type = exprType(expr);
-
-			if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
-						 errdetail("State and target tables are keyed with a btree index on the grouping columns.")));
-			an->group_exprs = lappend(an->group_exprs, expr);
-			an->group_eqops = lappend_oid(an->group_eqops, sgc->eqop);
+			an->wm_key = i;
+			an->wm_end_fmt = fmt;
+			break;
 		}
-		an->keys_hashable = keys_hashable(an);
-		expression_tree_walker((Node *) q->targetList, collect_aggs_walker, &ctx);
-
-		/* the grouping key that carries the watermark */
-		if (opts->event_time)
-		{
-			int			i = 0;
-
-			foreach(lc, an->group_exprs)
-			{
-				char	   *fmt = window_end_fmt(an, lfirst(lc));
-
-				if (fmt)
-				{
-					an->wm_key = i;
-					an->wm_end_fmt = fmt;
-					break;
-				}
-				i++;
-			}
-		}
-		if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
-					 errdetail("Continuous query \"%s\" has a watermark, but no grouping key is its event-time column \"%s\" or a window over it.",
-							   name, opts->event_time ? opts->event_time : ""),
-					 errhint("Group by cq.window(%s, ...), date_bin(..., %s, ...), date_trunc(..., %s) or %s itself, or use output mode \"update\".",
-							 opts->event_time, opts->event_time, opts->event_time, opts->event_time)));
+		i++;
 	}
-	check_window_calls(an);
+}
+
+/*
+ * analyze_aggregation
+ *	  A query with GROUP BY or aggregates: output mode and ORDER BY checks,
+ *	  grouping keys, aggregates, the watermark key.
+ */
+static void
+analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	CollectCtx	ctx = {an, name};
+
+	if (opts->mode == CQ_MODE_APPEND && !an->has_watermark)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
+				 errdetail("Continuous query \"%s\" aggregates, and without a watermark on a grouping key every result row can still change.", name),
+				 errhint("Use output mode \"update\" or \"complete\", or set cq.event_time and cq.watermark and group by the event-time column or a window over it.")));
+	if (an->query->sortClause && opts->mode != CQ_MODE_COMPLETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ORDER BY is supported only in complete output mode"),
+				 errhint("Sort when reading the target table.")));
+
+	collect_group_keys(an);
+	an->keys_hashable = keys_hashable(an);
+	expression_tree_walker((Node *) an->query->targetList, collect_aggs_walker, &ctx);
+	find_watermark_key(an, opts);
+	if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
+				 errdetail("Continuous query \"%s\" has a watermark, but no grouping key is its event-time column \"%s\" or a window over it.",
+						   name, opts->event_time ? opts->event_time : ""),
+				 errhint("Group by cq.window(%s, ...), date_bin(..., %s, ...), date_trunc(..., %s) or %s itself, or use output mode \"update\".",
+						 opts->event_time, opts->event_time, opts->event_time, opts->event_time)));
+}
+
+/*
+ * check_date_bin_strides
+ *	  Constant date_bin strides of the grouping keys are checked at
+ *	  creation too.
+ */
+static void
+check_date_bin_strides(CqAnalysis *an)
+{
+	ListCell   *lc;
+
 	foreach(lc, an->group_exprs)
 	{
 		Node	   *g = lfirst(lc);
 
-		/* constant date_bin strides are checked at creation too */
 		if (IsA(g, FuncExpr) &&
 			(((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ ||
 			 ((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP))
 			(void) interval_sql(linitial(((FuncExpr *) g)->args), "size", false);
 	}
+}
 
-	/* outputs, and which of them are grouping keys */
-	foreach(lc, q->targetList)
+/*
+ * collect_outputs
+ *	  The outputs, and which of them are grouping keys.
+ */
+static void
+collect_outputs(CqAnalysis *an)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->query->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
 		int			key = -1;
@@ -914,19 +958,64 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 		an->outputs = lappend(an->outputs, tle);
 		an->output_key = lappend_int(an->output_key, key);
 	}
+}
 
-	if (an->is_aggregate && opts->mode == CQ_MODE_UPDATE)
+/*
+ * check_update_keys
+ *	  Update mode writes the target by key: every grouping key must be an
+ *	  output.
+ */
+static void
+check_update_keys(CqAnalysis *an, CqOptions *opts)
+{
+	if (!an->is_aggregate || opts->mode != CQ_MODE_UPDATE)
+		return;
+	for (int g = 0; g < list_length(an->group_exprs); g++)
 	{
-		for (int g = 0; g < list_length(an->group_exprs); g++)
-		{
-			if (!list_member_int(an->output_key, g))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("update output mode needs every GROUP BY expression in the select list"),
-						 errdetail("The target is updated by key, and GROUP BY expression %d is not selected.", g + 1),
-						 errhint("Add the expression to the select list, or use output mode \"complete\".")));
-		}
+		if (!list_member_int(an->output_key, g))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("update output mode needs every GROUP BY expression in the select list"),
+					 errdetail("The target is updated by key, and GROUP BY expression %d is not selected.", g + 1),
+					 errhint("Add the expression to the select list, or use output mode \"complete\".")));
 	}
+}
+
+/*
+ * cq_analyze_query
+ *	  Analyze a continuous query and reject every unsupported shape, each
+ *	  with its own message.  The query is copied; the caller's tree is not
+ *	  modified.
+ */
+CqAnalysis *
+cq_analyze_query(Query *query, CqOptions *opts, const char *name)
+{
+	CqAnalysis *an = palloc0(sizeof(CqAnalysis));
+	Query	   *q;
+
+	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("a continuous query must be a SELECT statement")));
+
+	q = an->query = copyObject(query);
+	check_clauses(q);
+
+	find_source(an, opts, name);
+	check_source_table(an->source_relid);
+	check_from_subqueries(an);
+	check_joins((Node *) q->jointree, an->source_rti);
+	check_event_time(an, opts);
+
+	an->is_aggregate = q->hasAggs || q->groupClause != NIL;
+	if (!an->is_aggregate)
+		check_stateless(an, opts, name);
+	else
+		analyze_aggregation(an, opts, name);
+	check_window_calls(an);
+	check_date_bin_strides(an);
+	collect_outputs(an);
+	check_update_keys(an, opts);
 	return an;
 }
 
