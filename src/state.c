@@ -307,47 +307,156 @@ state_insert(CqAnalysis *an, const char *state, const char *from, const char *co
 }
 
 /*
+ * delta_cte
+ *	  "d AS (...)": the partial aggregates of the new rows per group (with
+ *	  event-time statistics when the main statement counts the rows, the
+ *	  window end e, the key hash h).
+ */
+static void
+delta_cte(StringInfo buf, CqAnalysis *an, bool history)
+{
+	ListCell   *lc;
+
+	appendStringInfoString(buf, "d AS (SELECT ");
+	if (an->group_exprs == NIL)
+		appendStringInfoString(buf, "true AS g0");
+	else
+		cq_state_append_group_cols(buf, an, "i.", ", ");
+	appendStringInfoString(buf, ", count(*) AS n");
+	if (an->single_scan && an->et_attno != InvalidAttrNumber)
+		appendStringInfoString(buf, ", min(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_min, "
+							   "max(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_max, "
+							   "sum(date_part('epoch', i.et)) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_sum, "
+							   "count(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_n");
+	foreach(lc, an->parts)
+		appendStringInfo(buf, ", %s AS p%d", ((CqPart *) lfirst(lc))->partial,
+						 foreach_current_index(lc) + 1);
+	if (cq_state_evicts(an))
+	{
+		appendStringInfoString(buf, ", ");
+		appendStringInfo(buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
+		appendStringInfoString(buf, " AS e");
+	}
+	if (an->hash_keys)
+		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
+	appendStringInfo(buf, " FROM (%s) i", cq_delta_inner_sql(an, history));
+	if (an->group_exprs != NIL)
+	{
+		appendStringInfoString(buf, " GROUP BY ");
+		cq_state_append_group_cols(buf, an, "i.", ", ");
+	}
+	appendStringInfoString(buf, ")");
+}
+
+/*
+ * append_merges
+ *	  ", p1 = <merge of s.p1 and <from>.p1>, ..." for every state column.
+ */
+static void
+append_merges(StringInfo buf, CqAnalysis *an, const char *from)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->parts)
+	{
+		int			p = foreach_current_index(lc) + 1;
+
+		appendStringInfo(buf, ", p%d = ", p);
+		appendStringInfo(buf, ((CqPart *) lfirst(lc))->merge,
+						 psprintf("s.p%d", p), psprintf("%s.p%d", from, p));
+	}
+}
+
+/*
+ * merge_hashed
+ *	  ", dk, mu, mi, m": merge into a state keyed by the hash of its keys.
+ *
+ *	  Classify the groups by a probe of the hash index (NULL keys too: they
+ *	  hash like any value), then update the existing ones and plainly
+ *	  insert the new ones.  A scalar subquery, not EXISTS: the planner may
+ *	  turn an EXISTS into a hashed subplan that reads the whole state, and
+ *	  it does so when it overestimates the new rows (no statistics on cq_xid
+ *	  yet: it expects the whole source), which cost 40-300 ms per batch at
+ *	  200k groups.  A probe per group is what a batch wants.
+ */
+static void
+merge_hashed(StringInfo buf, CqAnalysis *an, const char *state)
+{
+	StringInfoData match;
+
+	initStringInfo(&match);
+	appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
+					 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
+	cq_state_append_keys_equal(&match, an, "s.", NIL, "d.", true);
+	appendStringInfo(buf, ", dk AS (SELECT d.*, "
+					 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
+					 "FROM d%s%s)",
+					 state, match.data,
+					 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+	appendStringInfo(buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+	append_merges(buf, an, "d");
+	appendStringInfo(buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, s.ctid AS _sid, false AS _ins)", match.data);
+	appendStringInfo(buf, ", mi AS (%s RETURNING s.*, s.ctid AS _sid, true AS _ins)",
+					 state_insert(an, state, "dk", "NOT _old"));
+	appendStringInfoString(buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi)");
+}
+
+/*
+ * merge_keyed
+ *	  ", dk, mu, mi, mn, m": merge into a state keyed by a unique index on
+ *	  its keys.
+ *
+ *	  Classify the groups by an index probe, then update the existing ones
+ *	  and plainly insert the new ones: both cheaper than INSERT ... ON
+ *	  CONFLICT.  Groups with a NULL key cannot be probed with "=" and take
+ *	  the ON CONFLICT path (NULLS NOT DISTINCT makes it NULL-safe).
+ */
+static void
+merge_keyed(StringInfo buf, CqAnalysis *an, const char *state)
+{
+	StringInfoData keys;
+	StringInfoData nullkey;
+	int			ng = cq_state_ngroup_cols(an);
+
+	initStringInfo(&keys);
+	initStringInfo(&nullkey);
+	cq_state_append_keys_equal(&keys, an, "s.", NIL, "d.", false);
+	for (int g = 1; g <= ng; g++)
+		appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "",
+						 an->group_exprs == NIL ? "g0" : psprintf("g%d", g));
+	/* a scalar subquery, not EXISTS: see merge_hashed */
+	appendStringInfo(buf, ", dk AS (SELECT d.*, (%s) AS _nullkey, "
+					 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
+					 "FROM d%s%s)",
+					 nullkey.data, state, keys.data,
+					 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+	appendStringInfo(buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+	append_merges(buf, an, "d");
+	appendStringInfo(buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, false AS _ins)", keys.data);
+	appendStringInfo(buf, ", mi AS (%s RETURNING s.*, true AS _ins)",
+					 state_insert(an, state, "dk", "NOT _old AND NOT _nullkey"));
+	appendStringInfo(buf, ", mn AS (%s ON CONFLICT (", state_insert(an, state, "dk", "_nullkey"));
+	cq_state_append_group_cols(buf, an, "", ", ");
+	appendStringInfoString(buf, ") DO UPDATE SET n = s.n + excluded.n");
+	append_merges(buf, an, "excluded");
+	appendStringInfoString(buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+	appendStringInfoString(buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi UNION ALL SELECT * FROM mn)");
+}
+
+/*
  * cq_state_upsert_ctes
  *	  "d AS (...), m AS (...)": partial aggregates of the new rows merged
  *	  into the state; m returns the changed state rows with _ins = inserted.
+ *	  With evict, x deletes the windows the watermark closed.  empty: the
+ *	  state is known to be empty (batch 0 or a rebuild).
  */
 char *
 cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, bool empty)
 {
 	StringInfoData buf;
-	ListCell   *lc;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "d AS (SELECT ");
-	if (an->group_exprs == NIL)
-		appendStringInfoString(&buf, "true AS g0");
-	else
-		cq_state_append_group_cols(&buf, an, "i.", ", ");
-	appendStringInfoString(&buf, ", count(*) AS n");
-	if (an->single_scan && an->et_attno != InvalidAttrNumber)
-		appendStringInfoString(&buf, ", min(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_min, "
-							   "max(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_max, "
-							   "sum(date_part('epoch', i.et)) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_sum, "
-							   "count(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_n");
-	foreach(lc, an->parts)
-		appendStringInfo(&buf, ", %s AS p%d", ((CqPart *) lfirst(lc))->partial,
-						 foreach_current_index(lc) + 1);
-	if (cq_state_evicts(an))
-	{
-		appendStringInfoString(&buf, ", ");
-		appendStringInfo(&buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
-		appendStringInfoString(&buf, " AS e");
-	}
-	if (an->hash_keys)
-		appendStringInfo(&buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
-	appendStringInfo(&buf, " FROM (%s) i", cq_delta_inner_sql(an, history));
-	if (an->group_exprs != NIL)
-	{
-		appendStringInfoString(&buf, " GROUP BY ");
-		cq_state_append_group_cols(&buf, an, "i.", ", ");
-	}
-
-	appendStringInfoString(&buf, ")");
+	delta_cte(&buf, an, history);
 	if (empty)
 	{
 		/* batch 0 or a rebuild: the state is empty, every group is new */
@@ -355,93 +464,9 @@ cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict
 						 state_insert(an, state, "d", late_filter(an)));
 	}
 	else if (an->hash_keys)
-	{
-		/*
-		 * Classify the groups by a probe of the hash index (NULL keys too:
-		 * they hash like any value), then update the existing ones and
-		 * plainly insert the new ones.  A scalar subquery, not EXISTS: the
-		 * planner may turn an EXISTS into a hashed subplan that reads the
-		 * whole state, and it does so when it overestimates the new rows (no
-		 * statistics on cq_xid yet: it expects the whole source), which cost
-		 * 40-300 ms per batch at 200k groups.  A probe per group is what a
-		 * batch wants.
-		 */
-		StringInfoData match;
-
-		initStringInfo(&match);
-		appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
-						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
-		cq_state_append_keys_equal(&match, an, "s.", NIL, "d.", true);
-		appendStringInfo(&buf, ", dk AS (SELECT d.*, "
-						 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
-						 "FROM d%s%s)",
-						 state, match.data,
-						 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
-		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
-		foreach(lc, an->parts)
-		{
-			int			p = foreach_current_index(lc) + 1;
-
-			appendStringInfo(&buf, ", p%d = ", p);
-			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
-							 psprintf("s.p%d", p), psprintf("d.p%d", p));
-		}
-		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, s.ctid AS _sid, false AS _ins)", match.data);
-		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, s.ctid AS _sid, true AS _ins)",
-						 state_insert(an, state, "dk", "NOT _old"));
-		appendStringInfoString(&buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi)");
-	}
+		merge_hashed(&buf, an, state);
 	else
-	{
-		/*
-		 * State keyed by a unique index on the keys.  Classify the groups by
-		 * an index probe, then update the existing ones and plainly insert
-		 * the new ones: both cheaper than INSERT ... ON CONFLICT.  Groups
-		 * with a NULL key cannot be probed with "=" and take the ON CONFLICT
-		 * path (NULLS NOT DISTINCT makes it NULL-safe).
-		 */
-		StringInfoData keys;
-		StringInfoData nullkey;
-		int			ng = cq_state_ngroup_cols(an);
-
-		initStringInfo(&keys);
-		initStringInfo(&nullkey);
-		cq_state_append_keys_equal(&keys, an, "s.", NIL, "d.", false);
-		for (int g = 1; g <= ng; g++)
-			appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "",
-							 an->group_exprs == NIL ? "g0" : psprintf("g%d", g));
-		/* a scalar subquery, not EXISTS: see the hashed layout above */
-		appendStringInfo(&buf, ", dk AS (SELECT d.*, (%s) AS _nullkey, "
-						 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
-						 "FROM d%s%s)",
-						 nullkey.data, state, keys.data,
-						 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
-		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
-		foreach(lc, an->parts)
-		{
-			int			p = foreach_current_index(lc) + 1;
-
-			appendStringInfo(&buf, ", p%d = ", p);
-			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
-							 psprintf("s.p%d", p), psprintf("d.p%d", p));
-		}
-		appendStringInfo(&buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, false AS _ins)", keys.data);
-		appendStringInfo(&buf, ", mi AS (%s RETURNING s.*, true AS _ins)",
-						 state_insert(an, state, "dk", "NOT _old AND NOT _nullkey"));
-		appendStringInfo(&buf, ", mn AS (%s ON CONFLICT (", state_insert(an, state, "dk", "_nullkey"));
-		cq_state_append_group_cols(&buf, an, "", ", ");
-		appendStringInfoString(&buf, ") DO UPDATE SET n = s.n + excluded.n");
-		foreach(lc, an->parts)
-		{
-			int			p = foreach_current_index(lc) + 1;
-
-			appendStringInfo(&buf, ", p%d = ", p);
-			appendStringInfo(&buf, ((CqPart *) lfirst(lc))->merge,
-							 psprintf("s.p%d", p), psprintf("excluded.p%d", p));
-		}
-		appendStringInfoString(&buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
-		appendStringInfoString(&buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi UNION ALL SELECT * FROM mn)");
-	}
+		merge_keyed(&buf, an, state);
 	/* x: windows closed by the watermark leave the state */
 	if (cq_state_evicts(an) && evict)
 		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e <= %s RETURNING s.*)",
