@@ -260,6 +260,82 @@ cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history)
 }
 
 /*
+ * existing_groups_ctes
+ *	  Update mode after batch 0, with grouping keys: the CTEs o1 (groups new
+ *	  to the state) and o (the others).
+ */
+static void
+existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target,
+					 const char *all_cols, const char *nonkeys)
+{
+	/*
+	 * Groups new to the state are new to the target: a plain
+	 * INSERT, much cheaper than ON CONFLICT's speculative
+	 * insertion.  The others are updated where their row
+	 * changed and inserted where it is missing (a row deleted
+	 * by hand is written again).  A row "changed" when its
+	 * binary image did (the *<> operator, as REFRESH
+	 * MATERIALIZED VIEW CONCURRENTLY compares rows): equal
+	 * values that print differently, such as numeric 1.0
+	 * and 1.00, are rewritten so that the target shows what
+	 * the query shows.  (The casts to record keep the
+	 * parser from comparing the rows column by column.)
+	 */
+	appendStringInfo(buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
+					 target, all_cols, cq_sink_output_list(an, viewid));
+	if (an->hash_keys)
+	{
+		/*
+		 * Found through the target's index on the hash of its
+		 * keys: rows that changed are updated; the groups not
+		 * updated (their state row _sid) are looked up once
+		 * more and inserted if their row is missing.
+		 */
+		List	   *tkeys = cq_sink_target_key_columns(an);
+		StringInfoData match;
+
+		initStringInfo(&match);
+		appendStringInfo(&match, "%s OPERATOR(pg_catalog.=) f.%s AND ",
+						 cq_state_key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
+		cq_state_append_keys_equal(&match, an, "t.", tkeys, "f.", true);
+		if (nonkeys[0] != '\0')
+		{
+			appendStringInfo(buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
+							 "WHERE NOT f._ins AND %s AND "
+							 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
+							 "RETURNING f._sid)",
+							 target, nonkeys, cq_sink_output_list_part(an, viewid, false, true),
+							 match.data, cq_sink_target_columns(an, "t.", false, true),
+							 cq_sink_output_list_part(an, viewid, false, true));
+			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+							 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT _sid FROM ou)) "
+							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+							 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
+			appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
+		}
+		else
+			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+							 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
+	}
+	else
+	{
+		/* upserted through the target's unique index on the keys */
+		appendStringInfo(buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
+						 target, all_cols, cq_sink_output_list(an, viewid),
+						 cq_sink_target_columns(an, "", true, false));
+		if (nonkeys[0] == '\0')
+			appendStringInfoString(buf, "DO NOTHING");
+		else
+			appendStringInfo(buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record",
+							 nonkeys, cq_sink_target_columns(an, "excluded.", false, true),
+							 cq_sink_target_columns(an, "t.", false, true),
+							 cq_sink_target_columns(an, "excluded.", false, true));
+		appendStringInfoString(buf, " RETURNING 1)");
+	}
+}
+
+/*
  * update_ctes
  *	  Update mode: the CTEs f (final values of the changed groups) and o
  *	  (and o1) that write them to the target.
@@ -291,73 +367,7 @@ update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool
 						 target, all_cols, cq_sink_output_list(an, viewid));
 	}
 	else
-	{
-		/*
-		 * Groups new to the state are new to the target: a plain
-		 * INSERT, much cheaper than ON CONFLICT's speculative
-		 * insertion.  The others are updated where their row
-		 * changed and inserted where it is missing (a row deleted
-		 * by hand is written again).  A row "changed" when its
-		 * binary image did (the *<> operator, as REFRESH
-		 * MATERIALIZED VIEW CONCURRENTLY compares rows): equal
-		 * values that print differently, such as numeric 1.0
-		 * and 1.00, are rewritten so that the target shows what
-		 * the query shows.  (The casts to record keep the
-		 * parser from comparing the rows column by column.)
-		 */
-		appendStringInfo(buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
-						 target, all_cols, cq_sink_output_list(an, viewid));
-		if (an->hash_keys)
-		{
-			/*
-			 * Found through the target's index on the hash of its
-			 * keys: rows that changed are updated; the groups not
-			 * updated (their state row _sid) are looked up once
-			 * more and inserted if their row is missing.
-			 */
-			List	   *tkeys = cq_sink_target_key_columns(an);
-			StringInfoData match;
-
-			initStringInfo(&match);
-			appendStringInfo(&match, "%s OPERATOR(pg_catalog.=) f.%s AND ",
-							 cq_state_key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
-			cq_state_append_keys_equal(&match, an, "t.", tkeys, "f.", true);
-			if (nonkeys[0] != '\0')
-			{
-				appendStringInfo(buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
-								 "WHERE NOT f._ins AND %s AND "
-								 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
-								 "RETURNING f._sid)",
-								 target, nonkeys, cq_sink_output_list_part(an, viewid, false, true),
-								 match.data, cq_sink_target_columns(an, "t.", false, true),
-								 cq_sink_output_list_part(an, viewid, false, true));
-				appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
-								 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT _sid FROM ou)) "
-								 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
-								 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
-				appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
-			}
-			else
-				appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
-								 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
-								 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
-		}
-		else
-		{
-			/* upserted through the target's unique index on the keys */
-			appendStringInfo(buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
-							 target, all_cols, cq_sink_output_list(an, viewid),
-							 cq_sink_target_columns(an, "", true, false));
-			if (nonkeys[0] == '\0')
-				appendStringInfoString(buf, "DO NOTHING");
-			else
-				appendStringInfo(buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record",
-								 nonkeys, cq_sink_target_columns(an, "excluded.", false, true),
-								 cq_sink_target_columns(an, "t.", false, true),
-								 cq_sink_target_columns(an, "excluded.", false, true));
-			appendStringInfoString(buf, " RETURNING 1)");
-		}
-	}
+		existing_groups_ctes(buf, an, viewid, target, all_cols, nonkeys);
 }
 
 /*

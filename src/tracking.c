@@ -423,6 +423,175 @@ add_wakeup_trigger(Oid relid)
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 }
 
+/* What tracking a source needs: cq_source_track's plan. */
+typedef struct TrackPlan
+{
+	AttrNumber	att;			/* cq_xid, or InvalidAttrNumber */
+	char	   *rel;			/* the source, quoted */
+	Oid			stamp;			/* cq.stamp(), InvalidOid on catalog 0.1 */
+	Oid			wakeup;			/* cq.wakeup() */
+	bool		add_column;
+	bool		add_index;
+	bool		add_wakeup;
+	bool		add_stamp;
+	bool		add_default;
+	bool		fresh;			/* a column nobody stamped */
+	List	   *children;		/* inheriting tables without the stamp trigger */
+} TrackPlan;
+
+/*
+ * plan_tracking
+ *	  What the source lacks.  An existing cq_xid must be xid8.
+ */
+static void
+plan_tracking(Oid relid, TrackPlan *tp)
+{
+	tp->att = cq_source_tracking_attnum(relid);
+	tp->rel = cq_sql_relname_str(relid);
+	tp->stamp = trigger_function("stamp");
+	tp->wakeup = trigger_function("wakeup");
+	tp->add_column = tp->att == InvalidAttrNumber;
+	if (!tp->add_column)
+	{
+		Oid			type = get_atttype(relid, tp->att);
+
+		if (type != XID8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of source \"%s\" has type %s, not xid8",
+							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
+					 errdetail("pg_cq uses that column to find new rows."),
+					 errhint("Rename or drop the column.")));
+	}
+	tp->add_index = tp->add_column || !has_tracking_index(relid, tp->att);
+	tp->add_wakeup = tp->add_column || !has_trigger(relid, tp->wakeup);
+	tp->add_stamp = OidIsValid(tp->stamp) && (tp->add_column || !has_trigger(relid, tp->stamp));
+	tp->children = unstamped_children(relid, tp->stamp);
+	/* a column nobody stamped: neither index nor triggers, and no query reads it */
+	tp->fresh = tp->add_column ||
+		(tp->add_index && tp->add_wakeup && (tp->add_stamp || !OidIsValid(tp->stamp)) &&
+		 !cq_catalog_relation_is_source(relid));
+	/* without the stamp trigger (catalog 0.1) the default is all there is */
+	tp->add_default = tp->fresh || (!OidIsValid(tp->stamp) && !column_has_default(relid, tp->att));
+}
+
+/*
+ * clear_unstamped
+ *	  A fresh column that existed before: its values, which pg_cq did not
+ *	  stamp, are cleared (history).
+ */
+static void
+clear_unstamped(Oid relid, Oid stamp)
+{
+	ListCell   *lc;
+
+	/*
+	 * SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress.  Each
+	 * table of the tree on its own: one that has the stamp trigger
+	 * (tracked on its own before) holds valid stamps only.
+	 */
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			leaf = lfirst_oid(lc);
+
+		if (get_rel_relkind(leaf) != RELKIND_RELATION ||
+			(OidIsValid(stamp) && has_trigger(leaf, stamp)))
+			continue;
+		check_tracking_owner(leaf, relid);
+		cq_spi_exec(psprintf("UPDATE ONLY %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
+							 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
+							 cq_sql_relname_str(leaf), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
+					SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+	}
+}
+
+/*
+ * add_tracking
+ *	  Add what plan_tracking found missing.
+ */
+static void
+add_tracking(Oid relid, TrackPlan *tp)
+{
+	ListCell   *lc;
+
+	if (tp->add_column)
+		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", tp->rel, CQ_TRACKING_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
+	if (tp->add_default)
+		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
+							 tp->rel, CQ_TRACKING_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (tp->fresh && !tp->add_column)
+		clear_unstamped(relid, tp->stamp);
+
+	/*
+	 * No autosummarize: each batch summarizes the full ranges it is about
+	 * to read (cq_source_summarize), and with small ranges autosummarize
+	 * floods autovacuum's work-item queue under bulk inserts (a LOG line
+	 * "request for BRIN range summarization ... was not recorded" per
+	 * range once it is full) and runs summarization concurrently with the
+	 * writers, for nothing.
+	 */
+	if (tp->add_index)
+		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
+							 "WITH (pages_per_range = %d)",
+							 tp->rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (tp->add_wakeup)
+		add_wakeup_trigger(relid);
+	if (tp->add_stamp)
+	{
+		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			drop_own_stamp_triggers(list_delete_first(find_all_inheritors(relid, NoLock, NULL)), relid);
+		add_stamp_trigger(relid);
+	}
+	foreach(lc, tp->children)
+		add_stamp_trigger(lfirst_oid(lc));
+}
+
+/*
+ * report_tracking
+ *	  The NOTICE saying what tracking added.
+ */
+static void
+report_tracking(Oid relid, TrackPlan *tp)
+{
+	if (tp->add_column)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+				 OidIsValid(tp->stamp) ?
+				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
+				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN)));
+	else if (tp->fresh)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
+						   CQ_TRACKING_COLUMN)));
+	else
+	{
+		StringInfoData added;
+
+		initStringInfo(&added);
+		if (tp->add_default)
+			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
+		if (tp->add_index)
+			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
+		if (tp->add_wakeup)
+			appendStringInfoString(&added, ", the statement trigger cq_wakeup");
+		if (tp->add_stamp)
+			appendStringInfoString(&added, ", the row trigger " CQ_STAMP_TRIGGER);
+		if (tp->children != NIL)
+			appendStringInfo(&added, ", the row trigger " CQ_STAMP_TRIGGER " on %d inheriting table(s)",
+							 list_length(tp->children));
+		ereport(NOTICE,
+				(errmsg("pg_cq added what tracking table \"%s\" lacked", get_rel_name(relid)),
+				 errdetail("Added %s.", added.data + 2)));
+	}
+}
+
 /*
  * cq_source_track
  *	  Make sure the source is tracked: the column cq_xid xid8 DEFAULT
@@ -442,135 +611,17 @@ add_wakeup_trigger(Oid relid)
 AttrNumber
 cq_source_track(Oid relid)
 {
-	AttrNumber	att = cq_source_tracking_attnum(relid);
-	char	   *rel = cq_sql_relname_str(relid);
-	Oid			stamp = trigger_function("stamp");
-	Oid			wakeup = trigger_function("wakeup");
-	bool		add_column = att == InvalidAttrNumber;
-	bool		add_index;
-	bool		add_wakeup;
-	bool		add_stamp;
-	bool		add_default;
-	bool		fresh;
-	List	   *children;
+	TrackPlan	tp;
 	ListCell   *lc;
 
-	if (!add_column)
-	{
-		Oid			type = get_atttype(relid, att);
-
-		if (type != XID8OID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of source \"%s\" has type %s, not xid8",
-							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
-					 errdetail("pg_cq uses that column to find new rows."),
-					 errhint("Rename or drop the column.")));
-	}
-	add_index = add_column || !has_tracking_index(relid, att);
-	add_wakeup = add_column || !has_trigger(relid, wakeup);
-	add_stamp = OidIsValid(stamp) && (add_column || !has_trigger(relid, stamp));
-	children = unstamped_children(relid, stamp);
-	/* a column nobody stamped: neither index nor triggers, and no query reads it */
-	fresh = add_column ||
-		(add_index && add_wakeup && (add_stamp || !OidIsValid(stamp)) &&
-		 !cq_catalog_relation_is_source(relid));
-	/* without the stamp trigger (catalog 0.1) the default is all there is */
-	add_default = fresh || (!OidIsValid(stamp) && !column_has_default(relid, att));
-
-	if (!add_index && !add_wakeup && !add_stamp && !add_default && children == NIL)
-		return att;
+	plan_tracking(relid, &tp);
+	if (!tp.add_index && !tp.add_wakeup && !tp.add_stamp && !tp.add_default && tp.children == NIL)
+		return tp.att;
 	check_tracking_owner(relid, relid);
-	foreach(lc, children)
+	foreach(lc, tp.children)
 		check_tracking_owner(lfirst_oid(lc), relid);
-
-	if (add_column)
-		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", rel, CQ_TRACKING_COLUMN),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
-	if (add_default)
-		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
-							 rel, CQ_TRACKING_COLUMN),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	if (fresh && !add_column)
-	{
-		/*
-		 * SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress.  Each
-		 * table of the tree on its own: one that has the stamp trigger
-		 * (tracked on its own before) holds valid stamps only.
-		 */
-		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
-		{
-			Oid			leaf = lfirst_oid(lc);
-
-			if (get_rel_relkind(leaf) != RELKIND_RELATION ||
-				(OidIsValid(stamp) && has_trigger(leaf, stamp)))
-				continue;
-			check_tracking_owner(leaf, relid);
-			cq_spi_exec(psprintf("UPDATE ONLY %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
-								 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
-								 cq_sql_relname_str(leaf), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
-						SPI_OK_UPDATE, 0, NULL, NULL, NULL);
-		}
-	}
-
-	/*
-	 * No autosummarize: each batch summarizes the full ranges it is about
-	 * to read (cq_source_summarize), and with small ranges autosummarize
-	 * floods autovacuum's work-item queue under bulk inserts (a LOG line
-	 * "request for BRIN range summarization ... was not recorded" per
-	 * range once it is full) and runs summarization concurrently with the
-	 * writers, for nothing.
-	 */
-	if (add_index)
-		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
-							 "WITH (pages_per_range = %d)",
-							 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	if (add_wakeup)
-		add_wakeup_trigger(relid);
-	if (add_stamp)
-	{
-		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
-			drop_own_stamp_triggers(list_delete_first(find_all_inheritors(relid, NoLock, NULL)), relid);
-		add_stamp_trigger(relid);
-	}
-	foreach(lc, children)
-		add_stamp_trigger(lfirst_oid(lc));
-
-	if (add_column)
-		ereport(NOTICE,
-				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-				 OidIsValid(stamp) ?
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN)));
-	else if (fresh)
-		ereport(NOTICE,
-				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
-						   CQ_TRACKING_COLUMN)));
-	else
-	{
-		StringInfoData added;
-
-		initStringInfo(&added);
-		if (add_default)
-			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
-		if (add_index)
-			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
-		if (add_wakeup)
-			appendStringInfoString(&added, ", the statement trigger cq_wakeup");
-		if (add_stamp)
-			appendStringInfoString(&added, ", the row trigger " CQ_STAMP_TRIGGER);
-		if (children != NIL)
-			appendStringInfo(&added, ", the row trigger " CQ_STAMP_TRIGGER " on %d inheriting table(s)",
-							 list_length(children));
-		ereport(NOTICE,
-				(errmsg("pg_cq added what tracking table \"%s\" lacked", get_rel_name(relid)),
-				 errdetail("Added %s.", added.data + 2)));
-	}
+	add_tracking(relid, &tp);
+	report_tracking(relid, &tp);
 	return cq_source_tracking_attnum(relid);
 }
 
