@@ -119,6 +119,50 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 }
 
 /*
+ * count_statements
+ *	  The statements that count a batch's rows before the main statement:
+ *	  rows of the batch with event-time statistics, new rows per
+ *	  transaction (row limit), history rows.  only is "ONLY " or "", source
+ *	  the quoted source.
+ */
+static void
+count_statements(CqAnalysis *an, CqPlan *plan, const char *only, const char *source)
+{
+	const char *pred;
+
+	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
+					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
+					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+	{
+		/* rows of the batch, and event-time statistics of the rows the query reads */
+		const char *pred_history = psprintf("%s IS NULL OR (%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
+											CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+
+		if (an->et_attno != InvalidAttrNumber)
+		{
+			plan->count_sql = cq_delta_count_stats_sql(an, psprintf("%s%s", only, source), pred, false);
+			plan->count_sql_history = cq_delta_count_stats_sql(an, psprintf("%s%s", only, source), pred_history, true);
+		}
+		else
+		{
+			const char *stats = "NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
+				"NULL::pg_catalog.timestamptz";
+
+			plan->count_sql = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
+									   stats, only, source, pred);
+			plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
+											   stats, only, source, pred_history);
+		}
+	}
+	/* ordered as xid8 (numerically), the first $5 transactions only */
+	plan->count_xids_sql = psprintf("SELECT %s, count(*) FROM %s%s WHERE %s GROUP BY %s ORDER BY %s LIMIT $5",
+									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN,
+									CQ_TRACKING_COLUMN);
+	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
+									   only, source, CQ_TRACKING_COLUMN);
+}
+
+/*
  * cq_plan_build
  *	  Every statement a batch of this query may run.  The final view must
  *	  exist for aggregations.
@@ -130,7 +174,6 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	char	   *target = cq_sql_relname_str(q->target);
 	char	   *source = cq_sql_relname_str(an->source_relid);
 	Oid			viewid = InvalidOid;
-	const char *pred;
 	RangeTblEntry *rte = rt_fetch(an->source_rti, an->query->rtable);
 	const char *only = rte->inh ? "" : "ONLY ";
 
@@ -181,36 +224,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 													   history, false, true));
 	}
 
-	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
-					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
-					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
-	{
-		/* rows of the batch, and event-time statistics of the rows the query reads */
-		const char *pred_history = psprintf("%s IS NULL OR (%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
-											CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
-
-		if (an->et_attno != InvalidAttrNumber)
-		{
-			plan->count_sql = cq_delta_count_stats_sql(an, psprintf("%s%s", only, source), pred, false);
-			plan->count_sql_history = cq_delta_count_stats_sql(an, psprintf("%s%s", only, source), pred_history, true);
-		}
-		else
-		{
-			const char *stats = "NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, "
-				"NULL::pg_catalog.timestamptz";
-
-			plan->count_sql = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
-									   stats, only, source, pred);
-			plan->count_sql_history = psprintf("SELECT count(*), %s FROM %s%s WHERE %s",
-											   stats, only, source, pred_history);
-		}
-	}
-	/* ordered as xid8 (numerically), the first $5 transactions only */
-	plan->count_xids_sql = psprintf("SELECT %s, count(*) FROM %s%s WHERE %s GROUP BY %s ORDER BY %s LIMIT $5",
-									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN,
-									CQ_TRACKING_COLUMN);
-	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
-									   only, source, CQ_TRACKING_COLUMN);
+	count_statements(an, plan, only, source);
 	return plan;
 }
 
@@ -338,6 +352,55 @@ sweep_dropped(int32 keep_id)
 }
 
 /*
+ * copy_analysis
+ *	  What the cache keeps of an analysis, copied into the current memory
+ *	  context: only the SQL is used from the cache.
+ */
+static CqAnalysis *
+copy_analysis(CqAnalysis *new_an)
+{
+	CqAnalysis *copy_an;
+
+	copy_an = palloc(sizeof(CqAnalysis));
+	*copy_an = *new_an;
+	copy_an->query = copyObject(new_an->query);
+	copy_an->group_exprs = copyObject(new_an->group_exprs);
+	copy_an->group_eqops = list_copy(new_an->group_eqops);
+	copy_an->aggs = NIL;		/* only the SQL is used from the cache */
+	copy_an->arg_exprs = NIL;
+	copy_an->filter_exprs = NIL;
+	copy_an->parts = NIL;
+	copy_an->outputs = NIL;
+	copy_an->output_key = NIL;
+	copy_an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
+	return copy_an;
+}
+
+/*
+ * copy_plan_sql
+ *	  A plan's statements, copied into the current memory context.
+ */
+static CqPlan *
+copy_plan_sql(CqPlan *new_plan)
+{
+	CqPlan	   *copy_plan;
+
+	copy_plan = palloc0(sizeof(CqPlan));
+#define COPY_SQL(f) copy_plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
+	COPY_SQL(batch_sql);
+	COPY_SQL(batch_sql_history);
+	COPY_SQL(complete_sql);
+	COPY_SQL(count_sql);
+	COPY_SQL(count_sql_history);
+	COPY_SQL(count_xids_sql);
+	COPY_SQL(count_history_sql);
+	COPY_SQL(rebuild_sql);
+#undef COPY_SQL
+	copy_plan->single_scan = new_plan->single_scan;
+	return copy_plan;
+}
+
+/*
  * cq_plan_get
  *	  The analysis and SQL of a query, from the cache or built now.
  *
@@ -392,30 +455,8 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	/* the copy to keep, in a context freed with the caller's until it is complete */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq analysis", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(cxt);
-	copy_an = palloc(sizeof(CqAnalysis));
-	*copy_an = *new_an;
-	copy_an->query = copyObject(new_an->query);
-	copy_an->group_exprs = copyObject(new_an->group_exprs);
-	copy_an->group_eqops = list_copy(new_an->group_eqops);
-	copy_an->aggs = NIL;		/* only the SQL is used from the cache */
-	copy_an->arg_exprs = NIL;
-	copy_an->filter_exprs = NIL;
-	copy_an->parts = NIL;
-	copy_an->outputs = NIL;
-	copy_an->output_key = NIL;
-	copy_an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
-	copy_plan = palloc0(sizeof(CqPlan));
-#define COPY_SQL(f) copy_plan->f = new_plan->f ? pstrdup(new_plan->f) : NULL
-	COPY_SQL(batch_sql);
-	COPY_SQL(batch_sql_history);
-	COPY_SQL(complete_sql);
-	COPY_SQL(count_sql);
-	COPY_SQL(count_sql_history);
-	COPY_SQL(count_xids_sql);
-	COPY_SQL(count_history_sql);
-	COPY_SQL(rebuild_sql);
-#undef COPY_SQL
-	copy_plan->single_scan = new_plan->single_scan;
+	copy_an = copy_analysis(new_an);
+	copy_plan = copy_plan_sql(new_plan);
 	copy_key = pstrdup(key);
 	MemoryContextSwitchTo(old);
 

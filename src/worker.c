@@ -240,20 +240,16 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 }
 
 /*
- * cq_worker_main
- *	  Entry point of a worker; arg is its worker slot.
+ * claim_slot
+ *	  Take the worker slot we were started for, unless it was claimed
+ *	  again meanwhile, is stopping, or its database's scheduler is gone or
+ *	  blocked.  Sets my_dboid.
  */
-void
-cq_worker_main(Datum arg)
+static bool
+claim_slot(void)
 {
 	CqDbSlot   *db;
 	bool		ok = false;
-
-	my_slot = DatumGetInt32(arg);
-	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	if (my_slot >= 0 && my_slot < cq_shared->nworkers && cq_shared->workers[my_slot].in_use &&
@@ -270,7 +266,54 @@ cq_worker_main(Datum arg)
 		}
 	}
 	LWLockRelease(cq_shared->lock);
-	if (!ok)
+	return ok;
+}
+
+/*
+ * run_assigned
+ *	  Run the batch the scheduler assigned, write its outcome into the slot
+ *	  and wake the scheduler.
+ */
+static void
+run_assigned(CqWorkerSlot *slot, int32 query_id, const char *name)
+{
+	bool		ran,
+				failed,
+				more;
+	Latch	   *latch = NULL;
+	CqDbSlot   *db;
+
+	run_batch(query_id, name, &ran, &failed, &more);
+	MemoryContextReset(worker_context);
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	slot->ran = ran;
+	slot->failed = failed;
+	slot->more = more;
+	slot->busy = false;
+	db = cq_shmem_find_db(my_dboid);
+	if (db)
+		latch = db->latch;
+	LWLockRelease(cq_shared->lock);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * cq_worker_main
+ *	  Entry point of a worker; arg is its worker slot.
+ */
+void
+cq_worker_main(Datum arg)
+{
+	CqDbSlot   *db;
+
+	my_slot = DatumGetInt32(arg);
+	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (!claim_slot())
 		proc_exit(0);
 	on_shmem_exit(worker_exit, (Datum) 0);
 
@@ -319,24 +362,7 @@ cq_worker_main(Datum arg)
 
 		if (busy)
 		{
-			bool		ran,
-						failed,
-						more;
-			Latch	   *latch = NULL;
-
-			run_batch(query_id, name, &ran, &failed, &more);
-			MemoryContextReset(worker_context);
-			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-			slot->ran = ran;
-			slot->failed = failed;
-			slot->more = more;
-			slot->busy = false;
-			db = cq_shmem_find_db(my_dboid);
-			if (db)
-				latch = db->latch;
-			LWLockRelease(cq_shared->lock);
-			if (latch)
-				SetLatch(latch);
+			run_assigned(slot, query_id, name);
 			continue;
 		}
 		if (stop)
