@@ -239,19 +239,15 @@ check_joins(Node *node, Index rti)
 }
 
 /*
- * find_source
- *	  The range-table entry of the stream: the only table in FROM, or the
- *	  one the source option names.
+ * wanted_source
+ *	  The stream the source option names, or the one a stored query
+ *	  recorded, or InvalidOid.
  */
-static void
-find_source(CqAnalysis *an, CqOptions *opts, const char *name)
+static Oid
+wanted_source(Query *q, CqOptions *opts)
 {
-	Query	   *q = an->query;
 	Oid			wanted = InvalidOid;
-	int			nrel = 0;
-	int			nwanted = 0;
 	ListCell   *lc;
-	Index		rti = 0;
 
 	if (opts->source)
 	{
@@ -279,6 +275,85 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 				wanted = opts->source_relid;
 		}
 	}
+	return wanted;
+}
+
+/*
+ * no_source
+ *	  Error: no table in FROM.
+ */
+static void
+no_source(Query *q, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("subqueries in FROM over the streaming table are not supported"),
+					 errhint("Read the streaming table directly in the FROM clause.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("continuous query \"%s\" has no streaming source", name),
+			 errdetail("The FROM clause must name a table."),
+			 errhint("A subquery in FROM cannot be the stream: name the table directly.")));
+}
+
+/*
+ * several_sources
+ *	  Error: the stream appears twice, or several tables could be it.
+ */
+static void
+several_sources(CqAnalysis *an, Oid wanted, int nrel, int nwanted, const char *name)
+{
+	ListCell   *lc;
+
+	if (OidIsValid(wanted) || nrel == nwanted)
+	{
+		/* the stream itself appears twice: a stream-stream join */
+		bool		same = true;
+		Oid			first = InvalidOid;
+
+		foreach(lc, an->query->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind != RTE_RELATION)
+				continue;
+			if (!OidIsValid(first))
+				first = rte->relid;
+			else if (rte->relid != first)
+				same = false;
+		}
+		if (same || OidIsValid(wanted))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the streaming table \"%s\" appears more than once in the query",
+							get_rel_name(an->source_relid)),
+					 errdetail("Joins between two streams are not supported.")));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("continuous query \"%s\" reads more than one table", name),
+			 errdetail("Exactly one table of the query is the stream; the others are read as static tables."),
+			 errhint("Name the streaming table with the source option (cq.source).")));
+}
+
+/*
+ * find_source
+ *	  The range-table entry of the stream: the only table in FROM, or the
+ *	  one the source option names.
+ */
+static void
+find_source(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	Query	   *q = an->query;
+	Oid			wanted = wanted_source(q, opts);
+	int			nrel = 0;
+	int			nwanted = 0;
+	ListCell   *lc;
+	Index		rti = 0;
 
 	foreach(lc, q->rtable)
 	{
@@ -301,51 +376,9 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source table \"%s\" is not in the FROM clause of the query", opts->source)));
 	if (nrel == 0)
-	{
-		foreach(lc, q->rtable)
-			if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("subqueries in FROM over the streaming table are not supported"),
-						 errhint("Read the streaming table directly in the FROM clause.")));
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("continuous query \"%s\" has no streaming source", name),
-				 errdetail("The FROM clause must name a table."),
-				 errhint("A subquery in FROM cannot be the stream: name the table directly.")));
-	}
+		no_source(q, name);
 	if (nwanted > 1 || (!OidIsValid(wanted) && nrel > 1))
-	{
-		if (OidIsValid(wanted) || nrel == nwanted)
-		{
-			/* the stream itself appears twice: a stream-stream join */
-			bool		same = true;
-			Oid			first = InvalidOid;
-
-			foreach(lc, q->rtable)
-			{
-				RangeTblEntry *rte = lfirst(lc);
-
-				if (rte->rtekind != RTE_RELATION)
-					continue;
-				if (!OidIsValid(first))
-					first = rte->relid;
-				else if (rte->relid != first)
-					same = false;
-			}
-			if (same || OidIsValid(wanted))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("the streaming table \"%s\" appears more than once in the query",
-								get_rel_name(an->source_relid)),
-						 errdetail("Joins between two streams are not supported.")));
-		}
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("continuous query \"%s\" reads more than one table", name),
-				 errdetail("Exactly one table of the query is the stream; the others are read as static tables."),
-				 errhint("Name the streaming table with the source option (cq.source).")));
-	}
+		several_sources(an, wanted, nrel, nwanted, name);
 }
 
 /*

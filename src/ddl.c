@@ -558,6 +558,44 @@ after_inherit(Oid child)
 }
 
 /*
+ * has_cq_options
+ *	  Does a CREATE TABLE AS or ALTER TABLE SET/RESET name an option of
+ *	  namespace cq?
+ */
+static bool
+has_cq_options(Node *parsetree)
+{
+	bool		has_cq = false;
+	ListCell   *lc;
+
+	if (IsA(parsetree, CreateTableAsStmt))
+	{
+		IntoClause *into = ((CreateTableAsStmt *) parsetree)->into;
+
+		foreach(lc, into ? into->options : NIL)
+			if (((DefElem *) lfirst(lc))->defnamespace &&
+				strcmp(((DefElem *) lfirst(lc))->defnamespace, "cq") == 0)
+				has_cq = true;
+	}
+	else
+	{
+		foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+			ListCell   *lc2;
+
+			if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions)
+				continue;
+			foreach(lc2, (List *) cmd->def)
+				if (((DefElem *) lfirst(lc2))->defnamespace &&
+					strcmp(((DefElem *) lfirst(lc2))->defnamespace, "cq") == 0)
+					has_cq = true;
+		}
+	}
+	return has_cq;
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -595,35 +633,7 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 
 	if (IsA(parsetree, CreateTableAsStmt) || IsA(parsetree, AlterTableStmt))
 	{
-		bool		has_cq = false;
-		ListCell   *lc;
-
-		if (IsA(parsetree, CreateTableAsStmt))
-		{
-			IntoClause *into = ((CreateTableAsStmt *) parsetree)->into;
-
-			foreach(lc, into ? into->options : NIL)
-				if (((DefElem *) lfirst(lc))->defnamespace &&
-					strcmp(((DefElem *) lfirst(lc))->defnamespace, "cq") == 0)
-					has_cq = true;
-		}
-		else
-		{
-			foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
-			{
-				AlterTableCmd *cmd = lfirst(lc);
-				ListCell   *lc2;
-
-				if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions)
-					continue;
-				foreach(lc2, (List *) cmd->def)
-					if (((DefElem *) lfirst(lc2))->defnamespace &&
-						strcmp(((DefElem *) lfirst(lc2))->defnamespace, "cq") == 0)
-						has_cq = true;
-			}
-		}
-
-		if (has_cq)
+		if (has_cq_options(parsetree))
 		{
 			if (!extension_ready())
 				ereport(ERROR,
