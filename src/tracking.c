@@ -675,36 +675,14 @@ same_stamp(bool isnull1, Datum d1, bool isnull2, Datum d2)
 }
 
 /*
- * cq_stamp
- *	  BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger of tracked
- *	  sources (zz_cq_stamp; named to fire after the table's other BEFORE
- *	  triggers, which fire in name order).
- *
- *	  INSERT: cq_xid must be the inserting (top-level) transaction's id,
- *	  whatever the statement gave: an explicit value, a copy of another
- *	  table's cq_xid (INSERT ... SELECT *, COPY with the column), NULL
- *	  because the default was dropped or a partition attached without it.
- *	  The common case, the default already filled it, only compares.
- *
- *	  UPDATE: cq_xid cannot change (the row's stamp says when it was
- *	  inserted; a changed stamp would count it again or never).  DELETE:
- *	  only notes row movement (see above).
+ * stamp_cache
+ *	  The attribute number of cq_xid in the trigger's table, cached in
+ *	  fn_extra per relation.
  */
-Datum
-cq_stamp(PG_FUNCTION_ARGS)
+static StampCache *
+stamp_cache(FunctionCallInfo fcinfo, Relation rel)
 {
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	Relation	rel;
 	StampCache *cache;
-	bool		isnull;
-	Datum		d;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
-	rel = td->tg_relation;
 
 	cache = (StampCache *) fcinfo->flinfo->fn_extra;
 	if (cache == NULL || cache->relid != RelationGetRelid(rel))
@@ -725,66 +703,132 @@ cq_stamp(PG_FUNCTION_ARGS)
 		}
 		fcinfo->flinfo->fn_extra = cache;
 	}
+	return cache;
+}
 
-	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-	{
-		FullTransactionId xact;
-		bool		moved;
-		Datum		stamp;
-		bool		nonull = false;
-		int			col;
+/*
+ * stamp_insert
+ *	  INSERT: stamp the row with the inserting transaction's id, unless it
+ *	  is the second half of a row moved between partitions (it keeps its
+ *	  stamp) or already carries that id.
+ */
+static Datum
+stamp_insert(TriggerData *td, StampCache *cache)
+{
+	Relation	rel = td->tg_relation;
+	bool		isnull;
+	Datum		d;
+	FullTransactionId xact;
+	bool		moved;
+	Datum		stamp;
+	bool		nonull = false;
+	int			col;
 
-		if (cache->att == InvalidAttrNumber)
-			return PointerGetDatum(td->tg_trigtuple);
-		d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
-		xact = GetTopFullTransactionId();
-		moved = moving.state == MOVE_DELETED &&
-			FullTransactionIdEquals(moving.xact, xact) &&
-			same_stamp(isnull, d, moving.isnull, UInt64GetDatum(moving.value));
-		if (moving.state == MOVE_DELETED)
-			moving.state = MOVE_NONE;
-		if (moved || (!isnull && DatumGetUInt64(d) == U64FromFullTransactionId(xact)))
-			return PointerGetDatum(td->tg_trigtuple);
-		stamp = FullTransactionIdGetDatum(xact);
-		col = cache->att;
-		return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
-														 1, &col, &stamp, &nonull));
-	}
-	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-	{
-		bool		newnull;
-		Datum		newd;
-
-		if (cache->att == InvalidAttrNumber)
-			return PointerGetDatum(td->tg_newtuple);
-		d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
-		newd = slot_getattr(td->tg_newslot, cache->att, &newnull);
-		if (!same_stamp(isnull, d, newnull, newd) &&
-			!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
-			ereport(ERROR,
-					(errcode(ERRCODE_GENERATED_ALWAYS),
-					 errmsg("column \"%s\" of table \"%s\" cannot be changed",
-							CQ_TRACKING_COLUMN, RelationGetRelationName(rel)),
-					 errdetail("pg_cq stamps each row with the id of the transaction that inserted it; continuous queries find new rows by it."),
-					 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
-		moving.state = MOVE_UPDATED;
-		moving.relid = RelationGetRelid(rel);
-		moving.tid = td->tg_trigtuple->t_self;
-		moving.xact = GetTopFullTransactionId();
-		moving.isnull = isnull;
-		moving.value = isnull ? 0 : DatumGetUInt64(d);
-		return PointerGetDatum(td->tg_newtuple);
-	}
-	if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-	{
-		if (moving.state == MOVE_UPDATED && moving.relid == RelationGetRelid(rel) &&
-			ItemPointerEquals(&moving.tid, &td->tg_trigtuple->t_self) &&
-			FullTransactionIdEquals(moving.xact, GetTopFullTransactionId()))
-			moving.state = MOVE_DELETED;
-		else
-			moving.state = MOVE_NONE;
+	if (cache->att == InvalidAttrNumber)
 		return PointerGetDatum(td->tg_trigtuple);
-	}
+	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+	xact = GetTopFullTransactionId();
+	moved = moving.state == MOVE_DELETED &&
+		FullTransactionIdEquals(moving.xact, xact) &&
+		same_stamp(isnull, d, moving.isnull, UInt64GetDatum(moving.value));
+	if (moving.state == MOVE_DELETED)
+		moving.state = MOVE_NONE;
+	if (moved || (!isnull && DatumGetUInt64(d) == U64FromFullTransactionId(xact)))
+		return PointerGetDatum(td->tg_trigtuple);
+	stamp = FullTransactionIdGetDatum(xact);
+	col = cache->att;
+	return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
+													 1, &col, &stamp, &nonull));
+}
+
+/*
+ * stamp_update
+ *	  UPDATE: the stamp cannot change (except through pg_cq's own bypass);
+ *	  remember the row, in case the UPDATE moves it to another partition.
+ */
+static Datum
+stamp_update(TriggerData *td, StampCache *cache)
+{
+	Relation	rel = td->tg_relation;
+	bool		isnull;
+	Datum		d;
+	bool		newnull;
+	Datum		newd;
+
+	if (cache->att == InvalidAttrNumber)
+		return PointerGetDatum(td->tg_newtuple);
+	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+	newd = slot_getattr(td->tg_newslot, cache->att, &newnull);
+	if (!same_stamp(isnull, d, newnull, newd) &&
+		!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_GENERATED_ALWAYS),
+				 errmsg("column \"%s\" of table \"%s\" cannot be changed",
+						CQ_TRACKING_COLUMN, RelationGetRelationName(rel)),
+				 errdetail("pg_cq stamps each row with the id of the transaction that inserted it; continuous queries find new rows by it."),
+				 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
+	moving.state = MOVE_UPDATED;
+	moving.relid = RelationGetRelid(rel);
+	moving.tid = td->tg_trigtuple->t_self;
+	moving.xact = GetTopFullTransactionId();
+	moving.isnull = isnull;
+	moving.value = isnull ? 0 : DatumGetUInt64(d);
+	return PointerGetDatum(td->tg_newtuple);
+}
+
+/*
+ * stamp_delete
+ *	  DELETE: the first half of a row moved between partitions when it
+ *	  deletes the row just updated.
+ */
+static Datum
+stamp_delete(TriggerData *td)
+{
+	Relation	rel = td->tg_relation;
+
+	if (moving.state == MOVE_UPDATED && moving.relid == RelationGetRelid(rel) &&
+		ItemPointerEquals(&moving.tid, &td->tg_trigtuple->t_self) &&
+		FullTransactionIdEquals(moving.xact, GetTopFullTransactionId()))
+		moving.state = MOVE_DELETED;
+	else
+		moving.state = MOVE_NONE;
+	return PointerGetDatum(td->tg_trigtuple);
+}
+
+/*
+ * cq_stamp
+ *	  BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger of tracked
+ *	  sources (zz_cq_stamp; named to fire after the table's other BEFORE
+ *	  triggers, which fire in name order).
+ *
+ *	  INSERT: cq_xid must be the inserting (top-level) transaction's id,
+ *	  whatever the statement gave: an explicit value, a copy of another
+ *	  table's cq_xid (INSERT ... SELECT *, COPY with the column), NULL
+ *	  because the default was dropped or a partition attached without it.
+ *	  The common case, the default already filled it, only compares.
+ *
+ *	  UPDATE: cq_xid cannot change (the row's stamp says when it was
+ *	  inserted; a changed stamp would count it again or never).  DELETE:
+ *	  only notes row movement (see above).
+ */
+Datum
+cq_stamp(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	StampCache *cache;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
+	cache = stamp_cache(fcinfo, td->tg_relation);
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		return stamp_insert(td, cache);
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		return stamp_update(td, cache);
+	if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		return stamp_delete(td);
 	ereport(ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg("cq.stamp() must be called for INSERT, UPDATE or DELETE")));
