@@ -801,6 +801,30 @@ run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed
 }
 
 /*
+ * check_run
+ *	  cq.run needs a name, and a READ COMMITTED transaction: a batch must see
+ *	  the batches that committed while it waited for the query's row lock;
+ *	  with one snapshot for the whole transaction it would read the offset
+ *	  as of its start and process those rows again.
+ */
+static void
+check_run(const char *name)
+{
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot run continuous query \"%s\" in a %s transaction", name,
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("A batch reads the offsets of concurrent batches, which a transaction snapshot hides."),
+				 errhint("Call cq.run in a READ COMMITTED transaction: BEGIN ISOLATION LEVEL READ COMMITTED, "
+						 "or SET default_transaction_isolation = 'read committed'.")));
+}
+
+/*
  * cq_run
  *	  CALL cq.run(name, once): available-now.  Processes everything
  *	  committed before the call, one transaction per batch (when called
@@ -824,23 +848,7 @@ cq_run(PG_FUNCTION_ARGS)
 	MemoryContext outer_cxt;
 	MemoryContext batch_cxt;
 
-	if (name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("continuous query name must not be null")));
-	/*
-	 * A batch must see the batches that committed while it waited for the
-	 * query's row lock: with one snapshot for the whole transaction it
-	 * would read the offset as of its start and process those rows again.
-	 */
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-				 errmsg("cannot run continuous query \"%s\" in a %s transaction", name,
-						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
-				 errdetail("A batch reads the offsets of concurrent batches, which a transaction snapshot hides."),
-				 errhint("Call cq.run in a READ COMMITTED transaction: BEGIN ISOLATION LEVEL READ COMMITTED, "
-						 "or SET default_transaction_isolation = 'read committed'.")));
+	check_run(name);
 	if (SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 

@@ -481,6 +481,53 @@ collect_pending(TimestampTz now)
 }
 
 /*
+ * batch_done
+ *	  A worker finished (or died running) a batch of query query_id: retry
+ *	  it, back off after a failure, or run it again when more is left; show
+ *	  it idle in cq.status.
+ */
+static void
+batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz now)
+{
+	SchedQuery *q = find_query(query_id);
+
+	if (q == NULL)
+		return;
+	q->worker = -1;
+	if (dead)
+		q->due = true;			/* killed mid-batch: it rolled back, run again */
+	else if (failed)
+	{
+		q->state = 'f';
+		q->nfailures++;
+		q->retry_at = now + Min((int64) 1 << Min(q->nfailures - 1, 20),
+								MAX_BACKOFF_S) * USECS_PER_SEC;
+	}
+	else
+	{
+		if (q->state == 'f')
+			q->state = 'a';
+		q->nfailures = 0;
+		if (more)
+			q->due = true;
+	}
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+
+		if (s)
+		{
+			s->is_trigger_active = false;
+			s->worker_pid = 0;
+			s->message = idle_message(q);
+			if (q->state == 'f')
+				s->message = CQ_MSG_STOPPED;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
  * collect_results
  *	  Batches that finished, workers that died.
  */
@@ -528,44 +575,7 @@ collect_results(TimestampTz now)
 			my_handles[k] = NULL;
 		}
 		if ((finished || dead) && query_id != 0)
-		{
-			SchedQuery *q = find_query(query_id);
-
-			if (q == NULL)
-				continue;
-			q->worker = -1;
-			if (dead)
-				q->due = true;	/* killed mid-batch: it rolled back, run again */
-			else if (failed)
-			{
-				q->state = 'f';
-				q->nfailures++;
-				q->retry_at = now + Min((int64) 1 << Min(q->nfailures - 1, 20),
-										MAX_BACKOFF_S) * USECS_PER_SEC;
-			}
-			else
-			{
-				if (q->state == 'f')
-					q->state = 'a';
-				q->nfailures = 0;
-				if (more)
-					q->due = true;
-			}
-			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-			{
-				CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
-
-				if (s)
-				{
-					s->is_trigger_active = false;
-					s->worker_pid = 0;
-					s->message = idle_message(q);
-					if (q->state == 'f')
-						s->message = CQ_MSG_STOPPED;
-				}
-			}
-			LWLockRelease(cq_shared->lock);
-		}
+			batch_done(query_id, dead, failed, more, now);
 	}
 }
 
