@@ -408,6 +408,64 @@ parse_query_text(const char *name, const char *query_text)
 }
 
 /*
+ * query_name_rv
+ *	  The query's name as a relation name: on a 0.2 catalog "q" or "s.q"
+ *	  (a query lives in its target's schema), *name set to its last part;
+ *	  on 0.1 taken as it is.
+ */
+static RangeVar *
+query_name_rv(char **name)
+{
+	RangeVar   *rv_name;
+
+	if (*name == NULL || (*name)[0] == '\0' || cq_catalog_version() < CQ_CATALOG_0_2)
+	{
+		/* 0.1: names are unique in the database and taken as they are */
+		check_name(*name);
+		rv_name = makeRangeVar(NULL, *name, -1);
+	}
+	else
+	{
+		/* a query lives in its target's schema: "q" or "s.q", as a table */
+		char	   *schemaname;
+
+		check_name_parts(*name);
+		DeconstructQualifiedName(stringToQualifiedNameList(*name), &schemaname, name);
+		rv_name = makeRangeVar(schemaname, *name, -1);
+	}
+	return rv_name;
+}
+
+/*
+ * options_from_args
+ *	  The options of cq.create_query from its arguments 2, 3 and 5-11.
+ */
+static void
+options_from_args(FunctionCallInfo fcinfo, CqOptions *opts)
+{
+	cq_options_init(opts);
+	opts->output_mode = arg_text(fcinfo, 2);
+	opts->trigger = arg_text(fcinfo, 3);
+	opts->event_time = arg_text(fcinfo, 5);
+	opts->watermark = arg_text(fcinfo, 6);
+	if (!PG_ARGISNULL(7))
+	{
+		opts->max_rows_per_trigger = PG_GETARG_INT64(7);
+		if (opts->max_rows_per_trigger < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": " INT64_FORMAT,
+							opts->max_rows_per_trigger),
+					 errhint("Use a positive number of rows, or 0 for no limit.")));
+	}
+	opts->starting = arg_text(fcinfo, 8);
+	opts->source = arg_text(fcinfo, 9);
+	opts->state_storage = arg_text(fcinfo, 10);
+	opts->complete_refresh = arg_text(fcinfo, 11);
+	cq_options_finish(opts);
+}
+
+/*
  * cq_create_query
  *	  cq.create_query(name, query, output_mode, trigger, target, event_time,
  *	  watermark, max_rows_per_trigger, starting, source, state_storage,
@@ -427,41 +485,8 @@ cq_create_query(PG_FUNCTION_ARGS)
 	bool		created = false;
 	CqAnalysis *an;
 
-	if (name == NULL || name[0] == '\0' || cq_catalog_version() < CQ_CATALOG_0_2)
-	{
-		/* 0.1: names are unique in the database and taken as they are */
-		check_name(name);
-		rv_name = makeRangeVar(NULL, name, -1);
-	}
-	else
-	{
-		/* a query lives in its target's schema: "q" or "s.q", as a table */
-		char	   *schemaname;
-
-		check_name_parts(name);
-		DeconstructQualifiedName(stringToQualifiedNameList(name), &schemaname, &name);
-		rv_name = makeRangeVar(schemaname, name, -1);
-	}
-	cq_options_init(&opts);
-	opts.output_mode = arg_text(fcinfo, 2);
-	opts.trigger = arg_text(fcinfo, 3);
-	opts.event_time = arg_text(fcinfo, 5);
-	opts.watermark = arg_text(fcinfo, 6);
-	if (!PG_ARGISNULL(7))
-	{
-		opts.max_rows_per_trigger = PG_GETARG_INT64(7);
-		if (opts.max_rows_per_trigger < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": " INT64_FORMAT,
-							opts.max_rows_per_trigger),
-					 errhint("Use a positive number of rows, or 0 for no limit.")));
-	}
-	opts.starting = arg_text(fcinfo, 8);
-	opts.source = arg_text(fcinfo, 9);
-	opts.state_storage = arg_text(fcinfo, 10);
-	opts.complete_refresh = arg_text(fcinfo, 11);
-	cq_options_finish(&opts);
+	rv_name = query_name_rv(&name);
+	options_from_args(fcinfo, &opts);
 
 	query = parse_query_text(name, query_text);
 
