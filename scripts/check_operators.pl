@@ -20,6 +20,8 @@
 # assignments of a SET list (UPDATE ... SET a = $1, b = $2 up to WHERE /
 # FROM / RETURNING), named-argument "=>", and "%s" placeholders, whose
 # operator text is generated (and then built from OIDs).
+# Also: only security.c switches users or sets search_path (elsewhere a
+# SetUserIdAndSecContext call or a "search_path" setting is a violation).
 # Prints one line per violation; exits 1 if there is any.
 # Usage: scripts/check_operators.pl [SRCDIR]
 use strict;
@@ -35,13 +37,20 @@ my $nstmt = 0;
 
 for my $f (sort glob("$src/*.c")) {
     (my $m = basename($f)) =~ s/\.c$//;
-    next if $builder{$m};
     open(my $fh, '<', $f) or die "$f: $!";
     local $/;
     my $t = <$fh>;
     close $fh;
     # blank out comments, keeping line numbers
     $t =~ s{/\*.*?\*/}{ my $c = $&; $c =~ s/[^\n]/ /g; $c }gse;
+    if ($m ne 'security') {
+        while ($t =~ /(SetUserIdAndSecContext\s*\(|"search_path")/g) {
+            my $line = 1 + (substr($t, 0, $-[1]) =~ tr/\n//);
+            print "operators: $f:$line: $1 outside security.c (use cq_security_*)\n";
+            $bad++;
+        }
+    }
+    next if $builder{$m};
     # runs of adjacent string literals = one C string (a macro between two
     # literals, such as CQ_EARLIEST_OFFSET, is part of the run)
     while ($t =~ /((?:"(?:\\.|[^"\\\n])*"\s*(?:[A-Z][A-Z0-9_]*\s*(?="))?)+)/g) {

@@ -43,6 +43,7 @@
 #include "utils/typcache.h"
 
 #include "analyze.h"
+#include "security.h"
 #include "options.h"
 #include "aggregates.h"
 
@@ -1090,10 +1091,8 @@ cq_analyze_state_signature(CqAnalysis *an)
 	q->havingQual = NULL;
 	q->sortClause = NIL;
 
-	nest = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	nest = cq_security_deparse_begin();
 	sql = pg_get_querydef(q, false);
-	AtEOXact_GUC(false, nest);
+	cq_security_deparse_end(nest);
 	return sql;
 }

@@ -83,7 +83,7 @@ cq_sink_target_key_columns(CqAnalysis *an)
 /*
  * cq_sink_target_key_index_sql
  *	  DDL of the index an update-mode target is probed by.  With a hashed
- *	  state (see cq_plan_state_table_sql), an index on the hash of the key
+ *	  state (see cq_state_table_sql), an index on the hash of the key
  *	  columns: a key of any size fits in it.  Otherwise a unique index on
  *	  the keys that treats NULL as a value, for ON CONFLICT.
  */
