@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # functions below are called indirectly (run_suite, traps)
 # scripts/test.sh -- `make test`: install deps, build+install pg_cq, run every suite.
+#   0. checks     scripts/check_layers.pl (module layers: no upward include or
+#                 call) and scripts/check_operators.pl (operators in fixed SQL
+#                 run with elevated rights), over src/
 #   1. regress    pg_regress   sql/*.sql     vs expected/*.out   (make installcheck)
 #   2. isolation  pg_isolation_regress specs/*.spec vs expected/*.out (make installcheck)
 #   3. pgtap      pg_prove     test/*.sql    in a fresh database pg_cq_tap (pgtap + pg_cq created)
 #   4. perl-tap   prove        t/*.pl        PostgreSQL::Test::Cluster (own temporary nodes)
 # Suites 1-3 run against one throwaway cluster: /tmp/pg_cq_test, port 55432 (CQ_TEST_PORT).
 # Env overrides: see scripts/common.sh, plus CQ_TEST_PORT and CQ_SUITES
-# (space-separated subset of "regress isolation pgtap perl-tap").
+# (space-separated subset of "checks regress isolation pgtap perl-tap").
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
 CQ_TEST_PORT="${CQ_TEST_PORT:-55432}"
-CQ_SUITES="${CQ_SUITES:-regress isolation pgtap perl-tap}"
+CQ_SUITES="${CQ_SUITES:-checks regress isolation pgtap perl-tap}"
 LOGDIR="$REPO_ROOT/results/logs"
 
 SUMMARY=()            # one line per suite
@@ -36,6 +39,12 @@ count_pg_regress() {
     local p f
     p=$(grep -cE '\.\.\. ok( |$)' "$1" || true)
     f=$(grep -cE '\.\.\. (FAILED|failed)' "$1" || true)
+    echo "$p $f"
+}
+count_checks() {      # one "ok" line per check passed, one line per violation
+    local p f
+    p=$(grep -cE '^(layers|operators): ok' "$1" || true)
+    f=$(grep -cE '^(layers|operators): .*:[0-9]+: ' "$1" || true)
     echo "$p $f"
 }
 count_tap() {
@@ -91,6 +100,18 @@ start_cluster test "$CQ_TEST_PORT"
 shopt -s nullglob
 sql_tests=(sql/*.sql); specs=(specs/*.spec); tap_tests=(test/*.sql); perl_tests=(t/*.pl)
 shopt -u nullglob
+
+# ---- 0: static checks of src/ ----
+run_checks() {
+    local rc=0
+    perl scripts/check_layers.pl src || rc=1
+    perl scripts/check_operators.pl src || rc=1
+    return "$rc"
+}
+if ! want_suite checks; then skip checks "not in CQ_SUITES"
+else
+    run_suite checks count_checks run_checks || true
+fi
 
 # ---- 1/2: pg_regress + isolation via PGXS installcheck (uses PGHOST/PGPORT) ----
 if ! want_suite regress; then skip regress "not in CQ_SUITES"

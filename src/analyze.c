@@ -42,234 +42,11 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "pg_cq.h"
+#include "analyze.h"
+#include "security.h"
+#include "options.h"
+#include "aggregates.h"
 
-/*
- * How one aggregate is split into state columns.
- *
- * Templates: partial uses %1$s for the argument; type TYPE_AGG means the
- * aggregate's own result type, TYPE_SUM that of sum() over the argument;
- * merge uses %1$s (stored) and %2$s (new); state columns with the same
- * partial expression and type are shared between aggregates;
- * final uses %1$s, %2$s, %3$s for the parts.  Generated SQL runs with
- * search_path = pg_catalog, so operators need no qualification.
- */
-typedef struct CqAggPart
-{
-	const char *partial;
-	Oid			type;			/* TYPE_AGG: the aggregate's own; TYPE_SUM: sum()'s */
-	const char *merge;
-} CqAggPart;
-
-#define TYPE_AGG InvalidOid
-#define TYPE_SUM ((Oid) 1)
-
-typedef enum CqArgClass
-{
-	ARG_ANY,					/* any input type */
-	ARG_EXACT,					/* int2, int4, int8, numeric */
-	ARG_FLOAT,					/* float4, float8 */
-	ARG_INTERVAL				/* interval */
-} CqArgClass;
-
-typedef struct CqAggKind
-{
-	const char *name;			/* pg_catalog aggregate name */
-	bool		star;			/* count(*) */
-	CqArgClass	argclass;
-	int			nparts;
-	CqAggPart	parts[3];
-	const char *final;
-} CqAggKind;
-
-/*
- * MERGE_LEAST, MERGE_GREATEST: of equal values that print differently
- * (numeric 1.0 and 1.00, float 0 and -0, citext 'A' and 'a'), min and max
- * keep the one read last, as PostgreSQL's transition functions do
- * (numeric_larger(), float8larger(), text_larger() return their second
- * argument unless the first is strictly greater).  least() and greatest()
- * keep the first of equal arguments, so the newer value goes first.
- */
-#define MERGE_LEAST "least(%2$s, %1$s)"
-#define MERGE_GREATEST "greatest(%2$s, %1$s)"
-#define MERGE_ADD "%1$s + %2$s"
-#define MERGE_SUM "coalesce(%1$s + %2$s, %1$s, %2$s)"
-#define PART_COUNT {"count(%1$s)", INT8OID, MERGE_ADD}
-#define PART_SUM {"sum(%1$s)", TYPE_SUM, MERGE_SUM}
-#define PART_NSUM {"sum(%1$s::pg_catalog.numeric)", NUMERICOID, MERGE_SUM}
-#define PART_NSUMSQ {"sum(%1$s::pg_catalog.numeric * %1$s::pg_catalog.numeric)", NUMERICOID, MERGE_SUM}
-#define PART_F8STATE {"cq.float8_state(%1$s::pg_catalog.float8)", FLOAT8ARRAYOID, "float8_combine(%1$s, %2$s)"}
-
-/*
- * Exact variance of numeric input, computed as numeric_stddev_internal()
- * does: numerator n*Sxx - Sx*Sx (exact), divided at numeric_div's scale.
- * The square root is taken 20 digits beyond that scale and rounded to it,
- * which matches sqrt_var()'s correctly rounded result (SQL's sqrt() alone
- * works one digit past the scale and would round twice).  NaN and
- * infinite inputs make the numerator NaN (inf - inf, or NaN), and the
- * result NaN, as numeric_stddev_internal() returns for them; scale() of
- * NaN is NULL, so stddev must not round it.
- */
-#define NUM_VAR(minn, denom) \
-	"CASE WHEN %1$s <= " minn " THEN NULL " \
-	"WHEN %1$s::numeric * %3$s - %2$s * %2$s <= 0 THEN 0::numeric " \
-	"ELSE (%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ") END"
-#define NUM_STDDEV(minn, denom) \
-	"CASE WHEN %1$s <= " minn " THEN NULL " \
-	"WHEN %1$s::numeric * %3$s - %2$s * %2$s <= 0 THEN 0::numeric " \
-	"ELSE (SELECT CASE WHEN v = 'NaN'::numeric THEN v " \
-	"ELSE round(sqrt(round(v, scale(v) + 20)), scale(v)) END FROM (SELECT " \
-	"(%1$s::numeric * %3$s - %2$s * %2$s) / (" denom ") AS v) v) END"
-#define DENOM_SAMP "%1$s::numeric * (%1$s - 1)::numeric"
-#define DENOM_POP "%1$s::numeric * %1$s::numeric"
-
-static const CqAggKind agg_kinds[] = {
-	{"count", true, ARG_ANY, 1, {{"count(*)", INT8OID, MERGE_ADD}}, "%1$s"},
-	{"count", false, ARG_ANY, 1, {PART_COUNT}, "%1$s"},
-	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", TYPE_AGG, MERGE_SUM}}, "%1$s"},
-	{"avg", false, ARG_EXACT, 2, {PART_SUM, PART_COUNT},
-	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s::numeric / %2$s::numeric END"},
-	/* avg(float): float8_accum() sums from +0, so an all -0 input averages to 0 */
-	{"avg", false, ARG_FLOAT, 2,
-		{{"sum(%1$s::pg_catalog.float8)", FLOAT8OID, MERGE_SUM}, PART_COUNT},
-	"CASE WHEN %2$s = 0 THEN NULL ELSE (%1$s + 0::float8) / %2$s::float8 END"},
-	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", INTERVALOID, MERGE_SUM}, PART_COUNT},
-	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
-	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, MERGE_LEAST}}, "%1$s"},
-	{"max", false, ARG_ANY, 1, {{"max(%1$s)", TYPE_AGG, MERGE_GREATEST}}, "%1$s"},
-	{"var_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
-	{"variance", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
-	{"var_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("0", DENOM_POP)},
-	{"stddev_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_STDDEV("1", DENOM_SAMP)},
-	{"stddev", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_STDDEV("1", DENOM_SAMP)},
-	{"stddev_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_STDDEV("0", DENOM_POP)},
-	{"var_samp", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_var_samp(%1$s)"},
-	{"variance", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_var_samp(%1$s)"},
-	{"var_pop", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_var_pop(%1$s)"},
-	{"stddev_samp", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_samp(%1$s)"},
-	{"stddev", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_samp(%1$s)"},
-	{"stddev_pop", false, ARG_FLOAT, 1, {PART_F8STATE}, "float8_stddev_pop(%1$s)"},
-	{"bool_and", false, ARG_ANY, 1, {{"bool_and(%1$s)", TYPE_AGG, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"every", false, ARG_ANY, 1, {{"every(%1$s)", TYPE_AGG, "coalesce(%1$s AND %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bool_or", false, ARG_ANY, 1, {{"bool_or(%1$s)", TYPE_AGG, "coalesce(%1$s OR %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bit_and", false, ARG_ANY, 1, {{"bit_and(%1$s)", TYPE_AGG, "coalesce(%1$s & %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bit_or", false, ARG_ANY, 1, {{"bit_or(%1$s)", TYPE_AGG, "coalesce(%1$s | %2$s, %1$s, %2$s)"}}, "%1$s"},
-	{"bit_xor", false, ARG_ANY, 1, {{"bit_xor(%1$s)", TYPE_AGG, "coalesce(%1$s # %2$s, %1$s, %2$s)"}}, "%1$s"},
-};
-
-/* Accessors for plan.c, which must not know the table's layout. */
-const char *
-cq_agg_kind_final(const CqAggKind *kind)
-{
-	return kind->final;
-}
-
-int
-cq_agg_kind_nparts(const CqAggKind *kind)
-{
-	return kind->nparts;
-}
-
-/*
- * arg_class_matches
- *	  Does an input type belong to an argument class?
- */
-static bool
-arg_class_matches(CqArgClass cls, Oid type)
-{
-	switch (cls)
-	{
-		case ARG_ANY:
-			return true;
-		case ARG_EXACT:
-			return type == INT2OID || type == INT4OID || type == INT8OID || type == NUMERICOID;
-		case ARG_FLOAT:
-			return type == FLOAT4OID || type == FLOAT8OID;
-		case ARG_INTERVAL:
-			return type == INTERVALOID;
-	}
-	return false;
-}
-
-/*
- * find_agg_kind
- *	  The decomposition of a built-in aggregate, or NULL.
- */
-static const CqAggKind *
-find_agg_kind(Aggref *agg, Oid argtype)
-{
-	HeapTuple	tup;
-	Form_pg_proc proc;
-	const char *name;
-
-	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg->aggfnoid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for function %u", agg->aggfnoid);
-	proc = (Form_pg_proc) GETSTRUCT(tup);
-	name = pstrdup(NameStr(proc->proname));
-	if (proc->pronamespace != PG_CATALOG_NAMESPACE)
-	{
-		ReleaseSysCache(tup);
-		return NULL;
-	}
-	ReleaseSysCache(tup);
-
-	for (int i = 0; i < lengthof(agg_kinds); i++)
-	{
-		const CqAggKind *k = &agg_kinds[i];
-
-		if (strcmp(k->name, name) != 0 || k->star != agg->aggstar)
-			continue;
-		if (!agg->aggstar && !arg_class_matches(k->argclass, argtype))
-			continue;
-		return k;
-	}
-	return NULL;
-}
-
-/*
- * add_part
- *	  The state column for part k of aggregate a: an existing one with the
- *	  same partial expression and type, column n (the row count) for a plain
- *	  count(*), or a new one.  Returns its index, or -1 for n.
- */
-static int
-add_part(CqAnalysis *an, CqAgg *a, int k)
-{
-	const CqAggPart *kp = &a->kind->parts[k];
-	CqPart	   *part = palloc0(sizeof(CqPart));
-	Oid			type = kp->type;
-	int			i = 0;
-	ListCell   *lc;
-
-	part->partial = psprintf(kp->partial, a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "");
-	if (a->filter_col >= 0)
-		part->partial = psprintf("%s FILTER (WHERE i.f%d)", part->partial, a->filter_col + 1);
-	else if (strcmp(part->partial, "count(*)") == 0)
-		return -1;
-	part->merge = kp->merge;
-	if (type == TYPE_SUM)
-		type = (a->arg_type == INT2OID || a->arg_type == INT4OID) ? INT8OID : NUMERICOID;
-	else if (type == TYPE_AGG)
-	{
-		type = a->aggref->aggtype;
-		if (type_is_collatable(type))
-			part->collation = a->aggref->inputcollid;
-	}
-	part->type = cq_sql_type(type, -1);
-
-	foreach(lc, an->parts)
-	{
-		CqPart	   *other = lfirst(lc);
-
-		if (strcmp(other->partial, part->partial) == 0 && strcmp(other->type, part->type) == 0 &&
-			other->collation == part->collation)
-			return i;
-		i++;
-	}
-	an->parts = lappend(an->parts, part);
-	return i;
-}
 
 /* Walker state for collecting aggregates. */
 typedef struct CollectCtx
@@ -314,7 +91,7 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		Aggref	   *agg = (Aggref *) node;
 		char	   *fname = format_procedure(agg->aggfnoid);
 		Oid			argtype = InvalidOid;
-		const CqAggKind *kind;
+		const struct CqAggKind *kind;
 		CqAgg	   *a;
 		ListCell   *lc;
 
@@ -347,7 +124,7 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		if (agg->args != NIL)
 			argtype = exprType((Node *) ((TargetEntry *) linitial(agg->args))->expr);
 
-		kind = find_agg_kind(agg, argtype);
+		kind = cq_agg_kind_find(agg, argtype);
 		if (kind == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -368,8 +145,8 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		a->arg_col = agg->args ? add_expr_once(&an->arg_exprs,
 											   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
 		a->filter_col = agg->aggfilter ? add_expr_once(&an->filter_exprs, (Node *) agg->aggfilter) : -1;
-		for (int k = 0; k < kind->nparts; k++)
-			a->part[k] = add_part(an, a, k);
+		for (int k = 0; k < cq_agg_kind_nparts(kind); k++)
+			a->part[k] = cq_agg_add_part(&an->parts, a, k);
 		an->aggs = lappend(an->aggs, a);
 		return false;			/* arguments cannot contain aggregates */
 	}
@@ -463,19 +240,15 @@ check_joins(Node *node, Index rti)
 }
 
 /*
- * find_source
- *	  The range-table entry of the stream: the only table in FROM, or the
- *	  one the source option names.
+ * wanted_source
+ *	  The stream the source option names, or the one a stored query
+ *	  recorded, or InvalidOid.
  */
-static void
-find_source(CqAnalysis *an, CqOptions *opts, const char *name)
+static Oid
+wanted_source(Query *q, CqOptions *opts)
 {
-	Query	   *q = an->query;
 	Oid			wanted = InvalidOid;
-	int			nrel = 0;
-	int			nwanted = 0;
 	ListCell   *lc;
-	Index		rti = 0;
 
 	if (opts->source)
 	{
@@ -503,6 +276,85 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 				wanted = opts->source_relid;
 		}
 	}
+	return wanted;
+}
+
+/*
+ * no_source
+ *	  Error: no table in FROM.
+ */
+static void
+no_source(Query *q, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, q->rtable)
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("subqueries in FROM over the streaming table are not supported"),
+					 errhint("Read the streaming table directly in the FROM clause.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("continuous query \"%s\" has no streaming source", name),
+			 errdetail("The FROM clause must name a table."),
+			 errhint("A subquery in FROM cannot be the stream: name the table directly.")));
+}
+
+/*
+ * several_sources
+ *	  Error: the stream appears twice, or several tables could be it.
+ */
+static void
+several_sources(CqAnalysis *an, Oid wanted, int nrel, int nwanted, const char *name)
+{
+	ListCell   *lc;
+
+	if (OidIsValid(wanted) || nrel == nwanted)
+	{
+		/* the stream itself appears twice: a stream-stream join */
+		bool		same = true;
+		Oid			first = InvalidOid;
+
+		foreach(lc, an->query->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind != RTE_RELATION)
+				continue;
+			if (!OidIsValid(first))
+				first = rte->relid;
+			else if (rte->relid != first)
+				same = false;
+		}
+		if (same || OidIsValid(wanted))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the streaming table \"%s\" appears more than once in the query",
+							get_rel_name(an->source_relid)),
+					 errdetail("Joins between two streams are not supported.")));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("continuous query \"%s\" reads more than one table", name),
+			 errdetail("Exactly one table of the query is the stream; the others are read as static tables."),
+			 errhint("Name the streaming table with the source option (cq.source).")));
+}
+
+/*
+ * find_source
+ *	  The range-table entry of the stream: the only table in FROM, or the
+ *	  one the source option names.
+ */
+static void
+find_source(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	Query	   *q = an->query;
+	Oid			wanted = wanted_source(q, opts);
+	int			nrel = 0;
+	int			nwanted = 0;
+	ListCell   *lc;
+	Index		rti = 0;
 
 	foreach(lc, q->rtable)
 	{
@@ -525,51 +377,9 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source table \"%s\" is not in the FROM clause of the query", opts->source)));
 	if (nrel == 0)
-	{
-		foreach(lc, q->rtable)
-			if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_SUBQUERY)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("subqueries in FROM over the streaming table are not supported"),
-						 errhint("Read the streaming table directly in the FROM clause.")));
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("continuous query \"%s\" has no streaming source", name),
-				 errdetail("The FROM clause must name a table."),
-				 errhint("A subquery in FROM cannot be the stream: name the table directly.")));
-	}
+		no_source(q, name);
 	if (nwanted > 1 || (!OidIsValid(wanted) && nrel > 1))
-	{
-		if (OidIsValid(wanted) || nrel == nwanted)
-		{
-			/* the stream itself appears twice: a stream-stream join */
-			bool		same = true;
-			Oid			first = InvalidOid;
-
-			foreach(lc, q->rtable)
-			{
-				RangeTblEntry *rte = lfirst(lc);
-
-				if (rte->rtekind != RTE_RELATION)
-					continue;
-				if (!OidIsValid(first))
-					first = rte->relid;
-				else if (rte->relid != first)
-					same = false;
-			}
-			if (same || OidIsValid(wanted))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("the streaming table \"%s\" appears more than once in the query",
-								get_rel_name(an->source_relid)),
-						 errdetail("Joins between two streams are not supported.")));
-		}
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("continuous query \"%s\" reads more than one table", name),
-				 errdetail("Exactly one table of the query is the stream; the others are read as static tables."),
-				 errhint("Name the streaming table with the source option (cq.source).")));
-	}
+		several_sources(an, wanted, nrel, nwanted, name);
 }
 
 /*
@@ -938,86 +748,80 @@ keys_hashable(CqAnalysis *an)
 }
 
 /*
- * cq_analyze_query
- *	  Analyze a continuous query and reject every unsupported shape, each
- *	  with its own message.  The query is copied; the caller's tree is not
- *	  modified.
+ * Clauses a continuous query may not have, checked in this order: the
+ * field of Query that holds the clause (a pointer, non-NULL when present,
+ * or a bool), and the error it gets.  LIMIT and OFFSET share their error.
  */
-CqAnalysis *
-cq_analyze_query(Query *query, CqOptions *opts, const char *name)
+typedef struct CqClauseCheck
 {
-	CqAnalysis *an = palloc0(sizeof(CqAnalysis));
-	Query	   *q;
+	size_t		offset;			/* of the field in Query */
+	bool		is_bool;		/* field is a bool (else a pointer) */
+	const char *message;
+	const char *detail;			/* or NULL */
+	const char *hint;			/* or NULL */
+} CqClauseCheck;
+
+#define CLAUSE(field) offsetof(Query, field), false
+#define FLAG(field) offsetof(Query, field), true
+
+static const CqClauseCheck unsupported_clauses[] = {
+	{CLAUSE(setOperations), "UNION, INTERSECT and EXCEPT are not supported in continuous queries", NULL, NULL},
+	{CLAUSE(cteList), "WITH queries are not supported in continuous queries", NULL,
+	"Write the common table expression as a join or define it as a view over static tables."},
+	{FLAG(hasWindowFuncs), "window functions are not supported in continuous queries",
+		"Only time-window aggregation is supported on a stream.",
+	"Group by a time window: cq.window(ts, size) or date_bin(size, ts, origin)."},
+	{FLAG(hasTargetSRFs), "set-returning functions in the select list are not supported in continuous queries",
+	NULL, "Call the function in FROM with LATERAL instead."},
+	{FLAG(hasSubLinks), "subqueries in expressions are not supported in continuous queries", NULL,
+	"Join the static table instead."},
+	{CLAUSE(limitCount), "LIMIT and OFFSET are not supported in continuous queries",
+		"A stream has no end, so its first rows are not defined.", "Limit the rows when reading the target table."},
+	{CLAUSE(limitOffset), "LIMIT and OFFSET are not supported in continuous queries",
+		"A stream has no end, so its first rows are not defined.", "Limit the rows when reading the target table."},
+	{CLAUSE(distinctClause), "SELECT DISTINCT is not supported in continuous queries", NULL,
+	"Use GROUP BY over the selected columns instead."},
+	{CLAUSE(groupingSets), "GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries", NULL, NULL},
+	{CLAUSE(rowMarks), "FOR UPDATE and FOR SHARE are not supported in continuous queries", NULL, NULL},
+	{CLAUSE(havingQual), "HAVING is not supported in continuous queries yet", NULL,
+	"Filter the target table when reading it."},
+};
+
+/*
+ * check_clauses
+ *	  Reject the first clause of unsupported_clauses the query has.
+ */
+static void
+check_clauses(Query *q)
+{
+	for (int i = 0; i < lengthof(unsupported_clauses); i++)
+	{
+		const CqClauseCheck *c = &unsupported_clauses[i];
+		const char *field = (const char *) q + c->offset;
+		bool		present = c->is_bool ? *(const bool *) field : *(void *const *) field != NULL;
+
+		if (present)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s", c->message),
+					 c->detail ? errdetail("%s", c->detail) : 0,
+					 c->hint ? errhint("%s", c->hint) : 0));
+	}
+}
+
+/*
+ * check_from_subqueries
+ *	  Subqueries in FROM may read static tables only.
+ */
+static void
+check_from_subqueries(CqAnalysis *an)
+{
 	ListCell   *lc;
-	int			rti;
 
-	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("a continuous query must be a SELECT statement")));
-
-	q = an->query = copyObject(query);
-
-	if (q->setOperations)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("UNION, INTERSECT and EXCEPT are not supported in continuous queries")));
-	if (q->cteList)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("WITH queries are not supported in continuous queries"),
-				 errhint("Write the common table expression as a join or define it as a view over static tables.")));
-	if (q->hasWindowFuncs)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("window functions are not supported in continuous queries"),
-				 errdetail("Only time-window aggregation is supported on a stream."),
-				 errhint("Group by a time window: cq.window(ts, size) or date_bin(size, ts, origin).")));
-	if (q->hasTargetSRFs)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-returning functions in the select list are not supported in continuous queries"),
-				 errhint("Call the function in FROM with LATERAL instead.")));
-	if (q->hasSubLinks)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("subqueries in expressions are not supported in continuous queries"),
-				 errhint("Join the static table instead.")));
-	if (q->limitCount || q->limitOffset)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("LIMIT and OFFSET are not supported in continuous queries"),
-				 errdetail("A stream has no end, so its first rows are not defined."),
-				 errhint("Limit the rows when reading the target table.")));
-	if (q->distinctClause)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("SELECT DISTINCT is not supported in continuous queries"),
-				 errhint("Use GROUP BY over the selected columns instead.")));
-	if (q->groupingSets)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries")));
-	if (q->rowMarks)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("FOR UPDATE and FOR SHARE are not supported in continuous queries")));
-	if (q->havingQual)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("HAVING is not supported in continuous queries yet"),
-				 errhint("Filter the target table when reading it.")));
-
-	find_source(an, opts, name);
-	check_source_table(an->source_relid);
-
-	/* subqueries in FROM may read static tables only */
-	rti = 0;
-	foreach(lc, q->rtable)
+	foreach(lc, an->query->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		rti++;
 		if (rte->rtekind == RTE_SUBQUERY &&
 			rangetable_mentions_walker((Node *) rte->subquery, &an->source_relid))
 			ereport(ERROR,
@@ -1025,99 +829,149 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 					 errmsg("subqueries in FROM over the streaming table are not supported"),
 					 errhint("Read the streaming table directly in the FROM clause.")));
 	}
-	check_joins((Node *) q->jointree, an->source_rti);
-	check_event_time(an, opts);
+}
 
-	an->is_aggregate = q->hasAggs || q->groupClause != NIL;
+/*
+ * check_stateless
+ *	  A query without aggregation: no complete mode, no ORDER BY.
+ */
+static void
+check_stateless(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	if (opts->mode == CQ_MODE_COMPLETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("complete output mode is not supported when there are no streaming aggregations"),
+				 errdetail("Continuous query \"%s\" has no GROUP BY and no aggregate.", name),
+				 errhint("Use output mode \"append\" or \"update\".")));
+	if (an->query->sortClause)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ORDER BY is not supported in continuous queries without aggregation"),
+				 errhint("Sort when reading the target table.")));
+}
 
-	if (!an->is_aggregate)
+/*
+ * collect_group_keys
+ *	  The grouping expressions and their equality operators; every key
+ *	  type needs a btree opclass.
+ */
+static void
+collect_group_keys(CqAnalysis *an)
+{
+	Query	   *q = an->query;
+	ListCell   *lc;
+
+	foreach(lc, q->groupClause)
 	{
-		if (opts->mode == CQ_MODE_COMPLETE)
+		SortGroupClause *sgc = lfirst(lc);
+		Node	   *expr = get_sortgroupclause_expr(sgc, q->targetList);
+		Oid			type = exprType(expr);
+
+		if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("complete output mode is not supported when there are no streaming aggregations"),
-					 errdetail("Continuous query \"%s\" has no GROUP BY and no aggregate.", name),
-					 errhint("Use output mode \"append\" or \"update\".")));
-		if (q->sortClause)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("ORDER BY is not supported in continuous queries without aggregation"),
-					 errhint("Sort when reading the target table.")));
+					 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
+					 errdetail("State and target tables are keyed with a btree index on the grouping columns.")));
+		an->group_exprs = lappend(an->group_exprs, expr);
+		an->group_eqops = lappend_oid(an->group_eqops, sgc->eqop);
 	}
-	else
+}
+
+/*
+ * find_watermark_key
+ *	  The grouping key that carries the watermark: the first that is the
+ *	  event-time column or a window over it.
+ */
+static void
+find_watermark_key(CqAnalysis *an, CqOptions *opts)
+{
+	int			i = 0;
+	ListCell   *lc;
+
+	if (!opts->event_time)
+		return;
+	foreach(lc, an->group_exprs)
 	{
-		CollectCtx	ctx = {an, name};
+		char	   *fmt = window_end_fmt(an, lfirst(lc));
 
-		if (opts->mode == CQ_MODE_APPEND && !an->has_watermark)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
-					 errdetail("Continuous query \"%s\" aggregates, and without a watermark on a grouping key every result row can still change.", name),
-					 errhint("Use output mode \"update\" or \"complete\", or set cq.event_time and cq.watermark and group by the event-time column or a window over it.")));
-		if (q->sortClause && opts->mode != CQ_MODE_COMPLETE)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("ORDER BY is supported only in complete output mode"),
-					 errhint("Sort when reading the target table.")));
-
-		foreach(lc, q->groupClause)
+		if (fmt)
 		{
-			SortGroupClause *sgc = lfirst(lc);
-			Node	   *expr = get_sortgroupclause_expr(sgc, q->targetList);
-			Oid			type = exprType(expr);
-
-			if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
-						 errdetail("State and target tables are keyed with a btree index on the grouping columns.")));
-			an->group_exprs = lappend(an->group_exprs, expr);
-			an->group_eqops = lappend_oid(an->group_eqops, sgc->eqop);
+			an->wm_key = i;
+			an->wm_end_fmt = fmt;
+			break;
 		}
-		an->keys_hashable = keys_hashable(an);
-		expression_tree_walker((Node *) q->targetList, collect_aggs_walker, &ctx);
-
-		/* the grouping key that carries the watermark */
-		if (opts->event_time)
-		{
-			int			i = 0;
-
-			foreach(lc, an->group_exprs)
-			{
-				char	   *fmt = window_end_fmt(an, lfirst(lc));
-
-				if (fmt)
-				{
-					an->wm_key = i;
-					an->wm_end_fmt = fmt;
-					break;
-				}
-				i++;
-			}
-		}
-		if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
-					 errdetail("Continuous query \"%s\" has a watermark, but no grouping key is its event-time column \"%s\" or a window over it.",
-							   name, opts->event_time ? opts->event_time : ""),
-					 errhint("Group by cq.window(%s, ...), date_bin(..., %s, ...), date_trunc(..., %s) or %s itself, or use output mode \"update\".",
-							 opts->event_time, opts->event_time, opts->event_time, opts->event_time)));
+		i++;
 	}
-	check_window_calls(an);
+}
+
+/*
+ * analyze_aggregation
+ *	  A query with GROUP BY or aggregates: output mode and ORDER BY checks,
+ *	  grouping keys, aggregates, the watermark key.
+ */
+static void
+analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	CollectCtx	ctx = {an, name};
+
+	if (opts->mode == CQ_MODE_APPEND && !an->has_watermark)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
+				 errdetail("Continuous query \"%s\" aggregates, and without a watermark on a grouping key every result row can still change.", name),
+				 errhint("Use output mode \"update\" or \"complete\", or set cq.event_time and cq.watermark and group by the event-time column or a window over it.")));
+	if (an->query->sortClause && opts->mode != CQ_MODE_COMPLETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ORDER BY is supported only in complete output mode"),
+				 errhint("Sort when reading the target table.")));
+
+	collect_group_keys(an);
+	an->keys_hashable = keys_hashable(an);
+	expression_tree_walker((Node *) an->query->targetList, collect_aggs_walker, &ctx);
+	find_watermark_key(an, opts);
+	if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("append output mode is not supported for streaming aggregations without a watermark"),
+				 errdetail("Continuous query \"%s\" has a watermark, but no grouping key is its event-time column \"%s\" or a window over it.",
+						   name, opts->event_time ? opts->event_time : ""),
+				 errhint("Group by cq.window(%s, ...), date_bin(..., %s, ...), date_trunc(..., %s) or %s itself, or use output mode \"update\".",
+						 opts->event_time, opts->event_time, opts->event_time, opts->event_time)));
+}
+
+/*
+ * check_date_bin_strides
+ *	  Constant date_bin strides of the grouping keys are checked at
+ *	  creation too.
+ */
+static void
+check_date_bin_strides(CqAnalysis *an)
+{
+	ListCell   *lc;
+
 	foreach(lc, an->group_exprs)
 	{
 		Node	   *g = lfirst(lc);
 
-		/* constant date_bin strides are checked at creation too */
 		if (IsA(g, FuncExpr) &&
 			(((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ ||
 			 ((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP))
 			(void) interval_sql(linitial(((FuncExpr *) g)->args), "size", false);
 	}
+}
 
-	/* outputs, and which of them are grouping keys */
-	foreach(lc, q->targetList)
+/*
+ * collect_outputs
+ *	  The outputs, and which of them are grouping keys.
+ */
+static void
+collect_outputs(CqAnalysis *an)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->query->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
 		int			key = -1;
@@ -1138,19 +992,64 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 		an->outputs = lappend(an->outputs, tle);
 		an->output_key = lappend_int(an->output_key, key);
 	}
+}
 
-	if (an->is_aggregate && opts->mode == CQ_MODE_UPDATE)
+/*
+ * check_update_keys
+ *	  Update mode writes the target by key: every grouping key must be an
+ *	  output.
+ */
+static void
+check_update_keys(CqAnalysis *an, CqOptions *opts)
+{
+	if (!an->is_aggregate || opts->mode != CQ_MODE_UPDATE)
+		return;
+	for (int g = 0; g < list_length(an->group_exprs); g++)
 	{
-		for (int g = 0; g < list_length(an->group_exprs); g++)
-		{
-			if (!list_member_int(an->output_key, g))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("update output mode needs every GROUP BY expression in the select list"),
-						 errdetail("The target is updated by key, and GROUP BY expression %d is not selected.", g + 1),
-						 errhint("Add the expression to the select list, or use output mode \"complete\".")));
-		}
+		if (!list_member_int(an->output_key, g))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("update output mode needs every GROUP BY expression in the select list"),
+					 errdetail("The target is updated by key, and GROUP BY expression %d is not selected.", g + 1),
+					 errhint("Add the expression to the select list, or use output mode \"complete\".")));
 	}
+}
+
+/*
+ * cq_analyze_query
+ *	  Analyze a continuous query and reject every unsupported shape, each
+ *	  with its own message.  The query is copied; the caller's tree is not
+ *	  modified.
+ */
+CqAnalysis *
+cq_analyze_query(Query *query, CqOptions *opts, const char *name)
+{
+	CqAnalysis *an = palloc0(sizeof(CqAnalysis));
+	Query	   *q;
+
+	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("a continuous query must be a SELECT statement")));
+
+	q = an->query = copyObject(query);
+	check_clauses(q);
+
+	find_source(an, opts, name);
+	check_source_table(an->source_relid);
+	check_from_subqueries(an);
+	check_joins((Node *) q->jointree, an->source_rti);
+	check_event_time(an, opts);
+
+	an->is_aggregate = q->hasAggs || q->groupClause != NIL;
+	if (!an->is_aggregate)
+		check_stateless(an, opts, name);
+	else
+		analyze_aggregation(an, opts, name);
+	check_window_calls(an);
+	check_date_bin_strides(an);
+	collect_outputs(an);
+	check_update_keys(an, opts);
 	return an;
 }
 
@@ -1192,10 +1091,8 @@ cq_analyze_state_signature(CqAnalysis *an)
 	q->havingQual = NULL;
 	q->sortClause = NIL;
 
-	nest = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	nest = cq_security_deparse_begin();
 	sql = pg_get_querydef(q, false);
-	AtEOXact_GUC(false, nest);
+	cq_security_deparse_end(nest);
 	return sql;
 }

@@ -7,13 +7,8 @@
  * (cq.*) AS hook: it analyzes the query, tracks the source, creates the
  * query's internal objects and catalog row, all in the caller's transaction.
  *
- * Internal objects of query <id>, in schema cq_state, owned by the query's
- * owner:
- *	 q_<id>  a view of the user's query: holds the dependencies on the
- *			 source, its columns and functions (so DROP and ALTER of them are
- *			 refused as for any view), and is auto-dropped with the target
- *	 s_<id>  the state table (aggregations), auto-dropped with q_<id>
- *	 f_<id>  final values per group over s_<id>
+ * The query's internal objects (query view, state table, final view) are
+ * objects.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,9 +50,19 @@
 #include "utils/fmgroids.h"
 #include "catalog/pg_am.h"
 
-#include "pg_cq.h"
-#include "explain.h"
-#include "source.h"
+#include "api.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "offsets.h"
+#include "state.h"
+#include "sink.h"
+#include "objects.h"
+#include "batch.h"
+#include "runner.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_drop_query);
@@ -165,42 +170,6 @@ cq_api_owned_query(const char *name, bool lock)
 }
 
 /*
- * internal_name
- *	  "cq_state.<prefix>_<id>", quoted.
- */
-static char *
-internal_name(const char *prefix, int32 id)
-{
-	return quote_qualified_identifier("cq_state", psprintf("%s_%d", prefix, id));
-}
-
-/*
- * internal_relid
- *	  OID of cq_state.<prefix>_<id>.
- */
-static Oid
-internal_relid(const char *prefix, int32 id)
-{
-	return get_relname_relid(psprintf("%s_%d", prefix, id),
-							 get_namespace_oid("cq_state", false));
-}
-
-/*
- * add_auto_dependency
- *	  dependent is dropped automatically with referenced.
- */
-static void
-add_auto_dependency(Oid dependent, Oid referenced)
-{
-	ObjectAddress dep,
-				ref;
-
-	ObjectAddressSet(dep, RelationRelationId, dependent);
-	ObjectAddressSet(ref, RelationRelationId, referenced);
-	recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
-}
-
-/*
  * check_target_columns
  *	  An existing target must have the query's output columns, by name and
  *	  type, in any order; extra columns must have defaults or allow NULL.
@@ -243,112 +212,6 @@ check_target_columns(CqAnalysis *an, Oid target, const char *name)
 					 errhint("Drop the table or choose another target.")));
 	}
 	table_close(rel, AccessShareLock);
-}
-
-/*
- * is_key_hash_index
- *	  Is this index expression hash_record(ROW(c1, ..., cn)) over exactly
- *	  the target columns keys, in that order?
- */
-static bool
-is_key_hash_index(Relation idx, List *keys)
-{
-	List	   *exprs = RelationGetIndexExpressions(idx);
-	FuncExpr   *fe;
-	RowExpr    *row;
-	ListCell   *lc,
-			   *lk;
-
-	if (idx->rd_index->indnkeyatts != 1 || list_length(exprs) != 1 ||
-		RelationGetIndexPredicate(idx) != NIL || idx->rd_rel->relam != BTREE_AM_OID)
-		return false;
-	fe = linitial(exprs);
-	if (!IsA(fe, FuncExpr) || fe->funcid != F_HASH_RECORD || list_length(fe->args) != 1)
-		return false;
-	row = linitial(fe->args);
-	if (!IsA(row, RowExpr) || list_length(row->args) != list_length(keys))
-		return false;
-	forboth(lc, row->args, lk, keys)
-	{
-		Var		   *v = lfirst(lc);
-
-		if (!IsA(v, Var) || v->varattno != lfirst_int(lk))
-			return false;
-	}
-	return true;
-}
-
-/*
- * ensure_key_index
- *	  Update mode finds a group's row in the target by its keys: with a
- *	  hashed state, through an index on the hash of the key columns (in
- *	  grouping order); otherwise through a unique index on exactly those
- *	  columns that treats NULL as a value (ON CONFLICT).  Creates the index
- *	  unless the target has one.
- */
-static void
-ensure_key_index(CqAnalysis *an, Oid target, bool hashed)
-{
-	Relation	rel;
-	List	   *keys = NIL;
-	List	   *indexes;
-	ListCell   *lc,
-			   *lk;
-	bool		found = false;
-
-	if (!an->is_aggregate || an->group_exprs == NIL)
-		return;
-
-	rel = table_open(target, AccessShareLock);
-	if (hashed)
-	{
-		/* the first output column of each key, in grouping order */
-		for (int g = 0; g < list_length(an->group_exprs); g++)
-		{
-			forboth(lc, an->outputs, lk, an->output_key)
-			{
-				if (lfirst_int(lk) == g)
-				{
-					keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
-					break;
-				}
-			}
-		}
-	}
-	else
-	{
-		forboth(lc, an->outputs, lk, an->output_key)
-		{
-			if (lfirst_int(lk) >= 0)
-				keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
-		}
-	}
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
-	{
-		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = idx->rd_index;
-
-		if (hashed)
-			found |= is_key_hash_index(idx, keys);
-		else if (ix->indisunique && ix->indnullsnotdistinct && ix->indnkeyatts == list_length(keys) &&
-				 RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL)
-		{
-			bool		same = true;
-
-			for (int i = 0; i < ix->indnkeyatts; i++)
-				if (!list_member_int(keys, ix->indkey.values[i]))
-					same = false;
-			found |= same;
-		}
-		index_close(idx, AccessShareLock);
-	}
-	table_close(rel, AccessShareLock);
-	if (found)
-		return;
-
-	cq_spi_exec(cq_plan_target_key_index_sql(an, cq_sql_relname_str(target), hashed),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 }
 
 /*
@@ -399,177 +262,6 @@ check_target_table(Oid target)
 				 errmsg("the target of a continuous query cannot be a temporary table"),
 				 errdetail("Background workers cannot write another session's temporary tables.")));
 	cq_source_check_logged(target, InvalidOid);
-}
-
-/*
- * deparse_query
- *	  The query as text with every name schema-qualified.
- */
-static char *
-deparse_query(Query *query)
-{
-	int			nest = NewGUCNestLevel();
-	char	   *sql;
-
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	sql = pg_get_querydef(query, false);
-	AtEOXact_GUC(false, nest);
-	return sql;
-}
-
-/*
- * query_view_sql
- *	  DDL of the query view q_<id>.  It wraps the query so that its only
- *	  column never changes: a changed query replaces the view's rule (and
- *	  its dependencies) while the view, which state and final view hang on,
- *	  stays.
- */
-static char *
-query_view_sql(const char *qview, CqAnalysis *an, bool replace)
-{
-	return psprintf("CREATE %sVIEW %s AS SELECT 1 AS query FROM (%s) q",
-					replace ? "OR REPLACE " : "", qview, deparse_query(an->query));
-}
-
-/*
- * add_tracking_dependency
- *	  The tracking column of the source cannot be dropped while the query
- *	  view reads the source.
- */
-static void
-add_tracking_dependency(Oid qview_id, Oid source)
-{
-	ObjectAddress dep,
-				ref;
-
-	ObjectAddressSet(dep, RelationRelationId, qview_id);
-	ObjectAddressSubSet(ref, RelationRelationId, source, cq_source_tracking_attnum(source));
-	recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
-}
-
-/*
- * add_event_time_dependency
- *	  The event-time column cannot be dropped or change type while the
- *	  query view reads the source, even when the query itself does not
- *	  mention it (a renamed one is followed: see ddl.c).  The view's rule
- *	  depends on it, as on the columns the query reads, so that core's
- *	  messages name the view; a replaced rule needs it again.
- */
-static void
-add_event_time_dependency(Oid qview_id, CqAnalysis *an)
-{
-	ObjectAddress dep,
-				ref;
-
-	if (an->et_attno == InvalidAttrNumber)
-		return;
-	ObjectAddressSet(dep, RewriteRelationId, get_rewrite_oid(qview_id, ViewSelectRuleName, false));
-	ObjectAddressSubSet(ref, RelationRelationId, an->source_relid, an->et_attno);
-	recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
-}
-
-/*
- * create_state_objects
- *	  State table s_<id> and final view f_<id> of an aggregation, owned by
- *	  the query's owner, auto-dropped with the query view.  Runs as
- *	  superuser.
- */
-static void
-create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
-{
-	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
-	char	   *state = internal_name("s", id);
-	char	   *fview = internal_name("f", id);
-	Oid			state_id;
-	Oid			qview_id = internal_relid("q", id);
-
-	if (!an->is_aggregate)
-	{
-		cq_catalog_set_state_table(id, InvalidOid);
-		return;
-	}
-	cq_spi_exec(cq_plan_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(cq_plan_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
-						 "REVOKE ALL ON %s, %s FROM PUBLIC",
-						 state, owner_name, fview, owner_name, state, fview),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	CommandCounterIncrement();
-	state_id = internal_relid("s", id);
-	add_auto_dependency(state_id, qview_id);
-	add_auto_dependency(internal_relid("f", id), qview_id);
-	cq_catalog_set_state_table(id, state_id);
-	if (strcmp(opts->state_storage, "unlogged") == 0)
-		cq_catalog_state_valid(id, -1);
-}
-
-/*
- * create_internal_objects
- *	  The query view, state table and final view (see file header).  They
- *	  are created as superuser in cq_state and handed to the owner.
- */
-static void
-create_internal_objects(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptions *opts)
-{
-	char	   *qview = internal_name("q", id);
-	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
-	CqSecurity	sec;
-	Oid			qview_id;
-
-	cq_security_superuser(&sec);
-	cq_spi_exec(query_view_sql(qview, an, false), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
-						 qview, owner_name, qview),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	CommandCounterIncrement();
-	qview_id = internal_relid("q", id);
-	add_auto_dependency(qview_id, target);
-	add_tracking_dependency(qview_id, an->source_relid);
-	add_event_time_dependency(qview_id, an);
-	create_state_objects(an, id, owner, opts);
-	cq_security_restore(&sec);
-	CommandCounterIncrement();
-}
-
-/*
- * cq_api_recreate_internal
- *	  Drop whatever internal objects of a query exist and create them anew
- *	  (with their dependencies) from its stored tree.  Used when a query is
- *	  restored from a dump, which keeps the objects but not pg_depend.
- */
-void
-cq_api_recreate_internal(CqQuery *q)
-{
-	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
-	CqSecurity	sec;
-
-	cq_security_superuser(&sec);
-	cq_ddl_recreating = true;
-	PG_TRY();
-	{
-		cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s, %s CASCADE; DROP TABLE IF EXISTS %s CASCADE",
-							 internal_name("f", q->id), internal_name("q", q->id), internal_name("s", q->id)),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	}
-	PG_FINALLY();
-	{
-		cq_ddl_recreating = false;
-	}
-	PG_END_TRY();
-	cq_security_restore(&sec);
-	CommandCounterIncrement();
-	create_internal_objects(an, q->id, q->owner, q->target, &q->opts);
-
-	/* the new state may be keyed otherwise than the restored target's index */
-	if (q->opts.mode == CQ_MODE_UPDATE)
-	{
-		cq_security_owner(q->owner, &sec);
-		ensure_key_index(an, q->target, an->keys_hashable);
-		cq_security_restore(&sec);
-		CommandCounterIncrement();
-	}
 }
 
 /*
@@ -632,7 +324,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 					 errhint("Empty the table first, or choose another target.")));
 	}
 	if (opts->mode == CQ_MODE_UPDATE)
-		ensure_key_index(an, target, an->keys_hashable);	/* the state will be hashed alike */
+		cq_objects_ensure_key_index(an, target, an->keys_hashable);	/* the state will be hashed alike */
 
 	cq_source_track(an->source_relid);
 	check_source_columns(an, name);
@@ -645,10 +337,10 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 	}
 
 	id = cq_catalog_insert_query(name, GetUserId(), an->source_relid, target,
-								 query_text ? query_text : deparse_query(an->query),
+								 query_text ? query_text : cq_objects_deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
-	create_internal_objects(an, id, GetUserId(), target, opts);
-	cq_explain_comment_target(target, name, opts);	/* \d+ target says what feeds it */
+	cq_objects_create(an, id, GetUserId(), target, opts);
+	cq_objects_comment_target(target, name, opts);	/* \dt+ target says what feeds it */
 	return target;
 }
 
@@ -717,6 +409,64 @@ parse_query_text(const char *name, const char *query_text)
 }
 
 /*
+ * query_name_rv
+ *	  The query's name as a relation name: on a 0.2 catalog "q" or "s.q"
+ *	  (a query lives in its target's schema), *name set to its last part;
+ *	  on 0.1 taken as it is.
+ */
+static RangeVar *
+query_name_rv(char **name)
+{
+	RangeVar   *rv_name;
+
+	if (*name == NULL || (*name)[0] == '\0' || cq_catalog_version() < CQ_CATALOG_0_2)
+	{
+		/* 0.1: names are unique in the database and taken as they are */
+		check_name(*name);
+		rv_name = makeRangeVar(NULL, *name, -1);
+	}
+	else
+	{
+		/* a query lives in its target's schema: "q" or "s.q", as a table */
+		char	   *schemaname;
+
+		check_name_parts(*name);
+		DeconstructQualifiedName(stringToQualifiedNameList(*name), &schemaname, name);
+		rv_name = makeRangeVar(schemaname, *name, -1);
+	}
+	return rv_name;
+}
+
+/*
+ * options_from_args
+ *	  The options of cq.create_query from its arguments 2, 3 and 5-11.
+ */
+static void
+options_from_args(FunctionCallInfo fcinfo, CqOptions *opts)
+{
+	cq_options_init(opts);
+	opts->output_mode = arg_text(fcinfo, 2);
+	opts->trigger = arg_text(fcinfo, 3);
+	opts->event_time = arg_text(fcinfo, 5);
+	opts->watermark = arg_text(fcinfo, 6);
+	if (!PG_ARGISNULL(7))
+	{
+		opts->max_rows_per_trigger = PG_GETARG_INT64(7);
+		if (opts->max_rows_per_trigger < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": " INT64_FORMAT,
+							opts->max_rows_per_trigger),
+					 errhint("Use a positive number of rows, or 0 for no limit.")));
+	}
+	opts->starting = arg_text(fcinfo, 8);
+	opts->source = arg_text(fcinfo, 9);
+	opts->state_storage = arg_text(fcinfo, 10);
+	opts->complete_refresh = arg_text(fcinfo, 11);
+	cq_options_finish(opts);
+}
+
+/*
  * cq_create_query
  *	  cq.create_query(name, query, output_mode, trigger, target, event_time,
  *	  watermark, max_rows_per_trigger, starting, source, state_storage,
@@ -736,41 +486,8 @@ cq_create_query(PG_FUNCTION_ARGS)
 	bool		created = false;
 	CqAnalysis *an;
 
-	if (name == NULL || name[0] == '\0' || cq_catalog_version() < CQ_CATALOG_0_2)
-	{
-		/* 0.1: names are unique in the database and taken as they are */
-		check_name(name);
-		rv_name = makeRangeVar(NULL, name, -1);
-	}
-	else
-	{
-		/* a query lives in its target's schema: "q" or "s.q", as a table */
-		char	   *schemaname;
-
-		check_name_parts(name);
-		DeconstructQualifiedName(stringToQualifiedNameList(name), &schemaname, &name);
-		rv_name = makeRangeVar(schemaname, name, -1);
-	}
-	cq_options_init(&opts);
-	opts.output_mode = arg_text(fcinfo, 2);
-	opts.trigger = arg_text(fcinfo, 3);
-	opts.event_time = arg_text(fcinfo, 5);
-	opts.watermark = arg_text(fcinfo, 6);
-	if (!PG_ARGISNULL(7))
-	{
-		opts.max_rows_per_trigger = PG_GETARG_INT64(7);
-		if (opts.max_rows_per_trigger < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for continuous query option \"max_rows_per_trigger\": " INT64_FORMAT,
-							opts.max_rows_per_trigger),
-					 errhint("Use a positive number of rows, or 0 for no limit.")));
-	}
-	opts.starting = arg_text(fcinfo, 8);
-	opts.source = arg_text(fcinfo, 9);
-	opts.state_storage = arg_text(fcinfo, 10);
-	opts.complete_refresh = arg_text(fcinfo, 11);
-	cq_options_finish(&opts);
+	rv_name = query_name_rv(&name);
+	options_from_args(fcinfo, &opts);
 
 	query = parse_query_text(name, query_text);
 
@@ -787,7 +504,7 @@ cq_create_query(PG_FUNCTION_ARGS)
 		Oid			nsp = RangeVarGetCreationNamespace(rv);
 
 		an = cq_analyze_query(query, &opts, name);
-		cq_spi_exec(cq_plan_target_table_sql(an, quote_qualified_identifier(get_namespace_name(nsp), rv->relname)),
+		cq_spi_exec(cq_sink_target_table_sql(an, quote_qualified_identifier(get_namespace_name(nsp), rv->relname)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		CommandCounterIncrement();
 		target = get_relname_relid(rv->relname, nsp);
@@ -808,24 +525,6 @@ cq_create_query(PG_FUNCTION_ARGS)
 }
 
 /*
- * drop_internal_objects
- *	  Drop q_<id> and, through dependencies, the state of a query.
- */
-static void
-drop_internal_objects(CqQuery *q)
-{
-	Oid			qview = internal_relid("q", q->id);
-	CqSecurity	sec;
-
-	if (!OidIsValid(qview))
-		return;
-	cq_security_superuser(&sec);
-	cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s CASCADE", internal_name("q", q->id)),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_security_restore(&sec);
-}
-
-/*
  * cq_drop_query
  *	  cq.drop_query(name, drop_target): drop the query, keep the table unless
  *	  asked.
@@ -841,7 +540,7 @@ cq_drop_query(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = cq_api_owned_query(name, true);
 	cq_catalog_delete_query(q->id);
-	drop_internal_objects(q);
+	cq_objects_drop(q);
 	if (drop_target)
 		cq_spi_exec(psprintf("DROP TABLE %s", cq_sql_relname_str(q->target)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
@@ -909,7 +608,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 					 errhint("Run cq.reset(name) to start over from the new option.")));
 	}
 	cq_catalog_update_options(q->id, &o);
-	cq_explain_comment_target(q->target, q->name, &o);	/* \d+ target says what feeds it */
+	cq_objects_comment_target(q->target, q->name, &o);	/* \dt+ target says what feeds it */
 }
 
 /*
@@ -921,14 +620,13 @@ static void
 replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 {
 	CqSecurity	sec;
-	Oid			qview_id = internal_relid("q", q->id);
 	Oid			types[2] = {INT4OID, OIDOID};
 	Datum		values[2] = {Int32GetDatum(q->id), ObjectIdGetDatum(an->source_relid)};
 
 	ExecCheckRTPerms(an->query->rtable, true);
 	check_target_columns(an, q->target, q->name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
-		ensure_key_index(an, q->target, an->keys_hashable);	/* the new state is hashed alike */
+		cq_objects_ensure_key_index(an, q->target, an->keys_hashable);	/* the new state is hashed alike */
 	cq_source_check_logged(an->source_relid, an->source_relid);
 	cq_source_track(an->source_relid);
 	check_source_columns(an, q->name);
@@ -937,16 +635,7 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE id OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 2, types, values, NULL);
-	if (OidIsValid(q->state_table))
-		cq_spi_exec(psprintf("DROP TABLE %s CASCADE", internal_name("s", q->id)),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(query_view_sql(internal_name("q", q->id), an, true), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	deleteDependencyRecordsForSpecific(RelationRelationId, qview_id, DEPENDENCY_NORMAL,
-									   RelationRelationId, q->source);
-	add_tracking_dependency(qview_id, an->source_relid);
-	add_event_time_dependency(qview_id, an);
-	CommandCounterIncrement();
-	create_state_objects(an, q->id, q->owner, &q->opts);
+	cq_objects_replace(q, an);
 	cq_security_restore(&sec);
 	CommandCounterIncrement();
 }
@@ -995,15 +684,14 @@ cq_api_alter_query(const char *name, const char *query_text)
 	check_source_columns(new_an, name);
 	check_target_columns(new_an, q->target, name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
-		ensure_key_index(new_an, q->target, cq_plan_state_hashed(q->state_table));
+		cq_objects_ensure_key_index(new_an, q->target, cq_state_hashed(q->state_table));
 
 	cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));
 	{
 		CqSecurity	sec;
 
 		cq_security_superuser(&sec);
-		cq_spi_exec(query_view_sql(internal_name("q", q->id), new_an, true),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_objects_replace_query_view(q->id, new_an);
 		cq_security_restore(&sec);
 	}
 }
@@ -1102,24 +790,65 @@ report_batch(const char *name, CqBatchResult *res)
 						name, res->batch_id, (long long) res->input_rows, (long long) res->output_rows)));
 }
 
+/* Arguments of run_body. */
+typedef struct RunArgs
+{
+	int32		id;
+	int			flags;
+	CqBatchResult *res;
+} RunArgs;
+
+/* The batch proper, for the runner. */
+static void
+run_body(void *arg)
+{
+	RunArgs    *a = (RunArgs *) arg;
+
+	cq_batch_run_ext(a->id, a->flags, a->res);
+}
+
 /*
  * run_batch
- *	  One batch for cq.run: in non-atomic mode a failure is recorded
- *	  (failure.c); in atomic mode the error just propagates.  A batch that
- *	  runs makes a 'failed' query 'active' again, in its transaction.
+ *	  One batch for cq.run, through the runner: in non-atomic mode a
+ *	  failure is recorded; in atomic mode the error just propagates.  A
+ *	  batch that runs makes a 'failed' query 'active' again, in its
+ *	  transaction.
  */
 static void
 run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed)
 {
-	if (atomic)
-		cq_batch_run_ext(id, flags, res);
-	else
-		cq_failure_run_batch(id, flags, res);
+	RunArgs		a = {id, flags, res};
+
+	(void) cq_runner_run(id, atomic ? CQ_RUN_ATOMIC : CQ_RUN_SUBXACT, run_body, &a);
 	if (res->ran && *was_failed)
 	{
 		cq_catalog_set_state(id, "active", NULL, "failed");
 		*was_failed = false;
 	}
+}
+
+/*
+ * check_run
+ *	  cq.run needs a name, and a READ COMMITTED transaction: a batch must see
+ *	  the batches that committed while it waited for the query's row lock;
+ *	  with one snapshot for the whole transaction it would read the offset
+ *	  as of its start and process those rows again.
+ */
+static void
+check_run(const char *name)
+{
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot run continuous query \"%s\" in a %s transaction", name,
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("A batch reads the offsets of concurrent batches, which a transaction snapshot hides."),
+				 errhint("Call cq.run in a READ COMMITTED transaction: BEGIN ISOLATION LEVEL READ COMMITTED, "
+						 "or SET default_transaction_isolation = 'read committed'.")));
 }
 
 /*
@@ -1146,23 +875,7 @@ cq_run(PG_FUNCTION_ARGS)
 	MemoryContext outer_cxt;
 	MemoryContext batch_cxt;
 
-	if (name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("continuous query name must not be null")));
-	/*
-	 * A batch must see the batches that committed while it waited for the
-	 * query's row lock: with one snapshot for the whole transaction it
-	 * would read the offset as of its start and process those rows again.
-	 */
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-				 errmsg("cannot run continuous query \"%s\" in a %s transaction", name,
-						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
-				 errdetail("A batch reads the offsets of concurrent batches, which a transaction snapshot hides."),
-				 errhint("Call cq.run in a READ COMMITTED transaction: BEGIN ISOLATION LEVEL READ COMMITTED, "
-						 "or SET default_transaction_isolation = 'read committed'.")));
+	check_run(name);
 	if (SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 

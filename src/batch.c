@@ -34,9 +34,19 @@
 #include "utils/xid8.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
-#include "source.h"
+#include "batch.h"
+#include "guc.h"
 #include "shmem.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "offsets.h"
+#include "plan.h"
+#include "restore.h"
+#include "status.h"
 
 /* Milliseconds since t0. */
 static double
@@ -56,83 +66,6 @@ static Datum
 snapshot_datum(const char *text)
 {
 	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
-}
-
-/*
- * limit_offset
- *	  With max_rows_per_trigger, end the batch after the first transactions
- *	  (in id order) whose rows reach the limit; a transaction is never
- *	  split, so one larger than the limit forms a batch alone.  Returns the
- *	  (possibly earlier) end snapshot; *nrows is the number of rows up to
- *	  it (history rows `already` included).
- *
- *	  Only what the cut needs is read: the new rows of the first few
- *	  transactions above the low bound, in id ranges that grow eightfold
- *	  until the limit is reached or cur's xmax is, and at most one
- *	  transaction more than can fit.  (Reading every pending transaction
- *	  for every batch made a backlog cost quadratic time.)  params are the
- *	  batch's $1..$4: low bound, cur's xmax, cur, prev.
- */
-static char *
-limit_offset(CqPlan *plan, CqSnap *prev, CqSnap *cur, const char *cur_text,
-			 Datum *params, int64 limit, int64 already, int64 *nrows)
-{
-	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INT8OID};
-	Datum		args[5];
-	SPIPlanPtr	count_xids = cq_spi_plan(plan->count_xids_sql, 5, types);
-	uint64		from = U64FromFullTransactionId(DatumGetFullTransactionId(params[0]));
-	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
-	int			cap = 16;
-	uint64	   *chosen = palloc(sizeof(uint64) * cap);
-	int			nchosen = 0;
-	int64		rows = already;
-	bool		overflow = false;	/* a transaction did not fit */
-	bool		full = false;
-
-	args[2] = params[2];
-	args[3] = params[3];
-	while (!full && from < cur->xmax)
-	{
-		uint64		to = (cur->xmax - from <= span) ? cur->xmax : from + span;
-
-		args[0] = xid8_datum(from);
-		args[1] = xid8_datum(to);
-		/* each transaction has a row: more than this many cannot fit */
-		args[4] = Int64GetDatum(Max(limit - rows, 0) + 1);
-		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "pg_cq: could not count new rows per transaction");
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		isnull;
-			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
-			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
-			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-
-			if (rows + cnt > limit && (nchosen > 0 || rows > 0))
-			{
-				overflow = full = true; /* too big for the rest (or history filled it) */
-				break;
-			}
-			if (nchosen == cap)
-			{
-				cap *= 2;
-				chosen = repalloc(chosen, sizeof(uint64) * cap);
-			}
-			chosen[nchosen++] = x;
-			rows += cnt;
-		}
-		SPI_freetuptable(SPI_tuptable);
-		if (rows >= limit)
-			full = true;
-		from = to;
-		span = span > PG_UINT64_MAX / 8 ? PG_UINT64_MAX : span * 8;
-	}
-	*nrows = rows;
-	if (!overflow && from >= cur->xmax)
-		return (char *) cur_text;	/* every new transaction was chosen */
-	return cq_snap_cut(prev, cur, nchosen > 0 ? chosen[nchosen - 1] + 1 : prev->xmax,
-					   chosen, nchosen);
 }
 
 /*
@@ -209,46 +142,58 @@ watermark_candidate(CqQuery *q, TimestampTz max, TimestampTz *candidate)
 	return true;
 }
 
-/*
- * run_as_owner
- *	  The owner's part of the batch: find the range, fold, write.
- *	  Returns false when there was nothing to do.
- */
-static bool
-run_as_owner(BatchInput *in, CqBatchResult *res)
+/* The parameter types of the batch statements ($1..$5, see plan.c). */
+static const Oid batch_param_types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
+
+/* The owner's part of a batch while it runs: what its steps share. */
+typedef struct OwnerBatch
 {
-	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
-	Datum		params[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	CqQuery    *q = in->q;
-	CqPlan	   *plan = in->plan;
-	CqSnap	   *prev = cq_snap_parse(in->prev_text);
-	CqSnap	   *cur;
+	BatchInput *in;
+	CqBatchResult *res;
+	Oid			types[5];
+	Datum		params[5];		/* $1..$5 of the batch statements */
+	char		nulls[5];
+	CqSnap	   *prev;			/* S_prev */
+	CqSnap	   *cur;			/* S_cur, possibly cut short by the row limit */
 	char	   *cur_text;
-	TimestampTz t1;
-	int64		input_rows = 0;
-	TimestampTz next_candidate = 0;
-	bool		nodata;
-	int			scan_nest;
+	int64		input_rows;
+	bool		nodata;			/* no new rows in the range */
+} OwnerBatch;
 
-	cur_text = cq_snap_current();
-	cur = cq_snap_parse(cur_text);
+/*
+ * end_offset
+ *	  S_cur is the current snapshot; the parameters $1..$4 of the range
+ *	  between S_prev and it.
+ */
+static void
+end_offset(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
 
-	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
-	params[1] = xid8_datum(cur->xmax);
-	params[2] = snapshot_datum(cur_text);
-	params[3] = snapshot_datum(in->prev_text);
+	ob->prev = cq_snap_parse(in->prev_text);
+	ob->cur_text = cq_snap_current();
+	ob->cur = cq_snap_parse(ob->cur_text);
+	ob->params[0] = xid8_datum(cq_snap_low_bound(ob->prev, ob->cur));
+	ob->params[1] = xid8_datum(ob->cur->xmax);
+	ob->params[2] = snapshot_datum(ob->cur_text);
+	ob->params[3] = snapshot_datum(in->prev_text);
+	ob->nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(ob->prev, ob->cur));
+}
 
-	nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(prev, cur));
+/*
+ * scan_settings
+ *	  New rows are found through the BRIN index on cq_xid.  Until the
+ *	  source is analyzed after tracking began, the planner has no
+ *	  correlation statistics for cq_xid and would scan the whole table for
+ *	  every batch; only batch 0 reading history really wants that.  Returns
+ *	  the GUC nest level to restore.
+ */
+static int
+scan_settings(bool history)
+{
+	int			nest = NewGUCNestLevel();
 
-	/*
-	 * New rows are found through the BRIN index on cq_xid.  Until the
-	 * source is analyzed after tracking began, the planner has no
-	 * correlation statistics for cq_xid and would scan the whole table for
-	 * every batch; only batch 0 reading history really wants that.
-	 */
-	scan_nest = NewGUCNestLevel();
-	if (!in->history)
+	if (!history)
 	{
 		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
@@ -259,82 +204,197 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
-	if (!nodata && q->opts.max_rows_per_trigger > 0 && !in->unlimited)
-	{
-		/* the row limit may end the batch early: find where, first */
-		int64		hist = 0;
-		int64		limited_rows;
+	return nest;
+}
 
-		if (in->history)
-		{
-			cq_spi_exec(plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
-			hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
-		}
-		cur_text = limit_offset(plan, prev, cur, cur_text, params,
-								q->opts.max_rows_per_trigger, hist, &limited_rows);
-		cur = cq_snap_parse(cur_text);
-		params[1] = xid8_datum(cur->xmax);
-		params[2] = snapshot_datum(cur_text);
-		nodata = (limited_rows == 0 && !in->history);
-	}
-	if (!nodata && !plan->single_scan)
+/*
+ * cut
+ *	  With max_rows_per_trigger, the row limit may end the batch early:
+ *	  find where (offsets.c), first.
+ */
+static void
+cut(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
+	CqQuery    *q = in->q;
+	int64		hist = 0;
+	int64		limited_rows;
+
+	if (ob->nodata || q->opts.max_rows_per_trigger <= 0 || in->unlimited)
+		return;
+	if (in->history)
 	{
-		/* the source rows of the batch (Spark's numInputRows), event-time statistics */
-		if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, types),
-							 params, nulls, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "pg_cq: could not count new rows");
-		input_rows = event_time_stats(res);
-		nodata = (input_rows == 0 && !in->history);
+		cq_spi_exec(in->plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
 	}
-	if (nodata)
+	ob->cur_text = cq_offsets_limit(in->plan->count_xids_sql, ob->prev, ob->cur, ob->cur_text,
+									ob->params, q->opts.max_rows_per_trigger, hist, &limited_rows);
+	ob->cur = cq_snap_parse(ob->cur_text);
+	ob->params[1] = xid8_datum(ob->cur->xmax);
+	ob->params[2] = snapshot_datum(ob->cur_text);
+	ob->nodata = (limited_rows == 0 && !in->history);
+}
+
+/*
+ * count
+ *	  The source rows of the batch (Spark's numInputRows) and event-time
+ *	  statistics, from the count statement, unless the main statement
+ *	  counts them itself.
+ */
+static void
+count(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
+	CqPlan	   *plan = in->plan;
+
+	if (ob->nodata || plan->single_scan)
+		return;
+	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, ob->types),
+						 ob->params, ob->nulls, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: could not count new rows");
+	ob->input_rows = event_time_stats(ob->res);
+	ob->nodata = (ob->input_rows == 0 && !in->history);
+}
+
+/*
+ * nodata_batch
+ *	  Nothing new: run only the batch that lets a new watermark close
+ *	  windows, over the empty range S_prev..S_prev.  False when none is due.
+ */
+static bool
+nodata_batch(OwnerBatch *ob)
+{
+	if (!ob->in->nodata_due)
+		return false;
+	ob->res->nodata = true;
+	ob->res->has_event_time = false;
+	ob->input_rows = 0;
+	cq_status_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
+	ob->cur_text = (char *) ob->in->prev_text;
+	ob->params[1] = xid8_datum(ob->prev->xmax);
+	ob->params[2] = ob->params[3];
+	return true;
+}
+
+/*
+ * fold
+ *	  The main statement: fold the new rows into state and target, read
+ *	  its metrics row.
+ */
+static void
+fold(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
+	CqBatchResult *res = ob->res;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	ob->params[4] = TimestampTzGetDatum(res->watermark);
+	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
+						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "pg_cq: batch statement failed");
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+	res->state_removed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	res->state_total -= res->state_removed;
+	res->dropped_by_watermark = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	if (in->plan->single_scan && !ob->nodata)
 	{
-		/* nothing new: run only the batch that lets a new watermark close windows */
-		if (!in->nodata_due)
-		{
-			AtEOXact_GUC(true, scan_nest);
-			return false;
-		}
-		res->nodata = true;
-		res->has_event_time = false;
-		input_rows = 0;
-		cq_worker_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
-		cur_text = (char *) in->prev_text;
-		params[1] = xid8_datum(prev->xmax);
-		params[2] = params[3];
+		ob->input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+		read_event_time(res, 7);
+	}
+}
+
+/*
+ * next_watermark
+ *	  max(W, max event time - delay), never backwards.  The maximum is over
+ *	  the rows the query read with a finite event time.
+ */
+static void
+next_watermark(CqQuery *q, CqBatchResult *res)
+{
+	TimestampTz next_candidate = 0;
+
+	res->has_next_watermark = res->has_watermark;
+	res->next_watermark = res->watermark;
+	if (res->has_event_time && watermark_candidate(q, res->et_max, &next_candidate) &&
+		(!res->has_next_watermark || next_candidate > res->next_watermark))
+	{
+		res->has_next_watermark = true;
+		res->next_watermark = next_candidate;
+	}
+}
+
+/*
+ * refresh
+ *	  Complete mode: replace the whole result from the state, in this
+ *	  transaction (TRUNCATE waits at most cq.complete_lock_timeout).
+ */
+static void
+refresh(CqQuery *q, CqPlan *plan, CqBatchResult *res)
+{
+	if (strcmp(q->opts.complete_refresh, "delete") == 0)
+		cq_spi_exec(psprintf("DELETE FROM %s", cq_sql_relname_str(q->target)),
+					SPI_OK_DELETE, 0, NULL, NULL, NULL);
+	else
+	{
+		int			nest = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", psprintf("%d", cq_lock_timeout_ms),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		AtEOXact_GUC(true, nest);
+	}
+	if (SPI_execute_plan(cq_spi_plan(plan->complete_sql, 0, NULL), NULL, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "pg_cq: could not reload the target");
+	res->output_rows = SPI_processed;
+}
+
+/*
+ * run_as_owner
+ *	  The owner's part of the batch: end offset, row-limit cut, count,
+ *	  fold, complete-mode refresh.  Returns false when there was nothing to
+ *	  do.
+ */
+static bool
+run_as_owner(BatchInput *in, CqBatchResult *res)
+{
+	OwnerBatch	ob;
+	TimestampTz t1;
+	int			scan_nest;
+
+	memset(&ob, 0, sizeof(ob));
+	ob.in = in;
+	ob.res = res;
+	memcpy(ob.types, batch_param_types, sizeof(ob.types));
+	memset(ob.nulls, ' ', sizeof(ob.nulls));
+
+	end_offset(&ob);
+	scan_nest = scan_settings(in->history);
+	cut(&ob);
+	count(&ob);
+	if (ob.nodata && !nodata_batch(&ob))
+	{
+		AtEOXact_GUC(true, scan_nest);
+		return false;
 	}
 	if (!res->nodata)
-		cq_worker_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
+		cq_status_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
 	res->start_offset = pstrdup(in->prev_text);
-	res->end_offset = pstrdup(cur_text);
+	res->end_offset = pstrdup(ob.cur_text);
 	res->latest_offset_ms = ms_since(in->t0);
 
-	/* fold the new rows into state and target */
 	t1 = GetCurrentTimestamp();
-	params[4] = TimestampTzGetDatum(res->watermark);
-	nulls[4] = (res->has_watermark && q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->batch_sql_history : plan->batch_sql, 5, types),
-						 params, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "pg_cq: batch statement failed");
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-
-		res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		res->state_total += DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-		res->state_removed = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		res->state_total -= res->state_removed;
-		res->dropped_by_watermark = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-		res->output_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-		if (plan->single_scan && !nodata)
-		{
-			input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
-			read_event_time(res, 7);
-		}
-	}
+	fold(&ob);
 	AtEOXact_GUC(true, scan_nest);
 
-	if (plan->single_scan && !nodata && input_rows == 0 && !in->history)
+	if (in->plan->single_scan && !ob.nodata && ob.input_rows == 0 && !in->history)
 	{
 		/*
 		 * Only transactions without rows for this source finished.  The
@@ -345,41 +405,10 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 			return false;
 		res->nodata = true;
 	}
-	res->input_rows = input_rows;
-
-	/*
-	 * The next watermark: max(W, max event time - delay), never backwards.
-	 * The maximum is over the rows the query read with a finite event time.
-	 */
-	res->has_next_watermark = res->has_watermark;
-	res->next_watermark = res->watermark;
-	if (res->has_event_time && watermark_candidate(q, res->et_max, &next_candidate) &&
-		(!res->has_next_watermark || next_candidate > res->next_watermark))
-	{
-		res->has_next_watermark = true;
-		res->next_watermark = next_candidate;
-	}
-
-	if (q->opts.mode == CQ_MODE_COMPLETE)
-	{
-		/* replace the whole result, in this transaction */
-		if (strcmp(q->opts.complete_refresh, "delete") == 0)
-			cq_spi_exec(psprintf("DELETE FROM %s", cq_sql_relname_str(q->target)),
-						SPI_OK_DELETE, 0, NULL, NULL, NULL);
-		else
-		{
-			int			nest = NewGUCNestLevel();
-
-			(void) set_config_option("lock_timeout", psprintf("%d", cq_lock_timeout_ms),
-									 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-			cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
-						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-			AtEOXact_GUC(true, nest);
-		}
-		if (SPI_execute_plan(cq_spi_plan(plan->complete_sql, 0, NULL), NULL, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "pg_cq: could not reload the target");
-		res->output_rows = SPI_processed;
-	}
+	res->input_rows = ob.input_rows;
+	next_watermark(in->q, res);
+	if (in->q->opts.mode == CQ_MODE_COMPLETE)
+		refresh(in->q, in->plan, res);
 	res->add_batch_ms = ms_since(t1);
 	return true;
 }

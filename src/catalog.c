@@ -36,8 +36,12 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
-#include "shmem.h"
+#include "catalog.h"
+#include "wakeup.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+
 
 #define QUERY_COLUMNS \
 	"name, id, owner::pg_catalog.oid, source::pg_catalog.oid, target::pg_catalog.oid, output_mode, " \

@@ -24,9 +24,12 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
-#include "source.h"
 #include "shmem.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
+#include "offsets.h"
+#include "api.h"
 
 PG_FUNCTION_INFO_V1(cq_pause);
 PG_FUNCTION_INFO_V1(cq_resume);

@@ -46,17 +46,24 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 
-#include "pg_cq.h"
-#include "shmem.h"
+#include "ddl.h"
+#include "wakeup.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+#include "analyze.h"
+#include "tracking.h"
+#include "objects.h"
+#include "batch.h"
+#include "launcher.h"
+#include "api.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static object_access_hook_type prev_object_access = NULL;
 
 /* true while DROP EXTENSION pg_cq runs: the catalog is going away */
 static bool dropping_extension = false;
-
-/* true while pg_cq itself drops a query's internal objects to recreate them */
-bool		cq_ddl_recreating = false;
 
 /*
  * extension_ready
@@ -620,6 +627,44 @@ lock_dropped_owners(Node *parsetree)
 }
 
 /*
+ * has_cq_options
+ *	  Does a CREATE TABLE AS or ALTER TABLE SET/RESET name an option of
+ *	  namespace cq?
+ */
+static bool
+has_cq_options(Node *parsetree)
+{
+	bool		has_cq = false;
+	ListCell   *lc;
+
+	if (IsA(parsetree, CreateTableAsStmt))
+	{
+		IntoClause *into = ((CreateTableAsStmt *) parsetree)->into;
+
+		foreach(lc, into ? into->options : NIL)
+			if (((DefElem *) lfirst(lc))->defnamespace &&
+				strcmp(((DefElem *) lfirst(lc))->defnamespace, "cq") == 0)
+				has_cq = true;
+	}
+	else
+	{
+		foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+			ListCell   *lc2;
+
+			if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions)
+				continue;
+			foreach(lc2, (List *) cmd->def)
+				if (((DefElem *) lfirst(lc2))->defnamespace &&
+					strcmp(((DefElem *) lfirst(lc2))->defnamespace, "cq") == 0)
+					has_cq = true;
+		}
+	}
+	return has_cq;
+}
+
+/*
  * cq_ProcessUtility
  *	  The ProcessUtility hook.
  */
@@ -661,35 +706,7 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 
 	if (IsA(parsetree, CreateTableAsStmt) || IsA(parsetree, AlterTableStmt))
 	{
-		bool		has_cq = false;
-		ListCell   *lc;
-
-		if (IsA(parsetree, CreateTableAsStmt))
-		{
-			IntoClause *into = ((CreateTableAsStmt *) parsetree)->into;
-
-			foreach(lc, into ? into->options : NIL)
-				if (((DefElem *) lfirst(lc))->defnamespace &&
-					strcmp(((DefElem *) lfirst(lc))->defnamespace, "cq") == 0)
-					has_cq = true;
-		}
-		else
-		{
-			foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
-			{
-				AlterTableCmd *cmd = lfirst(lc);
-				ListCell   *lc2;
-
-				if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions)
-					continue;
-				foreach(lc2, (List *) cmd->def)
-					if (((DefElem *) lfirst(lc2))->defnamespace &&
-						strcmp(((DefElem *) lfirst(lc2))->defnamespace, "cq") == 0)
-						has_cq = true;
-			}
-		}
-
-		if (has_cq)
+		if (has_cq_options(parsetree))
 		{
 			if (!extension_ready())
 				ereport(ERROR,
@@ -886,12 +903,12 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
 
-	if (access == OAT_POST_ALTER && classId == NamespaceRelationId && !cq_ddl_recreating)
+	if (access == OAT_POST_ALTER && classId == NamespaceRelationId && !cq_objects_recreating)
 	{
 		sync_query_schema(classId, objectId);
 		return;
 	}
-	if (classId != RelationRelationId || subId != 0 || cq_ddl_recreating)
+	if (classId != RelationRelationId || subId != 0 || cq_objects_recreating)
 		return;
 	if (access == OAT_POST_ALTER)
 	{

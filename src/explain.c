@@ -1,13 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * explain.c
- *	  What feeds a target, for psql users: the comment pg_cq puts on a
- *	  query's target table, and cq.explain(name), the SQL a batch runs.
- *
- * The comment ("continuous query public.q: output mode update, trigger
- * '0'") is written when a query is created and when its options change,
- * straight into pg_description (no SQL, no user switch).  It replaces only
- * a comment pg_cq wrote (or none): a comment of the table's owner is kept.
+ *	  cq.explain(name), the SQL a batch runs, for psql users (the comment
+ *	  on a target that says what feeds it is objects.c's).
  *
  * cq.explain reads the query through cq_api_owned_query (the ownership rule
  * of every cq.* function; catalog reads run in a security.c superuser
@@ -28,64 +23,14 @@
 #include "utils/timestamp.h"
 #include "utils/lsyscache.h"
 
-#include "pg_cq.h"
 #include "explain.h"
+#include "api.h"
+#include "catalog.h"
+#include "plan.h"
+#include "objects.h"
+#include "guc.h"
 
 PG_FUNCTION_INFO_V1(cq_explain);
-
-/* every comment pg_cq writes starts so; other comments are the owner's */
-#define CQ_COMMENT_PREFIX "continuous query "
-#define CQ_COMMENT_MARK ": output mode "
-
-/*
- * comment_is_ours
- *	  Whether a table comment is one pg_cq wrote (or there is none).
- */
-static bool
-comment_is_ours(const char *comment)
-{
-	return comment == NULL ||
-		(strncmp(comment, CQ_COMMENT_PREFIX, strlen(CQ_COMMENT_PREFIX)) == 0 &&
-		 strstr(comment, CQ_COMMENT_MARK) != NULL);
-}
-
-/*
- * target_comment
- *	  "continuous query s.q: output mode m, trigger 't'", plus the event
- *	  time and watermark when set.
- */
-static char *
-target_comment(Oid target, const char *name, CqOptions *opts)
-{
-	StringInfoData buf;
-	char	   *nsp = get_namespace_name(get_rel_namespace(target));
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, CQ_COMMENT_PREFIX "%s" CQ_COMMENT_MARK "%s, trigger '%s'",
-					 quote_qualified_identifier(nsp, name),
-					 opts->output_mode, opts->trigger);
-	if (opts->event_time)
-		appendStringInfo(&buf, ", event time %s", quote_identifier(opts->event_time));
-	if (opts->watermark_delay)
-		appendStringInfo(&buf, ", watermark '%s'",
-						 DatumGetCString(DirectFunctionCall1(interval_out,
-															 IntervalPGetDatum(opts->watermark_delay))));
-	return buf.data;
-}
-
-/*
- * cq_explain_comment_target
- *	  Describe query `name` (options `opts`, defaults filled) in the comment
- *	  of its target table, unless the table carries a comment pg_cq did not
- *	  write.  The caller has checked that the user owns the query.
- */
-void
-cq_explain_comment_target(Oid target, const char *name, CqOptions *opts)
-{
-	if (!comment_is_ours(GetComment(target, RelationRelationId, 0)))
-		return;
-	CreateComments(target, RelationRelationId, 0, target_comment(target, name, opts));
-}
 
 /*
  * explain_text
@@ -98,7 +43,7 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "-- %s\n", target_comment(q->target, q->name, &q->opts));
+	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
 	appendStringInfo(&buf, "-- a batch runs this statement as role %s, with search_path = pg_catalog, pg_temp,\n",
 					 quote_identifier(GetUserNameFromId(q->owner, false)));
 	appendStringInfo(&buf, "-- TimeZone = '%s'%s and, after batch 0, enable_seqscan, enable_sort and jit off\n",

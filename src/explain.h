@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * explain.h
- *	  What feeds a target: its comment, and cq.explain (explain.c).
+ *	  cq.explain (explain.c): the SQL a batch runs.  Only the SQL function.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef CQ_EXPLAIN_H
 #define CQ_EXPLAIN_H
 
-#include "pg_cq.h"
+#include "fmgr.h"
 
-extern void cq_explain_comment_target(Oid target, const char *name, CqOptions *opts);
+extern Datum cq_explain(PG_FUNCTION_ARGS);
 
 #endif							/* CQ_EXPLAIN_H */

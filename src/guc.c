@@ -10,9 +10,11 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "utils/guc.h"
 
-#include "pg_cq.h"
+#include "guc.h"
 
 /* complete mode: how long a batch waits for the target's lock before giving up */
 int			cq_lock_timeout_ms = 1000;

@@ -57,8 +57,10 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+#include "launcher.h"
+#include "guc.h"
 #include "shmem.h"
+
 
 #define CRASH_RESTART_DELAY_MS 1000
 #define DB_BLOCK_MS (60 * 1000)

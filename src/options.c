@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "common/int.h"
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -20,7 +21,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+#include "options.h"
 
 /*
  * shown

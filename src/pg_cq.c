@@ -14,8 +14,12 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "pg_cq.h"
+#include "guc.h"
 #include "shmem.h"
+#include "wakeup.h"
+#include "launcher.h"
+#include "ddl.h"
+#include "truncate.h"
 
 PG_MODULE_MAGIC;
 

@@ -34,7 +34,12 @@
 #include "utils/rel.h"
 #include "utils/lsyscache.h"
 
-#include "pg_cq.h"
+#include "restore.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
+#include "tracking.h"
+#include "objects.h"
 
 /*
  * rel_owner
@@ -148,7 +153,7 @@ cq_restore_if_moved(CqQuery *q)
 	CommandCounterIncrement();
 
 	q = cq_catalog_get_query_by_id(q->id, false, true);
-	cq_api_recreate_internal(q);
+	cq_objects_recreate(q);
 	CommandCounterIncrement();
 	return cq_catalog_get_query_by_id(q->id, false, true);
 }

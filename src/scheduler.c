@@ -59,8 +59,14 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+#include "scheduler.h"
+#include "guc.h"
 #include "shmem.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "catalog.h"
+
 
 #define MAX_BACKOFF_S 300
 
@@ -264,17 +270,84 @@ parse_trigger(SchedQuery *q, const char *text)
 }
 
 /*
- * reload
- *	  Re-read cq.queries; leave if pg_cq is gone.  New queries and resumed
- *	  ones are due at once; '0' queries are all due (the fallback poll).
+ * query_entry
+ *	  The scheduler's entry of query id, added (due at once) when new.
+ */
+static SchedQuery *
+query_entry(int32 id)
+{
+	SchedQuery *q = find_query(id);
+
+	if (q != NULL)
+		return q;
+	if (nqueries == maxqueries)
+	{
+		maxqueries = Max(16, maxqueries * 2);
+		queries = queries ?
+			repalloc(queries, sizeof(SchedQuery) * maxqueries) :
+			MemoryContextAlloc(TopMemoryContext, sizeof(SchedQuery) * maxqueries);
+	}
+	q = &queries[nqueries++];
+	memset(q, 0, sizeof(*q));
+	q->id = id;
+	q->worker = -1;
+	q->state = 'a';
+	q->due = true;
+	return q;
+}
+
+/*
+ * update_query
+ *	  Take row r of the SPI result of read_queries into the query's entry.
  */
 static void
-reload(TimestampTz now)
+update_query(uint64 r, TimestampTz now)
+{
+	HeapTuple	tup = SPI_tuptable->vals[r];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	char	   *state = SPI_getvalue(tup, desc, 4);
+	bool		no_batch;
+	Datum		last = SPI_getbinval(tup, desc, 6, &no_batch);
+	SchedQuery *q = query_entry(DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull)));
+	char		old_state;
+
+	q->seen = true;
+	strlcpy(q->name, SPI_getvalue(tup, desc, 2), NAMEDATALEN);
+	parse_trigger(q, SPI_getvalue(tup, desc, 3));
+	q->source = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
+	q->last_batch_id = no_batch ? -1 : DatumGetInt64(last);
+	old_state = q->state;
+	q->state = state[0];
+	if (q->state == 'a' && old_state != 'a')
+	{
+		/* resumed (or recovered): forget the backoff, run now */
+		q->nfailures = 0;
+		q->retry_at = 0;
+		q->due = true;
+	}
+	if (q->state == 'f' && q->nfailures == 0)
+	{
+		/* failed before we knew it (e.g. before a restart) */
+		q->nfailures = 1;
+		q->retry_at = now + USECS_PER_SEC;
+	}
+	if (q->trigger == TRIG_ZERO)
+		q->due = true;
+	if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
+		q->next_tick = now;
+	mark_maybe_new(q, now);		/* the fallback poll */
+}
+
+/*
+ * read_queries
+ *	  Read cq.queries in a transaction of its own.  Returns false when
+ *	  pg_cq is not installed (any more).
+ */
+static bool
+read_queries(TimestampTz now)
 {
 	bool		installed;
-
-	for (int i = 0; i < nqueries; i++)
-		queries[i].seen = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -294,77 +367,24 @@ reload(TimestampTz now)
 							 " AND o.schema OPERATOR(pg_catalog.=) q.schema" : ""),
 					SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-			char	   *state = SPI_getvalue(tup, desc, 4);
-			bool		no_batch;
-			Datum		last = SPI_getbinval(tup, desc, 6, &no_batch);
-			SchedQuery *q = find_query(id);
-			char		old_state;
-
-			if (q == NULL)
-			{
-				if (nqueries == maxqueries)
-				{
-					maxqueries = Max(16, maxqueries * 2);
-					queries = queries ?
-						repalloc(queries, sizeof(SchedQuery) * maxqueries) :
-						MemoryContextAlloc(TopMemoryContext, sizeof(SchedQuery) * maxqueries);
-				}
-				q = &queries[nqueries++];
-				memset(q, 0, sizeof(*q));
-				q->id = id;
-				q->worker = -1;
-				q->state = 'a';
-				q->due = true;
-			}
-			q->seen = true;
-			strlcpy(q->name, SPI_getvalue(tup, desc, 2), NAMEDATALEN);
-			parse_trigger(q, SPI_getvalue(tup, desc, 3));
-			q->source = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
-			q->last_batch_id = no_batch ? -1 : DatumGetInt64(last);
-			old_state = q->state;
-			q->state = state[0];
-			if (q->state == 'a' && old_state != 'a')
-			{
-				/* resumed (or recovered): forget the backoff, run now */
-				q->nfailures = 0;
-				q->retry_at = 0;
-				q->due = true;
-			}
-			if (q->state == 'f' && q->nfailures == 0)
-			{
-				/* failed before we knew it (e.g. before a restart) */
-				q->nfailures = 1;
-				q->retry_at = now + USECS_PER_SEC;
-			}
-			if (q->trigger == TRIG_ZERO)
-				q->due = true;
-			if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
-				q->next_tick = now;
-			mark_maybe_new(q, now); /* the fallback poll */
-		}
+			update_query(r, now);
 		SPI_finish();
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-	if (!installed)
-		leave(true);
+	return installed;
+}
 
-	/* forget dropped queries (a running batch finds the row gone) */
-	for (int i = 0; i < nqueries;)
-	{
-		if (!queries[i].seen && queries[i].worker < 0)
-			queries[i] = queries[--nqueries];
-		else
-			i++;
-	}
-
-	/* publish: one status slot per query */
+/*
+ * publish_status
+ *	  One status slot per query: free the slots of dropped queries, claim
+ *	  one for each new query (none when all are taken: then no status and
+ *	  no commit wake-ups).
+ */
+static void
+publish_status(void)
+{
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < cq_shared->nqueries; i++)
 	{
@@ -412,6 +432,31 @@ reload(TimestampTz now)
 }
 
 /*
+ * reload
+ *	  Re-read cq.queries; leave if pg_cq is gone.  New queries and resumed
+ *	  ones are due at once; '0' queries are all due (the fallback poll).
+ */
+static void
+reload(TimestampTz now)
+{
+	for (int i = 0; i < nqueries; i++)
+		queries[i].seen = false;
+
+	if (!read_queries(now))
+		leave(true);
+
+	/* forget dropped queries (a running batch finds the row gone) */
+	for (int i = 0; i < nqueries;)
+	{
+		if (!queries[i].seen && queries[i].worker < 0)
+			queries[i] = queries[--nqueries];
+		else
+			i++;
+	}
+	publish_status();
+}
+
+/*
  * collect_pending
  *	  Take the commit wake-ups: '0' queries are due, interval queries take
  *	  their next tick.
@@ -430,6 +475,53 @@ collect_pending(TimestampTz now)
 			if (queries[i].trigger == TRIG_ZERO)
 				queries[i].due = true;
 			mark_maybe_new(&queries[i], now);
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
+ * batch_done
+ *	  A worker finished (or died running) a batch of query query_id: retry
+ *	  it, back off after a failure, or run it again when more is left; show
+ *	  it idle in cq.status.
+ */
+static void
+batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz now)
+{
+	SchedQuery *q = find_query(query_id);
+
+	if (q == NULL)
+		return;
+	q->worker = -1;
+	if (dead)
+		q->due = true;			/* killed mid-batch: it rolled back, run again */
+	else if (failed)
+	{
+		q->state = 'f';
+		q->nfailures++;
+		q->retry_at = now + Min((int64) 1 << Min(q->nfailures - 1, 20),
+								MAX_BACKOFF_S) * USECS_PER_SEC;
+	}
+	else
+	{
+		if (q->state == 'f')
+			q->state = 'a';
+		q->nfailures = 0;
+		if (more)
+			q->due = true;
+	}
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	{
+		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+
+		if (s)
+		{
+			s->is_trigger_active = false;
+			s->worker_pid = 0;
+			s->message = idle_message(q);
+			if (q->state == 'f')
+				s->message = CQ_MSG_STOPPED;
 		}
 	}
 	LWLockRelease(cq_shared->lock);
@@ -483,44 +575,7 @@ collect_results(TimestampTz now)
 			my_handles[k] = NULL;
 		}
 		if ((finished || dead) && query_id != 0)
-		{
-			SchedQuery *q = find_query(query_id);
-
-			if (q == NULL)
-				continue;
-			q->worker = -1;
-			if (dead)
-				q->due = true;	/* killed mid-batch: it rolled back, run again */
-			else if (failed)
-			{
-				q->state = 'f';
-				q->nfailures++;
-				q->retry_at = now + Min((int64) 1 << Min(q->nfailures - 1, 20),
-										MAX_BACKOFF_S) * USECS_PER_SEC;
-			}
-			else
-			{
-				if (q->state == 'f')
-					q->state = 'a';
-				q->nfailures = 0;
-				if (more)
-					q->due = true;
-			}
-			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-			{
-				CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
-
-				if (s)
-				{
-					s->is_trigger_active = false;
-					s->worker_pid = 0;
-					s->message = idle_message(q);
-					if (q->state == 'f')
-						s->message = CQ_MSG_STOPPED;
-				}
-			}
-			LWLockRelease(cq_shared->lock);
-		}
+			batch_done(query_id, dead, failed, more, now);
 	}
 }
 

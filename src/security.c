@@ -36,7 +36,8 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "pg_cq.h"
+#include "security.h"
+
 
 #define CQ_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
 
@@ -102,4 +103,25 @@ void
 cq_security_pin_process(void)
 {
 	SetConfigOption("search_path", CQ_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_CLIENT);
+}
+
+/*
+ * cq_security_deparse_begin / cq_security_deparse_end
+ *	  Deparse under search_path = pg_catalog so that every user object is
+ *	  printed schema-qualified.
+ */
+int
+cq_security_deparse_begin(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+void
+cq_security_deparse_end(int nest)
+{
+	AtEOXact_GUC(false, nest);
 }

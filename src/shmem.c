@@ -43,8 +43,8 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 
-#include "pg_cq.h"
 #include "shmem.h"
+#include "guc.h"
 
 CqShared   *cq_shared = NULL;
 

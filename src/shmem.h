@@ -123,23 +123,4 @@ extern CqQuerySlot *cq_shmem_find_query(Oid dboid, int32 query_id);
 extern void cq_shmem_request_scheduler(Oid dboid);
 extern const char *cq_shmem_message_text(CqMessage msg);
 
-/* launcher.c */
-extern void cq_launcher_register(void);
-extern void cq_launcher_stop_database(Oid dboid);
-extern void cq_launcher_unblock_database(Oid dboid);
-extern Oid	cq_launcher_ddl_database(Node *stmt, bool *dropping);
-PGDLLEXPORT extern void cq_launcher_main(Datum arg);
-
-/* scheduler.c */
-PGDLLEXPORT extern void cq_scheduler_main(Datum arg);
-
-/* worker.c */
-PGDLLEXPORT extern void cq_worker_main(Datum arg);
-extern void cq_worker_report_message(CqMessage msg);
-
-/* wakeup.c */
-extern void cq_wakeup_init(void);
-extern void cq_wakeup_catalog_changed(void);
-extern void cq_wakeup_ensure_trigger(Oid relid);
-
 #endif							/* CQ_SHMEM_H */

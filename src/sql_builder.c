@@ -26,7 +26,7 @@
 #include "utils/ruleutils.h"
 #include "common/hashfn.h"
 
-#include "pg_cq.h"
+#include "sql_builder.h"
 
 /*
  * cq_sql_ident

@@ -41,7 +41,11 @@
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 
-#include "pg_cq.h"
+#include "truncate.h"
+#include "guc.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "tracking.h"
 
 static object_access_hook_type prev_object_access = NULL;
 

@@ -29,7 +29,7 @@
 #include "miscadmin.h"
 #include "utils/rel.h"
 
-#include "pg_cq.h"
+#include "wakeup.h"
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(cq_wakeup);
@@ -207,20 +207,4 @@ cq_wakeup(PG_FUNCTION_ARGS)
 	else
 		pending_overflow = true;
 	PG_RETURN_POINTER(NULL);
-}
-
-/*
- * cq_wakeup_ensure_trigger
- *	  Give a tracked source its cq_wakeup trigger (cq_source_track found it
- *	  missing).  Created as the current user, who owns the table
- *	  (cq_source_track checked): pg_cq never changes a table with rights its
- *	  caller lacks.  Caller has SPI connected.
- */
-void
-cq_wakeup_ensure_trigger(Oid relid)
-{
-	cq_spi_exec(psprintf("CREATE TRIGGER cq_wakeup AFTER INSERT ON %s "
-						 "FOR EACH STATEMENT EXECUTE FUNCTION cq.wakeup()",
-						 cq_sql_relname_str(relid)),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 }

@@ -24,7 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+
 
 PG_FUNCTION_INFO_V1(cq_window);
 

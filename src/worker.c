@@ -20,13 +20,15 @@
  *		(no row lock is held longer than needed, no batch is recorded);
  *	 3. cq_batch_run as the owner;
  *	 4. a retried 'failed' query that got through is 'active' again.
- * On error (PG_CATCH): the error is logged with the context "while running
- * batch N of continuous query ...", the transaction is aborted (so the
- * batch changed nothing: target, state and offset stay), and the failure
- * is recorded in a separate transaction: state 'failed', last_error.  The
- * scheduler retries it with backoff; other queries are not affected.  A
- * cancel (pg_cancel_backend) or a complete-mode lock timeout is no
- * failure: the batch is simply run again at the next trigger.
+ The transaction and the error handling are runner.c's (CQ_RUN_XACT):
+ * on error the error is logged with the context "while running batch N of
+ * continuous query ...", the transaction is aborted (so the batch changed
+ * nothing: target, state and offset stay), and the failure is recorded in a
+ * separate transaction: state 'failed', last_error.  The scheduler retries
+ * it with backoff; other queries are not affected.  A cancel
+ * (pg_cancel_backend) or a complete-mode lock timeout is no failure: the
+ * batch is simply run again at the next trigger.  What cq.status shows is
+ * written through status.c.
  *
  * Batches run READ COMMITTED, whatever the database's default (see
  * cq_worker_main).
@@ -57,14 +59,19 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "pg_cq.h"
+#include "worker.h"
+#include "guc.h"
 #include "shmem.h"
-#include "source.h"
+#include "security.h"
+#include "catalog.h"
+#include "offsets.h"
+#include "status.h"
+#include "batch.h"
+#include "runner.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
 static Oid	my_dboid = InvalidOid;
-static int32 current_query_id = 0;	/* query of the running batch, for status */
 static MemoryContext worker_context = NULL;
 
 /* error context of a batch */
@@ -115,29 +122,6 @@ worker_exit(int code, Datum arg)
 }
 
 /*
- * cq_worker_report_message
- *	  Set the status message of the query whose batch this worker is
- *	  running (no-op outside a worker, e.g. in CALL cq.run).  Called by
- *	  batch.c once it knows whether the batch has data.
- */
-void
-cq_worker_report_message(CqMessage msg)
-{
-	CqQuerySlot *s;
-
-	if (current_query_id == 0 || cq_shared == NULL)
-		return;
-	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	s = cq_shmem_find_query(my_dboid, current_query_id);
-	if (s)
-	{
-		s->message = msg;
-		s->is_data_available = (msg == CQ_MSG_PROCESSING);
-	}
-	LWLockRelease(cq_shared->lock);
-}
-
-/*
  * nothing_new
  *	  True when no transaction finished since the query's last offset, so
  *	  a batch cannot have rows.  Never true for batch 0 over history, nor
@@ -160,177 +144,112 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(cq_snap_current()));
 }
 
+/* A batch of the assigned query: what run_batch and its body share. */
+typedef struct WorkerBatch
+{
+	int32		query_id;
+	BatchContext bctx;			/* for the error context */
+	bool		ran;			/* a batch was recorded */
+	bool		more;			/* rows or a no-data batch left */
+	bool		has_watermark;	/* after the batch, when it ran */
+	TimestampTz watermark;
+	int64		last_batch_id;
+} WorkerBatch;
+
 /*
- * record_failure
- *	  In a transaction of its own: state 'failed', last_error.
+ * batch_body
+ *	  The batch proper, in the transaction cq_runner_run opened (see file
+ *	  header, steps 1-4).
  */
 static void
-record_failure(int32 query_id, const char *message)
+batch_body(void *arg)
 {
-	PG_TRY();
+	WorkerBatch *wb = (WorkerBatch *) arg;
+	CqBatchResult res;
+	ErrorContextCallback errcb;
+	CqQuery    *q;
+	CqLastOffset last;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	q = cq_catalog_get_query_by_id(wb->query_id, true, true);
+	if (q != NULL && strcmp(q->state, "paused") != 0 &&
+		!nothing_new(q, &last, &wb->bctx.batch_id))
 	{
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_cq: SPI_connect failed");
-		PushActiveSnapshot(GetTransactionSnapshot());
-		cq_catalog_set_state(query_id, "failed", message, NULL);
+		/* a snapshot taken after the row lock */
 		PopActiveSnapshot();
-		SPI_finish();
-		CommitTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (q->schema != NULL)
+			wb->bctx.name = quote_qualified_identifier(q->schema, q->name);
+		errcb.callback = batch_error_context;
+		errcb.arg = &wb->bctx;
+		errcb.previous = error_context_stack;
+		error_context_stack = &errcb;
+		cq_batch_run_query(q, &last, 0, &res);
+		error_context_stack = errcb.previous;
+		wb->ran = res.ran;
+		/* rows left behind by a row limit, or windows a new watermark closes */
+		wb->more = (res.ran && q->opts.max_rows_per_trigger > 0 &&
+					res.input_rows >= q->opts.max_rows_per_trigger) ||
+			(res.ran && res.nodata_due_next);
+		if (res.ran)
+		{
+			TimestampTz wm = 0;
+
+			wb->last_batch_id = res.batch_id;
+			wb->has_watermark = cq_catalog_last_watermark(q, &wm);
+			wb->watermark = wm;
+		}
 	}
-	PG_CATCH();
-	{
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-	}
-	PG_END_TRY();
+	if (q != NULL && strcmp(q->state, "failed") == 0)
+		cq_catalog_set_state(wb->query_id, "active", NULL, "failed");
+	SPI_finish();
+	PopActiveSnapshot();
 }
 
 /*
  * run_batch
- *	  One batch of the assigned query (see file header).  Sets the
- *	  outcome flags.
+ *	  One batch of the assigned query (see file header), through the
+ *	  runner: a failure is recorded there, a cancel or lock timeout is not
+ *	  one.  Sets the outcome flags.
  */
 static void
 run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 {
-	CqBatchResult res;
-	BatchContext bctx;
-	ErrorContextCallback errcb;
-	volatile bool has_watermark = false;
-	volatile TimestampTz watermark = 0;
-	volatile int64 last_batch_id = -1;
+	WorkerBatch wb;
 
-	*ran = *failed = *more = false;
-	current_query_id = query_id;
-	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, query_id);
-
-		if (s)
-			s->worker_pid = MyProcPid;	/* the scheduler may not have known it yet */
-	}
-	LWLockRelease(cq_shared->lock);
-	bctx.name = name;
-	bctx.batch_id = 0;
+	memset(&wb, 0, sizeof(wb));
+	wb.query_id = query_id;
+	wb.bctx.name = name;
+	wb.bctx.batch_id = 0;
+	wb.last_batch_id = -1;
+	cq_status_batch_begin(my_dboid, query_id);
 
 	pgstat_report_activity(STATE_RUNNING,
 							psprintf("pg_cq: batch of continuous query \"%s\"", name));
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
-	{
-		CqQuery    *q;
-		CqLastOffset last;
-
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_cq: SPI_connect failed");
-		PushActiveSnapshot(GetTransactionSnapshot());
-		q = cq_catalog_get_query_by_id(query_id, true, true);
-		if (q != NULL && strcmp(q->state, "paused") != 0 &&
-			!nothing_new(q, &last, &bctx.batch_id))
-		{
-			/* a snapshot taken after the row lock */
-			PopActiveSnapshot();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			if (q->schema != NULL)
-				bctx.name = quote_qualified_identifier(q->schema, q->name);
-			errcb.callback = batch_error_context;
-			errcb.arg = &bctx;
-			errcb.previous = error_context_stack;
-			error_context_stack = &errcb;
-			cq_batch_run_query(q, &last, 0, &res);
-			error_context_stack = errcb.previous;
-			*ran = res.ran;
-			/* rows left behind by a row limit, or windows a new watermark closes */
-			*more = (res.ran && q->opts.max_rows_per_trigger > 0 &&
-					 res.input_rows >= q->opts.max_rows_per_trigger) ||
-				(res.ran && res.nodata_due_next);
-			if (res.ran)
-			{
-				TimestampTz wm = 0;
-
-				last_batch_id = res.batch_id;
-				has_watermark = cq_catalog_last_watermark(q, &wm);
-				watermark = wm;
-			}
-		}
-		if (q != NULL && strcmp(q->state, "failed") == 0)
-			cq_catalog_set_state(query_id, "active", NULL, "failed");
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		error_context_stack = NULL;
-		MemoryContextSwitchTo(worker_context);
-		EmitErrorReport();
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-			edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-		{
-			/*
-			 * A complete-mode batch could not lock its target in time (a
-			 * long reader), or someone canceled the batch
-			 * (pg_cancel_backend): not a failure, as for CALL cq.run.  The
-			 * batch rolled back; the next trigger (or the next poll)
-			 * retries it.
-			 */
-		}
-		else
-		{
-			*failed = true;
-			record_failure(query_id, edata->message);
-		}
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	*failed = cq_runner_run(query_id, CQ_RUN_XACT, batch_body, &wb);
 	MemoryContextSwitchTo(worker_context);
+	*ran = wb.ran;
+	*more = wb.more;
 
-	current_query_id = 0;
-	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, query_id);
-
-		if (s)
-		{
-			if (*ran)
-			{
-				s->last_batch_id = last_batch_id;
-				s->has_watermark = has_watermark;
-				s->watermark = watermark;
-			}
-			/* rows left behind only when a row limit cut the batch short */
-			s->is_data_available = *more;
-		}
-	}
-	LWLockRelease(cq_shared->lock);
+	cq_status_batch_end(query_id, wb.ran, wb.last_batch_id, wb.has_watermark, wb.watermark,
+						wb.more);
 	pgstat_report_stat(true);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
 /*
- * cq_worker_main
- *	  Entry point of a worker; arg is its worker slot.
+ * claim_slot
+ *	  Take the worker slot we were started for, unless it was claimed
+ *	  again meanwhile, is stopping, or its database's scheduler is gone or
+ *	  blocked.  Sets my_dboid.
  */
-void
-cq_worker_main(Datum arg)
+static bool
+claim_slot(void)
 {
 	CqDbSlot   *db;
 	bool		ok = false;
-
-	my_slot = DatumGetInt32(arg);
-	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	if (my_slot >= 0 && my_slot < cq_shared->nworkers && cq_shared->workers[my_slot].in_use &&
@@ -347,7 +266,54 @@ cq_worker_main(Datum arg)
 		}
 	}
 	LWLockRelease(cq_shared->lock);
-	if (!ok)
+	return ok;
+}
+
+/*
+ * run_assigned
+ *	  Run the batch the scheduler assigned, write its outcome into the slot
+ *	  and wake the scheduler.
+ */
+static void
+run_assigned(CqWorkerSlot *slot, int32 query_id, const char *name)
+{
+	bool		ran,
+				failed,
+				more;
+	Latch	   *latch = NULL;
+	CqDbSlot   *db;
+
+	run_batch(query_id, name, &ran, &failed, &more);
+	MemoryContextReset(worker_context);
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	slot->ran = ran;
+	slot->failed = failed;
+	slot->more = more;
+	slot->busy = false;
+	db = cq_shmem_find_db(my_dboid);
+	if (db)
+		latch = db->latch;
+	LWLockRelease(cq_shared->lock);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * cq_worker_main
+ *	  Entry point of a worker; arg is its worker slot.
+ */
+void
+cq_worker_main(Datum arg)
+{
+	CqDbSlot   *db;
+
+	my_slot = DatumGetInt32(arg);
+	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (!claim_slot())
 		proc_exit(0);
 	on_shmem_exit(worker_exit, (Datum) 0);
 
@@ -396,24 +362,7 @@ cq_worker_main(Datum arg)
 
 		if (busy)
 		{
-			bool		ran,
-						failed,
-						more;
-			Latch	   *latch = NULL;
-
-			run_batch(query_id, name, &ran, &failed, &more);
-			MemoryContextReset(worker_context);
-			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-			slot->ran = ran;
-			slot->failed = failed;
-			slot->more = more;
-			slot->busy = false;
-			db = cq_shmem_find_db(my_dboid);
-			if (db)
-				latch = db->latch;
-			LWLockRelease(cq_shared->lock);
-			if (latch)
-				SetLatch(latch);
+			run_assigned(slot, query_id, name);
 			continue;
 		}
 		if (stop)

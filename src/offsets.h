@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * source.h
- *	  Snapshot arithmetic for offsets (see source.c).
+ * offsets.h
+ *	  Snapshot arithmetic, low bound and row-limit cut (offsets.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef CQ_SOURCE_H
-#define CQ_SOURCE_H
+#ifndef CQ_OFFSETS_H
+#define CQ_OFFSETS_H
 
 /* A pg_snapshot in C: visible = (x < xmin) or (x < xmax and x not in xip). */
 typedef struct CqSnap
@@ -25,5 +25,7 @@ extern bool cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur);
 extern char *cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
 						 const uint64 *chosen, int nchosen);
 extern bool cq_snap_covers(const CqSnap *end, const CqSnap *target);
+extern char *cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
+							  Datum *params, int64 limit, int64 already, int64 *nrows);
 
-#endif							/* CQ_SOURCE_H */
+#endif							/* CQ_OFFSETS_H */

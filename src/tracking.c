@@ -1,21 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * source.c
- *	  Offsets: snapshot batching over a tracked source table (PgQ's design).
+ * tracking.c
+ *	  Tracking a source: the cq_xid column, its BRIN index, the stamp
+ *	  trigger and the wake-up trigger.
  *
  * Tracking adds one column, cq_xid xid8, whose default is the inserting
  * transaction's id; rows that existed before are NULL ("history").  The row
  * trigger zz_cq_stamp (cq_stamp) makes sure of that id whatever a writer
  * gave the column, on every table whose rows reach the source, and keeps
  * UPDATEs from changing it.  Tracking changes tables only with their
- * owner's rights.
- *
- * An offset is a pg_snapshot: the rows of a batch are those whose cq_xid is
- * visible in the end snapshot and not in the start snapshot.  Transactions
- * that commit out of order are therefore neither lost nor counted twice.
- *
- * Snapshot arithmetic happens here in C on the text form "xmin:xmax:xip,..."
- * (pg_snapshot's I/O format).
+ * owner's rights.  A batch reads the rows whose cq_xid lies between two
+ * offsets (offsets.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -53,9 +48,10 @@
 #include "utils/lsyscache.h"
 #include "utils/xid8.h"
 
-#include "pg_cq.h"
-#include "source.h"
-#include "shmem.h"
+#include "tracking.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
 
 PG_FUNCTION_INFO_V1(cq_stamp);
 
@@ -412,6 +408,191 @@ cq_source_after_inherit(Oid child)
 }
 
 /*
+ * add_wakeup_trigger
+ *	  Give a tracked source its cq_wakeup trigger (cq_source_track found it
+ *	  missing).  Created as the current user, who owns the table
+ *	  (cq_source_track checked): pg_cq never changes a table with rights its
+ *	  caller lacks.  Caller has SPI connected.
+ */
+static void
+add_wakeup_trigger(Oid relid)
+{
+	cq_spi_exec(psprintf("CREATE TRIGGER cq_wakeup AFTER INSERT ON %s "
+						 "FOR EACH STATEMENT EXECUTE FUNCTION cq.wakeup()",
+						 cq_sql_relname_str(relid)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/* What tracking a source needs: cq_source_track's plan. */
+typedef struct TrackPlan
+{
+	AttrNumber	att;			/* cq_xid, or InvalidAttrNumber */
+	char	   *rel;			/* the source, quoted */
+	Oid			stamp;			/* cq.stamp(), InvalidOid on catalog 0.1 */
+	Oid			wakeup;			/* cq.wakeup() */
+	bool		add_column;
+	bool		add_index;
+	bool		add_wakeup;
+	bool		add_stamp;
+	bool		add_default;
+	bool		fresh;			/* a column nobody stamped */
+	List	   *children;		/* inheriting tables without the stamp trigger */
+} TrackPlan;
+
+/*
+ * plan_tracking
+ *	  What the source lacks.  An existing cq_xid must be xid8.
+ */
+static void
+plan_tracking(Oid relid, TrackPlan *tp)
+{
+	tp->att = cq_source_tracking_attnum(relid);
+	tp->rel = cq_sql_relname_str(relid);
+	tp->stamp = trigger_function("stamp");
+	tp->wakeup = trigger_function("wakeup");
+	tp->add_column = tp->att == InvalidAttrNumber;
+	if (!tp->add_column)
+	{
+		Oid			type = get_atttype(relid, tp->att);
+
+		if (type != XID8OID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of source \"%s\" has type %s, not xid8",
+							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
+					 errdetail("pg_cq uses that column to find new rows."),
+					 errhint("Rename or drop the column.")));
+	}
+	tp->add_index = tp->add_column || !has_tracking_index(relid, tp->att);
+	tp->add_wakeup = tp->add_column || !has_trigger(relid, tp->wakeup);
+	tp->add_stamp = OidIsValid(tp->stamp) && (tp->add_column || !has_trigger(relid, tp->stamp));
+	tp->children = unstamped_children(relid, tp->stamp);
+	/* a column nobody stamped: neither index nor triggers, and no query reads it */
+	tp->fresh = tp->add_column ||
+		(tp->add_index && tp->add_wakeup && (tp->add_stamp || !OidIsValid(tp->stamp)) &&
+		 !cq_catalog_relation_is_source(relid));
+	/* without the stamp trigger (catalog 0.1) the default is all there is */
+	tp->add_default = tp->fresh || (!OidIsValid(tp->stamp) && !column_has_default(relid, tp->att));
+}
+
+/*
+ * clear_unstamped
+ *	  A fresh column that existed before: its values, which pg_cq did not
+ *	  stamp, are cleared (history).
+ */
+static void
+clear_unstamped(Oid relid, Oid stamp)
+{
+	ListCell   *lc;
+
+	/*
+	 * SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress.  Each
+	 * table of the tree on its own: one that has the stamp trigger
+	 * (tracked on its own before) holds valid stamps only.
+	 */
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			leaf = lfirst_oid(lc);
+
+		if (get_rel_relkind(leaf) != RELKIND_RELATION ||
+			(OidIsValid(stamp) && has_trigger(leaf, stamp)))
+			continue;
+		check_tracking_owner(leaf, relid);
+		cq_spi_exec(psprintf("UPDATE ONLY %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
+							 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
+							 cq_sql_relname_str(leaf), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
+					SPI_OK_UPDATE, 0, NULL, NULL, NULL);
+	}
+}
+
+/*
+ * add_tracking
+ *	  Add what plan_tracking found missing.
+ */
+static void
+add_tracking(Oid relid, TrackPlan *tp)
+{
+	ListCell   *lc;
+
+	if (tp->add_column)
+		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", tp->rel, CQ_TRACKING_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
+	if (tp->add_default)
+		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
+							 tp->rel, CQ_TRACKING_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (tp->fresh && !tp->add_column)
+		clear_unstamped(relid, tp->stamp);
+
+	/*
+	 * No autosummarize: each batch summarizes the full ranges it is about
+	 * to read (cq_source_summarize), and with small ranges autosummarize
+	 * floods autovacuum's work-item queue under bulk inserts (a LOG line
+	 * "request for BRIN range summarization ... was not recorded" per
+	 * range once it is full) and runs summarization concurrently with the
+	 * writers, for nothing.
+	 */
+	if (tp->add_index)
+		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
+							 "WITH (pages_per_range = %d)",
+							 tp->rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (tp->add_wakeup)
+		add_wakeup_trigger(relid);
+	if (tp->add_stamp)
+	{
+		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			drop_own_stamp_triggers(list_delete_first(find_all_inheritors(relid, NoLock, NULL)), relid);
+		add_stamp_trigger(relid);
+	}
+	foreach(lc, tp->children)
+		add_stamp_trigger(lfirst_oid(lc));
+}
+
+/*
+ * report_tracking
+ *	  The NOTICE saying what tracking added.
+ */
+static void
+report_tracking(Oid relid, TrackPlan *tp)
+{
+	if (tp->add_column)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+				 OidIsValid(tp->stamp) ?
+				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
+				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN)));
+	else if (tp->fresh)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
+				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
+						   CQ_TRACKING_COLUMN)));
+	else
+	{
+		StringInfoData added;
+
+		initStringInfo(&added);
+		if (tp->add_default)
+			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
+		if (tp->add_index)
+			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
+		if (tp->add_wakeup)
+			appendStringInfoString(&added, ", the statement trigger cq_wakeup");
+		if (tp->add_stamp)
+			appendStringInfoString(&added, ", the row trigger " CQ_STAMP_TRIGGER);
+		if (tp->children != NIL)
+			appendStringInfo(&added, ", the row trigger " CQ_STAMP_TRIGGER " on %d inheriting table(s)",
+							 list_length(tp->children));
+		ereport(NOTICE,
+				(errmsg("pg_cq added what tracking table \"%s\" lacked", get_rel_name(relid)),
+				 errdetail("Added %s.", added.data + 2)));
+	}
+}
+
+/*
  * cq_source_track
  *	  Make sure the source is tracked: the column cq_xid xid8 DEFAULT
  *	  pg_current_xact_id(), a BRIN index on it, the statement trigger
@@ -430,135 +611,17 @@ cq_source_after_inherit(Oid child)
 AttrNumber
 cq_source_track(Oid relid)
 {
-	AttrNumber	att = cq_source_tracking_attnum(relid);
-	char	   *rel = cq_sql_relname_str(relid);
-	Oid			stamp = trigger_function("stamp");
-	Oid			wakeup = trigger_function("wakeup");
-	bool		add_column = att == InvalidAttrNumber;
-	bool		add_index;
-	bool		add_wakeup;
-	bool		add_stamp;
-	bool		add_default;
-	bool		fresh;
-	List	   *children;
+	TrackPlan	tp;
 	ListCell   *lc;
 
-	if (!add_column)
-	{
-		Oid			type = get_atttype(relid, att);
-
-		if (type != XID8OID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of source \"%s\" has type %s, not xid8",
-							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
-					 errdetail("pg_cq uses that column to find new rows."),
-					 errhint("Rename or drop the column.")));
-	}
-	add_index = add_column || !has_tracking_index(relid, att);
-	add_wakeup = add_column || !has_trigger(relid, wakeup);
-	add_stamp = OidIsValid(stamp) && (add_column || !has_trigger(relid, stamp));
-	children = unstamped_children(relid, stamp);
-	/* a column nobody stamped: neither index nor triggers, and no query reads it */
-	fresh = add_column ||
-		(add_index && add_wakeup && (add_stamp || !OidIsValid(stamp)) &&
-		 !cq_catalog_relation_is_source(relid));
-	/* without the stamp trigger (catalog 0.1) the default is all there is */
-	add_default = fresh || (!OidIsValid(stamp) && !column_has_default(relid, att));
-
-	if (!add_index && !add_wakeup && !add_stamp && !add_default && children == NIL)
-		return att;
+	plan_tracking(relid, &tp);
+	if (!tp.add_index && !tp.add_wakeup && !tp.add_stamp && !tp.add_default && tp.children == NIL)
+		return tp.att;
 	check_tracking_owner(relid, relid);
-	foreach(lc, children)
+	foreach(lc, tp.children)
 		check_tracking_owner(lfirst_oid(lc), relid);
-
-	if (add_column)
-		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", rel, CQ_TRACKING_COLUMN),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
-	if (add_default)
-		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
-							 rel, CQ_TRACKING_COLUMN),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	if (fresh && !add_column)
-	{
-		/*
-		 * SET DEFAULT took ACCESS EXCLUSIVE: no insert is in progress.  Each
-		 * table of the tree on its own: one that has the stamp trigger
-		 * (tracked on its own before) holds valid stamps only.
-		 */
-		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
-		{
-			Oid			leaf = lfirst_oid(lc);
-
-			if (get_rel_relkind(leaf) != RELKIND_RELATION ||
-				(OidIsValid(stamp) && has_trigger(leaf, stamp)))
-				continue;
-			check_tracking_owner(leaf, relid);
-			cq_spi_exec(psprintf("UPDATE ONLY %s SET %s = NULL WHERE %s OPERATOR(pg_catalog.>=) "
-								 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
-								 cq_sql_relname_str(leaf), CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN),
-						SPI_OK_UPDATE, 0, NULL, NULL, NULL);
-		}
-	}
-
-	/*
-	 * No autosummarize: each batch summarizes the full ranges it is about
-	 * to read (cq_source_summarize), and with small ranges autosummarize
-	 * floods autovacuum's work-item queue under bulk inserts (a LOG line
-	 * "request for BRIN range summarization ... was not recorded" per
-	 * range once it is full) and runs summarization concurrently with the
-	 * writers, for nothing.
-	 */
-	if (add_index)
-		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
-							 "WITH (pages_per_range = %d)",
-							 rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	if (add_wakeup)
-		cq_wakeup_ensure_trigger(relid);
-	if (add_stamp)
-	{
-		if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
-			drop_own_stamp_triggers(list_delete_first(find_all_inheritors(relid, NoLock, NULL)), relid);
-		add_stamp_trigger(relid);
-	}
-	foreach(lc, children)
-		add_stamp_trigger(lfirst_oid(lc));
-
-	if (add_column)
-		ereport(NOTICE,
-				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-				 OidIsValid(stamp) ?
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN)));
-	else if (fresh)
-		ereport(NOTICE,
-				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
-						   CQ_TRACKING_COLUMN)));
-	else
-	{
-		StringInfoData added;
-
-		initStringInfo(&added);
-		if (add_default)
-			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
-		if (add_index)
-			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
-		if (add_wakeup)
-			appendStringInfoString(&added, ", the statement trigger cq_wakeup");
-		if (add_stamp)
-			appendStringInfoString(&added, ", the row trigger " CQ_STAMP_TRIGGER);
-		if (children != NIL)
-			appendStringInfo(&added, ", the row trigger " CQ_STAMP_TRIGGER " on %d inheriting table(s)",
-							 list_length(children));
-		ereport(NOTICE,
-				(errmsg("pg_cq added what tracking table \"%s\" lacked", get_rel_name(relid)),
-				 errdetail("Added %s.", added.data + 2)));
-	}
+	add_tracking(relid, &tp);
+	report_tracking(relid, &tp);
 	return cq_source_tracking_attnum(relid);
 }
 
@@ -612,36 +675,14 @@ same_stamp(bool isnull1, Datum d1, bool isnull2, Datum d2)
 }
 
 /*
- * cq_stamp
- *	  BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger of tracked
- *	  sources (zz_cq_stamp; named to fire after the table's other BEFORE
- *	  triggers, which fire in name order).
- *
- *	  INSERT: cq_xid must be the inserting (top-level) transaction's id,
- *	  whatever the statement gave: an explicit value, a copy of another
- *	  table's cq_xid (INSERT ... SELECT *, COPY with the column), NULL
- *	  because the default was dropped or a partition attached without it.
- *	  The common case, the default already filled it, only compares.
- *
- *	  UPDATE: cq_xid cannot change (the row's stamp says when it was
- *	  inserted; a changed stamp would count it again or never).  DELETE:
- *	  only notes row movement (see above).
+ * stamp_cache
+ *	  The attribute number of cq_xid in the trigger's table, cached in
+ *	  fn_extra per relation.
  */
-Datum
-cq_stamp(PG_FUNCTION_ARGS)
+static StampCache *
+stamp_cache(FunctionCallInfo fcinfo, Relation rel)
 {
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	Relation	rel;
 	StampCache *cache;
-	bool		isnull;
-	Datum		d;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
-	rel = td->tg_relation;
 
 	cache = (StampCache *) fcinfo->flinfo->fn_extra;
 	if (cache == NULL || cache->relid != RelationGetRelid(rel))
@@ -662,66 +703,132 @@ cq_stamp(PG_FUNCTION_ARGS)
 		}
 		fcinfo->flinfo->fn_extra = cache;
 	}
+	return cache;
+}
 
-	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-	{
-		FullTransactionId xact;
-		bool		moved;
-		Datum		stamp;
-		bool		nonull = false;
-		int			col;
+/*
+ * stamp_insert
+ *	  INSERT: stamp the row with the inserting transaction's id, unless it
+ *	  is the second half of a row moved between partitions (it keeps its
+ *	  stamp) or already carries that id.
+ */
+static Datum
+stamp_insert(TriggerData *td, StampCache *cache)
+{
+	Relation	rel = td->tg_relation;
+	bool		isnull;
+	Datum		d;
+	FullTransactionId xact;
+	bool		moved;
+	Datum		stamp;
+	bool		nonull = false;
+	int			col;
 
-		if (cache->att == InvalidAttrNumber)
-			return PointerGetDatum(td->tg_trigtuple);
-		d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
-		xact = GetTopFullTransactionId();
-		moved = moving.state == MOVE_DELETED &&
-			FullTransactionIdEquals(moving.xact, xact) &&
-			same_stamp(isnull, d, moving.isnull, UInt64GetDatum(moving.value));
-		if (moving.state == MOVE_DELETED)
-			moving.state = MOVE_NONE;
-		if (moved || (!isnull && DatumGetUInt64(d) == U64FromFullTransactionId(xact)))
-			return PointerGetDatum(td->tg_trigtuple);
-		stamp = FullTransactionIdGetDatum(xact);
-		col = cache->att;
-		return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
-														 1, &col, &stamp, &nonull));
-	}
-	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-	{
-		bool		newnull;
-		Datum		newd;
-
-		if (cache->att == InvalidAttrNumber)
-			return PointerGetDatum(td->tg_newtuple);
-		d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
-		newd = slot_getattr(td->tg_newslot, cache->att, &newnull);
-		if (!same_stamp(isnull, d, newnull, newd) &&
-			!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
-			ereport(ERROR,
-					(errcode(ERRCODE_GENERATED_ALWAYS),
-					 errmsg("column \"%s\" of table \"%s\" cannot be changed",
-							CQ_TRACKING_COLUMN, RelationGetRelationName(rel)),
-					 errdetail("pg_cq stamps each row with the id of the transaction that inserted it; continuous queries find new rows by it."),
-					 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
-		moving.state = MOVE_UPDATED;
-		moving.relid = RelationGetRelid(rel);
-		moving.tid = td->tg_trigtuple->t_self;
-		moving.xact = GetTopFullTransactionId();
-		moving.isnull = isnull;
-		moving.value = isnull ? 0 : DatumGetUInt64(d);
-		return PointerGetDatum(td->tg_newtuple);
-	}
-	if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-	{
-		if (moving.state == MOVE_UPDATED && moving.relid == RelationGetRelid(rel) &&
-			ItemPointerEquals(&moving.tid, &td->tg_trigtuple->t_self) &&
-			FullTransactionIdEquals(moving.xact, GetTopFullTransactionId()))
-			moving.state = MOVE_DELETED;
-		else
-			moving.state = MOVE_NONE;
+	if (cache->att == InvalidAttrNumber)
 		return PointerGetDatum(td->tg_trigtuple);
-	}
+	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+	xact = GetTopFullTransactionId();
+	moved = moving.state == MOVE_DELETED &&
+		FullTransactionIdEquals(moving.xact, xact) &&
+		same_stamp(isnull, d, moving.isnull, UInt64GetDatum(moving.value));
+	if (moving.state == MOVE_DELETED)
+		moving.state = MOVE_NONE;
+	if (moved || (!isnull && DatumGetUInt64(d) == U64FromFullTransactionId(xact)))
+		return PointerGetDatum(td->tg_trigtuple);
+	stamp = FullTransactionIdGetDatum(xact);
+	col = cache->att;
+	return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
+													 1, &col, &stamp, &nonull));
+}
+
+/*
+ * stamp_update
+ *	  UPDATE: the stamp cannot change (except through pg_cq's own bypass);
+ *	  remember the row, in case the UPDATE moves it to another partition.
+ */
+static Datum
+stamp_update(TriggerData *td, StampCache *cache)
+{
+	Relation	rel = td->tg_relation;
+	bool		isnull;
+	Datum		d;
+	bool		newnull;
+	Datum		newd;
+
+	if (cache->att == InvalidAttrNumber)
+		return PointerGetDatum(td->tg_newtuple);
+	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+	newd = slot_getattr(td->tg_newslot, cache->att, &newnull);
+	if (!same_stamp(isnull, d, newnull, newd) &&
+		!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_GENERATED_ALWAYS),
+				 errmsg("column \"%s\" of table \"%s\" cannot be changed",
+						CQ_TRACKING_COLUMN, RelationGetRelationName(rel)),
+				 errdetail("pg_cq stamps each row with the id of the transaction that inserted it; continuous queries find new rows by it."),
+				 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
+	moving.state = MOVE_UPDATED;
+	moving.relid = RelationGetRelid(rel);
+	moving.tid = td->tg_trigtuple->t_self;
+	moving.xact = GetTopFullTransactionId();
+	moving.isnull = isnull;
+	moving.value = isnull ? 0 : DatumGetUInt64(d);
+	return PointerGetDatum(td->tg_newtuple);
+}
+
+/*
+ * stamp_delete
+ *	  DELETE: the first half of a row moved between partitions when it
+ *	  deletes the row just updated.
+ */
+static Datum
+stamp_delete(TriggerData *td)
+{
+	Relation	rel = td->tg_relation;
+
+	if (moving.state == MOVE_UPDATED && moving.relid == RelationGetRelid(rel) &&
+		ItemPointerEquals(&moving.tid, &td->tg_trigtuple->t_self) &&
+		FullTransactionIdEquals(moving.xact, GetTopFullTransactionId()))
+		moving.state = MOVE_DELETED;
+	else
+		moving.state = MOVE_NONE;
+	return PointerGetDatum(td->tg_trigtuple);
+}
+
+/*
+ * cq_stamp
+ *	  BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW trigger of tracked
+ *	  sources (zz_cq_stamp; named to fire after the table's other BEFORE
+ *	  triggers, which fire in name order).
+ *
+ *	  INSERT: cq_xid must be the inserting (top-level) transaction's id,
+ *	  whatever the statement gave: an explicit value, a copy of another
+ *	  table's cq_xid (INSERT ... SELECT *, COPY with the column), NULL
+ *	  because the default was dropped or a partition attached without it.
+ *	  The common case, the default already filled it, only compares.
+ *
+ *	  UPDATE: cq_xid cannot change (the row's stamp says when it was
+ *	  inserted; a changed stamp would count it again or never).  DELETE:
+ *	  only notes row movement (see above).
+ */
+Datum
+cq_stamp(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	StampCache *cache;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
+	cache = stamp_cache(fcinfo, td->tg_relation);
+	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		return stamp_insert(td, cache);
+	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		return stamp_update(td, cache);
+	if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		return stamp_delete(td);
 	ereport(ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg("cq.stamp() must be called for INSERT, UPDATE or DELETE")));
@@ -867,229 +974,4 @@ cq_source_summarize(Oid relid)
 	else
 		summarize_leaf(relid);
 	cq_security_restore(&sec);
-}
-
-/*
- * cq_snap_parse
- *	  Parse pg_snapshot text.
- */
-CqSnap *
-cq_snap_parse(const char *text)
-{
-	CqSnap	   *s = palloc0(sizeof(CqSnap));
-	const char *p = text;
-	char	   *end;
-	int			cap = 8;
-
-	s->xmin = strtou64(p, &end, 10);
-	if (*end != ':')
-		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
-	p = end + 1;
-	s->xmax = strtou64(p, &end, 10);
-	if (*end != ':')
-		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
-	p = end + 1;
-	s->xip = palloc(sizeof(uint64) * cap);
-	while (*p)
-	{
-		uint64		x = strtou64(p, &end, 10);
-
-		if (end == p)
-			elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
-		if (s->nxip == cap)
-		{
-			cap *= 2;
-			s->xip = repalloc(s->xip, sizeof(uint64) * cap);
-		}
-		s->xip[s->nxip++] = x;
-		p = end;
-		if (*p == ',')
-			p++;
-	}
-	return s;
-}
-
-/*
- * snap_text
- *	  pg_snapshot text of s.
- */
-static char *
-snap_text(const CqSnap *s)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", s->xmin, s->xmax);
-	for (int i = 0; i < s->nxip; i++)
-		appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", s->xip[i]);
-	return buf.data;
-}
-
-/*
- * cq_snap_current
- *	  pg_current_snapshot() as text, with the current transaction in
- *	  progress.  Every offset is taken with it (a batch's end, the start of
- *	  a query created with starting = 'latest' or reset, cq.run's goal).
- *
- *	  Core leaves a backend's own transaction out of its snapshots: once a
- *	  transaction that started later has finished, the snapshot counts ours
- *	  as finished too, and rows that ours writes after the offset (an
- *	  INSERT after CALL cq.run in the same transaction block) would be
- *	  behind every later offset, never read.  In progress, they are read
- *	  by the first batch after our commit; rows ours wrote before the
- *	  offset likewise (a batch never reads uncommitted rows).  A
- *	  transaction without an id yet gets one at or above this snapshot's
- *	  xmax, which is in progress for it anyway.  Only the top-level id
- *	  matters: cq_xid is pg_current_xact_id(), the top-level id, in
- *	  subtransactions too.  Caller has SPI connected.
- */
-char *
-cq_snap_current(void)
-{
-	FullTransactionId top = GetTopFullTransactionIdIfAny();
-	char	   *text;
-	CqSnap	   *s;
-	uint64		x;
-	int			i;
-
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (!FullTransactionIdIsValid(top))
-		return text;
-	s = cq_snap_parse(text);
-	x = U64FromFullTransactionId(top);
-	if (!cq_snap_visible(s, x))
-		return text;
-
-	/* insert x into the sorted xip */
-	s->xip = repalloc(s->xip, sizeof(uint64) * (s->nxip + 1));
-	for (i = s->nxip; i > 0 && s->xip[i - 1] > x; i--)
-		s->xip[i] = s->xip[i - 1];
-	s->xip[i] = x;
-	s->nxip++;
-	s->xmin = Min(s->xmin, x);
-	return snap_text(s);
-}
-
-/*
- * cq_snap_visible
- *	  Is transaction x visible (committed or aborted, not in progress) in s?
- *	  Same rule as pg_visible_in_snapshot().
- */
-bool
-cq_snap_visible(const CqSnap *s, uint64 x)
-{
-	if (x < s->xmin)
-		return true;
-	if (x >= s->xmax)
-		return false;
-	for (int i = 0; i < s->nxip; i++)
-		if (s->xip[i] == x)
-			return false;
-	return true;
-}
-
-/*
- * cq_snap_low_bound
- *	  Lowest transaction id that can be new between prev and cur: xmax(prev),
- *	  or an older transaction that was running at prev and is finished in
- *	  cur.  A transaction still running does not hold the bound back.
- */
-uint64
-cq_snap_low_bound(const CqSnap *prev, const CqSnap *cur)
-{
-	uint64		lo = prev->xmax;
-
-	for (int i = 0; i < prev->nxip; i++)
-		if (prev->xip[i] < lo && cq_snap_visible(cur, prev->xip[i]))
-			lo = prev->xip[i];
-	return lo;
-}
-
-/*
- * cq_snap_nothing_new
- *	  True when no transaction finished between prev and cur, so no batch
- *	  can have rows.
- */
-bool
-cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur)
-{
-	if (cur->xmax != prev->xmax)
-		return false;
-	for (int i = 0; i < prev->nxip; i++)
-		if (cq_snap_visible(cur, prev->xip[i]))
-			return false;
-	return true;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64		x = *(const uint64 *) a;
-	uint64		y = *(const uint64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/*
- * cq_snap_cut
- *	  The snapshot "prev plus the chosen transactions": used when
- *	  max_rows_per_trigger ends a batch early.  chosen are the new
- *	  transactions taken (ascending, all below cut); every new transaction
- *	  below `cut` must be chosen.  Whatever is not chosen stays invisible, so
- *	  the next batch reads it: a transaction is never split.
- */
-char *
-cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
-			const uint64 *chosen, int nchosen)
-{
-	uint64		xmax = Max(prev->xmax, cut);
-	uint64	   *xip = palloc(sizeof(uint64) * (prev->nxip + cur->nxip + 1));
-	int			n = 0;
-	StringInfoData buf;
-
-	/* running at prev and not taken now */
-	for (int i = 0; i < prev->nxip; i++)
-	{
-		bool		taken = false;
-
-		for (int j = 0; j < nchosen; j++)
-			if (chosen[j] == prev->xip[i])
-				taken = true;
-		if (!taken)
-			xip[n++] = prev->xip[i];
-	}
-	/* started after prev, below the cut, still running at cur */
-	for (int i = 0; i < cur->nxip; i++)
-		if (cur->xip[i] >= prev->xmax && cur->xip[i] < xmax)
-			xip[n++] = cur->xip[i];
-	qsort(xip, n, sizeof(uint64), cmp_u64);
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", n > 0 ? Min(xip[0], xmax) : xmax, xmax);
-	for (int i = 0; i < n; i++)
-		if (i == 0 || xip[i] != xip[i - 1])
-			appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", xip[i]);
-	return buf.data;
-}
-
-/*
- * cq_snap_covers
- *	  Does `end` see everything `target` sees?  (Used by cq.run to stop once
- *	  everything committed before the call is processed.)
- */
-bool
-cq_snap_covers(const CqSnap *end, const CqSnap *target)
-{
-	if (end->xmax < target->xmax)
-	{
-		/* transactions in [end.xmax, target.xmax) visible in target */
-		for (uint64 x = end->xmax; x < target->xmax; x++)
-			if (cq_snap_visible(target, x))
-				return false;
-	}
-	for (int i = 0; i < end->nxip; i++)
-		if (cq_snap_visible(target, end->xip[i]))
-			return false;
-	return true;
 }

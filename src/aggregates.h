@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * aggregates.h
+ *	  The aggregate table: decomposing aggregates into mergeable state
+ *	  columns (aggregates.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_AGGREGATES_H
+#define CQ_AGGREGATES_H
+
+#include "postgres.h"
+#include "nodes/primnodes.h"
+#include "nodes/pg_list.h"
+
+/* One state column p<N>: a partial aggregate of the new rows and its merge. */
+typedef struct CqPart
+{
+	char	   *partial;		/* SQL over the inner columns: "sum(i.x1) FILTER (WHERE i.f1)" */
+	const char *merge;			/* %1$s = stored value, %2$s = new value */
+	char	   *type;			/* SQL type of the column */
+	Oid			collation;		/* or InvalidOid */
+} CqPart;
+
+/* One aggregate of the query, decomposed into mergeable state columns. */
+struct CqAggKind;
+typedef struct CqAgg
+{
+	Aggref	   *aggref;
+	const struct CqAggKind *kind;
+	int			part[3];		/* index into CqAnalysis.parts per kind part; -1 = column n */
+	int			arg_col;		/* inner column x<N> of the argument, or -1 */
+	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
+	Oid			arg_type;
+} CqAgg;
+
+extern const struct CqAggKind *cq_agg_kind_find(Aggref *agg, Oid argtype);
+extern int	cq_agg_add_part(List **parts, CqAgg *a, int k);
+extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
+extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
+
+#endif							/* CQ_AGGREGATES_H */

@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.h
+ *	  Query analysis and every "not supported" check (analyze.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_ANALYZE_H
+#define CQ_ANALYZE_H
+
+#include "postgres.h"
+#include "nodes/parsenodes.h"
+#include "options.h"
+#include "aggregates.h"
+
+/* What analyze.c finds in a query. */
+typedef struct CqAnalysis
+{
+	Query	   *query;			/* analyzed query (private copy) */
+	Index		source_rti;		/* range-table index of the stream */
+	Oid			source_relid;
+	bool		is_aggregate;	/* GROUP BY or aggregates */
+	List	   *group_exprs;	/* grouping expressions (Node *) */
+	List	   *group_eqops;	/* OID: GROUP BY's equality operator per key */
+	bool		keys_hashable;	/* every key type hashes consistently with it */
+	List	   *aggs;			/* CqAgg * */
+	List	   *arg_exprs;		/* aggregate arguments, inner columns x1.. */
+	List	   *filter_exprs;	/* FILTER conditions, inner columns f1.. */
+	List	   *parts;			/* CqPart *: state columns p1..pN, shared when equal */
+	List	   *outputs;		/* non-junk TargetEntry of the query */
+	List	   *output_key;		/* int per output: grouping index or -1 */
+
+	/* event time (all unset without the event_time option) */
+	AttrNumber	et_attno;		/* event-time column of the source */
+	bool		et_is_tz;		/* timestamptz (else timestamp) */
+	int			wm_key;			/* grouping key that carries the watermark, or -1 */
+	char	   *wm_end_fmt;		/* SQL of that key's window end; %1$s = the key */
+	bool		has_watermark;	/* watermark option set */
+
+	/* set by cq_plan_build */
+	bool		single_scan;	/* batch rows counted by the main statement itself */
+	bool		hash_keys;		/* state keyed by a hash of the keys (column h),
+								 * not by a unique index on them */
+} CqAnalysis;
+
+extern CqAnalysis *cq_analyze_query(Query *query, CqOptions *opts, const char *name);
+extern char *cq_analyze_state_signature(CqAnalysis *an);
+
+#endif							/* CQ_ANALYZE_H */

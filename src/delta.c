@@ -1,0 +1,333 @@
+/*-------------------------------------------------------------------------
+ *
+ * delta.c
+ *	  The new rows of a batch: the offset-range predicate on cq_xid, the
+ *	  user's query restricted to it, and the count statement.
+ *
+ * The user's expressions are never edited as text: the analyzed tree gets
+ * the predicate as a qual and is deparsed with search_path pinned to
+ * pg_catalog (security.c), so every name is schema-qualified.  The
+ * predicate reads the batch parameters $1..$4 (see plan.c).  Everything
+ * here only builds SQL text; nothing runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/sysattr.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "nodes/readfuncs.h"
+
+#include "delta.h"
+#include "security.h"
+#include "analyze.h"
+#include "tracking.h"
+
+/*
+ * make_param
+ *	  An external parameter $n of the given type.
+ */
+static Param *
+make_param(int n, Oid type)
+{
+	Param	   *p = makeNode(Param);
+
+	p->paramkind = PARAM_EXTERN;
+	p->paramid = n;
+	p->paramtype = type;
+	p->paramtypmod = -1;
+	p->paramcollid = InvalidOid;
+	p->location = -1;
+	return p;
+}
+
+/*
+ * xid8_op
+ *	  cq_xid <op> $n, with the built-in xid8 operator.
+ */
+static Expr *
+xid8_op(const char *op, Var *xid, int param)
+{
+	Oid			opno = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(pstrdup(op))),
+										XID8OID, XID8OID);
+
+	if (!OidIsValid(opno))
+		elog(ERROR, "pg_cq: xid8 operator %s not found", op);
+	return make_opclause(opno, BOOLOID, false, (Expr *) xid,
+						 (Expr *) make_param(param, XID8OID), InvalidOid, InvalidOid);
+}
+
+/*
+ * visible_in
+ *	  pg_visible_in_snapshot(cq_xid, $n)
+ */
+static Expr *
+visible_in(Var *xid, int param)
+{
+	return (Expr *) makeFuncExpr(F_PG_VISIBLE_IN_SNAPSHOT, BOOLOID,
+								 list_make2(xid, make_param(param, PG_SNAPSHOTOID)),
+								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * cq_delta_quals
+ *	  The rows of the source new in this batch: visible in S_cur and not in
+ *	  S_prev, restricted to the transaction-id range [$1, $2) so that the
+ *	  BRIN index on cq_xid bounds the scan.  The history variant (batch 0
+ *	  with starting = earliest) also reads rows from before tracking began,
+ *	  whose cq_xid is NULL.
+ */
+Node *
+cq_delta_quals(CqAnalysis *an, bool history)
+{
+	AttrNumber	att = cq_source_tracking_attnum(an->source_relid);
+	Var		   *xid;
+	Expr	   *range;
+
+	if (att == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source \"%s\" has no column \"%s\"",
+						get_rel_name(an->source_relid), CQ_TRACKING_COLUMN),
+				 errdetail("pg_cq finds new rows through that column."),
+				 errhint("Recreate the continuous query to track the source again.")));
+	xid = makeVar(an->source_rti, att, XID8OID, -1, InvalidOid, 0);
+	range = make_andclause(list_make4(xid8_op(">=", xid, 1),
+									  xid8_op("<", xid, 2),
+									  visible_in(xid, 3),
+									  make_notclause(visible_in(xid, 4))));
+	if (history)
+	{
+		/*
+		 * Batch 0 with starting = earliest: S_prev sees nothing, so the rows
+		 * are the history rows (NULL) and those visible in S_cur; testing
+		 * NULL first keeps the per-row cost of a large backlog low.
+		 */
+		NullTest   *nt = makeNode(NullTest);
+
+		nt->arg = (Expr *) copyObject(xid);
+		nt->nulltesttype = IS_NULL;
+		nt->location = -1;
+		range = make_orclause(list_make2(nt, make_andclause(list_make2(xid8_op("<", xid, 2),
+																		visible_in(xid, 3)))));
+	}
+	return (Node *) range;
+}
+
+/*
+ * cq_delta_inner_sql
+ *	  The user's query restricted to new rows.  For aggregations its select
+ *	  list becomes the grouping keys g<i>, aggregate arguments x<i> and
+ *	  FILTER conditions f<i>; stateless queries keep theirs.
+ */
+char *
+cq_delta_inner_sql(CqAnalysis *an, bool history)
+{
+	Query	   *q = copyObject(an->query);
+	char	   *sql;
+	int			nest;
+
+	q->jointree->quals = make_and_qual(q->jointree->quals, cq_delta_quals(an, history));
+	q->sortClause = NIL;
+
+	if (an->is_aggregate)
+	{
+		List	   *tlist = NIL;
+		int			resno = 1;
+		int			i;
+		ListCell   *lc;
+
+		i = 1;
+		foreach(lc, an->group_exprs)
+			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+												   psprintf("g%d", i++), false));
+		i = 1;
+		foreach(lc, an->arg_exprs)
+			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+												   psprintf("x%d", i++), false));
+		i = 1;
+		foreach(lc, an->filter_exprs)
+			tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+												   psprintf("f%d", i++), false));
+		if (an->single_scan && an->et_attno != InvalidAttrNumber)
+			tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(an->source_rti, an->et_attno,
+																	an->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID,
+																	-1, InvalidOid, 0),
+												   resno++, "et", false));
+		if (tlist == NIL)
+			tlist = list_make1(makeTargetEntry((Expr *) makeBoolConst(true, false),
+											   resno++, "g0", false));
+		q->targetList = tlist;
+		q->groupClause = NIL;
+		q->groupDistinct = false;
+		q->hasAggs = false;
+		q->havingQual = NULL;
+	}
+
+	nest = cq_security_deparse_begin();
+	sql = pg_get_querydef(q, false);
+	cq_security_deparse_end(nest);
+	return sql;
+}
+
+/*
+ * cq_delta_avg_time_sql
+ *	  to_timestamp() of an average epoch (float8 SQL, repeated: an
+ *	  aggregate or a column), kept inside the timestamp range: the average
+ *	  of event times at the very end of the range may round past it.
+ */
+char *
+cq_delta_avg_time_sql(const char *epoch)
+{
+	return psprintf("to_timestamp(CASE WHEN %1$s > 9224318015999::pg_catalog.float8 THEN 9224318015999::pg_catalog.float8 "
+					"WHEN %1$s < -210866803200::pg_catalog.float8 THEN -210866803200::pg_catalog.float8 "
+					"ELSE %1$s END)", epoch);
+}
+
+/*
+ * only_source_vars_walker
+ *	  True if a Var of this query level reads anything but the stream.
+ */
+static bool
+only_source_vars_walker(Node *node, Index *source_rti)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varlevelsup == 0 && ((Var *) node)->varno != *source_rti;
+	return expression_tree_walker(node, only_source_vars_walker, source_rti);
+}
+
+/*
+ * stats_rows_simple
+ *	  Does every stream row passing the WHERE clause reach the query once,
+ *	  whatever else the FROM clause holds?  True when the FROM clause is the
+ *	  stream and cq.window() calls over its event-time column (a row with a
+ *	  finite event time has a window) and the WHERE clause reads the stream
+ *	  only.  Then the rows the query reads are those its WHERE clause keeps,
+ *	  found in one scan.
+ */
+static bool
+stats_rows_simple(CqAnalysis *an)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->query->jointree->fromlist)
+	{
+		Node	   *n = lfirst(lc);
+		RangeTblEntry *rte;
+		RangeTblFunction *rtf;
+		FuncExpr   *fe;
+		Node	   *arg;
+
+		if (!IsA(n, RangeTblRef))
+			return false;
+		if (((RangeTblRef *) n)->rtindex == (int) an->source_rti)
+			continue;
+		rte = rt_fetch(((RangeTblRef *) n)->rtindex, an->query->rtable);
+		if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1)
+			return false;
+		rtf = linitial(rte->functions);
+		if (!IsA(rtf->funcexpr, FuncExpr))
+			return false;
+		fe = (FuncExpr *) rtf->funcexpr;
+		if (get_func_namespace(fe->funcid) != get_namespace_oid("cq", true) ||
+			strcmp(get_func_name(fe->funcid), "window") != 0 || fe->args == NIL)
+			return false;
+		arg = linitial(fe->args);
+		if (IsA(arg, NamedArgExpr))
+			return false;
+		if (!IsA(arg, Var) || ((Var *) arg)->varno != an->source_rti ||
+			((Var *) arg)->varattno != an->et_attno || ((Var *) arg)->varlevelsup != 0)
+			return false;
+	}
+	return !only_source_vars_walker(an->query->jointree->quals, &an->source_rti);
+}
+
+/*
+ * cq_delta_count_stats_sql
+ *	  The count statement of a query with an event-time column: the rows of
+ *	  the batch (all new source rows, Spark's numInputRows) and min, max and
+ *	  average event time of the rows the query reads, each stream row once:
+ *	  those its FROM and WHERE clauses keep, with a finite event time.
+ *	  Infinite and NULL event times never count (an 'infinity' row would
+ *	  hold the watermark at infinity for good).  `from` is the source as
+ *	  "[ONLY ]schema.table", `pred` the batch's rows of it; history selects
+ *	  the predicate variant of batch 0 reading rows from before tracking.
+ *	  A timestamp column's values are reported as timestamptz at UTC.
+ */
+char *
+cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred, bool history)
+{
+	Query	   *q = copyObject(an->query);
+	Var		   *et = makeVar(an->source_rti, an->et_attno,
+							 an->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID, -1, InvalidOid, 0);
+	const char *tz = an->et_is_tz ? "" : " AT TIME ZONE 'UTC'";
+	const char *finite = "pg_catalog.isfinite(i.et)";
+	char	   *inner;
+	int			nest;
+
+	q->groupClause = NIL;
+	q->groupDistinct = false;
+	q->hasAggs = false;
+	q->havingQual = NULL;
+	q->sortClause = NIL;
+	q->distinctClause = NIL;
+
+	if (stats_rows_simple(an))
+	{
+		/* one scan: the WHERE clause becomes a column k */
+		Node	   *k = q->jointree->quals ? q->jointree->quals : (Node *) makeBoolConst(true, false);
+		RangeTblRef *rtr = makeNode(RangeTblRef);
+
+		rtr->rtindex = an->source_rti;
+		q->jointree->fromlist = list_make1(rtr);	/* windows only repeat rows */
+		q->jointree->quals = cq_delta_quals(an, history);
+		q->targetList = list_make2(makeTargetEntry((Expr *) et, 1, "et", false),
+								   makeTargetEntry((Expr *) k, 2, "k", false));
+		nest = cq_security_deparse_begin();
+		inner = pg_get_querydef(q, false);
+		cq_security_deparse_end(nest);
+		finite = psprintf("i.k IS TRUE AND %s", finite);
+		return psprintf("SELECT count(*), min(i.et) FILTER (WHERE %s)%s, max(i.et) FILTER (WHERE %s)%s, %s "
+						"FROM (%s) i",
+						finite, tz, finite, tz,
+						cq_delta_avg_time_sql(psprintf("(avg(extract(epoch FROM i.et)) FILTER (WHERE %s))::pg_catalog.float8",
+											  finite)),
+						inner);
+	}
+
+	/*
+	 * Joins: the stream rows that find their partners, each once however
+	 * many it finds (identified by table and tuple id).
+	 */
+	q->jointree->quals = make_and_qual(q->jointree->quals, cq_delta_quals(an, history));
+	q->targetList = list_make3(makeTargetEntry((Expr *) makeVar(an->source_rti, TableOidAttributeNumber,
+																OIDOID, -1, InvalidOid, 0),
+											   1, "t", false),
+							   makeTargetEntry((Expr *) makeVar(an->source_rti, SelfItemPointerAttributeNumber,
+																TIDOID, -1, InvalidOid, 0),
+											   2, "c", false),
+							   makeTargetEntry((Expr *) et, 3, "et", false));
+	nest = cq_security_deparse_begin();
+	inner = pg_get_querydef(q, false);
+	cq_security_deparse_end(nest);
+	return psprintf("SELECT (SELECT count(*) FROM %s WHERE %s), min(i.et)%s, max(i.et)%s, "
+					"%s FROM (SELECT DISTINCT j.t, j.c, j.et FROM (%s) j WHERE pg_catalog.isfinite(j.et)) i",
+					from, pred, tz, tz, cq_delta_avg_time_sql("avg(extract(epoch FROM i.et))::pg_catalog.float8"), inner);
+}

@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * delta.h
+ *	  The new rows of a batch (delta.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_DELTA_H
+#define CQ_DELTA_H
+
+#include "postgres.h"
+#include "analyze.h"
+
+extern Node *cq_delta_quals(CqAnalysis *an, bool history);
+extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
+extern char *cq_delta_avg_time_sql(const char *epoch);
+extern char *cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred,
+									  bool history);
+
+#endif							/* CQ_DELTA_H */

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.h
+ *	  Every GUC of pg_cq (guc.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_GUC_H
+#define CQ_GUC_H
+
+#include "postgres.h"
+
+extern void cq_guc_init(void);
+extern int	cq_lock_timeout_ms;
+extern int	cq_work_mem_kb;
+extern int	cq_max_queries;
+extern int	cq_max_workers;
+extern int	cq_naptime_ms;
+extern bool cq_allow_source_truncate;
+
+#endif							/* CQ_GUC_H */

@@ -1,0 +1,340 @@
+/*-------------------------------------------------------------------------
+ *
+ * offsets.c
+ *	  Offsets: snapshot arithmetic, the low bound of a batch and the
+ *	  row-limit cut (PgQ's design).
+ *
+ * An offset is a pg_snapshot: the rows of a batch are those whose cq_xid
+ * (tracking.c) is visible in the end snapshot and not in the start snapshot.
+ * Transactions that commit out of order are therefore neither lost nor
+ * counted twice.
+ *
+ * Snapshot arithmetic happens here in C on the text form "xmin:xmax:xip,..."
+ * (pg_snapshot's I/O format).  Everything here is pure computation except
+ * cq_snap_current (reads the current snapshot) and cq_offsets_limit (reads
+ * the new rows per transaction through SPI, in the caller's SPI connection
+ * and with the caller's user and search_path).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/xid8.h"
+
+#include "offsets.h"
+#include "sql_builder.h"
+
+/* Datum of a full transaction id. */
+static Datum
+xid8_datum(uint64 x)
+{
+	return FullTransactionIdGetDatum(FullTransactionIdFromU64(x));
+}
+
+/*
+ * cq_snap_parse
+ *	  Parse pg_snapshot text.
+ */
+CqSnap *
+cq_snap_parse(const char *text)
+{
+	CqSnap	   *s = palloc0(sizeof(CqSnap));
+	const char *p = text;
+	char	   *end;
+	int			cap = 8;
+
+	s->xmin = strtou64(p, &end, 10);
+	if (*end != ':')
+		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+	p = end + 1;
+	s->xmax = strtou64(p, &end, 10);
+	if (*end != ':')
+		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+	p = end + 1;
+	s->xip = palloc(sizeof(uint64) * cap);
+	while (*p)
+	{
+		uint64		x = strtou64(p, &end, 10);
+
+		if (end == p)
+			elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+		if (s->nxip == cap)
+		{
+			cap *= 2;
+			s->xip = repalloc(s->xip, sizeof(uint64) * cap);
+		}
+		s->xip[s->nxip++] = x;
+		p = end;
+		if (*p == ',')
+			p++;
+	}
+	return s;
+}
+
+/*
+ * snap_text
+ *	  pg_snapshot text of s.
+ */
+static char *
+snap_text(const CqSnap *s)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", s->xmin, s->xmax);
+	for (int i = 0; i < s->nxip; i++)
+		appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", s->xip[i]);
+	return buf.data;
+}
+
+/*
+ * cq_snap_current
+ *	  pg_current_snapshot() as text, with the current transaction in
+ *	  progress.  Every offset is taken with it (a batch's end, the start of
+ *	  a query created with starting = 'latest' or reset, cq.run's goal).
+ *
+ *	  Core leaves a backend's own transaction out of its snapshots: once a
+ *	  transaction that started later has finished, the snapshot counts ours
+ *	  as finished too, and rows that ours writes after the offset (an
+ *	  INSERT after CALL cq.run in the same transaction block) would be
+ *	  behind every later offset, never read.  In progress, they are read
+ *	  by the first batch after our commit; rows ours wrote before the
+ *	  offset likewise (a batch never reads uncommitted rows).  A
+ *	  transaction without an id yet gets one at or above this snapshot's
+ *	  xmax, which is in progress for it anyway.  Only the top-level id
+ *	  matters: cq_xid is pg_current_xact_id(), the top-level id, in
+ *	  subtransactions too.  Caller has SPI connected.
+ */
+char *
+cq_snap_current(void)
+{
+	FullTransactionId top = GetTopFullTransactionIdIfAny();
+	char	   *text;
+	CqSnap	   *s;
+	uint64		x;
+	int			i;
+
+	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!FullTransactionIdIsValid(top))
+		return text;
+	s = cq_snap_parse(text);
+	x = U64FromFullTransactionId(top);
+	if (!cq_snap_visible(s, x))
+		return text;
+
+	/* insert x into the sorted xip */
+	s->xip = repalloc(s->xip, sizeof(uint64) * (s->nxip + 1));
+	for (i = s->nxip; i > 0 && s->xip[i - 1] > x; i--)
+		s->xip[i] = s->xip[i - 1];
+	s->xip[i] = x;
+	s->nxip++;
+	s->xmin = Min(s->xmin, x);
+	return snap_text(s);
+}
+
+/*
+ * cq_snap_visible
+ *	  Is transaction x visible (committed or aborted, not in progress) in s?
+ *	  Same rule as pg_visible_in_snapshot().
+ */
+bool
+cq_snap_visible(const CqSnap *s, uint64 x)
+{
+	if (x < s->xmin)
+		return true;
+	if (x >= s->xmax)
+		return false;
+	for (int i = 0; i < s->nxip; i++)
+		if (s->xip[i] == x)
+			return false;
+	return true;
+}
+
+/*
+ * cq_snap_low_bound
+ *	  Lowest transaction id that can be new between prev and cur: xmax(prev),
+ *	  or an older transaction that was running at prev and is finished in
+ *	  cur.  A transaction still running does not hold the bound back.
+ */
+uint64
+cq_snap_low_bound(const CqSnap *prev, const CqSnap *cur)
+{
+	uint64		lo = prev->xmax;
+
+	for (int i = 0; i < prev->nxip; i++)
+		if (prev->xip[i] < lo && cq_snap_visible(cur, prev->xip[i]))
+			lo = prev->xip[i];
+	return lo;
+}
+
+/*
+ * cq_snap_nothing_new
+ *	  True when no transaction finished between prev and cur, so no batch
+ *	  can have rows.
+ */
+bool
+cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur)
+{
+	if (cur->xmax != prev->xmax)
+		return false;
+	for (int i = 0; i < prev->nxip; i++)
+		if (cq_snap_visible(cur, prev->xip[i]))
+			return false;
+	return true;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * cq_snap_cut
+ *	  The snapshot "prev plus the chosen transactions": used when
+ *	  max_rows_per_trigger ends a batch early.  chosen are the new
+ *	  transactions taken (ascending, all below cut); every new transaction
+ *	  below `cut` must be chosen.  Whatever is not chosen stays invisible, so
+ *	  the next batch reads it: a transaction is never split.
+ */
+char *
+cq_snap_cut(const CqSnap *prev, const CqSnap *cur, uint64 cut,
+			const uint64 *chosen, int nchosen)
+{
+	uint64		xmax = Max(prev->xmax, cut);
+	uint64	   *xip = palloc(sizeof(uint64) * (prev->nxip + cur->nxip + 1));
+	int			n = 0;
+	StringInfoData buf;
+
+	/* running at prev and not taken now */
+	for (int i = 0; i < prev->nxip; i++)
+	{
+		bool		taken = false;
+
+		for (int j = 0; j < nchosen; j++)
+			if (chosen[j] == prev->xip[i])
+				taken = true;
+		if (!taken)
+			xip[n++] = prev->xip[i];
+	}
+	/* started after prev, below the cut, still running at cur */
+	for (int i = 0; i < cur->nxip; i++)
+		if (cur->xip[i] >= prev->xmax && cur->xip[i] < xmax)
+			xip[n++] = cur->xip[i];
+	qsort(xip, n, sizeof(uint64), cmp_u64);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, UINT64_FORMAT ":" UINT64_FORMAT ":", n > 0 ? Min(xip[0], xmax) : xmax, xmax);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || xip[i] != xip[i - 1])
+			appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", xip[i]);
+	return buf.data;
+}
+
+/*
+ * cq_snap_covers
+ *	  Does `end` see everything `target` sees?  (Used by cq.run to stop once
+ *	  everything committed before the call is processed.)
+ */
+bool
+cq_snap_covers(const CqSnap *end, const CqSnap *target)
+{
+	if (end->xmax < target->xmax)
+	{
+		/* transactions in [end.xmax, target.xmax) visible in target */
+		for (uint64 x = end->xmax; x < target->xmax; x++)
+			if (cq_snap_visible(target, x))
+				return false;
+	}
+	for (int i = 0; i < end->nxip; i++)
+		if (cq_snap_visible(target, end->xip[i]))
+			return false;
+	return true;
+}
+
+/*
+ * cq_offsets_limit
+ *	  With max_rows_per_trigger, end the batch after the first transactions
+ *	  (in id order) whose rows reach the limit; a transaction is never
+ *	  split, so one larger than the limit forms a batch alone.  Returns the
+ *	  (possibly earlier) end snapshot; *nrows is the number of rows up to
+ *	  it (history rows `already` included).
+ *
+ *	  Only what the cut needs is read: the new rows of the first few
+ *	  transactions above the low bound, in id ranges that grow eightfold
+ *	  until the limit is reached or cur's xmax is, and at most one
+ *	  transaction more than can fit.  (Reading every pending transaction
+ *	  for every batch made a backlog cost quadratic time.)  params are the
+ *	  batch's $1..$4: low bound, cur's xmax, cur, prev; count_xids_sql is
+ *	  the plan's statement counting new rows per transaction.
+ */
+char *
+cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
+			 Datum *params, int64 limit, int64 already, int64 *nrows)
+{
+	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INT8OID};
+	Datum		args[5];
+	SPIPlanPtr	count_xids = cq_spi_plan(count_xids_sql, 5, types);
+	uint64		from = U64FromFullTransactionId(DatumGetFullTransactionId(params[0]));
+	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
+	int			cap = 16;
+	uint64	   *chosen = palloc(sizeof(uint64) * cap);
+	int			nchosen = 0;
+	int64		rows = already;
+	bool		overflow = false;	/* a transaction did not fit */
+	bool		full = false;
+
+	args[2] = params[2];
+	args[3] = params[3];
+	while (!full && from < cur->xmax)
+	{
+		uint64		to = (cur->xmax - from <= span) ? cur->xmax : from + span;
+
+		args[0] = xid8_datum(from);
+		args[1] = xid8_datum(to);
+		/* each transaction has a row: more than this many cannot fit */
+		args[4] = Int64GetDatum(Max(limit - rows, 0) + 1);
+		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "pg_cq: could not count new rows per transaction");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			bool		isnull;
+			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
+			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
+			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+
+			if (rows + cnt > limit && (nchosen > 0 || rows > 0))
+			{
+				overflow = full = true; /* too big for the rest (or history filled it) */
+				break;
+			}
+			if (nchosen == cap)
+			{
+				cap *= 2;
+				chosen = repalloc(chosen, sizeof(uint64) * cap);
+			}
+			chosen[nchosen++] = x;
+			rows += cnt;
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (rows >= limit)
+			full = true;
+		from = to;
+		span = span > PG_UINT64_MAX / 8 ? PG_UINT64_MAX : span * 8;
+	}
+	*nrows = rows;
+	if (!overflow && from >= cur->xmax)
+		return (char *) cur_text;	/* every new transaction was chosen */
+	return cq_snap_cut(prev, cur, nchosen > 0 ? chosen[nchosen - 1] + 1 : prev->xmax,
+					   chosen, nchosen);
+}

@@ -1,0 +1,56 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.h
+ *	  Options of a continuous query: parsing, defaults, limits (options.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_OPTIONS_H
+#define CQ_OPTIONS_H
+
+#include "postgres.h"
+#include "utils/timestamp.h"
+
+#define CQ_DAYS_PER_MONTH 31		/* a month of watermark delay, as Spark counts it */
+#define CQ_TRIGGER_MAX_USECS (INT64CONST(365) * USECS_PER_DAY)	/* longest trigger interval */
+
+/* Output modes (SPEC §3). */
+typedef enum CqOutputMode
+{
+	CQ_MODE_APPEND,				/* INSERT rows that can never change */
+	CQ_MODE_UPDATE,				/* upsert result rows that changed */
+	CQ_MODE_COMPLETE			/* replace the whole result */
+} CqOutputMode;
+
+/*
+ * Options of a continuous query, as given by the user (DDL or function).
+ * NULL / -1 fields mean "not given"; cq_options_finish() fills defaults.
+ */
+typedef struct CqOptions
+{
+	char	   *output_mode;
+	char	   *trigger;
+	char	   *event_time;
+	char	   *watermark;
+	int64		max_rows_per_trigger;	/* 0 = unlimited, -1 = not given */
+	char	   *starting;
+	char	   *source;
+	char	   *state_storage;
+	char	   *complete_refresh;
+	Oid			source_relid;	/* the stream as recorded in the catalog (the
+								 * source option is kept only as this OID), or
+								 * InvalidOid */
+
+	/* parsed forms, set by cq_options_finish() */
+	CqOutputMode mode;
+	Interval   *watermark_delay;
+} CqOptions;
+
+extern void cq_options_init(CqOptions *opts);
+extern void cq_options_set(CqOptions *opts, const char *name, const char *value);
+extern void cq_options_finish(CqOptions *opts);
+extern void cq_options_check_limits(CqOptions *opts);
+extern bool cq_options_delay_usecs(const Interval *iv, int64 *us);
+extern const char *cq_mode_name(CqOutputMode mode);
+
+#endif							/* CQ_OPTIONS_H */

@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.h
+ *	  The SQL a batch runs, assembled and cached (plan.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_PLAN_H
+#define CQ_PLAN_H
+
+#include "postgres.h"
+#include "analyze.h"
+#include "catalog.h"
+
+/* The SQL a batch runs, built from an analysis (plan.c). */
+typedef struct CqPlan
+{
+	char	   *batch_sql;		/* main statement: returns metrics */
+	char	   *batch_sql_history;	/* same, batch 0 reading history rows */
+	char	   *complete_sql;	/* complete mode: reload target from state */
+	char	   *count_sql;		/* how many new rows? (num_input_rows) */
+	char	   *count_sql_history;	/* same, batch 0 with history */
+	char	   *count_xids_sql; /* new rows per transaction (row limit) */
+	char	   *rebuild_sql;	/* refold all processed rows into empty state */
+	bool		single_scan;	/* main statement also returns the batch's row count */
+	char	   *count_history_sql;
+} CqPlan;
+
+extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
+extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
+
+#endif							/* CQ_PLAN_H */

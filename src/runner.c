@@ -1,0 +1,152 @@
+/*-------------------------------------------------------------------------
+ *
+ * runner.c
+ *	  Running one batch and recording its failure: the one place workers
+ *	  and CALL cq.run share.
+ *
+ * SPEC §7: a query whose batch fails goes 'failed' with the error in
+ * last_error; the batch changed nothing (target, state, offset and progress
+ * stay as they were).  One rule decides what a failure is
+ * (cq_runner_is_failure): a cancel (pg_cancel_backend, statement_timeout)
+ * or a lock timeout (a complete-mode batch that could not lock its target
+ * in time) says nothing about the query, so the batch is only rolled back
+ * and the next trigger, poll or call retries it.
+ *
+ * Three ways to run, by who owns the transaction:
+ *	 CQ_RUN_XACT	a worker: the batch runs in a transaction of its own; on
+ *					error the error is logged, the transaction aborted and
+ *					the failure recorded in another transaction (status.c);
+ *					the error is not re-thrown.
+ *	 CQ_RUN_SUBXACT	non-atomic CALL cq.run (SPI connected with
+ *					SPI_OPT_NONATOMIC): the batch runs in an internal
+ *					subtransaction; on error it is rolled back, the failure
+ *					written and committed (SPI_commit), and the error
+ *					re-thrown to the caller.  A subtransaction, not
+ *					SPI_rollback, because the error may come from inside
+ *					nested SPI levels (a PL/pgSQL function called by the
+ *					query): rolling back the subtransaction pops them.
+ *	 CQ_RUN_ATOMIC	CALL inside a transaction block, or cq.run called from a
+ *					function: nothing can be committed separately, the error
+ *					just propagates and the caller's transaction rolls back.
+ *
+ * Memory: the batch runs in the caller's memory context, which the caller
+ * resets per batch (the worker's loop context, cq.run's batch context); the
+ * error copy lives there too, and CurrentMemoryContext is that context
+ * again on return.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "utils/resowner.h"
+
+#include "runner.h"
+#include "catalog.h"
+#include "status.h"
+
+/*
+ * cq_runner_is_failure
+ *	  The one rule: does this error make the query 'failed'?  Not a cancel,
+ *	  not a lock timeout.
+ */
+bool
+cq_runner_is_failure(ErrorData *edata)
+{
+	return edata->sqlerrcode != ERRCODE_QUERY_CANCELED &&
+		edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
+/*
+ * end_transaction
+ *	  Close the batch's (sub)transaction, committed or rolled back, and
+ *	  return to the caller's memory context and resource owner.
+ */
+static void
+end_transaction(CqRunMode mode, bool commit, MemoryContext cxt, ResourceOwner owner)
+{
+	if (mode == CQ_RUN_XACT)
+	{
+		if (commit)
+			CommitTransactionCommand();
+		else
+			AbortCurrentTransaction();
+	}
+	else if (commit)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	if (mode == CQ_RUN_SUBXACT)
+		CurrentResourceOwner = owner;
+}
+
+/*
+ * cq_runner_run
+ *	  Run body(arg), one batch of query id, the way mode says (see file
+ *	  header).  Returns true when the batch failed by the rule above (with
+ *	  CQ_RUN_XACT only: the other modes re-throw every error).  With
+ *	  CQ_RUN_XACT the caller has no transaction open; body runs in a new one
+ *	  that the runner commits.
+ */
+bool
+cq_runner_run(int32 id, CqRunMode mode, CqRunBody body, void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool failed = false;
+
+	if (mode == CQ_RUN_ATOMIC)
+	{
+		body(arg);
+		return false;
+	}
+	if (mode == CQ_RUN_XACT)
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+	}
+	else
+	{
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+	}
+	PG_TRY();
+	{
+		body(arg);
+		end_transaction(mode, true, cxt, owner);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* PG_CATCH has restored error_context_stack to the caller's */
+		MemoryContextSwitchTo(cxt);
+		if (mode == CQ_RUN_XACT)
+			EmitErrorReport();
+		edata = CopyErrorData();
+		FlushErrorState();
+		end_transaction(mode, false, cxt, owner);
+		failed = cq_runner_is_failure(edata);
+		if (mode == CQ_RUN_XACT)
+		{
+			if (failed)
+				cq_status_record_failure(id, edata->message);
+			FreeErrorData(edata);
+		}
+		else
+		{
+			/* the catalog row may be gone (dropped meanwhile): then nothing is updated */
+			if (failed)
+			{
+				cq_catalog_set_state(id, "failed", edata->message, NULL);
+				SPI_commit();
+			}
+			ReThrowError(edata);
+		}
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	return failed;
+}

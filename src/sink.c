@@ -1,0 +1,404 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.c
+ *	  Writing the target: its DDL and key index, the outputs over the final
+ *	  view, and the append/update writes of a batch (complete mode reloads
+ *	  the target from the state: plan.c).
+ *
+ * Outputs are the user's select list rewritten as trees (aggregate ->
+ * column of the final view cq_state.f_<id>) and deparsed against that view
+ * with search_path pinned to pg_catalog.  Everything here only builds SQL
+ * text; nothing runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/sysattr.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "nodes/readfuncs.h"
+
+#include "sink.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "options.h"
+#include "aggregates.h"
+#include "analyze.h"
+#include "delta.h"
+#include "state.h"
+
+/* Mutator context: rewrite outputs over the final view. */
+typedef struct OutputCtx
+{
+	CqAnalysis *an;
+	Oid			viewid;
+} OutputCtx;
+
+/*
+ * cq_sink_target_key_columns
+ *	  The quoted target column of each grouping key, in grouping order (the
+ *	  first output that is that key).  Update mode selects every key.
+ */
+List *
+cq_sink_target_key_columns(CqAnalysis *an)
+{
+	List	   *cols = NIL;
+
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+	{
+		ListCell   *lc,
+				   *lk;
+		char	   *col = NULL;
+
+		forboth(lc, an->outputs, lk, an->output_key)
+		{
+			if (lfirst_int(lk) == g)
+			{
+				col = (char *) quote_identifier(((TargetEntry *) lfirst(lc))->resname);
+				break;
+			}
+		}
+		if (col == NULL)
+			elog(ERROR, "pg_cq: grouping key %d is not an output", g + 1);
+		cols = lappend(cols, col);
+	}
+	return cols;
+}
+
+/*
+ * cq_sink_target_key_index_sql
+ *	  DDL of the index an update-mode target is probed by.  With a hashed
+ *	  state (see cq_state_table_sql), an index on the hash of the key
+ *	  columns: a key of any size fits in it.  Otherwise a unique index on
+ *	  the keys that treats NULL as a value, for ON CONFLICT.
+ */
+char *
+cq_sink_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed)
+{
+	if (hashed)
+		return psprintf("CREATE INDEX ON %s ((%s))", qualname,
+						cq_state_key_hash_sql(an, "", cq_sink_target_key_columns(an)));
+	/* every output that is a key: the ON CONFLICT clause names them all */
+	return psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", qualname,
+					cq_sink_target_columns(an, "", true, false));
+}
+
+/*
+ * cq_sink_target_table_sql
+ *	  DDL of a target table with the query's output columns.
+ */
+char *
+cq_sink_target_table_sql(CqAnalysis *an, const char *qualname)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TABLE %s (", qualname);
+	foreach(lc, an->outputs)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+
+		appendStringInfo(&buf, "%s%s %s%s", first ? "" : ", ",
+						 quote_identifier(tle->resname),
+						 cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+		first = false;
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * output_mutator
+ *	  Replace grouping expressions by view columns g<i> and aggregates by
+ *	  a<i>; any other column of the source is an error (it would need to be
+ *	  grouped).
+ */
+static Node *
+output_mutator(Node *node, OutputCtx *ctx)
+{
+	CqAnalysis *an = ctx->an;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, an->group_exprs)
+	{
+		if (equal(lfirst(lc), node))
+			return (Node *) makeVar(1, i + 1, exprType(node), exprTypmod(node),
+									exprCollation(node), 0);
+		i++;
+	}
+	if (IsA(node, Aggref))
+	{
+		i = 0;
+		foreach(lc, an->aggs)
+		{
+			Aggref	   *agg = ((CqAgg *) lfirst(lc))->aggref;
+
+			if (equal(agg, node))
+				return (Node *) makeVar(1, cq_state_ngroup_cols(an) + i + 1, agg->aggtype, -1,
+										agg->aggcollid, 0);
+			i++;
+		}
+		elog(ERROR, "pg_cq: aggregate not found in analysis");
+	}
+	if (IsA(node, Var))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" must appear in the GROUP BY clause of a continuous query",
+						get_attname(((Var *) node)->varno == an->source_rti ? an->source_relid :
+									rt_fetch(((Var *) node)->varno, an->query->rtable)->relid,
+									((Var *) node)->varattno, true) ?: "?"),
+				 errdetail("Columns functionally dependent on a primary key must still be grouped.")));
+	return expression_tree_mutator(node, output_mutator, ctx);
+}
+
+/*
+ * cq_sink_output_list_part
+ *	  The outputs (all, or only the keys or only the others) as SQL over the
+ *	  final view aliased f (columns g<i>, a<i>).
+ */
+char *
+cq_sink_output_list_part(CqAnalysis *an, Oid viewid, bool keys_only, bool nonkeys_only)
+{
+	StringInfoData buf;
+	OutputCtx	ctx = {an, viewid};
+	List	   *dpcontext = deparse_context_for("f", viewid);
+	ListCell   *lc,
+			   *lk;
+	bool		first = true;
+	int			nest = cq_security_deparse_begin();
+
+	initStringInfo(&buf);
+	forboth(lc, an->outputs, lk, an->output_key)
+	{
+		TargetEntry *tle = lfirst(lc);
+		bool		is_key = lfirst_int(lk) >= 0;
+		Node	   *e;
+
+		if ((keys_only && !is_key) || (nonkeys_only && is_key))
+			continue;
+		e = output_mutator((Node *) copyObject(tle->expr), &ctx);
+		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
+						 deparse_expression(e, dpcontext, true, false));
+		first = false;
+	}
+	cq_security_deparse_end(nest);
+	return buf.data;
+}
+
+/*
+ * cq_sink_output_list
+ *	  Every output as SQL over the final view aliased f.
+ */
+char *
+cq_sink_output_list(CqAnalysis *an, Oid viewid)
+{
+	return cq_sink_output_list_part(an, viewid, false, false);
+}
+
+/*
+ * cq_sink_target_columns
+ *	  "(c1, c2, ...)" with the output names, quoted.
+ */
+char *
+cq_sink_target_columns(CqAnalysis *an, const char *prefix, bool keys_only, bool nonkeys_only)
+{
+	StringInfoData buf;
+	ListCell   *lc,
+			   *lk;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	forboth(lc, an->outputs, lk, an->output_key)
+	{
+		TargetEntry *tle = lfirst(lc);
+		bool		is_key = lfirst_int(lk) >= 0;
+
+		if ((keys_only && !is_key) || (nonkeys_only && is_key))
+			continue;
+		appendStringInfo(&buf, "%s%s%s", first ? "" : ", ", prefix, quote_identifier(tle->resname));
+		first = false;
+	}
+	return buf.data;
+}
+
+/*
+ * cq_sink_stateless_sql
+ *	  The whole statement of a batch of a query without aggregation: its
+ *	  new rows are appended to the target.  Returns the same metrics row as
+ *	  an aggregation's statement.
+ */
+char *
+cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history)
+{
+	return psprintf("WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) "
+					"SELECT 0::int8, 0::int8, 0::int8, 0::int8, count(*), count(*), "
+					"NULL::timestamptz, NULL::timestamptz, NULL::timestamptz FROM o",
+					target, cq_sink_target_columns(an, "", false, false),
+					cq_delta_inner_sql(an, history));
+}
+
+/*
+ * existing_groups_ctes
+ *	  Update mode after batch 0, with grouping keys: the CTEs o1 (groups new
+ *	  to the state) and o (the others).
+ */
+static void
+existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target,
+					 const char *all_cols, const char *nonkeys)
+{
+	/*
+	 * Groups new to the state are new to the target: a plain
+	 * INSERT, much cheaper than ON CONFLICT's speculative
+	 * insertion.  The others are updated where their row
+	 * changed and inserted where it is missing (a row deleted
+	 * by hand is written again).  A row "changed" when its
+	 * binary image did (the *<> operator, as REFRESH
+	 * MATERIALIZED VIEW CONCURRENTLY compares rows): equal
+	 * values that print differently, such as numeric 1.0
+	 * and 1.00, are rewritten so that the target shows what
+	 * the query shows.  (The casts to record keep the
+	 * parser from comparing the rows column by column.)
+	 */
+	appendStringInfo(buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
+					 target, all_cols, cq_sink_output_list(an, viewid));
+	if (an->hash_keys)
+	{
+		/*
+		 * Found through the target's index on the hash of its
+		 * keys: rows that changed are updated; the groups not
+		 * updated (their state row _sid) are looked up once
+		 * more and inserted if their row is missing.
+		 */
+		List	   *tkeys = cq_sink_target_key_columns(an);
+		StringInfoData match;
+
+		initStringInfo(&match);
+		appendStringInfo(&match, "%s OPERATOR(pg_catalog.=) f.%s AND ",
+						 cq_state_key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
+		cq_state_append_keys_equal(&match, an, "t.", tkeys, "f.", true);
+		if (nonkeys[0] != '\0')
+		{
+			appendStringInfo(buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
+							 "WHERE NOT f._ins AND %s AND "
+							 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
+							 "RETURNING f._sid)",
+							 target, nonkeys, cq_sink_output_list_part(an, viewid, false, true),
+							 match.data, cq_sink_target_columns(an, "t.", false, true),
+							 cq_sink_output_list_part(an, viewid, false, true));
+			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+							 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT _sid FROM ou)) "
+							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+							 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
+			appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
+		}
+		else
+			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+							 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
+	}
+	else
+	{
+		/* upserted through the target's unique index on the keys */
+		appendStringInfo(buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
+						 target, all_cols, cq_sink_output_list(an, viewid),
+						 cq_sink_target_columns(an, "", true, false));
+		if (nonkeys[0] == '\0')
+			appendStringInfoString(buf, "DO NOTHING");
+		else
+			appendStringInfo(buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record",
+							 nonkeys, cq_sink_target_columns(an, "excluded.", false, true),
+							 cq_sink_target_columns(an, "t.", false, true),
+							 cq_sink_target_columns(an, "excluded.", false, true));
+		appendStringInfoString(buf, " RETURNING 1)");
+	}
+}
+
+/*
+ * update_ctes
+ *	  Update mode: the CTEs f (final values of the changed groups) and o
+ *	  (and o1) that write them to the target.
+ */
+static void
+update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool history)
+{
+	char	   *all_cols = cq_sink_target_columns(an, "", false, false);
+	char	   *nonkeys = cq_sink_target_columns(an, "", false, true);
+
+	appendStringInfo(buf, ", f AS (SELECT %s, s._ins%s FROM m s)", cq_state_final_select_list(an),
+					 an->hash_keys && !history ? psprintf(", s.%s, s._sid", CQ_KEY_HASH_COLUMN) : "");
+	if (an->group_exprs == NIL)
+	{
+		/* one result row: replace it */
+		appendStringInfo(buf, ", y AS (DELETE FROM %s)", target);
+		appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+						 target, all_cols, cq_sink_output_list(an, viewid));
+	}
+	else if (history)
+	{
+		/*
+		 * Batch 0: state and target are empty, every group is
+		 * new.  (The statements for existing groups would find
+		 * nothing, but their estimated cost over a large history
+		 * made the planner JIT-compile the batch: a second.)
+		 */
+		appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+						 target, all_cols, cq_sink_output_list(an, viewid));
+	}
+	else
+		existing_groups_ctes(buf, an, viewid, target, all_cols, nonkeys);
+}
+
+/*
+ * cq_sink_write_ctes
+ *	  Append to a batch statement (after the state CTEs d, m and x) the
+ *	  CTEs that write the target in the query's output mode.  *has_o and
+ *	  *has_o1 say which output CTEs exist, for the metrics.  Complete mode
+ *	  writes nothing here: the target is reloaded from the state after the
+ *	  statement (CqPlan.complete_sql).
+ */
+void
+cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
+				   const char *target, bool history, bool *has_o, bool *has_o1)
+{
+	*has_o = *has_o1 = false;
+	switch (mode)
+	{
+		case CQ_MODE_APPEND:
+			/* closed windows, final now, are written once */
+			appendStringInfo(buf, ", f AS (SELECT %s FROM x s)", cq_state_final_select_list(an));
+			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+							 target, cq_sink_target_columns(an, "", false, false),
+							 cq_sink_output_list(an, viewid));
+			*has_o = true;
+			break;
+		case CQ_MODE_UPDATE:
+			update_ctes(buf, an, viewid, target, history);
+			*has_o = true;
+			*has_o1 = an->group_exprs != NIL && !history;
+			break;
+		case CQ_MODE_COMPLETE:
+			break;
+	}
+}

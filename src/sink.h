@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * sink.h
+ *	  Writing the target (sink.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_SINK_H
+#define CQ_SINK_H
+
+#include "postgres.h"
+#include "lib/stringinfo.h"
+#include "analyze.h"
+
+extern List *cq_sink_target_key_columns(CqAnalysis *an);
+extern char *cq_sink_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed);
+extern char *cq_sink_target_table_sql(CqAnalysis *an, const char *qualname);
+extern char *cq_sink_output_list_part(CqAnalysis *an, Oid viewid, bool keys_only,
+									  bool nonkeys_only);
+extern char *cq_sink_output_list(CqAnalysis *an, Oid viewid);
+extern char *cq_sink_target_columns(CqAnalysis *an, const char *prefix, bool keys_only,
+									bool nonkeys_only);
+extern char *cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history);
+extern void cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
+							   const char *target, bool history, bool *has_o, bool *has_o1);
+
+#endif							/* CQ_SINK_H */

@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_builder.h
+ *	  Quoting identifiers, types and collations; running SQL through SPI
+ *	  (sql_builder.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_SQL_BUILDER_H
+#define CQ_SQL_BUILDER_H
+
+#include "postgres.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+
+extern void cq_sql_ident(StringInfo buf, const char *ident);
+extern void cq_sql_relname(StringInfo buf, Oid relid);
+extern char *cq_sql_relname_str(Oid relid);
+extern char *cq_sql_type(Oid type, int32 typmod);
+extern char *cq_sql_collate(Oid collation, Oid type);
+extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
+						Datum *values, const char *nulls);
+extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
+							   Datum *values, const char *nulls);
+extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
+extern void cq_spi_plan_forget(const char *sql);
+
+#endif							/* CQ_SQL_BUILDER_H */

@@ -1,0 +1,475 @@
+/*-------------------------------------------------------------------------
+ *
+ * state.c
+ *	  A query's state table: its DDL, its final view, and the CTEs of a
+ *	  batch that merge the new rows' partial aggregates into it (d, m) and
+ *	  evict closed windows (x).
+ *
+ * Groups are matched with each key's own equality (schema-qualified
+ * OPERATOR()), by a hash of the keys (column h) when every key type hashes
+ * consistently with it, else through a unique index on the keys.  The
+ * merge expressions come from the aggregate table (aggregates.c).
+ * Everything here only builds SQL text; nothing runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/sysattr.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "nodes/readfuncs.h"
+
+#include "state.h"
+#include "sql_builder.h"
+#include "aggregates.h"
+#include "analyze.h"
+#include "delta.h"
+
+/*
+ * cq_state_ngroup_cols
+ *	  Key columns of the state table: one per grouping expression, or the
+ *	  constant key g0 for an aggregate without GROUP BY.
+ */
+int
+cq_state_ngroup_cols(CqAnalysis *an)
+{
+	return an->group_exprs == NIL ? 1 : list_length(an->group_exprs);
+}
+
+void
+cq_state_append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix, const char *sep)
+{
+	if (an->group_exprs == NIL)
+		appendStringInfo(buf, "%sg0", prefix);
+	else
+		for (int i = 1; i <= list_length(an->group_exprs); i++)
+			appendStringInfo(buf, "%s%sg%d", i > 1 ? sep : "", prefix, i);
+}
+
+/*
+ * key_eq_operator
+ *	  "OPERATOR(schema.=)" for grouping key g (0-based): the equality GROUP
+ *	  BY uses for its type, schema-qualified, so that keys of extension
+ *	  types (citext, ltree, hstore, isn...) compare as the plain query
+ *	  groups them, whatever the search_path.
+ */
+static char *
+key_eq_operator(CqAnalysis *an, int g)
+{
+	Oid			opno = list_nth_oid(an->group_eqops, g);
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *sql;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	sql = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+				   NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return sql;
+}
+
+/*
+ * cq_state_append_keys_equal
+ *	  "l.g1 = r.g1 AND ..." with each key's own equality (l and r are SQL
+ *	  prefixes such as "s." and "d."; right_cols, if given, names the right
+ *	  side's columns per key).  With null_safe, NULL keys match NULL keys,
+ *	  as GROUP BY puts them in one group.
+ */
+void
+cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, List *left_cols,
+				  const char *r, bool null_safe)
+{
+	int			ng = cq_state_ngroup_cols(an);
+
+	for (int g = 0; g < ng; g++)
+	{
+		const char *lcol = left_cols ? (const char *) list_nth(left_cols, g) :
+			an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
+		const char *rcol = an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
+		const char *op = an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
+
+		if (g > 0)
+			appendStringInfoString(buf, " AND ");
+		if (null_safe)
+			appendStringInfo(buf, "(%s%s %s %s%s OR (%s%s IS NULL AND %s%s IS NULL))",
+							 l, lcol, op, r, rcol, l, lcol, r, rcol);
+		else
+			appendStringInfo(buf, "%s%s %s %s%s", l, lcol, op, r, rcol);
+	}
+}
+
+/*
+ * cq_state_key_hash_sql
+ *	  The hash of a row's grouping keys, consistent with their equality
+ *	  (hash_record() hashes each field with its type's default hash
+ *	  opclass; a NULL field hashes as 0), over columns named g1.. or, when
+ *	  cols is given, as listed, each after prefix.
+ */
+char *
+cq_state_key_hash_sql(CqAnalysis *an, const char *prefix, List *cols)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog.hash_record(ROW(");
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+		appendStringInfo(&buf, "%s%s%s", g > 0 ? ", " : "", prefix,
+						 cols ? (const char *) list_nth(cols, g) : psprintf("g%d", g + 1));
+	appendStringInfoString(&buf, "))");
+	return buf.data;
+}
+
+/*
+ * cq_state_hashed
+ *	  Is this state table keyed by a hash of its keys (column h)?  State
+ *	  tables created before that layout have a unique index on the keys
+ *	  instead, and keep it.
+ */
+bool
+cq_state_hashed(Oid state_table)
+{
+	return OidIsValid(state_table) &&
+		get_attnum(state_table, CQ_KEY_HASH_COLUMN) != InvalidAttrNumber;
+}
+
+/*
+ * cq_state_evicts
+ *	  Does the state carry a window end (column e) for late filtering and
+ *	  eviction?  Needs a watermark and a grouping key that carries it.
+ */
+bool
+cq_state_evicts(CqAnalysis *an)
+{
+	return an->has_watermark && an->wm_key >= 0;
+}
+
+/*
+ * cq_state_wm_param
+ *	  The batch's watermark ($5, timestamptz, NULL = -infinity) in the type
+ *	  of the event-time column.
+ */
+const char *
+cq_state_wm_param(CqAnalysis *an)
+{
+	return an->et_is_tz ? "$5" : "($5 AT TIME ZONE 'UTC')";
+}
+
+/*
+ * cq_state_table_sql
+ *	  DDL of the state table: keys, the row count n, partial states p<i>,
+ *	  and how groups are found.  When every key type can be hashed
+ *	  consistently with its equality, the state holds the hash of the keys
+ *	  (column h) and an index on it; groups are matched by hash and then by
+ *	  their keys, so a key of any size works (a btree entry holds at most
+ *	  about 2.7 kB).  No unique index is needed: batches of one query are
+ *	  serialized by the lock on its catalog row.  Otherwise (and for
+ *	  aggregates without GROUP BY), a unique index on the keys that treats
+ *	  NULL as a value.
+ */
+char *
+cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 1;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
+	if (an->group_exprs == NIL)
+		appendStringInfoString(&buf, "g0 pg_catalog.bool NOT NULL, ");
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		appendStringInfo(&buf, "g%d %s%s, ", i++,
+						 cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+	}
+	appendStringInfoString(&buf, "n pg_catalog.int8 NOT NULL");
+	if (cq_state_evicts(an))
+	{
+		Node	   *k = list_nth(an->group_exprs, an->wm_key);
+
+		appendStringInfo(&buf, ", e %s", cq_sql_type(exprType(k), -1));
+	}
+	foreach(lc, an->parts)
+	{
+		CqPart	   *part = lfirst(lc);
+
+		appendStringInfo(&buf, ", p%d %s%s", foreach_current_index(lc) + 1, part->type,
+						 OidIsValid(part->collation) ?
+						 psprintf(" COLLATE %s", generate_collation_name(part->collation)) : "");
+	}
+	if (an->keys_hashable)
+		appendStringInfo(&buf, ", %s pg_catalog.int4 NOT NULL); CREATE INDEX ON %s (%s)",
+						 CQ_KEY_HASH_COLUMN, qualname, CQ_KEY_HASH_COLUMN);
+	else
+	{
+		appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
+		cq_state_append_group_cols(&buf, an, "", ", ");
+		appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	}
+	if (cq_state_evicts(an))
+		appendStringInfo(&buf, "; CREATE INDEX ON %s (e)", qualname);
+	return buf.data;
+}
+
+/*
+ * cq_state_final_select_list
+ *	  "s.g1 AS g1, ..., <final> AS a1, ..." over state rows aliased s.
+ */
+char *
+cq_state_final_select_list(CqAnalysis *an)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 1;
+
+	initStringInfo(&buf);
+	cq_state_append_group_cols(&buf, an, "s.", ", ");
+	foreach(lc, an->aggs)
+	{
+		CqAgg	   *a = lfirst(lc);
+		char	   *p[3] = {"NULL", "NULL", "NULL"};
+
+		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
+			p[k] = a->part[k] < 0 ? "s.n" : psprintf("s.p%d", a->part[k] + 1);
+		appendStringInfo(&buf, ", (");
+		appendStringInfo(&buf, cq_agg_kind_final(a->kind), p[0], p[1], p[2]);
+		appendStringInfo(&buf, ")::%s AS a%d", cq_sql_type(a->aggref->aggtype, -1), i++);
+	}
+	return buf.data;
+}
+
+/*
+ * cq_state_final_view_sql
+ *	  A view of final aggregate values per group; outputs are deparsed
+ *	  against its columns.
+ */
+char *
+cq_state_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename)
+{
+	return psprintf("CREATE VIEW %s AS SELECT %s FROM %s s",
+					viewname, cq_state_final_select_list(an), statename);
+}
+
+/*
+ * late_filter
+ *	  Condition on d keeping groups that are not late ("" when nothing can
+ *	  be late).
+ */
+static const char *
+late_filter(CqAnalysis *an)
+{
+	if (!cq_state_evicts(an))
+		return "";
+	return psprintf("($5 IS NULL OR e IS NULL OR e > %s)", cq_state_wm_param(an));
+}
+
+/*
+ * state_insert
+ *	  "INSERT INTO state AS s (cols) SELECT cols FROM <from> [WHERE <cond>]"
+ */
+static char *
+state_insert(CqAnalysis *an, const char *state, const char *from, const char *cond)
+{
+	StringInfoData buf;
+	StringInfoData cols;
+
+	initStringInfo(&cols);
+	cq_state_append_group_cols(&cols, an, "", ", ");
+	appendStringInfoString(&cols, cq_state_evicts(an) ? ", n, e" : ", n");
+	for (int p = 1; p <= list_length(an->parts); p++)
+		appendStringInfo(&cols, ", p%d", p);
+	if (an->hash_keys)
+		appendStringInfo(&cols, ", %s", CQ_KEY_HASH_COLUMN);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "INSERT INTO %s AS s (%s) SELECT %s FROM %s%s%s",
+					 state, cols.data, cols.data, from, cond[0] ? " WHERE " : "", cond);
+	return buf.data;
+}
+
+/*
+ * delta_cte
+ *	  "d AS (...)": the partial aggregates of the new rows per group (with
+ *	  event-time statistics when the main statement counts the rows, the
+ *	  window end e, the key hash h).
+ */
+static void
+delta_cte(StringInfo buf, CqAnalysis *an, bool history)
+{
+	ListCell   *lc;
+
+	appendStringInfoString(buf, "d AS (SELECT ");
+	if (an->group_exprs == NIL)
+		appendStringInfoString(buf, "true AS g0");
+	else
+		cq_state_append_group_cols(buf, an, "i.", ", ");
+	appendStringInfoString(buf, ", count(*) AS n");
+	if (an->single_scan && an->et_attno != InvalidAttrNumber)
+		appendStringInfoString(buf, ", min(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_min, "
+							   "max(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_max, "
+							   "sum(date_part('epoch', i.et)) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_sum, "
+							   "count(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_n");
+	foreach(lc, an->parts)
+		appendStringInfo(buf, ", %s AS p%d", ((CqPart *) lfirst(lc))->partial,
+						 foreach_current_index(lc) + 1);
+	if (cq_state_evicts(an))
+	{
+		appendStringInfoString(buf, ", ");
+		appendStringInfo(buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
+		appendStringInfoString(buf, " AS e");
+	}
+	if (an->hash_keys)
+		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
+	appendStringInfo(buf, " FROM (%s) i", cq_delta_inner_sql(an, history));
+	if (an->group_exprs != NIL)
+	{
+		appendStringInfoString(buf, " GROUP BY ");
+		cq_state_append_group_cols(buf, an, "i.", ", ");
+	}
+	appendStringInfoString(buf, ")");
+}
+
+/*
+ * append_merges
+ *	  ", p1 = <merge of s.p1 and <from>.p1>, ..." for every state column.
+ */
+static void
+append_merges(StringInfo buf, CqAnalysis *an, const char *from)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->parts)
+	{
+		int			p = foreach_current_index(lc) + 1;
+
+		appendStringInfo(buf, ", p%d = ", p);
+		appendStringInfo(buf, ((CqPart *) lfirst(lc))->merge,
+						 psprintf("s.p%d", p), psprintf("%s.p%d", from, p));
+	}
+}
+
+/*
+ * merge_hashed
+ *	  ", dk, mu, mi, m": merge into a state keyed by the hash of its keys.
+ *
+ *	  Classify the groups by a probe of the hash index (NULL keys too: they
+ *	  hash like any value), then update the existing ones and plainly
+ *	  insert the new ones.  A scalar subquery, not EXISTS: the planner may
+ *	  turn an EXISTS into a hashed subplan that reads the whole state, and
+ *	  it does so when it overestimates the new rows (no statistics on cq_xid
+ *	  yet: it expects the whole source), which cost 40-300 ms per batch at
+ *	  200k groups.  A probe per group is what a batch wants.
+ */
+static void
+merge_hashed(StringInfo buf, CqAnalysis *an, const char *state)
+{
+	StringInfoData match;
+
+	initStringInfo(&match);
+	appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
+					 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
+	cq_state_append_keys_equal(&match, an, "s.", NIL, "d.", true);
+	appendStringInfo(buf, ", dk AS (SELECT d.*, "
+					 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
+					 "FROM d%s%s)",
+					 state, match.data,
+					 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+	appendStringInfo(buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+	append_merges(buf, an, "d");
+	appendStringInfo(buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, s.ctid AS _sid, false AS _ins)", match.data);
+	appendStringInfo(buf, ", mi AS (%s RETURNING s.*, s.ctid AS _sid, true AS _ins)",
+					 state_insert(an, state, "dk", "NOT _old"));
+	appendStringInfoString(buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi)");
+}
+
+/*
+ * merge_keyed
+ *	  ", dk, mu, mi, mn, m": merge into a state keyed by a unique index on
+ *	  its keys.
+ *
+ *	  Classify the groups by an index probe, then update the existing ones
+ *	  and plainly insert the new ones: both cheaper than INSERT ... ON
+ *	  CONFLICT.  Groups with a NULL key cannot be probed with "=" and take
+ *	  the ON CONFLICT path (NULLS NOT DISTINCT makes it NULL-safe).
+ */
+static void
+merge_keyed(StringInfo buf, CqAnalysis *an, const char *state)
+{
+	StringInfoData keys;
+	StringInfoData nullkey;
+	int			ng = cq_state_ngroup_cols(an);
+
+	initStringInfo(&keys);
+	initStringInfo(&nullkey);
+	cq_state_append_keys_equal(&keys, an, "s.", NIL, "d.", false);
+	for (int g = 1; g <= ng; g++)
+		appendStringInfo(&nullkey, "%sd.%s IS NULL", g > 1 ? " OR " : "",
+						 an->group_exprs == NIL ? "g0" : psprintf("g%d", g));
+	/* a scalar subquery, not EXISTS: see merge_hashed */
+	appendStringInfo(buf, ", dk AS (SELECT d.*, (%s) AS _nullkey, "
+					 "((SELECT true FROM %s s WHERE %s LIMIT 1) IS NOT NULL) AS _old "
+					 "FROM d%s%s)",
+					 nullkey.data, state, keys.data,
+					 late_filter(an)[0] ? " WHERE " : "", late_filter(an));
+	appendStringInfo(buf, ", mu AS (UPDATE %s s SET n = s.n + d.n", state);
+	append_merges(buf, an, "d");
+	appendStringInfo(buf, " FROM dk d WHERE d._old AND %s RETURNING s.*, false AS _ins)", keys.data);
+	appendStringInfo(buf, ", mi AS (%s RETURNING s.*, true AS _ins)",
+					 state_insert(an, state, "dk", "NOT _old AND NOT _nullkey"));
+	appendStringInfo(buf, ", mn AS (%s ON CONFLICT (", state_insert(an, state, "dk", "_nullkey"));
+	cq_state_append_group_cols(buf, an, "", ", ");
+	appendStringInfoString(buf, ") DO UPDATE SET n = s.n + excluded.n");
+	append_merges(buf, an, "excluded");
+	appendStringInfoString(buf, " RETURNING s.*, (s.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS _ins)");
+	appendStringInfoString(buf, ", m AS (SELECT * FROM mu UNION ALL SELECT * FROM mi UNION ALL SELECT * FROM mn)");
+}
+
+/*
+ * cq_state_upsert_ctes
+ *	  "d AS (...), m AS (...)": partial aggregates of the new rows merged
+ *	  into the state; m returns the changed state rows with _ins = inserted.
+ *	  With evict, x deletes the windows the watermark closed.  empty: the
+ *	  state is known to be empty (batch 0 or a rebuild).
+ */
+char *
+cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict, bool empty)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	delta_cte(&buf, an, history);
+	if (empty)
+	{
+		/* batch 0 or a rebuild: the state is empty, every group is new */
+		appendStringInfo(&buf, ", m AS (%s RETURNING s.*, true AS _ins)",
+						 state_insert(an, state, "d", late_filter(an)));
+	}
+	else if (an->hash_keys)
+		merge_hashed(&buf, an, state);
+	else
+		merge_keyed(&buf, an, state);
+	/* x: windows closed by the watermark leave the state */
+	if (cq_state_evicts(an) && evict)
+		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e <= %s RETURNING s.*)",
+						 state, cq_state_wm_param(an));
+	return buf.data;
+}

@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * tracking.h
+ *	  Tracking a source: cq_xid, its BRIN index, stamp and wake-up triggers
+ *	  (tracking.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_TRACKING_H
+#define CQ_TRACKING_H
+
+#include "postgres.h"
+#include "access/attnum.h"
+
+#define CQ_TRACKING_COLUMN "cq_xid"
+#define CQ_STAMP_TRIGGER "zz_cq_stamp"	/* row trigger that stamps cq_xid */
+#define CQ_BRIN_PAGES_PER_RANGE 32	/* pages per BRIN range on cq_xid */
+
+extern AttrNumber cq_source_track(Oid relid);
+extern AttrNumber cq_source_tracking_attnum(Oid relid);
+extern void cq_source_summarize(Oid relid);
+extern void cq_source_forget_stamps(Oid relid, Oid owner);
+extern Oid	cq_source_reached(Oid relid);
+extern void cq_source_check_logged(Oid relid, Oid source);
+extern void cq_source_before_attach(Oid parent, Oid child);
+extern void cq_source_after_inherit(Oid child);
+
+#endif							/* CQ_TRACKING_H */
