@@ -11,7 +11,7 @@
  * still open.  So TRUNCATE of a source with continuous queries is refused,
  * unless cq.allow_source_truncate is on: then the targets keep the results
  * of the truncated rows, queries go on with the rows inserted afterwards,
- * and README "Guarantees" says what a later crash-rebuild of unlogged state
+ * and docs/guarantees.md says what a later crash-rebuild of unlogged state
  * forgets (cq.reset starts a query over from what is left).
  *
  * A table that is also the target of a query (chained queries) may always
