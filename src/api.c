@@ -55,6 +55,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
+#include "progress.h"
 #include "analyze.h"
 #include "tracking.h"
 #include "offsets.h"
@@ -589,7 +590,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 	{
 		CqLastOffset last;
 
-		cq_catalog_last_offset(q, &last);
+		cq_progress_last_offset(q, &last);
 		if (!last.found)
 		{
 			/* before batch 0: it starts from the new option */
@@ -659,7 +660,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 
 	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	new_an = cq_analyze_query(query, &q->opts, q->name);
-	cq_catalog_last_offset(q, &last);
+	cq_progress_last_offset(q, &last);
 
 	if (!last.found)
 	{

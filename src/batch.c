@@ -41,6 +41,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
+#include "progress.h"
 #include "analyze.h"
 #include "tracking.h"
 #include "offsets.h"
@@ -490,7 +491,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (last_in && in.q == q)
 		last = *last_in;
 	else
-		cq_catalog_last_offset(in.q, &last);
+		cq_progress_last_offset(in.q, &last);
 	in.history = !last.found && cq_query_reads_history(in.q);
 	in.prev_text = last.found ? last.end_offset : in.q->start_offset;
 	in.unlimited = (flags & CQ_BATCH_UNLIMITED) != 0;
@@ -539,7 +540,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		/* the rebuild commits with this batch, or with nothing if none ran */
 		cq_catalog_state_valid(in.q->id, Max(res->rebuild_ms, 0));
 		if (!ran && last.found)
-			cq_catalog_set_state_rows(in.q, last.batch_id, res->state_total);
+			cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
 	}
 	if (!ran)
 		return;
@@ -552,7 +553,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :
 		res->input_rows / Max((double) (in.t0 - last.last_started_at) / 1000000.0, 0.001);
-	cq_catalog_record_batch(in.q, res);
+	cq_progress_record_batch(in.q, res);
 }
 
 /*

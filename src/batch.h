@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 #include "catalog.h"
+#include "progress.h"
 
 #define CQ_BATCH_UNLIMITED 0x01	/* ignore max_rows_per_trigger */
 #define CQ_BATCH_NODATA_ONLY 0x02	/* only a pending no-data batch */

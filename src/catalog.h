@@ -13,8 +13,6 @@
 #include "utils/timestamp.h"
 #include "options.h"
 
-#define CQ_PROGRESS_KEEP 100	/* batches of history kept per query */
-
 /*
  * start_offset of a query whose batch 0 reads every row already in the
  * source, history (cq_xid NULL) included: starting = 'earliest' when the
@@ -45,54 +43,6 @@ typedef struct CqQuery
 	char	   *timezone;		/* TimeZone its batches run in */
 } CqQuery;
 
-/* Metrics of one batch: a cq.offsets and a cq.progress row. */
-typedef struct CqBatchResult
-{
-	bool		ran;			/* false: nothing to do, no batch recorded */
-	int64		batch_id;
-	TimestampTz started_at;
-	double		duration_ms;
-	double		latest_offset_ms;
-	double		add_batch_ms;
-	int64		input_rows;
-	double		input_rows_per_second;
-	double		processed_rows_per_second;
-	int64		state_updated;
-	int64		state_total;
-	int64		state_removed;
-	int64		dropped_by_watermark;
-	int64		output_rows;
-	char	   *start_offset;
-	char	   *end_offset;
-	bool		nodata;			/* a no-data batch run to advance the watermark */
-	bool		has_watermark;	/* watermark in effect is not -infinity */
-	TimestampTz watermark;		/* watermark in effect for the batch */
-	bool		has_next_watermark;
-	TimestampTz next_watermark; /* watermark after the batch */
-	bool		et_utc;			/* event-time column is a timestamp: the event
-								 * times and watermarks are its values at UTC */
-	bool		has_event_time; /* event-time statistics of the input rows */
-	TimestampTz et_min;
-	TimestampTz et_max;
-	TimestampTz et_avg;
-	double		rebuild_ms;		/* lost state rebuilt before the batch, or -1 */
-	bool		nodata_due_next;	/* the watermark advanced: a no-data batch is due */
-} CqBatchResult;
-
-/* The last committed batch of a query. */
-typedef struct CqLastOffset
-{
-	bool		found;
-	int64		batch_id;
-	char	   *end_offset;
-	int64		state_rows;
-	TimestampTz last_started_at;	/* started_at of its progress row, or 0 */
-	bool		has_batch_watermark;
-	TimestampTz batch_watermark;	/* watermark the batch used */
-	bool		has_watermark;
-	TimestampTz watermark;		/* watermark after the batch */
-} CqLastOffset;
-
 #define CQ_CATALOG_0_1 1		/* pg_cq--0.1.sql */
 #define CQ_CATALOG_0_2 2		/* pg_cq--0.1--0.2.sql applied */
 extern int	cq_catalog_version(void);
@@ -102,12 +52,11 @@ extern CqQuery *cq_catalog_get_query_by_id(int32 id, bool missing_ok, bool lock)
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);
 extern int32 cq_catalog_id_for_relation(Oid relid, bool as_target);
 extern char *cq_catalog_rows_of(const char *alias, int name_param, int schema_param);
+extern void cq_catalog_key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null);
 extern void cq_catalog_sync_schema(Oid relid, Oid nsp);
 extern void cq_catalog_set_owner(int32 id, Oid owner);
 extern bool cq_catalog_relation_is_source(Oid relid);
 extern char *cq_catalog_cluster_id(void);
-extern void cq_catalog_last_offset(CqQuery *q, CqLastOffset *last);
-extern void cq_catalog_record_batch(CqQuery *q, CqBatchResult *res);
 extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 									 const char *query_text, CqOptions *opts,
 									 const char *query_tree, const char *start_offset);
@@ -117,11 +66,9 @@ extern void cq_catalog_update_options(int32 id, CqOptions *opts);
 extern void cq_catalog_update_query(int32 id, const char *query_text, const char *query_tree);
 extern uint64 cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newname);
 extern bool cq_catalog_state_lost(int32 id);
-extern void cq_catalog_set_state_rows(CqQuery *q, int64 batch_id, int64 rows);
 extern void cq_catalog_state_valid(int32 id, double rebuild_ms);
 extern void cq_catalog_set_state(int32 id, const char *state, const char *error,
 								 const char *only_if);
-extern bool cq_catalog_last_watermark(CqQuery *q, TimestampTz *watermark);
 extern void cq_catalog_reset(CqQuery *q, const char *start_offset);
 extern void cq_catalog_set_start_offset(CqQuery *q, const char *start_offset);
 

@@ -52,6 +52,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
+#include "progress.h"
 #include "analyze.h"
 #include "tracking.h"
 #include "objects.h"

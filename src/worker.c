@@ -64,6 +64,7 @@
 #include "shmem.h"
 #include "security.h"
 #include "catalog.h"
+#include "progress.h"
 #include "offsets.h"
 #include "status.h"
 #include "batch.h"
@@ -134,7 +135,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 {
 	const char *prev;
 
-	cq_catalog_last_offset(q, last);
+	cq_progress_last_offset(q, last);
 	*next_batch = last->found ? last->batch_id + 1 : 0;
 	if (q->opts.watermark != NULL)
 		return false;
@@ -198,7 +199,7 @@ batch_body(void *arg)
 			TimestampTz wm = 0;
 
 			wb->last_batch_id = res.batch_id;
-			wb->has_watermark = cq_catalog_last_watermark(q, &wm);
+			wb->has_watermark = cq_progress_last_watermark(q, &wm);
 			wb->watermark = wm;
 		}
 	}

@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * progress.c
+ *	  The per-batch rows of the catalog: cq.offsets (the offset a batch
+ *	  reached, its watermarks) and cq.progress (its metrics).
+ *
+ * Callers have SPI connected and are inside a transaction; every statement
+ * runs in a superuser section (security.c), as catalog.c's do.  A batch's
+ * rows are written in the batch's transaction, so the offset commits with
+ * the target writes or not at all.  Results are allocated in the caller's
+ * memory context.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "progress.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
+
+/* Text value of column `col` of the first SPI row; NULL if null. */
+static char *
+spi_text(int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+}
+
+/* int8 value of column `col` of the first SPI row, or ifnull. */
+static int64
+spi_int64(int col, int64 ifnull)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+
+	return isnull ? ifnull : DatumGetInt64(d);
+}
+
+/*
+ * cq_progress_last_offset
+ *	  The last committed batch of a query (found = false before batch 0).
+ */
+void
+cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
+{
+	Oid			types[2] = {TEXTOID, NAMEOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	CqSecurity	sec;
+
+	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
+	memset(last, 0, sizeof(*last));
+	/*
+	 * The progress row is fetched by a subquery, a primary-key probe: as a
+	 * join, the cached generic plan may scan the whole (bloated) table.
+	 */
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached(psprintf("SELECT o.batch_id, o.end_offset::pg_catalog.text, o.state_rows, "
+				"(SELECT p.started_at FROM cq.progress p "
+				"  WHERE %s AND p.batch_id OPERATOR(pg_catalog.=) o.batch_id), "
+				"o.batch_watermark, o.watermark "
+				"FROM cq.offsets o "
+				"WHERE %s ORDER BY o.batch_id DESC LIMIT 1",
+				cq_catalog_rows_of("p", 1, 2), cq_catalog_rows_of("o", 1, 2)),
+				SPI_OK_SELECT, 2, types, values, nulls);
+	cq_security_restore(&sec);
+	if (SPI_processed == 0)
+		return;
+	last->found = true;
+	last->batch_id = spi_int64(1, 0);
+	last->end_offset = spi_text(2);
+	last->state_rows = spi_int64(3, 0);
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
+
+		last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
+		last->has_batch_watermark = !isnull;
+		last->batch_watermark = isnull ? 0 : DatumGetTimestampTz(d);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
+		last->has_watermark = !isnull;
+		last->watermark = isnull ? 0 : DatumGetTimestampTz(d);
+	}
+}
+
+/*
+ * cq_progress_record_batch
+ *	  Record a committed batch: its offset row and progress row, keeping the
+ *	  last CQ_PROGRESS_KEEP of each.  Runs in the batch's transaction, so
+ *	  the offset commits with the target writes or not at all.
+ */
+void
+cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
+{
+#define NREC 25
+	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
+		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID};
+	Datum		values[NREC];
+	char		nulls[NREC];
+	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
+	CqSecurity	sec;
+
+	memset(nulls, ' ', sizeof(nulls));
+	cq_catalog_key_values(q, &values[0], &values[24], &nulls[24]);
+	values[1] = Int64GetDatum(r->batch_id);
+	values[2] = CStringGetTextDatum(r->start_offset);
+	values[3] = CStringGetTextDatum(r->end_offset);
+	values[4] = Int64GetDatum(r->state_total);
+	values[5] = CStringGetTextDatum(q->run_id);
+	values[6] = TimestampTzGetDatum(r->started_at);
+	values[7] = Float8GetDatum(r->duration_ms);
+	values[8] = CStringGetTextDatum(psprintf("{\"latestOffset\": %.3f, \"addBatch\": %.3f, \"triggerExecution\": %.3f%s}",
+											 r->latest_offset_ms, r->add_batch_ms, r->duration_ms,
+											 r->rebuild_ms >= 0 ? psprintf(", \"stateRebuild\": %.3f", r->rebuild_ms) : ""));
+	values[9] = Int64GetDatum(r->input_rows);
+	values[10] = Float8GetDatum(r->input_rows_per_second);
+	if (r->input_rows_per_second < 0)
+		nulls[10] = 'n';
+	values[11] = Float8GetDatum(r->processed_rows_per_second);
+	values[12] = Int64GetDatum(r->state_updated);
+	values[13] = Int64GetDatum(r->state_removed);
+	values[14] = Int64GetDatum(r->dropped_by_watermark);
+	values[15] = Int64GetDatum(r->output_rows);
+	values[16] = Int64GetDatum(r->batch_id - CQ_PROGRESS_KEEP);
+	values[17] = TimestampTzGetDatum(r->watermark);
+	nulls[17] = r->has_watermark ? ' ' : 'n';
+	values[18] = TimestampTzGetDatum(r->next_watermark);
+	nulls[18] = r->has_next_watermark ? ' ' : 'n';
+	values[19] = TimestampTzGetDatum(r->et_min);
+	values[20] = TimestampTzGetDatum(r->et_max);
+	values[21] = TimestampTzGetDatum(r->et_avg);
+	nulls[19] = nulls[20] = nulls[21] = r->has_event_time ? ' ' : 'n';
+	values[22] = GetCurrentTimestamp();
+
+	/*
+	 * Batch ids are consecutive, so one row of each table falls out of the
+	 * window per batch: delete exactly that one (an index probe; a range
+	 * delete would walk every dead index entry left since the last vacuum).
+	 * Every CQ_PROGRESS_KEEP batches the range is swept in full, in case
+	 * anything older was left behind.
+	 */
+	values[23] = Int64GetDatum(r->batch_id % CQ_PROGRESS_KEEP == 0 ? PG_INT64_MIN :
+							   r->batch_id - CQ_PROGRESS_KEEP);
+
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached(psprintf("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
+				"  batch_watermark, watermark, committed_at%1$s) "
+				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23%2$s)), "
+				"p AS (INSERT INTO cq.progress (name, batch_id, run_id, started_at, duration_ms, durations, "
+				"  num_input_rows, input_rows_per_second, processed_rows_per_second, num_state_rows_total, "
+				"  num_state_rows_updated, num_state_rows_removed, num_rows_dropped_by_watermark, "
+				"  num_output_rows, start_offset, end_offset, watermark, event_time_min, event_time_max, "
+				"  event_time_avg%1$s) "
+				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
+				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22%2$s)), "
+				"x AS (DELETE FROM cq.offsets WHERE %3$s "
+				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24), "
+				"y AS (DELETE FROM cq.progress WHERE %4$s "
+				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24) "
+				"SELECT 1", v02 ? ", schema" : "", v02 ? ", $25" : "",
+				cq_catalog_rows_of("offsets", 1, 25), cq_catalog_rows_of("progress", 1, 25)),
+					   SPI_OK_SELECT, NREC, types, values, nulls);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_progress_set_state_rows
+ *	  Correct the state row count of the last batch after a rebuild.
+ */
+void
+cq_progress_set_state_rows(CqQuery *q, int64 batch_id, int64 rows)
+{
+	Oid			types[4] = {TEXTOID, INT8OID, INT8OID, NAMEOID};
+	Datum		values[4] = {0, Int64GetDatum(batch_id), Int64GetDatum(rows), 0};
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	CqSecurity	sec;
+
+	cq_catalog_key_values(q, &values[0], &values[3], &nulls[3]);
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("UPDATE cq.offsets SET state_rows = $3 WHERE %s AND batch_id OPERATOR(pg_catalog.=) $2",
+						 cq_catalog_rows_of("offsets", 1, 4)),
+				SPI_OK_UPDATE, 4, types, values, nulls);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_progress_last_watermark
+ *	  The watermark recorded with a query's last batch; false if none.
+ */
+bool
+cq_progress_last_watermark(CqQuery *q, TimestampTz *watermark)
+{
+	Oid			types[2] = {TEXTOID, NAMEOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	bool		isnull = true;
+	Datum		d;
+	CqSecurity	sec;
+
+	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached(psprintf("SELECT watermark FROM cq.offsets WHERE %s ORDER BY batch_id DESC LIMIT 1",
+								cq_catalog_rows_of("offsets", 1, 2)),
+					   SPI_OK_SELECT, 2, types, values, nulls);
+	cq_security_restore(&sec);
+	if (SPI_processed == 0)
+		return false;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return false;
+	*watermark = DatumGetTimestampTz(d);
+	return true;
+}
