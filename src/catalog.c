@@ -240,8 +240,6 @@ name_datum(const char *s)
 CqQuery *
 cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
 	CqQuery    *q = NULL;
 	const char *shown = name;
 
@@ -251,10 +249,7 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
 				 errmsg("continuous query name must not be null")));
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
-	{
-		values[0] = CStringGetTextDatum(name);
-		q = fetch_query("name OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
-	}
+		q = cq_catalog_get_query_in(InvalidOid, name, true, lock);	/* the schema does not matter */
 	else
 	{
 		List	   *names = stringToQualifiedNameList(name);
