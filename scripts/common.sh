@@ -24,7 +24,8 @@ export PGXS_DIR="/usr/lib/postgresql/15/lib/pgxs"
 export PGBIN REPO_ROOT
 
 CQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap pgtap
-             postgresql-15-cron libipc-run-perl perl make gcc)
+             postgresql-15-cron postgresql-15-hll postgresql-15-tdigest
+             libipc-run-perl perl make gcc)
 
 section() { printf '\n==== %s ====\n' "$*"; }
 info()    { printf -- '--- %s\n' "$*"; }
