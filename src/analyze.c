@@ -771,8 +771,6 @@ static const CqClauseCheck unsupported_clauses[] = {
 	{FLAG(hasWindowFuncs), "window functions are not supported in continuous queries",
 		"Only time-window aggregation is supported on a stream.",
 	"Group by a time window: cq.window(ts, size) or date_bin(size, ts, origin)."},
-	{FLAG(hasTargetSRFs), "set-returning functions in the select list are not supported in continuous queries",
-	NULL, "Call the function in FROM with LATERAL instead."},
 	{FLAG(hasSubLinks), "subqueries in expressions are not supported in continuous queries", NULL,
 	"Join the static table instead."},
 	{CLAUSE(limitCount), "LIMIT and OFFSET are not supported in continuous queries",
@@ -906,6 +904,25 @@ find_watermark_key(CqAnalysis *an, CqOptions *opts)
 }
 
 /*
+ * check_aggregation_srfs
+ *	  Set-returning functions may expand the rows of a stream (select list
+ *	  of a stateless query, or LATERAL in FROM before aggregating), but not
+ *	  the result rows of an aggregation: PostgreSQL evaluates a select-list
+ *	  SRF of a grouped query after grouping, so one group would give several
+ *	  target rows, which its grouping keys cannot identify.
+ */
+static void
+check_aggregation_srfs(CqAnalysis *an, const char *name)
+{
+	if (an->query->hasTargetSRFs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-returning functions in the select list of an aggregation are not supported in continuous queries"),
+				 errdetail("Continuous query \"%s\" aggregates; a set-returning function in its select list would expand each group's result into several rows, which its grouping keys cannot identify in the target.", name),
+				 errhint("Expand the rows before aggregating, with the function in FROM: FROM src, LATERAL unnest(src.a) AS x ... GROUP BY x; or expand the target's rows when reading it.")));
+}
+
+/*
  * analyze_aggregation
  *	  A query with GROUP BY or aggregates: output mode and ORDER BY checks,
  *	  grouping keys, aggregates, the watermark key.
@@ -915,6 +932,7 @@ analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
 {
 	CollectCtx	ctx = {an, name};
 
+	check_aggregation_srfs(an, name);
 	if (opts->mode == CQ_MODE_APPEND && !an->has_watermark)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
