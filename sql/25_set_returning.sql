@@ -195,6 +195,18 @@ SELECT name, state, last_error, mismatches(target, query) AS mismatches
   FROM cq.queries WHERE name LIKE 'poison_srf%' ORDER BY name;
 TABLE poison_srf_item ORDER BY k;
 
+-- event-time statistics count the rows the FROM clause keeps (as for joins): a row whose
+-- LATERAL expansion is empty does not move the watermark; with a select-list SRF every row counts
+CREATE TABLE srf_et (ts timestamptz, tags text[]);
+INSERT INTO srf_et VALUES ('2024-01-01 00:00:01', '{a}'), ('2024-01-01 00:10:00', '{}');
+SELECT cq.create_query('et_srf_lateral', 'SELECT t, count(*) AS n FROM srf_et, LATERAL unnest(tags) t GROUP BY t',
+                       output_mode => 'update', event_time => 'ts', watermark => '1 second', "trigger" => 'available_now');
+SELECT cq.create_query('et_srf_select', 'SELECT ts, unnest(tags) AS t FROM srf_et',
+                       event_time => 'ts', watermark => '1 second', "trigger" => 'available_now');
+CALL cq.run('et_srf_lateral');
+CALL cq.run('et_srf_select');
+SELECT name, num_input_rows, num_output_rows, event_time_max FROM cq.progress WHERE name LIKE 'et_srf%' ORDER BY name;
+
 ------------------------------------------------------------------------------
 -- 5. Rejections, each with its own error and hint
 ------------------------------------------------------------------------------
