@@ -181,8 +181,9 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	 * One scan of the new rows suffices when every source row of the batch
 	 * reaches the aggregation exactly once (no WHERE, no joins, no window
 	 * expansion, no set-returning function in the select list, after which
-	 * a stateless query's output rows are not its input rows): its row count and event-time statistics come from the
-	 * partial aggregates.  Otherwise a separate count statement runs first.
+	 * a stateless query's output rows are not its input rows): its row
+	 * count and event-time statistics come from the partial aggregates.
+	 * Otherwise a separate count statement runs first.
 	 */
 	an->single_scan = an->query->jointree->quals == NULL &&
 		list_length(an->query->rtable) == 1 && !an->query->hasTargetSRFs &&
