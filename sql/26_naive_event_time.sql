@@ -157,5 +157,41 @@ SELECT p.batch_id, p.num_input_rows AS rows, p.num_rows_dropped_by_watermark AS 
   JOIN cq.progress o ON o.name = 'ne_odst' AND o.batch_id = p.batch_id
   JOIN cq.offsets ox ON ox.name = 'ne_odst' AND ox.batch_id = p.batch_id
  WHERE p.name = 'ne_dst' ORDER BY p.batch_id;
+
+----------------------------------------------------------------------------
+-- A background query (trigger '0'): cq.status shows what the worker
+-- recorded, in the creator's zone; and values whose instant in the creator's
+-- zone lies outside the timestamptz range show as -infinity / infinity
+-- (the batches do not fail)
+----------------------------------------------------------------------------
+SET timezone = 'Asia/Kolkata';
+CREATE TABLE ne_bg_src (ts timestamp, v int);
+CREATE TABLE ne_bg WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '5 minutes')
+  AS SELECT date_trunc('hour', ts) AS h, count(*) AS n FROM ne_bg_src GROUP BY 1 WITH NO DATA;
+SET timezone = 'America/New_York';
+INSERT INTO ne_bg_src VALUES ('2026-06-01 12:00', 1), ('2026-06-01 12:20', 1);
+SELECT wait_until($$(SELECT watermark FROM cq.status WHERE name = 'ne_bg') IS NOT NULL$$);
+SELECT watermark AT TIME ZONE 'Asia/Kolkata' AS wm_kolkata, watermark AS wm_new_york
+  FROM cq.status WHERE name = 'ne_bg';
+SELECT cq.drop_query('ne_bg');
+SET timezone = 'Asia/Kolkata';
+CREATE TABLE ne_end_src (ts timestamp, v int);
+CREATE TABLE ne_first WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '0 seconds')
+  AS SELECT v, count(*) AS n FROM ne_end_src GROUP BY 1 WITH NO DATA;
+SET timezone = 'America/New_York';
+CREATE TABLE ne_last WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '0 seconds')
+  AS SELECT v, count(*) AS n FROM ne_end_src GROUP BY 1 WITH NO DATA;
+INSERT INTO ne_end_src VALUES ('4714-11-24 01:00 BC', 1), ('294276-12-31 22:00', 1);
+SET client_min_messages = warning;
+CALL cq.run('ne_first');
+CALL cq.run('ne_last');
+RESET client_min_messages;
+SET timezone = 'UTC';
+SELECT name, batch_id, event_time_min, event_time_max, watermark
+  FROM cq.progress WHERE name IN ('ne_first', 'ne_last') ORDER BY name, batch_id;
+SELECT name, batch_id, watermark, watermark_ntz
+  FROM cq.offsets WHERE name IN ('ne_first', 'ne_last') ORDER BY name, batch_id;
+SELECT * FROM ne_first;
+
 RESET timezone;
 RESET datestyle;
