@@ -10,6 +10,13 @@
  * the target writes or not at all.  Results are allocated in the caller's
  * memory context.
  *
+ * For a timestamp (without time zone) event-time column, batches compute
+ * event times and watermarks as the column's values at UTC (exact and
+ * monotone).  The rows show them read in the query's time zone instead
+ * (naive_in_zone), and since 0.2 cq.offsets also keeps the watermarks as
+ * the column's values (batch_watermark_ntz, watermark_ntz), which is what
+ * the next batch reads back: never a conversion back from a shown value.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -281,7 +288,9 @@ cq_progress_set_state_rows(CqQuery *q, int64 batch_id, int64 rows)
 
 /*
  * cq_progress_last_watermark
- *	  The watermark recorded with a query's last batch; false if none.
+ *	  The watermark recorded with a query's last batch, as cq.offsets shows
+ *	  it (for cq.status; for a timestamp event-time column, not what
+ *	  batches compare: see cq_progress_last_offset); false if none.
  */
 bool
 cq_progress_last_watermark(CqQuery *q, TimestampTz *watermark)
