@@ -153,5 +153,5 @@ COMMENT ON FUNCTION cq.explain(text) IS 'the SQL statement a batch of a continuo
 -- and watermark are still the values at UTC).
 ALTER TABLE cq.offsets ADD COLUMN batch_watermark_ntz timestamp,
                        ADD COLUMN watermark_ntz timestamp;
-COMMENT ON COLUMN cq.offsets.batch_watermark_ntz IS 'timestamp event-time column: the watermark in effect for the batch, as a value of the column (NULL = -infinity or see batch_watermark)';
-COMMENT ON COLUMN cq.offsets.watermark_ntz IS 'timestamp event-time column: the watermark after the batch, as a value of the column (NULL = -infinity or see watermark)';
+COMMENT ON COLUMN cq.offsets.batch_watermark_ntz IS 'timestamp (without time zone) event-time column: batch_watermark as a value of the column, exactly (what batches compare); NULL for -infinity, a timestamptz column or a row recorded before 0.2';
+COMMENT ON COLUMN cq.offsets.watermark_ntz IS 'timestamp (without time zone) event-time column: watermark as a value of the column, exactly (what batches compare); NULL for -infinity, a timestamptz column or a row recorded before 0.2';
