@@ -141,3 +141,17 @@ CREATE FUNCTION cq.explain(name text) RETURNS text
 AS 'MODULE_PATHNAME', 'cq_explain'
 LANGUAGE C STRICT VOLATILE;
 COMMENT ON FUNCTION cq.explain(text) IS 'the SQL statement a batch of a continuous query runs, offsets as $n parameters, for EXPLAIN';
+
+-- issue 9 item 26: for a timestamp (without time zone) event-time column,
+-- the event times and watermarks that cq.progress, cq.offsets and cq.status
+-- show are the column's values read in the query's time zone
+-- (cq.queries.timezone, its creator's), not at UTC.  Batches still compare
+-- and advance them as the column's values at UTC (exact and monotone, where
+-- a zone with daylight-saving changes is not): cq.offsets keeps them in
+-- these two columns, which a batch reads back.  NULL for timestamptz
+-- columns and for rows recorded before this update (their batch_watermark
+-- and watermark are still the values at UTC).
+ALTER TABLE cq.offsets ADD COLUMN batch_watermark_ntz timestamp,
+                       ADD COLUMN watermark_ntz timestamp;
+COMMENT ON COLUMN cq.offsets.batch_watermark_ntz IS 'timestamp (without time zone) event-time column: batch_watermark as a value of the column, exactly (what batches compare); NULL for -infinity, a timestamptz column or a row recorded before 0.2';
+COMMENT ON COLUMN cq.offsets.watermark_ntz IS 'timestamp (without time zone) event-time column: watermark as a value of the column, exactly (what batches compare); NULL for -infinity, a timestamptz column or a row recorded before 0.2';

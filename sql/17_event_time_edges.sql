@@ -215,8 +215,9 @@ CREATE TABLE ete_ovf_size
 
 ----------------------------------------------------------------------------
 -- item 26: a timestamp (without time zone) event-time column: statistics
--- and watermarks are its values at UTC, whatever TimeZone the creator and
--- the reader use (read them AT TIME ZONE 'UTC')
+-- and watermarks are its values read in the creator's TimeZone, whatever
+-- TimeZone the reader uses (read them AT TIME ZONE 'Asia/Tokyo'; more in
+-- 26_naive_event_time)
 ----------------------------------------------------------------------------
 SET timezone = 'Asia/Tokyo';
 CREATE TABLE ete_tz_src (ts timestamp, v int);
@@ -233,12 +234,12 @@ INSERT INTO ete_tz_src VALUES ('2024-01-01 12:00', 1), ('2024-01-01 12:30', 1), 
 CALL cq.run('ete_tz');
 CALL cq.run('ete_tz_where');
 SELECT name, batch_id,
-       event_time_min AT TIME ZONE 'UTC' AS et_min, event_time_max AT TIME ZONE 'UTC' AS et_max,
-       event_time_avg AT TIME ZONE 'UTC' AS et_avg, watermark AT TIME ZONE 'UTC' AS wm
+       event_time_min AT TIME ZONE 'Asia/Tokyo' AS et_min, event_time_max AT TIME ZONE 'Asia/Tokyo' AS et_max,
+       event_time_avg AT TIME ZONE 'Asia/Tokyo' AS et_avg, watermark AT TIME ZONE 'Asia/Tokyo' AS wm
   FROM cq.progress WHERE name LIKE 'ete_tz%' ORDER BY name, batch_id;
-SELECT name, watermark AT TIME ZONE 'UTC' AS wm FROM cq.status WHERE name LIKE 'ete_tz%' ORDER BY name;
-SELECT name, batch_id, watermark AT TIME ZONE 'UTC' AS wm FROM cq.offsets WHERE name LIKE 'ete_tz%' ORDER BY name, batch_id;
-SELECT (SELECT event_time_max AT TIME ZONE 'UTC' FROM cq.progress WHERE name = 'ete_tz' AND batch_id = 0)
+SELECT name, watermark AT TIME ZONE 'Asia/Tokyo' AS wm FROM cq.status WHERE name LIKE 'ete_tz%' ORDER BY name;
+SELECT name, batch_id, watermark AT TIME ZONE 'Asia/Tokyo' AS wm FROM cq.offsets WHERE name LIKE 'ete_tz%' ORDER BY name, batch_id;
+SELECT (SELECT event_time_max AT TIME ZONE 'Asia/Tokyo' FROM cq.progress WHERE name = 'ete_tz' AND batch_id = 0)
        = (SELECT max(ts) FROM ete_tz_src) AS max_is_exact;
 SELECT window_start, n FROM ete_tz_where ORDER BY 1;
 SET timezone = 'UTC';

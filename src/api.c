@@ -774,7 +774,8 @@ timestamp_str(Timestamp t)
 /*
  * report_batch
  *	  The NOTICE cq.run gives per batch.  The watermark of a timestamp
- *	  event-time column is shown as such a value (it is stored at UTC).
+ *	  event-time column is shown as such a value (batches compute it at
+ *	  UTC; cq.offsets.watermark_ntz holds it so).
  */
 static void
 report_batch(const char *name, CqBatchResult *res)

@@ -55,9 +55,15 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 						   "--   $2 xid8         xmax of the batch's end offset\n"
 						   "--   $3 pg_snapshot  end offset of the batch (cq.offsets.end_offset)\n"
 						   "--   $4 pg_snapshot  start offset: the previous batch's end offset\n");
-	if (strstr(plan->batch_sql, "$5") != NULL)
+	if (strstr(plan->batch_sql, "$5") != NULL && an->et_is_tz)
 		appendStringInfoString(&buf,
 							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity\n");
+	else if (strstr(plan->batch_sql, "$5") != NULL)
+		appendStringInfoString(&buf,
+							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity, as the\n"
+							   "--                   timestamp event-time column's value at UTC (batches compare\n"
+							   "--                   the column's values at UTC): cq.offsets.batch_watermark_ntz\n"
+							   "--                   AT TIME ZONE 'UTC'\n");
 	appendStringInfoString(&buf,
 						   "-- it returns: state rows updated, inserted, removed; rows dropped as late;\n"
 						   "-- rows written; row count and event-time statistics of the batch\n");

@@ -10,13 +10,22 @@
  * the target writes or not at all.  Results are allocated in the caller's
  * memory context.
  *
+ * For a timestamp (without time zone) event-time column, batches compute
+ * event times and watermarks as the column's values at UTC (exact and
+ * monotone).  The rows show them read in the query's time zone instead
+ * (naive_in_zone), and since 0.2 cq.offsets also keeps the watermarks as
+ * the column's values (batch_watermark_ntz, watermark_ntz), which is what
+ * the next batch reads back: never a conversion back from a shown value.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/timestamp.h"
 
 #include "progress.h"
@@ -42,8 +51,73 @@ spi_int64(int col, int64 ifnull)
 }
 
 /*
+ * spi_watermark
+ *	  A watermark of the first SPI row as the engine compares it: column
+ *	  `ntz_col` (cq.offsets.*_ntz, 0 = none: a 0.1 catalog) when not null,
+ *	  a timestamp (without time zone) event time whose bits are the value at
+ *	  UTC, exactly; else column `col` (a timestamptz column's watermark, or
+ *	  a timestamp column's value at UTC as recorded before 0.2).  False for
+ *	  NULL (-infinity).
+ */
+static bool
+spi_watermark(int col, int ntz_col, TimestampTz *wm)
+{
+	bool		isnull = true;
+	Datum		d = (Datum) 0;
+
+	if (ntz_col > 0)
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, ntz_col, &isnull);
+	if (!isnull)
+	{
+		*wm = (TimestampTz) DatumGetTimestamp(d);
+		return true;
+	}
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+	*wm = isnull ? 0 : DatumGetTimestampTz(d);
+	return !isnull;
+}
+
+/*
+ * naive_in_zone
+ *	  What a timestamp (without time zone) event time t (its value at UTC,
+ *	  as batches compute it) shows as in cq.progress, cq.offsets and
+ *	  cq.status: the timestamptz that reads as t in time zone `zone` (the
+ *	  query's creator's), as `t AT TIME ZONE zone` computes it: a value in
+ *	  a spring-forward gap is taken with the offset before the gap (02:30
+ *	  reads as 03:30), an ambiguous one of a fall-back with the offset after
+ *	  it.  Not an error where that lies outside the timestamptz range (a
+ *	  value within a day of its ends): -infinity or infinity.  An unknown
+ *	  zone (none, or one the time zone database no longer has) is UTC.
+ */
+static TimestampTz
+naive_in_zone(TimestampTz t, const char *zone)
+{
+	pg_tz	   *tz = zone ? pg_tzset(zone) : NULL;
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			offset;
+	TimestampTz result;
+
+	if (tz == NULL || TIMESTAMP_NOT_FINITE(t))
+		return t;
+	if (timestamp2tm((Timestamp) t, NULL, &tm, &fsec, NULL, NULL) != 0)
+		return t;
+	offset = DetermineTimeZoneOffset(&tm, tz);
+	if (tm2timestamp(&tm, fsec, &offset, &result) != 0)
+	{
+		/* the offset is in seconds west of Greenwich */
+		if (offset > 0)
+			TIMESTAMP_NOEND(result);
+		else
+			TIMESTAMP_NOBEGIN(result);
+	}
+	return result;
+}
+
+/*
  * cq_progress_last_offset
  *	  The last committed batch of a query (found = false before batch 0).
+ *	  Its watermarks are those the engine compares (spi_watermark).
  */
 void
 cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
@@ -51,6 +125,7 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
 	Oid			types[2] = {TEXTOID, NAMEOID};
 	Datum		values[2];
 	char		nulls[2] = {' ', ' '};
+	bool		v02;
 	CqSecurity	sec;
 
 	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
@@ -59,14 +134,17 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
 	 * The progress row is fetched by a subquery, a primary-key probe: as a
 	 * join, the cached generic plan may scan the whole (bloated) table.
 	 */
+	v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("SELECT o.batch_id, o.end_offset::pg_catalog.text, o.state_rows, "
 				"(SELECT p.started_at FROM cq.progress p "
 				"  WHERE %s AND p.batch_id OPERATOR(pg_catalog.=) o.batch_id), "
-				"o.batch_watermark, o.watermark "
+				"o.batch_watermark, o.watermark%s "
 				"FROM cq.offsets o "
 				"WHERE %s ORDER BY o.batch_id DESC LIMIT 1",
-				cq_catalog_rows_of("p", 1, 2), cq_catalog_rows_of("o", 1, 2)),
+				cq_catalog_rows_of("p", 1, 2),
+				v02 ? ", o.batch_watermark_ntz, o.watermark_ntz" : "",
+				cq_catalog_rows_of("o", 1, 2)),
 				SPI_OK_SELECT, 2, types, values, nulls);
 	cq_security_restore(&sec);
 	if (SPI_processed == 0)
@@ -80,13 +158,9 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull);
 
 		last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull);
-		last->has_batch_watermark = !isnull;
-		last->batch_watermark = isnull ? 0 : DatumGetTimestampTz(d);
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
-		last->has_watermark = !isnull;
-		last->watermark = isnull ? 0 : DatumGetTimestampTz(d);
 	}
+	last->has_batch_watermark = spi_watermark(5, v02 ? 7 : 0, &last->batch_watermark);
+	last->has_watermark = spi_watermark(6, v02 ? 8 : 0, &last->watermark);
 }
 
 /*
@@ -98,14 +172,17 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
 void
 cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 {
-#define NREC 25
+#define NREC 27
 	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID};
+		TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID,
+	TIMESTAMPOID, TIMESTAMPOID};
 	Datum		values[NREC];
 	char		nulls[NREC];
 	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
+	bool		ntz = v02 && r->et_utc;
+	int			i;
 	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -141,6 +218,23 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 	values[22] = GetCurrentTimestamp();
 
 	/*
+	 * A timestamp (without time zone) event-time column: batches compute
+	 * its values at UTC.  Since 0.2 cq.offsets keeps the watermarks as such
+	 * values (exact: the next batch reads them back), and what both tables
+	 * show are the column's values read in the query's time zone.  With a
+	 * 0.1 catalog, everything stays at UTC.
+	 */
+	values[25] = TimestampGetDatum((Timestamp) r->watermark);
+	nulls[25] = ntz ? nulls[17] : 'n';
+	values[26] = TimestampGetDatum((Timestamp) r->next_watermark);
+	nulls[26] = ntz ? nulls[18] : 'n';
+	if (ntz)
+	{
+		for (i = 17; i <= 21; i++)
+			values[i] = TimestampTzGetDatum(naive_in_zone(DatumGetTimestampTz(values[i]), q->timezone));
+	}
+
+	/*
 	 * Batch ids are consecutive, so one row of each table falls out of the
 	 * window per batch: delete exactly that one (an index probe; a range
 	 * delete would walk every dead index entry left since the last vacuum).
@@ -152,8 +246,8 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
-				"  batch_watermark, watermark, committed_at%1$s) "
-				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23%2$s)), "
+				"  batch_watermark, watermark, committed_at%1$s%5$s) "
+				"  VALUES ($1, $2, $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $5, $18, $19, $23%2$s%6$s)), "
 				"p AS (INSERT INTO cq.progress (name, batch_id, run_id, started_at, duration_ms, durations, "
 				"  num_input_rows, input_rows_per_second, processed_rows_per_second, num_state_rows_total, "
 				"  num_state_rows_updated, num_state_rows_removed, num_rows_dropped_by_watermark, "
@@ -166,7 +260,8 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 				"y AS (DELETE FROM cq.progress WHERE %4$s "
 				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24) "
 				"SELECT 1", v02 ? ", schema" : "", v02 ? ", $25" : "",
-				cq_catalog_rows_of("offsets", 1, 25), cq_catalog_rows_of("progress", 1, 25)),
+				cq_catalog_rows_of("offsets", 1, 25), cq_catalog_rows_of("progress", 1, 25),
+				v02 ? ", batch_watermark_ntz, watermark_ntz" : "", v02 ? ", $26, $27" : ""),
 					   SPI_OK_SELECT, NREC, types, values, nulls);
 	cq_security_restore(&sec);
 }
@@ -193,7 +288,9 @@ cq_progress_set_state_rows(CqQuery *q, int64 batch_id, int64 rows)
 
 /*
  * cq_progress_last_watermark
- *	  The watermark recorded with a query's last batch; false if none.
+ *	  The watermark recorded with a query's last batch, as cq.offsets shows
+ *	  it (for cq.status; for a timestamp event-time column, not what
+ *	  batches compare: see cq_progress_last_offset); false if none.
  */
 bool
 cq_progress_last_watermark(CqQuery *q, TimestampTz *watermark)

@@ -40,7 +40,9 @@ typedef struct CqBatchResult
 	bool		has_next_watermark;
 	TimestampTz next_watermark; /* watermark after the batch */
 	bool		et_utc;			/* event-time column is a timestamp: the event
-								 * times and watermarks are its values at UTC */
+								 * times and watermarks are its values at UTC
+								 * (cq_progress_record_batch shows them in the
+								 * query's time zone) */
 	bool		has_event_time; /* event-time statistics of the input rows */
 	TimestampTz et_min;
 	TimestampTz et_max;

@@ -45,6 +45,32 @@ ok($node->poll_query_until($db, qq{
 	'0.1 catalog: writers insert, every background query runs batches');
 $node->safe_psql($db, "CALL cq.run('run_by_hand')");
 
+# a timestamp (without time zone) event-time column, created in Asia/Kolkata,
+# and its oracle over timestamptz at UTC: on the 0.1 catalog the watermark
+# recorded is the column's value at UTC (12:50), with no *_ntz copy
+$node->safe_psql($db, q{
+	SET client_min_messages = warning;
+	SET timezone = 'Asia/Kolkata';
+	CREATE TABLE nev (ts timestamp, v int);
+	CREATE TABLE naive_win WITH (cq.output_mode = 'update', cq.trigger = 'available_now',
+	                             cq.event_time = 'ts', cq.watermark = '10 minutes')
+	  AS SELECT w.window_start, count(*) AS n FROM nev, LATERAL cq.window(ts, '30 minutes') AS w
+	     GROUP BY 1 WITH NO DATA;
+	SET timezone = 'UTC';
+	CREATE TABLE onev (ts timestamptz, v int);
+	CREATE TABLE naive_owin WITH (cq.output_mode = 'update', cq.trigger = 'available_now',
+	                              cq.event_time = 'ts', cq.watermark = '10 minutes')
+	  AS SELECT w.window_start, count(*) AS n FROM onev, LATERAL cq.window(ts, '30 minutes') AS w
+	     GROUP BY 1 WITH NO DATA;
+	INSERT INTO nev VALUES ('2026-06-01 12:00', 1), ('2026-06-01 13:00', 1);
+	INSERT INTO onev VALUES ('2026-06-01 12:00+00', 1), ('2026-06-01 13:00+00', 1);
+	CALL cq.run('naive_win');
+	CALL cq.run('naive_owin');
+});
+is($node->safe_psql($db, q{
+	SELECT watermark AT TIME ZONE 'UTC' FROM cq.offsets WHERE name = 'naive_win' ORDER BY batch_id DESC LIMIT 1}),
+	'2026-06-01 12:50:00', '0.1 catalog: a timestamp column\'s watermark is recorded at UTC');
+
 # the update itself, while the writers and workers go on
 $node->safe_psql($db, 'ALTER EXTENSION pg_cq UPDATE');
 is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_cq'"),
@@ -62,6 +88,29 @@ ok($node->poll_query_until($db, q{
 $node->safe_psql($db, 'TRUNCATE cq_stop');
 
 $node->safe_psql($db, 'CALL cq_write(3, 20, 20, 10, 0, true)');
+
+# the timestamp query goes on from the watermark 0.1 recorded (12:10 is
+# late: its window ended at 12:30 <= 12:50), as its oracle does; what 0.2
+# records shows in the creator's zone, with the exact *_ntz copy
+$node->safe_psql($db, q{
+	INSERT INTO nev VALUES ('2026-06-01 12:10', 1), ('2026-06-01 14:00', 1);
+	INSERT INTO onev VALUES ('2026-06-01 12:10+00', 1), ('2026-06-01 14:00+00', 1);
+	CALL cq.run('naive_win');
+	CALL cq.run('naive_owin');
+});
+is(mismatches($node, $db, q{SELECT window_start AT TIME ZONE 'UTC', n FROM naive_owin}, 'naive_win'),
+	'0', 'timestamp event-time query across the update equals its timestamptz oracle');
+is($node->safe_psql($db, q{
+	SELECT string_agg(name || ':' || num_rows_dropped_by_watermark, ',' ORDER BY name)
+	  FROM (SELECT name, sum(num_rows_dropped_by_watermark) AS num_rows_dropped_by_watermark
+	          FROM cq.progress WHERE name IN ('naive_win', 'naive_owin') GROUP BY name) p}),
+	'naive_owin:1,naive_win:1', 'the row late after the update is dropped by both');
+is($node->safe_psql($db, q{
+	SELECT string_agg(format('%s %s %s', batch_id, watermark AT TIME ZONE 'Asia/Kolkata',
+	                         coalesce(watermark_ntz::text, '-')), ',' ORDER BY batch_id)
+	  FROM cq.offsets WHERE name = 'naive_win' AND batch_id >= 2}),
+	'2 2026-06-01 13:50:00 2026-06-01 13:50:00,3 2026-06-01 13:50:00 2026-06-01 13:50:00',
+	'0.2 records a timestamp column\'s watermark in the creator\'s zone, and exactly');
 $node->safe_psql($db, "CALL cq.run('run_by_hand')");
 wait_caught_up($node, $db, 'ev', 'after the update', @ALL_MODES);
 check_all_modes($node, $db, 'after the update');
