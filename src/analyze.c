@@ -781,8 +781,6 @@ static const CqClauseCheck unsupported_clauses[] = {
 	"Use GROUP BY over the selected columns instead."},
 	{CLAUSE(groupingSets), "GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries", NULL, NULL},
 	{CLAUSE(rowMarks), "FOR UPDATE and FOR SHARE are not supported in continuous queries", NULL, NULL},
-	{CLAUSE(havingQual), "HAVING is not supported in continuous queries yet", NULL,
-	"Filter the target table when reading it."},
 };
 
 /*
@@ -948,6 +946,8 @@ analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
 	collect_group_keys(an);
 	an->keys_hashable = keys_hashable(an);
 	expression_tree_walker((Node *) an->query->targetList, collect_aggs_walker, &ctx);
+	/* HAVING's aggregates, after the select list's: state columns too */
+	expression_tree_walker(an->query->havingQual, collect_aggs_walker, &ctx);
 	find_watermark_key(an, opts);
 	if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
 		ereport(ERROR,
@@ -1059,7 +1059,7 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 	check_joins((Node *) q->jointree, an->source_rti);
 	check_event_time(an, opts);
 
-	an->is_aggregate = q->hasAggs || q->groupClause != NIL;
+	an->is_aggregate = q->hasAggs || q->groupClause != NIL || q->havingQual != NULL;
 	if (!an->is_aggregate)
 		check_stateless(an, opts, name);
 	else

@@ -64,6 +64,7 @@
 #include "objects.h"
 #include "batch.h"
 #include "runner.h"
+#include "plan.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_drop_query);
@@ -642,6 +643,56 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 }
 
 /*
+ * having_changed
+ *	  A running query's HAVING clause was added, removed or changed: the
+ *	  final view shows the new condition, and the target is made equal to
+ *	  the query's result with it now rather than group by group as batches
+ *	  change them (a group no batch touches again would keep the old
+ *	  answer).  Update mode rewrites the target from every group of the
+ *	  state (rows of windows already evicted stay as they are); complete
+ *	  mode reloads it.  Append mode cannot revisit the windows it already
+ *	  wrote: the new condition applies to the windows closed from now on.
+ */
+static void
+having_changed(CqQuery *q, CqAnalysis *an)
+{
+	CqSecurity	sec;
+	CqPlan	   *plan;
+	Oid			viewid;
+	char	   *target = cq_sql_relname_str(q->target);
+
+	if (q->opts.mode != CQ_MODE_APPEND && strcmp(q->opts.state_storage, "unlogged") == 0 &&
+		cq_catalog_state_lost(q->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot change the HAVING clause of continuous query \"%s\" while its state is lost", q->name),
+				 errdetail("Its unlogged state was emptied by a crash and is rebuilt by the next batch; the target is rewritten from the state when HAVING changes."),
+				 errhint("Run CALL cq.run(name) first, or wait for the next batch, then try again.")));
+
+	cq_security_superuser(&sec);
+	cq_objects_replace_final_view(q->id, an);
+	cq_security_restore(&sec);
+
+	viewid = cq_objects_relid("f", q->id);
+	plan = cq_plan_build(an, q);	/* sets an->hash_keys */
+	/* as a batch runs: the owner, search_path pinned, the creator's time zone */
+	cq_security_owner(q->owner, &sec);
+	if (q->timezone)
+		(void) set_config_option("TimeZone", q->timezone, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (q->opts.mode == CQ_MODE_UPDATE)
+		cq_spi_exec(cq_sink_update_rewrite_sql(an, viewid, target, cq_sql_relname_str(q->state_table)),
+					SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	else if (q->opts.mode == CQ_MODE_COMPLETE)
+	{
+		cq_spi_exec(psprintf("DELETE FROM %s", target), SPI_OK_DELETE, 0, NULL, NULL, NULL);
+		cq_spi_exec(plan->complete_sql, SPI_OK_INSERT, 0, NULL, NULL, NULL);
+	}
+	cq_security_restore(&sec);
+	CommandCounterIncrement();
+}
+
+/*
  * cq_api_alter_query
  *	  Replace the query of a running continuous query, following Spark's
  *	  rules for restarting on an existing checkpoint: filters and
@@ -695,6 +746,8 @@ cq_api_alter_query(const char *name, const char *query_text)
 		cq_objects_replace_query_view(q->id, new_an);
 		cq_security_restore(&sec);
 	}
+	if (new_an->is_aggregate && !equal(new_an->query->havingQual, old_an->query->havingQual))
+		having_changed(q, new_an);
 }
 
 /*

@@ -269,6 +269,27 @@ add_event_time_dependency(Oid qview_id, CqAnalysis *an)
 }
 
 /*
+ * cq_objects_replace_final_view
+ *	  Replace final view f_<id> by the final values of the groups that
+ *	  satisfy the query's HAVING condition (all groups without HAVING), so
+ *	  that it shows what the target shows.  Its columns stay: the condition
+ *	  is deparsed against the view as it is.  Caller is in a superuser
+ *	  section.
+ */
+void
+cq_objects_replace_final_view(int32 id, CqAnalysis *an)
+{
+	char	   *fview = cq_objects_name("f", id);
+	Oid			viewid = cq_objects_relid("f", id);
+
+	cq_spi_exec(psprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM (SELECT %s FROM %s s) f%s",
+						 fview, cq_state_final_select_list(an), cq_objects_name("s", id),
+						 cq_sink_having_where(an, viewid)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	CommandCounterIncrement();
+}
+
+/*
  * create_state_objects
  *	  State table s_<id> and final view f_<id> of an aggregation, owned by
  *	  the query's owner, auto-dropped with the query view.  Runs as
@@ -291,6 +312,11 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	cq_spi_exec(cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (an->query->havingQual)
+	{
+		CommandCounterIncrement();
+		cq_objects_replace_final_view(id, an);
+	}
 	cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
 						 "REVOKE ALL ON %s, %s FROM PUBLIC",
 						 state, owner_name, fview, owner_name, state, fview),

@@ -21,6 +21,7 @@ extern void cq_objects_recreate(CqQuery *q);
 extern bool cq_objects_recreating;
 extern void cq_objects_drop(CqQuery *q);
 extern void cq_objects_replace_query_view(int32 id, CqAnalysis *an);
+extern void cq_objects_replace_final_view(int32 id, CqAnalysis *an);
 extern void cq_objects_replace(CqQuery *q, CqAnalysis *an);
 extern char *cq_objects_target_comment(Oid target, const char *name, CqOptions *opts);
 extern void cq_objects_comment_target(Oid target, const char *name, CqOptions *opts);

@@ -204,10 +204,11 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		 * The final expressions are generated anew rather than read from
 		 * the view, which keeps those of the version that created it.
 		 */
-		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f",
+		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
 									  target, cq_sink_target_columns(an, "", false, false),
 									  cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
-									  cq_sql_relname_str(q->state_table));
+									  cq_sql_relname_str(q->state_table),
+									  cq_sink_having_where(an, viewid));
 	}
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);

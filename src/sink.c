@@ -218,6 +218,56 @@ cq_sink_output_list(CqAnalysis *an, Oid viewid)
 }
 
 /*
+ * cq_sink_having_sql
+ *	  The query's HAVING condition as SQL over the final view aliased f
+ *	  (rewritten as the outputs are), or NULL without HAVING.  A group is
+ *	  in the result only where it is true (NULL is not).
+ */
+char *
+cq_sink_having_sql(CqAnalysis *an, Oid viewid)
+{
+	OutputCtx	ctx = {an, viewid};
+	List	   *dpcontext;
+	Node	   *e;
+	char	   *sql;
+	int			nest;
+
+	if (an->query->havingQual == NULL)
+		return NULL;
+	dpcontext = deparse_context_for("f", viewid);
+	nest = cq_security_deparse_begin();
+	e = output_mutator((Node *) copyObject(an->query->havingQual), &ctx);
+	sql = deparse_expression(e, dpcontext, true, false);
+	cq_security_deparse_end(nest);
+	return sql;
+}
+
+/*
+ * having_and
+ *	  " AND (<having>)", or "" without HAVING: appended to a condition on f.
+ */
+static char *
+having_and(CqAnalysis *an, Oid viewid)
+{
+	char	   *having = cq_sink_having_sql(an, viewid);
+
+	return having ? psprintf(" AND (%s)", having) : "";
+}
+
+/*
+ * cq_sink_having_where
+ *	  " WHERE (<having>)", or "" without HAVING: the groups of f that are
+ *	  in the result.
+ */
+char *
+cq_sink_having_where(CqAnalysis *an, Oid viewid)
+{
+	char	   *having = cq_sink_having_sql(an, viewid);
+
+	return having ? psprintf(" WHERE (%s)", having) : "";
+}
+
+/*
  * cq_sink_target_columns
  *	  "(c1, c2, ...)" with the output names, quoted.
  */
@@ -260,6 +310,26 @@ cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history)
 }
 
 /*
+ * having_delete_cte
+ *	  Update mode with HAVING: ", od AS (...)" deleting from the target
+ *	  the changed groups that no longer satisfy HAVING (false or NULL),
+ *	  matched by key as match says (target alias t, f the changed groups).
+ *	  Groups the batch did not change are not touched.
+ */
+static void
+having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target,
+				  const char *match)
+{
+	char	   *having = cq_sink_having_sql(an, viewid);
+
+	if (having == NULL)
+		return;
+	appendStringInfo(buf, ", od AS (DELETE FROM %s t USING f WHERE NOT f._ins "
+					 "AND (%s) IS NOT TRUE AND %s)",
+					 target, having, match);
+}
+
+/*
  * existing_groups_ctes
  *	  Update mode after batch 0, with grouping keys: the CTEs o1 (groups new
  *	  to the state) and o (the others).
@@ -281,8 +351,10 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 	 * the query shows.  (The casts to record keep the
 	 * parser from comparing the rows column by column.)
 	 */
-	appendStringInfo(buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins RETURNING 1)",
-					 target, all_cols, cq_sink_output_list(an, viewid));
+	char	   *hav = having_and(an, viewid);
+
+	appendStringInfo(buf, ", o1 AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE f._ins%s RETURNING 1)",
+					 target, all_cols, cq_sink_output_list(an, viewid), hav);
 	if (an->hash_keys)
 	{
 		/*
@@ -301,28 +373,29 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 		if (nonkeys[0] != '\0')
 		{
 			appendStringInfo(buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
-							 "WHERE NOT f._ins AND %s AND "
+							 "WHERE NOT f._ins%s AND %s AND "
 							 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
 							 "RETURNING f._sid)",
 							 target, nonkeys, cq_sink_output_list_part(an, viewid, false, true),
-							 match.data, cq_sink_target_columns(an, "t.", false, true),
+							 hav, match.data, cq_sink_target_columns(an, "t.", false, true),
 							 cq_sink_output_list_part(an, viewid, false, true));
-			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins%s "
 							 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT _sid FROM ou)) "
 							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
-							 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
+							 target, all_cols, cq_sink_output_list(an, viewid), hav, target, match.data);
 			appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
 		}
 		else
-			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins "
+			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins%s "
 							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
-							 target, all_cols, cq_sink_output_list(an, viewid), target, match.data);
+							 target, all_cols, cq_sink_output_list(an, viewid), hav, target, match.data);
+		having_delete_cte(buf, an, viewid, target, match.data);
 	}
 	else
 	{
 		/* upserted through the target's unique index on the keys */
-		appendStringInfo(buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins ON CONFLICT (%s) ",
-						 target, all_cols, cq_sink_output_list(an, viewid),
+		appendStringInfo(buf, ", o AS (INSERT INTO %s AS t (%s) SELECT %s FROM f WHERE NOT f._ins%s ON CONFLICT (%s) ",
+						 target, all_cols, cq_sink_output_list(an, viewid), hav,
 						 cq_sink_target_columns(an, "", true, false));
 		if (nonkeys[0] == '\0')
 			appendStringInfoString(buf, "DO NOTHING");
@@ -332,6 +405,13 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 							 cq_sink_target_columns(an, "t.", false, true),
 							 cq_sink_target_columns(an, "excluded.", false, true));
 		appendStringInfoString(buf, " RETURNING 1)");
+		{
+			StringInfoData match;
+
+			initStringInfo(&match);
+			cq_state_append_keys_equal(&match, an, "t.", cq_sink_target_key_columns(an), "f.", true);
+			having_delete_cte(buf, an, viewid, target, match.data);
+		}
 	}
 }
 
@@ -352,8 +432,9 @@ update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool
 	{
 		/* one result row: replace it */
 		appendStringInfo(buf, ", y AS (DELETE FROM %s)", target);
-		appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
-						 target, all_cols, cq_sink_output_list(an, viewid));
+		appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f%s RETURNING 1)",
+						 target, all_cols, cq_sink_output_list(an, viewid),
+						 cq_sink_having_where(an, viewid));
 	}
 	else if (history)
 	{
@@ -363,8 +444,9 @@ update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool
 		 * nothing, but their estimated cost over a large history
 		 * made the planner JIT-compile the batch: a second.)
 		 */
-		appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
-						 target, all_cols, cq_sink_output_list(an, viewid));
+		appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f%s RETURNING 1)",
+						 target, all_cols, cq_sink_output_list(an, viewid),
+						 cq_sink_having_where(an, viewid));
 	}
 	else
 		existing_groups_ctes(buf, an, viewid, target, all_cols, nonkeys);
@@ -388,9 +470,9 @@ cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid
 		case CQ_MODE_APPEND:
 			/* closed windows, final now, are written once */
 			appendStringInfo(buf, ", f AS (SELECT %s FROM x s)", cq_state_final_select_list(an));
-			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f RETURNING 1)",
+			appendStringInfo(buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM f%s RETURNING 1)",
 							 target, cq_sink_target_columns(an, "", false, false),
-							 cq_sink_output_list(an, viewid));
+							 cq_sink_output_list(an, viewid), cq_sink_having_where(an, viewid));
 			*has_o = true;
 			break;
 		case CQ_MODE_UPDATE:
@@ -401,4 +483,25 @@ cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid
 		case CQ_MODE_COMPLETE:
 			break;
 	}
+}
+
+/*
+ * cq_sink_update_rewrite_sql
+ *	  Update mode: one statement that makes the target agree with every
+ *	  group of the state, as if each had changed in a batch: rows that
+ *	  satisfy HAVING are written (updated where they differ, inserted where
+ *	  missing), the others deleted.  Rows of groups no longer in the state
+ *	  (windows evicted by the watermark) are not touched.  For a changed
+ *	  HAVING clause (cq.alter_query); an->hash_keys must be set (plan.c).
+ */
+char *
+cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target, const char *state)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "WITH m AS (SELECT s.*, s.ctid AS _sid, false AS _ins FROM %s s)", state);
+	update_ctes(&buf, an, viewid, target, false);
+	appendStringInfoString(&buf, " SELECT count(*) FROM o");
+	return buf.data;
 }

@@ -18,10 +18,14 @@ extern char *cq_sink_target_table_sql(CqAnalysis *an, const char *qualname);
 extern char *cq_sink_output_list_part(CqAnalysis *an, Oid viewid, bool keys_only,
 									  bool nonkeys_only);
 extern char *cq_sink_output_list(CqAnalysis *an, Oid viewid);
+extern char *cq_sink_having_sql(CqAnalysis *an, Oid viewid);
+extern char *cq_sink_having_where(CqAnalysis *an, Oid viewid);
 extern char *cq_sink_target_columns(CqAnalysis *an, const char *prefix, bool keys_only,
 									bool nonkeys_only);
 extern char *cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history);
 extern void cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
 							   const char *target, bool history, bool *has_o, bool *has_o1);
+extern char *cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target,
+										const char *state);
 
 #endif							/* CQ_SINK_H */
