@@ -6,6 +6,7 @@
 -- arriving after that is written again.  Lost unlogged state is rebuilt exactly.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+SET TimeZone = 'UTC';
 SELECT setseed(0.24);
 
 -- a crash-restart empties unlogged state and the sentinel row (see 12_starting.sql)
