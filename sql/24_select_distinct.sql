@@ -63,6 +63,8 @@ SELECT sd_state_rows('sd_mk') AS state_rows;
 CREATE TABLE sd_bad WITH (cq.output_mode = 'complete') AS SELECT DISTINCT u FROM sd_ev;
 CREATE TABLE sd_bad WITH (cq.trigger = 'available_now') AS SELECT DISTINCT ON (u) id FROM sd_ev ORDER BY u, id;
 CREATE TABLE sd_bad WITH (cq.trigger = 'available_now') AS SELECT DISTINCT u FROM sd_ev ORDER BY u;
+-- a key type without a btree operator class (xid has only a hash one)
+CREATE TABLE sd_bad WITH (cq.trigger = 'available_now') AS SELECT DISTINCT xmin AS x FROM sd_ev;
 CREATE TABLE sd_bad WITH (cq.output_mode = 'update') AS SELECT DISTINCT count(*) AS n FROM sd_ev GROUP BY u;
 CREATE TABLE sd_bad WITH (cq.output_mode = 'update') AS SELECT DISTINCT ON (u) u, count(*) AS n FROM sd_ev GROUP BY u;
 -- over an aggregation DISTINCT is accepted where it changes nothing: every GROUP BY
