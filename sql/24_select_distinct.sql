@@ -84,6 +84,13 @@ SELECT cq.alter_query('sd_agg', query => 'SELECT DISTINCT ON (u) u, 0::bigint AS
 -- a stateless query does not become a DISTINCT one either
 CREATE TABLE sd_plain WITH (cq.trigger = 'available_now') AS SELECT u, v FROM sd_ev;
 SELECT cq.alter_query('sd_plain', query => 'SELECT DISTINCT u, v FROM sd_ev');
+-- before batch 0 any change goes: the state is created for the new query
+CREATE TABLE sd_later WITH (cq.trigger = 'available_now') AS SELECT u, v FROM sd_ev WITH NO DATA;
+SELECT state_table IS NULL AS stateless FROM cq.queries WHERE name = 'sd_later';
+SELECT cq.alter_query('sd_later', query => 'SELECT DISTINCT u, v FROM sd_ev');
+CALL cq.run('sd_later');
+SELECT * FROM sd_later ORDER BY u, v;
+SELECT sd_state_rows('sd_later') AS state_rows;
 -- a filter, or another select list over the same DISTINCT ON keys, may change
 SELECT cq.alter_query('sd_keys', query => 'SELECT DISTINCT ON (u) id, v + 100 AS v FROM sd_ev WHERE id > 11');
 INSERT INTO sd_ev VALUES (12, 'a', 5), (13, 'd', 6), (14, 'd', 7), (15, NULL, NULL);
@@ -305,7 +312,7 @@ SELECT state_table::text AS st INTO TEMP sd_st FROM cq.queries WHERE name = 'sd_
 DROP TABLE sd_within;
 SELECT to_regclass((SELECT st FROM sd_st)) IS NULL AS state_dropped;
 
-DROP TABLE sd_rows, sd_keys, sd_mk, sd_agg, sd_plain, sd_first, sd_pairs, sd_all, sd_on, sd_expr, sd_money, sd_limited;
+DROP TABLE sd_rows, sd_keys, sd_mk, sd_agg, sd_plain, sd_later, sd_first, sd_pairs, sd_all, sd_on, sd_expr, sd_money, sd_limited;
 DROP VIEW sd_wm;
 DROP TABLE sd_ev, sd_m, sd_clicks, sd_src, sd_model_state, sd_model_out, sd_model_wm;
 DROP PROCEDURE sd_tick(text[]);
