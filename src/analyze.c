@@ -777,8 +777,6 @@ static const CqClauseCheck unsupported_clauses[] = {
 		"A stream has no end, so its first rows are not defined.", "Limit the rows when reading the target table."},
 	{CLAUSE(limitOffset), "LIMIT and OFFSET are not supported in continuous queries",
 		"A stream has no end, so its first rows are not defined.", "Limit the rows when reading the target table."},
-	{CLAUSE(distinctClause), "SELECT DISTINCT is not supported in continuous queries", NULL,
-	"Use GROUP BY over the selected columns instead."},
 	{CLAUSE(groupingSets), "GROUPING SETS, ROLLUP and CUBE are not supported in continuous queries", NULL, NULL},
 	{CLAUSE(rowMarks), "FOR UPDATE and FOR SHARE are not supported in continuous queries", NULL, NULL},
 };
@@ -1034,6 +1032,78 @@ check_update_keys(CqAnalysis *an, CqOptions *opts)
 }
 
 /*
+ * analyze_distinct
+ *	  SELECT DISTINCT and DISTINCT ON (keys) over a stream without
+ *	  aggregation: Spark's dropDuplicates (dedup.c).  The keys are the
+ *	  DISTINCT expressions with their equality; over an aggregation,
+ *	  DISTINCT is accepted only where it changes nothing (every GROUP BY
+ *	  expression selected: the groups are distinct already) and dropped.
+ */
+static void
+analyze_distinct(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	Query	   *q = an->query;
+	ListCell   *lc;
+
+	if (an->is_aggregate)
+	{
+		bool		trivial = !q->hasDistinctOn;
+
+		foreach(lc, q->groupClause)
+		{
+			Node	   *g = get_sortgroupclause_expr(lfirst(lc), q->targetList);
+			bool		selected = false;
+			ListCell   *lt;
+
+			foreach(lt, q->targetList)
+				if (!((TargetEntry *) lfirst(lt))->resjunk && equal(((TargetEntry *) lfirst(lt))->expr, g))
+					selected = true;
+			trivial &= selected;
+		}
+		if (!trivial)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s over an aggregation is not supported in continuous queries",
+							q->hasDistinctOn ? "DISTINCT ON" : "SELECT DISTINCT"),
+					 errdetail("Continuous query \"%s\" would deduplicate the rows of an aggregation, whose groups change from batch to batch.", name),
+					 errhint("Select every GROUP BY expression and drop DISTINCT: the groups are distinct already.")));
+		q->distinctClause = NIL;
+		q->hasDistinctOn = false;
+		return;
+	}
+	if (opts->mode == CQ_MODE_COMPLETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("complete output mode is not supported for SELECT DISTINCT"),
+				 errdetail("Continuous query \"%s\" deduplicates a stream: each row is written once, when it is first seen.", name),
+				 errhint("Use output mode \"append\" or \"update\" (the same for SELECT DISTINCT).")));
+	if (q->hasDistinctOn && q->sortClause)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT ON with ORDER BY is not supported in continuous queries"),
+				 errdetail("The row written for a key is the first one seen; a later row cannot replace it."),
+				 errhint("Remove ORDER BY, or group by the keys and aggregate instead.")));
+	foreach(lc, q->distinctClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+		Oid			type = exprType((Node *) tle->expr);
+
+		if (!OidIsValid(sgc->sortop) || !OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot use type %s in SELECT DISTINCT of a continuous query", format_type_be(type)),
+					 errdetail("Seen keys are kept in a state table, keyed with a btree index.")));
+		an->group_exprs = lappend(an->group_exprs, tle->expr);
+		an->group_eqops = lappend_oid(an->group_eqops, sgc->eqop);
+		an->dedup_refs = lappend_int(an->dedup_refs, tle->resno);
+	}
+	an->is_dedup = true;
+	an->keys_hashable = keys_hashable(an);
+	an->dedup_evicts = an->has_watermark && an->et_attno != InvalidAttrNumber;
+}
+
+/*
  * cq_analyze_query
  *	  Analyze a continuous query and reject every unsupported shape, each
  *	  with its own message.  The query is copied; the caller's tree is not
@@ -1060,6 +1130,8 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 	check_event_time(an, opts);
 
 	an->is_aggregate = q->hasAggs || q->groupClause != NIL || q->havingQual != NULL;
+	if (q->distinctClause)
+		analyze_distinct(an, opts, name);
 	if (!an->is_aggregate)
 		check_stateless(an, opts, name);
 	else
@@ -1075,9 +1147,10 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
  * cq_analyze_state_signature
  *	  Text identifying what a query's state depends on: its FROM clause
  *	  (stream, static tables, windows), grouping expressions and aggregates
- *	  with their arguments and filters, but not its WHERE clause or its
- *	  select list.  Two versions of a query may share state (Spark's rules
- *	  for changing a running query) only if their signatures are equal.
+ *	  with their arguments and filters, the keys of SELECT DISTINCT [ON],
+ *	  but not its WHERE clause or its select list.  Two versions of a query
+ *	  may share state (Spark's rules for changing a running query) only if
+ *	  their signatures are equal.
  */
 char *
 cq_analyze_state_signature(CqAnalysis *an)
@@ -1091,8 +1164,10 @@ cq_analyze_state_signature(CqAnalysis *an)
 
 	foreach(lc, an->group_exprs)
 	{
+		/* the keys of SELECT DISTINCT are named apart from grouping keys */
 		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno,
-											   psprintf("c%d", resno), false));
+											   psprintf(an->is_dedup ? "distinct%d" : "c%d", resno),
+											   false));
 		resno++;
 	}
 	foreach(lc, an->aggs)
@@ -1108,6 +1183,8 @@ cq_analyze_state_signature(CqAnalysis *an)
 	q->groupClause = NIL;
 	q->havingQual = NULL;
 	q->sortClause = NIL;
+	q->distinctClause = NIL;
+	q->hasDistinctOn = false;
 
 	nest = cq_security_deparse_begin();
 	sql = pg_get_querydef(q, false);

@@ -37,6 +37,11 @@ typedef struct CqAnalysis
 	char	   *wm_end_fmt;		/* SQL of that key's window end; %1$s = the key */
 	bool		has_watermark;	/* watermark option set */
 
+	/* SELECT DISTINCT [ON] without aggregation (dedup.c) */
+	bool		is_dedup;		/* keys: group_exprs and group_eqops */
+	List	   *dedup_refs;		/* int: resno of each DISTINCT key's entry */
+	bool		dedup_evicts;	/* watermark: seen keys leave the state */
+
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */
 	bool		hash_keys;		/* state keyed by a hash of the keys (column h),

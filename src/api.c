@@ -725,6 +725,14 @@ cq_api_alter_query(const char *name, const char *query_text)
 				 errmsg("cannot change the source of continuous query \"%s\"", name),
 				 errdetail("Its offsets belong to table \"%s\".", get_rel_name(old_an->source_relid)),
 				 errhint("Run cq.reset(name) first to start over without offsets and state.")));
+	if ((new_an->is_dedup || old_an->is_dedup) &&
+		(new_an->is_dedup != old_an->is_dedup ||
+		 strcmp(cq_analyze_state_signature(new_an), cq_analyze_state_signature(old_an)) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change SELECT DISTINCT, its DISTINCT ON keys or tables of continuous query \"%s\"", name),
+				 errdetail("The query's state holds the keys seen so far; only filters and the select list of DISTINCT ON may change."),
+				 errhint("Run cq.reset(name) first to start over without offsets and state.")));
 	if (new_an->is_aggregate != old_an->is_aggregate ||
 		strcmp(cq_analyze_state_signature(new_an), cq_analyze_state_signature(old_an)) != 0)
 		ereport(ERROR,

@@ -504,8 +504,9 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	cq_plan_get(in.q, &in.an, &in.plan);
 	res->et_utc = in.an->et_attno != InvalidAttrNumber && !in.an->et_is_tz;
 
-	/* a watermark that advanced must still close windows */
-	in.nodata_due = last.found && last.has_watermark && in.an->wm_key >= 0 &&
+	/* a watermark that advanced must still close windows (or evict seen keys) */
+	in.nodata_due = last.found && last.has_watermark &&
+		(in.an->wm_key >= 0 || in.an->dedup_evicts) &&
 		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		(!last.has_batch_watermark || last.watermark > last.batch_watermark);
 	if (in.nodata_only && !in.nodata_due)
@@ -546,7 +547,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		return;
 
 	res->ran = true;
-	res->nodata_due_next = in.an->wm_key >= 0 && in.q->opts.mode != CQ_MODE_COMPLETE &&
+	res->nodata_due_next = (in.an->wm_key >= 0 || in.an->dedup_evicts) &&
+		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		res->has_next_watermark &&
 		(!res->has_watermark || res->next_watermark > res->watermark);
 	res->duration_ms = ms_since(in.t0);

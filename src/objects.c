@@ -9,7 +9,8 @@
  *	 q_<id>  a view of the user's query: holds the dependencies on the
  *			 source, its columns and functions (so DROP and ALTER of them are
  *			 refused as for any view), and is auto-dropped with the target
- *	 s_<id>  the state table (aggregations), auto-dropped with q_<id>
+ *	 s_<id>  the state table (aggregations, SELECT DISTINCT), auto-dropped
+ *			 with q_<id>
  *	 f_<id>  final values per group over s_<id>
  *
  * They are created and dropped as superuser (security.c) and handed to the
@@ -53,6 +54,7 @@
 #include "tracking.h"
 #include "state.h"
 #include "sink.h"
+#include "dedup.h"
 
 /*
  * true while pg_cq itself drops a query's internal objects to recreate them
@@ -291,9 +293,9 @@ cq_objects_replace_final_view(int32 id, CqAnalysis *an)
 
 /*
  * create_state_objects
- *	  State table s_<id> and final view f_<id> of an aggregation, owned by
- *	  the query's owner, auto-dropped with the query view.  Runs as
- *	  superuser.
+ *	  State table s_<id> and final view f_<id> of an aggregation (only the
+ *	  state table for SELECT DISTINCT), owned by the query's owner,
+ *	  auto-dropped with the query view.  Runs as superuser.
  */
 static void
 create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
@@ -304,27 +306,40 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	Oid			state_id;
 	Oid			qview_id = cq_objects_relid("q", id);
 
-	if (!an->is_aggregate)
+	if (!an->is_aggregate && !an->is_dedup)
 	{
 		cq_catalog_set_state_table(id, InvalidOid);
 		return;
 	}
-	cq_spi_exec(cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	if (an->query->havingQual)
+	if (an->is_dedup)
 	{
-		CommandCounterIncrement();
-		cq_objects_replace_final_view(id, an);
+		/* SELECT DISTINCT: the keys seen, no final view */
+		cq_spi_exec(cq_dedup_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
+							 state, owner_name, state),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	}
-	cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
-						 "REVOKE ALL ON %s, %s FROM PUBLIC",
-						 state, owner_name, fview, owner_name, state, fview),
-				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	else
+	{
+		cq_spi_exec(cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		if (an->query->havingQual)
+		{
+			CommandCounterIncrement();
+			cq_objects_replace_final_view(id, an);
+		}
+		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; ALTER VIEW %s OWNER TO %s; "
+							 "REVOKE ALL ON %s, %s FROM PUBLIC",
+							 state, owner_name, fview, owner_name, state, fview),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	}
 	CommandCounterIncrement();
 	state_id = cq_objects_relid("s", id);
 	add_auto_dependency(state_id, qview_id);
-	add_auto_dependency(cq_objects_relid("f", id), qview_id);
+	if (!an->is_dedup)
+		add_auto_dependency(cq_objects_relid("f", id), qview_id);
 	cq_catalog_set_state_table(id, state_id);
 	if (strcmp(opts->state_storage, "unlogged") == 0)
 		cq_catalog_state_valid(id, -1);

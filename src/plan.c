@@ -61,6 +61,7 @@
 #include "delta.h"
 #include "state.h"
 #include "sink.h"
+#include "dedup.h"
 
 
 /*
@@ -107,6 +108,8 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 	bool		has_o;
 	bool		has_o1;
 
+	if (an->is_dedup)
+		return cq_dedup_batch_sql(an, cq_sql_relname_str(q->state_table), target, history);
 	if (!an->is_aggregate)
 		return cq_sink_stateless_sql(an, target, history);
 
@@ -188,7 +191,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	an->single_scan = an->query->jointree->quals == NULL &&
 		list_length(an->query->rtable) == 1 && !an->query->hasTargetSRFs &&
 		(an->is_aggregate ? an->group_exprs != NIL : an->et_attno == InvalidAttrNumber) &&
-		!(q->opts.max_rows_per_trigger > 0);
+		!(q->opts.max_rows_per_trigger > 0) && !an->is_dedup;
 	plan->single_scan = an->single_scan;
 	an->hash_keys = an->is_aggregate && cq_state_hashed(q->state_table);
 
@@ -226,6 +229,9 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 									 cq_state_upsert_ctes(an, cq_sql_relname_str(q->state_table),
 													   history, false, true));
 	}
+	else if (an->is_dedup)
+		plan->rebuild_sql = cq_dedup_rebuild_sql(an, cq_sql_relname_str(q->state_table),
+												 cq_query_reads_history(q));
 
 	count_statements(an, plan, only, source);
 	return plan;
@@ -375,6 +381,7 @@ copy_analysis(CqAnalysis *new_an)
 	copy_an->parts = NIL;
 	copy_an->outputs = NIL;
 	copy_an->output_key = NIL;
+	copy_an->dedup_refs = list_copy(new_an->dedup_refs);
 	copy_an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
 	return copy_an;
 }

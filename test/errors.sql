@@ -49,8 +49,8 @@ SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT k,
   '0A000', 'aggregate string_agg(text,text) is not supported in continuous queries', 'aggregate without a combine function');
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT k, array_agg(v ORDER BY ts) FROM ev GROUP BY k$$,
   '0A000', 'aggregate array_agg(anynonarray) with ORDER BY is not supported in continuous queries', 'ordered aggregate');
-SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'append') AS SELECT DISTINCT k FROM ev$$,
-  '0A000', 'SELECT DISTINCT is not supported in continuous queries', 'SELECT DISTINCT');
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'complete') AS SELECT DISTINCT k FROM ev$$,
+  '0A000', 'complete output mode is not supported for SELECT DISTINCT', 'SELECT DISTINCT in complete mode');
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.output_mode = 'update') AS SELECT k, count(*) FROM ev GROUP BY k HAVING percentile_cont(0.5) WITHIN GROUP (ORDER BY v) > 1$$,
   '0A000', 'ordered-set aggregate percentile_cont(double precision,double precision) is not supported in continuous queries',
   'HAVING: its aggregates are checked as the select list''s');

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * dedup.c
+ *	  SELECT DISTINCT and DISTINCT ON (keys) over a stream without
+ *	  aggregation, Spark's dropDuplicates: a row (or key) is written to the
+ *	  target the first time it is seen and never again.
+ *
+ * The state table cq_state.s_<id> holds the keys seen (g1..gN, compared
+ * NULL-safely with each key's own equality, found through the hash of the
+ * keys h or a unique index on them, as aggregation state is: state.c).
+ * With an event time and a watermark it also holds e, the latest event
+ * time seen for the key (NULL when a row of the key had none: such a key
+ * never leaves), and, as Spark's dropDuplicatesWithinWatermark, rows late
+ * for the watermark W are dropped and keys with e <= W are evicted: a
+ * duplicate that arrives later is written again.
+ *
+ * A batch is one statement:
+ *	 i: the new rows (the user's query without DISTINCT, restricted to them)
+ *	 d: one row per key of the batch (not late), with e and h
+ *	 dk: each with the state row of its key (_sid, _se) and whether that
+ *		 key is live (present and not evicted)
+ *	 mi: keys new to the state are inserted
+ *	 mu: keys present get their latest event time (and a new life)
+ *	 x: keys below the watermark leave the state
+ *	 o: the rows of keys not live are written to the target
+ *
+ * Exact rebuild of lost unlogged state: a key is in the state after a
+ * batch with watermark W exactly when some row of it read so far has a
+ * NULL event time or one after W (such a row was not late when read, and
+ * no later watermark up to W evicted its key); e is then NULL if one of
+ * those rows has a NULL event time, else their maximum.  So the rebuild is
+ * the fold of every row processed so far with the last batch's watermark
+ * as the late filter, into the empty state.  Everything here only builds
+ * SQL text; nothing runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/typcache.h"
+
+#include "dedup.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "delta.h"
+#include "state.h"
+#include "sink.h"
+
+/*
+ * inner_sql
+ *	  The user's query restricted to the batch's new rows, without DISTINCT:
+ *	  every output and DISTINCT ON key as column c<resno>, and the event
+ *	  time et.
+ */
+static char *
+inner_sql(CqAnalysis *an, bool history)
+{
+	Query	   *q = copyObject(an->query);
+	List	   *tlist = NIL;
+	AttrNumber	resno = 1;
+	ListCell   *lc;
+	char	   *sql;
+	int			nest;
+
+	q->jointree->quals = make_and_qual(q->jointree->quals, cq_delta_quals(an, history));
+	q->sortClause = NIL;
+	q->distinctClause = NIL;
+	q->hasDistinctOn = false;
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk && !list_member_int(an->dedup_refs, tle->resno))
+			continue;
+		tlist = lappend(tlist, makeTargetEntry(tle->expr, resno++, psprintf("c%d", tle->resno), false));
+	}
+	if (an->et_attno != InvalidAttrNumber)
+		tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(an->source_rti, an->et_attno,
+																an->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID,
+																-1, InvalidOid, 0),
+											   resno++, "et", false));
+	q->targetList = tlist;
+
+	nest = cq_security_deparse_begin();
+	sql = pg_get_querydef(q, false);
+	cq_security_deparse_end(nest);
+	return sql;
+}
+
+/*
+ * append_keys
+ *	  "i.c<r1>, i.c<r2>, ..." (the DISTINCT keys), with " AS g<k>" when
+ *	  named.
+ */
+static void
+append_keys(StringInfo buf, CqAnalysis *an, bool named)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->dedup_refs)
+		appendStringInfo(buf, "%si.c%d%s", foreach_current_index(lc) > 0 ? ", " : "", lfirst_int(lc),
+						 named ? psprintf(" AS g%d", foreach_current_index(lc) + 1) : "");
+}
+
+/*
+ * not_late
+ *	  Condition on i keeping the rows not late for the batch's watermark
+ *	  ("true" without eviction).
+ */
+static const char *
+not_late(CqAnalysis *an)
+{
+	const char *wm = cq_state_wm_param(an);
+
+	if (!an->dedup_evicts)
+		return "true";
+	return psprintf("(%s IS NULL OR i.et IS NULL OR i.et OPERATOR(pg_catalog.>) %s)", wm, wm);
+}
+
+/*
+ * delta_ctes
+ *	  "i AS (...), d AS (...)": the batch's rows, and one row per key of
+ *	  those not late: the outputs c<resno>, keys g<k>, latest event time e
+ *	  (NULL if a row has none), key hash h.  Which row of a key a batch
+ *	  keeps is the one with the earliest event time, then the least other
+ *	  outputs (those that can be sorted): deterministic, but not part of
+ *	  the contract.
+ */
+static void
+delta_ctes(StringInfo buf, CqAnalysis *an, bool history)
+{
+	ListCell   *lc;
+
+	appendStringInfo(buf, "i AS (%s), d AS (SELECT DISTINCT ON (", inner_sql(an, history));
+	append_keys(buf, an, false);
+	appendStringInfoString(buf, ") ");
+	foreach(lc, an->outputs)
+		appendStringInfo(buf, "i.c%d, ", ((TargetEntry *) lfirst(lc))->resno);
+	append_keys(buf, an, true);
+	if (an->dedup_evicts)
+		appendStringInfoString(buf, ", CASE WHEN count(*) OVER w OPERATOR(pg_catalog.=) count(i.et) OVER w "
+							   "THEN max(i.et) OVER w END AS e");
+	if (an->keys_hashable)
+	{
+		List	   *cols = NIL;
+
+		foreach(lc, an->dedup_refs)
+			cols = lappend(cols, psprintf("c%d", lfirst_int(lc)));
+		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", cols), CQ_KEY_HASH_COLUMN);
+	}
+	appendStringInfo(buf, " FROM i WHERE %s", not_late(an));
+	if (an->dedup_evicts)
+	{
+		appendStringInfoString(buf, " WINDOW w AS (PARTITION BY ");
+		append_keys(buf, an, false);
+		appendStringInfoChar(buf, ')');
+	}
+	appendStringInfoString(buf, " ORDER BY ");
+	append_keys(buf, an, false);
+	if (an->et_attno != InvalidAttrNumber)
+		appendStringInfoString(buf, ", i.et");
+	foreach(lc, an->outputs)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!list_member_int(an->dedup_refs, tle->resno) &&
+			OidIsValid(lookup_type_cache(exprType((Node *) tle->expr), TYPECACHE_LT_OPR)->lt_opr))
+			appendStringInfo(buf, ", i.c%d", tle->resno);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * state_cols
+ *	  "g1, ..., gN[, e][, h]": the columns of a state row.
+ */
+static char *
+state_cols(CqAnalysis *an, const char *prefix)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	cq_state_append_group_cols(&buf, an, prefix, ", ");
+	if (an->dedup_evicts)
+		appendStringInfo(&buf, ", %se", prefix);
+	if (an->keys_hashable)
+		appendStringInfo(&buf, ", %s%s", prefix, CQ_KEY_HASH_COLUMN);
+	return buf.data;
+}
+
+/*
+ * output_values
+ *	  "<from>.c<resno>, ...": the outputs, in target column order.
+ */
+static char *
+output_values(CqAnalysis *an, const char *from)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, an->outputs)
+		appendStringInfo(&buf, "%s%s.c%d", foreach_current_index(lc) > 0 ? ", " : "", from,
+						 ((TargetEntry *) lfirst(lc))->resno);
+	return buf.data;
+}
+
+/*
+ * cq_dedup_state_table_sql
+ *	  DDL of the state table of seen keys: g1..gN in the keys' types and
+ *	  collations, e (latest event time) with a watermark, and how keys are
+ *	  found (see cq_state_table_sql): an index on the key hash h when every
+ *	  key type hashes consistently with its equality, else a unique index on
+ *	  the keys that treats NULL as a value.
+ */
+char *
+cq_dedup_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		appendStringInfo(&buf, "%sg%d %s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 foreach_current_index(lc) + 1, cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+	}
+	if (an->dedup_evicts)
+		appendStringInfo(&buf, ", e %s", an->et_is_tz ? "pg_catalog.timestamptz" : "pg_catalog.timestamp");
+	if (an->keys_hashable)
+		appendStringInfo(&buf, ", %s pg_catalog.int4 NOT NULL); CREATE INDEX ON %s (%s)",
+						 CQ_KEY_HASH_COLUMN, qualname, CQ_KEY_HASH_COLUMN);
+	else
+	{
+		appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
+		cq_state_append_group_cols(&buf, an, "", ", ");
+		appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	}
+	if (an->dedup_evicts)
+		appendStringInfo(&buf, "; CREATE INDEX ON %s (e)", qualname);
+	return buf.data;
+}
+
+/*
+ * late_count
+ *	  SQL counting the batch's rows dropped as late.
+ */
+static const char *
+late_count(CqAnalysis *an)
+{
+	if (!an->dedup_evicts)
+		return "0::pg_catalog.int8";
+	return psprintf("(SELECT count(*) FROM i WHERE NOT %s)", not_late(an));
+}
+
+/*
+ * cq_dedup_batch_sql
+ *	  The main statement of a batch (see the file header); it returns the
+ *	  metrics row of an aggregation's statement (plan.c): state rows
+ *	  updated, inserted, removed, rows dropped as late, output rows.  With
+ *	  history (batch 0), the state is empty: every key of the batch is new.
+ */
+char *
+cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool history)
+{
+	StringInfoData buf;
+	StringInfoData match;
+	const char *cols = state_cols(an, "");
+	const char *wm = cq_state_wm_param(an);
+	const char *tail = "0::pg_catalog.int8, NULL::pg_catalog.timestamptz, "
+		"NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz";
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "WITH ");
+	delta_ctes(&buf, an, history);
+	if (history)
+	{
+		appendStringInfo(&buf, ", mi AS (INSERT INTO %s (%s) SELECT %s FROM d RETURNING 1)",
+						 state, cols, cols);
+		appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM d RETURNING 1)",
+						 target, cq_sink_target_columns(an, "", false, false), output_values(an, "d"));
+		appendStringInfo(&buf, " SELECT 0::pg_catalog.int8, (SELECT count(*) FROM mi), 0::pg_catalog.int8, "
+						 "%s, (SELECT count(*) FROM o), %s", late_count(an), tail);
+		return buf.data;
+	}
+
+	/* the state row of each key: a probe per key (see merge_hashed in state.c) */
+	initStringInfo(&match);
+	if (an->keys_hashable)
+		appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
+						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
+	cq_state_append_keys_equal(&match, an, "s.", NIL, "d.", true);
+	appendStringInfo(&buf, ", dk AS (SELECT d.*, p._sid, (p._sid IS NOT NULL%s) AS _live FROM d "
+					 "LEFT JOIN LATERAL (SELECT s.ctid AS _sid%s FROM %s s WHERE %s LIMIT 1) p ON true)",
+					 an->dedup_evicts ?
+					 psprintf(" AND (p._se IS NULL OR %s IS NULL OR p._se OPERATOR(pg_catalog.>) %s)", wm, wm) : "",
+					 an->dedup_evicts ? ", s.e AS _se" : "", state, match.data);
+	appendStringInfo(&buf, ", mi AS (INSERT INTO %s (%s) SELECT %s FROM dk WHERE dk._sid IS NULL RETURNING 1)",
+					 state, cols, cols);
+	if (an->dedup_evicts)
+	{
+		/*
+		 * A key's e becomes the latest event time seen (NULL for good once a
+		 * row has none); a key the watermark had passed but not yet evicted
+		 * starts a new life.  The keys of the batch do not leave.
+		 */
+		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET e = d.e FROM dk d WHERE s.ctid OPERATOR(pg_catalog.=) d._sid "
+						 "AND s.e IS NOT NULL AND (d.e IS NULL OR d.e OPERATOR(pg_catalog.>) s.e) RETURNING 1)",
+						 state);
+		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e OPERATOR(pg_catalog.<=) %s AND NOT EXISTS "
+						 "(SELECT FROM dk WHERE dk._sid OPERATOR(pg_catalog.=) s.ctid) RETURNING 1)",
+						 state, wm);
+	}
+	appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM dk WHERE NOT dk._live RETURNING 1)",
+					 target, cq_sink_target_columns(an, "", false, false), output_values(an, "dk"));
+	appendStringInfo(&buf, " SELECT %s, (SELECT count(*) FROM mi), %s, %s, (SELECT count(*) FROM o), %s",
+					 an->dedup_evicts ? "(SELECT count(*) FROM mu)" : "0::pg_catalog.int8",
+					 an->dedup_evicts ? "(SELECT count(*) FROM x)" : "0::pg_catalog.int8",
+					 late_count(an), tail);
+	return buf.data;
+}
+
+/*
+ * cq_dedup_rebuild_sql
+ *	  Refill lost state (see the file header): the keys of the rows
+ *	  processed so far that the last batch's watermark ($5) has not passed,
+ *	  into the empty state; the target is not touched.  Returns the number
+ *	  of state rows.
+ */
+char *
+cq_dedup_rebuild_sql(CqAnalysis *an, const char *state, bool history)
+{
+	StringInfoData buf;
+	const char *cols = state_cols(an, "");
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "WITH ");
+	delta_ctes(&buf, an, history);
+	appendStringInfo(&buf, ", m AS (INSERT INTO %s (%s) SELECT %s FROM d RETURNING 1) SELECT count(*) FROM m",
+					 state, cols, cols);
+	return buf.data;
+}
