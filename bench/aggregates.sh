@@ -63,7 +63,7 @@ psql_run "SET client_min_messages = warning;" \
     "CREATE AGGREGATE bench_avg(int4) (SFUNC = int4_avg_accum, STYPE = int8[], FINALFUNC = int8_avg,
        COMBINEFUNC = int4_avg_combine, INITCOND = '{0,0}');" \
     "CREATE TABLE agg_src (k int, user_id text, v int) WITH (autovacuum_enabled = off);" >/dev/null
-load_ms=$(time_sql "INSERT INTO agg_src SELECT i % 1000, 'user' || (i * 7919) % 100000, (i * 31) % 1000
+load_ms=$(time_sql "INSERT INTO agg_src SELECT i % 1000, 'user' || (i::int8 * 7919) % 100000, (i::int8 * 31) % 1000
                     FROM generate_series(1, $ROWS) i;")
 psql_run "VACUUM ANALYZE agg_src;" "CHECKPOINT;" >/dev/null
 info "loaded in $(fmt_ms "$load_ms")"
