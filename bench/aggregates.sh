@@ -8,7 +8,8 @@
 #        fast     SELECT k, sum(v), avg(v) ... GROUP BY k   (the table's fast path)
 #        generic  SELECT k, bench_sum(v), bench_avg(v) ... GROUP BY k
 #      where bench_sum and bench_avg are user-defined copies of sum(int4) and
-#      avg(int4) (same transition, combine and final functions), so they
+#      avg(int4) (same transition, combine and final functions, parallel
+#      safe as they are), so they
 #      take the generic path: the only difference with "fast" is the path;
 #   2. an incremental batch (BENCH_AGG_NEW new rows over every group) of each
 #      query, medians of BENCH_AGG_REPS rounds.
@@ -59,9 +60,9 @@ NAMES=(hll fast generic)
 section "load $(human "$ROWS") rows"
 psql_run "SET client_min_messages = warning;" \
     "CREATE EXTENSION pg_cq;" "CREATE EXTENSION hll;" \
-    "CREATE AGGREGATE bench_sum(int4) (SFUNC = int4_sum, STYPE = int8, COMBINEFUNC = int8pl);" \
+    "CREATE AGGREGATE bench_sum(int4) (SFUNC = int4_sum, STYPE = int8, COMBINEFUNC = int8pl, PARALLEL = SAFE);" \
     "CREATE AGGREGATE bench_avg(int4) (SFUNC = int4_avg_accum, STYPE = int8[], FINALFUNC = int8_avg,
-       COMBINEFUNC = int4_avg_combine, INITCOND = '{0,0}');" \
+       COMBINEFUNC = int4_avg_combine, INITCOND = '{0,0}', PARALLEL = SAFE);" \
     "CREATE TABLE agg_src (k int, user_id text, v int) WITH (autovacuum_enabled = off);" >/dev/null
 load_ms=$(time_sql "INSERT INTO agg_src SELECT i % 1000, 'user' || (i::int8 * 7919) % 100000, (i::int8 * 31) % 1000
                     FROM generate_series(1, $ROWS) i;")

@@ -553,10 +553,14 @@ cq_agg_partial_trans(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("aggregate OID of cq.agg_partial must not be null")));
 	aggfnoid = PG_GETARG_OID(1);
-	nargs = call_argtypes(fcinfo, 3, argtypes, "cq.agg_partial");
+	nargs = PG_NARGS() - 3;
 	info = (AggInfo *) fcinfo->flinfo->fn_extra;
 	if (info == NULL)
+	{
+		/* first row of the aggregate: types checked once */
+		nargs = call_argtypes(fcinfo, 3, argtypes, "cq.agg_partial");
 		info = agg_info_cached(fcinfo, aggfnoid, nargs, argtypes, InvalidOid);
+	}
 	else if (info->aggfnoid != aggfnoid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
