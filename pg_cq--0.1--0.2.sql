@@ -155,3 +155,49 @@ ALTER TABLE cq.offsets ADD COLUMN batch_watermark_ntz timestamp,
                        ADD COLUMN watermark_ntz timestamp;
 COMMENT ON COLUMN cq.offsets.batch_watermark_ntz IS 'timestamp (without time zone) event-time column: batch_watermark as a value of the column, exactly (what batches compare); NULL for -infinity, a timestamptz column or a row recorded before 0.2';
 COMMENT ON COLUMN cq.offsets.watermark_ntz IS 'timestamp (without time zone) event-time column: watermark as a value of the column, exactly (what batches compare); NULL for -infinity, a timestamptz column or a row recorded before 0.2';
+
+-- issue 10 part 1: generic combinable aggregates.  Any aggregate with a
+-- combine function (and serial/deserial functions for an internal state)
+-- is folded through a cq.agg_state column: cq.agg_partial computes a
+-- batch's partial state, cq.agg_combine merges it into the stored one,
+-- cq.agg_final finalizes.  States are made only by these functions (text
+-- input yields a value holding no state), so they are safe for PUBLIC.
+CREATE TYPE cq.agg_state;
+CREATE FUNCTION cq.agg_state_in(pg_catalog.cstring) RETURNS cq.agg_state
+AS 'MODULE_PATHNAME', 'cq_agg_state_in'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cq.agg_state_out(cq.agg_state) RETURNS pg_catalog.cstring
+AS 'MODULE_PATHNAME', 'cq_agg_state_out'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+CREATE TYPE cq.agg_state (
+    INPUT = cq.agg_state_in,
+    OUTPUT = cq.agg_state_out,
+    INTERNALLENGTH = VARIABLE,
+    ALIGNMENT = int4,
+    STORAGE = extended
+);
+COMMENT ON TYPE cq.agg_state IS 'pg_cq internal: partial state of a generic aggregate (its transition value); made only by cq.agg_partial and cq.agg_combine';
+
+CREATE FUNCTION cq.agg_partial_trans(pg_catalog.internal, pg_catalog.oid, pg_catalog.bool, VARIADIC "any")
+RETURNS pg_catalog.internal
+AS 'MODULE_PATHNAME', 'cq_agg_partial_trans'
+LANGUAGE C VOLATILE;
+CREATE FUNCTION cq.agg_partial_final(pg_catalog.internal) RETURNS cq.agg_state
+AS 'MODULE_PATHNAME', 'cq_agg_partial_final'
+LANGUAGE C VOLATILE;
+CREATE AGGREGATE cq.agg_partial(pg_catalog.oid, pg_catalog.bool, VARIADIC "any") (
+    SFUNC = cq.agg_partial_trans,
+    STYPE = pg_catalog.internal,
+    FINALFUNC = cq.agg_partial_final
+);
+COMMENT ON AGGREGATE cq.agg_partial(pg_catalog.oid, pg_catalog.bool, VARIADIC "any") IS 'pg_cq internal: partial state of aggregate $1 over the rows where $2 is true';
+
+CREATE FUNCTION cq.agg_combine(cq.agg_state, cq.agg_state) RETURNS cq.agg_state
+AS 'MODULE_PATHNAME', 'cq_agg_combine'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cq.agg_combine(cq.agg_state, cq.agg_state) IS 'pg_cq internal: two partial states of one aggregate merged by its combine function';
+
+CREATE FUNCTION cq.agg_final(cq.agg_state, anyelement, pg_catalog.oid, VARIADIC "any") RETURNS anyelement
+AS 'MODULE_PATHNAME', 'cq_agg_final'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION cq.agg_final(cq.agg_state, anyelement, pg_catalog.oid, VARIADIC "any") IS 'pg_cq internal: final value of a partial state of aggregate $3 (result type of $2, input types of the rest)';

@@ -20,7 +20,7 @@ use File::Basename qw(basename dirname);
 
 my @LAYERS = qw(
     guc shmem wakeup security sql_builder
-    options catalog progress aggregates analyze
+    options catalog progress combine aggregates analyze
     tracking offsets delta state sink dedup plan
     objects restore status batch runner
     launcher scheduler worker

@@ -7,8 +7,16 @@
  * Adding an aggregate is one entry in agg_kinds.  Only this file knows the
  * table's layout: analyze.c finds an aggregate's kind and registers its
  * state columns through cq_agg_kind_find and cq_agg_add_part; state.c and
- * sink.c read the final expression through cq_agg_kind_final.  Pure
+ * sink.c read the final expression through cq_agg_final_template.  Pure
  * computation: no SPI, no catalog writes.
+ *
+ * Any other aggregate that PostgreSQL can combine takes the generic path
+ * (combine.c): one state column of type cq.agg_state per aggregate, the
+ * partial cq.agg_partial(aggregate, filter, arguments...), the merge
+ * cq.agg_combine(stored, new) and the final cq.agg_final(state, NULL::result,
+ * aggregate, NULL::argument...).  The table's entries stay: their plain SQL
+ * aggregates and operators are faster than fmgr calls through a serialized
+ * state.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +34,8 @@
 #include "utils/syscache.h"
 
 #include "aggregates.h"
+#include "catalog.h"
+#include "combine.h"
 #include "sql_builder.h"
 
 /*
@@ -248,6 +258,137 @@ cq_agg_add_part(List **parts, CqAgg *a, int k)
 
 		if (strcmp(other->partial, part->partial) == 0 && strcmp(other->type, part->type) == 0 &&
 			other->collation == part->collation)
+			return i;
+		i++;
+	}
+	*parts = lappend(*parts, part);
+	return i;
+}
+
+/* Accessors for state.c: either path. */
+const char *
+cq_agg_final_template(const CqAgg *a)
+{
+	return a->kind ? a->kind->final : a->final;
+}
+
+int
+cq_agg_nparts(const CqAgg *a)
+{
+	return a->kind ? a->kind->nparts : 1;
+}
+
+/*
+ * cq_agg_generic_check
+ *	  Raise an error unless an aggregate outside the table can take the
+ *	  generic path: it has arguments, is not variadic, has a combine
+ *	  function, and serialization functions when its state is internal;
+ *	  and the catalog has the generic path's objects (0.2).
+ */
+void
+cq_agg_generic_check(Aggref *agg)
+{
+	char	   *fname = format_procedure(agg->aggfnoid);
+	HeapTuple	tup;
+	Form_pg_aggregate aggform;
+	const char *why = NULL;
+	bool		variadic;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(agg->aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", agg->aggfnoid);
+	variadic = OidIsValid(((Form_pg_proc) GETSTRUCT(tup))->provariadic);
+	ReleaseSysCache(tup);
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg->aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", agg->aggfnoid);
+	aggform = (Form_pg_aggregate) GETSTRUCT(tup);
+	if (!OidIsValid(aggform->aggcombinefn))
+		why = psprintf("Aggregate %s has no combine function, so the partial results of two batches cannot be merged.", fname);
+	else if (aggform->aggtranstype == INTERNALOID &&
+			 (!OidIsValid(aggform->aggserialfn) || !OidIsValid(aggform->aggdeserialfn)))
+		why = psprintf("The state of aggregate %s is of type internal and it has no serialization functions, so it cannot be stored between batches.", fname);
+	else if (variadic)
+		why = psprintf("Aggregate %s is variadic.", fname);
+	else if (agg->args == NIL)
+		why = psprintf("Aggregate %s has no arguments; of those, only count(*) is supported.", fname);
+	ReleaseSysCache(tup);
+	if (why)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s is not supported in continuous queries", fname),
+				 errdetail_internal("%s", why),
+				 errhint("Use an aggregate that PostgreSQL can combine (pg_aggregate.aggcombinefn), as for parallel aggregation.")));
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s needs version 0.2 of extension pg_cq", fname),
+				 errdetail("The database's pg_cq catalog is version 0.1, which computes only count, sum, avg, min, max, the variance and stddev family and the boolean and bitwise aggregates."),
+				 errhint("Run ALTER EXTENSION pg_cq UPDATE.")));
+}
+
+/*
+ * sql_type_template
+ *	  cq_sql_type() for use inside a format template: '%' doubled.
+ */
+static char *
+sql_type_template(Oid type)
+{
+	const char *t = cq_sql_type(type, -1);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (; *t; t++)
+	{
+		if (*t == '%')
+			appendStringInfoChar(&buf, '%');
+		appendStringInfoChar(&buf, *t);
+	}
+	return buf.data;
+}
+
+/*
+ * cq_agg_generic_add_part
+ *	  The cq.agg_state column of a generic aggregate a (arg_cols and
+ *	  filter_col set), shared with an equal one already in *parts; sets its
+ *	  final template.  The aggregate is named by a regprocedure constant, so
+ *	  that the final view depends on it.  Returns the column's index.
+ */
+int
+cq_agg_generic_add_part(List **parts, CqAgg *a)
+{
+	CqPart	   *part = palloc0(sizeof(CqPart));
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s('%u'::pg_catalog.regprocedure, ", CQ_AGG_PARTIAL, a->aggref->aggfnoid);
+	if (a->filter_col >= 0)
+		appendStringInfo(&buf, "i.f%d", a->filter_col + 1);
+	else
+		appendStringInfoString(&buf, "true");
+	foreach(lc, a->arg_cols)
+		appendStringInfo(&buf, ", i.x%d", lfirst_int(lc) + 1);
+	appendStringInfoChar(&buf, ')');
+	part->partial = buf.data;
+	part->merge = CQ_AGG_COMBINE "(%1$s, %2$s)";
+	part->type = CQ_AGG_STATE_TYPE;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s(%%1$s, NULL::%s, '%u'::pg_catalog.regprocedure", CQ_AGG_FINAL,
+					 sql_type_template(a->aggref->aggtype), a->aggref->aggfnoid);
+	foreach(lc, a->aggref->args)
+		appendStringInfo(&buf, ", NULL::%s",
+						 sql_type_template(exprType((Node *) ((TargetEntry *) lfirst(lc))->expr)));
+	appendStringInfoChar(&buf, ')');
+	a->final = buf.data;
+
+	foreach(lc, *parts)
+	{
+		CqPart	   *other = lfirst(lc);
+
+		if (strcmp(other->partial, part->partial) == 0 && strcmp(other->type, part->type) == 0)
 			return i;
 		i++;
 	}

@@ -32,11 +32,18 @@ typedef struct CqAgg
 	int			arg_col;		/* inner column x<N> of the argument, or -1 */
 	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
 	Oid			arg_type;
+	/* generic path (kind == NULL): one cq.agg_state column, part[0] */
+	List	   *arg_cols;		/* inner columns x<N> of every argument (int) */
+	char	   *final;			/* final template; %1$s = the state column */
 } CqAgg;
 
 extern const struct CqAggKind *cq_agg_kind_find(Aggref *agg, Oid argtype);
 extern int	cq_agg_add_part(List **parts, CqAgg *a, int k);
 extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
 extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
+extern void cq_agg_generic_check(Aggref *agg);
+extern int	cq_agg_generic_add_part(List **parts, CqAgg *a);
+extern const char *cq_agg_final_template(const CqAgg *a);
+extern int	cq_agg_nparts(const CqAgg *a);
 
 #endif							/* CQ_AGGREGATES_H */

@@ -116,20 +116,13 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("aggregate %s with ORDER BY is not supported in continuous queries", fname),
 					 errdetail("An aggregate whose result depends on input order cannot be merged from partial results.")));
-		if (list_length(agg->args) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("aggregate %s is not supported in continuous queries", fname),
-					 errdetail("Only aggregates of one argument are supported.")));
-		if (agg->args != NIL)
+		if (list_length(agg->args) == 1)
 			argtype = exprType((Node *) ((TargetEntry *) linitial(agg->args))->expr);
 
-		kind = cq_agg_kind_find(agg, argtype);
+		/* the table's fast path, else the generic path if it can combine */
+		kind = list_length(agg->args) <= 1 ? cq_agg_kind_find(agg, argtype) : NULL;
 		if (kind == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("aggregate %s is not supported in continuous queries", fname),
-					 errdetail("Supported aggregates: count, sum, avg, min, max, the variance and stddev family, bool_and, bool_or, every, bit_and, bit_or, bit_xor.")));
+			cq_agg_generic_check(agg);
 
 		/* the same aggregate twice shares its state */
 		foreach(lc, an->aggs)
@@ -142,11 +135,23 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		a->aggref = agg;
 		a->kind = kind;
 		a->arg_type = argtype;
-		a->arg_col = agg->args ? add_expr_once(&an->arg_exprs,
-											   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
 		a->filter_col = agg->aggfilter ? add_expr_once(&an->filter_exprs, (Node *) agg->aggfilter) : -1;
-		for (int k = 0; k < cq_agg_kind_nparts(kind); k++)
-			a->part[k] = cq_agg_add_part(&an->parts, a, k);
+		if (kind != NULL)
+		{
+			a->arg_col = agg->args ? add_expr_once(&an->arg_exprs,
+												   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
+			for (int k = 0; k < cq_agg_kind_nparts(kind); k++)
+				a->part[k] = cq_agg_add_part(&an->parts, a, k);
+		}
+		else
+		{
+			a->arg_col = -1;
+			foreach(lc, agg->args)
+				a->arg_cols = lappend_int(a->arg_cols,
+										  add_expr_once(&an->arg_exprs,
+														(Node *) ((TargetEntry *) lfirst(lc))->expr));
+			a->part[0] = cq_agg_generic_add_part(&an->parts, a);
+		}
 		an->aggs = lappend(an->aggs, a);
 		return false;			/* arguments cannot contain aggregates */
 	}

@@ -249,10 +249,10 @@ cq_state_final_select_list(CqAnalysis *an)
 		CqAgg	   *a = lfirst(lc);
 		char	   *p[3] = {"NULL", "NULL", "NULL"};
 
-		for (int k = 0; k < cq_agg_kind_nparts(a->kind); k++)
+		for (int k = 0; k < cq_agg_nparts(a); k++)
 			p[k] = a->part[k] < 0 ? "s.n" : psprintf("s.p%d", a->part[k] + 1);
 		appendStringInfo(&buf, ", (");
-		appendStringInfo(&buf, cq_agg_kind_final(a->kind), p[0], p[1], p[2]);
+		appendStringInfo(&buf, cq_agg_final_template(a), p[0], p[1], p[2]);
 		appendStringInfo(&buf, ")::%s AS a%d", cq_sql_type(a->aggref->aggtype, -1), i++);
 	}
 	return buf.data;

@@ -23,7 +23,7 @@ $old->safe_psql('postgres', q{
   CREATE TABLE by_k WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
     AS SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k;
   CREATE TABLE by_k_c WITH (cq.trigger = 'available_now', cq.output_mode = 'complete')
-    AS SELECT k, max(v) AS m FROM ev GROUP BY k;
+    AS SELECT k, max(v) AS m, regr_count(v::float8, v::float8) AS rc FROM ev GROUP BY k;
   CREATE TABLE big WITH (cq.trigger = 'available_now', cq.output_mode = 'append')
     AS SELECT k, v FROM ev WHERE v > 450;
   CREATE TABLE per_min WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 seconds')
@@ -67,7 +67,10 @@ sub diff
 		"SELECT count(*) FROM (($oracle EXCEPT ALL TABLE $target) UNION ALL (TABLE $target EXCEPT ALL $oracle)) x");
 }
 is(diff('SELECT k, count(*), sum(v) FROM ev GROUP BY k', 'by_k'), '0', 'update target equals the oracle after restore');
-is(diff('SELECT k, max(v) FROM ev GROUP BY k', 'by_k_c'), '0', 'complete target equals the oracle after restore');
+# by_k_c's regr_count takes the generic path: its cq.agg_state column was
+# dumped as text, which restores as no state, and the state is recomputed
+is(diff('SELECT k, max(v), regr_count(v::float8, v::float8) FROM ev GROUP BY k', 'by_k_c'), '0',
+	'complete target (with a generic aggregate) equals the oracle after restore');
 is(diff('SELECT k, v FROM ev WHERE v > 450', 'big'), '0', 'append target holds every row exactly once after restore');
 is(diff('SELECT k, count(*) FROM ev GROUP BY k', 'live'), '0', 'a background query resumed by itself after restore');
 my $wm = $new->safe_psql('postgres', "SELECT watermark FROM cq.offsets WHERE name = 'per_min' ORDER BY batch_id DESC LIMIT 1");

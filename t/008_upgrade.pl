@@ -33,6 +33,12 @@ my ($rc, $out, $err) = $node->psql($db, q{
 	CREATE TABLE other.run_by_hand WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
 	  AS SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k;});
 like($err, qr/continuous query "run_by_hand" already exists/, '0.1 catalog: one name per database');
+# on the 0.1 catalog an aggregate outside the fast path is refused (issue 10)
+($rc, $out, $err) = $node->psql($db, q{
+	CREATE TABLE generic_q WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, regr_count(v::float8, w::float8) AS rc, count(*) AS n FROM ev GROUP BY k;});
+like($err, qr/needs version 0\.2 of extension pg_cq.*ALTER EXTENSION pg_cq UPDATE/s,
+	'0.1 catalog: a generic aggregate is refused, with the way out');
 
 # writers on the 0.1 catalog
 my @writers = map { start_writer($node, $db, "CALL cq_write($_, 1000000, 30, 10, 0, true)") } (1, 2);
@@ -138,6 +144,17 @@ is(mismatches($node, $db, 'SELECT k, count(*), sum(v) FROM ev WHERE k = 1 GROUP 
 	'0', 'a query of the same name in another schema runs on its own');
 is(mismatches($node, $db, 'SELECT k, count(*), sum(v) FROM ev GROUP BY k', 'run_by_hand'),
 	'0', 'and so does the query created on the 0.1 catalog');
+
+# the generic aggregate path on the updated catalog (issue 10)
+$node->safe_psql($db, q{
+	SET client_min_messages = warning;
+	CREATE TABLE generic_q WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, regr_count(v::float8, w::float8) AS rc, count(*) AS n FROM ev GROUP BY k;
+	CALL cq_write(4, 20, 20, 10, 0, true);
+	CALL cq.run('generic_q');
+});
+is(mismatches($node, $db, 'SELECT k, regr_count(v::float8, w::float8), count(*) FROM ev GROUP BY k', 'generic_q'),
+	'0', 'updated catalog: a generic aggregate equals its oracle');
 
 # a fresh 0.2 install has the same objects as the updated one
 $node->safe_psql($db, 'CREATE DATABASE fresh');
