@@ -31,6 +31,9 @@ typedef struct CqAgg
 	int			part[3];		/* index into CqAnalysis.parts per kind part; -1 = column n */
 	int			arg_col;		/* inner column x<N> of the argument, or -1 */
 	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
+	int			distinct_col;	/* DISTINCT: inner column y<N> of its new
+								 * values, N = 1.. (CqAnalysis.distinct_sets);
+								 * 0 = not DISTINCT */
 	Oid			arg_type;
 } CqAgg;
 
@@ -38,5 +41,6 @@ extern const struct CqAggKind *cq_agg_kind_find(Aggref *agg, Oid argtype);
 extern int	cq_agg_add_part(List **parts, CqAgg *a, int k);
 extern const char *cq_agg_kind_final(const struct CqAggKind *kind);
 extern int	cq_agg_kind_nparts(const struct CqAggKind *kind);
+extern bool cq_agg_kind_idempotent(const struct CqAggKind *kind);
 
 #endif							/* CQ_AGGREGATES_H */
