@@ -94,13 +94,20 @@ check_distinct_agg(Aggref *agg, const struct CqAggKind *kind, Oid argtype)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("aggregate %s(DISTINCT ...) is not supported in continuous queries",
-						format_procedure(agg->aggfnoid)),
+						get_func_name(agg->aggfnoid)),
 				 errdetail("DISTINCT is supported for the built-in aggregates count, sum, avg, min, max, the variance and stddev family, bool_and, bool_or, every, bit_and, bit_or and bit_xor."),
 				 errhint("Aggregate without DISTINCT, or group by the column.")));
 	if (cq_agg_kind_idempotent(kind))
 		return;					/* the same without DISTINCT: no values are kept */
-	opclass = get_typtype(argtype) == TYPTYPE_PSEUDO ? InvalidOid :
-		GetDefaultOpClass(argtype, BTREE_AM_OID);
+	if (get_typtype(argtype) == TYPTYPE_PSEUDO)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use %s(DISTINCT ...) on type %s in a continuous query",
+						get_func_name(agg->aggfnoid), format_type_be(argtype)),
+				 errdetail("The values seen are kept in a table, and a column cannot have pseudo-type %s.",
+						   format_type_be(argtype)),
+				 errhint("Aggregate DISTINCT over a column, or over a value of a composite type created with CREATE TYPE.")));
+	opclass = GetDefaultOpClass(argtype, BTREE_AM_OID);
 	if (OidIsValid(opclass))
 		eqop = get_opfamily_member(get_opclass_family(opclass), get_opclass_input_type(opclass),
 								   get_opclass_input_type(opclass), BTEqualStrategyNumber);
@@ -186,14 +193,13 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 			argtype = exprType((Node *) ((TargetEntry *) linitial(agg->args))->expr);
 
 		kind = cq_agg_kind_find(agg, argtype);
+		if (agg->aggdistinct != NIL)
+			check_distinct_agg(agg, kind, argtype);
 		if (kind == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("aggregate %s is not supported in continuous queries", fname),
 					 errdetail("Supported aggregates: count, sum, avg, min, max, the variance and stddev family, bool_and, bool_or, every, bit_and, bit_or, bit_xor.")));
-
-		if (agg->aggdistinct != NIL)
-			check_distinct_agg(agg, kind, argtype);
 
 		/* the same aggregate twice shares its state */
 		foreach(lc, an->aggs)
