@@ -372,10 +372,12 @@ state_insert(CqAnalysis *an, const char *state, const char *from, const char *co
  *	  (dv returns those).  NULL values are no pair (DISTINCT aggregates
  *	  skip them), nor are the values of rows a FILTER rejects or of late
  *	  groups, whose windows are closed.  The insert and the fold of its
- *	  pairs are one statement of the batch's transaction.
+ *	  pairs are one statement of the batch's transaction.  empty: the
+ *	  table is known to be empty (batch 0 or a rebuild, as the state), so
+ *	  every pair is new and a plain insert suffices (sets differ in j).
  */
 static void
-distinct_ctes(StringInfo buf, CqAnalysis *an, bool history)
+distinct_ctes(StringInfo buf, CqAnalysis *an, bool history, bool empty)
 {
 	StringInfoData cols;
 	const char *late = "";
@@ -427,7 +429,7 @@ distinct_ctes(StringInfo buf, CqAnalysis *an, bool history)
 			appendStringInfo(buf, " AND i.f%d", set->filter_col + 1);
 		appendStringInfoString(buf, late);
 	}
-	appendStringInfoString(buf, " ON CONFLICT DO NOTHING RETURNING ");
+	appendStringInfo(buf, "%s RETURNING ", empty ? "" : " ON CONFLICT DO NOTHING");
 	cq_state_append_group_cols(buf, an, "a.", ", ");
 	appendStringInfoString(buf, ", a.j");
 	for (int v = 1; v <= nsets; v++)
@@ -636,7 +638,7 @@ cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict
 
 	initStringInfo(&buf);
 	if (an->distinct_sets)
-		distinct_ctes(&buf, an, history);
+		distinct_ctes(&buf, an, history, empty);
 	delta_cte(&buf, an, history);
 	if (empty)
 	{
