@@ -165,6 +165,24 @@ cq_agg_kind_nparts(const CqAggKind *kind)
 }
 
 /*
+ * cq_agg_kind_idempotent
+ *	  Does a value seen twice leave the aggregate unchanged (min, max, the
+ *	  boolean and bitwise and/or)?  Then agg(DISTINCT x) equals agg(x) and
+ *	  needs no record of the values seen.
+ */
+bool
+cq_agg_kind_idempotent(const CqAggKind *kind)
+{
+	static const char *const names[] = {"min", "max", "bool_and", "bool_or", "every",
+	"bit_and", "bit_or"};
+
+	for (int i = 0; i < lengthof(names); i++)
+		if (strcmp(kind->name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
  * arg_class_matches
  *	  Does an input type belong to an argument class?
  */
@@ -225,7 +243,8 @@ cq_agg_kind_find(Aggref *agg, Oid argtype)
  * cq_agg_add_part
  *	  The state column for part k of aggregate a: an existing one in *parts with the
  *	  same partial expression and type, column n (the row count) for a plain
- *	  count(*), or a new one.  Returns its index, or -1 for n.
+ *	  count(*), or a new one.  Returns its index, or -1 for n.  A DISTINCT
+ *	  aggregate's partial reads its new values y<N> (see state.c).
  */
 int
 cq_agg_add_part(List **parts, CqAgg *a, int k)
@@ -236,8 +255,11 @@ cq_agg_add_part(List **parts, CqAgg *a, int k)
 	int			i = 0;
 	ListCell   *lc;
 
-	part->partial = psprintf(kp->partial, a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "");
-	if (a->filter_col >= 0)
+	/* a DISTINCT aggregate reads the batch's new values, FILTER applied */
+	part->partial = psprintf(kp->partial,
+							 a->distinct_col > 0 ? psprintf("i.y%d", a->distinct_col) :
+							 a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "");
+	if (a->filter_col >= 0 && a->distinct_col == 0)
 		part->partial = psprintf("%s FILTER (WHERE i.f%d)", part->partial, a->filter_col + 1);
 	else if (strcmp(part->partial, "count(*)") == 0)
 		return -1;

@@ -31,6 +31,9 @@ typedef struct CqAgg
 	int			part[3];		/* index into CqAnalysis.parts per kind part; -1 = column n */
 	int			arg_col;		/* inner column x<N> of the argument, or -1 */
 	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
+	int			distinct_col;	/* DISTINCT: inner column y<N> of its new
+								 * values, N = 1.. (CqAnalysis.distinct_sets);
+								 * 0 = not DISTINCT */
 	Oid			arg_type;
 	/* generic path (kind == NULL): one cq.agg_state column, part[0] */
 	List	   *arg_cols;		/* inner columns x<N> of every argument (int) */
@@ -45,5 +48,6 @@ extern void cq_agg_generic_check(Aggref *agg);
 extern int	cq_agg_generic_add_part(List **parts, CqAgg *a);
 extern const char *cq_agg_final_template(const CqAgg *a);
 extern int	cq_agg_nparts(const CqAgg *a);
+extern bool cq_agg_kind_idempotent(const struct CqAggKind *kind);
 
 #endif							/* CQ_AGGREGATES_H */

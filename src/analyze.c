@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_am.h"
@@ -76,6 +77,80 @@ add_expr_once(List **list, Node *expr)
 }
 
 /*
+ * check_distinct_agg
+ *	  agg(DISTINCT x) keeps the (group, value) pairs seen in a table whose
+ *	  unique index finds them again (state.c): the aggregate must be one
+ *	  of the table's, and x of a type that can be a column with a btree
+ *	  equality that is the one DISTINCT uses.
+ */
+static void
+check_distinct_agg(Aggref *agg, const struct CqAggKind *kind, Oid argtype)
+{
+	SortGroupClause *sgc = linitial(agg->aggdistinct);
+	Oid			opclass;
+	Oid			eqop = InvalidOid;
+
+	if (kind == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s(DISTINCT ...) is not supported in continuous queries",
+						get_func_name(agg->aggfnoid)),
+				 errdetail("DISTINCT is supported for the built-in aggregates count, sum, avg, min, max, the variance and stddev family, bool_and, bool_or, every, bit_and, bit_or and bit_xor."),
+				 errhint("Aggregate without DISTINCT, or group by the column.")));
+	if (cq_agg_kind_idempotent(kind))
+		return;					/* the same without DISTINCT: no values are kept */
+	if (get_typtype(argtype) == TYPTYPE_PSEUDO)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use %s(DISTINCT ...) on type %s in a continuous query",
+						get_func_name(agg->aggfnoid), format_type_be(argtype)),
+				 errdetail("The values seen are kept in a table, and a column cannot have pseudo-type %s.",
+						   format_type_be(argtype)),
+				 errhint("Aggregate DISTINCT over a column, or over a value of a composite type created with CREATE TYPE.")));
+	opclass = GetDefaultOpClass(argtype, BTREE_AM_OID);
+	if (OidIsValid(opclass))
+		eqop = get_opfamily_member(get_opclass_family(opclass), get_opclass_input_type(opclass),
+								   get_opclass_input_type(opclass), BTEqualStrategyNumber);
+	if (!OidIsValid(eqop) || eqop != sgc->eqop)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use %s(DISTINCT ...) on type %s in a continuous query",
+						get_func_name(agg->aggfnoid), format_type_be(argtype)),
+				 errdetail("The values seen are kept in a table with a unique btree index, and type %s has no default btree operator class whose equality DISTINCT uses.",
+						   format_type_be(argtype)),
+				 errhint("Aggregate DISTINCT over a column or a cast to a type with a btree operator class.")));
+}
+
+/*
+ * add_distinct_set
+ *	  The values of DISTINCT aggregate a (argument and FILTER registered):
+ *	  an existing set with the same argument and FILTER, or a new one.
+ *	  Returns its index (0-based).
+ */
+static int
+add_distinct_set(CqAnalysis *an, CqAgg *a)
+{
+	Node	   *arg = (Node *) ((TargetEntry *) linitial(a->aggref->args))->expr;
+	CqDistinctSet *set;
+	ListCell   *lc;
+
+	foreach(lc, an->distinct_sets)
+	{
+		set = lfirst(lc);
+		if (set->arg_col == a->arg_col && set->filter_col == a->filter_col)
+			return foreach_current_index(lc);
+	}
+	set = palloc0(sizeof(CqDistinctSet));
+	set->arg_col = a->arg_col;
+	set->filter_col = a->filter_col;
+	set->type = exprType(arg);
+	set->typmod = exprTypmod(arg);
+	set->collation = type_is_collatable(set->type) ? a->aggref->inputcollid : InvalidOid;
+	an->distinct_sets = lappend(an->distinct_sets, set);
+	return list_length(an->distinct_sets) - 1;
+}
+
+/*
  * collect_aggs_walker
  *	  Find every Aggref, check it can be merged, and register it once.
  */
@@ -99,13 +174,6 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("outer-level aggregates are not supported in continuous queries")));
-		if (agg->aggdistinct != NIL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("DISTINCT aggregates are not supported in continuous queries"),
-					 errdetail("Aggregate %s(DISTINCT ...) cannot be merged from partial results.",
-							   get_func_name(agg->aggfnoid)),
-					 errhint("Group by the column instead, or count distinct values approximately.")));
 		if (agg->aggkind != AGGKIND_NORMAL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -121,6 +189,8 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 
 		/* the table's fast path, else the generic path if it can combine */
 		kind = list_length(agg->args) <= 1 ? cq_agg_kind_find(agg, argtype) : NULL;
+		if (agg->aggdistinct != NIL)
+			check_distinct_agg(agg, kind, argtype);
 		if (kind == NULL)
 			cq_agg_generic_check(agg);
 
@@ -140,6 +210,8 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		{
 			a->arg_col = agg->args ? add_expr_once(&an->arg_exprs,
 												   (Node *) ((TargetEntry *) linitial(agg->args))->expr) : -1;
+			if (agg->aggdistinct != NIL && !cq_agg_kind_idempotent(kind))
+				a->distinct_col = add_distinct_set(an, a) + 1;
 			for (int k = 0; k < cq_agg_kind_nparts(kind); k++)
 				a->part[k] = cq_agg_add_part(&an->parts, a, k);
 		}

@@ -13,6 +13,20 @@
 #include "options.h"
 #include "aggregates.h"
 
+/*
+ * The values of DISTINCT aggregates with the same argument and FILTER: the
+ * (group, value) pairs seen so far are kept in the query's auxiliary state
+ * table, column v<N> (state.c).
+ */
+typedef struct CqDistinctSet
+{
+	int			arg_col;		/* inner column x<N> of the argument */
+	int			filter_col;		/* inner column f<N> of FILTER, or -1 */
+	Oid			type;
+	int32		typmod;
+	Oid			collation;		/* the aggregate's input collation, or InvalidOid */
+} CqDistinctSet;
+
 /* What analyze.c finds in a query. */
 typedef struct CqAnalysis
 {
@@ -27,6 +41,7 @@ typedef struct CqAnalysis
 	List	   *arg_exprs;		/* aggregate arguments, inner columns x1.. */
 	List	   *filter_exprs;	/* FILTER conditions, inner columns f1.. */
 	List	   *parts;			/* CqPart *: state columns p1..pN, shared when equal */
+	List	   *distinct_sets;	/* CqDistinctSet *: values of DISTINCT aggregates */
 	List	   *outputs;		/* non-junk TargetEntry of the query */
 	List	   *output_key;		/* int per output: grouping index or -1 */
 
@@ -46,6 +61,8 @@ typedef struct CqAnalysis
 	bool		single_scan;	/* batch rows counted by the main statement itself */
 	bool		hash_keys;		/* state keyed by a hash of the keys (column h),
 								 * not by a unique index on them */
+	char	   *distinct_state;	/* quoted name of the table of (group, value)
+								 * pairs of DISTINCT aggregates, or NULL */
 } CqAnalysis;
 
 extern CqAnalysis *cq_analyze_query(Query *query, CqOptions *opts, const char *name);

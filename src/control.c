@@ -30,6 +30,7 @@
 #include "catalog.h"
 #include "offsets.h"
 #include "api.h"
+#include "objects.h"
 
 PG_FUNCTION_INFO_V1(cq_pause);
 PG_FUNCTION_INFO_V1(cq_resume);
@@ -116,6 +117,9 @@ cq_reset(PG_FUNCTION_ARGS)
 	cq_security_owner(q->owner, &sec);
 	if (OidIsValid(q->state_table))
 		cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->state_table)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (OidIsValid(cq_objects_relid("sd", q->id)))
+		cq_spi_exec(psprintf("TRUNCATE %s", cq_objects_name("sd", q->id)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);

@@ -12,6 +12,9 @@
  *	 s_<id>  the state table (aggregations, SELECT DISTINCT), auto-dropped
  *			 with q_<id>
  *	 f_<id>  final values per group over s_<id>
+ *	 sd_<id> the (group, value) pairs seen by DISTINCT aggregates, when the
+ *			 query has some: part of the state (same storage, emptied and
+ *			 rebuilt with it), auto-dropped with q_<id>
  *
  * They are created and dropped as superuser (security.c) and handed to the
  * owner; the update-mode target's key index is created as the owner.  Both
@@ -293,9 +296,10 @@ cq_objects_replace_final_view(int32 id, CqAnalysis *an)
 
 /*
  * create_state_objects
- *	  State table s_<id> and final view f_<id> of an aggregation (only the
- *	  state table for SELECT DISTINCT), owned by the query's owner,
- *	  auto-dropped with the query view.  Runs as superuser.
+ *	  State table s_<id> (with sd_<id> for DISTINCT aggregates) and final
+ *	  view f_<id> of an aggregation (only the state table for SELECT
+ *	  DISTINCT), owned by the query's owner, auto-dropped with the query
+ *	  view.  Runs as superuser.
  */
 static void
 create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
@@ -305,6 +309,8 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	char	   *fview = cq_objects_name("f", id);
 	Oid			state_id;
 	Oid			qview_id = cq_objects_relid("q", id);
+	char	   *pairs = cq_objects_name("sd", id);
+	char	   *pairs_sql = NULL;
 
 	if (!an->is_aggregate && !an->is_dedup)
 	{
@@ -322,6 +328,7 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	}
 	else
 	{
+		pairs_sql = cq_state_distinct_table_sql(an, pairs, strcmp(opts->state_storage, "logged") == 0);
 		cq_spi_exec(cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
@@ -334,12 +341,18 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 							 "REVOKE ALL ON %s, %s FROM PUBLIC",
 							 state, owner_name, fview, owner_name, state, fview),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		if (pairs_sql)
+			cq_spi_exec(psprintf("%s; ALTER TABLE %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
+								 pairs_sql, pairs, owner_name, pairs),
+						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	}
 	CommandCounterIncrement();
 	state_id = cq_objects_relid("s", id);
 	add_auto_dependency(state_id, qview_id);
 	if (!an->is_dedup)
 		add_auto_dependency(cq_objects_relid("f", id), qview_id);
+	if (pairs_sql)
+		add_auto_dependency(cq_objects_relid("sd", id), qview_id);
 	cq_catalog_set_state_table(id, state_id);
 	if (strcmp(opts->state_storage, "unlogged") == 0)
 		cq_catalog_state_valid(id, -1);
@@ -389,8 +402,9 @@ cq_objects_recreate(CqQuery *q)
 	cq_objects_recreating = true;
 	PG_TRY();
 	{
-		cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s, %s CASCADE; DROP TABLE IF EXISTS %s CASCADE",
-							 cq_objects_name("f", q->id), cq_objects_name("q", q->id), cq_objects_name("s", q->id)),
+		cq_spi_exec(psprintf("DROP VIEW IF EXISTS %s, %s CASCADE; DROP TABLE IF EXISTS %s, %s CASCADE",
+							 cq_objects_name("f", q->id), cq_objects_name("q", q->id), cq_objects_name("s", q->id),
+							 cq_objects_name("sd", q->id)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	}
 	PG_FINALLY();
@@ -456,6 +470,9 @@ cq_objects_replace(CqQuery *q, CqAnalysis *an)
 
 	if (OidIsValid(q->state_table))
 		cq_spi_exec(psprintf("DROP TABLE %s CASCADE", cq_objects_name("s", q->id)),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (OidIsValid(cq_objects_relid("sd", q->id)))
+		cq_spi_exec(psprintf("DROP TABLE %s", cq_objects_name("sd", q->id)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	cq_spi_exec(query_view_sql(cq_objects_name("q", q->id), an, true), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	deleteDependencyRecordsForSpecific(RelationRelationId, qview_id, DEPENDENCY_NORMAL,

@@ -194,6 +194,19 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		!(q->opts.max_rows_per_trigger > 0) && !an->is_dedup;
 	plan->single_scan = an->single_scan;
 	an->hash_keys = an->is_aggregate && cq_state_hashed(q->state_table);
+	if (an->distinct_sets)
+	{
+		Oid			pairs = get_relname_relid(psprintf("sd_%d", q->id),
+											  get_namespace_oid("cq_state", false));
+
+		if (!OidIsValid(pairs))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("state of continuous query \"%s\" is missing", q->name),
+					 errdetail("The table of values seen by its DISTINCT aggregates does not exist."),
+					 errhint("Drop and recreate the continuous query.")));
+		an->distinct_state = cq_sql_relname_str(pairs);
+	}
 
 	if (an->is_aggregate)
 	{
@@ -379,6 +392,8 @@ copy_analysis(CqAnalysis *new_an)
 	copy_an->arg_exprs = NIL;
 	copy_an->filter_exprs = NIL;
 	copy_an->parts = NIL;
+	copy_an->distinct_sets = NIL;
+	copy_an->distinct_state = new_an->distinct_state ? pstrdup(new_an->distinct_state) : NULL;
 	copy_an->outputs = NIL;
 	copy_an->output_key = NIL;
 	copy_an->dedup_refs = list_copy(new_an->dedup_refs);

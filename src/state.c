@@ -3,7 +3,8 @@
  * state.c
  *	  A query's state table: its DDL, its final view, and the CTEs of a
  *	  batch that merge the new rows' partial aggregates into it (d, m) and
- *	  evict closed windows (x).
+ *	  evict closed windows (x); for DISTINCT aggregates, the (group, value)
+ *	  pairs seen, kept in a table of their own (di, dv, xd).
  *
  * Groups are matched with each key's own equality (schema-qualified
  * OPERATOR()), by a hash of the keys (column h) when every key type hashes
@@ -232,6 +233,63 @@ cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 }
 
 /*
+ * cq_state_distinct_table_sql
+ *	  DDL of the table of (group, value) pairs that DISTINCT aggregates have
+ *	  seen, or NULL when the query has none: the keys as in the state
+ *	  table, the window end e when the state evicts, the set j the value
+ *	  belongs to and the value in column v<j> (the other v columns NULL).
+ *	  A unique index on all of them that treats NULL as a value finds a
+ *	  pair again (NULL keys included) with each type's btree equality, the
+ *	  one DISTINCT uses (checked by analyze.c).
+ */
+char *
+cq_state_distinct_table_sql(CqAnalysis *an, const char *qualname, bool logged)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i = 1;
+
+	if (an->distinct_sets == NIL)
+		return NULL;
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
+	if (an->group_exprs == NIL)
+		appendStringInfoString(&buf, "g0 pg_catalog.bool NOT NULL, ");
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		appendStringInfo(&buf, "g%d %s%s, ", i++,
+						 cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+	}
+	if (cq_state_evicts(an))
+	{
+		Node	   *k = list_nth(an->group_exprs, an->wm_key);
+
+		appendStringInfo(&buf, "e %s, ", cq_sql_type(exprType(k), -1));
+	}
+	appendStringInfoString(&buf, "j pg_catalog.int4 NOT NULL");
+	foreach(lc, an->distinct_sets)
+	{
+		CqDistinctSet *set = lfirst(lc);
+
+		appendStringInfo(&buf, ", v%d %s%s", foreach_current_index(lc) + 1,
+						 cq_sql_type(set->type, set->typmod),
+						 cq_sql_collate(set->collation, set->type));
+	}
+	appendStringInfo(&buf, "); CREATE UNIQUE INDEX ON %s (", qualname);
+	cq_state_append_group_cols(&buf, an, "", ", ");
+	appendStringInfoString(&buf, ", j");
+	for (int v = 1; v <= list_length(an->distinct_sets); v++)
+		appendStringInfo(&buf, ", v%d", v);
+	appendStringInfoString(&buf, ") NULLS NOT DISTINCT");
+	if (cq_state_evicts(an))
+		appendStringInfo(&buf, "; CREATE INDEX ON %s (e)", qualname);
+	return buf.data;
+}
+
+/*
  * cq_state_final_select_list
  *	  "s.g1 AS g1, ..., <final> AS a1, ..." over state rows aliased s.
  */
@@ -307,6 +365,127 @@ state_insert(CqAnalysis *an, const char *state, const char *from, const char *co
 }
 
 /*
+ * distinct_ctes
+ *	  "di AS (...), dv AS (...), ": the new rows of the batch (di, read
+ *	  twice), and the (group, value) pairs of DISTINCT aggregates among
+ *	  them that were never seen before, inserted into the table of pairs
+ *	  (dv returns those).  NULL values are no pair (DISTINCT aggregates
+ *	  skip them), nor are the values of rows a FILTER rejects or of late
+ *	  groups, whose windows are closed.  The insert and the fold of its
+ *	  pairs are one statement of the batch's transaction.  empty: the
+ *	  table is known to be empty (batch 0 or a rebuild, as the state), so
+ *	  every pair is new and a plain insert suffices (sets differ in j).
+ */
+static void
+distinct_ctes(StringInfo buf, CqAnalysis *an, bool history, bool empty)
+{
+	StringInfoData cols;
+	const char *late = "";
+	int			nsets = list_length(an->distinct_sets);
+	ListCell   *lc;
+
+	if (cq_state_evicts(an))
+	{
+		char	   *e = psprintf(an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
+
+		late = psprintf(" AND ($5 IS NULL OR %s IS NULL OR %s > %s)", e, e, cq_state_wm_param(an));
+	}
+	appendStringInfo(buf, "di AS (%s), ", cq_delta_inner_sql(an, history));
+
+	initStringInfo(&cols);
+	cq_state_append_group_cols(&cols, an, "", ", ");
+	if (cq_state_evicts(an))
+		appendStringInfoString(&cols, ", e");
+	appendStringInfoString(&cols, ", j");
+	for (int v = 1; v <= nsets; v++)
+		appendStringInfo(&cols, ", v%d", v);
+	appendStringInfo(buf, "dv AS (INSERT INTO %s AS a (%s) ", an->distinct_state, cols.data);
+	foreach(lc, an->distinct_sets)
+	{
+		CqDistinctSet *set = lfirst(lc);
+		int			j = foreach_current_index(lc) + 1;
+
+		appendStringInfo(buf, "%sSELECT DISTINCT ", j > 1 ? " UNION ALL " : "");
+		if (an->group_exprs == NIL)
+			appendStringInfoString(buf, "true");
+		else
+			cq_state_append_group_cols(buf, an, "i.", ", ");
+		if (cq_state_evicts(an))
+		{
+			appendStringInfoString(buf, ", ");
+			appendStringInfo(buf, an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
+		}
+		appendStringInfo(buf, ", %d", j);
+		for (int v = 1; v <= nsets; v++)
+		{
+			if (v == j)
+				appendStringInfo(buf, ", i.x%d", set->arg_col + 1);
+			else
+				appendStringInfo(buf, ", NULL::%s",
+								 cq_sql_type(((CqDistinctSet *) list_nth(an->distinct_sets, v - 1))->type, -1));
+		}
+		appendStringInfo(buf, " FROM di i WHERE i.x%d IS NOT NULL", set->arg_col + 1);
+		if (set->filter_col >= 0)
+			appendStringInfo(buf, " AND i.f%d", set->filter_col + 1);
+		appendStringInfoString(buf, late);
+	}
+	appendStringInfo(buf, "%s RETURNING ", empty ? "" : " ON CONFLICT DO NOTHING");
+	cq_state_append_group_cols(buf, an, "a.", ", ");
+	appendStringInfoString(buf, ", a.j");
+	for (int v = 1; v <= nsets; v++)
+		appendStringInfo(buf, ", a.v%d", v);
+	appendStringInfoString(buf, "), ");
+}
+
+/*
+ * distinct_source
+ *	  The rows d aggregates when the query has DISTINCT aggregates: the new
+ *	  rows (di) with y<j> NULL, and the new pairs (dv) with the value in
+ *	  y<j> and every column of di NULL except the keys, so that only
+ *	  DISTINCT partials see them (and _j, set for them only, keeps them
+ *	  out of the row count n).  The columns of di are those
+ *	  cq_delta_inner_sql gives an aggregation, in its order.
+ */
+static char *
+distinct_source(CqAnalysis *an)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			nsets = list_length(an->distinct_sets);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT di.*, NULL::pg_catalog.int4 AS _j");
+	foreach(lc, an->distinct_sets)
+	{
+		CqDistinctSet *set = lfirst(lc);
+
+		appendStringInfo(&buf, ", NULL::%s%s AS y%d", cq_sql_type(set->type, set->typmod),
+						 cq_sql_collate(set->collation, set->type), foreach_current_index(lc) + 1);
+	}
+	appendStringInfoString(&buf, " FROM di UNION ALL SELECT ");
+	if (an->group_exprs != NIL)
+		cq_state_append_group_cols(&buf, an, "dv.", ", ");
+	foreach(lc, an->arg_exprs)
+	{
+		Node	   *x = lfirst(lc);
+
+		appendStringInfo(&buf, "%sNULL::%s%s",
+						 an->group_exprs == NIL && foreach_current_index(lc) == 0 ? "" : ", ",
+						 cq_sql_type(exprType(x), exprTypmod(x)),
+						 cq_sql_collate(exprCollation(x), exprType(x)));
+	}
+	foreach(lc, an->filter_exprs)
+		appendStringInfoString(&buf, ", NULL::pg_catalog.bool");
+	if (an->single_scan && an->et_attno != InvalidAttrNumber)
+		appendStringInfo(&buf, ", NULL::%s", an->et_is_tz ? "pg_catalog.timestamptz" : "pg_catalog.timestamp");
+	appendStringInfoString(&buf, ", dv.j");
+	for (int v = 1; v <= nsets; v++)
+		appendStringInfo(&buf, ", dv.v%d", v);
+	appendStringInfoString(&buf, " FROM dv");
+	return buf.data;
+}
+
+/*
  * delta_cte
  *	  "d AS (...)": the partial aggregates of the new rows per group (with
  *	  event-time statistics when the main statement counts the rows, the
@@ -322,7 +501,8 @@ delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 		appendStringInfoString(buf, "true AS g0");
 	else
 		cq_state_append_group_cols(buf, an, "i.", ", ");
-	appendStringInfoString(buf, ", count(*) AS n");
+	appendStringInfoString(buf, an->distinct_sets ? ", count(*) FILTER (WHERE i._j IS NULL) AS n" :
+						   ", count(*) AS n");
 	if (an->single_scan && an->et_attno != InvalidAttrNumber)
 		appendStringInfoString(buf, ", min(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_min, "
 							   "max(i.et) FILTER (WHERE pg_catalog.isfinite(i.et)) AS et_max, "
@@ -339,7 +519,8 @@ delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 	}
 	if (an->hash_keys)
 		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
-	appendStringInfo(buf, " FROM (%s) i", cq_delta_inner_sql(an, history));
+	appendStringInfo(buf, " FROM (%s) i",
+					 an->distinct_sets ? distinct_source(an) : cq_delta_inner_sql(an, history));
 	if (an->group_exprs != NIL)
 	{
 		appendStringInfoString(buf, " GROUP BY ");
@@ -456,6 +637,8 @@ cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict
 	StringInfoData buf;
 
 	initStringInfo(&buf);
+	if (an->distinct_sets)
+		distinct_ctes(&buf, an, history, empty);
 	delta_cte(&buf, an, history);
 	if (empty)
 	{
@@ -471,5 +654,9 @@ cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict
 	if (cq_state_evicts(an) && evict)
 		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e <= %s RETURNING s.*)",
 						 state, cq_state_wm_param(an));
+	/* xd: and so do their DISTINCT aggregates' pairs */
+	if (cq_state_evicts(an) && evict && an->distinct_sets)
+		appendStringInfo(&buf, ", xd AS (DELETE FROM %s s WHERE s.e <= %s)",
+						 an->distinct_state, cq_state_wm_param(an));
 	return buf.data;
 }

@@ -24,6 +24,7 @@ extern bool cq_state_hashed(Oid state_table);
 extern bool cq_state_evicts(CqAnalysis *an);
 extern const char *cq_state_wm_param(CqAnalysis *an);
 extern char *cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
+extern char *cq_state_distinct_table_sql(CqAnalysis *an, const char *qualname, bool logged);
 extern char *cq_state_final_select_list(CqAnalysis *an);
 extern char *cq_state_final_view_sql(CqAnalysis *an, const char *viewname, const char *statename);
 extern char *cq_state_upsert_ctes(CqAnalysis *an, const char *state, bool history, bool evict,

@@ -23,9 +23,14 @@ $node->safe_psql('postgres', q{
     AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(*) AS n, sum(v) AS s FROM ev GROUP BY 1;
   CREATE TABLE per_min_u WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '30 seconds')
     AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(*) AS n, sum(v) AS s FROM ev GROUP BY 1;
+  CREATE TABLE dist_k WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+    AS SELECT k, count(DISTINCT v % 10) AS d, sum(DISTINCT v % 10) AS s FROM ev GROUP BY k;
+  CREATE TABLE dist_min_u WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '30 seconds')
+    AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(DISTINCT k) AS dk FROM ev GROUP BY 1;
   CREATE TABLE seen WITH (cq.trigger = 'available_now') AS SELECT DISTINCT k, v % 4 AS r FROM ev;
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 7, i FROM generate_series(1001, 1500) i;
   CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('per_min'); CALL cq.run('per_min_u'); CALL cq.run('seen');
+  CALL cq.run('dist_k'); CALL cq.run('dist_min_u');
 });
 
 my $state_rows = $node->safe_psql('postgres', 'SELECT count(*) FROM cq_state.s_1');
@@ -35,6 +40,8 @@ ok($state_rows > 0, 'state exists before the crash');
 $node->stop('immediate');
 $node->start;
 is($node->safe_psql('postgres', 'SELECT count(*) FROM cq_state.s_1'), '0', 'crash recovery emptied the unlogged state');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM cq_state.sd_5'), '0',
+	'and the (group, value) pairs of DISTINCT aggregates');
 
 # more rows, some in windows that were open at the crash
 $node->safe_psql('postgres', q{
@@ -43,6 +50,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('postgres', q{
   SET client_min_messages = warning;
   CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('per_min'); CALL cq.run('per_min_u'); CALL cq.run('seen');
+  CALL cq.run('dist_k'); CALL cq.run('dist_min_u');
 });
 
 sub diff
@@ -61,7 +69,11 @@ is(diff("SELECT date_bin('1 minute', ts, '2024-01-01'), count(*), sum(v) FROM ev
 	'0', 'append target holds every closed window exactly once');
 # SELECT DISTINCT: the keys seen before the crash are not written again
 is(diff('SELECT DISTINCT k, v % 4 FROM ev', 'seen'), '0', 'SELECT DISTINCT target equals the oracle after the rebuild');
-is($node->safe_psql('postgres', 'SELECT count(*) FROM cq.queries WHERE state_rebuilt_at IS NOT NULL'), '5',
+is(diff('SELECT k, count(DISTINCT v % 10), sum(DISTINCT v % 10) FROM ev GROUP BY k', 'dist_k'), '0',
+	'DISTINCT aggregates equal the oracle after the rebuild (their pairs were rebuilt)');
+is(diff("SELECT date_bin('1 minute', ts, '2024-01-01'), count(DISTINCT k) FROM ev GROUP BY 1", 'dist_min_u'), '0',
+	'windowed DISTINCT aggregate equals the oracle after the rebuild');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM cq.queries WHERE state_rebuilt_at IS NOT NULL'), '7',
 	'each stateful query recorded its rebuild');
 like($node->safe_psql('postgres', "SELECT durations->>'stateRebuild' FROM cq.progress WHERE name = 'by_k' ORDER BY batch_id DESC LIMIT 1"),
 	qr/^[0-9.]+$/, 'progress shows the rebuild time');
