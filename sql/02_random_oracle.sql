@@ -30,6 +30,24 @@ SELECT cq.create_query('rnd_limited', (SELECT pg_get_viewdef('rnd_oracle')), out
 SELECT cq.create_query('rnd_global',
   'SELECT count(*) AS n, sum(v) AS sv, avg(v) AS av, avg(f) AS af, var_pop(f) AS vf, max(f) AS mf FROM rnd',
   output_mode => 'update', "trigger" => 'available_now');
+-- issue 10: generic combinable aggregates (regr_*, covar_*), DISTINCT
+-- aggregates and HAVING together, in update and complete mode, and an
+-- aggregation over rows a set-returning function expands
+CREATE VIEW rnd_ext_oracle AS
+  SELECT k1, count(*) AS n, count(DISTINCT k2) AS dk2, sum(DISTINCT i) AS sdi, avg(DISTINCT v) AS adv,
+         regr_count(f, i) AS rc, round(covar_pop(fx, i)::numeric, 3) AS cv,
+         round(regr_slope(f, i)::numeric, 6) AS rs
+    FROM rnd WHERE k1 NOT IN (1, 2, 3) OR k1 IS NULL
+   GROUP BY k1 HAVING count(*) % 3 <> 1 AND (count(DISTINCT k2) > 1 OR max(i) < 100);
+CREATE VIEW rnd_srf_oracle AS
+  SELECT u, count(*) AS n, count(DISTINCT k1) AS dk1, regr_count(v, i) AS rc
+    FROM rnd, unnest(ARRAY[k2, upper(k2), 'z']) AS u GROUP BY u HAVING count(*) > 2;
+SELECT cq.create_query('rnd_ext_u', (SELECT pg_get_viewdef('rnd_ext_oracle')), output_mode => 'update',
+                       "trigger" => 'available_now');
+SELECT cq.create_query('rnd_ext_c', (SELECT pg_get_viewdef('rnd_ext_oracle')), output_mode => 'complete',
+                       "trigger" => 'available_now');
+SELECT cq.create_query('rnd_srf_u', (SELECT pg_get_viewdef('rnd_srf_oracle')), output_mode => 'update',
+                       max_rows_per_trigger => 70, "trigger" => 'available_now');
 SELECT cq.create_query('rnd_rows', 'SELECT k1, k2, v FROM rnd WHERE v IS NOT NULL', output_mode => 'append', "trigger" => 'available_now');
 
 -- nx, fx and bx are derived from the random columns (the random draws stay
@@ -63,17 +81,17 @@ $$;
 
 -- mismatches between a target and the oracle (exact comparison, numeric
 -- included), by value and as text (the display scale of numerics)
-CREATE FUNCTION rnd_diff(target regclass) RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE FUNCTION rnd_diff(target regclass, oracle regclass DEFAULT 'rnd_oracle') RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   d bigint;
   t bigint;
 BEGIN
-  EXECUTE format('SELECT count(*) FROM ((TABLE rnd_oracle EXCEPT ALL TABLE %s) UNION ALL
-                                        (TABLE %s EXCEPT ALL TABLE rnd_oracle)) x', target, target)
+  EXECUTE format('SELECT count(*) FROM ((TABLE %s EXCEPT ALL TABLE %s) UNION ALL
+                                        (TABLE %s EXCEPT ALL TABLE %s)) x', oracle, target, target, oracle)
     INTO d;
-  EXECUTE format('SELECT count(*) FROM ((SELECT format(''%%s'', o) FROM rnd_oracle o EXCEPT ALL SELECT format(''%%s'', t) FROM %s t) UNION ALL
-                                        (SELECT format(''%%s'', t) FROM %s t EXCEPT ALL SELECT format(''%%s'', o) FROM rnd_oracle o)) x',
-                 target, target)
+  EXECUTE format('SELECT count(*) FROM ((SELECT format(''%%s'', o) FROM %s o EXCEPT ALL SELECT format(''%%s'', t) FROM %s t) UNION ALL
+                                        (SELECT format(''%%s'', t) FROM %s t EXCEPT ALL SELECT format(''%%s'', o) FROM %s o)) x',
+                 oracle, target, target, oracle)
     INTO t;
   RETURN d + t;
 END $$;
@@ -104,8 +122,15 @@ BEGIN
       CALL cq.run('rnd_limited');
       CALL cq.run('rnd_global');
       CALL cq.run('rnd_rows');
+      CALL cq.run('rnd_ext_u');
+      CALL cq.run('rnd_ext_c');
+      CALL cq.run('rnd_srf_u');
       IF rnd_diff('rnd_update') <> 0 OR rnd_diff('rnd_complete') <> 0 OR rnd_diff('rnd_limited') <> 0 THEN
         RAISE EXCEPTION 'target differs from the oracle after batch round %', b;
+      END IF;
+      IF rnd_diff('rnd_ext_u', 'rnd_ext_oracle') <> 0 OR rnd_diff('rnd_ext_c', 'rnd_ext_oracle') <> 0
+         OR rnd_diff('rnd_srf_u', 'rnd_srf_oracle') <> 0 THEN
+        RAISE EXCEPTION 'issue 10 target differs from its oracle after batch round %', b;
       END IF;
     END IF;
   END LOOP;
@@ -116,12 +141,22 @@ CALL cq.run('rnd_complete');
 CALL cq.run('rnd_limited');
 CALL cq.run('rnd_global');
 CALL cq.run('rnd_rows');
+CALL cq.run('rnd_ext_u');
+CALL cq.run('rnd_ext_c');
+CALL cq.run('rnd_srf_u');
 
 -- the final comparison: 0 mismatches each
 SELECT (SELECT count(*) > 1000 FROM rnd) AS enough_rows,
        rnd_diff('rnd_update') AS update_diff,
        rnd_diff('rnd_complete') AS complete_diff,
        rnd_diff('rnd_limited') AS limited_diff;
+-- generic and DISTINCT aggregates with HAVING, and over unnested rows
+SELECT rnd_diff('rnd_ext_u', 'rnd_ext_oracle') AS ext_update_diff,
+       rnd_diff('rnd_ext_c', 'rnd_ext_oracle') AS ext_complete_diff,
+       rnd_diff('rnd_srf_u', 'rnd_srf_oracle') AS srf_update_diff,
+       (SELECT count(*) FROM rnd_ext_oracle) > 1 AS ext_has_groups,
+       (SELECT count(*) FROM rnd_ext_oracle) < (SELECT count(DISTINCT k1) + 1 FROM rnd WHERE k1 NOT IN (1, 2, 3) OR k1 IS NULL) AS having_filters,
+       (SELECT count(*) FROM rnd_srf_oracle) > 5 AS srf_has_groups;
 -- NULL keys form their own groups
 SELECT count(*) > 0 AS has_null_keys FROM rnd_update WHERE k1 IS NULL OR k2 IS NULL;
 -- the row limit split the work into batches of at most 50 rows; a
