@@ -7,6 +7,8 @@
 #        hll      SELECT k, hll_add_agg(hll_hash_text(user_id)) ... GROUP BY k
 #        fast     SELECT k, sum(v), avg(v) ... GROUP BY k   (the table's fast path)
 #        generic  SELECT k, bench_sum(v), bench_avg(v) ... GROUP BY k
+#        distinct SELECT k, count(DISTINCT user_id) ... GROUP BY k  (part 3:
+#                 the (group, value) pairs table)
 #      where bench_sum and bench_avg are user-defined copies of sum(int4) and
 #      avg(int4) (same transition, combine and final functions, parallel
 #      safe as they are), so they
@@ -43,19 +45,22 @@ declare -A QUERY=(
     [hll]="SELECT k, hll_add_agg(hll_hash_text(user_id)) AS h FROM agg_src GROUP BY k"
     [fast]="SELECT k, sum(v) AS s, avg(v) AS a FROM agg_src GROUP BY k"
     [generic]="SELECT k, bench_sum(v) AS s, bench_avg(v) AS a FROM agg_src GROUP BY k"
+    [distinct]="SELECT k, count(DISTINCT user_id) AS d FROM agg_src GROUP BY k"
 )
 # what a target is compared with (hll values compared by cardinality)
 declare -A CHECK=(
     [hll]="SELECT k, hll_cardinality(h) FROM %s"
     [fast]="SELECT k, s, a FROM %s"
     [generic]="SELECT k, s, a FROM %s"
+    [distinct]="SELECT k, d FROM %s"
 )
 declare -A ORACLE=(
     [hll]="SELECT k, hll_cardinality(hll_add_agg(hll_hash_text(user_id))) FROM agg_src GROUP BY k"
     [fast]="${QUERY[fast]}"
     [generic]="${QUERY[fast]}"
+    [distinct]="${QUERY[distinct]}"
 )
-NAMES=(hll fast generic)
+NAMES=(hll fast generic distinct)
 
 section "load $(human "$ROWS") rows"
 psql_run "SET client_min_messages = warning;" \
@@ -115,7 +120,7 @@ done
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), git $(git -C "$REPO_ROOT" rev-parse --short HEAD), $(nproc) cores;"
     echo "$(human "$ROWS") rows, 1,000 groups, 100k users; incremental batches of $(human "$NEW") rows over every group;"
-    echo "medians of $REPS; differing rows vs the plain query (fold+incremental): hll ${OK[hll]}, fast ${OK[fast]}, generic ${OK[generic]}."
+    echo "medians of $REPS; differing rows vs the plain query (fold+incremental): hll ${OK[hll]}, fast ${OK[fast]}, generic ${OK[generic]}, distinct ${OK[distinct]}."
     echo
     echo "| query | plain GROUP BY | fold (one batch) | fold / GROUP BY | incremental batch |"
     echo "|---|---|---|---|---|"
