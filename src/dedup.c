@@ -295,7 +295,9 @@ late_count(CqAnalysis *an)
  * cq_dedup_batch_sql
  *	  The main statement of a batch (see the file header); it returns the
  *	  metrics row of an aggregation's statement (plan.c): state rows
- *	  updated, inserted, removed, rows dropped as late, output rows.  With
+ *	  updated (as Spark counts them for deduplication: the keys put, that
+ *	  is the new ones), inserted, removed, rows dropped as late, output
+ *	  rows.  With
  *	  history (batch 0), the state is empty: every key of the batch is new.
  */
 char *
@@ -317,7 +319,7 @@ cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool h
 						 state, cols, cols);
 		appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM d RETURNING 1)",
 						 target, cq_sink_target_columns(an, "", false, false), output_values(an, "d"));
-		appendStringInfo(&buf, " SELECT 0::pg_catalog.int8, (SELECT count(*) FROM mi), 0::pg_catalog.int8, "
+		appendStringInfo(&buf, " SELECT (SELECT count(*) FROM mi), (SELECT count(*) FROM mi), 0::pg_catalog.int8, "
 						 "%s, (SELECT count(*) FROM o), %s", late_count(an), tail);
 		return buf.data;
 	}
@@ -345,8 +347,8 @@ cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool h
 	}
 	appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM dk WHERE dk._sid IS NULL RETURNING 1)",
 					 target, cq_sink_target_columns(an, "", false, false), output_values(an, "dk"));
-	appendStringInfo(&buf, " SELECT %s, (SELECT count(*) FROM mi), %s, %s, (SELECT count(*) FROM o), %s",
-					 "0::pg_catalog.int8",
+	appendStringInfo(&buf, " SELECT (SELECT count(*) FROM mi), (SELECT count(*) FROM mi), %s, %s, "
+					 "(SELECT count(*) FROM o), %s",
 					 an->dedup_evicts ? "(SELECT count(*) FROM x)" : "0::pg_catalog.int8",
 					 late_count(an), tail);
 	return buf.data;
