@@ -219,6 +219,14 @@ CALL sd_sp_add('sd_sp_all', 'all 13', 'all 14', 'all 15', 'all 16', 'all 17');  
 CALL sd_sp_add('sd_sp_all', 'all 5');         -- less than the watermark (7)
 CALL sd_sp_add('sd_sp_all', 'all 35');        -- watermark 25 evicts 10 to 15 (expire 20 to 25)
 CALL sd_sp_add('sd_sp_all', 'all 55');        -- watermark 45 evicts 16, 17 and 35 (expires 45)
+-- cq.reset empties the logged state with the offsets; batch 0 then reads every row: the
+-- earliest of each key is written, and the watermark 53 it causes expires them all
+SELECT cq.reset('sd_sp_sub');
+SELECT sd_state_rows('sd_sp_sub') AS state_rows, (SELECT count(*) FROM sd_sp_sub) AS target_rows;
+CALL cq.run('sd_sp_sub');
+SELECT k, extract(epoch FROM ts)::int AS t FROM sd_sp_sub ORDER BY k;
+SELECT q.state_storage, c.relpersistence, sd_state_rows('sd_sp_sub') AS state_rows
+  FROM cq.queries q JOIN pg_class c ON c.oid = q.state_table WHERE q.name = 'sd_sp_sub';
 
 ------------------------------------------------------------------------------------------
 -- 4. random batches against oracles: duplicates within and across batches, NULLs,
