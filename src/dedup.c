@@ -32,8 +32,9 @@
  * refolded exactly from the source.  Within a watermark it is not: whether
  * a key lives depends on which of its rows was written, hence on the order
  * rows arrived in and the watermark of each past batch.  So that state is
- * always a logged table, whatever state_storage says (objects.c), and is
- * never rebuilt.  Everything here only builds SQL text; nothing runs.
+ * always a logged table, whatever state_storage says
+ * (cq_dedup_state_table_sql), and is never rebuilt (plan.c gives it no
+ * rebuild statement).  Everything here only builds SQL text; nothing runs.
  *
  *-------------------------------------------------------------------------
  */
@@ -297,8 +298,8 @@ late_count(CqAnalysis *an)
  *	  metrics row of an aggregation's statement (plan.c): state rows
  *	  updated (as Spark counts them for deduplication: the keys put, that
  *	  is the new ones), inserted, removed, rows dropped as late, output
- *	  rows.  With
- *	  history (batch 0), the state is empty: every key of the batch is new.
+ *	  rows.  With history (batch 0), the state is empty: every key of the
+ *	  batch is new.
  */
 char *
 cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool history)
