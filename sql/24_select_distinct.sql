@@ -175,6 +175,22 @@ SELECT * FROM sd_wm WHERE name = 'sd_first' AND batch_id > 7 ORDER BY batch_id;
 SELECT * FROM sd_pairs ORDER BY usr, page;
 SELECT * FROM sd_wm WHERE name = 'sd_pairs' ORDER BY batch_id;
 
+-- a timestamp (without time zone) event time, and the ends of the range: a key written
+-- within the delay of the last timestamp, or at infinity, expires at infinity (no overflow);
+-- one at -infinity expires at -infinity, as soon as there is a watermark
+CREATE TABLE sd_ntz (k int, ts timestamp);
+INSERT INTO sd_ntz VALUES (1, '294276-12-31 00:00'), (2, '2024-01-01'), (2, '2024-01-03'), (3, 'infinity'),
+  (4, '-infinity'), (5, NULL), (5, NULL);
+CREATE TABLE sd_ntz_first WITH (cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '1 day')
+  AS SELECT DISTINCT ON (k) k, ts FROM sd_ntz;
+SELECT * FROM sd_ntz_first ORDER BY k;
+SELECT * FROM sd_state('sd_ntz_first') ORDER BY 1;
+-- the no-data batch of the watermark 294276-12-30 evicts 2 and 4
+CALL cq.run('sd_ntz_first');
+SELECT * FROM sd_state('sd_ntz_first') ORDER BY 1;
+SELECT batch_id, watermark_ntz, num_state_rows_removed, num_state_rows_total
+  FROM cq.progress p JOIN cq.offsets o USING (name, batch_id) WHERE name = 'sd_ntz_first' ORDER BY 1;
+
 -- Spark's StreamingDeduplicationWithinWatermarkSuite, "deduplicate with subset of columns
 -- which event time column is not in subset": delay 2 seconds, key _1
 CREATE TABLE sd_sp (k text, ts timestamptz);
@@ -391,7 +407,7 @@ SELECT state_table::text AS st INTO TEMP sd_st FROM cq.queries WHERE name = 'sd_
 DROP TABLE sd_within;
 SELECT to_regclass((SELECT st FROM sd_st)) IS NULL AS state_dropped;
 
-DROP TABLE sd_sp_sub, sd_sp_all, sd_sp, sd_sp_seen;
+DROP TABLE sd_sp_sub, sd_sp_all, sd_sp, sd_sp_seen, sd_ntz_first, sd_ntz;
 DROP PROCEDURE sd_sp_add(text, text[]);
 DROP TABLE sd_rows, sd_keys, sd_mk, sd_agg, sd_plain, sd_later, sd_first, sd_pairs, sd_all, sd_on, sd_expr, sd_money, sd_limited;
 DROP VIEW sd_wm;
