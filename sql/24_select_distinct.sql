@@ -1,21 +1,26 @@
 -- Issue 10 part 4: SELECT DISTINCT and DISTINCT ON (keys) over a stream, Spark's
 -- dropDuplicates: a row (or key) is written the first time it is seen and never again,
 -- duplicates within a batch collapse too, NULLs are equal.  With cq.event_time and
--- cq.watermark, Spark's dropDuplicatesWithinWatermark: late rows are dropped and seen keys
--- leave the state once the watermark passes their latest event time, so that a duplicate
--- arriving after that is written again.  Lost unlogged state is rebuilt exactly.
+-- cq.watermark, Spark's dropDuplicatesWithinWatermark: late rows are dropped and a key
+-- expires at the event time of its written row + the delay (duplicates do not change it);
+-- it leaves the state when the watermark reaches that, and a duplicate arriving after that
+-- is written again.  Lost unlogged state is rebuilt exactly; the state of a deduplication
+-- within a watermark is always logged, never lost.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 SELECT setseed(0.24);
 
--- a crash-restart empties unlogged state and the sentinel row (see 12_starting.sql)
+-- a crash-restart empties unlogged state and the sentinel row (see 12_starting.sql); a
+-- logged state table keeps its rows
 CREATE FUNCTION sd_lose_state(q text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   DELETE FROM cq.state_sentinel WHERE query_id = (SELECT id FROM cq.queries WHERE name = q);
-  EXECUTE format('TRUNCATE %s', (SELECT state_table FROM cq.queries WHERE name = q));
+  IF (SELECT c.relpersistence FROM cq.queries x JOIN pg_class c ON c.oid = x.state_table WHERE x.name = q) = 'u' THEN
+    EXECUTE format('TRUNCATE %s', (SELECT state_table FROM cq.queries WHERE name = q));
+  END IF;
 END $$;
--- a query's state rows, keys g1.. and latest event time e, without the hash of the keys:
+-- a query's state rows, keys g1.. and expiry e, without the hash of the keys:
 -- compared by value (a key's numeric 1.0 and 1.00 are one key)
 CREATE FUNCTION sd_state(q text) RETURNS SETOF jsonb LANGUAGE plpgsql AS $$
 BEGIN
@@ -98,8 +103,9 @@ CALL cq.run('sd_keys');
 SELECT * FROM sd_keys ORDER BY id;
 
 ------------------------------------------------------------------------------------------
--- 3. within the watermark: late rows dropped, keys evicted, a duplicate after eviction
---    written again; the state shrinks
+-- 3. within the watermark: late rows dropped, a key expires at the event time of its
+--    written row + the delay, evicted then, a duplicate after eviction written again; the
+--    state shrinks
 ------------------------------------------------------------------------------------------
 CREATE TABLE sd_clicks (usr text, page int, ts timestamptz);
 CREATE TABLE sd_first WITH (cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '10 minutes')
@@ -123,12 +129,16 @@ CREATE VIEW sd_wm AS
          num_state_rows_updated AS updated, num_state_rows_removed AS removed, num_state_rows_total AS state
     FROM cq.progress WHERE name IN ('sd_first', 'sd_pairs');
 
--- a at 0 and 5, b at 2, c with no event time: the first row of each key
+-- a at 0 and 5, b at 2, c with no event time: the first row of each key; it expires at
+-- its event time + 10 minutes (c never: no event time)
 CALL sd_tick('a 1 0', 'b 1 2', 'a 2 5', 'c 1 null');
 SELECT * FROM sd_first ORDER BY usr;
 SELECT * FROM sd_state('sd_first') ORDER BY 1;
--- 00:30 moves the watermark to 00:20: a (latest 00:05) and b (00:02) leave the state,
--- c (no event time) stays
+-- the state of a deduplication within a watermark is logged, whatever state_storage says
+SELECT q.name, q.state_storage, c.relpersistence
+  FROM cq.queries q JOIN pg_class c ON c.oid = q.state_table WHERE q.name IN ('sd_first', 'sd_pairs') ORDER BY 1;
+-- 00:30 moves the watermark to 00:20: a (expires 00:10) and b (00:12) leave the state,
+-- c (no event time) stays; a at 00:06 was a duplicate
 CALL sd_tick('d 1 30', 'a 3 6');
 SELECT * FROM sd_wm WHERE name = 'sd_first' ORDER BY batch_id;
 SELECT * FROM sd_state('sd_first') ORDER BY 1;
@@ -138,15 +148,101 @@ CALL sd_tick('a 1 5', 'b 1 25', 'c 2 26', 'd 2 27');
 SELECT * FROM sd_first ORDER BY usr, ts;
 SELECT usr, count(*) AS written FROM sd_first GROUP BY usr HAVING count(*) > 1;
 SELECT * FROM sd_wm WHERE name = 'sd_first' ORDER BY batch_id;
--- the latest event time of a key keeps it: d, first seen at 00:30, was seen at 00:39
--- when the watermark reached 00:30, so d at 00:45 is still a duplicate
+-- d (written at 00:30) expires at 00:40: at 00:39 (watermark 00:20) and at 00:45
+-- (watermark 00:30) it is a duplicate; the no-data batch of watermark 00:35 evicts b
 CALL sd_tick('d 3 39', 'e 1 40');
 CALL sd_tick('d 4 45');
 SELECT * FROM sd_first WHERE usr = 'd';
 SELECT * FROM sd_state('sd_first') ORDER BY 1;
+-- f written at 00:50 expires at 01:00, whatever its duplicates' event times
+CALL sd_tick('f 1 50');
+CALL sd_tick('g 1 65');
+-- watermark 00:55: f's event time 00:50 is below it, but f has not expired: f at 00:58
+-- (not late) is a duplicate
+CALL sd_tick('f 2 58');
+SELECT * FROM sd_state('sd_first') ORDER BY 1;
+-- f at 01:15 is a duplicate too and does not prolong f: the watermark 01:05 it causes
+-- evicts f (01:00)
+CALL sd_tick('f 3 75');
+SELECT * FROM sd_state('sd_first') ORDER BY 1;
+-- so f at 01:10 (not late for 01:05) is written again, f at 01:00 is late, g at 01:06
+-- (g expires 01:15) is a duplicate
+CALL sd_tick('f 4 70', 'f 5 60', 'g 2 66');
+SELECT * FROM sd_first WHERE usr IN ('f', 'g') ORDER BY usr, ts;
+SELECT * FROM sd_state('sd_first') ORDER BY 1;
+SELECT * FROM sd_wm WHERE name = 'sd_first' AND batch_id > 7 ORDER BY batch_id;
 -- SELECT DISTINCT over the pairs: the same rules, every output a key
 SELECT * FROM sd_pairs ORDER BY usr, page;
 SELECT * FROM sd_wm WHERE name = 'sd_pairs' ORDER BY batch_id;
+
+-- a timestamp (without time zone) event time, and the ends of the range: a key written
+-- within the delay of the last timestamp, or at infinity, expires at infinity (no overflow);
+-- one at -infinity expires at -infinity, as soon as there is a watermark
+CREATE TABLE sd_ntz (k int, ts timestamp);
+INSERT INTO sd_ntz VALUES (1, '294276-12-31 00:00'), (2, '2024-01-01'), (2, '2024-01-03'), (3, 'infinity'),
+  (4, '-infinity'), (5, NULL), (5, NULL);
+CREATE TABLE sd_ntz_first WITH (cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '1 day')
+  AS SELECT DISTINCT ON (k) k, ts FROM sd_ntz;
+SELECT * FROM sd_ntz_first ORDER BY k;
+SELECT * FROM sd_state('sd_ntz_first') ORDER BY 1;
+-- the no-data batch of the watermark 294276-12-30 evicts 2 and 4
+CALL cq.run('sd_ntz_first');
+SELECT * FROM sd_state('sd_ntz_first') ORDER BY 1;
+SELECT batch_id, watermark_ntz, num_state_rows_removed, num_state_rows_total
+  FROM cq.progress p JOIN cq.offsets o USING (name, batch_id) WHERE name = 'sd_ntz_first' ORDER BY 1;
+
+-- Spark's StreamingDeduplicationWithinWatermarkSuite, "deduplicate with subset of columns
+-- which event time column is not in subset": delay 2 seconds, key _1
+CREATE TABLE sd_sp (k text, ts timestamptz);
+CREATE TABLE sd_sp_sub WITH (cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '2 seconds')
+  AS SELECT DISTINCT ON (k) k, ts FROM sd_sp;
+CREATE TABLE sd_sp_all WITH (cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '10 seconds')
+  AS SELECT DISTINCT ts FROM sd_sp WHERE k = 'all';
+CREATE PROCEDURE sd_sp_add(q text, VARIADIC rows text[]) LANGUAGE plpgsql AS $$
+DECLARE n bigint := (SELECT count(*) FROM cq.progress WHERE name = q);
+BEGIN
+  INSERT INTO sd_sp SELECT split_part(r, ' ', 1), to_timestamp(split_part(r, ' ', 2)::int) FROM unnest(rows) r;
+  COMMIT;
+  CALL cq.run(q);
+  -- the new answer, the state rows after the batch and its no-data batch, and as Spark's
+  -- assertNumStateRows the state rows updated and rows dropped by watermark in them
+  RAISE WARNING '%: new answer [%], state rows %, updated %, dropped by watermark %', q,
+    (SELECT string_agg(s, ', ' ORDER BY s) FROM (
+       SELECT k || ' -> ' || extract(epoch FROM ts)::int AS s FROM sd_sp_sub WHERE q = 'sd_sp_sub'
+        UNION ALL SELECT extract(epoch FROM ts)::int::text FROM sd_sp_all WHERE q = 'sd_sp_all') x
+      WHERE s NOT IN (SELECT s FROM sd_sp_seen)),
+    (SELECT num_state_rows_total FROM cq.progress WHERE name = q ORDER BY batch_id DESC LIMIT 1),
+    (SELECT sum(num_state_rows_updated) FROM cq.progress WHERE name = q AND batch_id >= n),
+    (SELECT sum(num_rows_dropped_by_watermark) FROM cq.progress WHERE name = q AND batch_id >= n);
+  INSERT INTO sd_sp_seen SELECT k || ' -> ' || extract(epoch FROM ts)::int FROM sd_sp_sub WHERE q = 'sd_sp_sub'
+    UNION ALL SELECT extract(epoch FROM ts)::int::text FROM sd_sp_all WHERE q = 'sd_sp_all'
+    EXCEPT SELECT s FROM sd_sp_seen;
+END $$;
+CREATE TABLE sd_sp_seen (s text);
+SET client_min_messages = warning;
+CALL sd_sp_add('sd_sp_sub', 'a 17');          -- a -> 17; expires at 19; watermark 15
+CALL sd_sp_add('sd_sp_sub', 'a 16');          -- a duplicate
+CALL sd_sp_add('sd_sp_sub', 'a 13');          -- late (13 <= 15)
+CALL sd_sp_add('sd_sp_sub', 'b 22', 'c 21');  -- watermark 20: the no-data batch evicts a (19)
+CALL sd_sp_add('sd_sp_sub', 'a 21');          -- a is new again; expires at 23
+CALL sd_sp_add('sd_sp_sub', 'd 25');          -- watermark 23 evicts a (23) and c (23)
+-- "deduplicate with all columns with event time column": delay 10 seconds, the event
+-- time is the key
+CALL sd_sp_add('sd_sp_all', 'all 10', 'all 11', 'all 12', 'all 13', 'all 14', 'all 15',
+               'all 10', 'all 11', 'all 12', 'all 13', 'all 14', 'all 15',
+               'all 10', 'all 11', 'all 12', 'all 13', 'all 14', 'all 15');
+CALL sd_sp_add('sd_sp_all', 'all 13', 'all 14', 'all 15', 'all 16', 'all 17');  -- 13 to 15 duplicated
+CALL sd_sp_add('sd_sp_all', 'all 5');         -- less than the watermark (7)
+CALL sd_sp_add('sd_sp_all', 'all 35');        -- watermark 25 evicts 10 to 15 (expire 20 to 25)
+CALL sd_sp_add('sd_sp_all', 'all 55');        -- watermark 45 evicts 16, 17 and 35 (expires 45)
+-- cq.reset empties the logged state with the offsets; batch 0 then reads every row: the
+-- earliest of each key is written, and the watermark 53 it causes expires them all
+SELECT cq.reset('sd_sp_sub');
+SELECT sd_state_rows('sd_sp_sub') AS state_rows, (SELECT count(*) FROM sd_sp_sub) AS target_rows;
+CALL cq.run('sd_sp_sub');
+SELECT k, extract(epoch FROM ts)::int AS t FROM sd_sp_sub ORDER BY k;
+SELECT q.state_storage, c.relpersistence, sd_state_rows('sd_sp_sub') AS state_rows
+  FROM cq.queries q JOIN pg_class c ON c.oid = q.state_table WHERE q.name = 'sd_sp_sub';
 
 ------------------------------------------------------------------------------------------
 -- 4. random batches against oracles: duplicates within and across batches, NULLs,
@@ -182,7 +278,10 @@ BEGIN
   RETURN d;
 END $$;
 
--- the model of sd_within, one row at a time: the keys it writes, its state, its watermark
+-- the model of sd_within, one row at a time: the keys it writes, its state, its watermark.
+-- Within a batch the rows of a key are taken by event time (NULL last): the first one not
+-- late is the one written, when its key is not in the state; it expires 10 minutes after
+-- its event time.  Duplicates change nothing; expired keys leave at the end of the batch.
 CREATE TABLE sd_model_state (u int, e timestamptz);
 CREATE TABLE sd_model_out (u int);
 CREATE TABLE sd_model_wm (w timestamptz);
@@ -191,24 +290,17 @@ CREATE FUNCTION sd_model_batch(first_id int, last_id int) RETURNS void LANGUAGE 
 DECLARE
   w timestamptz := (SELECT w FROM sd_model_wm);
   r record;
-  s record;
   mx timestamptz;
 BEGIN
-  FOR r IN SELECT * FROM sd_src WHERE id BETWEEN first_id AND last_id AND t IS DISTINCT FROM 'z' ORDER BY id LOOP
+  FOR r IN SELECT * FROM sd_src WHERE id BETWEEN first_id AND last_id AND t IS DISTINCT FROM 'z'
+           ORDER BY ts NULLS LAST, id LOOP
     IF r.ts IS NOT NULL AND w IS NOT NULL AND r.ts <= w THEN
       CONTINUE;                                       -- late
     END IF;
-    SELECT * INTO s FROM sd_model_state WHERE u IS NOT DISTINCT FROM r.u;
-    IF NOT FOUND THEN
-      INSERT INTO sd_model_state VALUES (r.u, r.ts);
+    IF NOT EXISTS (SELECT FROM sd_model_state WHERE u IS NOT DISTINCT FROM r.u) THEN
+      INSERT INTO sd_model_state VALUES (r.u, r.ts + interval '10 minutes');
       INSERT INTO sd_model_out VALUES (r.u);
-    ELSIF s.e IS NOT NULL AND w IS NOT NULL AND s.e <= w THEN
-      UPDATE sd_model_state SET e = r.ts WHERE u IS NOT DISTINCT FROM r.u;   -- evicted: new
-      INSERT INTO sd_model_out VALUES (r.u);
-    ELSE
-      UPDATE sd_model_state SET e = CASE WHEN e IS NULL OR r.ts IS NULL THEN NULL ELSE greatest(e, r.ts) END
-       WHERE u IS NOT DISTINCT FROM r.u;             -- a duplicate
-    END IF;
+    END IF;                                           -- else a duplicate
   END LOOP;
   DELETE FROM sd_model_state WHERE e <= w;
   SELECT max(ts) INTO mx FROM sd_src WHERE id BETWEEN first_id AND last_id AND t IS DISTINCT FROM 'z';
@@ -267,7 +359,7 @@ BEGIN
     END IF;
     IF b % 5 = 2 THEN
       -- a crash-restart: the state each query rebuilds before its next batch (here none:
-      -- nothing is new) equals the state it lost
+      -- nothing is new) equals the state it lost; sd_within's logged state is kept as it is
       CREATE TEMP TABLE sd_before AS SELECT q, x FROM unnest(qs) q, sd_state(q) x;
       PERFORM sd_lose_state(q) FROM unnest(qs) q;
       COMMIT;
@@ -291,6 +383,9 @@ BEGIN
   END IF;
   RAISE WARNING 'rebuilt lost state % times', rebuilt;
 END $$;
+-- the logged state was never rebuilt, the unlogged ones were
+SELECT name, state_rebuilt_at IS NOT NULL AS rebuilt FROM cq.queries
+ WHERE name IN ('sd_all', 'sd_on', 'sd_money', 'sd_limited', 'sd_within') ORDER BY 1;
 
 -- the random rows had what the test is about
 SELECT count(*) > 500 AS enough_rows,
@@ -312,6 +407,8 @@ SELECT state_table::text AS st INTO TEMP sd_st FROM cq.queries WHERE name = 'sd_
 DROP TABLE sd_within;
 SELECT to_regclass((SELECT st FROM sd_st)) IS NULL AS state_dropped;
 
+DROP TABLE sd_sp_sub, sd_sp_all, sd_sp, sd_sp_seen, sd_ntz_first, sd_ntz;
+DROP PROCEDURE sd_sp_add(text, text[]);
 DROP TABLE sd_rows, sd_keys, sd_mk, sd_agg, sd_plain, sd_later, sd_first, sd_pairs, sd_all, sd_on, sd_expr, sd_money, sd_limited;
 DROP VIEW sd_wm;
 DROP TABLE sd_ev, sd_m, sd_clicks, sd_src, sd_model_state, sd_model_out, sd_model_wm;

@@ -1178,6 +1178,8 @@ analyze_distinct(CqAnalysis *an, CqOptions *opts, const char *name)
 	an->is_dedup = true;
 	an->keys_hashable = keys_hashable(an);
 	an->dedup_evicts = an->has_watermark && an->et_attno != InvalidAttrNumber;
+	an->dedup_delay_ok = an->dedup_evicts && opts->watermark_delay != NULL &&
+		cq_options_delay_usecs(opts->watermark_delay, &an->dedup_delay_us);
 }
 
 /*

@@ -56,6 +56,10 @@ typedef struct CqAnalysis
 	bool		is_dedup;		/* keys: group_exprs and group_eqops */
 	List	   *dedup_refs;		/* int: resno of each DISTINCT key's entry */
 	bool		dedup_evicts;	/* watermark: seen keys leave the state */
+	bool		dedup_delay_ok; /* the delay as a fixed length fits (else keys
+								 * never expire: the watermark never moves) */
+	int64		dedup_delay_us; /* the watermark delay: a key expires at the
+								 * event time of its written row + this */
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */

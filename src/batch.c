@@ -482,6 +482,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	CqSecurity	sec;
 	bool		ran;
 	bool		rebuild;
+	bool		rebuild_sql;
 
 	memset(res, 0, sizeof(*res));
 	memset(&in, 0, sizeof(in));
@@ -521,6 +522,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	rebuild = OidIsValid(in.q->state_table) &&
 		strcmp(in.q->opts.state_storage, "unlogged") == 0 &&
 		cq_catalog_state_lost(in.q->id);
+	/* the state of a deduplication within a watermark is logged (dedup.c): nothing to refill */
+	rebuild_sql = rebuild && in.plan->rebuild_sql != NULL;
 
 	/* as the owner, search_path pinned; the settings below end with it */
 	cq_security_owner(in.q->owner, &sec);
@@ -531,7 +534,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (in.q->timezone)
 		(void) set_config_option("TimeZone", in.q->timezone, PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	if (rebuild && last.found)
+	if (rebuild_sql && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);
 	cq_security_restore(&sec);
@@ -539,8 +542,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (rebuild)
 	{
 		/* the rebuild commits with this batch, or with nothing if none ran */
-		cq_catalog_state_valid(in.q->id, Max(res->rebuild_ms, 0));
-		if (!ran && last.found)
+		cq_catalog_state_valid(in.q->id, rebuild_sql ? Max(res->rebuild_ms, 0) : -1);
+		if (rebuild_sql && !ran && last.found)
 			cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
 	}
 	if (!ran)

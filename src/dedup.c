@@ -8,40 +8,46 @@
  * The state table cq_state.s_<id> holds the keys seen (g1..gN, compared
  * NULL-safely with each key's own equality, found through the hash of the
  * keys h or a unique index on them, as aggregation state is: state.c).
- * With an event time and a watermark it also holds e, the latest event
- * time seen for the key (NULL when a row of the key had none: such a key
- * never leaves), and, as Spark's dropDuplicatesWithinWatermark, rows late
- * for the watermark W are dropped and keys with e <= W are evicted: a
- * duplicate that arrives later is written again.
+ * With an event time and a watermark it is Spark's
+ * dropDuplicatesWithinWatermark: rows late for the batch's watermark W are
+ * dropped, and the state also holds e, the time the key expires: the event
+ * time of the row written for it plus the watermark delay (NULL when that
+ * row had no event time: such a key never expires).  A later duplicate of
+ * a key in the state is dropped and leaves e as it is; at the end of each
+ * batch, keys with e <= W leave the state, and a duplicate that arrives
+ * after that is written again (with a new e).
  *
  * A batch is one statement:
  *	 i: the new rows (the user's query without DISTINCT, restricted to them)
- *	 d: one row per key of the batch (not late), with e and h
- *	 dk: each with the state row of its key (_sid, _se) and whether that
- *		 key is live (present and not evicted)
+ *	 d: one row per key of the batch (not late): the one it would write, with
+ *		e and h
+ *	 dk: each with the state row of its key (_sid), if any
  *	 mi: keys new to the state are inserted
- *	 mu: keys present get their latest event time (and a new life)
- *	 x: keys below the watermark leave the state
- *	 o: the rows of keys not live are written to the target
+ *	 x: keys expired at W leave the state (a new key cannot be: its row is
+ *		not late, so e > W)
+ *	 o: the rows of keys not in the state are written to the target
  *
- * Exact rebuild of lost unlogged state: a key is in the state after a
- * batch with watermark W exactly when some row of it read so far has a
- * NULL event time or one after W (such a row was not late when read, and
- * no later watermark up to W evicted its key); e is then NULL if one of
- * those rows has a NULL event time, else their maximum.  So the rebuild is
- * the fold of every row processed so far with the last batch's watermark
- * as the late filter, into the empty state.  Everything here only builds
- * SQL text; nothing runs.
+ * Lost state: without a watermark the state is the set of keys of every row
+ * processed so far, so an unlogged state emptied by a crash-restart is
+ * refolded exactly from the source.  Within a watermark it is not: whether
+ * a key lives depends on which of its rows was written, hence on the order
+ * rows arrived in and the watermark of each past batch.  So that state is
+ * always a logged table, whatever state_storage says
+ * (cq_dedup_state_table_sql), and is never rebuilt (plan.c gives it no
+ * rebuild statement).  Everything here only builds SQL text; nothing runs.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
+#include "datatype/timestamp.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/typcache.h"
@@ -125,13 +131,41 @@ not_late(CqAnalysis *an)
 }
 
 /*
+ * expires_sql
+ *	  SQL of the time a key expires whose written row has event time et:
+ *	  et + the watermark delay, as a fixed length (cq_options_delay_usecs);
+ *	  'infinity' when that lies beyond the last timestamp (or the delay does
+ *	  not fit: then the watermark never moves), NULL when et is NULL.  The
+ *	  constants are spelled so that no DateStyle, IntervalStyle or TimeZone
+ *	  changes them.
+ */
+static char *
+expires_sql(CqAnalysis *an, const char *et)
+{
+	const char *type = an->et_is_tz ? "pg_catalog.timestamptz" : "pg_catalog.timestamp";
+	Timestamp	bound;
+	struct pg_tm tm;
+	fsec_t		fsec;
+
+	if (!an->dedup_delay_ok || pg_sub_s64_overflow(END_TIMESTAMP - 1, an->dedup_delay_us, &bound) ||
+		bound < MIN_TIMESTAMP ||
+		timestamp2tm(bound, NULL, &tm, &fsec, NULL, NULL) != 0 || tm.tm_year <= 0)
+		return psprintf("CASE WHEN %s IS NOT NULL THEN 'infinity'::%s END", et, type);
+	return psprintf("CASE WHEN %s OPERATOR(pg_catalog.>) '%04d-%02d-%02d %02d:%02d:%02d.%06d%s'::%s "
+					"THEN 'infinity'::%s ELSE %s OPERATOR(pg_catalog.+) '" INT64_FORMAT
+					" microseconds'::pg_catalog.interval END",
+					et, tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+					(int) fsec, an->et_is_tz ? "+00" : "", type, type, et, an->dedup_delay_us);
+}
+
+/*
  * delta_ctes
  *	  "i AS (...), d AS (...)": the batch's rows, and one row per key of
- *	  those not late: the outputs c<resno>, keys g<k>, latest event time e
- *	  (NULL if a row has none), key hash h.  Which row of a key a batch
- *	  keeps is the one with the earliest event time, then the least other
- *	  outputs (those that can be sorted): deterministic, but not part of
- *	  the contract.
+ *	  those not late: the outputs c<resno>, keys g<k>, the time e the key
+ *	  expires if this row is written (its event time + the delay), key hash
+ *	  h.  Which row of a key a batch keeps is the one with the earliest
+ *	  event time (NULL last), then the least other outputs (those that can
+ *	  be sorted): deterministic, but not part of the contract.
  */
 static void
 delta_ctes(StringInfo buf, CqAnalysis *an, bool history)
@@ -145,8 +179,7 @@ delta_ctes(StringInfo buf, CqAnalysis *an, bool history)
 		appendStringInfo(buf, "i.c%d, ", ((TargetEntry *) lfirst(lc))->resno);
 	append_keys(buf, an, true);
 	if (an->dedup_evicts)
-		appendStringInfoString(buf, ", CASE WHEN count(*) OVER w OPERATOR(pg_catalog.=) count(i.et) OVER w "
-							   "THEN max(i.et) OVER w END AS e");
+		appendStringInfo(buf, ", %s AS e", expires_sql(an, "i.et"));
 	if (an->keys_hashable)
 	{
 		List	   *cols = NIL;
@@ -156,12 +189,6 @@ delta_ctes(StringInfo buf, CqAnalysis *an, bool history)
 		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", cols), CQ_KEY_HASH_COLUMN);
 	}
 	appendStringInfo(buf, " FROM i WHERE %s", not_late(an));
-	if (an->dedup_evicts)
-	{
-		appendStringInfoString(buf, " WINDOW w AS (PARTITION BY ");
-		append_keys(buf, an, false);
-		appendStringInfoChar(buf, ')');
-	}
 	appendStringInfoString(buf, " ORDER BY ");
 	append_keys(buf, an, false);
 	if (an->et_attno != InvalidAttrNumber)
@@ -215,7 +242,7 @@ output_values(CqAnalysis *an, const char *from)
 /*
  * cq_dedup_state_table_sql
  *	  DDL of the state table of seen keys: g1..gN in the keys' types and
- *	  collations, e (latest event time) with a watermark, and how keys are
+ *	  collations, e (when the key expires) with a watermark, and how keys are
  *	  found (see cq_state_table_sql): an index on the key hash h when every
  *	  key type hashes consistently with its equality, else a unique index on
  *	  the keys that treats NULL as a value.
@@ -227,7 +254,8 @@ cq_dedup_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
+	/* within a watermark, state cannot be rebuilt: always logged (file header) */
+	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged || an->dedup_evicts ? "" : "UNLOGGED ", qualname);
 	foreach(lc, an->group_exprs)
 	{
 		Node	   *e = lfirst(lc);
@@ -268,8 +296,10 @@ late_count(CqAnalysis *an)
  * cq_dedup_batch_sql
  *	  The main statement of a batch (see the file header); it returns the
  *	  metrics row of an aggregation's statement (plan.c): state rows
- *	  updated, inserted, removed, rows dropped as late, output rows.  With
- *	  history (batch 0), the state is empty: every key of the batch is new.
+ *	  updated (as Spark counts them for deduplication: the keys put, that
+ *	  is the new ones), inserted, removed, rows dropped as late, output
+ *	  rows.  With history (batch 0), the state is empty: every key of the
+ *	  batch is new.
  */
 char *
 cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool history)
@@ -290,7 +320,7 @@ cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool h
 						 state, cols, cols);
 		appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM d RETURNING 1)",
 						 target, cq_sink_target_columns(an, "", false, false), output_values(an, "d"));
-		appendStringInfo(&buf, " SELECT 0::pg_catalog.int8, (SELECT count(*) FROM mi), 0::pg_catalog.int8, "
+		appendStringInfo(&buf, " SELECT (SELECT count(*) FROM mi), (SELECT count(*) FROM mi), 0::pg_catalog.int8, "
 						 "%s, (SELECT count(*) FROM o), %s", late_count(an), tail);
 		return buf.data;
 	}
@@ -301,31 +331,25 @@ cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool h
 		appendStringInfo(&match, "s.%s OPERATOR(pg_catalog.=) d.%s AND ",
 						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
 	cq_state_append_keys_equal(&match, an, "s.", NIL, "d.", true);
-	appendStringInfo(&buf, ", dk AS (SELECT d.*, p._sid, (p._sid IS NOT NULL%s) AS _live FROM d "
-					 "LEFT JOIN LATERAL (SELECT s.ctid AS _sid%s FROM %s s WHERE %s LIMIT 1) p ON true)",
-					 an->dedup_evicts ?
-					 psprintf(" AND (p._se IS NULL OR %s IS NULL OR p._se OPERATOR(pg_catalog.>) %s)", wm, wm) : "",
-					 an->dedup_evicts ? ", s.e AS _se" : "", state, match.data);
+	appendStringInfo(&buf, ", dk AS (SELECT d.*, p._sid FROM d "
+					 "LEFT JOIN LATERAL (SELECT s.ctid AS _sid FROM %s s WHERE %s LIMIT 1) p ON true)",
+					 state, match.data);
 	appendStringInfo(&buf, ", mi AS (INSERT INTO %s (%s) SELECT %s FROM dk WHERE dk._sid IS NULL RETURNING 1)",
 					 state, cols, cols);
 	if (an->dedup_evicts)
 	{
 		/*
-		 * A key's e becomes the latest event time seen (NULL for good once a
-		 * row has none); a key the watermark had passed but not yet evicted
-		 * starts a new life.  The keys of the batch do not leave.
+		 * As Spark: a duplicate found its key in the state before eviction
+		 * (it is dropped and leaves e as it is); then every key expired at
+		 * W leaves, those of the batch's duplicates too.
 		 */
-		appendStringInfo(&buf, ", mu AS (UPDATE %s s SET e = d.e FROM dk d WHERE s.ctid OPERATOR(pg_catalog.=) d._sid "
-						 "AND s.e IS NOT NULL AND (d.e IS NULL OR d.e OPERATOR(pg_catalog.>) s.e) RETURNING 1)",
-						 state);
-		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e OPERATOR(pg_catalog.<=) %s AND NOT EXISTS "
-						 "(SELECT FROM dk WHERE dk._sid OPERATOR(pg_catalog.=) s.ctid) RETURNING 1)",
+		appendStringInfo(&buf, ", x AS (DELETE FROM %s s WHERE s.e OPERATOR(pg_catalog.<=) %s RETURNING 1)",
 						 state, wm);
 	}
-	appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM dk WHERE NOT dk._live RETURNING 1)",
+	appendStringInfo(&buf, ", o AS (INSERT INTO %s (%s) SELECT %s FROM dk WHERE dk._sid IS NULL RETURNING 1)",
 					 target, cq_sink_target_columns(an, "", false, false), output_values(an, "dk"));
-	appendStringInfo(&buf, " SELECT %s, (SELECT count(*) FROM mi), %s, %s, (SELECT count(*) FROM o), %s",
-					 an->dedup_evicts ? "(SELECT count(*) FROM mu)" : "0::pg_catalog.int8",
+	appendStringInfo(&buf, " SELECT (SELECT count(*) FROM mi), (SELECT count(*) FROM mi), %s, %s, "
+					 "(SELECT count(*) FROM o), %s",
 					 an->dedup_evicts ? "(SELECT count(*) FROM x)" : "0::pg_catalog.int8",
 					 late_count(an), tail);
 	return buf.data;
@@ -333,10 +357,11 @@ cq_dedup_batch_sql(CqAnalysis *an, const char *state, const char *target, bool h
 
 /*
  * cq_dedup_rebuild_sql
- *	  Refill lost state (see the file header): the keys of the rows
- *	  processed so far that the last batch's watermark ($5) has not passed,
- *	  into the empty state; the target is not touched.  Returns the number
- *	  of state rows.
+ *	  Refill lost state of a query without watermark (see the file
+ *	  header): the keys of the rows processed so far, into the empty state;
+ *	  the target is not touched.  Returns the number of state rows.  The
+ *	  state of a deduplication within a watermark is logged and never
+ *	  rebuilt.
  */
 char *
 cq_dedup_rebuild_sql(CqAnalysis *an, const char *state, bool history)
@@ -344,6 +369,7 @@ cq_dedup_rebuild_sql(CqAnalysis *an, const char *state, bool history)
 	StringInfoData buf;
 	const char *cols = state_cols(an, "");
 
+	Assert(!an->dedup_evicts);
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "WITH ");
 	delta_ctes(&buf, an, history);

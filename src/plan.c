@@ -242,7 +242,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 									 cq_state_upsert_ctes(an, cq_sql_relname_str(q->state_table),
 													   history, false, true));
 	}
-	else if (an->is_dedup)
+	else if (an->is_dedup && !an->dedup_evicts)	/* else logged: dedup.c */
 		plan->rebuild_sql = cq_dedup_rebuild_sql(an, cq_sql_relname_str(q->state_table),
 												 cq_query_reads_history(q));
 

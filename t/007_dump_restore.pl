@@ -28,10 +28,12 @@ $old->safe_psql('postgres', q{
     AS SELECT k, v FROM ev WHERE v > 450;
   CREATE TABLE per_min WITH (cq.trigger = 'available_now', cq.output_mode = 'append', cq.event_time = 'ts', cq.watermark = '10 seconds')
     AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(*) AS n FROM ev GROUP BY 1;
+  CREATE TABLE firsts WITH (cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '1 hour')
+    AS SELECT DISTINCT ON (k) k, v FROM ev;
   CREATE TABLE live WITH (cq.output_mode = 'update')
     AS SELECT k, count(*) AS n FROM ev GROUP BY k;
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 7, i FROM generate_series(501, 700) i;
-  CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('big'); CALL cq.run('per_min');
+  CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('big'); CALL cq.run('per_min'); CALL cq.run('firsts');
   -- committed but not yet processed when the dump is taken
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 3, i FROM generate_series(701, 800) i;
 });
@@ -48,7 +50,7 @@ $new->start;
 $new->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction',
 	'-d', $new->connstr('postgres'), '-f', $dump], 'restore in one transaction');
 
-is($new->safe_psql('postgres', 'SELECT count(*) FROM cq.queries'), '5', 'the query definitions were restored');
+is($new->safe_psql('postgres', 'SELECT count(*) FROM cq.queries'), '6', 'the query definitions were restored');
 
 # new rows in the new cluster
 $new->safe_psql('postgres', q{
@@ -56,7 +58,7 @@ $new->safe_psql('postgres', q{
 });
 $new->safe_psql('postgres', q{
   SET client_min_messages = warning;
-  CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('big'); CALL cq.run('per_min');
+  CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('big'); CALL cq.run('per_min'); CALL cq.run('firsts');
 });
 $new->poll_query_until('postgres', "SELECT sum(n) = 900 FROM live") or die 'restored live query did not catch up';
 
@@ -72,6 +74,10 @@ is(diff('SELECT k, count(*), sum(v) FROM ev GROUP BY k', 'by_k'), '0', 'update t
 is(diff('SELECT k, max(v), regr_count(v::float8, v::float8) FROM ev GROUP BY k', 'by_k_c'), '0',
 	'complete target (with a generic aggregate) equals the oracle after restore');
 is(diff('SELECT k, v FROM ev WHERE v > 450', 'big'), '0', 'append target holds every row exactly once after restore');
+is(diff('(SELECT DISTINCT ON (k) k, v FROM ev ORDER BY k, ts)', 'firsts'), '0',
+	'deduplication within a watermark writes each key once after restore (no key expired)');
+is($new->safe_psql('postgres', "SELECT c.relpersistence FROM cq.queries q JOIN pg_class c ON c.oid = q.state_table WHERE q.name = 'firsts'"),
+	'p', 'its recreated state table is logged');
 is(diff('SELECT k, count(*) FROM ev GROUP BY k', 'live'), '0', 'a background query resumed by itself after restore');
 my $wm = $new->safe_psql('postgres', "SELECT watermark FROM cq.offsets WHERE name = 'per_min' ORDER BY batch_id DESC LIMIT 1");
 is(diff("SELECT date_bin('1 minute', ts, '2024-01-01'), count(*) FROM ev GROUP BY 1 HAVING date_bin('1 minute', ts, '2024-01-01') + interval '1 minute' <= '$wm'", 'per_min'),
