@@ -26,6 +26,7 @@
 
 #include "shmem.h"
 #include "security.h"
+#include "status.h"
 #include "sql_builder.h"
 #include "catalog.h"
 #include "offsets.h"
@@ -129,6 +130,7 @@ cq_reset(PG_FUNCTION_ARGS)
 	}
 	cq_security_restore(&sec);
 	cq_catalog_reset(q, start_offset);
+	cq_status_forget(q->id);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -103,6 +103,31 @@ cq_status_batch_end(int32 query_id, bool ran, int64 last_batch_id, bool has_wate
 }
 
 /*
+ * cq_status_forget
+ *	  cq.reset: the last batch and watermark the status slot of a query of
+ *	  this database holds are no longer known, so cq.status falls back to
+ *	  cq.offsets (which the reset empties in the same transaction; if it
+ *	  rolls back, cq.offsets still has them).  The scheduler fills the slot
+ *	  again at its next reload.
+ */
+void
+cq_status_forget(int32 query_id)
+{
+	CqQuerySlot *s;
+
+	if (cq_shared == NULL)
+		return;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	s = cq_shmem_find_query(MyDatabaseId, query_id);
+	if (s)
+	{
+		s->last_batch_id = -1;
+		s->has_watermark = false;
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
  * cq_status_record_failure
  *	  In a transaction of its own (no transaction may be open): state
  *	  'failed', last_error.  An error on the way is logged, not thrown.
