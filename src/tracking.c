@@ -34,10 +34,14 @@
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
 #include "utils/fmgrprotos.h"
@@ -974,4 +978,370 @@ cq_source_summarize(Oid relid)
 	else
 		summarize_leaf(relid);
 	cq_security_restore(&sec);
+}
+
+/* ---- the write path: stamping without the row trigger where it is a no-op ---- */
+
+/*
+ * The row trigger zz_cq_stamp only compares when the column's default
+ * stamped the row: the statement did not give cq_xid a value and the default
+ * is pg_current_xact_id().  Yet a BEFORE ... FOR EACH ROW INSERT trigger
+ * costs a call per row, and makes COPY insert row by row instead of in
+ * batches.  When a statement is known to leave cq_xid to that default, the
+ * trigger is kept out of its insert path: the table's TriggerDesc in the
+ * relation cache is swapped, while the executor (or COPY) builds the
+ * statement's ResultRelInfo, for a copy without trig_insert_before_row.
+ * The trigger stays in the catalog and fires for everything else: other
+ * statements, UPDATE and DELETE, partitions (routing builds their
+ * ResultRelInfo later), logical replication apply.
+ *
+ * INSERT: the swap lasts ExecutorStart, which runs no user code.  COPY:
+ * it lasts the whole COPY (CopyFrom builds its ResultRelInfo at the start
+ * and offers no hook); user code that COPY runs (other columns' defaults,
+ * CHECK constraints, AFTER triggers) and writes to the same table starts
+ * a statement of its own, whose ExecutorStart or ProcessUtility puts the
+ * real TriggerDesc back while it builds its ResultRelInfo (nested_begin).
+ */
+typedef struct StampSwap
+{
+	Relation	rel;			/* the table, kept open */
+	TriggerDesc *real;			/* its TriggerDesc, owned by us while swapped */
+	TriggerDesc *fast;			/* the copy in rel->trigdesc while swapped */
+} StampSwap;
+
+/* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
+static StampSwap *active_swap = NULL;
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/*
+ * canonical_default
+ *	  Is column att's default exactly pg_catalog.pg_current_xact_id()?
+ */
+static bool
+canonical_default(Relation rel, AttrNumber att)
+{
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+
+	if (constr == NULL)
+		return false;
+	for (int i = 0; i < constr->num_defval; i++)
+	{
+		if (constr->defval[i].adnum == att)
+		{
+			Node	   *expr = stringToNode(constr->defval[i].adbin);
+
+			return IsA(expr, FuncExpr) &&
+				((FuncExpr *) expr)->funcid == F_PG_CURRENT_XACT_ID &&
+				((FuncExpr *) expr)->args == NIL;
+		}
+	}
+	return false;
+}
+
+/*
+ * stamp_is_only_before_insert
+ *	  Is zz_cq_stamp, calling cq.stamp(), the table's only BEFORE ... FOR
+ *	  EACH ROW INSERT trigger?  Any other could set cq_xid, and zz_cq_stamp,
+ *	  firing last, would have to restamp.
+ */
+static bool
+stamp_is_only_before_insert(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+	Oid			func = InvalidOid;
+
+	if (td == NULL || !td->trig_insert_before_row || td->trig_insert_instead_row)
+		return false;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (!TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW, TRIGGER_TYPE_BEFORE, TRIGGER_TYPE_INSERT))
+			continue;
+		if (OidIsValid(func) || strcmp(t->tgname, CQ_STAMP_TRIGGER) != 0)
+			return false;
+		func = t->tgfoid;
+	}
+	return OidIsValid(func) && func == trigger_function("stamp");
+}
+
+/*
+ * stamp_fast_table
+ *	  May statements that leave cq_xid to its default skip the stamp trigger
+ *	  of this table?  A plain table (not a partition: routing reads the
+ *	  relation cache later) whose only BEFORE ROW INSERT trigger is
+ *	  zz_cq_stamp and whose cq_xid default is pg_current_xact_id().  Sets
+ *	  *att to cq_xid's attribute number.
+ */
+static bool
+stamp_fast_table(Relation rel, AttrNumber *att)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
+		!stamp_is_only_before_insert(rel))
+		return false;
+	*att = InvalidAttrNumber;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (!a->attisdropped && a->atttypid == XID8OID &&
+			strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
+			*att = a->attnum;
+	}
+	return *att != InvalidAttrNumber && canonical_default(rel, *att);
+}
+
+/*
+ * swap_begin
+ *	  Put a copy of rel's TriggerDesc without trig_insert_before_row in the
+ *	  relation cache.
+ */
+static void
+swap_begin(StampSwap *swap, Relation rel)
+{
+	swap->rel = rel;
+	swap->real = rel->trigdesc;
+	swap->fast = CopyTriggerDesc(rel->trigdesc);
+	swap->fast->trig_insert_before_row = false;
+	rel->trigdesc = swap->fast;
+}
+
+/*
+ * swap_end
+ *	  Put the real TriggerDesc back.  If the relation cache rebuilt the
+ *	  entry meanwhile (and freed the copy, or kept it as equal to the
+ *	  rebuilt one), what it holds now is right, or is the copy.
+ */
+static void
+swap_end(StampSwap *swap)
+{
+	if (swap->rel->trigdesc == swap->fast)
+	{
+		swap->rel->trigdesc = swap->real;
+		FreeTriggerDesc(swap->fast);
+	}
+	else if (swap->real != NULL)
+		FreeTriggerDesc(swap->real);	/* rebuilt: the cache holds a new one */
+	swap->real = swap->fast = NULL;
+}
+
+/*
+ * nested_begin
+ *	  A statement that starts while a swap is in progress (user code a COPY
+ *	  runs, or SPI run by another module's ExecutorStart hook) gets the real
+ *	  TriggerDesc while it builds its ResultRelInfos, and swaps nothing
+ *	  itself.  Returns the swap suspended, or NULL.
+ */
+static StampSwap *
+nested_begin(void)
+{
+	StampSwap  *swap = active_swap;
+
+	if (swap == NULL || swap->fast == NULL || swap->rel->trigdesc != swap->fast)
+		return NULL;
+	swap->rel->trigdesc = swap->real;
+	return swap;
+}
+
+/*
+ * nested_end
+ *	  Resume the swap nested_begin suspended.
+ */
+static void
+nested_end(StampSwap *swap)
+{
+	if (swap == NULL || swap->fast == NULL)
+		return;
+	if (swap->rel->trigdesc == swap->real)
+		swap->rel->trigdesc = swap->fast;
+	else
+	{
+		/* the entry was rebuilt with other triggers, freeing the real one */
+		FreeTriggerDesc(swap->fast);
+		swap->real = swap->fast = NULL;
+	}
+}
+
+/*
+ * insert_leaves_default
+ *	  Is the plan a plain INSERT (no ON CONFLICT, no data-modifying WITH)
+ *	  into one table whose new rows take cq_xid from the expression
+ *	  pg_current_xact_id() itself (what the default puts there when the
+ *	  statement leaves the column out)?  Returns the table's OID and sets
+ *	  *att, or InvalidOid.
+ */
+static Oid
+insert_leaves_default(PlannedStmt *pstmt, AttrNumber *att)
+{
+	ModifyTable *mt;
+	Plan	   *sub;
+	RangeTblEntry *rte;
+	ListCell   *lc;
+
+	if (pstmt->commandType != CMD_INSERT || pstmt->hasModifyingCTE ||
+		pstmt->planTree == NULL || !IsA(pstmt->planTree, ModifyTable))
+		return InvalidOid;
+	mt = (ModifyTable *) pstmt->planTree;
+	if (mt->operation != CMD_INSERT || mt->onConflictAction != ONCONFLICT_NONE ||
+		list_length(mt->resultRelations) != 1 || outerPlan(mt) == NULL)
+		return InvalidOid;
+	rte = rt_fetch(linitial_int(mt->resultRelations), pstmt->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+		return InvalidOid;
+	*att = get_attnum(rte->relid, CQ_TRACKING_COLUMN);
+	if (*att == InvalidAttrNumber)
+		return InvalidOid;
+	sub = outerPlan(mt);
+	foreach(lc, sub->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resno == *att)
+			return (!tle->resjunk && IsA(tle->expr, FuncExpr) &&
+					((FuncExpr *) tle->expr)->funcid == F_PG_CURRENT_XACT_ID &&
+					((FuncExpr *) tle->expr)->args == NIL) ? rte->relid : InvalidOid;
+	}
+	return InvalidOid;
+}
+
+/*
+ * cq_tracking_ExecutorStart
+ *	  ExecutorStart hook: an INSERT that leaves cq_xid to the default of a
+ *	  table whose only BEFORE ROW INSERT trigger is zz_cq_stamp is started
+ *	  without that trigger in its insert path.  Any other statement that
+ *	  starts during a COPY swap gets the real TriggerDesc.
+ */
+static void
+cq_tracking_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	StampSwap	swap = {0};
+	StampSwap  *outer = active_swap;
+	StampSwap  *volatile nested = nested_begin();
+	Oid			relid = InvalidOid;
+	AttrNumber	att;
+
+	if (outer == NULL && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		relid = insert_leaves_default(queryDesc->plannedstmt, &att);
+	if (OidIsValid(relid))
+	{
+		Relation	rel = relation_open(relid, NoLock);	/* the plan's lock is held */
+		AttrNumber	att2;
+
+		if (stamp_fast_table(rel, &att2) && att2 == att)
+		{
+			swap_begin(&swap, rel);
+			active_swap = &swap;
+		}
+		else
+			relation_close(rel, NoLock);
+	}
+	PG_TRY();
+	{
+		if (prev_ExecutorStart)
+			prev_ExecutorStart(queryDesc, eflags);
+		else
+			standard_ExecutorStart(queryDesc, eflags);
+	}
+	PG_FINALLY();
+	{
+		if (swap.rel != NULL && swap.fast != NULL)
+			swap_end(&swap);
+		active_swap = outer;
+		nested_end(nested);
+	}
+	PG_END_TRY();
+	if (swap.rel != NULL)
+		relation_close(swap.rel, NoLock);
+}
+
+/*
+ * copy_leaves_default
+ *	  Is the statement a COPY FROM into a table, whose column list leaves
+ *	  cq_xid out?  (Without a column list COPY reads every column.)
+ */
+static bool
+copy_leaves_default(Node *parsetree)
+{
+	CopyStmt   *stmt;
+	ListCell   *lc;
+
+	if (!IsA(parsetree, CopyStmt))
+		return false;
+	stmt = (CopyStmt *) parsetree;
+	if (!stmt->is_from || stmt->relation == NULL || stmt->query != NULL || stmt->attlist == NIL)
+		return false;
+	foreach(lc, stmt->attlist)
+		if (strcmp(strVal(lfirst(lc)), CQ_TRACKING_COLUMN) == 0)
+			return false;
+	return true;
+}
+
+/*
+ * cq_tracking_ProcessUtility
+ *	  ProcessUtility hook: a COPY FROM that leaves cq_xid to the default of
+ *	  a table whose only BEFORE ROW INSERT trigger is zz_cq_stamp runs
+ *	  without that trigger in its insert path (so in batches).  A utility
+ *	  statement that starts during such a COPY gets the real TriggerDesc.
+ */
+static void
+cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+						   ProcessUtilityContext context, ParamListInfo params,
+						   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	StampSwap	swap = {0};
+	StampSwap  *outer = active_swap;
+	StampSwap  *volatile nested = nested_begin();
+	volatile Relation rel = NULL;
+	AttrNumber	att;
+
+	if (outer == NULL && copy_leaves_default(pstmt->utilityStmt) && IsTransactionState())
+	{
+		/* the lock COPY FROM takes on the table it then opens the same way */
+		Oid			relid = RangeVarGetRelid(((CopyStmt *) pstmt->utilityStmt)->relation,
+											 RowExclusiveLock, true);
+
+		if (OidIsValid(relid))
+		{
+			rel = table_open(relid, NoLock);
+			if (stamp_fast_table(rel, &att))
+			{
+				swap_begin(&swap, rel);
+				active_swap = &swap;
+			}
+		}
+	}
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (swap.rel != NULL && swap.fast != NULL)
+			swap_end(&swap);
+		active_swap = outer;
+		nested_end(nested);
+	}
+	PG_END_TRY();
+	if (rel != NULL)
+		table_close(rel, NoLock);
+}
+
+/*
+ * cq_tracking_init
+ *	  Install the write-path hooks; called from _PG_init.
+ */
+void
+cq_tracking_init(void)
+{
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = cq_tracking_ExecutorStart;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = cq_tracking_ProcessUtility;
 }
