@@ -16,6 +16,9 @@
 # BENCH_PAIRS interleaved pairs of BENCH_PGBENCH_SECS runs (plain then
 # tracked, tracked then plain, ...); the ratio is the median of the
 # per-pair ratios tps(tracked) / tps(plain), the spread their min and max.
+# Each run also records the CPU time of the backends that served it
+# (reaped children of the postmaster), per transaction: on a shared, loaded
+# machine wall-clock tps swings widely, CPU per transaction much less.
 #
 # Then, when valgrind is installed: the instructions the executor runs per
 # row, counted by callgrind in a single-user backend on a second throwaway
@@ -77,33 +80,57 @@ for tbl in w_plain w_trk; do
 done
 psql_run "COPY ($ROW_SELECT FROM generate_series(1, 10000)) TO '$WORK/rows.csv' (FORMAT csv);" >/dev/null
 
-# tps KIND TABLE CLIENTS: pgbench tps of one run
-tps() {
-    local out t
-    out="$("$PGBIN/pgbench" -n -M prepared -T "$BENCH_PGBENCH_SECS" -c "$3" -j "$3" -f "$WORK/${1}_$2.sql" 2>&1)" \
-        || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
-    t=$(printf '%s\n' "$out" | sed -nE 's/^tps = ([0-9.]+) .*without.*/\1/p')
-    [[ -n "$t" ]] || die "no tps in pgbench output"
-    echo "$t"
+# children_cpu: CPU ms of the postmaster's exited (reaped) children, i.e. of
+# the backends that served finished runs (/proc/PID/stat cutime + cstime)
+PM_PID="$(head -n 1 "$(cluster_dir bench_write)/data/postmaster.pid")"
+CLK_TCK="$(getconf CLK_TCK)"
+children_cpu() {
+    awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); print ($14 + $15) * 1000 / t }' "/proc/$PM_PID/stat"
+}
+# wait_children N: until the postmaster has N children again (the run's
+# backends exited and were reaped, so their CPU is in children_cpu)
+wait_children() {
+    local deadline=$((SECONDS + 10))
+    while (($(pgrep -c -P "$PM_PID" || true) > $1)) && ((SECONDS < deadline)); do sleep 0.01; done
 }
 
-# ---- A: throughput (pgbench tps, wall clock), interleaved pairs ----
+# run KIND TABLE CLIENTS: "tps cpu_ms_per_transaction" of one pgbench run;
+# the CPU is that of the backends serving the run, robust to the other
+# load of a shared machine (wall-clock tps is not)
+run() {
+    local out t n0 c0 c1 xacts
+    n0="$(pgrep -c -P "$PM_PID" || true)"; c0="$(children_cpu)"
+    out="$("$PGBIN/pgbench" -n -M prepared -T "$BENCH_PGBENCH_SECS" -c "$3" -j "$3" -f "$WORK/${1}_$2.sql" 2>&1)" \
+        || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+    wait_children "$n0"; c1="$(children_cpu)"
+    t=$(printf '%s\n' "$out" | sed -nE 's/^tps = ([0-9.]+) .*without.*/\1/p')
+    xacts=$(printf '%s\n' "$out" | sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p')
+    [[ -n "$t" && -n "$xacts" && "$xacts" -gt 0 ]] || die "no tps in pgbench output"
+    echo "$t $(calc "($c1 - $c0) / $xacts")"
+}
+
+# ---- A: throughput (pgbench tps, wall clock, and backend CPU per
+# transaction), interleaved pairs ----
 declare -A LABEL=([single]="single-row INSERT" [multi]="1000-row INSERT ... SELECT" [copy]="COPY, 10,000 rows")
-REPORT=()
+REPORT=() CPU_REPORT=()
 part tps || BENCH_KINDS=""
 for kind in $BENCH_KINDS; do
     for clients in $BENCH_CLIENTS; do
         section "tps: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
-        ratios=() tp=() tt=()
+        ratios=() tp=() tt=() cratios=() cp=() ct=()
         for ((r = 1; r <= BENCH_PAIRS; r++)); do
-            if ((r % 2)); then p="$(tps "$kind" w_plain "$clients")"; t="$(tps "$kind" w_trk "$clients")"
-            else t="$(tps "$kind" w_trk "$clients")"; p="$(tps "$kind" w_plain "$clients")"; fi
+            if ((r % 2)); then rp="$(run "$kind" w_plain "$clients")"; rt="$(run "$kind" w_trk "$clients")"
+            else rt="$(run "$kind" w_trk "$clients")"; rp="$(run "$kind" w_plain "$clients")"; fi
+            read -r p pc <<<"$rp"; read -r t tc <<<"$rt"
             tp+=("$p"); tt+=("$t"); ratios+=("$(calc "$t / $p")")
-            info "pair $r: plain ${p%.*} tps, tracked ${t%.*} tps, ratio ${ratios[-1]}"
+            cp+=("$pc"); ct+=("$tc"); cratios+=("$(calc "$pc / $tc")")
+            info "pair $r: plain ${p%.*} tps ($pc ms CPU/xact), tracked ${t%.*} tps ($tc ms CPU/xact), ratio ${ratios[-1]}, CPU ratio ${cratios[-1]}"
         done
-        sorted=($(printf '%s\n' "${ratios[@]}" | sort -g))
+        mapfile -t sorted < <(printf '%s\n' "${ratios[@]}" | sort -g)
         REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tp[@]}")") | $(printf '%.0f' "$(median "${tt[@]}")") | **$(fmt_x "$(median "${ratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${ratios[@]}")|")
+        mapfile -t sorted < <(printf '%s\n' "${cratios[@]}" | sort -g)
+        CPU_REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.3f' "$(median "${cp[@]}")") | $(printf '%.3f' "$(median "${ct[@]}")") | **$(fmt_x "$(median "${cratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${cratios[@]}")|")
     done
 done
 
@@ -168,6 +195,14 @@ fi
         echo "| write | clients | untracked tps | tracked tps | ratio | spread | per-pair ratios |"
         echo "|---|---|---|---|---|---|---|"
         for line in "${REPORT[@]}"; do echo "$line"; done
+        echo
+    fi
+    if ((${#CPU_REPORT[@]} > 0)); then
+        echo "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):"
+        echo
+        echo "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |"
+        echo "|---|---|---|---|---|---|---|"
+        for line in "${CPU_REPORT[@]}"; do echo "$line"; done
         echo
     fi
     if ((${#CG_REPORT[@]} > 0)); then

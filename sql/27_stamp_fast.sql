@@ -4,7 +4,8 @@
 -- id of the transaction that inserted it: explicit values in INSERT, INSERT ... SELECT,
 -- COPY with and without a column list, a dropped default, another BEFORE trigger, user
 -- code that writes to the table while a COPY runs; UPDATE cannot change the stamp.  As
--- the owner and as a role with only INSERT, with a hostile search_path.
+-- the owner and as a role with only INSERT, with a hostile search_path.  And the owner
+-- cannot drop or disable the stamp trigger while a query reads the table.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 
@@ -138,6 +139,38 @@ SET client_min_messages = warning;
 SELECT count(*) AS sf_n_diff
   FROM ((SELECT k, count(*) FROM sf_src GROUP BY k EXCEPT ALL TABLE sf_n)
         UNION ALL (TABLE sf_n EXCEPT ALL SELECT k, count(*) FROM sf_src GROUP BY k)) x;
+
+-- the stamp trigger cannot be dropped or disabled (or made to fire no longer under
+-- session_replication_role = replica) while a query reads the table: refused to its
+-- owner, on the source and on a partition of a partitioned one
+CREATE ROLE regress_cq27_owner;
+GRANT CREATE ON SCHEMA public TO regress_cq27_owner;
+SET ROLE regress_cq27_owner;
+CREATE TABLE sf_own (k int);
+CREATE TABLE sf_own_n WITH (cq.trigger = 'available_now') AS SELECT k FROM sf_own;
+CREATE TABLE sf_part (k int) PARTITION BY LIST (k);
+CREATE TABLE sf_part_1 PARTITION OF sf_part FOR VALUES IN (1);
+CREATE TABLE sf_part_n WITH (cq.trigger = 'available_now') AS SELECT k FROM sf_part;
+DROP TRIGGER zz_cq_stamp ON sf_own;
+ALTER TABLE sf_own DISABLE TRIGGER zz_cq_stamp;
+ALTER TABLE sf_own DISABLE TRIGGER USER;
+ALTER TABLE sf_own ENABLE TRIGGER zz_cq_stamp;
+ALTER TABLE sf_own ENABLE REPLICA TRIGGER zz_cq_stamp;
+ALTER TABLE sf_own ENABLE TRIGGER ALL;
+ALTER TABLE sf_part_1 DISABLE TRIGGER zz_cq_stamp;
+ALTER TABLE sf_part DISABLE TRIGGER zz_cq_stamp;
+-- what leaves it firing always is allowed
+ALTER TABLE sf_own ENABLE ALWAYS TRIGGER zz_cq_stamp;
+ALTER TABLE sf_own DISABLE TRIGGER cq_wakeup, ENABLE TRIGGER cq_wakeup;
+SELECT c.relname, t.tgenabled FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+ WHERE c.relname IN ('sf_own', 'sf_part', 'sf_part_1') AND t.tgname = 'zz_cq_stamp' ORDER BY 1;
+-- once no query reads the table, the owner may drop it
+DROP TABLE sf_own_n;
+DROP TRIGGER zz_cq_stamp ON sf_own;
+DROP TABLE sf_own, sf_part_n, sf_part;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM regress_cq27_owner;
+DROP ROLE regress_cq27_owner;
 
 DROP TABLE sf_n, sf_src, sf_other;
 DROP FUNCTION sf_check(int, int), sf_forge(), sf_sneak();

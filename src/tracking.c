@@ -37,6 +37,7 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
@@ -58,6 +59,9 @@
 #include "catalog.h"
 
 PG_FUNCTION_INFO_V1(cq_stamp);
+
+/* true while pg_cq drops a stamp trigger itself (check_stamp_ddl lets it) */
+static bool stamp_ddl_allowed = false;
 
 /*
  * cq_source_tracking_attnum
@@ -250,8 +254,17 @@ drop_own_stamp_triggers(List *rels, Oid source)
 		if (!own_stamp_trigger(relid))
 			continue;
 		check_tracking_owner(relid, source);
-		cq_spi_exec(psprintf("DROP TRIGGER " CQ_STAMP_TRIGGER " ON %s", cq_sql_relname_str(relid)),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		stamp_ddl_allowed = true;
+		PG_TRY();
+		{
+			cq_spi_exec(psprintf("DROP TRIGGER " CQ_STAMP_TRIGGER " ON %s", cq_sql_relname_str(relid)),
+						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		}
+		PG_FINALLY();
+		{
+			stamp_ddl_allowed = false;
+		}
+		PG_END_TRY();
 	}
 }
 
@@ -1017,11 +1030,14 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
  * canonical_default
- *	  Is column att's default exactly pg_catalog.pg_current_xact_id()?
+ *	  Is column att's default exactly pg_catalog.pg_current_xact_id()?  The
+ *	  stored expression (adbin) seen canonical last is kept, so that the
+ *	  check per statement is a string comparison, not a parse.
  */
 static bool
 canonical_default(Relation rel, AttrNumber att)
 {
+	static char *canonical = NULL;
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
 
 	if (constr == NULL)
@@ -1030,11 +1046,19 @@ canonical_default(Relation rel, AttrNumber att)
 	{
 		if (constr->defval[i].adnum == att)
 		{
-			Node	   *expr = stringToNode(constr->defval[i].adbin);
+			const char *adbin = constr->defval[i].adbin;
+			Node	   *expr;
 
-			return IsA(expr, FuncExpr) &&
-				((FuncExpr *) expr)->funcid == F_PG_CURRENT_XACT_ID &&
-				((FuncExpr *) expr)->args == NIL;
+			if (canonical != NULL && strcmp(adbin, canonical) == 0)
+				return true;
+			expr = stringToNode(adbin);
+			if (!IsA(expr, FuncExpr) || ((FuncExpr *) expr)->funcid != F_PG_CURRENT_XACT_ID ||
+				((FuncExpr *) expr)->args != NIL)
+				return false;
+			if (canonical != NULL)
+				pfree(canonical);
+			canonical = MemoryContextStrdup(TopMemoryContext, adbin);
+			return true;
 		}
 	}
 	return false;
@@ -1281,6 +1305,88 @@ copy_leaves_default(Node *parsetree)
 }
 
 /*
+ * refuse_stamp_ddl
+ *	  Refuse a statement that would drop or disable the stamp trigger of a
+ *	  table whose rows reach the source of a continuous query.
+ */
+static void
+refuse_stamp_ddl(Oid relid, const char *what)
+{
+	Oid			source;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	source = cq_source_reached(relid);
+	SPI_finish();
+	if (!OidIsValid(source))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot %s trigger \"%s\" on table \"%s\"", what, CQ_STAMP_TRIGGER, get_rel_name(relid)),
+			 errdetail("It stamps the rows that reach table \"%s\", the source of a continuous query, with the id of the transaction that inserts them; without it the query could miss rows.",
+					   get_rel_name(source)),
+			 errhint("Drop the continuous queries over table \"%s\" first.", get_rel_name(source))));
+}
+
+/*
+ * check_stamp_ddl
+ *	  DROP TRIGGER zz_cq_stamp, ALTER TABLE ... DISABLE/ENABLE [REPLICA]
+ *	  TRIGGER zz_cq_stamp or ... DISABLE/ENABLE TRIGGER USER/ALL (which
+ *	  disable it, or make it fire no longer under session_replication_role
+ *	  = replica) on a table whose rows reach a source: refused, except to
+ *	  superusers (pg_restore --disable-triggers disables and enables
+ *	  TRIGGER ALL around a data-only restore) and to pg_cq itself.
+ */
+static void
+check_stamp_ddl(Node *parsetree)
+{
+	ListCell   *lc;
+
+	if (stamp_ddl_allowed || !IsTransactionState() || superuser() ||
+		!OidIsValid(trigger_function("stamp")))
+		return;
+	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TRIGGER)
+	{
+		foreach(lc, ((DropStmt *) parsetree)->objects)
+		{
+			List	   *names = lfirst(lc);
+			Oid			relid;
+
+			if (list_length(names) < 2 ||
+				strcmp(strVal(llast(names)), CQ_STAMP_TRIGGER) != 0)
+				continue;
+			relid = RangeVarGetRelid(makeRangeVarFromNameList(list_truncate(list_copy(names),
+																			 list_length(names) - 1)),
+									 NoLock, true);
+			if (OidIsValid(relid))
+				refuse_stamp_ddl(relid, "drop");
+		}
+	}
+	else if (IsA(parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		Oid			relid = InvalidOid;
+
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+			bool		named = cmd->name != NULL && strcmp(cmd->name, CQ_STAMP_TRIGGER) == 0;
+
+			if (!(((cmd->subtype == AT_DisableTrig || cmd->subtype == AT_EnableTrig ||
+					cmd->subtype == AT_EnableReplicaTrig) && named) ||
+				  cmd->subtype == AT_DisableTrigAll || cmd->subtype == AT_DisableTrigUser ||
+				  cmd->subtype == AT_EnableTrigAll || cmd->subtype == AT_EnableTrigUser))
+				continue;
+			if (!OidIsValid(relid))
+				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+			if (OidIsValid(relid) && has_trigger(relid, trigger_function("stamp")))
+				refuse_stamp_ddl(relid, cmd->subtype == AT_DisableTrig || cmd->subtype == AT_DisableTrigAll ||
+								 cmd->subtype == AT_DisableTrigUser ? "disable" : "change the firing of");
+		}
+	}
+}
+
+/*
  * cq_tracking_ProcessUtility
  *	  ProcessUtility hook: a COPY FROM that leaves cq_xid to the default of
  *	  a table whose only BEFORE ROW INSERT trigger is zz_cq_stamp runs
@@ -1298,6 +1404,7 @@ cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool rea
 	volatile Relation rel = NULL;
 	AttrNumber	att;
 
+	check_stamp_ddl(pstmt->utilityStmt);
 	if (outer == NULL && copy_leaves_default(pstmt->utilityStmt) && IsTransactionState())
 	{
 		/* the lock COPY FROM takes on the table it then opens the same way */
