@@ -172,6 +172,25 @@ RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM regress_cq27_owner;
 DROP ROLE regress_cq27_owner;
 
+-- a trigger '0' query is woken by the commit of an INSERT or COPY that ran without the
+-- statement trigger cq_wakeup (the table is noted when the statement starts): with the
+-- fallback poll an hour away, only the wake-up brings the rows in
+\i sql/include/helpers.sql
+ALTER SYSTEM SET cq.naptime = '1h';
+SELECT pg_reload_conf();
+CREATE TABLE sf_live (k int);
+CREATE TABLE sf_live_n WITH (cq.output_mode = 'update') AS SELECT k, count(*) AS n FROM sf_live GROUP BY k;
+SELECT wait_until($$(SELECT count(*) FROM cq.offsets WHERE name = 'sf_live_n') >= 1$$);
+INSERT INTO sf_live VALUES (1);
+SELECT wait_until($$(SELECT sum(n) FROM sf_live_n) = 1$$);
+COPY sf_live (k) FROM STDIN;
+2
+\.
+SELECT wait_until($$(SELECT sum(n) FROM sf_live_n) = 2$$);
+ALTER SYSTEM RESET cq.naptime;
+SELECT pg_reload_conf();
+DROP TABLE sf_live_n, sf_live;
+
 DROP TABLE sf_n, sf_src, sf_other;
 DROP FUNCTION sf_check(int, int), sf_forge(), sf_sneak();
 DROP SCHEMA regress_cq27_evil CASCADE;

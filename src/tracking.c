@@ -50,10 +50,13 @@
 #include "utils/syscache.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/xid8.h"
 
 #include "tracking.h"
+#include "wakeup.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
@@ -1015,18 +1018,59 @@ cq_source_summarize(Oid relid)
  * a statement of its own, whose ExecutorStart or ProcessUtility puts the
  * real TriggerDesc back while it builds its ResultRelInfo (nested_begin).
  */
+/*
+ * Per table, what its statements may skip, decided once and kept until the
+ * relation cache invalidates the table (trigger, default or column changes
+ * all do): fast_tables, keyed by OID.
+ */
+typedef struct FastTable
+{
+	Oid			relid;			/* hash key */
+	bool		fast;			/* stamp_fast_table() */
+	AttrNumber	att;			/* cq_xid */
+	bool		wakeup;			/* cq_wakeup goes too (wakeup_only) */
+	char		wakeup_enabled; /* its tgenabled */
+	TriggerDesc *made_from;		/* rel->trigdesc the copy was made from */
+	TriggerDesc *copy;			/* what a swap puts in rel->trigdesc */
+	bool		in_use;			/* swapped in now */
+	bool		stale;			/* invalidated while swapped in */
+} FastTable;
+
+/* a swap in progress */
 typedef struct StampSwap
 {
 	Relation	rel;			/* the table, kept open */
-	TriggerDesc *real;			/* its TriggerDesc, owned by us while swapped */
-	TriggerDesc *fast;			/* the copy in rel->trigdesc while swapped */
+	FastTable  *entry;			/* its fast_tables entry */
+	TriggerDesc *real;			/* its TriggerDesc, held by us while swapped */
+	TriggerDesc *fast;			/* entry->copy, in rel->trigdesc while swapped */
 } StampSwap;
+
+static HTAB *fast_tables = NULL;
 
 /* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
 static StampSwap *active_swap = NULL;
 
+/* cq.stamp() and cq.wakeup(), looked up again after any change of pg_proc */
+static Oid	stamp_func = InvalidOid;
+static Oid	wakeup_func = InvalidOid;
+
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/*
+ * pg_cq_function
+ *	  cq.stamp() or cq.wakeup(), cached.
+ */
+static Oid
+pg_cq_function(bool stamp)
+{
+	if (!OidIsValid(stamp ? stamp_func : wakeup_func))
+	{
+		stamp_func = trigger_function("stamp");
+		wakeup_func = trigger_function("wakeup");
+	}
+	return stamp ? stamp_func : wakeup_func;
+}
 
 /*
  * canonical_default
@@ -1088,7 +1132,7 @@ stamp_is_only_before_insert(Relation rel)
 			return false;
 		func = t->tgfoid;
 	}
-	return OidIsValid(func) && func == trigger_function("stamp");
+	return OidIsValid(func) && func == pg_cq_function(true);
 }
 
 /*
@@ -1120,37 +1164,196 @@ stamp_fast_table(Relation rel, AttrNumber *att)
 }
 
 /*
- * swap_begin
- *	  Put a copy of rel's TriggerDesc without trig_insert_before_row in the
- *	  relation cache.
+ * wakeup_only
+ *	  Is cq_wakeup, calling cq.wakeup(), the table's only AFTER INSERT ...
+ *	  FOR EACH STATEMENT trigger, without a WHEN condition?  Sets *enabled
+ *	  to its tgenabled.
+ */
+static bool
+wakeup_only(TriggerDesc *td, char *enabled)
+{
+	Trigger    *found = NULL;
+
+	if (!td->trig_insert_after_statement || td->trig_insert_new_table)
+		return false;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (!TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_STATEMENT, TRIGGER_TYPE_AFTER, TRIGGER_TYPE_INSERT))
+			continue;
+		if (found != NULL)
+			return false;
+		found = t;
+	}
+	if (found == NULL || found->tgqual != NULL || found->tgfoid != pg_cq_function(false))
+		return false;
+	*enabled = found->tgenabled;
+	return true;
+}
+
+/*
+ * drop_fast_table
+ *	  Forget an entry of fast_tables (later, if it is swapped in now).
  */
 static void
-swap_begin(StampSwap *swap, Relation rel)
+drop_fast_table(FastTable *e)
+{
+	Oid			relid = e->relid;
+
+	if (e->in_use)
+	{
+		e->stale = true;
+		return;
+	}
+	if (e->copy != NULL)
+		FreeTriggerDesc(e->copy);
+	hash_search(fast_tables, &relid, HASH_REMOVE, NULL);
+}
+
+/*
+ * fast_tables_inval
+ *	  Relation cache invalidation callback: forget the table (or all).
+ */
+static void
+fast_tables_inval(Datum arg, Oid relid)
+{
+	if (fast_tables == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		FastTable  *e = hash_search(fast_tables, &relid, HASH_FIND, NULL);
+
+		if (e != NULL)
+			drop_fast_table(e);
+	}
+	else
+	{
+		HASH_SEQ_STATUS status;
+		FastTable  *e;
+
+		hash_seq_init(&status, fast_tables);
+		while ((e = hash_seq_search(&status)) != NULL)
+			drop_fast_table(e);
+	}
+}
+
+/*
+ * functions_inval
+ *	  pg_proc changed: look cq.stamp() and cq.wakeup() up again, and decide
+ *	  again for every table.
+ */
+static void
+functions_inval(Datum arg, int cacheid, uint32 hashvalue)
+{
+	stamp_func = wakeup_func = InvalidOid;
+	fast_tables_inval(arg, InvalidOid);
+}
+
+/*
+ * fast_table
+ *	  The fast_tables entry of an open table, made if missing; NULL while
+ *	  the entry is swapped in.
+ */
+static FastTable *
+fast_table(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	FastTable  *e;
+	bool		found;
+
+	if (fast_tables == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(FastTable);
+		fast_tables = hash_create("pg_cq fast tables", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	e = hash_search(fast_tables, &relid, HASH_ENTER, &found);
+	if (found)
+	{
+		if (e->in_use)
+			return NULL;
+		if (!e->fast || e->made_from == rel->trigdesc)
+			return e;
+		if (e->copy != NULL)
+			FreeTriggerDesc(e->copy);
+	}
+	e->in_use = e->stale = e->wakeup = false;
+	e->copy = NULL;
+	e->made_from = rel->trigdesc;
+	e->fast = stamp_fast_table(rel, &e->att);
+	if (e->fast)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		e->copy = CopyTriggerDesc(rel->trigdesc);
+		MemoryContextSwitchTo(old);
+		e->copy->trig_insert_before_row = false;
+		e->wakeup = wakeup_only(e->copy, &e->wakeup_enabled);
+		if (e->wakeup)
+			e->copy->trig_insert_after_statement = false;
+	}
+	return e;
+}
+
+/*
+ * swap_begin
+ *	  Put the entry's copy of rel's TriggerDesc (without
+ *	  trig_insert_before_row) in the relation cache.  When cq_wakeup is the
+ *	  table's only AFTER INSERT statement trigger the copy goes without it
+ *	  too (the after-trigger queue costs a single-row INSERT more than the
+ *	  rest of what tracking adds but the index): the table is noted for the
+ *	  wake-up at commit here, if the trigger would fire in this session, as
+ *	  it would when the statement ends (if the statement fails, its
+ *	  transaction or subtransaction rolls back: at worst a query is woken
+ *	  for nothing).
+ */
+static void
+swap_begin(StampSwap *swap, Relation rel, FastTable *e)
 {
 	swap->rel = rel;
+	swap->entry = e;
 	swap->real = rel->trigdesc;
-	swap->fast = CopyTriggerDesc(rel->trigdesc);
-	swap->fast->trig_insert_before_row = false;
+	swap->fast = e->copy;
+	e->in_use = true;
+	if (e->wakeup &&
+		(e->wakeup_enabled == TRIGGER_FIRES_ALWAYS ||
+		 (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
+		  e->wakeup_enabled == TRIGGER_FIRES_ON_REPLICA :
+		  e->wakeup_enabled == TRIGGER_FIRES_ON_ORIGIN)))
+		cq_wakeup_note_source(RelationGetRelid(rel));
 	rel->trigdesc = swap->fast;
 }
 
 /*
  * swap_end
  *	  Put the real TriggerDesc back.  If the relation cache rebuilt the
- *	  entry meanwhile (and freed the copy, or kept it as equal to the
- *	  rebuilt one), what it holds now is right, or is the copy.
+ *	  entry meanwhile, it either kept the copy (equal triggers: the real one
+ *	  goes back) or installed a new TriggerDesc and freed the copy (then the
+ *	  real one, ours, is freed).
  */
 static void
 swap_end(StampSwap *swap)
 {
-	if (swap->rel->trigdesc == swap->fast)
+	FastTable  *e = swap->entry;
+
+	if (swap->fast != NULL)
 	{
-		swap->rel->trigdesc = swap->real;
-		FreeTriggerDesc(swap->fast);
+		if (swap->rel->trigdesc == swap->fast)
+			swap->rel->trigdesc = swap->real;
+		else
+		{
+			FreeTriggerDesc(swap->real);
+			e->copy = NULL;
+			e->stale = true;
+		}
 	}
-	else if (swap->real != NULL)
-		FreeTriggerDesc(swap->real);	/* rebuilt: the cache holds a new one */
 	swap->real = swap->fast = NULL;
+	e->in_use = false;
+	if (e->stale)
+		drop_fast_table(e);
 }
 
 /*
@@ -1173,7 +1376,9 @@ nested_begin(void)
 
 /*
  * nested_end
- *	  Resume the swap nested_begin suspended.
+ *	  Resume the swap nested_begin suspended.  If the relation cache rebuilt
+ *	  the entry with other triggers meanwhile (freeing the real TriggerDesc),
+ *	  the swap is over.
  */
 static void
 nested_end(StampSwap *swap)
@@ -1184,27 +1389,21 @@ nested_end(StampSwap *swap)
 		swap->rel->trigdesc = swap->fast;
 	else
 	{
-		/* the entry was rebuilt with other triggers, freeing the real one */
-		FreeTriggerDesc(swap->fast);
+		swap->entry->stale = true;
 		swap->real = swap->fast = NULL;
 	}
 }
 
 /*
- * insert_leaves_default
- *	  Is the plan a plain INSERT (no ON CONFLICT, no data-modifying WITH)
- *	  into one table whose new rows take cq_xid from the expression
- *	  pg_current_xact_id() itself (what the default puts there when the
- *	  statement leaves the column out)?  Returns the table's OID and sets
- *	  *att, or InvalidOid.
+ * insert_target
+ *	  The table a plain INSERT (no ON CONFLICT, no data-modifying WITH)
+ *	  writes, or InvalidOid; *sub is the plan computing its new rows.
  */
 static Oid
-insert_leaves_default(PlannedStmt *pstmt, AttrNumber *att)
+insert_target(PlannedStmt *pstmt, Plan **sub)
 {
 	ModifyTable *mt;
-	Plan	   *sub;
 	RangeTblEntry *rte;
-	ListCell   *lc;
 
 	if (pstmt->commandType != CMD_INSERT || pstmt->hasModifyingCTE ||
 		pstmt->planTree == NULL || !IsA(pstmt->planTree, ModifyTable))
@@ -1216,20 +1415,31 @@ insert_leaves_default(PlannedStmt *pstmt, AttrNumber *att)
 	rte = rt_fetch(linitial_int(mt->resultRelations), pstmt->rtable);
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
 		return InvalidOid;
-	*att = get_attnum(rte->relid, CQ_TRACKING_COLUMN);
-	if (*att == InvalidAttrNumber)
-		return InvalidOid;
-	sub = outerPlan(mt);
+	*sub = outerPlan(mt);
+	return rte->relid;
+}
+
+/*
+ * leaves_default
+ *	  Do the new rows take column att from the expression
+ *	  pg_catalog.pg_current_xact_id() itself (what the default puts there
+ *	  when the statement leaves the column out)?
+ */
+static bool
+leaves_default(Plan *sub, AttrNumber att)
+{
+	ListCell   *lc;
+
 	foreach(lc, sub->targetlist)
 	{
 		TargetEntry *tle = lfirst(lc);
 
-		if (tle->resno == *att)
-			return (!tle->resjunk && IsA(tle->expr, FuncExpr) &&
-					((FuncExpr *) tle->expr)->funcid == F_PG_CURRENT_XACT_ID &&
-					((FuncExpr *) tle->expr)->args == NIL) ? rte->relid : InvalidOid;
+		if (tle->resno == att)
+			return !tle->resjunk && IsA(tle->expr, FuncExpr) &&
+				((FuncExpr *) tle->expr)->funcid == F_PG_CURRENT_XACT_ID &&
+				((FuncExpr *) tle->expr)->args == NIL;
 	}
-	return InvalidOid;
+	return false;
 }
 
 /*
@@ -1237,7 +1447,7 @@ insert_leaves_default(PlannedStmt *pstmt, AttrNumber *att)
  *	  ExecutorStart hook: an INSERT that leaves cq_xid to the default of a
  *	  table whose only BEFORE ROW INSERT trigger is zz_cq_stamp is started
  *	  without that trigger in its insert path.  Any other statement that
- *	  starts during a COPY swap gets the real TriggerDesc.
+ *	  starts during a swap gets the real TriggerDesc.
  */
 static void
 cq_tracking_ExecutorStart(QueryDesc *queryDesc, int eflags)
@@ -1246,22 +1456,28 @@ cq_tracking_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	StampSwap  *outer = active_swap;
 	StampSwap  *volatile nested = nested_begin();
 	Oid			relid = InvalidOid;
-	AttrNumber	att;
+	Plan	   *sub = NULL;
 
 	if (outer == NULL && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-		relid = insert_leaves_default(queryDesc->plannedstmt, &att);
+		relid = insert_target(queryDesc->plannedstmt, &sub);
 	if (OidIsValid(relid))
 	{
-		Relation	rel = relation_open(relid, NoLock);	/* the plan's lock is held */
-		AttrNumber	att2;
+		FastTable  *e = fast_tables ? hash_search(fast_tables, &relid, HASH_FIND, NULL) : NULL;
 
-		if (stamp_fast_table(rel, &att2) && att2 == att)
+		/* a table known not to qualify costs one lookup */
+		if (e == NULL || (e->fast && !e->in_use && leaves_default(sub, e->att)))
 		{
-			swap_begin(&swap, rel);
-			active_swap = &swap;
+			Relation	rel = relation_open(relid, NoLock);	/* the plan holds its lock */
+
+			e = fast_table(rel);
+			if (e != NULL && e->fast && leaves_default(sub, e->att))
+			{
+				swap_begin(&swap, rel, e);
+				active_swap = &swap;
+			}
+			else
+				relation_close(rel, NoLock);
 		}
-		else
-			relation_close(rel, NoLock);
 	}
 	PG_TRY();
 	{
@@ -1272,7 +1488,7 @@ cq_tracking_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	}
 	PG_FINALLY();
 	{
-		if (swap.rel != NULL && swap.fast != NULL)
+		if (swap.rel != NULL)
 			swap_end(&swap);
 		active_swap = outer;
 		nested_end(nested);
@@ -1402,7 +1618,6 @@ cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool rea
 	StampSwap  *outer = active_swap;
 	StampSwap  *volatile nested = nested_begin();
 	volatile Relation rel = NULL;
-	AttrNumber	att;
 
 	check_stamp_ddl(pstmt->utilityStmt);
 	if (outer == NULL && copy_leaves_default(pstmt->utilityStmt) && IsTransactionState())
@@ -1413,10 +1628,13 @@ cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool rea
 
 		if (OidIsValid(relid))
 		{
+			FastTable  *e;
+
 			rel = table_open(relid, NoLock);
-			if (stamp_fast_table(rel, &att))
+			e = fast_table(rel);
+			if (e != NULL && e->fast)
 			{
-				swap_begin(&swap, rel);
+				swap_begin(&swap, rel, e);
 				active_swap = &swap;
 			}
 		}
@@ -1430,7 +1648,7 @@ cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool rea
 	}
 	PG_FINALLY();
 	{
-		if (swap.rel != NULL && swap.fast != NULL)
+		if (swap.rel != NULL)
 			swap_end(&swap);
 		active_swap = outer;
 		nested_end(nested);
@@ -1447,6 +1665,8 @@ cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool rea
 void
 cq_tracking_init(void)
 {
+	CacheRegisterRelcacheCallback(fast_tables_inval, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, functions_inval, (Datum) 0);
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = cq_tracking_ExecutorStart;
 	prev_ProcessUtility = ProcessUtility_hook;
