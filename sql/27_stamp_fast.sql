@@ -183,10 +183,14 @@ CREATE TABLE sf_live_n WITH (cq.output_mode = 'update') AS SELECT k, count(*) AS
 SELECT wait_until($$(SELECT count(*) FROM cq.offsets WHERE name = 'sf_live_n') >= 1$$);
 INSERT INTO sf_live VALUES (1);
 SELECT wait_until($$(SELECT sum(n) FROM sf_live_n) = 1$$);
+SELECT wait_until($$(SELECT message FROM cq.status WHERE name = 'sf_live_n') = 'Waiting for data to arrive'$$);
 COPY sf_live (k) FROM STDIN;
 2
 \.
 SELECT wait_until($$(SELECT sum(n) FROM sf_live_n) = 2$$);
+SELECT wait_until($$(SELECT message FROM cq.status WHERE name = 'sf_live_n') = 'Waiting for data to arrive'$$);
+INSERT INTO sf_live VALUES (3);
+SELECT wait_until($$(SELECT sum(n) FROM sf_live_n) = 3$$);
 ALTER SYSTEM RESET cq.naptime;
 SELECT pg_reload_conf();
 DROP TABLE sf_live_n, sf_live;
