@@ -1017,9 +1017,8 @@ cq_source_summarize(Oid relid)
  * CHECK constraints, AFTER triggers) and writes to the same table starts
  * a statement of its own, whose ExecutorStart or ProcessUtility puts the
  * real TriggerDesc back while it builds its ResultRelInfo (nested_begin).
- */
-/*
- * Per table, what its statements may skip, decided once and kept until the
+ *
+ * What a table's statements may skip is decided once and kept until the
  * relation cache invalidates the table (trigger, default or column changes
  * all do): fast_tables, keyed by OID.
  */
@@ -1616,10 +1615,12 @@ cq_tracking_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool rea
 {
 	StampSwap	swap = {0};
 	StampSwap  *outer = active_swap;
-	StampSwap  *volatile nested = nested_begin();
+	StampSwap  *volatile nested;
 	volatile Relation rel = NULL;
 
+	/* before nested_begin: nothing may fail between it and PG_TRY */
 	check_stamp_ddl(pstmt->utilityStmt);
+	nested = nested_begin();
 	if (outer == NULL && copy_leaves_default(pstmt->utilityStmt) && IsTransactionState())
 	{
 		/* the lock COPY FROM takes on the table it then opens the same way */
