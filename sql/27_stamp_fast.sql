@@ -159,6 +159,27 @@ ALTER TABLE sf_own ENABLE REPLICA TRIGGER zz_cq_stamp;
 ALTER TABLE sf_own ENABLE TRIGGER ALL;
 ALTER TABLE sf_part_1 DISABLE TRIGGER zz_cq_stamp;
 ALTER TABLE sf_part DISABLE TRIGGER zz_cq_stamp;
+-- also from user code a COPY runs (the refusal caught, the COPY goes on and stamps)
+CREATE FUNCTION sf_try_disable() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    ALTER TABLE public.sf_own DISABLE TRIGGER zz_cq_stamp;
+  EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE NOTICE 'refused: %', SQLERRM;
+  END;
+  RETURN 1;
+END $$;
+CREATE TABLE sf_own2 (k int, v int DEFAULT sf_try_disable());
+CREATE TABLE sf_own2_n WITH (cq.trigger = 'available_now') AS SELECT k FROM sf_own2;
+SET client_min_messages = notice;
+COPY sf_own2 (k) FROM STDIN;
+1
+\.
+SET client_min_messages = warning;
+INSERT INTO sf_own2 (k, cq_xid) VALUES (2, '3');
+SELECT count(*) AS forged FROM sf_own2 WHERE cq_xid IS NULL OR cq_xid = '3';
+DROP TABLE sf_own2_n, sf_own2;
+DROP FUNCTION sf_try_disable();
 -- what leaves it firing always is allowed
 ALTER TABLE sf_own ENABLE ALWAYS TRIGGER zz_cq_stamp;
 ALTER TABLE sf_own DISABLE TRIGGER cq_wakeup, ENABLE TRIGGER cq_wakeup;
