@@ -1279,20 +1279,42 @@ fast_table(Relation rel)
 		if (e->copy != NULL)
 			FreeTriggerDesc(e->copy);
 	}
-	e->in_use = e->stale = e->wakeup = false;
+
+	/*
+	 * Catalog look-ups below may process invalidations: in_use keeps the
+	 * callback from removing the entry meanwhile (it marks it stale).
+	 */
+	e->in_use = true;
+	e->stale = e->fast = e->wakeup = false;
 	e->copy = NULL;
 	e->made_from = rel->trigdesc;
-	e->fast = stamp_fast_table(rel, &e->att);
-	if (e->fast)
+	PG_TRY();
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		e->fast = stamp_fast_table(rel, &e->att);
+		if (e->fast)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		e->copy = CopyTriggerDesc(rel->trigdesc);
-		MemoryContextSwitchTo(old);
-		e->copy->trig_insert_before_row = false;
-		e->wakeup = wakeup_only(e->copy, &e->wakeup_enabled);
-		if (e->wakeup)
-			e->copy->trig_insert_after_statement = false;
+			e->copy = CopyTriggerDesc(rel->trigdesc);
+			MemoryContextSwitchTo(old);
+			e->copy->trig_insert_before_row = false;
+			e->wakeup = wakeup_only(e->copy, &e->wakeup_enabled);
+			if (e->wakeup)
+				e->copy->trig_insert_after_statement = false;
+		}
+	}
+	PG_CATCH();
+	{
+		e->in_use = false;
+		drop_fast_table(e);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	e->in_use = false;
+	if (e->stale)
+	{
+		drop_fast_table(e);
+		return NULL;
 	}
 	return e;
 }
