@@ -24,5 +24,6 @@ extern Oid	cq_source_reached(Oid relid);
 extern void cq_source_check_logged(Oid relid, Oid source);
 extern void cq_source_before_attach(Oid parent, Oid child);
 extern void cq_source_after_inherit(Oid child);
+extern void cq_tracking_init(void);
 
 #endif							/* CQ_TRACKING_H */

@@ -183,6 +183,26 @@ cq_wakeup_catalog_changed(void)
 }
 
 /*
+ * cq_wakeup_note_source
+ *	  Note a table this transaction inserted into: at commit the queries
+ *	  over it are woken.  What the trigger cq_wakeup does, also called for
+ *	  statements that run without it (tracking.c).
+ */
+void
+cq_wakeup_note_source(Oid relid)
+{
+	if (pending_overflow)
+		return;
+	for (int i = 0; i < npending; i++)
+		if (pending_sources[i] == relid)
+			return;
+	if (npending < MAX_PENDING_SOURCES)
+		pending_sources[npending++] = relid;
+	else
+		pending_overflow = true;
+}
+
+/*
  * cq_wakeup
  *	  The statement trigger of tracked sources: note the table.
  */
@@ -190,21 +210,11 @@ Datum
 cq_wakeup(PG_FUNCTION_ARGS)
 {
 	TriggerData *td = (TriggerData *) fcinfo->context;
-	Oid			relid;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cq.wakeup() must be called as a trigger")));
-	relid = RelationGetRelid(td->tg_relation);
-	if (pending_overflow)
-		PG_RETURN_POINTER(NULL);
-	for (int i = 0; i < npending; i++)
-		if (pending_sources[i] == relid)
-			PG_RETURN_POINTER(NULL);
-	if (npending < MAX_PENDING_SOURCES)
-		pending_sources[npending++] = relid;
-	else
-		pending_overflow = true;
+	cq_wakeup_note_source(RelationGetRelid(td->tg_relation));
 	PG_RETURN_POINTER(NULL);
 }

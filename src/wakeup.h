@@ -12,5 +12,6 @@
 
 extern void cq_wakeup_init(void);
 extern void cq_wakeup_catalog_changed(void);
+extern void cq_wakeup_note_source(Oid relid);
 
 #endif							/* CQ_WAKEUP_H */
