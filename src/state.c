@@ -173,6 +173,28 @@ cq_state_wm_param(CqAnalysis *an)
 }
 
 /*
+ * append_key_column_defs
+ *	  Column definitions of the grouping keys g1..gN of a state table (g0,
+ *	  always true, without GROUP BY), each followed by ", ".
+ */
+static void
+append_key_column_defs(StringInfo buf, CqAnalysis *an)
+{
+	ListCell   *lc;
+
+	if (an->group_exprs == NIL)
+		appendStringInfoString(buf, "g0 pg_catalog.bool NOT NULL, ");
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		appendStringInfo(buf, "g%d %s%s, ", foreach_current_index(lc) + 1,
+						 cq_sql_type(exprType(e), exprTypmod(e)),
+						 cq_sql_collate(exprCollation(e), exprType(e)));
+	}
+}
+
+/*
  * cq_state_table_sql
  *	  DDL of the state table: keys, the row count n, partial states p<i>,
  *	  and how groups are found.  When every key type can be hashed
@@ -189,20 +211,10 @@ cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 {
 	StringInfoData buf;
 	ListCell   *lc;
-	int			i = 1;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
-	if (an->group_exprs == NIL)
-		appendStringInfoString(&buf, "g0 pg_catalog.bool NOT NULL, ");
-	foreach(lc, an->group_exprs)
-	{
-		Node	   *e = lfirst(lc);
-
-		appendStringInfo(&buf, "g%d %s%s, ", i++,
-						 cq_sql_type(exprType(e), exprTypmod(e)),
-						 cq_sql_collate(exprCollation(e), exprType(e)));
-	}
+	append_key_column_defs(&buf, an);
 	appendStringInfoString(&buf, "n pg_catalog.int8 NOT NULL");
 	if (cq_state_evicts(an))
 	{
@@ -247,22 +259,12 @@ cq_state_distinct_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 {
 	StringInfoData buf;
 	ListCell   *lc;
-	int			i = 1;
 
 	if (an->distinct_sets == NIL)
 		return NULL;
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", qualname);
-	if (an->group_exprs == NIL)
-		appendStringInfoString(&buf, "g0 pg_catalog.bool NOT NULL, ");
-	foreach(lc, an->group_exprs)
-	{
-		Node	   *e = lfirst(lc);
-
-		appendStringInfo(&buf, "g%d %s%s, ", i++,
-						 cq_sql_type(exprType(e), exprTypmod(e)),
-						 cq_sql_collate(exprCollation(e), exprType(e)));
-	}
+	append_key_column_defs(&buf, an);
 	if (cq_state_evicts(an))
 	{
 		Node	   *k = list_nth(an->group_exprs, an->wm_key);
