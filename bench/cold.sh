@@ -121,7 +121,7 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "### Cold first batch (bench/cold.sh)"
     echo
     echo "$(human "$BENCH_COLD_HISTORY") history rows, $(human "$BENCH_COLD_NEW") new rows per batch, update query \`$(agg_select cold_ev)\`;"
-    echo "medians of $BENCH_COLD_ROUNDS interleaved rounds of psql \`\\timing\` of \`CALL cq.run('cold_agg')\`."
+    printf '%s\n' "medians of $BENCH_COLD_ROUNDS interleaved rounds of psql \`\\timing\` of \`CALL cq.run('cold_agg')\`."
     echo
     echo "| batch | cold (first statement of a new session) | cached (session ran a CALL before) | cold / cached | goal | met |"
     echo "|---|---|---|---|---|---|"
