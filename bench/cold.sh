@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# bench/cold.sh -- the first batch of a query in a new backend vs a cached
+# batch (issue 12 goal 4).
+#
+# One source (ts, device_id, category, amount) with BENCH_COLD_HISTORY rows
+# of history and the aggregation of bench/lib.sh's agg_select as an update
+# query (trigger available_now, so no worker competes).  Each round inserts
+# BENCH_COLD_NEW rows and times one CALL cq.run in either
+#   cold    a fresh psql session whose first statement is the CALL (how
+#           pg_cq's docs tell pg_cron users to run a query), or
+#   cached  a session that ran a CALL (and the INSERT) before: the query's
+#           analysis, SQL and plans are cached, as in a background worker.
+# The two alternate round by round (which one goes first alternates too),
+# and also a CALL with nothing new ("empty") is timed both ways: its cold -
+# cached difference is the per-backend start-up cost alone.  Times are
+# psql \timing of the CALL (the client's view of the server round trip).
+# Report: medians over BENCH_COLD_ROUNDS rounds and the cold/cached ratio
+# (goal ≤ 1.3x).
+#
+# Env: BENCH_PORT (default 55453), BENCH_COLD_HISTORY (1000000),
+# BENCH_COLD_NEW (10000), BENCH_COLD_ROUNDS (9),
+# BENCH_OUT (bench/results/cold.md), plus scripts/common.sh's PGBIN,
+# CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER.
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+# shellcheck source=bench/lib.sh
+source "$REPO_ROOT/bench/lib.sh"
+cd "$REPO_ROOT"
+
+BENCH_PORT="${BENCH_PORT:-55453}"
+BENCH_COLD_HISTORY="${BENCH_COLD_HISTORY:-1000000}"
+BENCH_COLD_NEW="${BENCH_COLD_NEW:-10000}"
+BENCH_COLD_ROUNDS="${BENCH_COLD_ROUNDS:-9}"
+BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/cold.md}"
+
+trap 'stop_cluster bench_cold' EXIT
+section "build + cluster"
+ensure_packages
+build_install
+CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_cold "$BENCH_PORT" \
+    "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off"
+
+section "setup: $(human "$BENCH_COLD_HISTORY") history rows"
+psql_run "SET client_min_messages = warning;" "CREATE EXTENSION IF NOT EXISTS pg_cq;" \
+    "CREATE TABLE cold_ev (id bigserial, ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = off);" \
+    "$(gen_rows cold_ev "$BENCH_COLD_HISTORY" '2026-01-01' '3 days')" \
+    "CREATE INDEX ON cold_ev (id);" \
+    "CREATE TABLE cold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select cold_ev);" \
+    "CREATE TABLE cold_hw (minute timestamptz, category text, n bigint, total numeric, avg_amount numeric, max_amount numeric);" \
+    "CREATE UNIQUE INDEX ON cold_hw (minute, category);" \
+    "INSERT INTO cold_hw $(agg_select cold_ev);" \
+    "CREATE TABLE cold_hw_off AS SELECT max(id) AS last_id FROM cold_ev;" \
+    "VACUUM cold_ev;" "CHECKPOINT;" >/dev/null
+# new_sql K: the K-th batch of new rows, 10 minutes each, after the history
+new_sql() {
+    gen_rows cold_ev "$BENCH_COLD_NEW" "$(date -u -d "2026-01-04 00:00 UTC + $((10 * $1)) minutes" '+%Y-%m-%d %H:%M:%S+00')" '10 minutes'
+}
+
+# HW_STEP: the same incremental step written by hand (as bench/run.sh's
+# hw_step): new rows by id, upsert into cold_hw, move the offset
+HW_STEP="BEGIN;
+SELECT last_id AS lo, (SELECT max(id) FROM cold_ev) AS hi FROM cold_hw_off \\gset
+INSERT INTO cold_hw AS s (minute, category, n, total, avg_amount, max_amount)
+SELECT date_bin('1 minute', ts, '2000-01-01'), category, count(*), sum(amount), avg(amount), max(amount)
+FROM cold_ev WHERE id > :lo AND id <= :hi GROUP BY 1, 2
+ON CONFLICT (minute, category) DO UPDATE SET n = s.n + excluded.n, total = s.total + excluded.total,
+    avg_amount = (s.total + excluded.total) / (s.n + excluded.n),
+    max_amount = greatest(s.max_amount, excluded.max_amount);
+UPDATE cold_hw_off SET last_id = :hi;
+COMMIT;"
+
+# hw_ms SCRIPT_BEFORE: fresh session, SCRIPT_BEFORE untimed, then the
+# hand-written step timed (sum of its statements).  Its cached run warms up
+# with the same step rolled back (psql prepares nothing: what a session
+# keeps is PostgreSQL's relation and catalog caches).
+hw_ms() {
+    local out
+    out="$(printf '%s\n\\timing on\n%s\n' "$1" "$HW_STEP" | "${PSQL[@]}" -At 2>&1)" \
+        || { printf '%s\n' "$out" >&2; die "hand-written step failed"; }
+    printf '%s\n' "$out" | awk '/^Time: /{s += $2; n++} END {if (n == 0) exit 1; printf "%.3f\n", s}'
+}
+
+# call_ms SCRIPT_BEFORE: fresh session, run SCRIPT_BEFORE untimed, then time
+# one CALL cq.run('cold_agg')
+call_ms() {
+    local out
+    out="$(printf '%s\n\\timing on\nCALL cq.run(%s);\n' "$1" "'cold_agg'" | "${PSQL[@]}" -At 2>&1)" \
+        || { printf '%s\n' "$out" >&2; die "CALL failed"; }
+    printf '%s\n' "$out" | awk '/^Time: /{v = $2} END {if (v == "") exit 1; print v}'
+}
+
+declare -a COLD CACHED COLD0 CACHED0 HWC HWW
+for ((r = 1; r <= BENCH_COLD_ROUNDS; r++)); do
+    for which in $( ((r % 2)) && echo "cold cached" || echo "cached cold"); do
+        if [[ "$which" == cold ]]; then
+            psql_run "$(new_sql "$((2 * r))")" >/dev/null
+            COLD+=("$(call_ms "")")
+            HWC+=("$(hw_ms "")")
+            COLD0+=("$(call_ms "")")
+        else
+            CACHED+=("$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg'); $(new_sql "$((2 * r + 1))")")")
+            HWW+=("$(hw_ms "${HW_STEP/%COMMIT;/ROLLBACK;}")")
+            CACHED0+=("$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg');")")
+        fi
+    done
+    info "round $r: $(human "$BENCH_COLD_NEW") new rows cold $(fmt_ms "${COLD[-1]}"), cached $(fmt_ms "${CACHED[-1]}"); hand-written cold $(fmt_ms "${HWC[-1]}"), cached $(fmt_ms "${HWW[-1]}"); nothing new cold $(fmt_ms "${COLD0[-1]}"), cached $(fmt_ms "${CACHED0[-1]}")"
+done
+# sanity: the target holds the plain query's result
+bad=$(psql_val "SELECT count(*) FROM ((TABLE cold_agg EXCEPT ALL $(agg_select cold_ev)) UNION ALL ($(agg_select cold_ev) EXCEPT ALL TABLE cold_agg)) x;")
+[[ "$bad" == 0 ]] || die "cold_agg differs from its query in $bad rows"
+bad=$(psql_val "SELECT count(*) FROM ((TABLE cold_hw EXCEPT ALL $(agg_select cold_ev)) UNION ALL ($(agg_select cold_ev) EXCEPT ALL TABLE cold_hw)) x;")
+[[ "$bad" == 0 ]] || die "cold_hw differs from the query in $bad rows"
+
+mc=$(median "${COLD[@]}"); mw=$(median "${CACHED[@]}")
+mhc=$(median "${HWC[@]}"); mhw=$(median "${HWW[@]}")
+m0c=$(median "${COLD0[@]}"); m0w=$(median "${CACHED0[@]}")
+x=$(calc "$mc / $mw")
+mkdir -p "$(dirname "$BENCH_OUT")"
+{
+    echo "### Cold first batch (bench/cold.sh)"
+    echo
+    echo "$(human "$BENCH_COLD_HISTORY") history rows, $(human "$BENCH_COLD_NEW") new rows per batch, update query \`$(agg_select cold_ev)\`;"
+    printf '%s\n' "medians of $BENCH_COLD_ROUNDS interleaved rounds of psql \`\\timing\` of \`CALL cq.run('cold_agg')\`."
+    echo
+    echo "| batch | cold (first statement of a new session) | cached (session ran a CALL before) | cold / cached | goal | met |"
+    echo "|---|---|---|---|---|---|"
+    echo "| $(human "$BENCH_COLD_NEW") new rows | $(fmt_ms "$mc") | $(fmt_ms "$mw") | $(fmt_x "$x") | ≤ 1.3x | $(met "$x" '<=' 1.3) |"
+    echo "| same, hand-written upsert (baseline: PostgreSQL's own cold cost) | $(fmt_ms "$mhc") | $(fmt_ms "$mhw") | $(fmt_x "$(calc "$mhc / $mhw")") | — | — |"
+    echo "| nothing new | $(fmt_ms "$m0c") | $(fmt_ms "$m0w") | $(fmt_x "$(calc "$m0c / $m0w")") | — | — |"
+    echo
+    echo "Per round (ms): cold ${COLD[*]}; cached ${CACHED[*]}; hand-written cold ${HWC[*]}, cached ${HWW[*]}; nothing new cold ${COLD0[*]}, cached ${CACHED0[*]}."
+} >"$BENCH_OUT"
+cat "$BENCH_OUT"
