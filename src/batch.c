@@ -250,8 +250,8 @@ count(OwnerBatch *ob)
 
 	if (ob->nodata || plan->single_scan)
 		return;
-	if (cq_spi_execute(in->history ? plan->count_sql_history : plan->count_sql, 4, ob->types,
-					   ob->params, ob->nulls, 1) != SPI_OK_SELECT)
+	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, ob->types),
+						 ob->params, ob->nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: could not count new rows");
 	ob->input_rows = event_time_stats(ob->res);
 	ob->nodata = (ob->input_rows == 0 && !in->history);
@@ -293,8 +293,8 @@ fold(OwnerBatch *ob)
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	if (cq_spi_execute(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types,
-					   ob->params, ob->nulls, 0) != SPI_OK_SELECT || SPI_processed != 1)
+	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
+						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -352,7 +352,7 @@ refresh(CqQuery *q, CqPlan *plan, CqBatchResult *res)
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		AtEOXact_GUC(true, nest);
 	}
-	if (cq_spi_execute(plan->complete_sql, 0, NULL, NULL, NULL, 0) != SPI_OK_INSERT)
+	if (SPI_execute_plan(cq_spi_plan(plan->complete_sql, 0, NULL), NULL, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "pg_cq: could not reload the target");
 	res->output_rows = SPI_processed;
 }
@@ -442,7 +442,7 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	params[3] = snapshot_datum(in->q->start_offset);
 	params[4] = TimestampTzGetDatum(last->batch_watermark);
 	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	if (cq_spi_execute(in->plan->rebuild_sql, 5, types, params, nulls, 0) != SPI_OK_SELECT)
+	if (SPI_execute_plan(cq_spi_plan(in->plan->rebuild_sql, 5, types), params, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: could not rebuild state");
 	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	*ms = ms_since(t0);

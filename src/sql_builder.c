@@ -113,10 +113,9 @@ cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 
 /*
  * cq_spi_exec_cached
- *	  cq_spi_exec through a saved plan from its second execution in this
- *	  backend on (cq_spi_execute): for the constant statements every batch
- *	  runs, so that they are parsed and planned once per backend instead of
- *	  once per batch.
+ *	  cq_spi_exec through a saved plan (cq_spi_plan): for the constant
+ *	  statements every batch runs, so that they are parsed and planned once
+ *	  per backend instead of once per batch.
  */
 void
 cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
@@ -124,7 +123,7 @@ cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
 {
 	int			rc;
 
-	rc = cq_spi_execute(sql, nargs, types, values, nulls, 0);
+	rc = SPI_execute_plan(cq_spi_plan(sql, nargs, types), values, nulls, false, 0);
 	if (rc < 0 || (expected != 0 && rc != expected))
 		elog(ERROR, "pg_cq: SPI failed (%s) while running: %s",
 			 SPI_result_code_string(rc), sql);
@@ -139,82 +138,10 @@ typedef struct CqPlanCacheEntry
 {
 	char		key[NAMEDATALEN];	/* hash of the text, as a string */
 	char	   *sql;
-	SPIPlanPtr	plan;			/* NULL: ran once, one-shot (cq_spi_execute) */
+	SPIPlanPtr	plan;
 } CqPlanCacheEntry;
 
 static HTAB *plan_cache = NULL;
-
-/*
- * plan_cache_lookup
- *	  The cache entry of a statement text, or NULL; *key receives its hash
- *	  key.
- */
-static CqPlanCacheEntry *
-plan_cache_lookup(const char *sql, int nargs, char *key, bool *found)
-{
-	CqPlanCacheEntry *entry;
-
-	if (plan_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = NAMEDATALEN;
-		ctl.entrysize = sizeof(CqPlanCacheEntry);
-		plan_cache = hash_create("pg_cq plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
-	}
-	snprintf(key, NAMEDATALEN, "%08x.%zu.%d",
-			 hash_bytes((const unsigned char *) sql, strlen(sql)), strlen(sql), nargs);
-	entry = hash_search(plan_cache, key, HASH_FIND, found);
-	if (*found && strcmp(entry->sql, sql) == 0)
-		return entry;
-	return NULL;
-}
-
-/*
- * cq_spi_execute
- *	  Run a statement (read-write, at most tcount rows, 0 = all) through its
- *	  saved plan (cq_spi_plan), except the first time this backend runs
- *	  it: then one-shot, as SPI_execute_with_args does, which saves copying
- *	  its parse and query trees into a plan cache entry and tracking its
- *	  dependencies.  A backend that runs one batch and exits (CALL cq.run
- *	  from pg_cron, a new psql session) runs every statement once; a worker
- *	  or a long session prepares it on its second use.  Returns the SPI
- *	  result code.
- */
-int
-cq_spi_execute(const char *sql, int nargs, Oid *types, Datum *values,
-			   const char *nulls, long tcount)
-{
-	CqPlanCacheEntry *entry;
-	char		key[NAMEDATALEN];
-	bool		found;
-	int			rc;
-
-	entry = plan_cache_lookup(sql, nargs, key, &found);
-	if (entry != NULL)
-		return SPI_execute_plan(cq_spi_plan(sql, nargs, types), values, nulls, false, tcount);
-
-	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, tcount);
-	/* remember it ran (after it did: a failed statement may never run again) */
-	entry = plan_cache_lookup(sql, nargs, key, &found);
-	if (entry == NULL)
-	{
-		if (found)
-		{
-			/* a different text with the same hash key: replace it */
-			entry = hash_search(plan_cache, key, HASH_FIND, NULL);
-			if (entry->plan)
-				SPI_freeplan(entry->plan);
-			pfree(entry->sql);
-		}
-		else
-			entry = hash_search(plan_cache, key, HASH_ENTER, NULL);
-		entry->sql = MemoryContextStrdup(TopMemoryContext, sql);
-		entry->plan = NULL;
-	}
-	return rc;
-}
 
 /*
  * cq_spi_plan
@@ -228,8 +155,20 @@ cq_spi_plan(const char *sql, int nargs, Oid *types)
 	bool		found;
 	SPIPlanPtr	plan;
 
-	entry = plan_cache_lookup(sql, nargs, key, &found);
-	if (entry != NULL && entry->plan != NULL)
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = NAMEDATALEN;
+		ctl.entrysize = sizeof(CqPlanCacheEntry);
+		plan_cache = hash_create("pg_cq plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+
+	snprintf(key, sizeof(key), "%08x.%zu.%d",
+			 hash_bytes((const unsigned char *) sql, strlen(sql)), strlen(sql), nargs);
+	entry = hash_search(plan_cache, key, HASH_FIND, &found);
+	if (found && strcmp(entry->sql, sql) == 0)
 		return entry->plan;
 
 	plan = SPI_prepare(sql, nargs, types);
@@ -239,14 +178,13 @@ cq_spi_plan(const char *sql, int nargs, Oid *types)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "pg_cq: could not save plan");
 
-	/* the lookup above may have been a different text with the same key */
-	entry = hash_search(plan_cache, key, HASH_ENTER, &found);
 	if (found)
 	{
-		if (entry->plan)
-			SPI_freeplan(entry->plan);
+		SPI_freeplan(entry->plan);
 		pfree(entry->sql);
 	}
+	else
+		entry = hash_search(plan_cache, key, HASH_ENTER, NULL);
 	entry->sql = MemoryContextStrdup(TopMemoryContext, sql);
 	entry->plan = plan;
 	return plan;
@@ -271,8 +209,7 @@ cq_spi_plan_forget(const char *sql)
 	{
 		if (strcmp(entry->sql, sql) != 0)
 			continue;
-		if (entry->plan)
-			SPI_freeplan(entry->plan);
+		SPI_freeplan(entry->plan);
 		pfree(entry->sql);
 		(void) hash_search(plan_cache, entry->key, HASH_REMOVE, NULL);
 	}

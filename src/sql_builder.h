@@ -20,8 +20,6 @@ extern char *cq_sql_type(Oid type, int32 typmod);
 extern char *cq_sql_collate(Oid collation, Oid type);
 extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 						Datum *values, const char *nulls);
-extern int	cq_spi_execute(const char *sql, int nargs, Oid *types, Datum *values,
-						   const char *nulls, long tcount);
 extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
 							   Datum *values, const char *nulls);
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
