@@ -19,7 +19,8 @@
 #
 # Env: BENCH_PORT (default 55453), BENCH_COLD_HISTORY (1000000),
 # BENCH_COLD_NEW (10000), BENCH_COLD_ROUNDS (9),
-# BENCH_OUT (bench/results/cold.md), plus scripts/common.sh's PGBIN,
+# BENCH_OUT (bench/results/cold.md), BENCH_DATA (file: appends "cold RATIO
+# COLD_MS CACHED_MS" for bench/run.sh), plus scripts/common.sh's PGBIN,
 # CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -116,6 +117,7 @@ mc=$(median "${COLD[@]}"); mw=$(median "${CACHED[@]}")
 mhc=$(median "${HWC[@]}"); mhw=$(median "${HWW[@]}")
 m0c=$(median "${COLD0[@]}"); m0w=$(median "${CACHED0[@]}")
 x=$(calc "$mc / $mw")
+[[ -z "${BENCH_DATA:-}" ]] || echo "cold $x $mc $mw" >>"$BENCH_DATA"
 mkdir -p "$(dirname "$BENCH_OUT")"
 {
     echo "### Cold first batch (bench/cold.sh)"

@@ -10,8 +10,29 @@
 # i.e. from the moment a row is visible in the source until it is visible in
 # the target.  p50 and p99 per rate.
 #
+# Rates above 2,500 rows/s use one pgbench client per 2,500 rows/s (one cannot
+# commit that fast here); the report gives the rate reached.
+#
+# Then, with LAT_QUERIES (e.g. "1 10 100", issue 12 goal 5): for each N, N
+# trigger '0' update queries with different groupings over one source
+# (mq_src_N), a writer at LAT_Q_RATE single-row commits/s for LAT_Q_SECS
+# seconds; per (sampled row, query) the latency is the commit time of the
+# first batch of that query whose end snapshot sees the row minus the row's
+# commit time.  A row trigger on cq.offsets copies every batch's end
+# snapshot into mq_batches (the catalog keeps only the last 100 batches).
+# "pg_cq CPU" = utime + stime of the pg_cq worker and scheduler processes
+# over the run (/proc/PID/stat; a process that exits during the run is
+# not counted: the report says so if that happened).
+#
 # Env: PGBIN (server binaries), CQ_BENCH_PORT (default 55462), CQ_TMPBASE,
 #      LAT_RATES (default "1 100 1000"), LAT_SECONDS (default "60 20 20"),
+#      LAT_CLIENTS (pgbench clients; default 1 below 5,000 rows/s, else 2),
+#      LAT_QUERIES (default empty: no many-queries part), LAT_Q_RATE (1000),
+#      LAT_Q_SECS (20), LAT_Q_SAMPLE (rows sampled per N, default 2000),
+#      LAT_DATA (machine-readable results, appended: "rate RATE ROWS BATCHES
+#      P50 P99 MAX ACHIEVED_RATE" and "queries N RATE ROWS P50 P99 MAX
+#      CPU_S LOST_PIDS"), LAT_SAMPLES (directory: per-row latencies,
+#      samples-RATE.txt, one ms value a line),
 #      LAT_DURABLE=1: fsync = on, synchronous_commit = on (default: the test
 #      clusters' fsync = off, synchronous_commit = off),
 #      LAT_REPORT (report file; default bench/results/latency-<time>.txt).
@@ -60,9 +81,10 @@ for i in "${!RATES[@]}"; do
         sleep 0.02
     done
     b0=$("${PSQL[@]}" -c "SELECT coalesce(max(batch_id), 0) FROM cq.offsets WHERE name = 'lat_out'")
-    "$PGBENCH" -n -c 1 -j 1 -R "$rate" -T "$secs" -f "$OUT/latency_insert.sql" >"$OUT/pgbench-$rate.log" 2>&1
+    clients="${LAT_CLIENTS:-$(( (rate + 2499) / 2500 ))}"
+    "$PGBENCH" -n -c "$clients" -j "$clients" -R "$rate" -T "$secs" -f "$OUT/latency_insert.sql" >"$OUT/pgbench-$rate.log" 2>&1
     # wait (bounded) until every row reached the target
-    for _ in $(seq 1 500); do
+    for _ in $(seq 1 1500); do
         done_=$("${PSQL[@]}" -c "SELECT (SELECT count(*) FROM lat_out) = (SELECT count(*) FROM lat_src)")
         [[ "$done_" == t ]] && break
         sleep 0.02
@@ -76,7 +98,104 @@ SELECT count(*),
           FROM lat_src s JOIN lat_out o USING (id)) l;
 SQL
         batches=$("${PSQL[@]}" -c "SELECT max(batch_id) - $b0 FROM cq.offsets WHERE name = 'lat_out'")
-        printf '%-10s %8s %8s %10s %10s %10s\n' "$rate" "$n" "$batches" "$p50" "$p99" "$mx" | tee -a "$report"
+        achieved=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+        printf '%-10s %8s %8s %10s %10s %10s%s\n' "$rate" "$n" "$batches" "$p50" "$p99" "$mx" \
+            "$( ((achieved < rate * 9 / 10)) && echo "   (reached ~$achieved/s)")" | tee -a "$report"
+        [[ -z "${LAT_DATA:-}" ]] || echo "rate $rate $n $batches $p50 $p99 $mx $achieved" >>"$LAT_DATA"
     done
+    if [[ -n "${LAT_SAMPLES:-}" ]]; then
+        mkdir -p "$LAT_SAMPLES"
+        "${PSQL[@]}" -c "SELECT round((extract(epoch FROM pg_xact_commit_timestamp(o.xmin) - pg_xact_commit_timestamp(s.xmin)) * 1000)::numeric, 3)
+                           FROM lat_src s JOIN lat_out o USING (id)" >"$LAT_SAMPLES/samples-$rate.txt"
+    fi
+done
+
+# ---- many queries over one source (issue 12 goal 5) ----
+read -r -a NQS <<<"${LAT_QUERIES:-}"
+((${#NQS[@]} == 0)) && { echo "report: ${report#"$REPO_ROOT"/}"; exit 0; }
+QRATE="${LAT_Q_RATE:-1000}" QSECS="${LAT_Q_SECS:-20}" QSAMPLE="${LAT_Q_SAMPLE:-2000}"
+"${PSQL[@]}" <<'SQL'
+SET client_min_messages = warning;
+SELECT cq.drop_query('lat_out', drop_target => true);
+CREATE TABLE mq_batches (name text, snap_xmax xid8, end_offset pg_snapshot);
+CREATE INDEX ON mq_batches (name, snap_xmax);
+CREATE FUNCTION public.mq_copy() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.mq_batches VALUES (NEW.name, pg_catalog.pg_snapshot_xmax(NEW.end_offset), NEW.end_offset);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER mq_copy AFTER INSERT ON cq.offsets FOR EACH ROW EXECUTE FUNCTION public.mq_copy();
+SQL
+# cq_cpu: "pid ticks" of every pg_cq worker and scheduler process
+cq_cpu() {
+    local pid
+    for pid in $("${PSQL[@]}" -c "SELECT pid FROM pg_stat_activity WHERE backend_type IN ('pg_cq worker', 'pg_cq scheduler')"); do
+        awk -v p="$pid" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || true
+    done
+}
+TCK="$(getconf CLK_TCK)"
+{
+    echo
+    echo "many trigger '0' update queries over one source, $QRATE single-row commits/s for $QSECS s; latency per (row, query), $QSAMPLE rows sampled"
+    printf '%-8s %8s %10s %10s %10s %12s %14s\n' "queries" "rows" "p50 ms" "p99 ms" "max ms" "pg_cq CPU s" "CPU ms/1k rows"
+} | tee -a "$report"
+for nq in "${NQS[@]}"; do
+    src="mq_src_$nq"
+    {
+        echo "SET client_min_messages = warning;"
+        echo "CREATE TABLE $src (id bigserial, a int, b int, c int, v int);"
+        for ((i = 0; i < nq; i++)); do
+            # different groupings: one of three columns modulo 2..35
+            col=$(echo "a b c" | cut -d' ' -f$((i % 3 + 1)))
+            echo "CREATE TABLE mq_${nq}_$i WITH (cq.output_mode = 'update', cq.trigger = '0') AS SELECT $col % $((i / 3 + 2)) AS g, count(*) AS n, sum(v) AS s FROM $src GROUP BY 1;"
+        done
+    } | "${PSQL[@]}" >/dev/null
+    printf '%s\n' '\set a random(1, 1000000)' '\set b random(1, 1000000)' '\set c random(1, 1000000)' '\set v random(1, 1000)' \
+        "INSERT INTO $src (a, b, c, v) VALUES (:a, :b, :c, :v);" >"$OUT/mq_insert.sql"
+    # every query's batch 0 done
+    for _ in $(seq 1 1500); do
+        [[ "$("${PSQL[@]}" -c "SELECT count(DISTINCT name) FROM cq.offsets WHERE name LIKE 'mq\_${nq}\_%'")" == "$nq" ]] && break
+        sleep 0.02
+    done
+    declare -A C0=() C1=()
+    while read -r pid t; do C0[$pid]=$t; done < <(cq_cpu)
+    "$PGBENCH" -n -c 1 -j 1 -R "$QRATE" -T "$QSECS" -f "$OUT/mq_insert.sql" >"$OUT/pgbench-mq-$nq.log" 2>&1
+    # until every query's last batch sees the last row (bounded: 120 s)
+    last=$("${PSQL[@]}" -c "SELECT max(cq_xid) FROM $src")
+    for _ in $(seq 1 6000); do
+        behind=$("${PSQL[@]}" -c "SELECT $nq - count(DISTINCT name) FROM mq_batches WHERE name LIKE 'mq\_${nq}\_%' AND snap_xmax > '$last' AND pg_visible_in_snapshot('$last'::xid8, end_offset)")
+        [[ "$behind" == 0 ]] && break
+        sleep 0.02
+    done
+    while read -r pid t; do C1[$pid]=$t; done < <(cq_cpu)
+    ticks=0 lost=0
+    for pid in "${!C1[@]}"; do ticks=$((ticks + C1[$pid] - ${C0[$pid]:-0})); done
+    for pid in "${!C0[@]}"; do [[ -n "${C1[$pid]:-}" ]] || lost=$((lost + 1)); done
+    cpu=$(awk -v t="$ticks" -v h="$TCK" 'BEGIN { printf "%.2f", t / h }')
+    "${PSQL[@]}" -F ' ' <<SQL | while read -r n p50 p99 mx; do
+SELECT count(*),
+       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2),
+       round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 2),
+       round(max(ms)::numeric, 2)
+  FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(b.xmin) - pg_xact_commit_timestamp(s.xmin)) * 1000 AS ms
+          FROM (SELECT xmin, cq_xid FROM $src WHERE id % greatest(1, (SELECT count(*) FROM $src) / $QSAMPLE) = 0) s
+          CROSS JOIN generate_series(0, $nq - 1) q(i)
+          CROSS JOIN LATERAL (SELECT b.xmin FROM mq_batches b
+                               WHERE b.name = 'mq_${nq}_' || q.i AND b.snap_xmax > s.cq_xid
+                                 AND pg_visible_in_snapshot(s.cq_xid, b.end_offset)
+                               ORDER BY b.snap_xmax LIMIT 1) b) l;
+SQL
+        rows=$("${PSQL[@]}" -c "SELECT count(*) FROM $src")
+        printf '%-8s %8s %10s %10s %10s %12s %14s%s\n' "$nq" "$rows" "$p50" "$p99" "$mx" "$cpu" \
+            "$(awk -v c="$cpu" -v r="$rows" 'BEGIN { printf "%.1f", r ? c * 1e6 / r : 0 }')" \
+            "$( ((behind != 0)) && echo "   ($behind queries not caught up after 120 s)")$( ((lost)) && echo "   ($lost pg_cq processes exited during the run: CPU undercounted)")" | tee -a "$report"
+        [[ -z "${LAT_DATA:-}" ]] || echo "queries $nq $QRATE $rows $p50 $p99 $mx $cpu $lost" >>"$LAT_DATA"
+    done
+    {
+        echo "SET client_min_messages = warning;"
+        for ((i = 0; i < nq; i++)); do echo "SELECT cq.drop_query('mq_${nq}_$i', drop_target => true);"; done
+        echo "DROP TABLE $src;"
+    } | "${PSQL[@]}" >/dev/null
+    unset C0 C1
 done
 echo "report: ${report#"$REPO_ROOT"/}"

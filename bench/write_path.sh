@@ -29,7 +29,9 @@
 # Env: BENCH_PORT (default 55452), BENCH_PAIRS (7), BENCH_PGBENCH_SECS (3),
 # BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
 # BENCH_PARTS ("tps callgrind"), BENCH_OUT (bench/results/write_path.md),
-# plus scripts/common.sh's PGBIN, CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD.
+# BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
+# lines for bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
+# CQ_SKIP_APT, CQ_SKIP_BUILD.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
@@ -129,6 +131,7 @@ for kind in $BENCH_KINDS; do
         done
         mapfile -t sorted < <(printf '%s\n' "${ratios[@]}" | sort -g)
         REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tp[@]}")") | $(printf '%.0f' "$(median "${tt[@]}")") | **$(fmt_x "$(median "${ratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${ratios[@]}")|")
+        [[ -z "${BENCH_DATA:-}" ]] || echo "writepath $kind $clients $(median "${ratios[@]}") ${sorted[0]} ${sorted[-1]} $(median "${cratios[@]}")" >>"$BENCH_DATA"
         mapfile -t sorted < <(printf '%s\n' "${cratios[@]}" | sort -g)
         CPU_REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.3f' "$(median "${cp[@]}")") | $(printf '%.3f' "$(median "${ct[@]}")") | **$(fmt_x "$(median "${cratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${cratios[@]}")|")
     done
