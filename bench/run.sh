@@ -13,13 +13,30 @@
 #      its own cluster)                                         (issue 6)
 #   6. memory: peak private memory of the backend running one unlimited
 #      batch over a large backlog into a large state           (issue 6)
+# and the standalone scripts, each on its own cluster and port:
+#   write_path  bench/write_path.sh  tracked vs untracked writes (issue 12 goal 1)
+#   cold        bench/cold.sh        first batch in a new backend (goal 4)
+#   fold_goal   bench/fold.sh        fold CPU per row (goal 2), when present
+#   merge       bench/merge.sh       MERGE vs upsert (goal 7), when present
+#   aggregates  bench/aggregates.sh  generic aggregates (issue 10)
+#   soak        bench/soak.sh        only when named in BENCH_ONLY (10 min)
+# bench/latency.sh (scenario 5) also measures 10,000 rows/s (goal 6) and
+# 1/10/100 queries over one source (goal 5).  The report starts with one
+# table of issue 12's eight goals (target, figure, met/missed, where the
+# explanation is) and gnuplot charts (PNG) go next to it (goal 8).
 # Every figure is a ratio against a baseline measured in the same run
 # (the machine is small and noisy); repeated measurements report the median.
 # Output: a markdown report printed at the end and written to
 # bench/results/latest.md; raw logs and plans in bench/results/raw/.
 #
 # Env knobs (all optional; see bench/README.md):
-#   BENCH_SCALE=1           multiply every row count (0.01 = smoke run)
+#   BENCH_SCALE=1           multiply every row count; below 0.1 also fewer
+#                           rounds and shorter runs (0.01 = smoke run)
+#   BENCH_ONLY="incremental fold ingest latency memory write_path cold fold_goal merge aggregates"
+#                           scenarios to run (names, or 1-6 for the built-in ones;
+#                           BENCH_SCENARIOS is the old name); add soak for the soak
+#   BENCH_SKIP=""           scenarios not to run
+#   BENCH_RESULTS=bench/results   where latest.md, raw/ and the PNG charts go
 #   BENCH_SIZES="1000000 5000000 10000000"   history sizes of scenario 2
 #   BENCH_MAX_ROWS=10000000 drop sizes above this
 #   BENCH_NEW_ROWS=10000    new rows per incremental batch
@@ -29,8 +46,9 @@
 #   BENCH_FOLD_REPS=5
 #   BENCH_PGBENCH_SECS=3    seconds per pgbench run (scenario 4)
 #   BENCH_PGBENCH_ROUNDS=7  tracked/untracked pairs per config (ratio = median of pair ratios)
-#   BENCH_SCENARIOS="1 2 3 4 5 6"
-#   BENCH_LAT_RATES="100 1000" BENCH_LAT_SECS="20 20"   scenario 5 (bench/latency.sh)
+#   BENCH_LAT_RATES="100 1000 10000" BENCH_LAT_SECS="20 20 20"   scenario 5 (bench/latency.sh)
+#   BENCH_LAT_QUERIES="1 10 100" BENCH_LAT_Q_SECS=20   goal 5 (bench/latency.sh)
+#   BENCH_SOAK_SECS=600     bench/soak.sh (only with BENCH_ONLY=... soak)
 #   BENCH_MEM_GROUPS=1000000 BENCH_MEM_ROWS=5000000 BENCH_MEM_WORK_MEM="4MB 64MB"   scenario 6
 #   BENCH_AUTOVACUUM=off    autovacuum_enabled of the scenario 1-2 sources
 #   BENCH_PROFILE=1         capture auto_explain plans of extra, untimed batches
@@ -44,26 +62,37 @@ source "$REPO_ROOT/bench/lib.sh"
 cd "$REPO_ROOT"
 
 BENCH_SCALE="${BENCH_SCALE:-1}"
+SMOKE=$(awk -v s="$BENCH_SCALE" 'BEGIN { print (s < 0.1) ? 1 : 0 }')
+# small: VALUE_IF_SMOKE VALUE_OTHERWISE
+small() { if ((SMOKE)); then echo "$1"; else echo "$2"; fi; }
 BENCH_SIZES="${BENCH_SIZES:-1000000 5000000 10000000}"
 BENCH_MAX_ROWS="${BENCH_MAX_ROWS:-10000000}"
 BENCH_NEW_ROWS="${BENCH_NEW_ROWS:-10000}"
-BENCH_REPS="${BENCH_REPS:-5}"
-BENCH_SLOW_REPS="${BENCH_SLOW_REPS:-5}"
+BENCH_REPS="${BENCH_REPS:-$(small 2 5)}"
+BENCH_SLOW_REPS="${BENCH_SLOW_REPS:-$(small 2 5)}"
 BENCH_FOLD_ROWS="${BENCH_FOLD_ROWS:-5000000}"
-BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-5}"
-BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-3}"
-BENCH_PGBENCH_ROUNDS="${BENCH_PGBENCH_ROUNDS:-7}"
-BENCH_SCENARIOS="${BENCH_SCENARIOS:-1 2 3 4 5 6}"
-BENCH_LAT_RATES="${BENCH_LAT_RATES:-100 1000}"
-BENCH_LAT_SECS="${BENCH_LAT_SECS:-20 20}"
+BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-$(small 2 5)}"
+BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-$(small 1 3)}"
+BENCH_PGBENCH_ROUNDS="${BENCH_PGBENCH_ROUNDS:-$(small 3 7)}"
+ALL_SCENARIOS="incremental fold ingest latency memory write_path cold fold_goal merge aggregates"
+BENCH_ONLY="${BENCH_ONLY:-${BENCH_SCENARIOS:-$ALL_SCENARIOS}}"
+BENCH_SKIP="${BENCH_SKIP:-}"
+BENCH_LAT_RATES="${BENCH_LAT_RATES:-100 1000 10000}"
+BENCH_LAT_SECS="${BENCH_LAT_SECS:-$(small "3 3 3" "20 20 20")}"
+BENCH_LAT_QUERIES="${BENCH_LAT_QUERIES:-1 10 100}"
+BENCH_LAT_Q_SECS="${BENCH_LAT_Q_SECS:-$(small 3 20)}"
+BENCH_SOAK_SECS="${BENCH_SOAK_SECS:-600}"
 BENCH_MEM_GROUPS="${BENCH_MEM_GROUPS:-1000000}"
 BENCH_MEM_ROWS="${BENCH_MEM_ROWS:-5000000}"
 BENCH_MEM_WORK_MEM="${BENCH_MEM_WORK_MEM:-4MB 64MB}"
 BENCH_PROFILE="${BENCH_PROFILE:-1}"
 BENCH_PORT="${BENCH_PORT:-55450}"
 BENCH_AUTOVACUUM="${BENCH_AUTOVACUUM:-off}"
-BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/latest.md}"
-RAW="$REPO_ROOT/bench/results/raw"
+BENCH_RESULTS="${BENCH_RESULTS:-$REPO_ROOT/bench/results}"
+BENCH_OUT="${BENCH_OUT:-$BENCH_RESULTS/latest.md}"
+RAW="$BENCH_RESULTS/raw"
+# machine-readable results of the standalone scripts (BENCH_DATA / LAT_DATA)
+DATA="$RAW/bench.data"
 
 # Cluster settings (on top of scripts/common.sh's fsync = off,
 # synchronous_commit = off, full_page_writes = off).
@@ -75,7 +104,17 @@ BENCH_CONF=(
     "checkpoint_timeout = 30min"
 )
 
-want() { [[ " $BENCH_SCENARIOS " == *" $1 "* ]]; }
+# scenario numbers of the built-in scenarios (BENCH_ONLY/BENCH_SKIP take both)
+declare -A SCEN_NUM=([incremental]="1 2" [fold]=3 [ingest]=4 [latency]=5 [memory]=6)
+tok_matches() {   # TOKEN NAME_OR_NUMBER
+    [[ "$1" == "$2" || " ${SCEN_NUM[$1]:-} " == *" $2 "* || " ${SCEN_NUM[$2]:-} " == *" $1 "* ]]
+}
+want() {
+    local t
+    for t in $BENCH_SKIP; do tok_matches "$t" "$1" && return 1; done
+    for t in $BENCH_ONLY; do tok_matches "$t" "$1" && return 0; done
+    return 1
+}
 
 NEW=$(scaled "$BENCH_NEW_ROWS" 100)
 FOLD=$(scaled "$BENCH_FOLD_ROWS" 1000)
@@ -94,7 +133,7 @@ else
 fi
 
 mkdir -p "$RAW"
-rm -f "$RAW"/*.txt "$RAW"/*.sql "$RAW"/*.log
+rm -rf "$RAW"/*.txt "$RAW"/*.sql "$RAW"/*.log "$RAW"/*.md "$RAW"/*.dat "$DATA" "$RAW/samples"
 RUN_START=$SECONDS
 
 trap 'stop_cluster bench' EXIT
@@ -114,7 +153,7 @@ SO_START="$(so_stamp)"   # the cluster loaded this build (preload at start)
 declare -A CQ_C CQ_A CQD_A HW_A CQ_B CQD_B HW_B REF GB LOAD_MS CREATE_MS CHECK PROF_A PROF_B
 declare -a SUMMARY_ROWS=()
 FOLD_CQ="" FOLD_CQD="" FOLD_GB="" FOLD_GBS="" FOLD_CHECK="" FOLD_PROF=""
-declare -A ING_T ING_U ING_R LAT_LINE MEM_PEAK MEM_BASE MEM_HWM MEM_TIME MEM_SPILL
+declare -A ING_T ING_U ING_R LAT_LINE LATQ_LINE EXT_STATUS MEM_PEAK MEM_BASE MEM_HWM MEM_TIME MEM_SPILL
 
 # last_progress QUERY -> "duration_ms num_input_rows"
 last_progress() {
@@ -318,7 +357,8 @@ fold() {
 # ---------------------------------------------------------------------------
 # Scenario 4: ingest overhead (pgbench)
 # ---------------------------------------------------------------------------
-ING_CONFIGS=("single-row INSERT, 1 client|single|1" "single-row INSERT, 2 clients|single|2" "1000-row INSERT, 1 client|multi|1")
+ING_CONFIGS=("single-row INSERT, 1 client|single|1" "single-row INSERT, 2 clients|single|2" "1000-row INSERT, 1 client|multi|1" "1000-row INSERT, 2 clients|multi|2")
+declare -A ING_LAG
 
 ingest() {
     local cfg label kind c r first second tbl out tps key
@@ -362,6 +402,17 @@ ingest() {
         ING_T[$label]=$(median "${tt[@]}")
         ING_U[$label]=$(median "${tu[@]}")
         ING_R[$label]=$(median "${ratios[@]}")
+        # goal 3: the query caught up at the end (the workers, no CALL)
+        local t0=$SECONDS caught=""
+        for _ in $(seq 1 6000); do
+            if [[ "$(psql_val "SELECT (SELECT coalesce(sum(n), 0) FROM ing_agg) = (SELECT count(*) FROM ing_tracked)")" == t ]]; then
+                caught=$((SECONDS - t0)); break
+            fi
+            sleep 0.02
+        done
+        ING_LAG[$label]="${caught:+caught up ${caught} s after the last run}"
+        ING_LAG[$label]="${ING_LAG[$label]:-**not caught up** 120 s after the last run}"
+        info "$label: ratio ${ING_R[$label]}, ${ING_LAG[$label]}"
     done
     # the tracked rows really are visible to pg_cq
     psql_run "CALL cq.run('ing_agg');" >/dev/null 2>&1
@@ -378,13 +429,19 @@ latency() {
     local rate n b p50 p99 mx
     section "latency: trigger '0', rates $BENCH_LAT_RATES rows/s"
     CQ_BENCH_PORT=$((BENCH_PORT + 2)) LAT_RATES="$BENCH_LAT_RATES" LAT_SECONDS="$BENCH_LAT_SECS" \
+        LAT_QUERIES="$BENCH_LAT_QUERIES" LAT_Q_SECS="$BENCH_LAT_Q_SECS" LAT_DATA="$DATA" LAT_SAMPLES="$RAW/samples" \
         LAT_REPORT="$RAW/latency.txt" "$REPO_ROOT/bench/latency.sh" >"$RAW/latency.log" 2>&1 \
         || { tail -n 30 "$RAW/latency.log" >&2; die "bench/latency.sh failed"; }
-    while read -r rate n b p50 p99 mx; do
-        [[ "$rate" =~ ^[0-9]+$ ]] || continue
-        LAT_LINE[$rate]="$n $b $p50 $p99 $mx"
-        info "rate $rate/s: $n rows in $b batches, p50 $p50 ms, p99 $p99 ms, max $mx ms"
-    done <"$RAW/latency.txt"
+    while read -r tag rate n b p50 p99 mx reached; do
+        [[ "$tag" == rate ]] || continue
+        LAT_LINE[$rate]="$n $b $p50 $p99 $mx $reached"
+        info "rate $rate/s (reached $reached/s): $n rows in $b batches, p50 $p50 ms, p99 $p99 ms, max $mx ms"
+    done <"$DATA"
+    while read -r tag nq rate n p50 p99 mx cpu lost; do
+        [[ "$tag" == queries ]] || continue
+        LATQ_LINE[$nq]="$n $p50 $p99 $mx $cpu $lost"
+        info "$nq queries at $rate rows/s: p50 $p50 ms, p99 $p99 ms, pg_cq CPU $cpu s"
+    done <"$DATA"
 }
 
 # ---------------------------------------------------------------------------
@@ -437,6 +494,46 @@ want 3 && fold
 want 4 && ingest
 want 5 && latency
 want 6 && memory
+
+# ---------------------------------------------------------------------------
+# The standalone scripts, each on its own cluster (port BENCH_PORT + k)
+# ---------------------------------------------------------------------------
+# ext NAME SCRIPT PORT_OFFSET [VAR=VALUE...]: run SCRIPT with the bench's
+# knobs; its markdown report goes to raw/NAME.md (included in latest.md),
+# its log to raw/NAME.log; a failure is reported, not fatal.  Contract for
+# the scripts: BENCH_SCALE, BENCH_PORT, BENCH_OUT (report file) and
+# BENCH_DATA (a file to append machine-readable lines to; a line
+# "goal N yes|no FIGURE TEXT" fills goal N's row of the goal table).
+ext() {
+    local name="$1" script="$2" off="$3" t0=$SECONDS rc=0
+    shift 3
+    if [[ ! -x "$REPO_ROOT/$script" ]]; then EXT_STATUS[$name]="not present"; return 0; fi
+    section "$name: $script"
+    env CQ_SKIP_APT=1 CQ_SKIP_BUILD=1 BENCH_SCALE="$BENCH_SCALE" BENCH_PORT=$((BENCH_PORT + off)) \
+        BENCH_OUT="$RAW/$name.md" BENCH_DATA="$DATA" "$@" "$REPO_ROOT/$script" >"$RAW/$name.log" 2>&1 || rc=$?
+    if ((rc == 0)); then
+        EXT_STATUS[$name]="ok, $((SECONDS - t0)) s"
+    else
+        EXT_STATUS[$name]="**failed** (exit $rc, $((SECONDS - t0)) s; log: raw/$name.log)"
+        tail -n 20 "$RAW/$name.log" >&2
+    fi
+    info "$name: ${EXT_STATUS[$name]}"
+}
+want write_path && ext write_path bench/write_path.sh 3 BENCH_PAIRS="${BENCH_PAIRS:-$(small 3 7)}" \
+    BENCH_PGBENCH_SECS="$BENCH_PGBENCH_SECS" BENCH_PARTS="${BENCH_PARTS:-$(small tps "tps callgrind")}"
+want cold && ext cold bench/cold.sh 4 BENCH_COLD_HISTORY="$(scaled 1000000 1000)" \
+    BENCH_COLD_NEW="$(scaled 10000 100)" BENCH_COLD_ROUNDS="${BENCH_COLD_ROUNDS:-$(small 3 9)}"
+want fold_goal && ext fold_goal bench/fold.sh 5
+want merge && ext merge bench/merge.sh 6
+want aggregates && ext aggregates bench/aggregates.sh 7 BENCH_AGG_REPORT="$RAW/aggregates.md" \
+    BENCH_AGG_REPS="${BENCH_AGG_REPS:-$(small 1 3)}"
+want soak && ext soak bench/soak.sh 8 SOAK_SECONDS="$BENCH_SOAK_SECS"
+
+# shellcheck source=bench/charts.sh
+source "$REPO_ROOT/bench/charts.sh"
+section "charts"
+CHARTS=()
+make_charts
 
 # ---------------------------------------------------------------------------
 # Report
@@ -496,7 +593,7 @@ fi
 if want 5; then
     for rate in $BENCH_LAT_RATES; do
         [[ -n "${LAT_LINE[$rate]:-}" ]] || continue
-        read -r n b p50 p99 mx <<<"${LAT_LINE[$rate]}"
+        read -r n b p50 p99 mx _ <<<"${LAT_LINE[$rate]}"
         goal="—" ok="—"
         if ((rate == 1000)); then goal="p50 ≤ 5 ms, p99 ≤ 25 ms"; ok=$(awk -v a="$p50" -v b="$p99" 'BEGIN { print (a <= 5 && b <= 25) ? "yes" : "**no**" }'); fi
         row 5 "commit-to-target latency, $rate rows/s (single-row INSERTs)" "—" "p50 $p50 ms, p99 $p99 ms (max $mx; $n rows, $b batches)" "—" "$goal" "$ok" "\`bench/latency.sh\`, trigger '0'"
@@ -509,6 +606,91 @@ if want 6; then
     done
 fi
 
+# ---------------------------------------------------------------------------
+# Issue 12's goals: one row each (target, figure, met, where to look)
+# ---------------------------------------------------------------------------
+GOAL_ROWS=()
+goal() { GOAL_ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); }
+# data_goal N: a "goal N yes|no TEXT" line of a standalone script -> "met|text"
+data_goal() {
+    awk -v n="$1" '$1 == "goal" && $2 == n { m = ($3 == "yes") ? "yes" : "**no**"; $1 = $2 = $3 = ""; sub(/^ +/, ""); print m "|" $0; exit }' "$DATA" 2>/dev/null
+}
+not_run() { echo "not measured in this run${1:+ ($1)}"; }
+
+# 1. write path
+if want write_path && grep -q '^writepath ' "$DATA" 2>/dev/null; then
+    fig="$(awk '$1 == "writepath" { printf "%s%s %s cl. %.2fx (%.2f–%.2f)", sep, $2, $3, $4, $5, $6; sep = "; " }' "$DATA")"
+    ok="$(awk '$1 == "writepath" { if ($4 < 0.97) bad = 1 } END { print bad ? "**no**" : "yes" }' "$DATA")"
+    goal 1 "Write path: tracked, query paused / untracked (single-row INSERT, 1000-row INSERT, COPY; 1 and 2 clients)" "≥ 0.97x each" "$fig (median of pairs, spread)" "$ok" "[Write path](#write-path-issue-12-goal-1): tps, backend CPU per transaction, callgrind instructions per row (the per-row profile)"
+else
+    goal 1 "Write path" "≥ 0.97x" "$(not_run "${EXT_STATUS[write_path]:-skipped}")" "—" "bench/write_path.sh"
+fi
+# 2. fold efficiency
+dg="$(data_goal 2)"
+if [[ -n "$dg" ]]; then
+    goal 2 "Fold efficiency: CPU per folded row / plain GROUP BY (5M rows, ~4k and 1M groups)" "≤ 1.2x" "${dg#*|}" "${dg%%|*}" "[bench/fold.sh](#bench-fold-sh)"
+elif want 3 && [[ -n "$FOLD_CQ" ]]; then
+    x=$(calc "$FOLD_CQ / $FOLD_GBS")
+    goal 2 "Fold efficiency (proxy: scenario 3, wall clock, $(human "$FOLD") rows into ~216k groups, vs serial GROUP BY; bench/fold.sh ${EXT_STATUS[fold_goal]:-skipped})" "≤ 1.2x" "$(fmt_x "$x")" "$(met "$x" '<=' 1.2) (proxy)" "[Fold](#fold-$(human "$FOLD" | tr 'A-Z' 'a-z')-rows): auto_explain profile of the fold batch, raw/profile_fold*.txt"
+else
+    goal 2 "Fold efficiency" "≤ 1.2x" "$(not_run "bench/fold.sh ${EXT_STATUS[fold_goal]:-skipped}")" "—" "—"
+fi
+# 3. live ingest
+l3="1000-row INSERT, 2 clients"
+if want 4 && [[ -n "${ING_R[$l3]:-}" ]]; then
+    x="${ING_R[$l3]}"
+    ok=$(met "$x" '>=' 0.85); [[ "${ING_LAG[$l3]}" == caught* ]] || ok="**no**"
+    goal 3 "Live ingest: two writers of 1000-row INSERTs + a trigger '0' update query / untracked" "≥ 0.85x, caught up at the end" "$(fmt_x "$x") (${ING_LAG[$l3]})" "$ok" "[Ingest](#ingest); no CPU profile of the workers is taken by the bench"
+else
+    goal 3 "Live ingest" "≥ 0.85x" "$(not_run)" "—" "scenario 4"
+fi
+# 4. cold first batch
+c4="$(awk '$1 == "cold" { print $2; exit }' "$DATA" 2>/dev/null)"
+if [[ -n "$c4" ]]; then
+    goal 4 "Cold first batch: first CALL in a new backend / cached CALL ($(human "$(scaled 10000 100)") new rows, $(human "$(scaled 1000000 1000)") history)" "≤ 1.3x" "$(fmt_x "$c4")" "$(met "$c4" '<=' 1.3)" "[Cold first batch](#cold-first-batch-bench-cold-sh)"
+else
+    goal 4 "Cold first batch (cold / cached)" "≤ 1.3x" "$(not_run "bench/cold.sh ${EXT_STATUS[cold]:-skipped}")" "—" "bench/cold.sh"
+fi
+if want 2 && ((${#INC_SIZES[@]} > 1)); then
+    nl="${INC_SIZES[-1]}"
+    x=$(calc "${REF[$nl]} / ${CQ_A[$nl]}")
+    goal 4 "Cold first batch: $(human "$NEW") new rows at $(human "$nl") history, fresh psql session, vs REFRESH MATERIALIZED VIEW" "≥ 250x faster" "$(fmt_x "$x") ($(fmt_ms "${CQ_A[$nl]}") vs $(fmt_ms "${REF[$nl]}"))" "$(met "$x" '>=' 250)" "[Where a batch's time goes](#where-a-batchs-time-goes-one-extra-batch-under-auto_explain-log_analyze-on): rest = per-backend start-up"
+fi
+# 5. many queries
+if ((${#LATQ_LINE[@]})); then
+    nmax=$(printf '%s
+' "${!LATQ_LINE[@]}" | sort -n | tail -n 1)
+    read -r _ _ p99 _ cpu_max _ <<<"${LATQ_LINE[$nmax]}"
+    fig="$(for n in $(printf '%s
+' "${!LATQ_LINE[@]}" | sort -n); do read -r _ p50 q99 _ c _ <<<"${LATQ_LINE[$n]}"; printf '%s: p50 %s / p99 %s ms, CPU %s s; ' "$n" "$p50" "$q99" "$c"; done)"
+    if [[ -n "${LATQ_LINE[1]:-}" ]]; then
+        read -r _ _ _ _ cpu1 _ <<<"${LATQ_LINE[1]}"
+        xr=$(calc "$cpu_max / ($cpu1 > 0 ? $cpu1 : 0.01)")
+        fig+="CPU $nmax/1 = $(fmt_x "$xr")"
+    else xr=nan; fi
+    ok=$(awk -v p="$p99" -v x="$xr" 'BEGIN { print (p <= 50 && x != "nan" && x <= 10) ? "yes" : "**no**" }')
+    goal 5 "Many queries per source: $(printf '%s\n' "${!LATQ_LINE[@]}" | sort -n | paste -sd /) trigger '0' queries, $(awk '$1 == "queries" { print $3; exit }' "$DATA") rows/s" "p99 ≤ 50 ms at 100; CPU(100) ≤ 10x CPU(1)" "$fig" "$ok" "[Latency](#latency): many-queries table"
+else
+    goal 5 "Many queries per source" "p99 ≤ 50 ms at 100; CPU ≤ 10x" "$(not_run)" "—" "bench/latency.sh LAT_QUERIES"
+fi
+# 6. latency at rate
+if [[ -n "${LAT_LINE[10000]:-}" ]]; then
+    read -r n _ p50 p99 mx reached <<<"${LAT_LINE[10000]}"
+    ok=$(awk -v p="$p99" -v r="$reached" 'BEGIN { print (r < 9000) ? "**no** (rate not reached)" : (p <= 10) ? "yes" : "**no**" }')
+    goal 6 "Latency at rate: single-row commits at 10,000/s" "p99 ≤ 10 ms" "p50 $p50 ms, p99 $p99 ms (max $mx); rate reached $reached/s" "$ok" "[Latency](#latency)"
+else
+    goal 6 "Latency at 10,000 commits/s" "p99 ≤ 10 ms" "$(not_run)" "—" "bench/latency.sh"
+fi
+# 7. MERGE
+dg="$(data_goal 7)"
+if [[ -n "$dg" ]]; then
+    goal 7 "MERGE vs upsert (NOT NULL keys)" "MERGE where at least as fast" "${dg#*|}" "${dg%%|*}" "[bench/merge.sh](#bench-merge-sh)"
+else
+    goal 7 "MERGE vs upsert" "MERGE where at least as fast" "$(not_run "bench/merge.sh ${EXT_STATUS[merge]:-skipped}$([[ -s "$RAW/merge.md" ]] && echo ': see its section')")" "—" "—"
+fi
+# 8. charts
+goal 8 "Plots (PNG, gnuplot)" "latency distribution, batch cost vs history, ingest ratio vs clients, cost vs queries" "${#CHARTS[@]} of 4: ${CHARTS[*]:-none}" "$( ((${#CHARTS[@]} == 4)) && echo yes || echo '**no**')" "bench/README.md"
+
 {
     echo "# pg_cq benchmark — latest run"
     echo
@@ -517,7 +699,21 @@ fi
     echo "- machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -nE 's/^Model name: +//p' | head -n 1)), $(free -g | awk '/^Mem:/ {print $2}') GB RAM"
     echo "- $PGVER; pg_cq.so installed $SO_START$([[ "$(so_stamp)" == "$SO_START" ]] || echo " (reinstalled during the run at $(so_stamp): new backends may have loaded it)")"
     echo "- settings: $SETTINGS (fsync/synchronous_commit/full_page_writes off: throwaway cluster, figures exclude durable-commit cost)"
-    echo "- knobs: BENCH_SCALE=$BENCH_SCALE sizes=(${INC_SIZES[*]}) new rows=$NEW reps=$BENCH_REPS slow reps=$BENCH_SLOW_REPS fold rows=$FOLD fold reps=$BENCH_FOLD_REPS pgbench ${BENCH_PGBENCH_SECS}s ×$BENCH_PGBENCH_ROUNDS"
+    echo "- knobs: BENCH_SCALE=$BENCH_SCALE sizes=(${INC_SIZES[*]}) new rows=$NEW reps=$BENCH_REPS slow reps=$BENCH_SLOW_REPS fold rows=$FOLD fold reps=$BENCH_FOLD_REPS pgbench ${BENCH_PGBENCH_SECS}s ×$BENCH_PGBENCH_ROUNDS; scenarios: $(for t in incremental fold ingest latency memory write_path cold fold_goal merge aggregates soak; do want "$t" && printf '%s ' "$t"; done)"
+    for t in "${!EXT_STATUS[@]}"; do echo "- $t: ${EXT_STATUS[$t]}"; done
+    ((SMOKE)) && echo "- **smoke run (BENCH_SCALE=$BENCH_SCALE): fewer rows, rounds and seconds; the figures are not results**"
+    echo
+    echo "## Issue 12 goals"
+    echo
+    echo "| goal | measure | target | figure | met | details, profile |"
+    echo "|---|---|---|---|---|---|"
+    printf '%s\n' "${GOAL_ROWS[@]}"
+    echo
+    if ((${#CHARTS[@]})); then
+        echo "Charts: $(for c in "${CHARTS[@]}"; do printf '[%s](%s) ' "$c" "$c"; done)"
+        echo
+    fi
+    echo "## Scenarios"
     echo
     echo "Times are medians of psql \`\\timing\` in a fresh session (the CALL's wall time as the client sees it)."
     echo "Ratios: for \"faster\" rows baseline / pg_cq; otherwise pg_cq / baseline (for ingest: tracked tps / untracked tps)."
@@ -591,6 +787,20 @@ fi
         for wm in $BENCH_MEM_WORK_MEM; do
             echo "| $wm | $(fmt_ms "${MEM_TIME[$wm]}") | $((MEM_BASE[$wm] / 1024)) MB | $((MEM_PEAK[$wm] / 1024)) MB | +$(((MEM_PEAK[$wm] - MEM_BASE[$wm]) / 1024)) MB | $((MEM_HWM[$wm] / 1024)) MB | ${MEM_SPILL[$wm]} |"
         done
+    fi
+    for t in write_path cold fold_goal merge aggregates; do
+        [[ -s "$RAW/$t.md" ]] || continue
+        echo
+        [[ $t == fold_goal ]] && echo "### bench/fold.sh"
+        [[ $t == merge ]] && echo "### bench/merge.sh"
+        echo
+        cat "$RAW/$t.md"
+    done
+    if want soak; then
+        echo
+        echo "## Soak (bench/soak.sh, ${BENCH_SOAK_SECS} s): ${EXT_STATUS[soak]:-}"
+        echo
+        grep -E '^soak:|^not ok' "$RAW/soak.log" 2>/dev/null | sed 's/^/    /' || true
     fi
 } >"$BENCH_OUT"
 
