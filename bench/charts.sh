@@ -82,13 +82,14 @@ EOF
             echo "$n ${CQ_A[$n]:-NaN} ${CQ_B[$n]:-NaN} ${CQ_C[$n]:-NaN} ${HW_A[$n]:-NaN} ${REF[$n]:-NaN}"
         done >"$RAW/batch_cost.dat"
         plot batch_cost <<EOF
-set title "One batch of $(human "$NEW") new rows vs history size (update query, median)$scale_note"
+set title "One batch of $(human "$NEW") new rows vs history size (median)$scale_note"
 set xlabel 'history rows (millions)'
 set ylabel 'ms (log scale)'
 set logscale y
 set grid
-set key outside right
+set key top left
 set xtics nomirror
+set yrange [*:*]
 plot '$RAW/batch_cost.dat' using (\$1/1e6):2 with linespoints lw 2 title 'pg_cq, fresh session', \
      '' using (\$1/1e6):3 with linespoints lw 2 title 'pg_cq, fresh session, after ANALYZE', \
      '' using (\$1/1e6):4 with linespoints lw 2 title 'pg_cq, warm session', \
@@ -100,11 +101,13 @@ EOF
     # ingest ratio vs clients
     : >"$RAW/ingest_ratio.dat"
     plots=()
+    local off=-0.06
     for kind in single multi copy; do
         awk -v k="$kind" '$1 == "writepath" && $2 == k { print $3, $4, $5, $6 }' "$DATA" 2>/dev/null | sort -n >"$RAW/ingest_wp_$kind.dat"
         [[ -s "$RAW/ingest_wp_$kind.dat" ]] || continue
         case $kind in single) label="single-row INSERT";; multi) label="1000-row INSERT";; copy) label="COPY 10k rows";; esac
-        plots+=("'$RAW/ingest_wp_$kind.dat' using 1:2:3:4 with yerrorlines lw 2 title '$label, query paused (write path)'")
+        plots+=("'$RAW/ingest_wp_$kind.dat' using (\$1 + $off):2:3:4 with yerrorlines lw 2 title '$label, query paused (write path)'")
+        off=$(calc "$off + 0.04")
     done
     for kind in single multi; do
         : >"$RAW/ingest_live_$kind.dat"
@@ -129,7 +132,7 @@ set ylabel 'tracked / untracked throughput'
 set xtics 1
 set xrange [0.5:2.5]
 set grid
-set key bottom left
+set key below
 set arrow from graph 0, first 0.97 to graph 1, first 0.97 nohead dt 3
 set label 'goal 1: 0.97x' at graph 0.75, first 0.985
 set arrow from graph 0, first 0.85 to graph 1, first 0.85 nohead dt 3
