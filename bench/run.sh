@@ -524,8 +524,9 @@ want write_path && ext write_path bench/write_path.sh 3 BENCH_PAIRS="${BENCH_PAI
     BENCH_PGBENCH_SECS="$BENCH_PGBENCH_SECS" BENCH_PARTS="${BENCH_PARTS:-$(small tps "tps callgrind")}"
 want cold && ext cold bench/cold.sh 4 BENCH_COLD_HISTORY="$(scaled 1000000 1000)" \
     BENCH_COLD_NEW="$(scaled 10000 100)" BENCH_COLD_ROUNDS="${BENCH_COLD_ROUNDS:-$(small 3 9)}"
-want fold_goal && ext fold_goal bench/fold.sh 5
-want merge && ext merge bench/merge.sh 6
+want fold_goal && ext fold_goal bench/fold.sh 5 BENCH_FOLD_ROWS="$FOLD" BENCH_FOLD_REPS="$(small 1 3)"
+want merge && ext merge bench/merge.sh 6 BENCH_MERGE_GROUPS="$(scaled 4000 100) $(scaled 1000000 1000)" \
+    BENCH_MERGE_CHANGED="$(scaled 1000 100) $(scaled 10000 100) $(scaled 100000 100)" BENCH_MERGE_ROUNDS="$(small 2 7)"
 want aggregates && ext aggregates bench/aggregates.sh 7 BENCH_AGG_REPORT="$RAW/aggregates.md" \
     BENCH_AGG_REPS="${BENCH_AGG_REPS:-$(small 1 3)}"
 want soak && ext soak bench/soak.sh 8 SOAK_SECONDS="$BENCH_SOAK_SECS"
@@ -628,6 +629,12 @@ else
 fi
 # 2. fold efficiency
 dg="$(data_goal 2)"
+if [[ -z "$dg" && -s "$RAW/fold_goal.md" ]]; then
+    # bench/fold.sh's table: | N rows → G groups | work_mem | GROUP BY | fold | ratio | met |
+    dg="$(awk -F'|' '$7 ~ /yes|no/ && $6 ~ /x/ { gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $6)
+            fig = fig sep $2 ", " $3 ": " $6; sep = "; "; if ($7 !~ /yes/) bad = 1; n++ }
+          END { if (n) print (bad ? "**no**" : "yes") "|" fig }' "$RAW/fold_goal.md")"
+fi
 if [[ -n "$dg" ]]; then
     goal 2 "Fold efficiency: CPU per folded row / plain GROUP BY (5M rows, ~4k and 1M groups)" "≤ 1.2x" "${dg#*|}" "${dg%%|*}" "[bench/fold.sh](#benchfoldsh)"
 elif want 3 && [[ -n "$FOLD_CQ" ]]; then
@@ -684,6 +691,12 @@ else
 fi
 # 7. MERGE
 dg="$(data_goal 7)"
+if [[ -z "$dg" && -s "$RAW/merge.md" ]]; then
+    # bench/merge.sh's table: | G | C | upsert | merge2 | merge1 | merge1h | merge2/u | merge1/u | merge1h/u | ...
+    dg="$(awk -F'|' 'NF > 12 && $8 ~ /[0-9]x/ { for (i = 2; i <= 10; i++) gsub(/^ +| +$/, "", $i)
+            fig = fig sep $2 " groups, " $3 " changed: MERGE/upsert " $8 " (2 statements), " $9 " (1), " $10 " (1, hash index)"; sep = "; "; n++ }
+          END { if (n) print "decided in the code: see the section|" fig }' "$RAW/merge.md")"
+fi
 if [[ -n "$dg" ]]; then
     goal 7 "MERGE vs upsert (NOT NULL keys)" "MERGE where at least as fast" "${dg#*|}" "${dg%%|*}" "[bench/merge.sh](#benchmergesh)"
 else
