@@ -29,8 +29,14 @@
 #include "miscadmin.h"
 #include "nodes/readfuncs.h"
 #include "utils/builtins.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/ruleutils.h"
 #include "utils/xid8.h"
 #include "utils/timestamp.h"
 
@@ -278,9 +284,63 @@ nodata_batch(OwnerBatch *ob)
 }
 
 /*
+ * drop_indexes
+ *	  Drop the indexes of pg_cq's own table relid (a state table or a
+ *	  table of DISTINCT pairs) and return their definitions, to be built
+ *	  again by build_indexes once the table is loaded: a bulk load then a
+ *	  sorted index build costs much less than an index insert per row in
+ *	  hash order (issue 12 goal 2).  Both run in the batch's transaction,
+ *	  so a failed batch leaves the indexes as they were; the DROP locks the
+ *	  table until the batch commits (batches of a query are serialized by
+ *	  its catalog row lock anyway).  Appends to defs.
+ */
+static List *
+drop_indexes(Oid relid, List *defs)
+{
+	Relation	rel;
+	List	   *indexes;
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(relid))
+		return defs;
+	rel = table_open(relid, AccessExclusiveLock);
+	indexes = RelationGetIndexList(rel);
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		Oid			idx = lfirst_oid(lc);
+
+		defs = lappend(defs, pg_get_indexdef_string(idx));
+		names = lappend(names, quote_qualified_identifier(get_namespace_name(get_rel_namespace(idx)),
+														  get_rel_name(idx)));
+	}
+	foreach(lc, names)
+		cq_spi_exec(psprintf("DROP INDEX %s", (char *) lfirst(lc)), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	return defs;
+}
+
+/*
+ * build_indexes
+ *	  Build the indexes drop_indexes dropped.
+ */
+static void
+build_indexes(List *defs)
+{
+	ListCell   *lc;
+
+	foreach(lc, defs)
+		cq_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
  * fold
  *	  The main statement: fold the new rows into state and target, read
  *	  its metrics row.
+ *
+ *	  Batch 0 over history folds into an empty state with plain INSERTs
+ *	  (state.c): its indexes are dropped for the load and built after it.
+ *	  Not for deduplication, whose first batch relies on its unique index.
  */
 static void
 fold(OwnerBatch *ob)
@@ -290,12 +350,22 @@ fold(OwnerBatch *ob)
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
+	List	   *index_defs = NIL;
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	if (in->history && in->an->is_aggregate && !in->an->is_dedup && OidIsValid(in->q->state_table))
+	{
+		index_defs = drop_indexes(in->q->state_table, index_defs);
+		if (in->an->distinct_sets)
+			index_defs = drop_indexes(get_relname_relid(psprintf("sd_%d", in->q->id),
+														get_namespace_oid("cq_state", false)),
+									  index_defs);
+	}
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
+	build_indexes(index_defs);
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
