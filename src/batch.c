@@ -356,16 +356,20 @@ fold(OwnerBatch *ob)
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
 	if (in->history && in->an->is_aggregate && !in->an->is_dedup && OidIsValid(in->q->state_table))
 	{
+		CqSecurity	sec;
+
+		/* internal objects in cq_state: as superuser (the owner may not create in that schema) */
+		cq_security_superuser(&sec);
 		index_defs = drop_indexes(in->q->state_table, index_defs);
 		if (in->an->distinct_sets)
 			index_defs = drop_indexes(get_relname_relid(psprintf("sd_%d", in->q->id),
 														get_namespace_oid("cq_state", false)),
 									  index_defs);
+		cq_security_restore(&sec);
 	}
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
-	build_indexes(index_defs);
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	res->state_updated = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
@@ -378,6 +382,15 @@ fold(OwnerBatch *ob)
 	{
 		ob->input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
 		read_event_time(res, 7);
+	}
+	/* after reading the statement's result: these replace SPI_tuptable */
+	if (index_defs != NIL)
+	{
+		CqSecurity	sec;
+
+		cq_security_superuser(&sec);
+		build_indexes(index_defs);
+		cq_security_restore(&sec);
 	}
 }
 
