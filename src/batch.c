@@ -321,16 +321,49 @@ drop_indexes(Oid relid, List *defs)
 }
 
 /*
+ * unindex_state
+ *	  Before a fold into an empty state with plain INSERTs (batch 0 over
+ *	  history, a rebuild of lost unlogged state): drop the indexes of the
+ *	  state and of its table of DISTINCT pairs; returns their definitions
+ *	  for build_indexes.  Not for deduplication, whose statements rely on
+ *	  its unique index.  Internal objects of cq_state: as superuser (the
+ *	  owner may not create in that schema).
+ */
+static List *
+unindex_state(BatchInput *in)
+{
+	List	   *defs = NIL;
+	CqSecurity	sec;
+
+	if (!in->an->is_aggregate || in->an->is_dedup || !OidIsValid(in->q->state_table))
+		return NIL;
+	cq_security_superuser(&sec);
+	defs = drop_indexes(in->q->state_table, defs);
+	if (in->an->distinct_sets)
+		defs = drop_indexes(get_relname_relid(psprintf("sd_%d", in->q->id),
+											  get_namespace_oid("cq_state", false)),
+							defs);
+	cq_security_restore(&sec);
+	return defs;
+}
+
+/*
  * build_indexes
- *	  Build the indexes drop_indexes dropped.
+ *	  Build the indexes unindex_state dropped (as superuser, see there).
+ *	  Replaces SPI_tuptable.
  */
 static void
 build_indexes(List *defs)
 {
 	ListCell   *lc;
+	CqSecurity	sec;
 
+	if (defs == NIL)
+		return;
+	cq_security_superuser(&sec);
 	foreach(lc, defs)
 		cq_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
 }
 
 /*
@@ -339,8 +372,8 @@ build_indexes(List *defs)
  *	  its metrics row.
  *
  *	  Batch 0 over history folds into an empty state with plain INSERTs
- *	  (state.c): its indexes are dropped for the load and built after it.
- *	  Not for deduplication, whose first batch relies on its unique index.
+ *	  (state.c): its indexes are dropped for the load and built after it
+ *	  (unindex_state).
  */
 static void
 fold(OwnerBatch *ob)
@@ -354,19 +387,8 @@ fold(OwnerBatch *ob)
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	if (in->history && in->an->is_aggregate && !in->an->is_dedup && OidIsValid(in->q->state_table))
-	{
-		CqSecurity	sec;
-
-		/* internal objects in cq_state: as superuser (the owner may not create in that schema) */
-		cq_security_superuser(&sec);
-		index_defs = drop_indexes(in->q->state_table, index_defs);
-		if (in->an->distinct_sets)
-			index_defs = drop_indexes(get_relname_relid(psprintf("sd_%d", in->q->id),
-														get_namespace_oid("cq_state", false)),
-									  index_defs);
-		cq_security_restore(&sec);
-	}
+	if (in->history)
+		index_defs = unindex_state(in);
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
@@ -384,14 +406,7 @@ fold(OwnerBatch *ob)
 		read_event_time(res, 7);
 	}
 	/* after reading the statement's result: these replace SPI_tuptable */
-	if (index_defs != NIL)
-	{
-		CqSecurity	sec;
-
-		cq_security_superuser(&sec);
-		build_indexes(index_defs);
-		cq_security_restore(&sec);
-	}
+	build_indexes(index_defs);
 }
 
 /*
@@ -518,6 +533,7 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	TimestampTz t0 = GetCurrentTimestamp();
 	int64		rows;
 	bool		isnull;
+	List	   *index_defs;
 
 	params[0] = xid8_datum(0);
 	params[1] = xid8_datum(end->xmax);
@@ -525,9 +541,11 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	params[3] = snapshot_datum(in->q->start_offset);
 	params[4] = TimestampTzGetDatum(last->batch_watermark);
 	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	index_defs = unindex_state(in);
 	if (SPI_execute_plan(cq_spi_plan(in->plan->rebuild_sql, 5, types), params, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: could not rebuild state");
 	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	build_indexes(index_defs);
 	*ms = ms_since(t0);
 	ereport(LOG,
 			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
