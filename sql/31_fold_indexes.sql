@@ -13,14 +13,15 @@ CREATE VIEW fi_oracle AS
 SELECT cq.create_query('fi_q', pg_get_viewdef('fi_oracle'), output_mode => 'update',
                        "trigger" => 'available_now');
 
--- the indexes of the query's state and pairs tables (names without the query id)
+-- the indexes of the query's state and pairs tables (names without the query id) and target
 CREATE FUNCTION fi_indexes() RETURNS TABLE (tab text, def text, oid oid) LANGUAGE sql AS $$
   SELECT regexp_replace(c.relname, '_[0-9]+$', '_N'),
          regexp_replace(pg_get_indexdef(i.indexrelid), '_[0-9]+', '_N', 'g'), i.indexrelid
     FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
-   WHERE c.relnamespace = 'cq_state'::regnamespace
-     AND c.relname IN (SELECT format('%s_%s', p, q.id) FROM cq.queries q, unnest('{s,sd}'::text[]) p
-                        WHERE q.name = 'fi_q')
+   WHERE (c.relnamespace = 'cq_state'::regnamespace
+          AND c.relname IN (SELECT format('%s_%s', p, q.id) FROM cq.queries q, unnest('{s,sd}'::text[]) p
+                             WHERE q.name = 'fi_q'))
+      OR c.oid = 'fi_q'::regclass
    ORDER BY 1, 2 $$;
 SELECT tab, def FROM fi_indexes();
 CREATE TABLE fi_before AS SELECT * FROM fi_indexes();
@@ -48,6 +49,17 @@ SELECT count(*) AS differing FROM (SELECT * FROM fi_q EXCEPT ALL SELECT * FROM f
 SELECT count(*) AS missing FROM (SELECT * FROM fi_oracle EXCEPT ALL SELECT * FROM fi_q) x;
 SELECT tab, def FROM fi_indexes();
 
+SELECT cq.drop_query('fi_q', drop_target => true);
+
+-- a target the user added an index to keeps its indexes (only the state's are rebuilt)
+SELECT cq.create_query('fi_q', 'SELECT k, count(*) AS n FROM fi_src GROUP BY k', output_mode => 'update',
+                       "trigger" => 'available_now');
+CREATE INDEX fi_q_n ON fi_q (n);
+DROP TABLE fi_before;
+CREATE TABLE fi_before AS SELECT * FROM fi_indexes();
+CALL cq.run('fi_q');
+SELECT a.tab, a.def, a.oid = b.oid AS same_index FROM fi_indexes() a JOIN fi_before b USING (tab, def) ORDER BY 1, 2;
+SELECT count(*) AS differing FROM (SELECT * FROM fi_q EXCEPT ALL SELECT k, count(*) FROM fi_src GROUP BY k) x;
 SELECT cq.drop_query('fi_q', drop_target => true);
 DROP VIEW fi_oracle;
 DROP TABLE fi_src, fi_before;

@@ -30,7 +30,12 @@
 #include "nodes/readfuncs.h"
 #include "utils/builtins.h"
 #include "access/table.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/comment.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -348,6 +353,63 @@ unindex_state(BatchInput *in)
 }
 
 /*
+ * unindex_target
+ *	  Batch 0 over history of an update query with GROUP BY writes every
+ *	  group to the empty target with a plain INSERT (sink.c): drop the
+ *	  target's index on its keys for that load too, and return its
+ *	  definition for build_indexes_as_user.  Only when the target is a
+ *	  plain table in the state pg_cq made it, with its one index (not
+ *	  backing a constraint, not the replica identity, not clustered, no
+ *	  comment: nothing a rebuild from its definition would lose), which
+ *	  the current user (the query's owner) owns and may create in, and
+ *	  only if its lock is free now: the DROP then holds the target until
+ *	  the batch commits (readers of the empty target wait for the full
+ *	  one), but never queues behind a reader.  Otherwise nothing changes.
+ */
+static List *
+unindex_target(BatchInput *in)
+{
+	Relation	rel;
+	List	   *indexes;
+	Oid			idx;
+	Oid			target = in->q->target;
+	bool		ok;
+
+	if (in->q->opts.mode != CQ_MODE_UPDATE || in->an->group_exprs == NIL || !OidIsValid(target) ||
+		get_rel_relkind(target) != RELKIND_RELATION ||
+		!pg_class_ownercheck(target, GetUserId()) ||
+		pg_namespace_aclcheck(get_rel_namespace(target), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+		return NIL;
+	/* the lock the batch's INSERT takes anyway, then the upgrade only if free */
+	rel = table_open(target, RowExclusiveLock);
+	indexes = RelationGetIndexList(rel);
+	ok = list_length(indexes) == 1 && !OidIsValid(rel->rd_replidindex);
+	table_close(rel, NoLock);
+	if (!ok)
+		return NIL;
+	idx = linitial_oid(indexes);
+	if (OidIsValid(get_index_constraint(idx)) || GetComment(idx, RelationRelationId, 0) != NULL ||
+		get_index_isclustered(idx) || !get_index_isvalid(idx) ||
+		!ConditionalLockRelationOid(target, AccessExclusiveLock))
+		return NIL;
+	return drop_indexes(target, NIL);
+}
+
+/*
+ * build_indexes_as_user
+ *	  Build the indexes unindex_target dropped, as the current user.
+ *	  Replaces SPI_tuptable.
+ */
+static void
+build_indexes_as_user(List *defs)
+{
+	ListCell   *lc;
+
+	foreach(lc, defs)
+		cq_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
  * build_indexes
  *	  Build the indexes unindex_state dropped (as superuser, see there).
  *	  Replaces SPI_tuptable.
@@ -373,7 +435,7 @@ build_indexes(List *defs)
  *
  *	  Batch 0 over history folds into an empty state with plain INSERTs
  *	  (state.c): its indexes are dropped for the load and built after it
- *	  (unindex_state).
+ *	  (unindex_state), and so is the target's (unindex_target).
  */
 static void
 fold(OwnerBatch *ob)
@@ -384,11 +446,15 @@ fold(OwnerBatch *ob)
 	TupleDesc	desc;
 	bool		isnull;
 	List	   *index_defs = NIL;
+	List	   *target_index_defs = NIL;
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
 	if (in->history)
+	{
 		index_defs = unindex_state(in);
+		target_index_defs = unindex_target(in);
+	}
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
@@ -407,6 +473,7 @@ fold(OwnerBatch *ob)
 	}
 	/* after reading the statement's result: these replace SPI_tuptable */
 	build_indexes(index_defs);
+	build_indexes_as_user(target_index_defs);
 }
 
 /*
