@@ -297,7 +297,9 @@ nodata_batch(OwnerBatch *ob)
  *	  hash order (issue 12 goal 2).  Both run in the batch's transaction,
  *	  so a failed batch leaves the indexes as they were; the DROP locks the
  *	  table until the batch commits (batches of a query are serialized by
- *	  its catalog row lock anyway).  Appends to defs.
+ *	  its catalog row lock anyway).  Only if that lock is free at once (a
+ *	  reader such as pg_dump holding the table makes the batch keep its
+ *	  indexes rather than wait).  Appends to defs.
  */
 static List *
 drop_indexes(Oid relid, List *defs)
@@ -307,9 +309,9 @@ drop_indexes(Oid relid, List *defs)
 	List	   *names = NIL;
 	ListCell   *lc;
 
-	if (!OidIsValid(relid))
+	if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessExclusiveLock))
 		return defs;
-	rel = table_open(relid, AccessExclusiveLock);
+	rel = table_open(relid, NoLock);
 	indexes = RelationGetIndexList(rel);
 	table_close(rel, NoLock);
 	foreach(lc, indexes)
