@@ -29,8 +29,19 @@
 #include "miscadmin.h"
 #include "nodes/readfuncs.h"
 #include "utils/builtins.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/comment.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/ruleutils.h"
 #include "utils/xid8.h"
 #include "utils/timestamp.h"
 
@@ -278,9 +289,155 @@ nodata_batch(OwnerBatch *ob)
 }
 
 /*
+ * drop_indexes
+ *	  Drop the indexes of pg_cq's own table relid (a state table or a
+ *	  table of DISTINCT pairs) and return their definitions, to be built
+ *	  again by build_indexes once the table is loaded: a bulk load then a
+ *	  sorted index build costs much less than an index insert per row in
+ *	  hash order (issue 12 goal 2).  Both run in the batch's transaction,
+ *	  so a failed batch leaves the indexes as they were; the DROP locks the
+ *	  table until the batch commits (batches of a query are serialized by
+ *	  its catalog row lock anyway).  Only if that lock is free at once (a
+ *	  reader such as pg_dump holding the table makes the batch keep its
+ *	  indexes rather than wait).  Appends to defs.
+ */
+static List *
+drop_indexes(Oid relid, List *defs)
+{
+	Relation	rel;
+	List	   *indexes;
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessExclusiveLock))
+		return defs;
+	rel = table_open(relid, NoLock);
+	indexes = RelationGetIndexList(rel);
+	table_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		Oid			idx = lfirst_oid(lc);
+
+		defs = lappend(defs, pg_get_indexdef_string(idx));
+		names = lappend(names, quote_qualified_identifier(get_namespace_name(get_rel_namespace(idx)),
+														  get_rel_name(idx)));
+	}
+	foreach(lc, names)
+		cq_spi_exec(psprintf("DROP INDEX %s", (char *) lfirst(lc)), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	return defs;
+}
+
+/*
+ * unindex_state
+ *	  Before a fold into an empty state with plain INSERTs (batch 0 over
+ *	  history, a rebuild of lost unlogged state): drop the indexes of the
+ *	  state and of its table of DISTINCT pairs; returns their definitions
+ *	  for build_indexes.  Not for deduplication, whose statements rely on
+ *	  its unique index.  Internal objects of cq_state: as superuser (the
+ *	  owner may not create in that schema).
+ */
+static List *
+unindex_state(BatchInput *in)
+{
+	List	   *defs = NIL;
+	CqSecurity	sec;
+
+	if (!in->an->is_aggregate || in->an->is_dedup || !OidIsValid(in->q->state_table))
+		return NIL;
+	cq_security_superuser(&sec);
+	defs = drop_indexes(in->q->state_table, defs);
+	if (in->an->distinct_sets)
+		defs = drop_indexes(get_relname_relid(psprintf("sd_%d", in->q->id),
+											  get_namespace_oid("cq_state", false)),
+							defs);
+	cq_security_restore(&sec);
+	return defs;
+}
+
+/*
+ * unindex_target
+ *	  Batch 0 over history of an update query with GROUP BY writes every
+ *	  group to the empty target with a plain INSERT (sink.c): drop the
+ *	  target's index on its keys for that load too, and return its
+ *	  definition for build_indexes_as_user.  Only when the target is a
+ *	  plain table in the state pg_cq made it, with its one index (not
+ *	  backing a constraint, not the replica identity, not clustered, no
+ *	  comment: nothing a rebuild from its definition would lose), which
+ *	  the current user (the query's owner) owns and may create in, and
+ *	  only if its lock is free now: the DROP then holds the target until
+ *	  the batch commits (readers of the empty target wait for the full
+ *	  one), but never queues behind a reader.  Otherwise nothing changes.
+ */
+static List *
+unindex_target(BatchInput *in)
+{
+	Relation	rel;
+	List	   *indexes;
+	Oid			idx;
+	Oid			target = in->q->target;
+	bool		ok;
+
+	if (in->q->opts.mode != CQ_MODE_UPDATE || in->an->group_exprs == NIL || !OidIsValid(target) ||
+		get_rel_relkind(target) != RELKIND_RELATION ||
+		!pg_class_ownercheck(target, GetUserId()) ||
+		pg_namespace_aclcheck(get_rel_namespace(target), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
+		return NIL;
+	/* the lock the batch's INSERT takes anyway, then the upgrade only if free */
+	rel = table_open(target, RowExclusiveLock);
+	indexes = RelationGetIndexList(rel);
+	ok = list_length(indexes) == 1 && !OidIsValid(rel->rd_replidindex);
+	table_close(rel, NoLock);
+	if (!ok)
+		return NIL;
+	idx = linitial_oid(indexes);
+	if (OidIsValid(get_index_constraint(idx)) || GetComment(idx, RelationRelationId, 0) != NULL ||
+		get_index_isclustered(idx) || !get_index_isvalid(idx) ||
+		!ConditionalLockRelationOid(target, AccessExclusiveLock))
+		return NIL;
+	return drop_indexes(target, NIL);
+}
+
+/*
+ * build_indexes_as_user
+ *	  Build the indexes unindex_target dropped, as the current user.
+ *	  Replaces SPI_tuptable.
+ */
+static void
+build_indexes_as_user(List *defs)
+{
+	ListCell   *lc;
+
+	foreach(lc, defs)
+		cq_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
+ * build_indexes
+ *	  Build the indexes unindex_state dropped (as superuser, see there).
+ *	  Replaces SPI_tuptable.
+ */
+static void
+build_indexes(List *defs)
+{
+	ListCell   *lc;
+	CqSecurity	sec;
+
+	if (defs == NIL)
+		return;
+	cq_security_superuser(&sec);
+	foreach(lc, defs)
+		cq_spi_exec((char *) lfirst(lc), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+}
+
+/*
  * fold
  *	  The main statement: fold the new rows into state and target, read
  *	  its metrics row.
+ *
+ *	  Batch 0 over history folds into an empty state with plain INSERTs
+ *	  (state.c): its indexes are dropped for the load and built after it
+ *	  (unindex_state), and so is the target's (unindex_target).
  */
 static void
 fold(OwnerBatch *ob)
@@ -290,9 +447,16 @@ fold(OwnerBatch *ob)
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
+	List	   *index_defs = NIL;
+	List	   *target_index_defs = NIL;
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	if (in->history)
+	{
+		index_defs = unindex_state(in);
+		target_index_defs = unindex_target(in);
+	}
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
@@ -309,6 +473,9 @@ fold(OwnerBatch *ob)
 		ob->input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
 		read_event_time(res, 7);
 	}
+	/* after reading the statement's result: these replace SPI_tuptable */
+	build_indexes(index_defs);
+	build_indexes_as_user(target_index_defs);
 }
 
 /*
@@ -435,6 +602,7 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	TimestampTz t0 = GetCurrentTimestamp();
 	int64		rows;
 	bool		isnull;
+	List	   *index_defs;
 
 	params[0] = xid8_datum(0);
 	params[1] = xid8_datum(end->xmax);
@@ -442,9 +610,11 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	params[3] = snapshot_datum(in->q->start_offset);
 	params[4] = TimestampTzGetDatum(last->batch_watermark);
 	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
+	index_defs = unindex_state(in);
 	if (SPI_execute_plan(cq_spi_plan(in->plan->rebuild_sql, 5, types), params, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: could not rebuild state");
 	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	build_indexes(index_defs);
 	*ms = ms_since(t0);
 	ereport(LOG,
 			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/fold.sh -- fold efficiency (issue 12 goal 2): the first batch of an
+# update query over a backlog (CREATE TABLE ... AS ... WITH NO DATA, then one
+# CALL cq.run) vs the plain GROUP BY of the same query, serial, with the same
+# memory budget (the GROUP BY's work_mem = the batch's cq.work_mem).
+#
+# The query is bench/lib.sh's agg_select (1-minute buckets x ~50 categories,
+# count, sum, avg, max of a numeric); the groups are set by the time span of
+# the rows: 80 minutes -> ~4k groups, 20000 minutes -> 1M groups.
+# For each work_mem in BENCH_FOLD_WORK_MEM and each group count, the fold and
+# the GROUP BY alternate (which one goes first alternates too) for
+# BENCH_FOLD_REPS rounds; figures are medians, the ratio is fold / GROUP BY.
+# Both run in one backend without parallel workers, so wall time is the CPU
+# of one core (plus the spill files' I/O, which both pay).
+#
+# Env: BENCH_PORT (default 55454), BENCH_FOLD_ROWS (5000000),
+# BENCH_FOLD_REPS (3), BENCH_FOLD_WORK_MEM ('4MB 64MB'),
+# BENCH_FOLD_SPANS ('80 20000', minutes), BENCH_OUT (bench/results/fold.md),
+# plus scripts/common.sh's PGBIN, CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD,
+# CQ_KEEP_CLUSTER.
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+# shellcheck source=bench/lib.sh
+source "$REPO_ROOT/bench/lib.sh"
+cd "$REPO_ROOT"
+
+BENCH_PORT="${BENCH_PORT:-55454}"
+BENCH_FOLD_ROWS="${BENCH_FOLD_ROWS:-5000000}"
+BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-3}"
+BENCH_FOLD_WORK_MEM="${BENCH_FOLD_WORK_MEM:-4MB 64MB}"
+BENCH_FOLD_SPANS="${BENCH_FOLD_SPANS:-80 20000}"
+BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/fold.md}"
+
+trap 'stop_cluster bench_fold' EXIT
+section "build + cluster"
+ensure_packages
+build_install
+CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_fold "$BENCH_PORT" \
+    "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" \
+    "maintenance_work_mem = 256MB" "autovacuum = off" "max_parallel_workers_per_gather = 0" "jit = off"
+psql_run "SET client_min_messages = warning;" "CREATE EXTENSION IF NOT EXISTS pg_cq;" >/dev/null
+
+ROWS=()
+for span in $BENCH_FOLD_SPANS; do
+    section "$(human "$BENCH_FOLD_ROWS") rows over $span minutes"
+    psql_run "DROP TABLE IF EXISTS fold_ev;" \
+        "CREATE TABLE fold_ev (ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = off);" \
+        "$(gen_rows fold_ev "$BENCH_FOLD_ROWS" '2024-01-01' "$span minutes")" \
+        "VACUUM ANALYZE fold_ev;" "CHECKPOINT;" >/dev/null
+    groups=$(psql_val "SELECT count(*) FROM ($(agg_select fold_ev)) s;")
+    for wm in $BENCH_FOLD_WORK_MEM; do
+        cq=() gb=()
+        for ((r = 1; r <= BENCH_FOLD_REPS; r++)); do
+            for which in $( ((r % 2)) && echo "cq gb" || echo "gb cq"); do
+                if [[ $which == cq ]]; then
+                    psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
+                    psql_run "CHECKPOINT;" >/dev/null
+                    cq+=("$(time_sql "SET cq.work_mem = '$wm'; CALL cq.run('fold_agg');" 2>/dev/null)")
+                    n=$(psql_val "SELECT count(*) FROM fold_agg")
+                    [[ $n == "$groups" ]] || die "fold_agg has $n rows, want $groups"
+                    if ((r == 1)); then
+                        d=$(psql_val "SELECT count(*) FROM (SELECT * FROM fold_agg EXCEPT ALL $(agg_select fold_ev)) x")
+                        [[ $d == 0 ]] || die "fold_agg differs from the GROUP BY in $d rows"
+                    fi
+                    psql_run "SELECT cq.drop_query('fold_agg', drop_target => true);" "CHECKPOINT;" >/dev/null
+                else
+                    gb+=("$(time_sql "SET work_mem = '$wm'; $(groupby_sql fold_ev)")")
+                fi
+            done
+        done
+        c=$(median "${cq[@]}"); g=$(median "${gb[@]}"); x=$(calc "$c / $g")
+        info "groups $groups work_mem $wm: fold ${cq[*]} | group by ${gb[*]} -> $(fmt_x "$x")"
+        ROWS+=("| $(human "$BENCH_FOLD_ROWS") rows → $groups groups | $wm | $(fmt_ms "$g") | $(fmt_ms "$c") | $(fmt_x "$x") | $(met "$x" '<=' 1.2) |")
+    done
+    psql_run "DROP TABLE fold_ev;" "CHECKPOINT;" >/dev/null
+done
+
+{
+    echo "# Fold efficiency ($(date -u '+%Y-%m-%d %H:%M UTC'), git $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    echo
+    echo "Medians of $BENCH_FOLD_REPS interleaved rounds; serial (no parallel workers, jit off); the GROUP BY's work_mem = the batch's cq.work_mem."
+    echo
+    echo "| backlog | memory | plain GROUP BY | pg_cq fold (CALL cq.run) | ratio | ≤ 1.2x |"
+    echo "|---|---|---|---|---|---|"
+    printf '%s\n' "${ROWS[@]}"
+} | tee "$BENCH_OUT"
