@@ -41,6 +41,12 @@
 #     CALL        psql \timing of CALL cq.run(query) (catalog reads, SQL
 #                 generation and bookkeeping included).
 #
+# The targets and the source are ANALYZEd after setup, as autovacuum would
+# (the cluster runs with autovacuum off).  Without statistics on the
+# target's hash index the planner expects ~35 rows per probe, and at 100k
+# changed groups pg_cq's own statement (CTE oi's `_sid = ANY (SELECT _sid
+# FROM ou)`) is planned as an unhashed subplan: quadratic, minutes.
+#
 # Times are psql \timing sums of the timed statements (server round trips),
 # medians over BENCH_MERGE_ROUNDS rounds.  Sanity: the target of the CALLs,
 # the MERGE twin (kept in step after every round) and one rolled-back
@@ -107,7 +113,8 @@ for G in $BENCH_MERGE_GROUPS; do
         "CREATE INDEX ON $src (id);" \
         "CREATE TABLE $q WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS SELECT k, count(*) AS n, sum(v) AS s FROM $src GROUP BY k;" \
         "CREATE TABLE $twin (k int NOT NULL PRIMARY KEY, n bigint, s bigint) WITH (autovacuum_enabled = off);" \
-        "INSERT INTO $twin SELECT * FROM $q;" >/dev/null
+        "INSERT INTO $twin SELECT * FROM $q;" \
+        "ANALYZE $src, $q, $twin;" >/dev/null
     qid=$(psql_val "SELECT id FROM cq.queries WHERE name = '$q';")
     state="cq_state.s_$qid"
     psql_val "SELECT cq.explain('$q');" | grep -v '^--' | tr '\n' ' ' >"$W/up_$G.sql"
