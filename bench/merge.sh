@@ -244,7 +244,7 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "### MERGE vs the update sink (bench/merge.sh)"
     echo
     echo "Update query \`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\`, k NOT NULL; each batch changes C groups (90% existing, 10% new)."
-    echo "Medians of $BENCH_MERGE_ROUNDS interleaved rounds, psql \`\\timing\` of the timed statements, all arms on the same data (rolled back; CALL last, committed)."
+    printf '%s\n' "Medians of $BENCH_MERGE_ROUNDS interleaved rounds, psql \`\\timing\` of the timed statements, all arms on the same data (rolled back; CALL last, committed)."
     echo "Ratios: MERGE arm / upsert arm (< 1 = MERGE faster)."
     echo
     echo "| target groups | changed groups | upsert (pg_cq statement) | merge2 (CTEs → temp table, MERGE) | merge1 (MERGE with the CTEs in its WITH) | merge1h (same, hash index) | merge2 / upsert | merge1 / upsert | merge1h / upsert | target part: upsert CTEs | temp table + MERGE | WITH f MERGE | CALL cq.run |"
