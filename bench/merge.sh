@@ -32,11 +32,14 @@
 #                 afterwards (timed);
 #     merge1h     as merge1, into pg_cq's own target, joined through its hash
 #                 index (hash_record(ROW(t.k)) = f.h AND t.k = f.k);
+#     merge1n     merge1 with enable_hashjoin and enable_mergejoin off (for
+#                 large batches the planner otherwise joins the whole target);
 #   target part alone (the changed groups' final values precomputed in a
 #   table, so only the target write is timed):
 #     t-upsert    pg_cq's o1/ou/oi CTEs (text from cq.explain) over them;
 #     t-merge2    INSERT into a temp table + MERGE + TRUNCATE;
 #     t-merge1    WITH f AS (...) MERGE ...;
+#     t-merge1n   the same with hash and merge joins off;
 #   and finally the real thing, committed:
 #     CALL        psql \timing of CALL cq.run(query) (catalog reads, SQL
 #                 generation and bookkeeping included).
@@ -80,6 +83,10 @@ psql_run "SET client_min_messages = warning;" "CREATE EXTENSION IF NOT EXISTS pg
 # the session settings of an incremental batch (cq.explain's header)
 BATCH_SETTINGS="SET client_min_messages = warning; SET work_mem = '4096kB'; SET enable_seqscan = off; SET enable_sort = off; SET jit = off;"
 
+# merge1n / t-merge1n: merge1 / t-merge1 with hash and merge joins off, so
+# that MERGE probes the target's index per group as the upsert does
+NOJOIN="SET enable_hashjoin = off; SET enable_mergejoin = off;"
+
 # session_ms SETUP BODY: fresh session; SETUP untimed, then BEGIN, BODY
 # timed, ROLLBACK (BODY alone, outside a transaction block, when $3 = none);
 # print the sum of BODY's times
@@ -102,7 +109,7 @@ mkdir -p "$W"
 
 declare -A MED
 declare -a CONFIGS=()
-ARMS=(upsert merge2 merge1 merge1h t-upsert t-merge2 t-merge1 CALL)
+ARMS=(upsert merge2 merge1 merge1h merge1n t-upsert t-merge2 t-merge1 t-merge1n CALL)
 
 for G in $BENCH_MERGE_GROUPS; do
     q="mg_up_$G"; src="mg_src_$G"; twin="mg_m_$G"
@@ -171,8 +178,8 @@ SELECT pg_current_snapshot() AS s_cur \\gset"
             psql_run "SET client_min_messages = warning;" "DROP TABLE IF EXISTS mg_fx;" \
                 "CREATE UNLOGGED TABLE mg_fx AS SELECT q.k AS g1, q.n AS a1, q.s AS a2, s.g1 IS NULL AS _ins, pg_catalog.hash_record(ROW(q.k)) AS h, coalesce(s.ctid, '(0,0)') AS _sid FROM (SELECT k, count(*) AS n, sum(v) AS s FROM $src WHERE k IN (SELECT k FROM $src WHERE id > (SELECT max(id) FROM $src) - $C) GROUP BY k) q LEFT JOIN $state s ON s.g1 = q.k;" \
                 "ANALYZE mg_fx;" "VACUUM $q, $twin, $state;" "CHECKPOINT;" >/dev/null
-            order=("${ARMS[@]:0:7}")
-            if ((r % 2 == 0)); then order=(t-merge1 t-merge2 t-upsert merge1h merge1 merge2 upsert); fi
+            order=("${ARMS[@]:0:9}")
+            if ((r % 2 == 0)); then order=(t-merge1n t-merge1 t-merge2 t-upsert merge1n merge1h merge1 merge2 upsert); fi
             for a in "${order[@]}"; do
                 case "$a" in
                 upsert)
@@ -188,9 +195,9 @@ $OFFS
 BEGIN; EXECUTE b$ARGS; EXECUTE mg; TRUNCATE pg_temp.cq_f; ROLLBACK;" "EXECUTE b$ARGS;
 EXECUTE mg;
 TRUNCATE pg_temp.cq_f;") ;;
-                merge1|merge1h)
-                    v=$(session_ms "$BATCH_SETTINGS $TEMPS
-PREPARE b($PARAMS) AS $(cat "$W/${a}_$G.sql");
+                merge1|merge1h|merge1n)
+                    v=$(session_ms "$BATCH_SETTINGS $TEMPS $( [[ $a == merge1n ]] && echo "$NOJOIN")
+PREPARE b($PARAMS) AS $(cat "$W/${a%n}_$G.sql");
 $OFFS
 BEGIN; EXECUTE b$ARGS; TABLE pg_temp.cq_st; TRUNCATE pg_temp.cq_st; ROLLBACK;" "EXECUTE b$ARGS;
 TABLE pg_temp.cq_st;
@@ -205,8 +212,8 @@ PREPARE t AS $(cat "$W/tmerge2_$G.sql");
 BEGIN; INSERT INTO pg_temp.cq_f SELECT g1, a1, a2 FROM mg_fx; EXECUTE t; TRUNCATE pg_temp.cq_f; ROLLBACK;" "INSERT INTO pg_temp.cq_f SELECT g1, a1, a2 FROM mg_fx;
 EXECUTE t;
 TRUNCATE pg_temp.cq_f;") ;;
-                t-merge1)
-                    v=$(session_ms "$BATCH_SETTINGS
+                t-merge1|t-merge1n)
+                    v=$(session_ms "$BATCH_SETTINGS $( [[ $a == t-merge1n ]] && echo "$NOJOIN")
 PREPARE t AS $(cat "$W/tmerge1_$G.sql");
 BEGIN; EXECUTE t; ROLLBACK;" "EXECUTE t;") ;;
                 esac
@@ -247,12 +254,12 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     printf '%s\n' "Medians of $BENCH_MERGE_ROUNDS interleaved rounds, psql \`\\timing\` of the timed statements, all arms on the same data (rolled back; CALL last, committed)."
     echo "Ratios: MERGE arm / upsert arm (< 1 = MERGE faster)."
     echo
-    echo "| target groups | changed groups | upsert (pg_cq statement) | merge2 (CTEs → temp table, MERGE) | merge1 (MERGE with the CTEs in its WITH) | merge1h (same, hash index) | merge2 / upsert | merge1 / upsert | merge1h / upsert | target part: upsert CTEs | temp table + MERGE | WITH f MERGE | CALL cq.run |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| target groups | changed groups | upsert (pg_cq statement) | merge2 (CTEs → temp table, MERGE) | merge1 (MERGE with the CTEs in its WITH) | merge1h (same, hash index) | merge1n (merge1, no hash/merge join) | merge2 / upsert | merge1 / upsert | merge1h / upsert | merge1n / upsert | target part: upsert CTEs | temp table + MERGE | WITH f MERGE | same, no hash/merge join | CALL cq.run |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for cfg in "${CONFIGS[@]}"; do
         G=${cfg%/*}; C=${cfg#*/}
         u=${MED[$cfg,upsert]}
-        echo "| $(human "$G") | $(human "$C") | $(fmt_ms "$u") | $(fmt_ms "${MED[$cfg,merge2]}") | $(fmt_ms "${MED[$cfg,merge1]}") | $(fmt_ms "${MED[$cfg,merge1h]}") | $(fmt_x "$(calc "${MED[$cfg,merge2]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1h]} / $u")") | $(fmt_ms "${MED[$cfg,t-upsert]}") | $(fmt_ms "${MED[$cfg,t-merge2]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge2]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,t-merge1]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge1]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,CALL]}") |"
+        echo "| $(human "$G") | $(human "$C") | $(fmt_ms "$u") | $(fmt_ms "${MED[$cfg,merge2]}") | $(fmt_ms "${MED[$cfg,merge1]}") | $(fmt_ms "${MED[$cfg,merge1h]}") | $(fmt_ms "${MED[$cfg,merge1n]}") | $(fmt_x "$(calc "${MED[$cfg,merge2]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1h]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1n]} / $u")") | $(fmt_ms "${MED[$cfg,t-upsert]}") | $(fmt_ms "${MED[$cfg,t-merge2]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge2]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,t-merge1]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge1]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,t-merge1n]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge1n]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,CALL]}") |"
     done
     echo
     echo "Per round (ms):"
