@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# bench/merge.sh -- MERGE against today's update-mode sink (issue 12 goal 7).
+#
+# An update query `SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k`
+# whose key k is NOT NULL, over a target of G groups (BENCH_MERGE_GROUPS),
+# fed batches that change C groups (BENCH_MERGE_CHANGED, capped at G; 90% of
+# them existing groups, 10% new ones).  Each round inserts one batch of new
+# rows and then times, on exactly the same data (every arm but the last runs
+# in a transaction that is rolled back), in an order that alternates round
+# by round:
+#
+#   full batch statement (pg_cq's incremental statement, from cq.explain,
+#   PREPAREd and EXECUTEd with the batch's offsets, as a batch runs it: same
+#   work_mem, enable_seqscan/enable_sort/jit off; one untimed warm-up
+#   execution first, so catalog caches are warm as in a worker):
+#     upsert      the statement as pg_cq runs it: state CTEs, then INSERT for
+#                 new groups, UPDATE where the row changed (binary image
+#                 `*<>`), INSERT where a row went missing, through the hash
+#                 index on hash_record(ROW(k));
+#     merge2      MERGE path, two statements: the same state CTEs write the
+#                 changed groups' final values into a temp table (INSERT in
+#                 a CTE), then MERGE INTO a twin target with a plain UNIQUE
+#                 btree on k USING the temp table ON t.k = f.k WHEN MATCHED
+#                 AND row differs (`*<>`) THEN UPDATE WHEN NOT MATCHED THEN
+#                 INSERT, then TRUNCATE of the temp table (all timed);
+#     merge1      MERGE path, one statement: PostgreSQL 15 accepts
+#                 data-modifying CTEs in a MERGE's own WITH clause (MERGE
+#                 cannot be a CTE, but it can be the top statement), so the
+#                 state CTEs feed MERGE directly; MERGE has no RETURNING in
+#                 15, so the batch's statistics go to a temp table through
+#                 one more CTE and are read (and the temp table truncated)
+#                 afterwards (timed);
+#     merge1h     as merge1, into pg_cq's own target, joined through its hash
+#                 index (hash_record(ROW(t.k)) = f.h AND t.k = f.k);
+#     merge1n     merge1 with enable_hashjoin and enable_mergejoin off (for
+#                 large batches the planner otherwise joins the whole target);
+#   target part alone (the changed groups' final values precomputed in a
+#   table, so only the target write is timed):
+#     t-upsert    pg_cq's o1/ou/oi CTEs (text from cq.explain) over them;
+#     t-merge2    INSERT into a temp table + MERGE + TRUNCATE;
+#     t-merge1    WITH f AS (...) MERGE ...;
+#     t-merge1n   the same with hash and merge joins off;
+#   and finally the real thing, committed:
+#     CALL        psql \timing of CALL cq.run(query) (catalog reads, SQL
+#                 generation and bookkeeping included).
+#
+# The targets and the source are ANALYZEd after setup, as autovacuum would
+# (the cluster runs with autovacuum off).  Without statistics on the
+# target's hash index the planner expects ~35 rows per probe, and at 100k
+# changed groups pg_cq's own statement (CTE oi's `_sid = ANY (SELECT _sid
+# FROM ou)`) is planned as an unhashed subplan: quadratic, minutes.
+#
+# Times are psql \timing sums of the timed statements (server round trips),
+# medians over BENCH_MERGE_ROUNDS rounds.  Sanity: the target of the CALLs,
+# the MERGE twin (kept in step after every round) and one rolled-back
+# merge1 result equal the plain query.
+#
+# Env: BENCH_PORT (default 55454), BENCH_MERGE_GROUPS ("4000 1000000"),
+# BENCH_MERGE_CHANGED ("1000 10000 100000"), BENCH_MERGE_ROUNDS (7),
+# BENCH_OUT (bench/results/merge.md), plus scripts/common.sh's PGBIN,
+# CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER.
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+# shellcheck source=bench/lib.sh
+source "$REPO_ROOT/bench/lib.sh"
+cd "$REPO_ROOT"
+
+BENCH_PORT="${BENCH_PORT:-55454}"
+BENCH_MERGE_GROUPS="${BENCH_MERGE_GROUPS:-4000 1000000}"
+BENCH_MERGE_CHANGED="${BENCH_MERGE_CHANGED:-1000 10000 100000}"
+BENCH_MERGE_ROUNDS="${BENCH_MERGE_ROUNDS:-7}"
+BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/merge.md}"
+
+trap 'stop_cluster bench_merge' EXIT
+section "build + cluster"
+ensure_packages
+build_install
+CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_merge "$BENCH_PORT" \
+    "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off"
+psql_run "SET client_min_messages = warning;" "CREATE EXTENSION IF NOT EXISTS pg_cq;" >/dev/null
+
+# the session settings of an incremental batch (cq.explain's header)
+BATCH_SETTINGS="SET client_min_messages = warning; SET work_mem = '4096kB'; SET enable_seqscan = off; SET enable_sort = off; SET jit = off;"
+
+# merge1n / t-merge1n: merge1 / t-merge1 with hash and merge joins off, so
+# that MERGE probes the target's index per group as the upsert does
+NOJOIN="SET enable_hashjoin = off; SET enable_mergejoin = off;"
+
+# session_ms SETUP BODY: fresh session; SETUP untimed, then BEGIN, BODY
+# timed, ROLLBACK (BODY alone, outside a transaction block, when $3 = none);
+# print the sum of BODY's times
+session_ms() {
+    local out
+    if [[ "${3:-}" == none ]]; then
+        out="$(printf '%s\n\\timing on\n%s\n' "$1" "$2" | "${PSQL[@]}" -At 2>&1)" \
+            || { printf '%s\n' "$out" >&2; die "timed script failed: $2"; }
+    else
+        out="$(printf '%s\nBEGIN;\n\\timing on\n%s\n\\timing off\nROLLBACK;\n' "$1" "$2" | "${PSQL[@]}" -At 2>&1)" \
+            || { printf '%s\n' "$out" >&2; die "timed script failed: $2"; }
+    fi
+    printf '%s\n' "$out" | awk '/^Time: /{s += $2; n++} END {if (n == 0) exit 1; printf "%.3f\n", s}' \
+        || die "no timing in output of: $2"
+}
+
+# sql_file NAME: the generated statements live in files (they are long)
+W="$CQ_TMPBASE/bench_merge_sql"
+mkdir -p "$W"
+
+declare -A MED
+declare -a CONFIGS=()
+ARMS=(upsert merge2 merge1 merge1h merge1n t-upsert t-merge2 t-merge1 t-merge1n CALL)
+
+for G in $BENCH_MERGE_GROUPS; do
+    q="mg_up_$G"; src="mg_src_$G"; twin="mg_m_$G"
+    section "setup: target of $(human "$G") groups"
+    psql_run "SET client_min_messages = warning;" \
+        "CREATE TABLE $src (id bigserial, k int NOT NULL, v int NOT NULL) WITH (autovacuum_enabled = off);" \
+        "INSERT INTO $src (k, v) SELECT g % $G, (g * 7) % 1000 FROM generate_series(1, 2 * $G) g;" \
+        "CREATE INDEX ON $src (id);" \
+        "CREATE TABLE $q WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS SELECT k, count(*) AS n, sum(v) AS s FROM $src GROUP BY k;" \
+        "CREATE TABLE $twin (k int NOT NULL PRIMARY KEY, n bigint, s bigint) WITH (autovacuum_enabled = off);" \
+        "INSERT INTO $twin SELECT * FROM $q;" \
+        "ANALYZE $src, $q, $twin;" >/dev/null
+    qid=$(psql_val "SELECT id FROM cq.queries WHERE name = '$q';")
+    state="cq_state.s_$qid"
+    psql_val "SELECT cq.explain('$q');" | grep -v '^--' | tr '\n' ' ' >"$W/up_$G.sql"
+    # cut pg_cq's statement into its state part (up to CTE f), its target
+    # part (CTEs o1 .. o) and its final SELECT
+    perl -e '
+        local $/; my $s = <STDIN>; my ($G, $twin, $q, $W) = @ARGV;
+        my $i = index($s, ", o1 AS ("); my $j = index($s, " SELECT (SELECT count(*) FROM m)");
+        die "unexpected batch statement shape\n" if $i < 0 || $j < $i;
+        my $head = substr($s, 0, $i); my $opart = substr($s, $i + 2, $j - $i - 2); my $fin = substr($s, $j + 1);
+        my $w = "((SELECT count(*) FROM o) + (SELECT count(*) FROM o1))";
+        die "unexpected final select\n" if index($fin, $w) < 0;
+        my $merge = "MERGE INTO public.$twin t USING %s f ON t.k OPERATOR(pg_catalog.=) f.g1"
+            . " WHEN MATCHED AND ROW(t.n, t.s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(f.a1, f.a2)::pg_catalog.record"
+            . " THEN UPDATE SET n = f.a1, s = f.a2 WHEN NOT MATCHED THEN INSERT (k, n, s) VALUES (f.g1, f.a1, f.a2)";
+        my $mergeh = "MERGE INTO public.$q t USING f ON pg_catalog.hash_record(ROW(t.k)) OPERATOR(pg_catalog.=) f.h"
+            . " AND t.k OPERATOR(pg_catalog.=) f.g1"
+            . " WHEN MATCHED AND ROW(t.n, t.s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(f.a1, f.a2)::pg_catalog.record"
+            . " THEN UPDATE SET n = f.a1, s = f.a2 WHEN NOT MATCHED THEN INSERT (k, n, s) VALUES (f.g1, f.a1, f.a2)";
+        sub out { my ($n, $t) = @_; open(my $fh, ">", "$W/$n") or die; print $fh $t; close $fh }
+        (my $fin2 = $fin) =~ s/\Q$w\E/(SELECT count(*) FROM w)/;
+        (my $fin1 = $fin) =~ s/\Q$w\E/0::int8/;
+        out("merge2_$G.sql", "$head, w AS (INSERT INTO pg_temp.cq_f SELECT g1, a1, a2 FROM f RETURNING 1) $fin2");
+        out("merge2b_$G.sql", sprintf($merge, "pg_temp.cq_f"));
+        out("merge1_$G.sql", "$head, st AS (INSERT INTO pg_temp.cq_st $fin1 RETURNING 1) " . sprintf($merge, "f"));
+        out("merge1h_$G.sql", "$head, st AS (INSERT INTO pg_temp.cq_st $fin1 RETURNING 1) $mergeh");
+        out("tup_$G.sql", "WITH f AS (SELECT * FROM public.mg_fx), $opart SELECT (SELECT count(*) FROM o) + (SELECT count(*) FROM o1)");
+        out("tmerge2_$G.sql", sprintf($merge, "pg_temp.cq_f"));
+        out("tmerge1_$G.sql", "WITH f AS (SELECT * FROM public.mg_fx) " . sprintf($merge, "f"));
+    ' "$G" "$twin" "$q" "$W" <"$W/up_$G.sql" || die "could not derive the MERGE statements"
+    TEMPS="CREATE TEMP TABLE cq_f (g1 int, a1 bigint, a2 bigint); CREATE TEMP TABLE cq_st (a int8, b int8, c int8, d int8, e int8, f int8, g timestamptz, h timestamptz, i timestamptz);"
+    PARAMS="xid8, xid8, pg_snapshot, pg_snapshot"
+    # offsets of the pending batch: start = last end offset, end = now
+    OFFS="SELECT end_offset AS s_prev FROM cq.offsets WHERE name = '$q' ORDER BY batch_id DESC LIMIT 1 \\gset
+SELECT pg_current_snapshot() AS s_cur \\gset"
+    ARGS="(pg_snapshot_xmin(:'s_prev'), pg_snapshot_xmax(:'s_cur'), :'s_cur', :'s_prev')"
+    newk=$G
+    first_check=1
+    for C in $BENCH_MERGE_CHANGED; do
+        (( C > G )) && C=$G
+        cfg="$G/$C"
+        [[ " ${CONFIGS[*]} " == *" $cfg "* ]] && continue
+        CONFIGS+=("$cfg")
+        declare -A T=()
+        for a in "${ARMS[@]}"; do T[$a]=""; done
+        for ((r = 1; r <= BENCH_MERGE_ROUNDS; r++)); do
+            nnew=$((C / 10)); nold=$((C - nnew))
+            # the batch: one row for each of nold distinct existing groups and
+            # nnew new groups
+            psql_run "INSERT INTO $src (k, v) SELECT ($((r * 104729 + C)) + g::bigint * 7919) % $G, g % 1000 FROM generate_series(1, $nold) g;" \
+                "INSERT INTO $src (k, v) SELECT $newk + g, g % 1000 FROM generate_series(1, $nnew) g;" >/dev/null
+            newk=$((newk + nnew))
+            # the changed groups' final values, as CTE f holds them
+            psql_run "SET client_min_messages = warning;" "DROP TABLE IF EXISTS mg_fx;" \
+                "CREATE UNLOGGED TABLE mg_fx AS SELECT q.k AS g1, q.n AS a1, q.s AS a2, s.g1 IS NULL AS _ins, pg_catalog.hash_record(ROW(q.k)) AS h, coalesce(s.ctid, '(0,0)') AS _sid FROM (SELECT k, count(*) AS n, sum(v) AS s FROM $src WHERE k IN (SELECT k FROM $src WHERE id > (SELECT max(id) FROM $src) - $C) GROUP BY k) q LEFT JOIN $state s ON s.g1 = q.k;" \
+                "ANALYZE mg_fx;" "VACUUM $q, $twin, $state;" "CHECKPOINT;" >/dev/null
+            order=("${ARMS[@]:0:9}")
+            if ((r % 2 == 0)); then order=(t-merge1n t-merge1 t-merge2 t-upsert merge1n merge1h merge1 merge2 upsert); fi
+            for a in "${order[@]}"; do
+                case "$a" in
+                upsert)
+                    v=$(session_ms "$BATCH_SETTINGS $TEMPS
+PREPARE b($PARAMS) AS $(cat "$W/up_$G.sql");
+$OFFS
+BEGIN; EXECUTE b$ARGS; ROLLBACK;" "EXECUTE b$ARGS;") ;;
+                merge2)
+                    v=$(session_ms "$BATCH_SETTINGS $TEMPS
+PREPARE b($PARAMS) AS $(cat "$W/merge2_$G.sql");
+PREPARE mg AS $(cat "$W/merge2b_$G.sql");
+$OFFS
+BEGIN; EXECUTE b$ARGS; EXECUTE mg; TRUNCATE pg_temp.cq_f; ROLLBACK;" "EXECUTE b$ARGS;
+EXECUTE mg;
+TRUNCATE pg_temp.cq_f;") ;;
+                merge1|merge1h|merge1n)
+                    v=$(session_ms "$BATCH_SETTINGS $TEMPS $( [[ $a == merge1n ]] && echo "$NOJOIN")
+PREPARE b($PARAMS) AS $(cat "$W/${a%n}_$G.sql");
+$OFFS
+BEGIN; EXECUTE b$ARGS; TABLE pg_temp.cq_st; TRUNCATE pg_temp.cq_st; ROLLBACK;" "EXECUTE b$ARGS;
+TABLE pg_temp.cq_st;
+TRUNCATE pg_temp.cq_st;") ;;
+                t-upsert)
+                    v=$(session_ms "$BATCH_SETTINGS
+PREPARE t AS $(cat "$W/tup_$G.sql");
+BEGIN; EXECUTE t; ROLLBACK;" "EXECUTE t;") ;;
+                t-merge2)
+                    v=$(session_ms "$BATCH_SETTINGS $TEMPS
+PREPARE t AS $(cat "$W/tmerge2_$G.sql");
+BEGIN; INSERT INTO pg_temp.cq_f SELECT g1, a1, a2 FROM mg_fx; EXECUTE t; TRUNCATE pg_temp.cq_f; ROLLBACK;" "INSERT INTO pg_temp.cq_f SELECT g1, a1, a2 FROM mg_fx;
+EXECUTE t;
+TRUNCATE pg_temp.cq_f;") ;;
+                t-merge1|t-merge1n)
+                    v=$(session_ms "$BATCH_SETTINGS $( [[ $a == t-merge1n ]] && echo "$NOJOIN")
+PREPARE t AS $(cat "$W/tmerge1_$G.sql");
+BEGIN; EXECUTE t; ROLLBACK;" "EXECUTE t;") ;;
+                esac
+                T[$a]+="$v "
+            done
+            if ((first_check)); then
+                # the one-statement MERGE path leaves the twin equal to the query
+                bad=$(psql_run "SET client_min_messages = warning;" "$TEMPS" "PREPARE b($PARAMS) AS $(cat "$W/merge1_$G.sql");" "$OFFS" "BEGIN;" "EXECUTE b$ARGS;" \
+                    "SELECT count(*) FROM ((TABLE $twin EXCEPT ALL SELECT k, count(*), sum(v) FROM $src GROUP BY k) UNION ALL (SELECT k, count(*), sum(v) FROM $src GROUP BY k EXCEPT ALL TABLE $twin)) x;" "ROLLBACK;")
+                [[ "$bad" == 0 ]] || die "MERGE path: $twin differs from its query in $bad rows"
+                first_check=0
+            fi
+            v=$(session_ms "SET client_min_messages = warning;" "CALL cq.run('$q');" none)
+            T[CALL]+="$v "
+            # keep the twin in step with the committed batch
+            psql_run "INSERT INTO $twin SELECT t.* FROM $q t JOIN mg_fx f ON t.k = f.g1 ON CONFLICT (k) DO UPDATE SET n = excluded.n, s = excluded.s;" >/dev/null
+            line="round $r, $(human "$G") groups, $(human "$C") changed:"
+            for a in "${ARMS[@]}"; do line+=" $a $(fmt_ms "$(echo "${T[$a]}" | awk '{print $NF}')")"; done
+            info "$line"
+        done
+        for a in "${ARMS[@]}"; do
+            # shellcheck disable=SC2086
+            MED[$cfg,$a]=$(median ${T[$a]})
+            MED[$cfg,$a,all]="${T[$a]}"
+        done
+    done
+    for t in "$q" "$twin"; do
+        bad=$(psql_val "SELECT count(*) FROM ((TABLE $t EXCEPT ALL SELECT k, count(*), sum(v) FROM $src GROUP BY k) UNION ALL (SELECT k, count(*), sum(v) FROM $src GROUP BY k EXCEPT ALL TABLE $t)) x;")
+        [[ "$bad" == 0 ]] || die "$t differs from its query in $bad rows"
+    done
+done
+
+mkdir -p "$(dirname "$BENCH_OUT")"
+{
+    echo "### MERGE vs the update sink (bench/merge.sh)"
+    echo
+    echo "Update query \`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\`, k NOT NULL; each batch changes C groups (90% existing, 10% new)."
+    printf '%s\n' "Medians of $BENCH_MERGE_ROUNDS interleaved rounds, psql \`\\timing\` of the timed statements, all arms on the same data (rolled back; CALL last, committed)."
+    echo "Ratios: MERGE arm / upsert arm (< 1 = MERGE faster)."
+    echo
+    echo "| target groups | changed groups | upsert (pg_cq statement) | merge2 (CTEs → temp table, MERGE) | merge1 (MERGE with the CTEs in its WITH) | merge1h (same, hash index) | merge1n (merge1, no hash/merge join) | merge2 / upsert | merge1 / upsert | merge1h / upsert | merge1n / upsert | target part: upsert CTEs | temp table + MERGE | WITH f MERGE | same, no hash/merge join | CALL cq.run |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for cfg in "${CONFIGS[@]}"; do
+        G=${cfg%/*}; C=${cfg#*/}
+        u=${MED[$cfg,upsert]}
+        echo "| $(human "$G") | $(human "$C") | $(fmt_ms "$u") | $(fmt_ms "${MED[$cfg,merge2]}") | $(fmt_ms "${MED[$cfg,merge1]}") | $(fmt_ms "${MED[$cfg,merge1h]}") | $(fmt_ms "${MED[$cfg,merge1n]}") | $(fmt_x "$(calc "${MED[$cfg,merge2]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1h]} / $u")") | $(fmt_x "$(calc "${MED[$cfg,merge1n]} / $u")") | $(fmt_ms "${MED[$cfg,t-upsert]}") | $(fmt_ms "${MED[$cfg,t-merge2]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge2]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,t-merge1]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge1]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,t-merge1n]}") ($(fmt_x "$(calc "${MED[$cfg,t-merge1n]} / ${MED[$cfg,t-upsert]}")")) | $(fmt_ms "${MED[$cfg,CALL]}") |"
+    done
+    echo
+    echo "Per round (ms):"
+    for cfg in "${CONFIGS[@]}"; do
+        echo
+        echo "- $(human "${cfg%/*}") groups, $(human "${cfg#*/}") changed:"
+        for a in "${ARMS[@]}"; do echo "  $a ${MED[$cfg,$a,all]}"; done
+    done
+} >"$BENCH_OUT"
+cat "$BENCH_OUT"
