@@ -20,7 +20,7 @@
 #include "launcher.h"
 #include "ddl.h"
 #include "truncate.h"
-#include "tracking.h"
+#include "stamp.h"
 
 PG_MODULE_MAGIC;
 
@@ -45,6 +45,6 @@ _PG_init(void)
 	cq_wakeup_init();
 	cq_ddl_init();
 	cq_truncate_init();
-	cq_tracking_init();
+	cq_stamp_init();
 	cq_launcher_register();
 }

@@ -24,6 +24,8 @@ extern Oid	cq_source_reached(Oid relid);
 extern void cq_source_check_logged(Oid relid, Oid source);
 extern void cq_source_before_attach(Oid parent, Oid child);
 extern void cq_source_after_inherit(Oid child);
-extern void cq_tracking_init(void);
+extern Oid	cq_tracking_trigger_function(const char *name);
+extern bool cq_tracking_dropping_stamp(void);
+extern bool cq_tracking_has_trigger(Oid relid, Oid func);
 
 #endif							/* CQ_TRACKING_H */

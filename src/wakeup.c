@@ -186,7 +186,7 @@ cq_wakeup_catalog_changed(void)
  * cq_wakeup_note_source
  *	  Note a table this transaction inserted into: at commit the queries
  *	  over it are woken.  What the trigger cq_wakeup does, also called for
- *	  statements that run without it (tracking.c).
+ *	  statements that run without it (stamp.c).
  */
 void
 cq_wakeup_note_source(Oid relid)

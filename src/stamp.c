@@ -1,0 +1,734 @@
+/*-------------------------------------------------------------------------
+ *
+ * stamp.c
+ *	  The write path of a tracked source: statements that leave cq_xid to
+ *	  its default skip the stamp row trigger, and the stamp trigger cannot
+ *	  be dropped or disabled while queries read the table.
+ *
+ * The row trigger zz_cq_stamp only compares when the column's default
+ * stamped the row: the statement did not give cq_xid a value and the default
+ * is pg_current_xact_id().  Yet a BEFORE ... FOR EACH ROW INSERT trigger
+ * costs a call per row, and makes COPY insert row by row instead of in
+ * batches.  When a statement is known to leave cq_xid to that default, the
+ * trigger is kept out of its insert path: the table's TriggerDesc in the
+ * relation cache is swapped, while the executor (or COPY) builds the
+ * statement's ResultRelInfo, for a copy without trig_insert_before_row.
+ * The trigger stays in the catalog and fires for everything else: other
+ * statements, UPDATE and DELETE, partitions (routing builds their
+ * ResultRelInfo later), logical replication apply.
+ *
+ * INSERT: the swap lasts ExecutorStart, which runs no user code.  COPY:
+ * it lasts the whole COPY (CopyFrom builds its ResultRelInfo at the start
+ * and offers no hook); user code that COPY runs (other columns' defaults,
+ * CHECK constraints, AFTER triggers) and writes to the same table starts
+ * a statement of its own, whose ExecutorStart or ProcessUtility puts the
+ * real TriggerDesc back while it builds its ResultRelInfo (nested_begin).
+ *
+ * What a table's statements may skip is decided once and kept until the
+ * relation cache invalidates the table (trigger, default or column changes
+ * all do): fast_tables, keyed by OID.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
+#include "tcop/utility.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "stamp.h"
+#include "tracking.h"
+#include "wakeup.h"
+
+typedef struct FastTable
+{
+	Oid			relid;			/* hash key */
+	bool		fast;			/* stamp_fast_table() */
+	AttrNumber	att;			/* cq_xid */
+	bool		wakeup;			/* cq_wakeup goes too (wakeup_only) */
+	char		wakeup_enabled; /* its tgenabled */
+	TriggerDesc *made_from;		/* rel->trigdesc the copy was made from */
+	TriggerDesc *copy;			/* what a swap puts in rel->trigdesc */
+	bool		in_use;			/* swapped in now */
+	bool		stale;			/* invalidated while swapped in */
+} FastTable;
+
+/* a swap in progress */
+typedef struct StampSwap
+{
+	Relation	rel;			/* the table, kept open */
+	FastTable  *entry;			/* its fast_tables entry */
+	TriggerDesc *real;			/* its TriggerDesc, held by us while swapped */
+	TriggerDesc *fast;			/* entry->copy, in rel->trigdesc while swapped */
+} StampSwap;
+
+static HTAB *fast_tables = NULL;
+
+/* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
+static StampSwap *active_swap = NULL;
+
+/* cq.stamp() and cq.wakeup(), looked up again after any change of pg_proc */
+static Oid	stamp_func = InvalidOid;
+static Oid	wakeup_func = InvalidOid;
+
+static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/*
+ * pg_cq_function
+ *	  cq.stamp() or cq.wakeup(), cached.
+ */
+static Oid
+pg_cq_function(bool stamp)
+{
+	if (!OidIsValid(stamp ? stamp_func : wakeup_func))
+	{
+		stamp_func = cq_tracking_trigger_function("stamp");
+		wakeup_func = cq_tracking_trigger_function("wakeup");
+	}
+	return stamp ? stamp_func : wakeup_func;
+}
+
+/*
+ * canonical_default
+ *	  Is column att's default exactly pg_catalog.pg_current_xact_id()?  The
+ *	  stored expression (adbin) seen canonical last is kept, so that the
+ *	  check per statement is a string comparison, not a parse.
+ */
+static bool
+canonical_default(Relation rel, AttrNumber att)
+{
+	static char *canonical = NULL;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+
+	if (constr == NULL)
+		return false;
+	for (int i = 0; i < constr->num_defval; i++)
+	{
+		if (constr->defval[i].adnum == att)
+		{
+			const char *adbin = constr->defval[i].adbin;
+			Node	   *expr;
+
+			if (canonical != NULL && strcmp(adbin, canonical) == 0)
+				return true;
+			expr = stringToNode(adbin);
+			if (!IsA(expr, FuncExpr) || ((FuncExpr *) expr)->funcid != F_PG_CURRENT_XACT_ID ||
+				((FuncExpr *) expr)->args != NIL)
+				return false;
+			if (canonical != NULL)
+				pfree(canonical);
+			canonical = MemoryContextStrdup(TopMemoryContext, adbin);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * stamp_is_only_before_insert
+ *	  Is zz_cq_stamp, calling cq.stamp(), the table's only BEFORE ... FOR
+ *	  EACH ROW INSERT trigger?  Any other could set cq_xid, and zz_cq_stamp,
+ *	  firing last, would have to restamp.
+ */
+static bool
+stamp_is_only_before_insert(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+	Oid			func = InvalidOid;
+
+	if (td == NULL || !td->trig_insert_before_row || td->trig_insert_instead_row)
+		return false;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (!TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW, TRIGGER_TYPE_BEFORE, TRIGGER_TYPE_INSERT))
+			continue;
+		if (OidIsValid(func) || strcmp(t->tgname, CQ_STAMP_TRIGGER) != 0)
+			return false;
+		func = t->tgfoid;
+	}
+	return OidIsValid(func) && func == pg_cq_function(true);
+}
+
+/*
+ * stamp_fast_table
+ *	  May statements that leave cq_xid to its default skip the stamp trigger
+ *	  of this table?  A plain table (not a partition: routing reads the
+ *	  relation cache later) whose only BEFORE ROW INSERT trigger is
+ *	  zz_cq_stamp and whose cq_xid default is pg_current_xact_id().  Sets
+ *	  *att to cq_xid's attribute number.
+ */
+static bool
+stamp_fast_table(Relation rel, AttrNumber *att)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
+		!stamp_is_only_before_insert(rel))
+		return false;
+	*att = InvalidAttrNumber;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (!a->attisdropped && a->atttypid == XID8OID &&
+			strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
+			*att = a->attnum;
+	}
+	return *att != InvalidAttrNumber && canonical_default(rel, *att);
+}
+
+/*
+ * wakeup_only
+ *	  Is cq_wakeup, calling cq.wakeup(), the table's only AFTER INSERT ...
+ *	  FOR EACH STATEMENT trigger, without a WHEN condition?  Sets *enabled
+ *	  to its tgenabled.
+ */
+static bool
+wakeup_only(TriggerDesc *td, char *enabled)
+{
+	Trigger    *found = NULL;
+
+	if (!td->trig_insert_after_statement || td->trig_insert_new_table)
+		return false;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+
+		if (!TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_STATEMENT, TRIGGER_TYPE_AFTER, TRIGGER_TYPE_INSERT))
+			continue;
+		if (found != NULL)
+			return false;
+		found = t;
+	}
+	if (found == NULL || found->tgqual != NULL || found->tgfoid != pg_cq_function(false))
+		return false;
+	*enabled = found->tgenabled;
+	return true;
+}
+
+/*
+ * drop_fast_table
+ *	  Forget an entry of fast_tables (later, if it is swapped in now).
+ */
+static void
+drop_fast_table(FastTable *e)
+{
+	Oid			relid = e->relid;
+
+	if (e->in_use)
+	{
+		e->stale = true;
+		return;
+	}
+	if (e->copy != NULL)
+		FreeTriggerDesc(e->copy);
+	hash_search(fast_tables, &relid, HASH_REMOVE, NULL);
+}
+
+/*
+ * fast_tables_inval
+ *	  Relation cache invalidation callback: forget the table (or all).
+ */
+static void
+fast_tables_inval(Datum arg, Oid relid)
+{
+	if (fast_tables == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		FastTable  *e = hash_search(fast_tables, &relid, HASH_FIND, NULL);
+
+		if (e != NULL)
+			drop_fast_table(e);
+	}
+	else
+	{
+		HASH_SEQ_STATUS status;
+		FastTable  *e;
+
+		hash_seq_init(&status, fast_tables);
+		while ((e = hash_seq_search(&status)) != NULL)
+			drop_fast_table(e);
+	}
+}
+
+/*
+ * functions_inval
+ *	  pg_proc changed: look cq.stamp() and cq.wakeup() up again, and decide
+ *	  again for every table.
+ */
+static void
+functions_inval(Datum arg, int cacheid, uint32 hashvalue)
+{
+	stamp_func = wakeup_func = InvalidOid;
+	fast_tables_inval(arg, InvalidOid);
+}
+
+/*
+ * fast_table
+ *	  The fast_tables entry of an open table, made if missing; NULL while
+ *	  the entry is swapped in.
+ */
+static FastTable *
+fast_table(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	FastTable  *e;
+	bool		found;
+
+	if (fast_tables == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(FastTable);
+		fast_tables = hash_create("pg_cq fast tables", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	e = hash_search(fast_tables, &relid, HASH_ENTER, &found);
+	if (found)
+	{
+		if (e->in_use)
+			return NULL;
+		if (!e->fast || e->made_from == rel->trigdesc)
+			return e;
+		if (e->copy != NULL)
+			FreeTriggerDesc(e->copy);
+	}
+
+	/*
+	 * Catalog look-ups below may process invalidations: in_use keeps the
+	 * callback from removing the entry meanwhile (it marks it stale).
+	 */
+	e->in_use = true;
+	e->stale = e->fast = e->wakeup = false;
+	e->copy = NULL;
+	e->made_from = rel->trigdesc;
+	PG_TRY();
+	{
+		e->fast = stamp_fast_table(rel, &e->att);
+		if (e->fast)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			e->copy = CopyTriggerDesc(rel->trigdesc);
+			MemoryContextSwitchTo(old);
+			e->copy->trig_insert_before_row = false;
+			e->wakeup = wakeup_only(e->copy, &e->wakeup_enabled);
+			if (e->wakeup)
+				e->copy->trig_insert_after_statement = false;
+		}
+	}
+	PG_CATCH();
+	{
+		e->in_use = false;
+		drop_fast_table(e);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	e->in_use = false;
+	if (e->stale)
+	{
+		drop_fast_table(e);
+		return NULL;
+	}
+	return e;
+}
+
+/*
+ * swap_begin
+ *	  Put the entry's copy of rel's TriggerDesc (without
+ *	  trig_insert_before_row) in the relation cache.  When cq_wakeup is the
+ *	  table's only AFTER INSERT statement trigger the copy goes without it
+ *	  too (the after-trigger queue costs a single-row INSERT more than the
+ *	  rest of what tracking adds but the index): the table is noted for the
+ *	  wake-up at commit here, if the trigger would fire in this session, as
+ *	  it would when the statement ends (if the statement fails, its
+ *	  transaction or subtransaction rolls back: at worst a query is woken
+ *	  for nothing).
+ */
+static void
+swap_begin(StampSwap *swap, Relation rel, FastTable *e)
+{
+	swap->rel = rel;
+	swap->entry = e;
+	swap->real = rel->trigdesc;
+	swap->fast = e->copy;
+	e->in_use = true;
+	if (e->wakeup &&
+		(e->wakeup_enabled == TRIGGER_FIRES_ALWAYS ||
+		 (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
+		  e->wakeup_enabled == TRIGGER_FIRES_ON_REPLICA :
+		  e->wakeup_enabled == TRIGGER_FIRES_ON_ORIGIN)))
+		cq_wakeup_note_source(RelationGetRelid(rel));
+	rel->trigdesc = swap->fast;
+}
+
+/*
+ * swap_end
+ *	  Put the real TriggerDesc back.  If the relation cache rebuilt the
+ *	  entry meanwhile, it either kept the copy (equal triggers: the real one
+ *	  goes back) or installed a new TriggerDesc and freed the copy (then the
+ *	  real one, ours, is freed).
+ */
+static void
+swap_end(StampSwap *swap)
+{
+	FastTable  *e = swap->entry;
+
+	if (swap->fast != NULL)
+	{
+		if (swap->rel->trigdesc == swap->fast)
+			swap->rel->trigdesc = swap->real;
+		else
+		{
+			FreeTriggerDesc(swap->real);
+			e->copy = NULL;
+			e->stale = true;
+		}
+	}
+	swap->real = swap->fast = NULL;
+	e->in_use = false;
+	if (e->stale)
+		drop_fast_table(e);
+}
+
+/*
+ * nested_begin
+ *	  A statement that starts while a swap is in progress (user code a COPY
+ *	  runs, or SPI run by another module's ExecutorStart hook) gets the real
+ *	  TriggerDesc while it builds its ResultRelInfos, and swaps nothing
+ *	  itself.  Returns the swap suspended, or NULL.
+ */
+static StampSwap *
+nested_begin(void)
+{
+	StampSwap  *swap = active_swap;
+
+	if (swap == NULL || swap->fast == NULL || swap->rel->trigdesc != swap->fast)
+		return NULL;
+	swap->rel->trigdesc = swap->real;
+	return swap;
+}
+
+/*
+ * nested_end
+ *	  Resume the swap nested_begin suspended.  If the relation cache rebuilt
+ *	  the entry with other triggers meanwhile (freeing the real TriggerDesc),
+ *	  the swap is over.
+ */
+static void
+nested_end(StampSwap *swap)
+{
+	if (swap == NULL || swap->fast == NULL)
+		return;
+	if (swap->rel->trigdesc == swap->real)
+		swap->rel->trigdesc = swap->fast;
+	else
+	{
+		swap->entry->stale = true;
+		swap->real = swap->fast = NULL;
+	}
+}
+
+/*
+ * insert_target
+ *	  The table a plain INSERT (no ON CONFLICT, no data-modifying WITH)
+ *	  writes, or InvalidOid; *sub is the plan computing its new rows.
+ */
+static Oid
+insert_target(PlannedStmt *pstmt, Plan **sub)
+{
+	ModifyTable *mt;
+	RangeTblEntry *rte;
+
+	if (pstmt->commandType != CMD_INSERT || pstmt->hasModifyingCTE ||
+		pstmt->planTree == NULL || !IsA(pstmt->planTree, ModifyTable))
+		return InvalidOid;
+	mt = (ModifyTable *) pstmt->planTree;
+	if (mt->operation != CMD_INSERT || mt->onConflictAction != ONCONFLICT_NONE ||
+		list_length(mt->resultRelations) != 1 || outerPlan(mt) == NULL)
+		return InvalidOid;
+	rte = rt_fetch(linitial_int(mt->resultRelations), pstmt->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+		return InvalidOid;
+	*sub = outerPlan(mt);
+	return rte->relid;
+}
+
+/*
+ * leaves_default
+ *	  Do the new rows take column att from the expression
+ *	  pg_catalog.pg_current_xact_id() itself (what the default puts there
+ *	  when the statement leaves the column out)?
+ */
+static bool
+leaves_default(Plan *sub, AttrNumber att)
+{
+	ListCell   *lc;
+
+	foreach(lc, sub->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resno == att)
+			return !tle->resjunk && IsA(tle->expr, FuncExpr) &&
+				((FuncExpr *) tle->expr)->funcid == F_PG_CURRENT_XACT_ID &&
+				((FuncExpr *) tle->expr)->args == NIL;
+	}
+	return false;
+}
+
+/*
+ * cq_stamp_ExecutorStart
+ *	  ExecutorStart hook: an INSERT that leaves cq_xid to the default of a
+ *	  table whose only BEFORE ROW INSERT trigger is zz_cq_stamp is started
+ *	  without that trigger in its insert path.  Any other statement that
+ *	  starts during a swap gets the real TriggerDesc.
+ */
+static void
+cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	StampSwap	swap = {0};
+	StampSwap  *outer = active_swap;
+	StampSwap  *volatile nested = nested_begin();
+	Oid			relid = InvalidOid;
+	Plan	   *sub = NULL;
+
+	if (outer == NULL && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		relid = insert_target(queryDesc->plannedstmt, &sub);
+	if (OidIsValid(relid))
+	{
+		FastTable  *e = fast_tables ? hash_search(fast_tables, &relid, HASH_FIND, NULL) : NULL;
+
+		/* a table known not to qualify costs one lookup */
+		if (e == NULL || (e->fast && !e->in_use && leaves_default(sub, e->att)))
+		{
+			Relation	rel = relation_open(relid, NoLock);	/* the plan holds its lock */
+
+			e = fast_table(rel);
+			if (e != NULL && e->fast && leaves_default(sub, e->att))
+			{
+				swap_begin(&swap, rel, e);
+				active_swap = &swap;
+			}
+			else
+				relation_close(rel, NoLock);
+		}
+	}
+	PG_TRY();
+	{
+		if (prev_ExecutorStart)
+			prev_ExecutorStart(queryDesc, eflags);
+		else
+			standard_ExecutorStart(queryDesc, eflags);
+	}
+	PG_FINALLY();
+	{
+		if (swap.rel != NULL)
+			swap_end(&swap);
+		active_swap = outer;
+		nested_end(nested);
+	}
+	PG_END_TRY();
+	if (swap.rel != NULL)
+		relation_close(swap.rel, NoLock);
+}
+
+/*
+ * copy_leaves_default
+ *	  Is the statement a COPY FROM into a table, whose column list leaves
+ *	  cq_xid out?  (Without a column list COPY reads every column.)
+ */
+static bool
+copy_leaves_default(Node *parsetree)
+{
+	CopyStmt   *stmt;
+	ListCell   *lc;
+
+	if (!IsA(parsetree, CopyStmt))
+		return false;
+	stmt = (CopyStmt *) parsetree;
+	if (!stmt->is_from || stmt->relation == NULL || stmt->query != NULL || stmt->attlist == NIL)
+		return false;
+	foreach(lc, stmt->attlist)
+		if (strcmp(strVal(lfirst(lc)), CQ_TRACKING_COLUMN) == 0)
+			return false;
+	return true;
+}
+
+/*
+ * refuse_stamp_ddl
+ *	  Refuse a statement that would drop or disable the stamp trigger of a
+ *	  table whose rows reach the source of a continuous query.
+ */
+static void
+refuse_stamp_ddl(Oid relid, const char *what)
+{
+	Oid			source;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	source = cq_source_reached(relid);
+	SPI_finish();
+	if (!OidIsValid(source))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot %s trigger \"%s\" on table \"%s\"", what, CQ_STAMP_TRIGGER, get_rel_name(relid)),
+			 errdetail("It stamps the rows that reach table \"%s\", the source of a continuous query, with the id of the transaction that inserts them; without it the query could miss rows.",
+					   get_rel_name(source)),
+			 errhint("Drop the continuous queries over table \"%s\" first.", get_rel_name(source))));
+}
+
+/*
+ * check_stamp_ddl
+ *	  DROP TRIGGER zz_cq_stamp, ALTER TABLE ... DISABLE/ENABLE [REPLICA]
+ *	  TRIGGER zz_cq_stamp or ... DISABLE/ENABLE TRIGGER USER/ALL (which
+ *	  disable it, or make it fire no longer under session_replication_role
+ *	  = replica) on a table whose rows reach a source: refused, except to
+ *	  superusers (pg_restore --disable-triggers disables and enables
+ *	  TRIGGER ALL around a data-only restore) and to pg_cq itself.
+ */
+static void
+check_stamp_ddl(Node *parsetree)
+{
+	ListCell   *lc;
+
+	if (cq_tracking_dropping_stamp() || !IsTransactionState() || superuser() ||
+		!OidIsValid(cq_tracking_trigger_function("stamp")))
+		return;
+	if (IsA(parsetree, DropStmt) && ((DropStmt *) parsetree)->removeType == OBJECT_TRIGGER)
+	{
+		foreach(lc, ((DropStmt *) parsetree)->objects)
+		{
+			List	   *names = lfirst(lc);
+			Oid			relid;
+
+			if (list_length(names) < 2 ||
+				strcmp(strVal(llast(names)), CQ_STAMP_TRIGGER) != 0)
+				continue;
+			relid = RangeVarGetRelid(makeRangeVarFromNameList(list_truncate(list_copy(names),
+																			 list_length(names) - 1)),
+									 NoLock, true);
+			if (OidIsValid(relid))
+				refuse_stamp_ddl(relid, "drop");
+		}
+	}
+	else if (IsA(parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+		Oid			relid = InvalidOid;
+
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+			bool		named = cmd->name != NULL && strcmp(cmd->name, CQ_STAMP_TRIGGER) == 0;
+
+			if (!(((cmd->subtype == AT_DisableTrig || cmd->subtype == AT_EnableTrig ||
+					cmd->subtype == AT_EnableReplicaTrig) && named) ||
+				  cmd->subtype == AT_DisableTrigAll || cmd->subtype == AT_DisableTrigUser ||
+				  cmd->subtype == AT_EnableTrigAll || cmd->subtype == AT_EnableTrigUser))
+				continue;
+			if (!OidIsValid(relid))
+				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+			if (OidIsValid(relid) && cq_tracking_has_trigger(relid, cq_tracking_trigger_function("stamp")))
+				refuse_stamp_ddl(relid, cmd->subtype == AT_DisableTrig || cmd->subtype == AT_DisableTrigAll ||
+								 cmd->subtype == AT_DisableTrigUser ? "disable" : "change the firing of");
+		}
+	}
+}
+
+/*
+ * cq_stamp_ProcessUtility
+ *	  ProcessUtility hook: a COPY FROM that leaves cq_xid to the default of
+ *	  a table whose only BEFORE ROW INSERT trigger is zz_cq_stamp runs
+ *	  without that trigger in its insert path (so in batches).  A utility
+ *	  statement that starts during such a COPY gets the real TriggerDesc.
+ */
+static void
+cq_stamp_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+						   ProcessUtilityContext context, ParamListInfo params,
+						   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	StampSwap	swap = {0};
+	StampSwap  *outer = active_swap;
+	StampSwap  *volatile nested;
+	volatile Relation rel = NULL;
+
+	/* before nested_begin: nothing may fail between it and PG_TRY */
+	check_stamp_ddl(pstmt->utilityStmt);
+	nested = nested_begin();
+	if (outer == NULL && copy_leaves_default(pstmt->utilityStmt) && IsTransactionState())
+	{
+		/* the lock COPY FROM takes on the table it then opens the same way */
+		Oid			relid = RangeVarGetRelid(((CopyStmt *) pstmt->utilityStmt)->relation,
+											 RowExclusiveLock, true);
+
+		if (OidIsValid(relid))
+		{
+			FastTable  *e;
+
+			rel = table_open(relid, NoLock);
+			e = fast_table(rel);
+			if (e != NULL && e->fast)
+			{
+				swap_begin(&swap, rel, e);
+				active_swap = &swap;
+			}
+		}
+	}
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (swap.rel != NULL)
+			swap_end(&swap);
+		active_swap = outer;
+		nested_end(nested);
+	}
+	PG_END_TRY();
+	if (rel != NULL)
+		table_close(rel, NoLock);
+}
+
+/*
+ * cq_stamp_init
+ *	  Install the write-path hooks; called from _PG_init.
+ */
+void
+cq_stamp_init(void)
+{
+	CacheRegisterRelcacheCallback(fast_tables_inval, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, functions_inval, (Datum) 0);
+	prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = cq_stamp_ExecutorStart;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = cq_stamp_ProcessUtility;
+}
