@@ -24,11 +24,14 @@ include $(PGXS)
 endif
 
 # Top-level commands (README): they work on a fresh Debian 12 machine as root.
-.PHONY: demo test bench
+.PHONY: demo test test-citus bench
 demo:
 	scripts/demo.sh
 test:
 	scripts/test.sh
+# only the Citus suite (t/citus/); needs Citus built for $(PG_CONFIG): docs/scale-out.md
+test-citus:
+	CQ_SUITES=citus scripts/test.sh
 bench:
 	bench/run.sh
 

@@ -8,16 +8,19 @@
 #   2. isolation  pg_isolation_regress specs/*.spec vs expected/*.out (make installcheck)
 #   3. pgtap      pg_prove     test/*.sql    in a fresh database pg_cq_tap (pgtap + pg_cq created)
 #   4. perl-tap   prove        t/*.pl        PostgreSQL::Test::Cluster (own temporary nodes)
+#   5. citus      prove        t/citus/*.pl  a Citus cluster (coordinator + 2 workers) of
+#                 temporary nodes; runs only when Citus is installed for $PG_CONFIG
+#                 (docs/scale-out.md says how to build it), else reported as not run
 # Suites 1-3 run against one throwaway cluster: /tmp/pg_cq_test, port 55432 (CQ_TEST_PORT).
 # Env overrides: see scripts/common.sh, plus CQ_TEST_PORT and CQ_SUITES
-# (space-separated subset of "checks regress isolation pgtap perl-tap").
+# (space-separated subset of "checks regress isolation pgtap perl-tap citus").
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
 CQ_TEST_PORT="${CQ_TEST_PORT:-55432}"
-CQ_SUITES="${CQ_SUITES:-checks regress isolation pgtap perl-tap}"
+CQ_SUITES="${CQ_SUITES:-checks regress isolation pgtap perl-tap citus}"
 LOGDIR="$REPO_ROOT/results/logs"
 
 SUMMARY=()            # one line per suite
@@ -99,6 +102,7 @@ start_cluster test "$CQ_TEST_PORT"
 
 shopt -s nullglob
 sql_tests=(sql/*.sql); specs=(specs/*.spec); tap_tests=(test/*.sql); perl_tests=(t/*.pl)
+citus_tests=(t/citus/*.pl)
 shopt -u nullglob
 
 # ---- 0: static checks of src/ ----
@@ -153,15 +157,16 @@ fi
 # so two checkouts (e.g. git worktrees) can run their suites side by side.
 # PATH starts with $PGBIN, so the nodes use the same server binaries as the rest.
 CQ_PERLTAP_DIR="${CQ_PERLTAP_DIR:-$CQ_TMPBASE/pg_cq_perltap_$(basename "$REPO_ROOT")}"
+# run_perl_tap [SUBDIR]: the tests t/SUBDIR/*.pl (default: t/*.pl)
 run_perl_tap() {
-    local dir="$CQ_PERLTAP_DIR" rc=0 name f
+    local sub="${1:+$1/}" dir="$CQ_PERLTAP_DIR${1:+_$1}" rc=0 name f
     rm -rf "$dir" && mkdir -p "$dir/src" || return 1
     tar -C "$REPO_ROOT" --exclude=./.git --exclude=./results -cf - . | tar -C "$dir/src" -xf - || return 1
     if is_root; then chown -R postgres:postgres "$dir" || return 1; fi
     (cd "$dir" && as_postgres env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
         HOME="$dir" PATH="$PGBIN:$PATH" TESTDIR="$dir" PG_CQ_SRCDIR="$dir/src" \
         PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
-        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove -I "$1" t/*.pl' _ "$PGXS_DIR/src/test/perl") \
+        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove -I "$1" t/"$2"*.pl' _ "$PGXS_DIR/src/test/perl" "$sub") \
         2>&1 | tee "$dir/prove.out" || rc=$?
     # On failure show the tail of the failed tests' logs (test log + node logs).
     while IFS= read -r name; do
@@ -169,13 +174,25 @@ run_perl_tap() {
             [[ -f "$f" ]] || continue
             section "log: $f (tail)"; tail -n 80 "$f"
         done
-    done < <(sed -nE 's|^t/([^ ]+)\.pl +\(Wstat.*|\1|p' "$dir/prove.out")
+    done < <(sed -nE 's|^t/([^ ]+/)?([^ /]+)\.pl +\(Wstat.*|\2|p' "$dir/prove.out")
     return "$rc"
 }
 if ! want_suite perl-tap; then skip perl-tap "not in CQ_SUITES"
 elif ((${#perl_tests[@]} == 0)); then skip perl-tap "no t/*.pl"
 else
     run_suite perl-tap count_tap run_perl_tap || true
+fi
+
+# ---- 5: Citus (issue 14) ----
+# Citus is not in Debian's archive: these tests run when it was built and
+# installed for this PostgreSQL (docs/scale-out.md), and say so when not.
+citus_installed() { [[ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]]; }
+if ! want_suite citus; then skip citus "not in CQ_SUITES"
+elif ((${#citus_tests[@]} == 0)); then skip citus "no t/citus/*.pl"
+elif ! citus_installed; then
+    skip citus "not run: Citus is not installed for $PG_CONFIG; docs/scale-out.md says how to build it"
+else
+    run_suite citus count_tap run_perl_tap citus || true
 fi
 
 section "summary"

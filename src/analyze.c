@@ -16,7 +16,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/stratnum.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
@@ -31,6 +33,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_relation.h"
+#include "utils/rel.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -460,13 +463,56 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 }
 
 /*
+ * citus_table
+ *	  Is the table known to Citus (distributed, reference or Citus local:
+ *	  every kind has a row in pg_dist_partition)?  Read by name, so that
+ *	  pg_cq neither links nor needs Citus.
+ */
+static bool
+citus_table(Oid relid)
+{
+	Oid			distrel = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	Relation	rel;
+	AttrNumber	att;
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	if (!OidIsValid(distrel))
+		return false;
+	rel = table_open(distrel, AccessShareLock);
+	att = attnameAttNum(rel, "logicalrelid", false);
+	if (att == InvalidAttrNumber)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	ScanKeyInit(&key, att, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
  * check_source_table
- *	  The stream must be a permanent (or unlogged) table.
+ *	  The stream must be a permanent (or unlogged) table, and not a Citus
+ *	  table: on Citus every node stamps rows with transaction ids of its
+ *	  own, which the coordinator's snapshots cannot judge, so rows would be
+ *	  lost or counted late (docs/scale-out.md, issue 14).
  */
 static void
 check_source_table(Oid relid)
 {
 	char		relkind = get_rel_relkind(relid);
+
+	if (citus_table(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("source \"%s\" is a Citus table", get_rel_name(relid)),
+				 errdetail("On Citus the nodes stamp new rows with transaction ids of their own, which the snapshots of a continuous query cannot order, so rows would be lost or counted late."),
+				 errhint("Stream from a local table, or see docs/scale-out.md for the state of Citus support.")));
 
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,

@@ -344,12 +344,16 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 	 * insertion.  The others are updated where their row
 	 * changed and inserted where it is missing (a row deleted
 	 * by hand is written again).  A row "changed" when its
-	 * binary image did (the *<> operator, as REFRESH
-	 * MATERIALIZED VIEW CONCURRENTLY compares rows): equal
-	 * values that print differently, such as numeric 1.0
-	 * and 1.00, are rewritten so that the target shows what
-	 * the query shows.  (The casts to record keep the
-	 * parser from comparing the rows column by column.)
+	 * binary image did (record_image_ne, the function of the
+	 * *<> operator, as REFRESH MATERIALIZED VIEW
+	 * CONCURRENTLY compares rows): equal values that print
+	 * differently, such as numeric 1.0 and 1.00, are
+	 * rewritten so that the target shows what the query
+	 * shows.  A function call, not the operator between two
+	 * rows cast to record: a deparsed statement (Citus
+	 * re-plans one by deparsing it) loses those casts, and
+	 * the parser then compares the rows column by column,
+	 * with a *<> that no column type has.
 	 */
 	char	   *hav = having_and(an, viewid);
 
@@ -374,7 +378,7 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 		{
 			appendStringInfo(buf, ", ou AS (UPDATE %s t SET (%s) = ROW(%s) FROM f "
 							 "WHERE NOT f._ins%s AND %s AND "
-							 "ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record "
+							 "pg_catalog.record_image_ne(ROW(%s), ROW(%s)) "
 							 "RETURNING f._sid)",
 							 target, nonkeys, cq_sink_output_list_part(an, viewid, false, true),
 							 hav, match.data, cq_sink_target_columns(an, "t.", false, true),
@@ -400,7 +404,7 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 		if (nonkeys[0] == '\0')
 			appendStringInfoString(buf, "DO NOTHING");
 		else
-			appendStringInfo(buf, "DO UPDATE SET (%s) = ROW(%s) WHERE ROW(%s)::pg_catalog.record OPERATOR(pg_catalog.*<>) ROW(%s)::pg_catalog.record",
+			appendStringInfo(buf, "DO UPDATE SET (%s) = ROW(%s) WHERE pg_catalog.record_image_ne(ROW(%s), ROW(%s))",
 							 nonkeys, cq_sink_target_columns(an, "excluded.", false, true),
 							 cq_sink_target_columns(an, "t.", false, true),
 							 cq_sink_target_columns(an, "excluded.", false, true));

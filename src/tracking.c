@@ -202,10 +202,15 @@ add_stamp_trigger(Oid relid)
 {
 	char	   *rel = cq_sql_relname_str(relid);
 
+	/*
+	 * Two statements, not one string: Citus forwards a utility statement's
+	 * whole query string to the shards, where several commands in one
+	 * string are refused.
+	 */
 	cq_spi_exec(psprintf("CREATE TRIGGER " CQ_STAMP_TRIGGER " BEFORE INSERT OR UPDATE OR DELETE ON %s "
-						 "FOR EACH ROW EXECUTE FUNCTION cq.stamp(); "
-						 "ALTER TABLE %s ENABLE ALWAYS TRIGGER " CQ_STAMP_TRIGGER,
-						 rel, rel),
+						 "FOR EACH ROW EXECUTE FUNCTION cq.stamp()", rel),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_spi_exec(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER " CQ_STAMP_TRIGGER, rel),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 }
 
