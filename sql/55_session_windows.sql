@@ -228,7 +228,7 @@ SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_end, count(*) FROM sw_ba
 -- but complete mode may leave them out, and the select list may compute on them
 SELECT cq.create_query('sw_ok_q', 'SELECT u, s.session_end - s.session_start AS len, count(*) FROM sw_bad, LATERAL cq.session_window(ts, interval ''1 minute'') s GROUP BY u, s.session_start, s.session_end', output_mode => 'complete');
 SELECT cq.drop_query('sw_ok_q', drop_target => true);
-\set VERBOSITY verbose
+\set VERBOSITY sqlstate
 SELECT cq.create_query('sw_bad_q', 'SELECT s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, interval ''1 minute'') s GROUP BY 1, 2', output_mode => 'update');
 \set VERBOSITY default
 

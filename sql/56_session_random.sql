@@ -135,8 +135,7 @@ SELECT count(*) > 3 AS bridged FROM (
     AND NOT EXISTS (SELECT FROM sr m WHERE m.k = a.k AND m.bt < a.bt AND m.ok AND m.ts > b.ts AND m.ts < c.ts)
   GROUP BY a.id) x;
 -- the state holds the open sessions only
-SELECT name, max(num_state_rows_total) AS max_state_rows,
-       (SELECT count(*) FROM sr_u) AS sessions_written
+SELECT name, max(num_state_rows_total) * 3 < (SELECT count(*) FROM sr_u) AS state_bounded
   FROM cq.progress WHERE name = 'sr_u' GROUP BY name;
 
 DROP FUNCTION sr_oracle(boolean);
