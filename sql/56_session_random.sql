@@ -1,5 +1,6 @@
 -- Issue 11 part 1: randomized oracle for session windows.  Random batches
--- of rows for a few keys (NULL among them), out of order by up to 35 s, so
+-- of rows for a few keys (NULL among them), at whole seconds (so that
+-- sessions often only touch, and rows share a time), out of order by up to 35 s, so
 -- that rows arrive before, after and between the stored sessions of their
 -- key and bridge them; some rows late.  After every round each target must
 -- equal the plain sessionization of the rows it processed (gaps and
@@ -88,9 +89,9 @@ BEGIN
       FROM (SELECT CASE WHEN random() < 0.1 THEN NULL ELSE (random() * 3)::int END AS k,
                    CASE WHEN random() < 0.05 THEN NULL ELSE (random() * 100)::int END AS v,
                    CASE WHEN random() < 0.03 THEN NULL
-                        WHEN w IS NULL THEN base + random() * interval '35 seconds'
-                        WHEN random() < 0.1 THEN w - interval '10 seconds' - random() * interval '30 seconds'
-                        ELSE w + interval '1 microsecond' + random() * interval '35 seconds' END AS ts
+                        WHEN w IS NULL THEN base + floor(random() * 35) * interval '1 second'
+                        WHEN random() < 0.1 THEN w - (10 + floor(random() * 30)) * interval '1 second'
+                        ELSE w + (1 + floor(random() * 35)) * interval '1 second' END AS ts
               FROM generate_series(1, (random() * 12)::int)) x;
     COMMIT;
     IF r = 25 THEN

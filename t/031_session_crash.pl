@@ -44,9 +44,9 @@ $node->safe_psql($db, q{
 	  INSERT INTO sr (k, v, ts, ok)
 	  SELECT k, v, ts, w IS NULL OR ts > w
 	    FROM (SELECT (random() * 3)::int AS k, (random() * 100)::int AS v,
-	                 CASE WHEN w IS NULL THEN '2026-03-01 00:00:00+00' + random() * interval '35 seconds'
-	                      WHEN random() < 0.1 THEN w - interval '10 seconds' - random() * interval '30 seconds'
-	                      ELSE w + interval '1 microsecond' + random() * interval '35 seconds' END AS ts
+	                 CASE WHEN w IS NULL THEN timestamptz '2026-03-01 00:00:00+00' + floor(random() * 35) * interval '1 second'
+	                      WHEN random() < 0.1 THEN w - (10 + floor(random() * 30)) * interval '1 second'
+	                      ELSE w + (1 + floor(random() * 35)) * interval '1 second' END AS ts
 	            FROM generate_series(1, 1 + (random() * 10)::int)) x;
 	END $$;
 	CREATE PROCEDURE sr_batches() LANGUAGE sql AS $$ CALL cq.run('sr_u'); CALL cq.run('sr_a'); CALL cq.run('sr_n') $$;
