@@ -378,6 +378,9 @@ merge_ctes(StringInfo buf, CqAnalysis *an, const char *state, bool history, bool
 	else
 	{
 		appendStringInfoString(buf, ", m AS (SELECT mi.*, NOT EXISTS (SELECT FROM md WHERE ");
+		if (an->hash_keys)		/* a hash anti-join, not a scan of md per row */
+			appendStringInfo(buf, "md.%s OPERATOR(pg_catalog.=) mi.%s AND ",
+							 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
 		cq_state_append_keys_equal(buf, an, "md.", NIL, "mi.", true);
 		appendStringInfoString(buf, ") AS _ins FROM mi)");
 	}
@@ -410,6 +413,9 @@ merged_away_cte(StringInfo buf, CqAnalysis *an, const char *target)
 						 cq_state_key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
 	cq_state_append_keys_equal(buf, an, "t.", tkeys, "z.", true);
 	appendStringInfoString(buf, " AND NOT EXISTS (SELECT FROM mi WHERE ");
+	if (an->hash_keys)
+		appendStringInfo(buf, "mi.%s OPERATOR(pg_catalog.=) z.%s AND ",
+						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
 	cq_state_append_keys_equal(buf, an, "mi.", NIL, "z.", true);
 	appendStringInfoString(buf, "))");
 }
