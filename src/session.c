@@ -30,13 +30,17 @@
  *		 cq_agg_part_merge_n; stored pieces first, the new one last);
  *	 mz, md: the state sessions merged are deleted (a row that bridges
  *		 sessions makes them one);
- *	 mi, m: the merged sessions are inserted; m has _ins = their bounds are
- *		 new (no deleted session had them), as the sink expects;
+ *	 mi: the merged sessions are inserted;
+ *	 m:  the merged sessions as the sink reads changed groups, with _ins =
+ *		 their bounds are new (no stored session merged into them had the
+ *		 same bounds: mg's _same);
  *	 x:  sessions closed by the watermark (end <= W) that the batch did not
  *		 merge leave the state (a merged session ends after W: its new
  *		 piece does);
  *	 then the sink's CTEs (sink.c) write m (update) or x (append), and in
- *	 update mode oz deletes the target rows of sessions merged away.
+ *	 update mode oz deletes the target rows of sessions merged away (their
+ *	 old bounds are kept in mg).  No step joins two CTEs (whose sizes the
+ *	 planner cannot know): the flags and old bounds travel in mg.
  *
  * Update mode is a deliberate difference from Spark, which rejects it for
  * session windows because its sinks cannot retract a row: pg_cq deletes
@@ -341,8 +345,13 @@ merge_ctes(StringInfo buf, CqAnalysis *an, const char *state, bool history, bool
 						 psprintf("ORDER BY pn._new, pn.%s, pn.%s", s, e));
 		appendStringInfo(buf, ")::%s AS p%d", part->type, p);
 	}
-	appendStringInfoString(buf, ", array_agg(pn._sid) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) AS _sids "
-						   "FROM pn GROUP BY ");
+	appendStringInfo(buf, ", array_agg(pn._sid) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) AS _sids"
+					 ", array_agg(pn.%s) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) AS _olds"
+					 ", array_agg(pn.%s) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) AS _olde"
+					 ", (count(*) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) OPERATOR(pg_catalog.=) 1"
+					 " AND min(pn.%s) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) OPERATOR(pg_catalog.=) min(pn.%s)"
+					 " AND max(pn.%s) FILTER (WHERE pn._new OPERATOR(pg_catalog.=) 0) OPERATOR(pg_catalog.=) max(pn.%s)) AS _same"
+					 ", row_number() OVER () AS _rn FROM pn GROUP BY ", s, e, s, s, e, e);
 	append_other_keys(buf, an, "pn.", false);
 	appendStringInfoString(buf, ", pn._isl HAVING bool_or(pn._new OPERATOR(pg_catalog.=) 1))");
 
@@ -350,7 +359,7 @@ merge_ctes(StringInfo buf, CqAnalysis *an, const char *state, bool history, bool
 	if (!empty)
 		appendStringInfo(buf, ", mz AS (SELECT unnest(mg._sids) AS _sid FROM mg)"
 						 ", md AS (DELETE FROM %s s WHERE s.ctid OPERATOR(pg_catalog.=) "
-						 "ANY (ARRAY(SELECT mz._sid FROM mz)) RETURNING s.*)", state);
+						 "ANY (ARRAY(SELECT mz._sid FROM mz)) RETURNING 1)", state);
 
 	/* mi: the merged sessions, after md (one unique index may hold both) */
 	appendStringInfo(buf, ", mi AS (INSERT INTO %s AS s (", state);
@@ -370,20 +379,24 @@ merge_ctes(StringInfo buf, CqAnalysis *an, const char *state, bool history, bool
 	appendStringInfoString(buf, " FROM mg");
 	if (!empty)
 		appendStringInfoString(buf, " WHERE (SELECT count(*) FROM md) OPERATOR(pg_catalog.>=) 0");
-	appendStringInfoString(buf, " RETURNING s.*, s.ctid AS _sid)");
+	appendStringInfoString(buf, " RETURNING 1)");
 
-	/* m: _ins = bounds no deleted session had (new to the target) */
-	if (empty)
-		appendStringInfoString(buf, ", m AS (SELECT mi.*, true AS _ins FROM mi)");
-	else
-	{
-		appendStringInfoString(buf, ", m AS (SELECT mi.*, NOT EXISTS (SELECT FROM md WHERE ");
-		if (an->hash_keys)		/* a hash anti-join, not a scan of md per row */
-			appendStringInfo(buf, "md.%s OPERATOR(pg_catalog.=) mi.%s AND ",
-							 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
-		cq_state_append_keys_equal(buf, an, "md.", NIL, "mi.", true);
-		appendStringInfoString(buf, ") AS _ins FROM mi)");
-	}
+	/*
+	 * m: the merged sessions as the sink reads changed state rows (state.c's
+	 * m): their columns, the key hash h, _ins = their bounds are new (no
+	 * stored session merged into them had the same: _same), and _sid, a
+	 * distinct identity per row (the sink only matches rows of m with it).
+	 * Taken from mg, not from mi's RETURNING: no join is needed.
+	 */
+	appendStringInfoString(buf, ", m AS (SELECT ");
+	cq_state_append_group_cols(buf, an, "mg.", ", ");
+	appendStringInfoString(buf, ", mg.n");
+	for (int p = 1; p <= nparts; p++)
+		appendStringInfo(buf, ", mg.p%d", p);
+	if (an->hash_keys)
+		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "mg.", NIL), CQ_KEY_HASH_COLUMN);
+	appendStringInfoString(buf, ", pg_catalog.format('(%s,1)', mg._rn)::pg_catalog.tid AS _sid, "
+						   "mg._same IS NOT TRUE AS _ins FROM mg)");
 
 	/* x: closed sessions the batch did not merge */
 	if (cq_state_evicts(an) && evict)
@@ -398,26 +411,28 @@ merge_ctes(StringInfo buf, CqAnalysis *an, const char *state, bool history, bool
 
 /*
  * merged_away_cte
- *	  Update mode: ", oz AS (...)" deleting the target rows of the sessions
- *	  merged into another (md) whose bounds no merged session has (those
- *	  are rewritten by the sink as changed groups).
+ *	  Update mode: ", oz AS (...)" deleting the target rows of the stored
+ *	  sessions merged into another, found through the target's key index;
+ *	  not those of an island whose merged session kept the bounds of its
+ *	  one stored session (_same: the sink rewrites that row).
  */
 static void
 merged_away_cte(StringInfo buf, CqAnalysis *an, const char *target)
 {
 	List	   *tkeys = cq_sink_target_key_columns(an);
+	const char *s = gcol(an->session_start_key);
+	const char *e = gcol(an->session_end_key);
 
-	appendStringInfo(buf, ", oz AS (DELETE FROM %s t USING md z WHERE ", target);
+	appendStringInfoString(buf, ", oz AS (DELETE FROM ");
+	appendStringInfo(buf, "%s t USING (SELECT ", target);
+	append_other_keys(buf, an, "mg.", true);
+	appendStringInfo(buf, ", unnest(mg._olds) AS %s, unnest(mg._olde) AS %s FROM mg "
+					 "WHERE mg._same IS NOT TRUE) z WHERE ", s, e);
 	if (an->hash_keys)
-		appendStringInfo(buf, "%s OPERATOR(pg_catalog.=) z.%s AND ",
-						 cq_state_key_hash_sql(an, "t.", tkeys), CQ_KEY_HASH_COLUMN);
+		appendStringInfo(buf, "%s OPERATOR(pg_catalog.=) %s AND ",
+						 cq_state_key_hash_sql(an, "t.", tkeys), cq_state_key_hash_sql(an, "z.", NIL));
 	cq_state_append_keys_equal(buf, an, "t.", tkeys, "z.", true);
-	appendStringInfoString(buf, " AND NOT EXISTS (SELECT FROM mi WHERE ");
-	if (an->hash_keys)
-		appendStringInfo(buf, "mi.%s OPERATOR(pg_catalog.=) z.%s AND ",
-						 CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
-	cq_state_append_keys_equal(buf, an, "mi.", NIL, "z.", true);
-	appendStringInfoString(buf, "))");
+	appendStringInfoString(buf, ")");
 }
 
 /*
