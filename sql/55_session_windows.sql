@@ -1,7 +1,8 @@
 -- Issue 11 part 1: session windows (cq.session_window), batch by batch.
 -- Spark's worked examples: StreamingSessionWindowSuite "complete mode - session
 -- window" and "append mode - session window" (StructuredSessionization: the
--- words of a line are session ids, gap 10 s, watermark 30 s), and
+-- words of a line are session ids, gap 10 s, watermark 30 s), "SPARK-36465:
+-- dynamic gap duration", and
 -- EventTimeWatermarkSuite "append mode - session" (spark-semantics.md §2:
 -- gap 5 s, watermark 10 s, key value / 10).  Then update mode (a deliberate
 -- difference: Spark rejects it), sessions that only touch, a row that
@@ -85,6 +86,44 @@ SELECT * FROM sw_show('sw_words_update');
 SELECT q.name, (SELECT count(*) FROM cq.progress p WHERE p.name = q.name) AS batches,
        (SELECT num_state_rows_total FROM cq.progress p WHERE p.name = q.name ORDER BY batch_id DESC LIMIT 1) AS state_rows
   FROM cq.queries q WHERE q.name LIKE 'sw\_words\_%' ORDER BY q.name;
+
+-- StreamingSessionWindowSuite "SPARK-36465: dynamic gap duration": the gap
+-- is an expression per row, 1 s for "hello", 10 s for other words; rows
+-- whose gap is zero ("structured") or negative ("world") have no session
+CREATE TABLE sw_dyn (value text, t int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(t)) STORED);
+CREATE VIEW sw_dyn_q AS
+  SELECT w.word AS session_id, s.session_start, s.session_end,
+         extract(epoch FROM s.session_end - s.session_start)::int AS duration, count(*) AS num_events
+    FROM sw_dyn, LATERAL unnest(string_to_array(sw_dyn.value, ' ')) AS w(word),
+         LATERAL cq.session_window(sw_dyn.ts, CASE w.word WHEN 'hello' THEN interval '1 second'
+                                                         WHEN 'structured' THEN interval '0 seconds'
+                                                         WHEN 'world' THEN interval '-10 seconds'
+                                                         ELSE interval '10 seconds' END) AS s
+   GROUP BY w.word, s.session_start, s.session_end;
+SELECT cq.create_query('sw_dyn_append', pg_get_viewdef('sw_dyn_q'), output_mode => 'append',
+                       event_time => 'ts', watermark => '30 seconds', "trigger" => 'available_now');
+SELECT cq.create_query('sw_dyn_update', pg_get_viewdef('sw_dyn_q'), output_mode => 'update',
+                       event_time => 'ts', watermark => '30 seconds', "trigger" => 'available_now');
+CREATE PROCEDURE sw_dyn_batch() LANGUAGE sql AS $$ CALL cq.run('sw_dyn_append'); CALL cq.run('sw_dyn_update') $$;
+INSERT INTO sw_dyn VALUES ('hello world spark streaming', 40), ('world hello structured streaming', 41);
+CALL sw_dyn_batch();
+SELECT * FROM sw_show('sw_dyn_update');
+INSERT INTO sw_dyn VALUES ('spark streaming', 25);
+CALL sw_dyn_batch();
+INSERT INTO sw_dyn VALUES ('spark streaming', 0);   -- late: two rows dropped
+CALL sw_dyn_batch();
+SELECT num_rows_dropped_by_watermark FROM cq.progress WHERE name = 'sw_dyn_append' AND num_input_rows > 0
+ ORDER BY batch_id DESC LIMIT 1;
+INSERT INTO sw_dyn VALUES ('spark streaming', 30);
+CALL sw_dyn_batch();
+SELECT * FROM sw_show('sw_dyn_update');
+INSERT INTO sw_dyn VALUES ('hello apache spark', 60);
+CALL sw_dyn_batch();
+SELECT count(*) AS appended FROM sw_dyn_append;
+INSERT INTO sw_dyn VALUES ('structured streaming', 90);
+CALL sw_dyn_batch();
+SELECT * FROM sw_show('sw_dyn_append');
+SELECT * FROM sw_show('sw_dyn_update');
 
 -- EventTimeWatermarkSuite "append mode - session": gap 5 s, watermark 10 s, key value / 10
 CREATE TABLE sw_ev (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
@@ -213,7 +252,7 @@ SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, count(*) FROM sw_
 SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, interval ''0 minutes'') s GROUP BY 1, 2, 3', output_mode => 'update');
 SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, NULL) s GROUP BY 1, 2, 3', output_mode => 'update');
 SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, interval ''1 month'') s GROUP BY 1, 2, 3', output_mode => 'update');
-SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, g) s GROUP BY 1, 2, 3', output_mode => 'update');
+SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, g * random()) s GROUP BY 1, 2, 3', output_mode => 'update');
 SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, w.window_start, count(*) FROM sw_bad, LATERAL cq.session_window(ts, interval ''1 minute'') s, LATERAL cq.window(ts, interval ''1 hour'') w GROUP BY 1, 2, 3, 4', output_mode => 'update');
 SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start FROM sw_bad, LATERAL cq.session_window(ts, interval ''1 minute'') s', output_mode => 'update');
 SELECT cq.create_query('sw_bad_q', 'SELECT u, s.session_start, s.session_end, count(*) FROM sw_bad, LATERAL cq.session_window(ts, interval ''1 minute'') s WHERE s.session_end > now() GROUP BY 1, 2, 3', output_mode => 'update');
@@ -257,5 +296,5 @@ SELECT * FROM sw_o_q;
 \c :sw_db
 DROP DATABASE sw_old WITH (FORCE);
 
-DROP VIEW sw_b_show, sw_b_state, sw_b_oracle, sw_ev_show;
+DROP VIEW sw_b_show, sw_b_state, sw_b_oracle, sw_ev_show, sw_dyn_q;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'sw\_%' ORDER BY name;

@@ -847,9 +847,11 @@ session_rti(CqAnalysis *an, FuncExpr **call)
 /*
  * find_session_window
  *	  Session windows (session.c): at most one cq.session_window() call, not
- *	  with time windows, in an aggregation, with a constant positive gap of
- *	  fixed length, and only on a 0.2 catalog.  Sets an->session and the
- *	  gap; the grouping keys are checked by check_session_keys.
+ *	  with time windows, in an aggregation, with a positive gap of fixed
+ *	  length when it is a constant (else an expression per row that is not
+ *	  volatile: Spark's dynamic gap), and only on a 0.2 catalog.  Sets
+ *	  an->session and the gap; the grouping keys are checked by
+ *	  check_session_keys.
  */
 static void
 find_session_window(CqAnalysis *an, const char *name)
@@ -897,13 +899,24 @@ find_session_window(CqAnalysis *an, const char *name)
 	gap = window_arg(fe, 1);
 	while (gap && IsA(gap, RelabelType))
 		gap = (Node *) ((RelabelType *) gap)->arg;
-	if (gap == NULL || !IsA(gap, Const))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("session window gap must be a constant"),
-				 errdetail("A gap computed per row (Spark's dynamic gap) is not supported."),
-				 errhint("Write the gap as an interval literal, such as interval '10 minutes'.")));
-	if (((Const *) gap)->constisnull)
+	if (gap && !IsA(gap, Const))
+	{
+		/*
+		 * Spark's dynamic gap: an expression per row.  A row whose gap is
+		 * NULL, zero or negative has no session (cq.session_window).  It must
+		 * give the same gap whenever the row is read (rebuild).
+		 */
+		if (contain_volatile_functions(gap))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("session window gap must not be volatile"),
+					 errdetail("Continuous query \"%s\" computes the gap of a row with a volatile function; a row must keep its session.", name),
+					 errhint("Compute the gap from the row's columns, or write a constant interval.")));
+		an->session = true;
+		an->session_gap_us = 0;
+		return;
+	}
+	if (gap == NULL || ((Const *) gap)->constisnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("session window gap must not be null"),

@@ -65,7 +65,8 @@ typedef struct CqAnalysis
 	bool		session;		/* grouped by a session window */
 	int			session_start_key;	/* grouping key of session_start */
 	int			session_end_key;	/* grouping key of session_end */
-	int64		session_gap_us; /* the constant gap, in microseconds */
+	int64		session_gap_us; /* the constant gap, in microseconds; 0 when
+								 * the gap is an expression per row */
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */
