@@ -229,6 +229,36 @@ SELECT u, extract(epoch FROM session_start)::int AS s, extract(epoch FROM sessio
   FROM sw_late_u ORDER BY u, s;
 SELECT sum(num_rows_dropped_by_watermark) AS dropped FROM cq.progress WHERE name = 'sw_late_u';
 
+-- A stored session that the batch's watermark closes is still merged with
+-- a kept row that touches it (Spark merges before it evicts): one batch at
+-- a time (once => true runs no no-data batch), gap 10 s, watermark 13 s
+CREATE TABLE sw_close (u text, t int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(t)) STORED);
+CREATE VIEW sw_close_q AS
+  SELECT u, s.session_start, s.session_end, count(*) AS n
+    FROM sw_close, LATERAL cq.session_window(ts, interval '10 seconds') AS s
+   GROUP BY u, s.session_start, s.session_end;
+SELECT cq.create_query('sw_close_a', pg_get_viewdef('sw_close_q'), output_mode => 'append',
+                       event_time => 'ts', watermark => '13 seconds', "trigger" => 'available_now');
+SELECT cq.create_query('sw_close_u', pg_get_viewdef('sw_close_q'), output_mode => 'update',
+                       event_time => 'ts', watermark => '13 seconds', "trigger" => 'available_now');
+INSERT INTO sw_close VALUES ('a', 0);           -- a: [0, 10)
+CALL cq.run('sw_close_a', once => true); CALL cq.run('sw_close_u', once => true);
+INSERT INTO sw_close VALUES ('b', 23);          -- the watermark becomes 10
+CALL cq.run('sw_close_a', once => true); CALL cq.run('sw_close_u', once => true);
+INSERT INTO sw_close VALUES ('a', 5);           -- [5, 15) is kept and touches [0, 10), which W = 10 closes
+CALL cq.run('sw_close_a', once => true); CALL cq.run('sw_close_u', once => true);
+SELECT name, batch_id, batch_watermark, num_input_rows, num_state_rows_removed, num_output_rows
+  FROM cq.progress p JOIN (SELECT name, batch_id, batch_watermark FROM cq.offsets) o USING (name, batch_id)
+ WHERE name LIKE 'sw\_close\_%' ORDER BY name, batch_id;
+SELECT count(*) AS appended FROM sw_close_a;
+SELECT u, extract(epoch FROM session_start)::int AS s, extract(epoch FROM session_end)::int AS e, n
+  FROM sw_close_u ORDER BY u, s;
+-- the watermark passes 15: append writes [0, 15) with both rows
+INSERT INTO sw_close VALUES ('b', 40);
+CALL cq.run('sw_close_a'); CALL cq.run('sw_close_u');
+SELECT u, extract(epoch FROM session_start)::int AS s, extract(epoch FROM session_end)::int AS e, n
+  FROM sw_close_a ORDER BY u, s;
+
 -- HAVING in update mode: a session that stops satisfying it leaves the target
 CREATE TABLE sw_h (u int, t int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(t)) STORED);
 CREATE TABLE sw_h_u WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
@@ -296,5 +326,5 @@ SELECT * FROM sw_o_q;
 \c :sw_db
 DROP DATABASE sw_old WITH (FORCE);
 
-DROP VIEW sw_b_show, sw_b_state, sw_b_oracle, sw_ev_show, sw_dyn_q;
+DROP VIEW sw_b_show, sw_b_state, sw_b_oracle, sw_ev_show, sw_dyn_q, sw_close_q;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'sw\_%' ORDER BY name;

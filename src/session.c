@@ -35,8 +35,8 @@
  *		 their bounds are new (no stored session merged into them had the
  *		 same bounds: mg's _same);
  *	 x:  sessions closed by the watermark (end <= W) that the batch did not
- *		 merge leave the state (a merged session ends after W: its new
- *		 piece does);
+ *		 merge leave the state, after md (a merged session ends after W: its
+ *		 new piece does);
  *	 then the sink's CTEs (sink.c) write m (update) or x (append), and in
  *	 update mode oz deletes the target rows of sessions merged away (their
  *	 old bounds are kept in mg).  No step joins two CTEs (whose sizes the
@@ -398,13 +398,18 @@ merge_ctes(StringInfo buf, CqAnalysis *an, const char *state, bool history, bool
 	appendStringInfoString(buf, ", pg_catalog.format('(%s,1)', mg._rn)::pg_catalog.tid AS _sid, "
 						   "mg._same IS NOT TRUE AS _ins FROM mg)");
 
-	/* x: closed sessions the batch did not merge */
+	/*
+	 * x: closed sessions the batch did not merge.  After md (the gate):
+	 * a stored session md deleted is skipped by this DELETE of the same
+	 * command, without error and without a row, so a session merged with a
+	 * new row is never evicted as it was; the merged one ends after W.
+	 */
 	if (cq_state_evicts(an) && evict)
 	{
 		appendStringInfo(buf, ", x AS (DELETE FROM %s s WHERE s.%s OPERATOR(pg_catalog.<=) %s",
 						 state, e, cq_state_wm_param(an));
 		if (!empty)
-			appendStringInfoString(buf, " AND NOT EXISTS (SELECT FROM mz WHERE mz._sid OPERATOR(pg_catalog.=) s.ctid)");
+			appendStringInfoString(buf, " AND (SELECT count(*) FROM md) OPERATOR(pg_catalog.>=) 0");
 		appendStringInfoString(buf, " RETURNING s.*)");
 	}
 }
