@@ -263,6 +263,20 @@ CALL cq.run('sw_close_a'); CALL cq.run('sw_close_u');
 SELECT u, extract(epoch FROM session_start)::int AS s, extract(epoch FROM session_end)::int AS e, n
   FROM sw_close_a ORDER BY u, s;
 
+-- Ties: of equal values that print differently, min and max keep the one
+-- read last, as the binary merges of other queries do (aggregates.c,
+-- MERGE_LEAST): a merged session takes the new row's 1.00 over the stored 1.0
+CREATE TABLE sw_tie (u text, t int, x numeric, ts timestamptz GENERATED ALWAYS AS (to_timestamp(t)) STORED);
+CREATE TABLE sw_tie_u WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+  AS SELECT u, s.session_start, s.session_end, min(x) AS mn, max(x) AS mx, sum(x) AS sx
+       FROM sw_tie, LATERAL cq.session_window(ts, interval '10 seconds') AS s
+      GROUP BY u, s.session_start, s.session_end;
+INSERT INTO sw_tie VALUES ('a', 0, 1.0), ('a', 30, 2.0);
+CALL cq.run('sw_tie_u');
+INSERT INTO sw_tie VALUES ('a', 5, 1.00), ('a', 35, 2.000);
+CALL cq.run('sw_tie_u');
+SELECT u, extract(epoch FROM session_start)::int AS s, mn, mx, sx FROM sw_tie_u ORDER BY u, s;
+
 -- HAVING in update mode: a session that stops satisfying it leaves the target
 CREATE TABLE sw_h (u int, t int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(t)) STORED);
 CREATE TABLE sw_h_u WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
