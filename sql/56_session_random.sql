@@ -37,6 +37,10 @@ SELECT cq.create_query('sr_a', pg_get_viewdef('sr_q'), output_mode => 'append', 
 SELECT cq.create_query('sr_c', pg_get_viewdef('sr_q'), output_mode => 'complete', event_time => 'ts',
                        watermark => '15 seconds', "trigger" => 'available_now');
 SELECT cq.create_query('sr_n', pg_get_viewdef('sr_q'), output_mode => 'update', "trigger" => 'available_now');
+-- and in smaller batches: a row limit cuts the two transactions of a round
+-- that runs no batch apart
+SELECT cq.create_query('sr_l', pg_get_viewdef('sr_q'), output_mode => 'update', "trigger" => 'available_now',
+                       max_rows_per_trigger => 4);
 
 -- the oracle: the same aggregates over the islands of the rows (all, or ok)
 CREATE FUNCTION sr_oracle(only_ok boolean) RETURNS SETOF sr_u LANGUAGE sql AS $$
@@ -102,13 +106,14 @@ BEGIN
       COMMIT;
     END IF;
     IF r % 3 <> 0 THEN
-      CALL cq.run('sr_u'); CALL cq.run('sr_a'); CALL cq.run('sr_c'); CALL cq.run('sr_n');
+      CALL cq.run('sr_u'); CALL cq.run('sr_a'); CALL cq.run('sr_c'); CALL cq.run('sr_n'); CALL cq.run('sr_l');
       INSERT INTO sr_log
       VALUES (r, 'update', sr_diff('sr_u', 'SELECT * FROM sr_oracle(true)')),
              (r, 'append', sr_diff('sr_a', format('SELECT * FROM sr_oracle(true) WHERE session_end <= %L',
                                                   sr_wm('sr_a', 'batch_watermark')))),
              (r, 'complete', sr_diff('sr_c', 'SELECT * FROM sr_oracle(false)')),
-             (r, 'no watermark', sr_diff('sr_n', 'SELECT * FROM sr_oracle(false)'));
+             (r, 'no watermark', sr_diff('sr_n', 'SELECT * FROM sr_oracle(false)')),
+             (r, 'row limit', sr_diff('sr_l', 'SELECT * FROM sr_oracle(false)'));
       COMMIT;
     END IF;
   END LOOP;
@@ -124,7 +129,8 @@ SELECT (SELECT count(*) FROM sr WHERE NOT ok) > 5 AS some_late,
        (SELECT count(*) FROM sr_a) > 10 AS closed_sessions,
        (SELECT count(*) FROM sr_u WHERE n > 3) > 10 AS long_sessions,
        (SELECT count(*) FROM cq.progress WHERE name = 'sr_n' AND durations ? 'stateRebuild') AS sr_n_rebuilt,
-       (SELECT count(*) FROM cq.progress WHERE name = 'sr_c' AND durations ? 'stateRebuild') AS sr_c_rebuilt;
+       (SELECT count(*) FROM cq.progress WHERE name = 'sr_c' AND durations ? 'stateRebuild') AS sr_c_rebuilt,
+       (SELECT max(batch_id) FROM cq.offsets WHERE name = 'sr_l') > (SELECT max(batch_id) FROM cq.offsets WHERE name = 'sr_n') + 10 AS limited;
 -- rows that bridged two sessions of their key stored by earlier batches
 -- (rows b and c more than the gap apart with nothing between them, a row a
 -- within the gap of both)
