@@ -201,3 +201,39 @@ CREATE FUNCTION cq.agg_final(cq.agg_state, anyelement, pg_catalog.oid, VARIADIC 
 AS 'MODULE_PATHNAME', 'cq_agg_final'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cq.agg_final(cq.agg_state, anyelement, pg_catalog.oid, VARIADIC "any") IS 'pg_cq internal: final value of a partial state of aggregate $3 (result type of $2, input types of the rest)';
+
+-- issue 11 part: session windows.  cq.session_window(ts, gap) gives a row
+-- its own session [ts, ts + gap) (no row for a NULL or infinite ts, or
+-- when ts + gap leaves the timestamp range); a continuous query that groups
+-- by it merges the sessions of a key that overlap or touch, as Spark's
+-- session_window does.  Run as a plain SELECT it groups each row alone.
+-- cq.float8_merge and cq.agg_merge merge any number of partial states (of
+-- float8 variance and of generic aggregates) into one, in their ORDER BY
+-- order, when a row bridges sessions.
+CREATE FUNCTION cq.session_window(ts timestamptz, gap interval,
+                                  OUT session_start timestamptz, OUT session_end timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'cq_session_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 1;
+COMMENT ON FUNCTION cq.session_window(timestamptz, interval)
+  IS 'the session [ts, ts + gap) of one row; a continuous query grouping by it merges overlapping sessions of a key';
+CREATE FUNCTION cq.session_window(ts timestamp, gap interval,
+                                  OUT session_start timestamp, OUT session_end timestamp)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'cq_session_window'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 1;
+COMMENT ON FUNCTION cq.session_window(timestamp, interval)
+  IS 'the session [ts, ts + gap) of one row; a continuous query grouping by it merges overlapping sessions of a key';
+GRANT EXECUTE ON FUNCTION cq.session_window(timestamptz, interval),
+                          cq.session_window(timestamp, interval) TO PUBLIC;
+
+CREATE AGGREGATE cq.float8_merge(pg_catalog.float8[]) (
+    SFUNC = pg_catalog.float8_combine,
+    STYPE = pg_catalog.float8[]
+);
+COMMENT ON AGGREGATE cq.float8_merge(pg_catalog.float8[]) IS 'pg_cq internal: float8 variance states merged by float8_combine, in input order';
+CREATE AGGREGATE cq.agg_merge(cq.agg_state) (
+    SFUNC = cq.agg_combine,
+    STYPE = cq.agg_state
+);
+COMMENT ON AGGREGATE cq.agg_merge(cq.agg_state) IS 'pg_cq internal: partial states of one generic aggregate merged by cq.agg_combine, in input order';

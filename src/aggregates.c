@@ -287,6 +287,40 @@ cq_agg_add_part(List **parts, CqAgg *a, int k)
 	return i;
 }
 
+/*
+ * cq_agg_part_merge_n
+ *	  The N-ary form of a state column's binary merge (CqPart.merge), for
+ *	  session windows (session.c), where a row that bridges sessions merges
+ *	  any number of partial states into one: an aggregate over them, with
+ *	  %1$s the column and %2$s an ORDER BY clause (stored states first, the
+ *	  new one last, so that of equal values min and max keep the one read
+ *	  last, as MERGE_LEAST and MERGE_GREATEST do).  Its result is cast back
+ *	  to the column's type (sum over int8 gives numeric).  NULL for a merge
+ *	  this table does not know.
+ */
+const char *
+cq_agg_part_merge_n(const CqPart *part)
+{
+	static const char *const map[][2] = {
+		{MERGE_ADD, "sum(%1$s %2$s)"},
+		{MERGE_SUM, "sum(%1$s %2$s)"},
+		{MERGE_LEAST, "min(%1$s %2$s)"},
+		{MERGE_GREATEST, "max(%1$s %2$s)"},
+		{"float8_combine(%1$s, %2$s)", "cq.float8_merge(%1$s %2$s)"},
+		{"coalesce(%1$s AND %2$s, %1$s, %2$s)", "bool_and(%1$s %2$s)"},
+		{"coalesce(%1$s OR %2$s, %1$s, %2$s)", "bool_or(%1$s %2$s)"},
+		{"coalesce(%1$s & %2$s, %1$s, %2$s)", "bit_and(%1$s %2$s)"},
+		{"coalesce(%1$s | %2$s, %1$s, %2$s)", "bit_or(%1$s %2$s)"},
+		{"coalesce(%1$s # %2$s, %1$s, %2$s)", "bit_xor(%1$s %2$s)"},
+		{CQ_AGG_COMBINE "(%1$s, %2$s)", "cq.agg_merge(%1$s %2$s)"},
+	};
+
+	for (int i = 0; i < lengthof(map); i++)
+		if (strcmp(part->merge, map[i][0]) == 0)
+			return map[i][1];
+	return NULL;
+}
+
 /* Accessors for state.c: either path. */
 const char *
 cq_agg_final_template(const CqAgg *a)

@@ -49,5 +49,6 @@ extern int	cq_agg_generic_add_part(List **parts, CqAgg *a);
 extern const char *cq_agg_final_template(const CqAgg *a);
 extern int	cq_agg_nparts(const CqAgg *a);
 extern bool cq_agg_kind_idempotent(const struct CqAggKind *kind);
+extern const char *cq_agg_part_merge_n(const CqPart *part);
 
 #endif							/* CQ_AGGREGATES_H */

@@ -50,6 +50,7 @@
 #include "security.h"
 #include "options.h"
 #include "aggregates.h"
+#include "catalog.h"
 
 
 /* Walker state for collecting aggregates. */
@@ -843,6 +844,238 @@ check_window_calls(CqAnalysis *an)
 }
 
 /*
+ * session_rte_call
+ *	  The cq.session_window() call of a function RTE, or NULL.
+ */
+static FuncExpr *
+session_rte_call(RangeTblEntry *rte)
+{
+	RangeTblFunction *rtf;
+	FuncExpr   *fe;
+	Oid			nsp = get_namespace_oid("cq", true);
+
+	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1)
+		return NULL;
+	rtf = linitial(rte->functions);
+	if (!IsA(rtf->funcexpr, FuncExpr))
+		return NULL;
+	fe = (FuncExpr *) rtf->funcexpr;
+	if (get_func_namespace(fe->funcid) != nsp ||
+		strcmp(get_func_name(fe->funcid), "session_window") != 0)
+		return NULL;
+	return fe;
+}
+
+/*
+ * session_rti
+ *	  The range-table index of the query's cq.session_window() call, or 0;
+ *	  *call is set to the call.
+ */
+static Index
+session_rti(CqAnalysis *an, FuncExpr **call)
+{
+	ListCell   *lc;
+
+	foreach(lc, an->query->rtable)
+	{
+		FuncExpr   *fe = session_rte_call(lfirst(lc));
+
+		if (fe)
+		{
+			*call = fe;
+			return foreach_current_index(lc) + 1;
+		}
+	}
+	*call = NULL;
+	return 0;
+}
+
+/*
+ * find_session_window
+ *	  Session windows (session.c): at most one cq.session_window() call, not
+ *	  with time windows, in an aggregation, with a positive gap of fixed
+ *	  length when it is a constant (else an expression per row that is not
+ *	  volatile: Spark's dynamic gap), and only on a 0.2 catalog.  Sets
+ *	  an->session and the gap; the grouping keys are checked by
+ *	  check_session_keys.
+ */
+static void
+find_session_window(CqAnalysis *an, const char *name)
+{
+	ListCell   *lc;
+	FuncExpr   *fe = NULL;
+	bool		has_window = false;
+	Node	   *gap;
+	Interval   *iv;
+	int64		us;
+
+	foreach(lc, an->query->rtable)
+	{
+		FuncExpr   *call = session_rte_call(lfirst(lc));
+
+		has_window |= window_rte_call(lfirst(lc)) != NULL;
+		if (call && fe)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a continuous query may have only one session window"),
+					 errdetail("Continuous query \"%s\" calls cq.session_window more than once.", name)));
+		if (call)
+			fe = call;
+	}
+	if (fe == NULL)
+		return;
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session windows need version 0.2 of extension pg_cq"),
+				 errdetail("The database's pg_cq catalog is version 0.1, which has no session windows."),
+				 errhint("Run ALTER EXTENSION pg_cq UPDATE.")));
+	if (has_window)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session windows cannot be combined with time windows"),
+				 errdetail("Continuous query \"%s\" calls both cq.session_window and cq.window.", name),
+				 errhint("Group by one kind of window.")));
+	if (!an->is_aggregate)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session windows are supported only in aggregations"),
+				 errdetail("Continuous query \"%s\" calls cq.session_window but does not group by it.", name),
+				 errhint("Group by a key, session_start and session_end, and aggregate.")));
+	gap = window_arg(fe, 1);
+	while (gap && IsA(gap, RelabelType))
+		gap = (Node *) ((RelabelType *) gap)->arg;
+	if (gap && !IsA(gap, Const))
+	{
+		/*
+		 * Spark's dynamic gap: an expression per row.  A row whose gap is
+		 * NULL, zero or negative has no session (cq.session_window).  It must
+		 * give the same gap whenever the row is read (rebuild).
+		 */
+		if (contain_volatile_functions(gap))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("session window gap must not be volatile"),
+					 errdetail("Continuous query \"%s\" computes the gap of a row with a volatile function; a row must keep its session.", name),
+					 errhint("Compute the gap from the row's columns, or write a constant interval.")));
+		an->session = true;
+		an->session_gap_us = 0;
+		return;
+	}
+	if (gap == NULL || ((Const *) gap)->constisnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("session window gap must not be null"),
+				 errhint("Write the gap as an interval literal, such as interval '10 minutes'.")));
+	iv = DatumGetIntervalP(((Const *) gap)->constvalue);
+	if (iv->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session window gap cannot contain months or years"),
+				 errhint("Use days, hours, minutes or seconds.")));
+	if (!fixed_usecs(iv, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("session window gap out of range")));
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("session window gap must be positive"),
+				 errdetail("The gap is %s.", DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)))),
+				 errhint("Write a gap longer than zero, such as interval '10 minutes'.")));
+	an->session = true;
+	an->session_gap_us = us;
+}
+
+/*
+ * references_rti_walker
+ *	  Does an expression read a column of range-table entry *rti?
+ */
+static bool
+references_rti_walker(Node *node, Index *rti)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varno == *rti && ((Var *) node)->varlevelsup == 0;
+	return expression_tree_walker(node, references_rti_walker, rti);
+}
+
+/*
+ * check_session_keys
+ *	  A session-window aggregation groups by session_start, session_end and
+ *	  at least one other key (Spark: a global aggregation over session
+ *	  windows is not supported).  The session columns are read only as
+ *	  those keys: anywhere else (WHERE, another key, an aggregate) they
+ *	  would be a row's own session, not its merged one.  DISTINCT
+ *	  aggregates are not supported (their seen values are kept per group,
+ *	  and sessions merge).  The watermark key is the session end when the
+ *	  session is over the event-time column.
+ */
+static void
+check_session_keys(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	FuncExpr   *fe;
+	Index		rti = session_rti(an, &fe);
+	ListCell   *lc;
+
+	an->session_start_key = an->session_end_key = -1;
+	foreach(lc, an->group_exprs)
+	{
+		Node	   *g = lfirst(lc);
+
+		if (IsA(g, Var) && ((Var *) g)->varno == rti && ((Var *) g)->varlevelsup == 0 &&
+			(((Var *) g)->varattno == 1 || ((Var *) g)->varattno == 2))
+		{
+			if (((Var *) g)->varattno == 1)
+				an->session_start_key = foreach_current_index(lc);
+			else
+				an->session_end_key = foreach_current_index(lc);
+		}
+		else if (references_rti_walker(g, &rti))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("session window columns may be grouped only as they are"),
+					 errdetail("GROUP BY expression %d of continuous query \"%s\" computes on session_start or session_end.",
+							   foreach_current_index(lc) + 1, name),
+					 errhint("Group by session_start and session_end themselves and compute in the select list.")));
+	}
+	if (an->session_start_key < 0 || an->session_end_key < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a session window must be grouped by both session_start and session_end"),
+				 errdetail("Continuous query \"%s\" calls cq.session_window but does not group by both of its columns.", name),
+				 errhint("GROUP BY a key, s.session_start, s.session_end.")));
+	if (list_length(an->group_exprs) < 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("global aggregation with session window in streaming query is not supported"),
+				 errdetail("Continuous query \"%s\" groups by the session window alone; sessions are formed per key.", name),
+				 errhint("Group by at least one column besides session_start and session_end, as Spark requires.")));
+	if (references_rti_walker((Node *) an->arg_exprs, &rti) ||
+		references_rti_walker((Node *) an->filter_exprs, &rti) ||
+		references_rti_walker(an->query->jointree->quals, &rti))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("session window columns may be read only as grouping keys"),
+				 errdetail("Continuous query \"%s\" reads session_start or session_end in WHERE, an aggregate or its FILTER, where it would be the row's own session, not its merged one.", name),
+				 errhint("Use the session columns in the select list or HAVING only.")));
+	if (an->distinct_sets != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT aggregates over session windows are not supported"),
+				 errdetail("Continuous query \"%s\" has a DISTINCT aggregate; the values it has seen are kept per group, and sessions merge.", name),
+				 errhint("Aggregate without DISTINCT, or use min, max, bool_and, bool_or, bit_and or bit_or, for which DISTINCT changes nothing.")));
+	an->wm_key = -1;
+	an->wm_end_fmt = NULL;
+	if (an->has_watermark && opts->event_time && is_event_time(an, window_arg(fe, 0)))
+	{
+		an->wm_key = an->session_end_key;
+		an->wm_end_fmt = "%1$s";
+	}
+}
+
+/*
  * keys_hashable
  *	  Can the state be keyed by a hash of the grouping keys?  Every key type
  *	  needs a default hash opclass whose equality is the one GROUP BY uses,
@@ -1070,6 +1303,8 @@ analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
 	/* HAVING's aggregates, after the select list's: state columns too */
 	expression_tree_walker(an->query->havingQual, collect_aggs_walker, &ctx);
 	find_watermark_key(an, opts);
+	if (an->session)
+		check_session_keys(an, opts, name);
 	if (opts->mode == CQ_MODE_APPEND && an->wm_key < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1255,6 +1490,7 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 	check_event_time(an, opts);
 
 	an->is_aggregate = q->hasAggs || q->groupClause != NIL || q->havingQual != NULL;
+	find_session_window(an, name);
 	if (q->distinctClause)
 		analyze_distinct(an, opts, name);
 	if (!an->is_aggregate)

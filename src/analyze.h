@@ -61,6 +61,13 @@ typedef struct CqAnalysis
 	int64		dedup_delay_us; /* the watermark delay: a key expires at the
 								 * event time of its written row + this */
 
+	/* session windows: cq.session_window(ts, gap) in FROM (session.c) */
+	bool		session;		/* grouped by a session window */
+	int			session_start_key;	/* grouping key of session_start */
+	int			session_end_key;	/* grouping key of session_end */
+	int64		session_gap_us; /* the constant gap, in microseconds; 0 when
+								 * the gap is an expression per row */
+
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */
 	bool		hash_keys;		/* state keyed by a hash of the keys (column h),

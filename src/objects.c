@@ -58,6 +58,7 @@
 #include "state.h"
 #include "sink.h"
 #include "dedup.h"
+#include "session.h"
 
 /*
  * true while pg_cq itself drops a query's internal objects to recreate them
@@ -329,7 +330,10 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	else
 	{
 		pairs_sql = cq_state_distinct_table_sql(an, pairs, strcmp(opts->state_storage, "logged") == 0);
-		cq_spi_exec(cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+		cq_spi_exec(an->session ?
+					cq_session_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0,
+											   opts->mode) :
+					cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (an->query->havingQual)

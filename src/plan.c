@@ -62,6 +62,7 @@
 #include "state.h"
 #include "sink.h"
 #include "dedup.h"
+#include "session.h"
 
 
 /*
@@ -112,6 +113,10 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 		return cq_dedup_batch_sql(an, cq_sql_relname_str(q->state_table), target, history);
 	if (!an->is_aggregate)
 		return cq_sink_stateless_sql(an, target, history);
+
+	if (an->session)
+		return cq_session_batch_sql(an, q->opts.mode, cq_sql_relname_str(q->state_table), viewid,
+									target, history);
 
 	initStringInfo(&buf);
 	state = cq_sql_relname_str(q->state_table);
@@ -228,7 +233,11 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	}
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
-	if (an->is_aggregate)
+	if (an->session)
+		plan->rebuild_sql = cq_session_rebuild_sql(an, q->opts.mode,
+												   cq_sql_relname_str(q->state_table),
+												   cq_query_reads_history(q));
+	else if (an->is_aggregate)
 	{
 		/*
 		 * Rebuild of lost state: the same fold over every row processed so

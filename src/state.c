@@ -87,6 +87,17 @@ key_eq_operator(CqAnalysis *an, int g)
 }
 
 /*
+ * cq_state_key_eq_operator
+ *	  key_eq_operator for other modules (session.c): the equality of
+ *	  grouping key g (0-based), schema-qualified.
+ */
+char *
+cq_state_key_eq_operator(CqAnalysis *an, int g)
+{
+	return key_eq_operator(an, g);
+}
+
+/*
  * cq_state_append_keys_equal
  *	  "l.g1 = r.g1 AND ..." with each key's own equality (l and r are SQL
  *	  prefixes such as "s." and "d."; right_cols, if given, names the right

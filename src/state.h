@@ -15,6 +15,7 @@
 #define CQ_KEY_HASH_COLUMN "h"	/* hash of the grouping keys in a state table */
 
 extern int	cq_state_ngroup_cols(CqAnalysis *an);
+extern char *cq_state_key_eq_operator(CqAnalysis *an, int g);
 extern void cq_state_append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix,
 									   const char *sep);
 extern void cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l,
