@@ -47,6 +47,7 @@
 #include "security.h"
 #include "options.h"
 #include "aggregates.h"
+#include "joinspec.h"
 
 
 /* Walker state for collecting aggregates. */
@@ -1201,6 +1202,22 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 
 	q = an->query = copyObject(query);
 	check_clauses(q);
+
+	/* a join of two streams: joinspec.c checks it, join.c runs it */
+	an->join = cq_joinspec_analyze(q, opts, name);
+	if (an->join)
+	{
+		for (int s = 1; s >= 0; s--)
+			check_source_table(an->join->side[s].relid);
+		an->source_rti = an->join->side[0].rti;
+		an->source_relid = an->join->side[0].relid;
+		an->et_attno = an->join->side[0].et_attno;
+		an->et_is_tz = an->join->side[0].et_is_tz;
+		an->has_watermark = an->join->has_watermark;
+		an->wm_key = -1;
+		collect_outputs(an);
+		return an;
+	}
 
 	find_source(an, opts, name);
 	check_source_table(an->source_relid);

@@ -12,6 +12,7 @@
 #include "nodes/parsenodes.h"
 #include "options.h"
 #include "aggregates.h"
+#include "joinspec.h"
 
 /*
  * The values of DISTINCT aggregates with the same argument and FILTER: the
@@ -60,6 +61,9 @@ typedef struct CqAnalysis
 								 * never expire: the watermark never moves) */
 	int64		dedup_delay_us; /* the watermark delay: a key expires at the
 								 * event time of its written row + this */
+
+	/* a join of two streams (joinspec.c, join.c), or NULL */
+	CqJoinSpec *join;
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */

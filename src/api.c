@@ -65,6 +65,7 @@
 #include "batch.h"
 #include "runner.h"
 #include "plan.h"
+#include "join.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_drop_query);
@@ -330,6 +331,16 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 
 	cq_source_track(an->source_relid);
 	check_source_columns(an, name);
+	if (an->join)
+	{
+		/* the second stream of a join of two streams */
+		cq_source_check_logged(an->join->side[1].relid, an->join->side[1].relid);
+		if (target == an->join->side[1].relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
+		cq_source_track(an->join->side[1].relid);
+	}
 
 	if (strcmp(opts->starting, "earliest") == 0)
 		start_offset = CQ_EARLIEST_OFFSET;
@@ -342,6 +353,8 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 								 query_text ? query_text : cq_objects_deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
 	cq_objects_create(an, id, GetUserId(), target, opts);
+	if (an->join)
+		cq_join_create(an, id, GetUserId(), opts);
 	cq_objects_comment_target(target, name, opts);	/* \dt+ target says what feeds it */
 	return target;
 }

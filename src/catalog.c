@@ -180,7 +180,8 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("SELECT " QUERY_COLUMNS ", %s FROM cq.queries WHERE %s%s",
-								v02 ? "schema" : "NULL::pg_catalog.name", cond,
+								v02 ? "schema, join_source::pg_catalog.oid, join_event_time, "
+								"join_watermark_delay::pg_catalog.text" : "NULL::pg_catalog.name", cond,
 								lock ? " FOR NO KEY UPDATE" : ""),
 					   SPI_OK_SELECT, nargs, types, values, NULL);
 	cq_security_restore(&sec);
@@ -210,6 +211,13 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 	q->cluster_id = spi_text(19);
 	q->timezone = spi_text(20);
 	q->schema = spi_text(21);
+	if (v02)
+	{
+		/* the second stream of a join (joinspec.c) */
+		q->opts.join_source_relid = (Oid) spi_int64(22, 0);
+		q->opts.join_event_time = spi_text(23);
+		q->opts.join_watermark = spi_text(24);
+	}
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;	/* which table of a join is the stream */
 	return q;
