@@ -354,7 +354,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 								 opts, nodeToString(an->query), start_offset);
 	cq_objects_create(an, id, GetUserId(), target, opts);
 	if (an->join)
-		cq_join_create(an, id, GetUserId(), opts);
+		cq_join_create(an, name, id, GetUserId(), opts);
 	cq_objects_comment_target(target, name, opts);	/* \dt+ target says what feeds it */
 	return target;
 }

@@ -379,10 +379,12 @@ buffers(CqQuery *q, Oid bufs[2], char **late)
  *	  track it, create the buffer tables and the table of late rows (as
  *	  superuser in cq_state, handed to the owner, dropped with the query
  *	  view q_<id>).  The first buffer is the query's state table: its loss
- *	  after a crash-restart is what the sentinel detects.
+ *	  after a crash-restart is what the sentinel detects.  A join whose
+ *	  buffers the watermark will never shrink gets a warning, as Spark's
+ *	  guide warns of unbounded state.
  */
 void
-cq_join_create(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
+cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions *opts)
 {
 	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
 	bool		logged = strcmp(opts->state_storage, "logged") == 0;
@@ -468,6 +470,18 @@ cq_join_create(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
 	}
 	cq_catalog_set_state_table(id, cq_objects_relid(buffer_prefix[0], id));
+
+	/* Spark's guide: without a time bound the state of a join is unbounded */
+	if (!(an->join->side[0].bounded && an->join->side[1].bounded))
+		ereport(WARNING,
+				(errmsg("the state of continuous query \"%s\" grows without bound",
+						name),
+				 errdetail("%s",
+						   !an->join->has_watermark ?
+						   "Without an event time and a watermark for both streams, every row of both is kept to match future rows." :
+						   psprintf("The join condition does not bound how old a row of \"%s\" may be and still match: every row of it is kept.",
+									get_rel_name(an->join->side[an->join->side[0].bounded ? 1 : 0].relid))),
+				 errhint("Add a time-range condition between the event times, e.g. b.ts BETWEEN a.ts AND a.ts + interval '1 hour', as Spark's guide advises.")));
 	if (!logged)
 		cq_catalog_state_valid(id, -1);
 	cq_security_restore(&sec);

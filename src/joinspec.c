@@ -524,9 +524,7 @@ find_streams(CqJoinSpec *js, Query *q, Oid relids[2])
  *	  NULL when the query does not join two streams.  Otherwise its
  *	  analysis; every unsupported shape is an error.  For a new query
  *	  (source option given) opts->event_time and opts->join_event_time are
- *	  set to the bare column names the catalog records, and a join whose
- *	  buffered rows the watermark will never evict gets a warning, as
- *	  Spark's guide warns of unbounded state.
+ *	  set to the bare column names the catalog records.
  */
 CqJoinSpec *
 cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
@@ -618,15 +616,6 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 						   name, get_rel_name(relids[0]), get_rel_name(relids[1])),
 				 errhint("Join the streams on a key: ON a.key = b.key AND ...")));
 
-	if (!stored && !(js->side[0].bounded && js->side[1].bounded))
-		ereport(WARNING,
-				(errmsg("the state of continuous query \"%s\" grows without bound", name),
-				 errdetail("%s",
-						   !js->has_watermark ?
-						   "Without an event time and a watermark for both streams, every row of both is kept to match future rows." :
-						   psprintf("The join condition does not bound how old a row of \"%s\" may be and still match: every row of it is kept.",
-									get_rel_name(relids[js->side[0].bounded ? 1 : 0]))),
-				 errhint("Add a time-range condition between the event times, e.g. b.ts BETWEEN a.ts AND a.ts + interval '1 hour', as Spark's guide advises.")));
 	return js;
 }
 
