@@ -148,6 +148,16 @@ SELECT cq.create_query('sj_nobound', 'SELECT x.k, y.t FROM sj_x x JOIN sj_y y ON
 SELECT cq.create_query('sj_halfbound', 'SELECT x.k, y.t FROM sj_x x JOIN sj_y y ON x.k = y.k AND y.t >= x.t',
                        source => 'sj_x, sj_y', event_time => 'x.t, y.t', watermark => '1 minute',
                        "trigger" => 'available_now') IS NOT NULL AS created;
+-- JOIN ... USING: the join's key column stands for a column of a stream
+SELECT cq.create_query('sj_using', 'SELECT k, x.t AS xt, y.t AS yt FROM sj_x x JOIN sj_y y USING (k)',
+                       source => 'sj_x, sj_y', "trigger" => 'available_now') IS NOT NULL AS created;
+INSERT INTO sj_x VALUES (1, '2026-01-01'), (2, '2026-01-02');
+INSERT INTO sj_y VALUES (2, '2026-01-03'), (3, '2026-01-04');
+CALL cq.run('sj_using');
+INSERT INTO sj_y VALUES (1, '2026-01-05');
+CALL cq.run('sj_using');
+TABLE sj_using ORDER BY k;
+SELECT cq.drop_query('sj_using', true);
 -- dropping a query drops its buffers
 SELECT cq.drop_query('sj_nobound', true);
 SELECT cq.drop_query('sj_halfbound', true);
@@ -217,3 +227,52 @@ SELECT cq.reset('sj_ic');
 TRUNCATE sj_late;
 CALL cq.run('sj_ic');
 SELECT mismatches('sj_ic', 'SELECT * FROM sj_oracle') AS mismatches_after_reset;
+
+------------------------------------------------------------------------------
+-- Changing a running join (Spark: the join type and keys may not change):
+-- filters and the select list over the same columns may; keys, time bounds,
+-- streams and the columns read may not
+------------------------------------------------------------------------------
+SET client_min_messages = notice;
+SELECT cq.alter_query('sj_ic', query => 'SELECT i.id AS imp, c.id AS clk, i.ad FROM sj_imp i JOIN sj_clk c
+    ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval ''1 minute'' WHERE i.ad <> 3');
+INSERT INTO sj_imp (ad, ts) VALUES (3, '2026-01-01 00:20:00'), (4, '2026-01-01 00:20:00');
+INSERT INTO sj_clk (ad, ts) VALUES (3, '2026-01-01 00:20:30'), (4, '2026-01-01 00:20:30');
+CALL cq.run('sj_ic');
+SELECT s.ad, count(*) FROM sj_ic s JOIN sj_imp i ON i.id = s.imp WHERE i.ts = '2026-01-01 00:20:00' GROUP BY 1;
+SELECT cq.alter_query('sj_ic', query => 'SELECT i.id AS imp, c.id AS clk, i.ad FROM sj_imp i JOIN sj_clk c
+    ON c.id = i.id AND c.ts BETWEEN i.ts AND i.ts + interval ''1 minute''');
+SELECT cq.alter_query('sj_ic', query => 'SELECT i.id AS imp, c.id AS clk, i.ad FROM sj_imp i JOIN sj_clk c
+    ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval ''2 minutes''');
+-- options that the buffers depend on cannot change either
+SELECT cq.alter_query('sj_ic', event_time => 'ts, ts', watermark => '1 hour');
+
+------------------------------------------------------------------------------
+-- timestamp (without time zone) event times, a static table joined too,
+-- cq.explain, a renamed event-time column of the second stream, and the
+-- background worker woken by commits to either stream
+------------------------------------------------------------------------------
+SET client_min_messages = warning;
+CREATE TABLE sj_orders (id int, cust int, placed timestamp);
+CREATE TABLE sj_ships (order_id int, shipped timestamp);
+CREATE TABLE sj_custs (cust int, name text);
+INSERT INTO sj_custs VALUES (1, 'ann'), (2, 'bob');
+CREATE TABLE sj_os
+  WITH (cq.source = 'sj_orders, sj_ships', cq.event_time = 'placed, shipped',
+        cq.watermark = '1 hour', cq.trigger = '0')
+AS SELECT o.id, c.name, s.shipped - o.placed AS took
+     FROM sj_orders o JOIN sj_ships s ON s.order_id = o.id
+     JOIN sj_custs c ON c.cust = o.cust
+    WHERE s.shipped >= o.placed AND s.shipped < o.placed + interval '1 day';
+SELECT position('-- 3.2 eviction from the buffer of sj_ships' IN cq.explain('sj_os')) > 0 AS explains_eviction,
+       position('UNION ALL' IN cq.explain('sj_os')) > 0 AS explains_both_halves;
+INSERT INTO sj_orders VALUES (1, 1, '2026-03-01 10:00'), (2, 2, '2026-03-01 11:00');
+SELECT wait_until('SELECT count(*) = 1 FROM cq.progress WHERE name = ''sj_os'' AND num_input_rows = 2');
+INSERT INTO sj_ships VALUES (2, '2026-03-01 12:30');
+SELECT wait_until('SELECT count(*) = 1 FROM sj_os');
+ALTER TABLE sj_ships RENAME COLUMN shipped TO sent;
+SELECT join_event_time FROM cq.queries WHERE name = 'sj_os';
+INSERT INTO sj_ships VALUES (1, '2026-03-01 10:05');
+SELECT wait_until('SELECT count(*) = 2 FROM sj_os');
+TABLE sj_os ORDER BY id;
+SELECT cq.drop_query('sj_os');

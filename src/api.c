@@ -726,6 +726,20 @@ cq_api_alter_query(const char *name, const char *query_text)
 	new_an = cq_analyze_query(query, &q->opts, q->name);
 	cq_progress_last_offset(q, &last);
 
+	if (old_an->join || new_an->join)
+	{
+		/* a join of two streams: its buffers are made for the columns it reads */
+		CqSecurity	sec;
+
+		cq_joinspec_check_change(old_an->join, old_an->query, new_an->join, new_an->query, name);
+		ExecCheckRTPerms(new_an->query->rtable, true);
+		check_target_columns(new_an, q->target, name);
+		cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));
+		cq_security_superuser(&sec);
+		cq_objects_replace_query_view(q->id, new_an);
+		cq_security_restore(&sec);
+		return;
+	}
 	if (!last.found)
 	{
 		/* no batch yet (new, or after cq.reset): nothing to keep, any query goes */

@@ -44,21 +44,26 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_rewrite.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "nodes/nodeFuncs.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
+#include "rewrite/rewriteSupport.h"
+#include "rewrite/prs2lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
+#include "nodes/readfuncs.h"
 
 #include "join.h"
 #include "security.h"
@@ -224,6 +229,33 @@ over_buffers_sql(CqAnalysis *an, Oid bufs[2], const int filter[2])
 	int			nest;
 	char	   *sql;
 
+	/*
+	 * The columns of JOIN ... ON/USING aliases list every column of the
+	 * streams; those the buffers do not keep become dropped (NULL) entries,
+	 * which the query does not read (joinspec.c follows those it reads).
+	 */
+	{
+		ListCell   *lc;
+
+		foreach(lc, q->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+			ListCell   *la;
+
+			if (rte->rtekind != RTE_JOIN)
+				continue;
+			foreach(la, rte->joinaliasvars)
+			{
+				Node	   *n = strip_implicit_coercions(lfirst(la));
+
+				for (int s = 0; n && IsA(n, Var) && s < 2; s++)
+					if (((Var *) n)->varno == (int) an->join->side[s].rti &&
+						((Var *) n)->varlevelsup == 0 &&
+						cq_joinspec_buffer_attno(&an->join->side[s], ((Var *) n)->varattno) == InvalidAttrNumber)
+						lfirst(la) = NULL;
+			}
+		}
+	}
 	for (int s = 0; s < 2; s++)
 	{
 		CqJoinSide *side = &an->join->side[s];
@@ -445,13 +477,24 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 		ObjectAddressSet(ref, RelationRelationId, qview_id);
 		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
 
-		/* the tracking column of the second stream stays while the query reads it */
+		/*
+		 * The tracking column of the second stream stays while the query
+		 * reads it, and so does its event-time column (as objects.c does for
+		 * the first stream's).
+		 */
 		if (s == 1)
 		{
 			ObjectAddressSet(dep, RelationRelationId, qview_id);
 			ObjectAddressSubSet(ref, RelationRelationId, side->relid,
 								cq_source_tracking_attnum(side->relid));
 			recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+			if (side->et_attno != InvalidAttrNumber)
+			{
+				ObjectAddressSet(dep, RewriteRelationId,
+								 get_rewrite_oid(qview_id, ViewSelectRuleName, false));
+				ObjectAddressSubSet(ref, RelationRelationId, side->relid, side->et_attno);
+				recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+			}
 		}
 	}
 	{
@@ -892,4 +935,46 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 		res->input_rows / Max((double) (res->started_at - last->last_started_at) / 1000000.0, 0.001);
 	cq_progress_record_batch(q, res);
 	record_sides(q, res->batch_id, side_has, side_wm, rows, dropped);
+}
+
+/*
+ * cq_join_explain
+ *	  cq.explain of a join of two streams: the statements of a batch, in
+ *	  the order they run, with what each parameter is.
+ */
+char *
+cq_join_explain(CqQuery *q)
+{
+	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	Oid			bufs[2];
+	char	   *late;
+	JoinSql		sql;
+	StringInfoData buf;
+
+	if (!buffers(q, bufs, &late))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
+				 errhint("Drop the query and create it again.")));
+	build_sql(an, q, bufs, late, &sql);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
+	appendStringInfo(&buf, "-- a join of two streams: a batch runs these statements as role %s, with\n"
+					 "-- search_path = pg_catalog, pg_temp and TimeZone = '%s'\n"
+					 "-- parameters: $1 xid8 lowest transaction id that can be new, $2 xid8 xmax of the\n"
+					 "-- end offset, $3 pg_snapshot end offset, $4 pg_snapshot start offset, $5 timestamptz\n"
+					 "-- watermark in effect (NULL = -infinity), $6 int8 batch id\n",
+					 quote_identifier(GetUserNameFromId(q->owner, false)), q->timezone ? q->timezone : "UTC");
+	for (int s = 0; s < 2; s++)
+		appendStringInfo(&buf, "-- 1.%d new rows of %s into its buffer, late rows counted:\n%s;\n", s + 1,
+						 get_rel_name(an->join->side[s].relid), sql.add[s]);
+	appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
+	for (int s = 0; s < 2; s++)
+		if (an->join->side[s].bounded)
+			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds):\n%s;\n",
+							 s + 1, get_rel_name(an->join->side[s].relid),
+							 an->join->side[s].bound_us < 0 ? "-" : "+",
+							 an->join->side[s].bound_us < 0 ? -an->join->side[s].bound_us : an->join->side[s].bound_us,
+							 sql.evict[s]);
+	return buf.data;
 }

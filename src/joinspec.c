@@ -32,6 +32,7 @@
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -166,6 +167,7 @@ collect_quals(Node *node, List *out)
 typedef struct VarsCtx
 {
 	CqJoinSpec *js;
+	Query	   *q;				/* to follow Vars of join aliases, or NULL */
 	Bitmapset  *varnos;			/* range-table indexes read */
 	List	   *attnos[2];		/* per side: columns read */
 	bool		whole_row;		/* a whole-row or system column of a stream */
@@ -186,6 +188,14 @@ vars_walker(Node *node, VarsCtx *ctx)
 
 		if (v->varlevelsup != 0)
 			return false;
+		if (ctx->q && v->varattno > 0)
+		{
+			/* a column of a JOIN ... ON/USING: the stream column it stands for */
+			RangeTblEntry *rte = rt_fetch(v->varno, ctx->q->rtable);
+
+			if (rte->rtekind == RTE_JOIN && v->varattno <= list_length(rte->joinaliasvars))
+				return vars_walker(list_nth(rte->joinaliasvars, v->varattno - 1), ctx);
+		}
 		ctx->varnos = bms_add_member(ctx->varnos, v->varno);
 		for (int s = 0; s < 2; s++)
 		{
@@ -580,7 +590,8 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 	/* the columns each buffer keeps; no whole-row or system columns */
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.js = js;
-	(void) query_tree_walker(q, vars_walker, &ctx, 0);
+	ctx.q = q;
+	(void) query_tree_walker(q, vars_walker, &ctx, QTW_IGNORE_JOINALIASES);
 	if (ctx.whole_row)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -617,6 +628,70 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 				 errhint("Join the streams on a key: ON a.key = b.key AND ...")));
 
 	return js;
+}
+
+/*
+ * equality_keys
+ *	  The equalities between the two streams of a join.
+ */
+static List *
+equality_keys(CqJoinSpec *js, Query *q)
+{
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	foreach(lc, collect_quals((Node *) q->jointree, NIL))
+		if (is_stream_equality(js, lfirst(lc)))
+			keys = lappend(keys, lfirst(lc));
+	return keys;
+}
+
+/*
+ * cq_joinspec_check_change
+ *	  cq.alter_query of a join of two streams (Spark's rules for changing a
+ *	  running stream-stream join: its type and keys may not change, other
+ *	  changes of its condition are "ill-defined").  pg_cq allows filters
+ *	  and the select list to change over the same columns of each stream
+ *	  (its buffers keep those) with the same keys and time bounds.  old or
+ *	  new may be NULL (not a join).
+ */
+void
+cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
+						 const char *name)
+{
+	bool		same = old != NULL && new != NULL;
+	ListCell   *a,
+			   *b;
+
+	for (int s = 0; same && s < 2; s++)
+	{
+		same = old->side[s].relid == new->side[s].relid &&
+			old->side[s].bounded == new->side[s].bounded &&
+			(!old->side[s].bounded || old->side[s].bound_us == new->side[s].bound_us) &&
+			equal(old->side[s].attnos, new->side[s].attnos);
+	}
+	if (same)
+	{
+		List	   *ko = equality_keys(old, old_q);
+		List	   *kn = equality_keys(new, new_q);
+
+		/* the same keys, in any order (equal() ignores parse locations) */
+		same = list_length(ko) == list_length(kn);
+		foreach(a, ko)
+		{
+			bool		found = false;
+
+			foreach(b, kn)
+				found |= equal(lfirst(a), lfirst(b));
+			same &= found;
+		}
+	}
+	if (!same)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the streams, join keys, time bounds or columns read of continuous query \"%s\"", name),
+				 errdetail("Its buffers hold the columns it reads of each stream, kept as long as its time bounds say; only filters and the select list over them may change."),
+				 errhint("Drop the query and create it again.")));
 }
 
 /*

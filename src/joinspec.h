@@ -43,6 +43,8 @@ typedef struct CqJoinSpec
 #define CQ_JOIN_BATCH_COLUMN "cq_join_batch"	/* buffer column: batch that added the row */
 
 extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name);
+extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
+									 const char *name);
 extern int	cq_joinspec_buffer_attno(CqJoinSide *side, AttrNumber source_attno);
 
 #endif							/* CQ_JOINSPEC_H */
