@@ -197,6 +197,16 @@ range_sql(Oid relid, bool history)
 }
 
 /*
+ * jointree_is_side
+ *	  Is the join-tree node the RangeTblRef of range-table index rti?
+ */
+static bool
+jointree_is_side(Node *node, Index rti)
+{
+	return node && IsA(node, RangeTblRef) && ((RangeTblRef *) node)->rtindex == (int) rti;
+}
+
+/*
  * make_param
  *	  External parameter $n of the given type.
  */
@@ -214,18 +224,78 @@ make_param(int n, Oid type)
 	return p;
 }
 
+/* Which buffered rows of a stream a statement reads (buffers_sql). */
+typedef enum BufRows
+{
+	ROWS_ALL,					/* every buffered row */
+	ROWS_NEW,					/* added by this batch ($6) */
+	ROWS_OLD,					/* added before this batch */
+	ROWS_EVICTED,				/* outer joins: unmatched rows at or below the
+								 * eviction bound ($1), or without event time */
+	ROWS_NONE					/* none (the nullable side of ROWS_EVICTED) */
+} BufRows;
+
+/* What buffers_sql makes of the user's query. */
+typedef enum BufQuery
+{
+	QUERY_MATCHES,				/* its matched rows (an outer join as inner) */
+	QUERY_PAIRS,				/* ctid (tid) of side tid_side's rows that
+								 * match, for the join's ON condition only */
+	QUERY_UNMATCHED				/* outer joins: the preserved side's rows
+								 * extended with NULLs */
+} BufQuery;
+
 /*
- * over_buffers_sql
+ * rows_qual
+ *	  The condition on stream s's buffer rows for `rows`.
+ */
+static Node *
+rows_qual(CqJoinSide *side, BufRows rows)
+{
+	int			batch_att = list_length(side->attnos) + 1;
+
+	if (rows == ROWS_ALL)
+		return NULL;
+	if (rows == ROWS_NONE)
+		return (Node *) makeBoolConst(false, false);
+	if (rows == ROWS_EVICTED)
+	{
+		Oid			type = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+		Var		   *et = makeVar(side->rti, cq_joinspec_buffer_attno(side, side->et_attno), type, -1, InvalidOid, 0);
+		Oid			le = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("<=")), type, type);
+		NullTest   *nt = makeNode(NullTest);
+
+		nt->arg = (Expr *) copyObject(et);
+		nt->nulltesttype = IS_NULL;
+		nt->location = -1;
+		return (Node *) make_andclause(list_make2(
+												  make_orclause(list_make2(make_opclause(le, BOOLOID, false, (Expr *) et,
+																						 (Expr *) make_param(1, type),
+																						 InvalidOid, InvalidOid),
+																		   nt)),
+												  make_notclause((Expr *) makeVar(side->rti, batch_att + 1, BOOLOID,
+																				  -1, InvalidOid, 0))));
+	}
+	return (Node *) make_opclause(OpernameGetOprid(list_make2(makeString("pg_catalog"),
+															  makeString(rows == ROWS_NEW ? "=" : "<")),
+												   INT8OID, INT8OID),
+								  BOOLOID, false,
+								  (Expr *) makeVar(side->rti, batch_att, INT8OID, -1, InvalidOid, 0),
+								  (Expr *) make_param(6, INT8OID), InvalidOid, InvalidOid);
+}
+
+/*
+ * buffers_sql
  *	  The user's query with each stream replaced by its buffer table, its
- *	  rows restricted by filter[s]: 0 all, 1 those added by this batch
- *	  ($6), 2 those added before.  The tree is edited (columns renumbered
- *	  to the buffer's), never the text.
+ *	  rows restricted by rows[s], made into `what`.  The tree is edited
+ *	  (columns renumbered to the buffer's), never the text.
  */
 static char *
-over_buffers_sql(CqAnalysis *an, Oid bufs[2], const int filter[2])
+buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, int tid_side)
 {
 	Query	   *q = copyObject(an->query);
 	Node	   *extra = NULL;
+	JoinExpr   *outer = NULL;
 	int			nest;
 	char	   *sql;
 
@@ -276,19 +346,51 @@ over_buffers_sql(CqAnalysis *an, Oid bufs[2], const int filter[2])
 		foreach(lc, side->attnos)
 			colnames = lappend(colnames, makeString(psprintf("a%d", lfirst_int(lc))));
 		colnames = lappend(colnames, makeString(CQ_JOIN_BATCH_COLUMN));
+		if (an->join->jointype != JOIN_INNER)
+			colnames = lappend(colnames, makeString(CQ_JOIN_MATCHED_COLUMN));
 		rte->alias = makeAlias(side->refname, NIL);
 		rte->eref = makeAlias(side->refname, colnames);
-		if (filter[s] != 0)
-		{
-			Var		   *v = makeVar(side->rti, list_length(side->attnos) + 1, INT8OID, -1, InvalidOid, 0);
-			Oid			opno = OpernameGetOprid(list_make2(makeString("pg_catalog"),
-														   makeString(filter[s] == 1 ? "=" : "<")),
-												INT8OID, INT8OID);
+	}
 
-			extra = make_and_qual(extra, (Node *) make_opclause(opno, BOOLOID, false, (Expr *) v,
-																(Expr *) make_param(6, INT8OID),
-																InvalidOid, InvalidOid));
+	/* the outer join of the two streams (joinspec.c: the only item in FROM) */
+	if (an->join->jointype != JOIN_INNER)
+		outer = (JoinExpr *) linitial(q->jointree->fromlist);
+	if (outer && what != QUERY_UNMATCHED)
+	{
+		/* matched rows are those of the inner join */
+		outer->jointype = JOIN_INNER;
+		rt_fetch(outer->rtindex, q->rtable)->jointype = JOIN_INNER;
+	}
+	if (what == QUERY_PAIRS)
+	{
+		/* rows that satisfy the ON condition, whatever WHERE says of the result */
+		q->targetList = list_make1(makeTargetEntry((Expr *) makeVar(an->join->side[tid_side].rti,
+																	SelfItemPointerAttributeNumber,
+																	TIDOID, -1, InvalidOid, 0),
+												   1, "tid", false));
+		q->jointree->quals = NULL;
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		if (what == QUERY_UNMATCHED && rows[s] == ROWS_NONE)
+		{
+			/*
+			 * The nullable side reads nothing: ON ... AND false, and the
+			 * preserved side's rows come out extended with NULLs; a full
+			 * join does so as a left or right join, so that the other side's
+			 * rows do not come out too.
+			 */
+			int			preserved = 1 - s;
+
+			outer->quals = make_and_qual(outer->quals, rows_qual(&an->join->side[s], ROWS_NONE));
+			if (outer->jointype == JOIN_FULL)
+			{
+				outer->jointype = jointree_is_side(outer->larg, an->join->side[preserved].rti) ? JOIN_LEFT : JOIN_RIGHT;
+				rt_fetch(outer->rtindex, q->rtable)->jointype = outer->jointype;
+			}
 		}
+		else
+			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s]));
 	}
 	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
 	nest = cq_security_deparse_begin();
@@ -306,6 +408,8 @@ typedef struct JoinSql
 	char	   *evict[2];		/* per stream: rows that can no longer match */
 	char	   *count;			/* rows in the buffers */
 	char	   *rebuild[2];		/* per stream: refill a lost buffer */
+	char	   *matched[2];		/* outer joins, per preserved stream: mark matched rows */
+	char	   *emit[2];		/* outer joins, per preserved stream: unmatched rows out */
 } JoinSql;
 
 /*
@@ -316,8 +420,8 @@ typedef struct JoinSql
 static void
 build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js)
 {
-	static const int first_new[2] = {1, 0};
-	static const int second_new[2] = {2, 1};
+	static const BufRows first_new[2] = {ROWS_NEW, ROWS_ALL};
+	static const BufRows second_new[2] = {ROWS_OLD, ROWS_NEW};
 	bool		reads_history = cq_query_reads_history(q);
 
 	for (int s = 0; s < 2; s++)
@@ -382,7 +486,34 @@ build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js
 	}
 	js->output = psprintf("WITH o AS (INSERT INTO %s (%s) (%s) UNION ALL (%s) RETURNING 1) SELECT count(*) FROM o",
 						  cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
-						  over_buffers_sql(an, bufs, first_new), over_buffers_sql(an, bufs, second_new));
+						  buffers_sql(an, bufs, first_new, QUERY_MATCHES, 0),
+						  buffers_sql(an, bufs, second_new, QUERY_MATCHES, 0));
+
+	/*
+	 * Outer joins: the rows of a preserved side that matched in this batch
+	 * are marked; at eviction the unmatched ones are written extended with
+	 * NULLs ($1 the eviction bound, as a value of the event-time column's
+	 * type).
+	 */
+	for (int s = 0; s < 2; s++)
+	{
+		BufRows		evicted[2];
+
+		js->matched[s] = js->emit[s] = NULL;
+		if (!an->join->side[s].preserved)
+			continue;
+		js->matched[s] = psprintf("WITH p AS ((%s) UNION ALL (%s)) "
+								  "UPDATE %s b SET %s = true FROM p "
+								  "WHERE b.ctid OPERATOR(pg_catalog.=) p.tid AND NOT b.%s",
+								  buffers_sql(an, bufs, first_new, QUERY_PAIRS, s),
+								  buffers_sql(an, bufs, second_new, QUERY_PAIRS, s),
+								  cq_sql_relname_str(bufs[s]), CQ_JOIN_MATCHED_COLUMN, CQ_JOIN_MATCHED_COLUMN);
+		evicted[s] = ROWS_EVICTED;
+		evicted[1 - s] = ROWS_NONE;
+		js->emit[s] = psprintf("WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) SELECT count(*) FROM o",
+							   cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
+							   buffers_sql(an, bufs, evicted, QUERY_UNMATCHED, 0));
+	}
 	js->count = psprintf("SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)",
 						 cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1]));
 }
@@ -419,7 +550,8 @@ void
 cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions *opts)
 {
 	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
-	bool		logged = strcmp(opts->state_storage, "logged") == 0;
+	/* an outer join's buffers (their matched flags) are logged: nothing to rebuild */
+	bool		logged = strcmp(opts->state_storage, "logged") == 0 || an->join->jointype != JOIN_INNER;
 	Oid			qview_id = cq_objects_relid("q", id);
 	Oid			types[4] = {INT4OID, OIDOID, TEXTOID, TEXTOID};
 	Datum		values[4];
@@ -462,7 +594,9 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 			appendStringInfo(&ddl, "a%d %s%s, ", lfirst_int(lc), cq_sql_type(type, typmod),
 							 cq_sql_collate(coll, type));
 		}
-		appendStringInfo(&ddl, "%s pg_catalog.int8 NOT NULL)", CQ_JOIN_BATCH_COLUMN);
+		appendStringInfo(&ddl, "%s pg_catalog.int8 NOT NULL%s)", CQ_JOIN_BATCH_COLUMN,
+						 an->join->jointype != JOIN_INNER ?
+						 ", " CQ_JOIN_MATCHED_COLUMN " pg_catalog.bool NOT NULL DEFAULT false" : "");
 		cq_spi_exec(ddl.data, SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		cq_spi_exec(psprintf("CREATE INDEX ON %s (%s)", buf, CQ_JOIN_BATCH_COLUMN),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
@@ -785,8 +919,11 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	/* step 2: the matches */
 	cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
 	res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	for (int s = 0; s < 2; s++)
+		if (sql->matched[s])
+			cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
 
-	/* step 3: eviction with the watermark in effect */
+	/* step 3: eviction with the watermark in effect (outer joins: unmatched rows out first) */
 	res->state_removed = 0;
 	for (int s = 0; s < 2; s++)
 	{
@@ -799,6 +936,14 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 			pg_add_s64_overflow(res->watermark, side->bound_us, &bound))
 			continue;
 		b = TimestampTzGetDatum(bound);
+		if (sql->emit[s])
+		{
+			/* the bound as a value of the column's type (a timestamp's: at UTC) */
+			Oid			et_type = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+
+			cq_spi_exec_cached(sql->emit[s], SPI_OK_SELECT, 1, &et_type, &b, NULL);
+			res->output_rows += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
 		cq_spi_exec_cached(sql->evict[s], SPI_OK_SELECT, 1, &type, &b, NULL);
 		res->state_removed += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -901,7 +1046,7 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 			cq_source_summarize(an->join->side[s].relid);
 
 	res->rebuild_ms = -1;
-	rebuild_needed = strcmp(q->opts.state_storage, "unlogged") == 0 && cq_catalog_state_lost(q->id);
+	rebuild_needed = get_rel_persistence(bufs[0]) == RELPERSISTENCE_UNLOGGED && cq_catalog_state_lost(q->id);
 
 	cq_security_owner(q->owner, &sec);
 	if (q->timezone)

@@ -87,11 +87,26 @@ stream_relid(const char *name)
 }
 
 /*
+ * jointree_side
+ *	  0 or 1 when the join-tree node is that stream's RangeTblRef, else -1.
+ */
+static int
+jointree_side(CqJoinSpec *js, Node *node)
+{
+	for (int s = 0; s < 2; s++)
+		if (node && IsA(node, RangeTblRef) && ((RangeTblRef *) node)->rtindex == (int) js->side[s].rti)
+			return s;
+	return -1;
+}
+
+/*
  * check_jointree
- *	  Only inner joins between the streams (and static tables).
+ *	  Inner joins between the streams and static tables; or one outer join
+ *	  (left, right, full) of the two streams themselves, with nothing else
+ *	  in FROM.  Sets js->jointype and each side's preserved flag.
  */
 static void
-check_jointree(Node *node)
+check_jointree(CqJoinSpec *js, Query *q, Node *node)
 {
 	if (node == NULL)
 		return;
@@ -100,22 +115,33 @@ check_jointree(Node *node)
 		ListCell   *lc;
 
 		foreach(lc, ((FromExpr *) node)->fromlist)
-			check_jointree(lfirst(lc));
+			check_jointree(js, q, lfirst(lc));
 	}
 	else if (IsA(node, JoinExpr))
 	{
 		JoinExpr   *j = (JoinExpr *) node;
 
 		if (j->jointype != JOIN_INNER)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s JOIN in a join of two streams is not supported",
-							j->jointype == JOIN_FULL ? "FULL" : j->jointype == JOIN_LEFT ? "LEFT" :
-							j->jointype == JOIN_RIGHT ? "RIGHT" : "this"),
-					 errdetail("pg_cq joins two streams with inner joins only; Spark's outer stream-stream joins are not implemented."),
-					 errhint("Use an inner join.")));
-		check_jointree(j->larg);
-		check_jointree(j->rarg);
+		{
+			int			l = jointree_side(js, j->larg);
+			int			r = jointree_side(js, j->rarg);
+			const char *name = j->jointype == JOIN_FULL ? "FULL" : j->jointype == JOIN_LEFT ? "LEFT" :
+				j->jointype == JOIN_RIGHT ? "RIGHT" : "this";
+
+			if ((j->jointype != JOIN_LEFT && j->jointype != JOIN_RIGHT && j->jointype != JOIN_FULL) ||
+				l < 0 || r < 0 || list_length(((FromExpr *) q->jointree)->fromlist) != 1 ||
+				linitial(((FromExpr *) q->jointree)->fromlist) != node)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("%s JOIN in a join of two streams is not supported here", name),
+						 errdetail("An outer join of two streams must join the two streams themselves, with no other table in FROM."),
+						 errhint("Join static tables in another query over the target.")));
+			js->jointype = j->jointype;
+			js->side[l].preserved = j->jointype == JOIN_LEFT || j->jointype == JOIN_FULL;
+			js->side[r].preserved = j->jointype == JOIN_RIGHT || j->jointype == JOIN_FULL;
+		}
+		check_jointree(js, q, j->larg);
+		check_jointree(js, q, j->rarg);
 	}
 }
 
@@ -583,7 +609,8 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 	}
 
 	find_streams(js, q, relids);
-	check_jointree((Node *) q->jointree);
+	js->jointype = JOIN_INNER;
+	check_jointree(js, q, (Node *) q->jointree);
 	check_shape(q, opts, name);
 	event_times(js, q, opts, stored);
 
@@ -612,13 +639,33 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 	}
 	js->has_watermark = js->side[0].has_delay && js->side[1].has_delay;
 
-	quals = collect_quals((Node *) q->jointree, NIL);
+	/* an outer join's keys and time bounds are in its ON clause (WHERE filters its result) */
+	if (js->jointype != JOIN_INNER)
+		quals = collect_quals(((JoinExpr *) linitial(((FromExpr *) q->jointree)->fromlist))->quals, NIL);
+	else
+		quals = collect_quals((Node *) q->jointree, NIL);
 	foreach(lc, quals)
 	{
 		equality |= is_stream_equality(js, lfirst(lc));
 		if (js->has_watermark)
 			time_bounds(js, lfirst(lc));
 	}
+	/*
+	 * Spark (UnsupportedOperationChecker.checkForStreamStreamJoinWatermark):
+	 * the unmatched rows of a preserved side are written once the watermark
+	 * proves they cannot match: its rows must be bounded by the other
+	 * side's event time.  A full join needs both (Spark asks for one, and
+	 * keeps the other side's unmatched rows for ever).
+	 */
+	for (int s = 0; s < 2; s++)
+		if (js->side[s].preserved && !js->side[s].bounded)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("stream-stream %s join is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition",
+							js->jointype == JOIN_LEFT ? "LeftOuter" : js->jointype == JOIN_RIGHT ? "RightOuter" : "FullOuter"),
+					 errdetail("The unmatched rows of \"%s\" are written once the watermark proves they can match no more rows: the ON condition must bound its event time by that of \"%s\", and both streams need an event time and a watermark.",
+							   get_rel_name(relids[s]), get_rel_name(relids[1 - s])),
+					 errhint("Add a time-range condition to ON, e.g. b.ts BETWEEN a.ts AND a.ts + interval '1 hour'.")));
 	if (!equality)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -659,7 +706,7 @@ void
 cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
 						 const char *name)
 {
-	bool		same = old != NULL && new != NULL;
+	bool		same = old != NULL && new != NULL && old->jointype == new->jointype;
 	ListCell   *a,
 			   *b;
 
@@ -689,7 +736,7 @@ cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *
 	if (!same)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot change the streams, join keys, time bounds or columns read of continuous query \"%s\"", name),
+				 errmsg("cannot change the streams, join type, join keys, time bounds or columns read of continuous query \"%s\"", name),
 				 errdetail("Its buffers hold the columns it reads of each stream, kept as long as its time bounds say; only filters and the select list over them may change."),
 				 errhint("Drop the query and create it again.")));
 }

@@ -28,6 +28,7 @@ typedef struct CqJoinSide
 	int64		bound_us;		/* buffered rows with event time <= W +
 								 * bound_us can match no future row of the
 								 * other side: evicted (W = the watermark) */
+	bool		preserved;		/* an outer join keeps this side's unmatched rows */
 	List	   *attnos;			/* int: the columns the query reads, event time
 								 * included, ascending: the columns of its
 								 * buffer table, in this order */
@@ -38,9 +39,11 @@ typedef struct CqJoinSpec
 {
 	CqJoinSide	side[2];
 	bool		has_watermark;	/* both streams have an event time and a delay */
+	JoinType	jointype;		/* JOIN_INNER, or the outer join of the streams */
 } CqJoinSpec;
 
 #define CQ_JOIN_BATCH_COLUMN "cq_join_batch"	/* buffer column: batch that added the row */
+#define CQ_JOIN_MATCHED_COLUMN "cq_join_matched"	/* outer joins: the row has matched */
 
 extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name);
 extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,

@@ -1,8 +1,8 @@
--- Joins of two streams (issue 11 part 2): every rejected shape and bad
+-- Joins of two streams (issue 11 parts 2, 3): every rejected shape and bad
 -- option, SQLSTATE and message.
 BEGIN;
 SET client_min_messages = warning;
-SELECT plan(16);
+SELECT plan(17);
 
 CREATE TABLE sa (k int, t timestamptz, v text);
 CREATE TABLE sb (k int, t timestamptz, w text);
@@ -20,9 +20,11 @@ SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT sa.k FR
   '0A000', 'stream-stream join without equality predicate is not supported', 'an equality within one stream is not a join key');
 -- not implemented
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT sa.k FROM sa LEFT JOIN sb ON sa.k = sb.k$$,
-  '0A000', 'LEFT JOIN in a join of two streams is not supported', 'left outer join');
+  '0A000', 'stream-stream LeftOuter join is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition',
+  'left outer join without a time bound (Spark''s message)');
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT sa.k FROM sa FULL JOIN sb ON sa.k = sb.k$$,
-  '0A000', 'FULL JOIN in a join of two streams is not supported', 'full outer join');
+  '0A000', 'stream-stream FullOuter join is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition',
+  'full outer join without a time bound');
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT sa.k, count(*) FROM sa JOIN sb ON sa.k = sb.k GROUP BY 1$$,
   '0A000', 'aggregation over a join of two streams is not supported', 'aggregation over the join');
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT DISTINCT sa.k FROM sa JOIN sb ON sa.k = sb.k$$,
@@ -33,6 +35,8 @@ SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT sa FROM
   '0A000', 'whole-row and system column references to a stream of a join are not supported', 'whole-row reference');
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb') AS SELECT sa.k FROM sa JOIN sb ON sa.k = sb.k JOIN (SELECT k FROM sdim) d ON d.k = sa.k$$,
   '0A000', 'subqueries in FROM of a join of two streams are not supported', 'subquery in FROM');
+SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb', cq.event_time = 't, t', cq.watermark = '1 minute') AS SELECT sa.k FROM sa LEFT JOIN sb ON sa.k = sb.k AND sb.t = sa.t JOIN sdim ON sdim.k = sa.k$$,
+  '0A000', 'LEFT JOIN in a join of two streams is not supported here', 'outer join with a static table');
 -- bad options
 SELECT throws_ok($$CREATE TABLE t1 WITH (cq.source = 'sa, sb, sdim') AS SELECT sa.k FROM sa JOIN sb ON sa.k = sb.k$$,
   '22023', 'invalid value for continuous query option "source": "sa, sb, sdim"', 'three streams');
