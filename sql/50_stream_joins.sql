@@ -79,6 +79,15 @@ SELECT batch_id, extract(epoch FROM watermark) AS watermark,
        (SELECT array_agg(extract(epoch FROM w)) FROM unnest(source_watermarks) w) AS per_stream
   FROM cq.offsets WHERE name = 'sj_two' ORDER BY batch_id;
 
+-- the second stream is a source like the first: TRUNCATE is refused, DROP needs CASCADE
+\set VERBOSITY terse
+SET client_min_messages = notice;
+TRUNCATE sj_r;
+DROP TABLE sj_r;
+ALTER TABLE sj_r DROP COLUMN t;
+SET client_min_messages = warning;
+\set VERBOSITY default
+
 ------------------------------------------------------------------------------
 -- "... with time range - with watermark - one side condition": delays 10 s,
 -- leftTime < rightTime - 5 s bounds the right side only; the left side is

@@ -59,6 +59,9 @@ INSERT INTO so_r VALUES (0, to_timestamp(30));
 -- watermark 30 - 10 = 20: the no-data batch writes the unmatched rows; 2 buffered
 SELECT so_step('so_left'); SELECT so_step('so_right');
 
+-- cq.explain shows the statements an outer join adds
+SELECT position('outer join: rows of so_l that matched' IN cq.explain('so_left')) > 0 AS marks_matches,
+       position('its unmatched rows to evict are written with NULLs' IN cq.explain('so_left')) > 0 AS writes_unmatched;
 ------------------------------------------------------------------------------
 -- a full outer join writes the unmatched rows of both sides
 ------------------------------------------------------------------------------

@@ -1115,11 +1115,19 @@ cq_join_explain(CqQuery *q)
 						 get_rel_name(an->join->side[s].relid), sql.add[s]);
 	appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
 	for (int s = 0; s < 2; s++)
+		if (sql.matched[s])
+			appendStringInfo(&buf, "-- 2.%d outer join: rows of %s that matched in this batch are marked:\n%s;\n",
+							 s + 1, get_rel_name(an->join->side[s].relid), sql.matched[s]);
+	for (int s = 0; s < 2; s++)
 		if (an->join->side[s].bounded)
 			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds):\n%s;\n",
 							 s + 1, get_rel_name(an->join->side[s].relid),
 							 an->join->side[s].bound_us < 0 ? "-" : "+",
 							 an->join->side[s].bound_us < 0 ? -an->join->side[s].bound_us : an->join->side[s].bound_us,
 							 sql.evict[s]);
+	for (int s = 0; s < 2; s++)
+		if (sql.emit[s])
+			appendStringInfo(&buf, "-- before 3.%d, outer join: its unmatched rows to evict are written with NULLs:\n%s;\n",
+							 s + 1, sql.emit[s]);
 	return buf.data;
 }
