@@ -660,6 +660,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	in.t0 = res->started_at = GetCurrentTimestamp();
 
 	in.q = cq_restore_if_moved(q);
+	if (in.q != q && OidIsValid(in.q->opts.join_source_relid))
+		cq_join_restored(in.q);	/* a restored join of two streams: both streams, its buffers */
 	if (last_in && in.q == q)
 		last = *last_in;
 	else

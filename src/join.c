@@ -63,6 +63,8 @@
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
 #include "nodes/readfuncs.h"
 
 #include "join.h"
@@ -204,6 +206,23 @@ static bool
 jointree_is_side(Node *node, Index rti)
 {
 	return node && IsA(node, RangeTblRef) && ((RangeTblRef *) node)->rtindex == (int) rti;
+}
+
+/*
+ * get_rel_owner_oid
+ *	  The owner of a relation.
+ */
+static Oid
+get_rel_owner_oid(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
 }
 
 /*
@@ -1130,4 +1149,29 @@ cq_join_explain(CqQuery *q)
 			appendStringInfo(&buf, "-- before 3.%d, outer join: its unmatched rows to evict are written with NULLs:\n%s;\n",
 							 s + 1, sql.emit[s]);
 	return buf.data;
+}
+
+/*
+ * cq_join_restored
+ *	  A join of two streams restored from a dump was started over
+ *	  (restore.c): its second stream's rows become history too, and its
+ *	  buffers are made anew (the dump kept their rows and lost their
+ *	  dependencies).  Runs in the batch's transaction, before its batch.
+ */
+void
+cq_join_restored(CqQuery *q)
+{
+	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	Oid			relid = an->join->side[1].relid;
+	CqSecurity	sec;
+
+	cq_source_forget_stamps(relid, get_rel_owner_oid(relid));
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("DROP TABLE IF EXISTS %s, %s, %s", cq_objects_name(buffer_prefix[0], q->id),
+						 cq_objects_name(buffer_prefix[1], q->id), cq_objects_name("jd", q->id)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+	CommandCounterIncrement();
+	cq_join_create(an, q->name, q->id, q->owner, &q->opts);
+	q->state_table = cq_objects_relid(buffer_prefix[0], q->id);
 }
