@@ -68,6 +68,7 @@
 #include "nodes/readfuncs.h"
 
 #include "join.h"
+#include "guc.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
@@ -1068,6 +1069,9 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 	rebuild_needed = get_rel_persistence(bufs[0]) == RELPERSISTENCE_UNLOGGED && cq_catalog_state_lost(q->id);
 
 	cq_security_owner(q->owner, &sec);
+	if (cq_work_mem_kb > 0)
+		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (q->timezone)
 		(void) set_config_option("TimeZone", q->timezone, PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
