@@ -31,6 +31,13 @@
  *		(never backwards; -infinity until both streams have rows).
  * No-data batches run when the watermark advanced and a buffer can shrink.
  *
+ * Outer joins (left, right, full) add a column cq_join_matched to the
+ * buffers: after step 2 the rows of a preserved side that met a row of the
+ * other side under the ON condition are marked, and in step 3 its unmatched
+ * rows are written extended with NULLs before they leave the buffer (the
+ * user's query over them with ON ... AND false).  Their buffers are logged,
+ * so the matched flags survive a crash.
+ *
  * After a crash-restart emptied unlogged buffers, they are rebuilt from the
  * sources: every row processed by the last committed batch that was not
  * dropped as late (jd_<id>) and is above the last eviction bound.
