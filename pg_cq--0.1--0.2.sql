@@ -237,3 +237,23 @@ CREATE AGGREGATE cq.agg_merge(cq.agg_state) (
     STYPE = cq.agg_state
 );
 COMMENT ON AGGREGATE cq.agg_merge(cq.agg_state) IS 'pg_cq internal: partial states of one generic aggregate merged by cq.agg_combine, in input order';
+
+-- issue 11 part: stream-stream joins.  A query joining two streams records
+-- the second stream, its event-time column and its watermark delay next to
+-- the first's (source, event_time, watermark_delay); cq.offsets keeps the
+-- watermark of each stream after a batch (the query's watermark is their
+-- minimum, Spark's default policy), cq.progress the buffered rows and the
+-- rows dropped as late of each stream, in the order of the source option.
+-- NULL for every other query.
+ALTER TABLE cq.queries ADD COLUMN join_source regclass,
+    ADD COLUMN join_event_time text,
+    ADD COLUMN join_watermark_delay interval;
+COMMENT ON COLUMN cq.queries.join_source IS 'the second stream of a join of two streams (source is the first), or NULL';
+COMMENT ON COLUMN cq.queries.join_event_time IS 'event-time column of join_source';
+COMMENT ON COLUMN cq.queries.join_watermark_delay IS 'watermark delay of join_source';
+ALTER TABLE cq.offsets ADD COLUMN source_watermarks timestamptz[];
+COMMENT ON COLUMN cq.offsets.source_watermarks IS 'join of two streams: the watermark of each stream after the batch (NULL = none yet); watermark is their minimum';
+ALTER TABLE cq.progress ADD COLUMN num_state_rows_per_source bigint[],
+    ADD COLUMN num_rows_dropped_per_source bigint[];
+COMMENT ON COLUMN cq.progress.num_state_rows_per_source IS 'join of two streams: rows buffered for each stream after the batch';
+COMMENT ON COLUMN cq.progress.num_rows_dropped_per_source IS 'join of two streams: rows of each stream dropped as late in the batch';

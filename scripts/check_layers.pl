@@ -20,9 +20,9 @@ use File::Basename qw(basename dirname);
 
 my @LAYERS = qw(
     guc shmem wakeup security sql_builder
-    options catalog progress combine aggregates analyze
+    options catalog progress combine aggregates joinspec analyze
     tracking stamp offsets delta state sink dedup session plan
-    objects restore status batch runner
+    objects restore status join batch runner
     launcher scheduler worker
     api explain control ddl truncate window
     pg_cq

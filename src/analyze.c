@@ -51,7 +51,7 @@
 #include "options.h"
 #include "aggregates.h"
 #include "catalog.h"
-
+#include "joinspec.h"
 
 /* Walker state for collecting aggregates. */
 typedef struct CollectCtx
@@ -1482,6 +1482,22 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 
 	q = an->query = copyObject(query);
 	check_clauses(q);
+
+	/* a join of two streams: joinspec.c checks it, join.c runs it */
+	an->join = cq_joinspec_analyze(q, opts, name);
+	if (an->join)
+	{
+		for (int s = 1; s >= 0; s--)
+			check_source_table(an->join->side[s].relid);
+		an->source_rti = an->join->side[0].rti;
+		an->source_relid = an->join->side[0].relid;
+		an->et_attno = an->join->side[0].et_attno;
+		an->et_is_tz = an->join->side[0].et_is_tz;
+		an->has_watermark = an->join->has_watermark;
+		an->wm_key = -1;
+		collect_outputs(an);
+		return an;
+	}
 
 	find_source(an, opts, name);
 	check_source_table(an->source_relid);

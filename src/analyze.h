@@ -12,6 +12,7 @@
 #include "nodes/parsenodes.h"
 #include "options.h"
 #include "aggregates.h"
+#include "joinspec.h"
 
 /*
  * The values of DISTINCT aggregates with the same argument and FILTER: the
@@ -67,6 +68,8 @@ typedef struct CqAnalysis
 	int			session_end_key;	/* grouping key of session_end */
 	int64		session_gap_us; /* the constant gap, in microseconds; 0 when
 								 * the gap is an expression per row */
+	/* a join of two streams (joinspec.c, join.c), or NULL */
+	CqJoinSpec *join;
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */

@@ -65,6 +65,7 @@
 #include "batch.h"
 #include "runner.h"
 #include "plan.h"
+#include "join.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_drop_query);
@@ -330,6 +331,16 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 
 	cq_source_track(an->source_relid);
 	check_source_columns(an, name);
+	if (an->join)
+	{
+		/* the second stream of a join of two streams */
+		cq_source_check_logged(an->join->side[1].relid, an->join->side[1].relid);
+		if (target == an->join->side[1].relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
+		cq_source_track(an->join->side[1].relid);
+	}
 
 	if (strcmp(opts->starting, "earliest") == 0)
 		start_offset = CQ_EARLIEST_OFFSET;
@@ -342,6 +353,8 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 								 query_text ? query_text : cq_objects_deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
 	cq_objects_create(an, id, GetUserId(), target, opts);
+	if (an->join)
+		cq_join_create(an, name, id, GetUserId(), opts);
 	cq_objects_comment_target(target, name, opts);	/* \dt+ target says what feeds it */
 	return target;
 }
@@ -713,6 +726,20 @@ cq_api_alter_query(const char *name, const char *query_text)
 	new_an = cq_analyze_query(query, &q->opts, q->name);
 	cq_progress_last_offset(q, &last);
 
+	if (old_an->join || new_an->join)
+	{
+		/* a join of two streams: its buffers are made for the columns it reads */
+		CqSecurity	sec;
+
+		cq_joinspec_check_change(old_an->join, old_an->query, new_an->join, new_an->query, name);
+		ExecCheckRTPerms(new_an->query->rtable, true);
+		check_target_columns(new_an, q->target, name);
+		cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));
+		cq_security_superuser(&sec);
+		cq_objects_replace_query_view(q->id, new_an);
+		cq_security_restore(&sec);
+		return;
+	}
 	if (!last.found)
 	{
 		/* no batch yet (new, or after cq.reset): nothing to keep, any query goes */

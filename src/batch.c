@@ -59,6 +59,7 @@
 #include "plan.h"
 #include "restore.h"
 #include "status.h"
+#include "join.h"
 
 /* Milliseconds since t0. */
 static double
@@ -659,6 +660,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	in.t0 = res->started_at = GetCurrentTimestamp();
 
 	in.q = cq_restore_if_moved(q);
+	if (in.q != q && OidIsValid(in.q->opts.join_source_relid))
+		cq_join_restored(in.q);	/* a restored join of two streams: both streams, its buffers */
 	if (last_in && in.q == q)
 		last = *last_in;
 	else
@@ -671,6 +674,15 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	res->state_total = last.state_rows;
 	res->has_watermark = last.has_watermark;
 	res->watermark = last.watermark;
+
+	/* a join of two streams runs its own batches (join.c) */
+	if (OidIsValid(in.q->opts.join_source_relid))
+	{
+		cq_join_run_query(in.q, cq_analyze_query((Query *) stringToNode(in.q->query_tree),
+												 &in.q->opts, in.q->name),
+						  &last, in.nodata_only, res);
+		return;
+	}
 
 	cq_plan_get(in.q, &in.an, &in.plan);
 	res->et_utc = in.an->et_attno != InvalidAttrNumber && !in.an->et_is_tz;

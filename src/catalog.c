@@ -180,7 +180,8 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("SELECT " QUERY_COLUMNS ", %s FROM cq.queries WHERE %s%s",
-								v02 ? "schema" : "NULL::pg_catalog.name", cond,
+								v02 ? "schema, join_source::pg_catalog.oid, join_event_time, "
+								"join_watermark_delay::pg_catalog.text" : "NULL::pg_catalog.name", cond,
 								lock ? " FOR NO KEY UPDATE" : ""),
 					   SPI_OK_SELECT, nargs, types, values, NULL);
 	cq_security_restore(&sec);
@@ -210,6 +211,13 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 	q->cluster_id = spi_text(19);
 	q->timezone = spi_text(20);
 	q->schema = spi_text(21);
+	if (v02)
+	{
+		/* the second stream of a join (joinspec.c) */
+		q->opts.join_source_relid = (Oid) spi_int64(22, 0);
+		q->opts.join_event_time = spi_text(23);
+		q->opts.join_watermark = spi_text(24);
+	}
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;	/* which table of a join is the stream */
 	return q;
@@ -537,7 +545,11 @@ cq_catalog_relation_is_source(Oid relid)
 	CqSecurity	sec;
 
 	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+	/* since 0.2, the second stream of a join (join_source) is a source too */
+	cq_spi_exec(cq_catalog_version() >= CQ_CATALOG_0_2 ?
+				"SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+				"OR join_source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1" :
+				"SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1",
 				SPI_OK_SELECT, 1, types, values, NULL);
 	cq_security_restore(&sec);
 	return SPI_processed > 0;
@@ -723,8 +735,24 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
 					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 					SPI_OK_UPDATE, 3, types, values, NULL);
+	n = (int) SPI_processed;
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+	{
+		/* the event-time column of the second stream of a join */
+		if (newname == NULL)
+			cq_spi_exec("SELECT 1 FROM cq.queries "
+						"WHERE join_event_time OPERATOR(pg_catalog.=) $2 "
+						"AND join_source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) FOR NO KEY UPDATE",
+						SPI_OK_SELECT, 2, types, values, NULL);
+		else
+			cq_spi_exec("UPDATE cq.queries SET join_event_time = $3 "
+						"WHERE join_event_time OPERATOR(pg_catalog.=) $2 "
+						"AND join_source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+						SPI_OK_UPDATE, 3, types, values, NULL);
+		n += (int) SPI_processed;
+	}
 	cq_security_restore(&sec);
-	return SPI_processed;
+	return n;
 }
 
 /*

@@ -32,6 +32,7 @@
 #include "offsets.h"
 #include "api.h"
 #include "objects.h"
+#include "join.h"
 
 PG_FUNCTION_INFO_V1(cq_pause);
 PG_FUNCTION_INFO_V1(cq_resume);
@@ -122,6 +123,7 @@ cq_reset(PG_FUNCTION_ARGS)
 	if (OidIsValid(cq_objects_relid("sd", q->id)))
 		cq_spi_exec(psprintf("TRUNCATE %s", cq_objects_name("sd", q->id)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_join_reset(q);			/* a join of two streams: its buffers */
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (strcmp(q->opts.starting, "latest") == 0)

@@ -29,6 +29,7 @@
 #include "plan.h"
 #include "objects.h"
 #include "guc.h"
+#include "join.h"
 
 PG_FUNCTION_INFO_V1(cq_explain);
 
@@ -100,8 +101,13 @@ cq_explain(PG_FUNCTION_ARGS)
 				 errmsg("continuous query \"%s\" has not run since it was restored", q->name),
 				 errdetail("Its internal objects are recreated before its first batch in this installation."),
 				 errhint("Run it once with CALL cq.run(name), then explain it.")));
-	cq_plan_get(q, &an, &plan);
-	sql = explain_text(q, an, plan);
+	if (OidIsValid(q->opts.join_source_relid))
+		sql = cq_join_explain(q);	/* a join of two streams (join.c) */
+	else
+	{
+		cq_plan_get(q, &an, &plan);
+		sql = explain_text(q, an, plan);
+	}
 	MemoryContextSwitchTo(caller_cxt);
 	result = cstring_to_text(sql);
 	SPI_finish();

@@ -194,6 +194,31 @@ cq_options_delay_usecs(const Interval *iv, int64 *us)
 }
 
 /*
+ * split_watermark
+ *	  A join of two streams may give one watermark delay per stream,
+ *	  "10 minutes, 1 hour": the first stays in watermark, the second goes to
+ *	  join_watermark (an interval never contains a comma).  More than two
+ *	  entries is an error; whether the query joins two streams at all is
+ *	  checked with the query (joinspec.c).
+ */
+static void
+split_watermark(CqOptions *opts)
+{
+	char	   *comma;
+
+	if (opts->watermark == NULL || (comma = strchr(opts->watermark, ',')) == NULL)
+		return;
+	if (strchr(comma + 1, ',') != NULL || opts->join_watermark != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", shown(opts->watermark)),
+				 errdetail("A join of two streams takes one delay for both, or one delay per stream."),
+				 errhint("Give one interval, or two separated by a comma in the order of the source option.")));
+	opts->join_watermark = pstrdup(comma + 1);
+	opts->watermark = pnstrdup(opts->watermark, comma - opts->watermark);
+}
+
+/*
  * cq_options_check_limits
  *	  Range checks of values a user gives now (creation, alter).  They are
  *	  not part of cq_options_finish: values stored by an earlier version
@@ -219,15 +244,20 @@ cq_options_check_limits(CqOptions *opts)
 							   (int) (CQ_TRIGGER_MAX_USECS / USECS_PER_DAY)),
 					 errhint("Use a shorter interval, or trigger = 'available_now' and run the query with CALL cq.run.")));
 	}
-	if (opts->watermark != NULL)
+	for (int i = 0; i < 2; i++)
 	{
-		Interval   *iv = parse_interval("watermark", opts->watermark);
+		const char *w = i == 0 ? opts->watermark : opts->join_watermark;
+		Interval   *iv;
 		int64		us;
+
+		if (w == NULL)
+			continue;
+		iv = parse_interval("watermark", w);
 
 		if (!cq_options_delay_usecs(iv, &us))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", shown(opts->watermark)),
+					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", shown(w)),
 					 errdetail("The delay is longer than the range of timestamps."),
 					 errhint("Use a delay of at most 106751991 days (a month counts as 31 days).")));
 	}
@@ -281,6 +311,16 @@ cq_options_finish(CqOptions *opts)
 		}
 	}
 
+	split_watermark(opts);
+	if (opts->join_watermark != NULL)
+	{
+		opts->join_watermark_delay = parse_interval("watermark", opts->join_watermark);
+		if (interval_is_negative(opts->join_watermark_delay))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for continuous query option \"watermark\": \"%s\"", shown(opts->join_watermark)),
+					 errdetail("A watermark delay cannot be negative.")));
+	}
 	if (opts->watermark != NULL)
 	{
 		opts->watermark_delay = parse_interval("watermark", opts->watermark);

@@ -41,9 +41,20 @@ typedef struct CqOptions
 								 * source option is kept only as this OID), or
 								 * InvalidOid */
 
+	/*
+	 * A join of two streams (joinspec.c): the second stream, its event-time
+	 * column and watermark delay.  The source, event_time and watermark
+	 * options then list one entry per stream; cq_options_finish splits the
+	 * watermark option into watermark (first) and join_watermark (second).
+	 */
+	Oid			join_source_relid;	/* as recorded in the catalog, or InvalidOid */
+	char	   *join_event_time;	/* column name, as recorded */
+	char	   *join_watermark;
+
 	/* parsed forms, set by cq_options_finish() */
 	CqOutputMode mode;
 	Interval   *watermark_delay;
+	Interval   *join_watermark_delay;	/* of the second stream of a join */
 } CqOptions;
 
 extern void cq_options_init(CqOptions *opts);

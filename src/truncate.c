@@ -44,6 +44,7 @@
 #include "truncate.h"
 #include "guc.h"
 #include "security.h"
+#include "catalog.h"
 #include "sql_builder.h"
 #include "tracking.h"
 
@@ -67,10 +68,13 @@ queries_reading(Oid relid)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT pg_catalog.string_agg(pg_catalog.quote_ident(name), ', ' ORDER BY name) "
-				"FROM cq.queries WHERE source OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
-				"AND NOT EXISTS (SELECT 1 FROM cq.queries "
-				"                WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass)",
+	/* since 0.2 the second stream of a join (join_source) is a source too */
+	cq_spi_exec(psprintf("SELECT pg_catalog.string_agg(pg_catalog.quote_ident(name), ', ' ORDER BY name) "
+						 "FROM cq.queries WHERE (source OPERATOR(pg_catalog.=) $1::pg_catalog.regclass%s) "
+						 "AND NOT EXISTS (SELECT 1 FROM cq.queries "
+						 "                WHERE target OPERATOR(pg_catalog.=) $1::pg_catalog.regclass)",
+						 cq_catalog_version() >= CQ_CATALOG_0_2 ?
+						 " OR join_source OPERATOR(pg_catalog.=) $1::pg_catalog.regclass" : ""),
 				SPI_OK_SELECT, 1, types, values, NULL);
 	cq_security_restore(&sec);
 	if (SPI_processed == 1)

@@ -1,0 +1,1188 @@
+/*-------------------------------------------------------------------------
+ *
+ * join.c
+ *	  Joins of two streams (Spark's stream-stream inner join, append mode):
+ *	  the buffer tables, the batch, and the rebuild of lost buffers.
+ *
+ * Each stream has a buffer table in cq_state, jl_<id> for the first of the
+ * source option and jr_<id> for the second (unlogged unless
+ * state_storage = 'logged', owned by the query's owner, dropped with the
+ * query): the columns of the stream the query reads, named a<attno>, and
+ * cq_join_batch, the batch that added the row.  A logged table jd_<id>
+ * remembers the rows dropped as late (stream, cq_xid, event time) while a
+ * rebuild could still take them for buffered rows.
+ *
+ * A batch (one transaction, as the query's owner, in the caller's SPI
+ * connection), with W the watermark in effect (the minimum of the two
+ * streams' watermarks after the previous batch, Spark's default policy):
+ *	 1. the new rows of each stream (the snapshot range S_prev..S_cur,
+ *		database-wide, so the same range gives each stream's new rows
+ *		exactly once) with event time <= W are dropped as late and counted;
+ *		the others are added to the stream's buffer, marked with the batch;
+ *	 2. the user's query runs twice over the buffers: the first stream's
+ *		new rows with every buffered row of the second (new ones included),
+ *		then the first stream's older rows with the second's new rows, so
+ *		each pair of rows meets exactly once; the matches are appended to
+ *		the target;
+ *	 3. rows that can match no future row (event time <= W + the bound the
+ *		join condition implies, joinspec.c) leave the buffers;
+ *	 4. each stream's watermark becomes max(its watermark, max event time
+ *		read - its delay); the query's next watermark is their minimum
+ *		(never backwards; -infinity until both streams have rows).
+ * No-data batches run when the watermark advanced and a buffer can shrink.
+ *
+ * Outer joins (left, right, full) add a column cq_join_matched to the
+ * buffers: after step 2 the rows of a preserved side that met a row of the
+ * other side under the ON condition are marked, and in step 3 its unmatched
+ * rows are written extended with NULLs before they leave the buffer (the
+ * user's query over them with ON ... AND false).  Their buffers are logged,
+ * so the matched flags survive a crash.
+ *
+ * After a crash-restart emptied unlogged buffers, they are rebuilt from the
+ * sources: every row processed by the last committed batch that was not
+ * dropped as late (jd_<id>) and is above the last eviction bound.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/attmap.h"
+#include "access/transam.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_rewrite.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
+#include "rewrite/rewriteSupport.h"
+#include "rewrite/prs2lock.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+#include "utils/xid8.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
+#include "nodes/readfuncs.h"
+
+#include "join.h"
+#include "guc.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
+#include "progress.h"
+#include "tracking.h"
+#include "offsets.h"
+#include "sink.h"
+#include "objects.h"
+#include "status.h"
+
+#define NPARAMS 6				/* $1..$6 of the batch statements */
+
+static const Oid batch_types[NPARAMS] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID,
+TIMESTAMPTZOID, INT8OID};
+
+/* Buffer table names: jl_<id> (first stream), jr_<id> (second). */
+static const char *const buffer_prefix[2] = {"jl", "jr"};
+
+/* Milliseconds since t0. */
+static double
+ms_since(TimestampTz t0)
+{
+	return (double) (GetCurrentTimestamp() - t0) / 1000.0;
+}
+
+/* Datum helpers for the batch parameters. */
+static Datum
+xid8_datum(uint64 x)
+{
+	return FullTransactionIdGetDatum(FullTransactionIdFromU64(x));
+}
+
+static Datum
+snapshot_datum(const char *text)
+{
+	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
+}
+
+/*
+ * et_sql
+ *	  A side's event time as a timestamptz, from column `col` (SQL) of its
+ *	  event-time column's type: a timestamp's value at UTC, exactly.
+ */
+static char *
+et_sql(CqJoinSide *side, const char *col)
+{
+	if (side->et_attno == InvalidAttrNumber)
+		return "NULL::pg_catalog.timestamptz";
+	if (side->et_is_tz)
+		return pstrdup(col);
+	return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, %s)", col);
+}
+
+/*
+ * src_et_sql
+ *	  A side's event time read from source alias s, as et_sql.
+ */
+static char *
+src_et_sql(CqJoinSide *side)
+{
+	if (side->et_attno == InvalidAttrNumber)
+		return "NULL::pg_catalog.timestamptz";
+	return et_sql(side, psprintf("s.%s", quote_identifier(get_attname(side->relid, side->et_attno, false))));
+}
+
+/*
+ * param_et_sql
+ *	  Timestamptz parameter $n as a value comparable to the side's
+ *	  event-time column itself (lets an index on it serve).
+ */
+static char *
+param_et_sql(CqJoinSide *side, int n)
+{
+	if (side->et_is_tz)
+		return psprintf("$%d", n);
+	return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, $%d)", n);
+}
+
+/*
+ * buffer_column_list
+ *	  "a3, a5" (with prefix before each), the buffer columns of a side.
+ */
+static char *
+buffer_column_list(CqJoinSide *side, const char *prefix)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, side->attnos)
+		appendStringInfo(&buf, "%s%sa%d", buf.len ? ", " : "", prefix, lfirst_int(lc));
+	return buf.data;
+}
+
+/*
+ * source_column_list
+ *	  "s.x AS a3, s.y AS a5", the source columns a side's buffer keeps.
+ */
+static char *
+source_column_list(CqJoinSide *side)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, side->attnos)
+		appendStringInfo(&buf, "%ss.%s AS a%d", buf.len ? ", " : "",
+						 quote_identifier(get_attname(side->relid, lfirst_int(lc), false)),
+						 lfirst_int(lc));
+	return buf.data;
+}
+
+/*
+ * range_sql
+ *	  The rows of alias s in the offset range $1..$4 (delta.c's predicate,
+ *	  as text); history: batch 0 also reads rows from before tracking.
+ */
+static char *
+range_sql(Oid relid, bool history)
+{
+	const char *x = quote_identifier(get_attname(relid, cq_source_tracking_attnum(relid), false));
+
+	if (history)
+		return psprintf("(s.%1$s IS NULL OR (s.%1$s OPERATOR(pg_catalog.<) $2 "
+						"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3)))", x);
+	return psprintf("s.%1$s OPERATOR(pg_catalog.>=) $1 AND s.%1$s OPERATOR(pg_catalog.<) $2 "
+					"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3) "
+					"AND NOT pg_catalog.pg_visible_in_snapshot(s.%1$s, $4)", x);
+}
+
+/*
+ * jointree_is_side
+ *	  Is the join-tree node the RangeTblRef of range-table index rti?
+ */
+static bool
+jointree_is_side(Node *node, Index rti)
+{
+	return node && IsA(node, RangeTblRef) && ((RangeTblRef *) node)->rtindex == (int) rti;
+}
+
+/*
+ * get_rel_owner_oid
+ *	  The owner of a relation.
+ */
+static Oid
+get_rel_owner_oid(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * make_param
+ *	  External parameter $n of the given type.
+ */
+static Param *
+make_param(int n, Oid type)
+{
+	Param	   *p = makeNode(Param);
+
+	p->paramkind = PARAM_EXTERN;
+	p->paramid = n;
+	p->paramtype = type;
+	p->paramtypmod = -1;
+	p->paramcollid = InvalidOid;
+	p->location = -1;
+	return p;
+}
+
+/* Which buffered rows of a stream a statement reads (buffers_sql). */
+typedef enum BufRows
+{
+	ROWS_ALL,					/* every buffered row */
+	ROWS_NEW,					/* added by this batch ($6) */
+	ROWS_OLD,					/* added before this batch */
+	ROWS_EVICTED,				/* outer joins: unmatched rows at or below the
+								 * eviction bound ($1), or without event time */
+	ROWS_NONE					/* none (the nullable side of ROWS_EVICTED) */
+} BufRows;
+
+/* What buffers_sql makes of the user's query. */
+typedef enum BufQuery
+{
+	QUERY_MATCHES,				/* its matched rows (an outer join as inner) */
+	QUERY_PAIRS,				/* ctid (tid) of side tid_side's rows that
+								 * match, for the join's ON condition only */
+	QUERY_UNMATCHED				/* outer joins: the preserved side's rows
+								 * extended with NULLs */
+} BufQuery;
+
+/*
+ * rows_qual
+ *	  The condition on stream s's buffer rows for `rows`.
+ */
+static Node *
+rows_qual(CqJoinSide *side, BufRows rows)
+{
+	int			batch_att = list_length(side->attnos) + 1;
+
+	if (rows == ROWS_ALL)
+		return NULL;
+	if (rows == ROWS_NONE)
+		return (Node *) makeBoolConst(false, false);
+	if (rows == ROWS_EVICTED)
+	{
+		Oid			type = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+		Var		   *et = makeVar(side->rti, cq_joinspec_buffer_attno(side, side->et_attno), type, -1, InvalidOid, 0);
+		Oid			le = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("<=")), type, type);
+		NullTest   *nt = makeNode(NullTest);
+
+		nt->arg = (Expr *) copyObject(et);
+		nt->nulltesttype = IS_NULL;
+		nt->location = -1;
+		return (Node *) make_andclause(list_make2(
+												  make_orclause(list_make2(make_opclause(le, BOOLOID, false, (Expr *) et,
+																						 (Expr *) make_param(1, type),
+																						 InvalidOid, InvalidOid),
+																		   nt)),
+												  make_notclause((Expr *) makeVar(side->rti, batch_att + 1, BOOLOID,
+																				  -1, InvalidOid, 0))));
+	}
+	return (Node *) make_opclause(OpernameGetOprid(list_make2(makeString("pg_catalog"),
+															  makeString(rows == ROWS_NEW ? "=" : "<")),
+												   INT8OID, INT8OID),
+								  BOOLOID, false,
+								  (Expr *) makeVar(side->rti, batch_att, INT8OID, -1, InvalidOid, 0),
+								  (Expr *) make_param(6, INT8OID), InvalidOid, InvalidOid);
+}
+
+/*
+ * buffers_sql
+ *	  The user's query with each stream replaced by its buffer table, its
+ *	  rows restricted by rows[s], made into `what`.  The tree is edited
+ *	  (columns renumbered to the buffer's), never the text.
+ */
+static char *
+buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, int tid_side)
+{
+	Query	   *q = copyObject(an->query);
+	Node	   *extra = NULL;
+	JoinExpr   *outer = NULL;
+	int			nest;
+	char	   *sql;
+
+	/*
+	 * The columns of JOIN ... ON/USING aliases list every column of the
+	 * streams; those the buffers do not keep become dropped (NULL) entries,
+	 * which the query does not read (joinspec.c follows those it reads).
+	 */
+	{
+		ListCell   *lc;
+
+		foreach(lc, q->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+			ListCell   *la;
+
+			if (rte->rtekind != RTE_JOIN)
+				continue;
+			foreach(la, rte->joinaliasvars)
+			{
+				Node	   *n = strip_implicit_coercions(lfirst(la));
+
+				for (int s = 0; n && IsA(n, Var) && s < 2; s++)
+					if (((Var *) n)->varno == (int) an->join->side[s].rti &&
+						((Var *) n)->varlevelsup == 0 &&
+						cq_joinspec_buffer_attno(&an->join->side[s], ((Var *) n)->varattno) == InvalidAttrNumber)
+						lfirst(la) = NULL;
+			}
+		}
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+		int			natts = llast_int(side->attnos);	/* the largest column read */
+		AttrMap    *map = make_attrmap(natts);
+		bool		whole_row = false;
+		RangeTblEntry *rte;
+		List	   *colnames = NIL;
+		ListCell   *lc;
+
+		for (int a = 1; a <= natts; a++)
+			map->attnums[a - 1] = cq_joinspec_buffer_attno(side, a);
+		q = (Query *) map_variable_attnos((Node *) q, side->rti, 0, map, InvalidOid, &whole_row);
+		rte = rt_fetch(side->rti, q->rtable);
+		rte->relid = bufs[s];
+		rte->relkind = RELKIND_RELATION;
+		rte->inh = false;
+		foreach(lc, side->attnos)
+			colnames = lappend(colnames, makeString(psprintf("a%d", lfirst_int(lc))));
+		colnames = lappend(colnames, makeString(CQ_JOIN_BATCH_COLUMN));
+		if (an->join->jointype != JOIN_INNER)
+			colnames = lappend(colnames, makeString(CQ_JOIN_MATCHED_COLUMN));
+		rte->alias = makeAlias(side->refname, NIL);
+		rte->eref = makeAlias(side->refname, colnames);
+	}
+
+	/* the outer join of the two streams (joinspec.c: the only item in FROM) */
+	if (an->join->jointype != JOIN_INNER)
+		outer = (JoinExpr *) linitial(q->jointree->fromlist);
+	if (outer && what != QUERY_UNMATCHED)
+	{
+		/* matched rows are those of the inner join */
+		outer->jointype = JOIN_INNER;
+		rt_fetch(outer->rtindex, q->rtable)->jointype = JOIN_INNER;
+	}
+	if (what == QUERY_PAIRS)
+	{
+		/* rows that satisfy the ON condition, whatever WHERE says of the result */
+		q->targetList = list_make1(makeTargetEntry((Expr *) makeVar(an->join->side[tid_side].rti,
+																	SelfItemPointerAttributeNumber,
+																	TIDOID, -1, InvalidOid, 0),
+												   1, "tid", false));
+		q->jointree->quals = NULL;
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		if (what == QUERY_UNMATCHED && rows[s] == ROWS_NONE)
+		{
+			/*
+			 * The nullable side reads nothing: ON ... AND false, and the
+			 * preserved side's rows come out extended with NULLs; a full
+			 * join does so as a left or right join, so that the other side's
+			 * rows do not come out too.
+			 */
+			int			preserved = 1 - s;
+
+			outer->quals = make_and_qual(outer->quals, rows_qual(&an->join->side[s], ROWS_NONE));
+			if (outer->jointype == JOIN_FULL)
+			{
+				outer->jointype = jointree_is_side(outer->larg, an->join->side[preserved].rti) ? JOIN_LEFT : JOIN_RIGHT;
+				rt_fetch(outer->rtindex, q->rtable)->jointype = outer->jointype;
+			}
+		}
+		else
+			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s]));
+	}
+	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
+	nest = cq_security_deparse_begin();
+	sql = pg_get_querydef(q, false);
+	cq_security_deparse_end(nest);
+	return sql;
+}
+
+/* The SQL of a join's batch, built from its analysis (see file header). */
+typedef struct JoinSql
+{
+	char	   *add[2];			/* per stream: new rows into buffer (history / not) */
+	char	   *add_history[2];
+	char	   *output;			/* matches into the target */
+	char	   *evict[2];		/* per stream: rows that can no longer match */
+	char	   *count;			/* rows in the buffers */
+	char	   *rebuild[2];		/* per stream: refill a lost buffer */
+	char	   *matched[2];		/* outer joins, per preserved stream: mark matched rows */
+	char	   *emit[2];		/* outer joins, per preserved stream: unmatched rows out */
+} JoinSql;
+
+/*
+ * build_sql
+ *	  Every statement of a join's batches.  Buffers bufs, late rows in
+ *	  `late` (quoted names).
+ */
+static void
+build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js)
+{
+	static const BufRows first_new[2] = {ROWS_NEW, ROWS_ALL};
+	static const BufRows second_new[2] = {ROWS_OLD, ROWS_NEW};
+	bool		reads_history = cq_query_reads_history(q);
+
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+		const char *buf = cq_sql_relname_str(bufs[s]);
+		const char *src = cq_sql_relname_str(side->relid);
+		const char *xcol = quote_identifier(get_attname(side->relid, cq_source_tracking_attnum(side->relid), false));
+
+		for (int h = 0; h < 2; h++)
+		{
+			char	   *sql = psprintf(
+									   "WITH n AS (SELECT %s, %s AS et, s.%s AS x FROM %s s WHERE %s), "
+									   "i AS (INSERT INTO %s (%s, %s) SELECT %s, $6 FROM n "
+									   "  WHERE $5 IS NULL OR n.et IS NULL OR n.et OPERATOR(pg_catalog.>) $5 RETURNING 1), "
+									   "d AS (INSERT INTO %s (side, xid, ts) SELECT DISTINCT %d::pg_catalog.int2, n.x, n.et FROM n "
+									   "  WHERE n.et OPERATOR(pg_catalog.<=) $5) "
+									   "SELECT count(*), count(*) FILTER (WHERE n.et OPERATOR(pg_catalog.<=) $5), "
+									   "(SELECT count(*) FROM i), "
+									   "min(n.et) FILTER (WHERE pg_catalog.isfinite(n.et)), "
+									   "max(n.et) FILTER (WHERE pg_catalog.isfinite(n.et)), "
+									   "avg(EXTRACT(epoch FROM n.et)) FILTER (WHERE pg_catalog.isfinite(n.et)), "
+									   "count(n.et) FILTER (WHERE pg_catalog.isfinite(n.et)) FROM n",
+									   source_column_list(side), src_et_sql(side),
+									   xcol, src, range_sql(side->relid, h == 1),
+									   buf, buffer_column_list(side, ""), CQ_JOIN_BATCH_COLUMN,
+									   buffer_column_list(side, "n."),
+									   late, s);
+
+			if (h == 0)
+				js->add[s] = sql;
+			else
+				js->add_history[s] = sql;
+		}
+
+		js->evict[s] = psprintf("WITH e AS (DELETE FROM %s b WHERE b.a%d OPERATOR(pg_catalog.<=) %s OR b.a%d IS NULL RETURNING 1), "
+								"l AS (DELETE FROM %s WHERE side OPERATOR(pg_catalog.=) %d::pg_catalog.int2 "
+								"  AND ts OPERATOR(pg_catalog.<=) $1) "
+								"SELECT count(*) FROM e",
+								buf, side->et_attno, param_et_sql(side, 1), side->et_attno, late, s);
+
+		/*
+		 * Rebuild ($1..$4: the processed range, as batch.c's rebuild; $5:
+		 * the last eviction bound or NULL): the processed rows not dropped
+		 * as late and not evicted.
+		 */
+		js->rebuild[s] = psprintf("WITH r AS (INSERT INTO %1$s (%2$s, %3$s) SELECT %4$s, 0 FROM "
+								  "(SELECT %5$s, %6$s AS et, s.%7$s AS x FROM %8$s s WHERE %9$s(s.%7$s OPERATOR(pg_catalog.>=) $1 "
+								  "  AND s.%7$s OPERATOR(pg_catalog.<) $2 AND pg_catalog.pg_visible_in_snapshot(s.%7$s, $3) "
+								  "  AND NOT pg_catalog.pg_visible_in_snapshot(s.%7$s, $4))) n "
+								  "WHERE ($5 IS NULL OR n.et OPERATOR(pg_catalog.>) $5) "
+								  "AND NOT EXISTS (SELECT 1 FROM %10$s l WHERE l.side OPERATOR(pg_catalog.=) %11$d::pg_catalog.int2 "
+								  "  AND l.xid OPERATOR(pg_catalog.=) n.x AND l.ts OPERATOR(pg_catalog.=) n.et) RETURNING 1) "
+								  "SELECT count(*) FROM r",
+								  buf, buffer_column_list(side, ""), CQ_JOIN_BATCH_COLUMN,
+								  buffer_column_list(side, "n."),
+								  source_column_list(side),
+								  src_et_sql(side),
+								  xcol, src,
+								  reads_history ? psprintf("s.%s IS NULL OR ", xcol) : "",
+								  late, s);
+	}
+	js->output = psprintf("WITH o AS (INSERT INTO %s (%s) (%s) UNION ALL (%s) RETURNING 1) SELECT count(*) FROM o",
+						  cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
+						  buffers_sql(an, bufs, first_new, QUERY_MATCHES, 0),
+						  buffers_sql(an, bufs, second_new, QUERY_MATCHES, 0));
+
+	/*
+	 * Outer joins: the rows of a preserved side that matched in this batch
+	 * are marked; at eviction the unmatched ones are written extended with
+	 * NULLs ($1 the eviction bound, as a value of the event-time column's
+	 * type).
+	 */
+	for (int s = 0; s < 2; s++)
+	{
+		BufRows		evicted[2];
+
+		js->matched[s] = js->emit[s] = NULL;
+		if (!an->join->side[s].preserved)
+			continue;
+		js->matched[s] = psprintf("WITH p AS ((%s) UNION ALL (%s)) "
+								  "UPDATE %s b SET %s = true FROM p "
+								  "WHERE b.ctid OPERATOR(pg_catalog.=) p.tid AND NOT b.%s",
+								  buffers_sql(an, bufs, first_new, QUERY_PAIRS, s),
+								  buffers_sql(an, bufs, second_new, QUERY_PAIRS, s),
+								  cq_sql_relname_str(bufs[s]), CQ_JOIN_MATCHED_COLUMN, CQ_JOIN_MATCHED_COLUMN);
+		evicted[s] = ROWS_EVICTED;
+		evicted[1 - s] = ROWS_NONE;
+		js->emit[s] = psprintf("WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) SELECT count(*) FROM o",
+							   cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
+							   buffers_sql(an, bufs, evicted, QUERY_UNMATCHED, 0));
+	}
+	js->count = psprintf("SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)",
+						 cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1]));
+}
+
+/*
+ * buffers
+ *	  The buffer tables of a query and the quoted name of its table of
+ *	  late rows; false when they are missing.
+ */
+static bool
+buffers(CqQuery *q, Oid bufs[2], char **late)
+{
+	for (int s = 0; s < 2; s++)
+	{
+		bufs[s] = cq_objects_relid(buffer_prefix[s], q->id);
+		if (!OidIsValid(bufs[s]))
+			return false;
+	}
+	*late = cq_objects_name("jd", q->id);
+	return OidIsValid(cq_objects_relid("jd", q->id));
+}
+
+/*
+ * cq_join_create
+ *	  A new join of two streams: record its second stream in the catalog,
+ *	  track it, create the buffer tables and the table of late rows (as
+ *	  superuser in cq_state, handed to the owner, dropped with the query
+ *	  view q_<id>).  The first buffer is the query's state table: its loss
+ *	  after a crash-restart is what the sentinel detects.  A join whose
+ *	  buffers the watermark will never shrink gets a warning, as Spark's
+ *	  guide warns of unbounded state.
+ */
+void
+cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions *opts)
+{
+	const char *owner_name = quote_identifier(GetUserNameFromId(owner, false));
+	/* an outer join's buffers (their matched flags) are logged: nothing to rebuild */
+	bool		logged = strcmp(opts->state_storage, "logged") == 0 || an->join->jointype != JOIN_INNER;
+	Oid			qview_id = cq_objects_relid("q", id);
+	Oid			types[4] = {INT4OID, OIDOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Interval   *delay2 = opts->join_watermark_delay ? opts->join_watermark_delay : opts->watermark_delay;
+	CqSecurity	sec;
+
+	values[0] = Int32GetDatum(id);
+	values[1] = ObjectIdGetDatum(an->join->side[1].relid);
+	values[2] = opts->join_event_time ? CStringGetTextDatum(opts->join_event_time) : (Datum) 0;
+	nulls[2] = opts->join_event_time ? ' ' : 'n';
+	values[3] = delay2 ? DirectFunctionCall1(interval_out, IntervalPGetDatum(delay2)) : (Datum) 0;
+	if (delay2)
+		values[3] = CStringGetTextDatum(DatumGetCString(values[3]));
+	nulls[3] = delay2 ? ' ' : 'n';
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET join_source = $2::pg_catalog.regclass, join_event_time = $3, "
+				"join_watermark_delay = $4::pg_catalog.interval WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 4, types, values, nulls);
+
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+		char	   *buf = cq_objects_name(buffer_prefix[s], id);
+		StringInfoData ddl;
+		ListCell   *lc;
+		ObjectAddress dep,
+					ref;
+
+		initStringInfo(&ddl);
+		appendStringInfo(&ddl, "CREATE %sTABLE %s (", logged ? "" : "UNLOGGED ", buf);
+		foreach(lc, side->attnos)
+		{
+			Oid			type;
+			int32		typmod;
+			Oid			coll;
+
+			get_atttypetypmodcoll(side->relid, lfirst_int(lc), &type, &typmod, &coll);
+			appendStringInfo(&ddl, "a%d %s%s, ", lfirst_int(lc), cq_sql_type(type, typmod),
+							 cq_sql_collate(coll, type));
+		}
+		appendStringInfo(&ddl, "%s pg_catalog.int8 NOT NULL%s)", CQ_JOIN_BATCH_COLUMN,
+						 an->join->jointype != JOIN_INNER ?
+						 ", " CQ_JOIN_MATCHED_COLUMN " pg_catalog.bool NOT NULL DEFAULT false" : "");
+		cq_spi_exec(ddl.data, SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(psprintf("CREATE INDEX ON %s (%s)", buf, CQ_JOIN_BATCH_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		if (side->bounded)
+			cq_spi_exec(psprintf("CREATE INDEX ON %s (a%d)", buf, side->et_attno),
+						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
+							 buf, owner_name, buf),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		CommandCounterIncrement();
+		ObjectAddressSet(dep, RelationRelationId, cq_objects_relid(buffer_prefix[s], id));
+		ObjectAddressSet(ref, RelationRelationId, qview_id);
+		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
+
+		/*
+		 * The tracking column of the second stream stays while the query
+		 * reads it, and so does its event-time column (as objects.c does for
+		 * the first stream's).
+		 */
+		if (s == 1)
+		{
+			ObjectAddressSet(dep, RelationRelationId, qview_id);
+			ObjectAddressSubSet(ref, RelationRelationId, side->relid,
+								cq_source_tracking_attnum(side->relid));
+			recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+			if (side->et_attno != InvalidAttrNumber)
+			{
+				ObjectAddressSet(dep, RewriteRelationId,
+								 get_rewrite_oid(qview_id, ViewSelectRuleName, false));
+				ObjectAddressSubSet(ref, RelationRelationId, side->relid, side->et_attno);
+				recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+			}
+		}
+	}
+	{
+		char	   *late = cq_objects_name("jd", id);
+		ObjectAddress dep,
+					ref;
+
+		cq_spi_exec(psprintf("CREATE TABLE %s (side pg_catalog.int2 NOT NULL, xid pg_catalog.xid8, "
+							 "ts pg_catalog.timestamptz NOT NULL); "
+							 "ALTER TABLE %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
+							 late, late, owner_name, late),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		CommandCounterIncrement();
+		ObjectAddressSet(dep, RelationRelationId, cq_objects_relid("jd", id));
+		ObjectAddressSet(ref, RelationRelationId, qview_id);
+		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
+	}
+	cq_catalog_set_state_table(id, cq_objects_relid(buffer_prefix[0], id));
+
+	/* Spark's guide: without a time bound the state of a join is unbounded */
+	if (!(an->join->side[0].bounded && an->join->side[1].bounded))
+		ereport(WARNING,
+				(errmsg("the state of continuous query \"%s\" grows without bound",
+						name),
+				 errdetail("%s",
+						   !an->join->has_watermark ?
+						   "Without an event time and a watermark for both streams, every row of both is kept to match future rows." :
+						   psprintf("The join condition does not bound how old a row of \"%s\" may be and still match: every row of it is kept.",
+									get_rel_name(an->join->side[an->join->side[0].bounded ? 1 : 0].relid))),
+				 errhint("Add a time-range condition between the event times, e.g. b.ts BETWEEN a.ts AND a.ts + interval '1 hour', as Spark's guide advises.")));
+	if (!logged)
+		cq_catalog_state_valid(id, -1);
+	cq_security_restore(&sec);
+	CommandCounterIncrement();
+}
+
+/*
+ * cq_join_reset
+ *	  cq.reset of a join: empty both buffers and the late rows.  As the
+ *	  owner (the caller switched).
+ */
+void
+cq_join_reset(CqQuery *q)
+{
+	Oid			bufs[2];
+	char	   *late;
+
+	if (!OidIsValid(q->opts.join_source_relid) || !buffers(q, bufs, &late))
+		return;
+	cq_spi_exec(psprintf("TRUNCATE %s, %s, %s", cq_sql_relname_str(bufs[0]),
+						 cq_sql_relname_str(bufs[1]), late),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+}
+
+/*
+ * last_side_watermarks
+ *	  The watermark of each stream after the last batch (cq.offsets).
+ */
+static void
+last_side_watermarks(CqQuery *q, bool has[2], TimestampTz wm[2])
+{
+	Oid			types[2] = {TEXTOID, NAMEOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	CqSecurity	sec;
+
+	has[0] = has[1] = false;
+	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached(psprintf("SELECT o.source_watermarks[1], o.source_watermarks[2] FROM cq.offsets o "
+								"WHERE %s ORDER BY o.batch_id DESC LIMIT 1",
+								cq_catalog_rows_of("o", 1, 2)),
+					   SPI_OK_SELECT, 2, types, values, nulls);
+	cq_security_restore(&sec);
+	for (int s = 0; s < 2 && SPI_processed > 0; s++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, s + 1, &isnull);
+
+		has[s] = !isnull;
+		wm[s] = isnull ? 0 : DatumGetTimestampTz(d);
+	}
+}
+
+/*
+ * record_sides
+ *	  The per-stream columns of the batch's cq.offsets and cq.progress rows.
+ */
+static void
+record_sides(CqQuery *q, int64 batch_id, bool has[2], TimestampTz wm[2], int64 rows[2],
+			 int64 dropped[2])
+{
+	Oid			types[9] = {TEXTOID, NAMEOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT8OID, INT8OID, INT8OID, INT8OID};
+	Datum		values[9];
+	char		nulls[9];
+	CqSecurity	sec;
+
+	memset(nulls, ' ', sizeof(nulls));
+	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
+	values[2] = Int64GetDatum(batch_id);
+	for (int s = 0; s < 2; s++)
+	{
+		values[3 + s] = TimestampTzGetDatum(wm[s]);
+		nulls[3 + s] = has[s] ? ' ' : 'n';
+		values[5 + s] = Int64GetDatum(rows[s]);
+		values[7 + s] = Int64GetDatum(dropped[s]);
+	}
+	cq_security_superuser(&sec);
+	cq_spi_exec_cached(psprintf("WITH o AS (UPDATE cq.offsets o SET source_watermarks = ARRAY[$4, $5] "
+								"  WHERE %s AND o.batch_id OPERATOR(pg_catalog.=) $3) "
+								"UPDATE cq.progress p SET num_state_rows_per_source = ARRAY[$6, $7], "
+								"  num_rows_dropped_per_source = ARRAY[$8, $9] "
+								"WHERE %s AND p.batch_id OPERATOR(pg_catalog.=) $3",
+								cq_catalog_rows_of("o", 1, 2), cq_catalog_rows_of("p", 1, 2)),
+					   SPI_OK_UPDATE, 9, types, values, nulls);
+	cq_security_restore(&sec);
+}
+
+/*
+ * rebuild
+ *	  Refill the buffers a crash-restart emptied (file header).  As the
+ *	  owner.  Returns the rows buffered.
+ */
+static int64
+rebuild(CqAnalysis *an, CqQuery *q, JoinSql *sql, CqLastOffset *last, double *ms)
+{
+	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
+	Datum		params[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	CqSnap	   *end = cq_snap_parse(last->end_offset);
+	TimestampTz t0 = GetCurrentTimestamp();
+	int64		rows = 0;
+
+	params[0] = xid8_datum(0);
+	params[1] = xid8_datum(end->xmax);
+	params[2] = snapshot_datum(last->end_offset);
+	params[3] = snapshot_datum(q->start_offset);
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+		TimestampTz bound;
+		bool		isnull;
+
+		nulls[4] = 'n';
+		if (side->bounded && last->has_batch_watermark &&
+			!pg_add_s64_overflow(last->batch_watermark, side->bound_us, &bound))
+		{
+			params[4] = TimestampTzGetDatum(bound);
+			nulls[4] = ' ';
+		}
+		cq_spi_exec_cached(sql->rebuild[s], SPI_OK_SELECT, 5, types, params, nulls);
+		rows += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	*ms = ms_since(t0);
+	ereport(LOG,
+			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
+					q->name, rows, *ms),
+			 errdetail("A crash-restart empties unlogged tables; the buffered rows of the join were read again from its sources.")));
+	return rows;
+}
+
+/* What one batch of a join reads from one stream. */
+typedef struct SideRead
+{
+	int64		rows;
+	int64		late;
+	int64		added;
+	bool		has_et;
+	TimestampTz et_min;
+	TimestampTz et_max;
+	double		et_avg_epoch;
+	int64		et_count;
+} SideRead;
+
+/*
+ * add_new_rows
+ *	  Step 1 of a batch for stream s (file header).
+ */
+static void
+add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
+{
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	cq_spi_exec_cached(sql, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	r->rows = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	r->late = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+	r->added = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	r->has_et = !isnull;
+	if (r->has_et)
+	{
+		r->et_min = DatumGetTimestampTz(d);
+		r->et_max = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+		r->et_avg_epoch = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+															 SPI_getbinval(tup, desc, 6, &isnull)));
+		r->et_count = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull));
+	}
+}
+
+/*
+ * scan_settings
+ *	  As batch.c's: new rows are found through the BRIN index on cq_xid,
+ *	  whatever the statistics say.  Returns the GUC nest level to restore.
+ */
+static int
+scan_settings(bool history)
+{
+	int			nest = NewGUCNestLevel();
+
+	if (!history)
+	{
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	return nest;
+}
+
+/*
+ * run_batch
+ *	  Steps 1-4 of a batch (file header), as the owner.  False when there
+ *	  was nothing to do.
+ */
+static bool
+run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool history,
+		  bool nodata_only, bool nodata_due, CqBatchResult *res, bool side_has[2],
+		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2])
+{
+	Datum		params[NPARAMS];
+	char		nulls[NPARAMS];
+	CqSnap	   *prev = cq_snap_parse(prev_text);
+	char	   *cur_text = cq_snap_current();
+	CqSnap	   *cur = cq_snap_parse(cur_text);
+	bool		nodata;
+	SideRead	r[2];
+	int			nest;
+	bool		isnull;
+	TimestampTz t1;
+	double		et_sum = 0;
+	int64		et_n = 0;
+
+	memset(nulls, ' ', sizeof(nulls));
+	memset(r, 0, sizeof(r));
+	nodata = nodata_only || (!history && cq_snap_nothing_new(prev, cur));
+	if (nodata && !nodata_due)
+		return false;
+	if (nodata)
+	{
+		cur_text = (char *) prev_text;
+		cur = prev;
+		res->nodata = true;
+		cq_status_report_message(CQ_MSG_CLEANUP);
+	}
+	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
+	params[1] = xid8_datum(cur->xmax);
+	params[2] = snapshot_datum(cur_text);
+	params[3] = snapshot_datum(prev_text);
+	params[4] = TimestampTzGetDatum(res->watermark);
+	nulls[4] = res->has_watermark ? ' ' : 'n';
+	params[5] = Int64GetDatum(res->batch_id);
+
+	t1 = GetCurrentTimestamp();
+	nest = scan_settings(history);
+	for (int s = 0; s < 2; s++)
+		add_new_rows(history ? sql->add_history[s] : sql->add[s], params, nulls, &r[s]);
+	AtEOXact_GUC(true, nest);
+	res->latest_offset_ms = ms_since(res->started_at);
+
+	if (!nodata && !history && r[0].rows + r[1].rows == 0)
+	{
+		/* only transactions without rows for these streams finished */
+		if (!nodata_due)
+			return false;
+		res->nodata = true;
+	}
+	if (!res->nodata)
+		cq_status_report_message(CQ_MSG_PROCESSING);
+	res->start_offset = pstrdup(prev_text);
+	res->end_offset = pstrdup(cur_text);
+
+	/* step 2: the matches */
+	cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
+	res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	for (int s = 0; s < 2; s++)
+		if (sql->matched[s])
+			cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
+
+	/* step 3: eviction with the watermark in effect (outer joins: unmatched rows out first) */
+	res->state_removed = 0;
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+		TimestampTz bound;
+		Oid			type = TIMESTAMPTZOID;
+		Datum		b;
+
+		if (!side->bounded || !res->has_watermark ||
+			pg_add_s64_overflow(res->watermark, side->bound_us, &bound))
+			continue;
+		b = TimestampTzGetDatum(bound);
+		if (sql->emit[s])
+		{
+			/* the bound as a value of the column's type (a timestamp's: at UTC) */
+			Oid			et_type = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+
+			cq_spi_exec_cached(sql->emit[s], SPI_OK_SELECT, 1, &et_type, &b, NULL);
+			res->output_rows += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
+		cq_spi_exec_cached(sql->evict[s], SPI_OK_SELECT, 1, &type, &b, NULL);
+		res->state_removed += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	cq_spi_exec_cached(sql->count, SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	for (int s = 0; s < 2; s++)
+		rows[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, s + 1, &isnull));
+
+	/* step 4: watermarks */
+	res->input_rows = r[0].rows + r[1].rows;
+	res->state_updated = r[0].added + r[1].added;
+	res->state_total = rows[0] + rows[1];
+	res->dropped_by_watermark = r[0].late + r[1].late;
+	res->has_event_time = false;
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+		TimestampTz cand;
+
+		dropped[s] = r[s].late;
+		if (!r[s].has_et)
+			continue;
+		if (!res->has_event_time || r[s].et_min < res->et_min)
+			res->et_min = r[s].et_min;
+		if (!res->has_event_time || r[s].et_max > res->et_max)
+			res->et_max = r[s].et_max;
+		res->has_event_time = true;
+		et_sum += r[s].et_avg_epoch * r[s].et_count;
+		et_n += r[s].et_count;
+		if (side->has_delay && !pg_sub_s64_overflow(r[s].et_max, side->delay_us, &cand) &&
+			IS_VALID_TIMESTAMP(cand) && (!side_has[s] || cand > side_wm[s]))
+		{
+			side_has[s] = true;
+			side_wm[s] = cand;
+		}
+	}
+	if (et_n > 0)
+		res->et_avg = (TimestampTz) ((et_sum / et_n - ((POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)) * USECS_PER_SEC);
+	res->has_next_watermark = res->has_watermark;
+	res->next_watermark = res->watermark;
+	if (an->join->has_watermark && side_has[0] && side_has[1])
+	{
+		TimestampTz global = Min(side_wm[0], side_wm[1]);
+
+		if (!res->has_next_watermark || global > res->next_watermark)
+		{
+			res->has_next_watermark = true;
+			res->next_watermark = global;
+		}
+	}
+	res->add_batch_ms = ms_since(t1);
+	return true;
+}
+
+/*
+ * cq_join_run_query
+ *	  A batch of a join of two streams, in the caller's transaction and SPI
+ *	  connection (batch.c's run_query, which has read the last offset and
+ *	  filled res's batch id and watermark).  nodata_only: only a due
+ *	  no-data batch.  res->ran is false when there was nothing to do.
+ */
+void
+cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_only,
+				  CqBatchResult *res)
+{
+	Oid			bufs[2];
+	char	   *late;
+	JoinSql		sql;
+	bool		history = !last->found && cq_query_reads_history(q);
+	const char *prev_text = last->found ? last->end_offset : q->start_offset;
+	bool		bounded = an->join->side[0].bounded || an->join->side[1].bounded;
+	bool		nodata_due;
+	bool		rebuild_needed;
+	bool		ran;
+	bool		side_has[2];
+	TimestampTz side_wm[2];
+	int64		rows[2] = {0, 0};
+	int64		dropped[2] = {0, 0};
+	CqSecurity	sec;
+
+	if (!buffers(q, bufs, &late))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
+				 errhint("Drop the query and create it again.")));
+	build_sql(an, q, bufs, late, &sql);
+	res->et_utc = !an->join->side[0].et_is_tz && !an->join->side[1].et_is_tz &&
+		an->join->side[0].et_attno != InvalidAttrNumber;
+
+	nodata_due = last->found && last->has_watermark && bounded &&
+		(!last->has_batch_watermark || last->watermark > last->batch_watermark);
+	if (nodata_only && !nodata_due)
+		return;
+	if (last->found)
+		last_side_watermarks(q, side_has, side_wm);
+	else
+		side_has[0] = side_has[1] = false;
+
+	if (!history)
+		for (int s = 0; s < 2; s++)
+			cq_source_summarize(an->join->side[s].relid);
+
+	res->rebuild_ms = -1;
+	rebuild_needed = get_rel_persistence(bufs[0]) == RELPERSISTENCE_UNLOGGED && cq_catalog_state_lost(q->id);
+
+	cq_security_owner(q->owner, &sec);
+	if (cq_work_mem_kb > 0)
+		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (q->timezone)
+		(void) set_config_option("TimeZone", q->timezone, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (rebuild_needed)
+	{
+		cq_spi_exec(psprintf("TRUNCATE %s, %s", cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1])),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		if (last->found)
+			res->state_total = rebuild(an, q, &sql, last, &res->rebuild_ms);
+	}
+	ran = run_batch(an, q, &sql, prev_text, history, nodata_only, nodata_due, res,
+					side_has, side_wm, rows, dropped);
+	cq_security_restore(&sec);
+
+	if (rebuild_needed)
+	{
+		cq_catalog_state_valid(q->id, Max(res->rebuild_ms, 0));
+		if (!ran && last->found)
+			cq_progress_set_state_rows(q, last->batch_id, res->state_total);
+	}
+	if (!ran)
+		return;
+	res->ran = true;
+	res->nodata_due_next = bounded && res->has_next_watermark &&
+		(!res->has_watermark || res->next_watermark > res->watermark);
+	res->duration_ms = ms_since(res->started_at);
+	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
+	res->input_rows_per_second = last->last_started_at == 0 ? -1 :
+		res->input_rows / Max((double) (res->started_at - last->last_started_at) / 1000000.0, 0.001);
+	cq_progress_record_batch(q, res);
+	record_sides(q, res->batch_id, side_has, side_wm, rows, dropped);
+}
+
+/*
+ * cq_join_explain
+ *	  cq.explain of a join of two streams: the statements of a batch, in
+ *	  the order they run, with what each parameter is.
+ */
+char *
+cq_join_explain(CqQuery *q)
+{
+	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	Oid			bufs[2];
+	char	   *late;
+	JoinSql		sql;
+	StringInfoData buf;
+
+	if (!buffers(q, bufs, &late))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
+				 errhint("Drop the query and create it again.")));
+	build_sql(an, q, bufs, late, &sql);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
+	appendStringInfo(&buf, "-- a join of two streams: a batch runs these statements as role %s, with\n"
+					 "-- search_path = pg_catalog, pg_temp and TimeZone = '%s'\n"
+					 "-- parameters: $1 xid8 lowest transaction id that can be new, $2 xid8 xmax of the\n"
+					 "-- end offset, $3 pg_snapshot end offset, $4 pg_snapshot start offset, $5 timestamptz\n"
+					 "-- watermark in effect (NULL = -infinity), $6 int8 batch id\n",
+					 quote_identifier(GetUserNameFromId(q->owner, false)), q->timezone ? q->timezone : "UTC");
+	for (int s = 0; s < 2; s++)
+		appendStringInfo(&buf, "-- 1.%d new rows of %s into its buffer, late rows counted:\n%s;\n", s + 1,
+						 get_rel_name(an->join->side[s].relid), sql.add[s]);
+	appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
+	for (int s = 0; s < 2; s++)
+		if (sql.matched[s])
+			appendStringInfo(&buf, "-- 2.%d outer join: rows of %s that matched in this batch are marked:\n%s;\n",
+							 s + 1, get_rel_name(an->join->side[s].relid), sql.matched[s]);
+	for (int s = 0; s < 2; s++)
+		if (an->join->side[s].bounded)
+			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds):\n%s;\n",
+							 s + 1, get_rel_name(an->join->side[s].relid),
+							 an->join->side[s].bound_us < 0 ? "-" : "+",
+							 an->join->side[s].bound_us < 0 ? -an->join->side[s].bound_us : an->join->side[s].bound_us,
+							 sql.evict[s]);
+	for (int s = 0; s < 2; s++)
+		if (sql.emit[s])
+			appendStringInfo(&buf, "-- before 3.%d, outer join: its unmatched rows to evict are written with NULLs:\n%s;\n",
+							 s + 1, sql.emit[s]);
+	return buf.data;
+}
+
+/*
+ * cq_join_restored
+ *	  A join of two streams restored from a dump was started over
+ *	  (restore.c): its second stream's rows become history too, and its
+ *	  buffers are made anew (the dump kept their rows and lost their
+ *	  dependencies).  Runs in the batch's transaction, before its batch.
+ */
+void
+cq_join_restored(CqQuery *q)
+{
+	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	Oid			relid = an->join->side[1].relid;
+	CqSecurity	sec;
+
+	cq_source_forget_stamps(relid, get_rel_owner_oid(relid));
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("DROP TABLE IF EXISTS %s, %s, %s", cq_objects_name(buffer_prefix[0], q->id),
+						 cq_objects_name(buffer_prefix[1], q->id), cq_objects_name("jd", q->id)),
+				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+	CommandCounterIncrement();
+	cq_join_create(an, q->name, q->id, q->owner, &q->opts);
+	q->state_table = cq_objects_relid(buffer_prefix[0], q->id);
+}
