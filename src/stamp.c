@@ -51,6 +51,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
+#include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "tcop/utility.h"
 #include "utils/fmgroids.h"
@@ -518,14 +519,15 @@ leaves_default(Plan *sub, AttrNumber att)
  * cq_brininsert does what brininsert does, keeping for the whole statement
  * (in indexInfo->ii_AmCache, like PostgreSQL 17) the metapage's figures and
  * a pin on the revmap page it read last: per row, it then only reads the
- * range's revmap entry, under the page's share lock.  A range with an
+ * range's revmap entry.  A range with an
  * index tuple (summarized, or being summarized: a placeholder) goes to
  * brininsert itself.  This is safe against concurrent summarization for the
  * reason brininsert is: the row is in the heap before its revmap entry is
  * read, and a summarization puts the range's placeholder tuple in the
  * revmap before it scans the range (including rows of transactions in
  * progress); so either the entry read here is the placeholder or a summary
- * (brininsert updates it), or the scan will see the row.  The revmap only
+ * (brininsert updates it), or the scan will see the row (range_has_tuple
+ * says why the entry may be read without the page's lock).  The revmap only
  * grows: pages past the cached last revmap page mean the metapage is read
  * again, never that the range is unsummarized.
  *
@@ -658,7 +660,6 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 	BlockNumber range = blk / c->pages_per_range;
 	BlockNumber mapblk = range / REVMAP_PAGE_MAXITEMS + 1;	/* after the metapage */
 	RevmapContents *contents;
-	bool		found;
 
 	if (mapblk > c->last_revmap_page)
 	{
@@ -677,11 +678,25 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 		c->owner = CurrentResourceOwner;
 		dlist_push_head(&pinned_caches, &c->node);
 	}
-	LockBuffer(c->revmap_buf, BUFFER_LOCK_SHARE);
+
+	/*
+	 * The entry is read without the page's content lock (which every
+	 * writer of the table would otherwise take and release, on the same
+	 * cache line, for every row).  What matters is only whether its offset
+	 * number (one aligned uint16) is 0, and a stale 0 cannot hide a
+	 * summarization that might miss the row: the summarizer sets the entry
+	 * (placeholder) under the exclusive lock before it locks the row's heap
+	 * page to scan it, and this backend released its lock on that page
+	 * (heap_insert) before getting here.  If the summarizer's scan locked
+	 * the page first, the placeholder was set before this backend locked
+	 * the page, so the read below (after a full barrier) sees it;
+	 * otherwise the scan sees the row.  The pinned page stays a revmap page
+	 * (the revmap only grows) and is not evicted.
+	 */
 	contents = (RevmapContents *) PageGetContents(BufferGetPage(c->revmap_buf));
-	found = ItemPointerIsValid(&contents->rm_tids[range % REVMAP_PAGE_MAXITEMS]);
-	LockBuffer(c->revmap_buf, BUFFER_LOCK_UNLOCK);
-	return found;
+	pg_memory_barrier();
+	return ((volatile ItemPointerData *) &contents->rm_tids[range % REVMAP_PAGE_MAXITEMS])->ip_posid !=
+		InvalidOffsetNumber;
 }
 
 /*

@@ -77,6 +77,7 @@ cq_source_tracking_attnum(Oid relid)
 }
 
 static Oid	tracking_index(Relation heap, AttrNumber att);
+static void desummarize_last_range(Oid relid);
 
 /*
  * has_tracking_index
@@ -554,10 +555,13 @@ add_tracking(Oid relid, TrackPlan *tp)
 	 * writers, for nothing.
 	 */
 	if (tp->add_index)
+	{
 		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
 							 "WITH (pages_per_range = %d)",
 							 tp->rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		desummarize_last_range(relid);
+	}
 	if (tp->add_wakeup)
 		add_wakeup_trigger(relid);
 	if (tp->add_stamp)
@@ -964,6 +968,52 @@ summarize_leaf(Oid relid)
 		}
 	}
 	UnlockRelationOid(relid, ShareUpdateExclusiveLock);
+}
+
+/*
+ * desummarize_last_range
+ *	  A BRIN index build summarizes every range, the last, partial one too
+ *	  (range 0 of an empty table: an empty summary); every row then
+ *	  inserted into that range until the table grows past it would go
+ *	  through the summary (brininsert's whole path: reading and comparing
+ *	  it, widening it for each new transaction).  Leave the last range of a
+ *	  fresh tracking index unsummarized, as cq_source_summarize keeps the
+ *	  ranges being filled; the index scans of batches read it whole anyway.
+ *	  The table is locked by the index build.
+ */
+static void
+desummarize_last_range(Oid relid)
+{
+	List	   *tables = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		Oid			leaf = lfirst_oid(lc);
+		AttrNumber	att;
+		Relation	heap;
+		Oid			idx;
+		BlockNumber nblocks;
+		BlockNumber ppr;
+		Relation	irel;
+
+		if (get_rel_relkind(leaf) != RELKIND_RELATION ||
+			(att = cq_source_tracking_attnum(leaf)) == InvalidAttrNumber)
+			continue;
+		heap = table_open(leaf, NoLock);
+		idx = tracking_index(heap, att);
+		nblocks = RelationGetNumberOfBlocks(heap);
+		table_close(heap, NoLock);
+		if (!OidIsValid(idx))
+			continue;
+		irel = index_open(idx, AccessShareLock);
+		ppr = BrinGetPagesPerRange(irel);
+		index_close(irel, AccessShareLock);
+		if (nblocks == 0 || nblocks % ppr != 0)
+			(void) DirectFunctionCall2(brin_desummarize_range, ObjectIdGetDatum(idx),
+									   Int64GetDatum((int64) (nblocks / ppr) * ppr));
+	}
 }
 
 /*
