@@ -345,6 +345,21 @@ fast_table(Relation rel)
 			e->wakeup = wakeup_only(e->copy, &e->wakeup_enabled);
 			if (e->wakeup)
 				e->copy->trig_insert_after_statement = false;
+			if (!e->copy->trig_insert_after_row && !e->copy->trig_insert_instead_row &&
+				!e->copy->trig_insert_before_statement && !e->copy->trig_insert_after_statement &&
+				!e->copy->trig_insert_new_table)
+			{
+				/*
+				 * Nothing left that an INSERT or COPY fires: a copy without
+				 * triggers, which gives the statement's ResultRelInfo none
+				 * (CopyTriggerDesc), so it does not copy the table's
+				 * triggers for nothing.  (ON CONFLICT, which could fire
+				 * UPDATE triggers, never takes the fast path.)
+				 */
+				FreeTriggerDesc(e->copy);
+				e->copy = MemoryContextAllocZero(TopMemoryContext, sizeof(TriggerDesc));
+				e->copy->triggers = MemoryContextAllocZero(TopMemoryContext, sizeof(Trigger));
+			}
 		}
 	}
 	PG_CATCH();
@@ -561,6 +576,16 @@ static dlist_head pinned_caches = DLIST_STATIC_INIT(pinned_caches);
 static uint64 brin_cache_seq = 0;
 
 /*
+ * The shared buffers that the metapage and the revmap page of the index
+ * written last were found in: a statement that writes the index again (a
+ * single-row INSERT after another) pins them with ReadRecentBuffer, which
+ * checks that they still hold the page, without the buffer mapping look-up.
+ */
+static Oid	recent_index = InvalidOid;
+static Buffer recent_meta = InvalidBuffer;
+static Buffer recent_revmap = InvalidBuffer;
+
+/*
  * brin_cache_unpin
  *	  Release the cache's revmap pin, as the resource owner that took it.
  */
@@ -633,13 +658,32 @@ brin_cache_unpin_since(uint64 seq)
 }
 
 /*
+ * read_recent
+ *	  Pin block blk of an index: in *recent if it still holds it, else
+ *	  read it (and remember where).
+ */
+static Buffer
+read_recent(Relation idx, BlockNumber blk, Buffer *recent)
+{
+	if (recent_index != RelationGetRelid(idx))
+	{
+		recent_index = RelationGetRelid(idx);
+		recent_meta = recent_revmap = InvalidBuffer;
+	}
+	if (BufferIsValid(*recent) && ReadRecentBuffer(idx->rd_node, MAIN_FORKNUM, blk, *recent))
+		return *recent;
+	*recent = ReadBuffer(idx, blk);
+	return *recent;
+}
+
+/*
  * brin_read_meta
  *	  Read pages per range and the last revmap page from the metapage.
  */
 static void
 brin_read_meta(BrinInsertCache *c, Relation idx)
 {
-	Buffer		meta = ReadBuffer(idx, BRIN_METAPAGE_BLKNO);
+	Buffer		meta = read_recent(idx, BRIN_METAPAGE_BLKNO, &recent_meta);
 	BrinMetaPageData *md;
 
 	LockBuffer(meta, BUFFER_LOCK_SHARE);
@@ -673,7 +717,7 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 		Buffer		buf;
 
 		brin_cache_unpin(c);
-		buf = ReadBuffer(idx, mapblk);
+		buf = read_recent(idx, mapblk, &recent_revmap);
 		c->revmap_buf = buf;
 		c->owner = CurrentResourceOwner;
 		dlist_push_head(&pinned_caches, &c->node);
