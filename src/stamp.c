@@ -842,7 +842,9 @@ brin_swap_insert(QueryDesc *queryDesc)
 /*
  * brin_swap_table
  *	  brin_swap_aminsert for the indexes of a table about to be written by
- *	  COPY, which opens them itself (with the same lock).
+ *	  COPY, which opens them itself (with the same lock), or whose stamp
+ *	  trigger fires for the first time in a statement (a partition that
+ *	  rows are routed to: its indexes are open already).
  */
 static void
 brin_swap_table(Relation rel)
@@ -1113,6 +1115,7 @@ cq_stamp_init(void)
 	CacheRegisterRelcacheCallback(fast_tables_inval, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, functions_inval, (Datum) 0);
 	RegisterResourceReleaseCallback(brin_cache_resowner, NULL);
+	cq_stamp_first_row_hook = brin_swap_table;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = cq_stamp_ExecutorStart;
 	prev_ProcessUtility = ProcessUtility_hook;

@@ -679,6 +679,8 @@ static struct
 /* tables whose cq_xid pg_cq itself rewrites (cq_source_forget_stamps) */
 static List *stamp_bypass = NIL;
 
+cq_stamp_first_row_hook_type cq_stamp_first_row_hook = NULL;
+
 /* per trigger call site (FmgrInfo): where cq_xid is in the table */
 typedef struct StampCache
 {
@@ -701,10 +703,11 @@ same_stamp(bool isnull1, Datum d1, bool isnull2, Datum d2)
 /*
  * stamp_cache
  *	  The attribute number of cq_xid in the trigger's table, cached in
- *	  fn_extra per relation.
+ *	  fn_extra per relation.  At an INSERT's first row of the table (a
+ *	  partition rows are routed to, say), cq_stamp_first_row_hook.
  */
 static StampCache *
-stamp_cache(FunctionCallInfo fcinfo, Relation rel)
+stamp_cache(FunctionCallInfo fcinfo, Relation rel, bool insert)
 {
 	StampCache *cache;
 
@@ -726,6 +729,8 @@ stamp_cache(FunctionCallInfo fcinfo, Relation rel)
 				cache->att = a->attnum;
 		}
 		fcinfo->flinfo->fn_extra = cache;
+		if (insert && cq_stamp_first_row_hook)
+			cq_stamp_first_row_hook(rel);
 	}
 	return cache;
 }
@@ -846,7 +851,7 @@ cq_stamp(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
-	cache = stamp_cache(fcinfo, td->tg_relation);
+	cache = stamp_cache(fcinfo, td->tg_relation, TRIGGER_FIRED_BY_INSERT(td->tg_event));
 	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
 		return stamp_insert(td, cache);
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
