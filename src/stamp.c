@@ -2,8 +2,10 @@
  *
  * stamp.c
  *	  The write path of a tracked source: statements that leave cq_xid to
- *	  its default skip the stamp row trigger, and the stamp trigger cannot
- *	  be dropped or disabled while queries read the table.
+ *	  its default skip the stamp row trigger, rows go into the BRIN index on
+ *	  cq_xid without re-reading its metapage and revmap page for every row
+ *	  (cq_brininsert, below), and the stamp trigger cannot be dropped or
+ *	  disabled while queries read the table.
  *
  * The row trigger zz_cq_stamp only compares when the column's default
  * stamped the row: the statement did not give cq_xid a value and the default
