@@ -2,8 +2,10 @@
  *
  * stamp.c
  *	  The write path of a tracked source: statements that leave cq_xid to
- *	  its default skip the stamp row trigger, and the stamp trigger cannot
- *	  be dropped or disabled while queries read the table.
+ *	  its default skip the stamp row trigger, rows go into the BRIN index on
+ *	  cq_xid without re-reading its metapage and revmap page for every row
+ *	  (cq_brininsert, below), and the stamp trigger cannot be dropped or
+ *	  disabled while queries read the table.
  *
  * The row trigger zz_cq_stamp only compares when the column's default
  * stamped the row: the statement did not give cq_xid a value and the default
@@ -32,6 +34,9 @@
  */
 #include "postgres.h"
 
+#include "access/brin.h"
+#include "access/brin_internal.h"
+#include "access/brin_page.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -43,16 +48,20 @@
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
+#include "lib/ilist.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
 #include "parser/parsetree.h"
+#include "port/atomics.h"
+#include "storage/bufmgr.h"
 #include "tcop/utility.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 #include "stamp.h"
@@ -338,6 +347,21 @@ fast_table(Relation rel)
 			e->wakeup = wakeup_only(e->copy, &e->wakeup_enabled);
 			if (e->wakeup)
 				e->copy->trig_insert_after_statement = false;
+			if (!e->copy->trig_insert_after_row && !e->copy->trig_insert_instead_row &&
+				!e->copy->trig_insert_before_statement && !e->copy->trig_insert_after_statement &&
+				!e->copy->trig_insert_new_table)
+			{
+				/*
+				 * Nothing left that an INSERT or COPY fires: a copy without
+				 * triggers, which gives the statement's ResultRelInfo none
+				 * (CopyTriggerDesc), so it does not copy the table's
+				 * triggers for nothing.  (ON CONFLICT, which could fire
+				 * UPDATE triggers, never takes the fast path.)
+				 */
+				FreeTriggerDesc(e->copy);
+				e->copy = MemoryContextAllocZero(TopMemoryContext, sizeof(TriggerDesc));
+				e->copy->triggers = MemoryContextAllocZero(TopMemoryContext, sizeof(Trigger));
+			}
 		}
 	}
 	PG_CATCH();
@@ -501,6 +525,349 @@ leaves_default(Plan *sub, AttrNumber att)
 }
 
 /*
+ * The BRIN index on cq_xid.  PostgreSQL 15's brininsert() reads the index's
+ * metapage and the revmap page of the row's page range for every row it is
+ * given (about a quarter of what inserting a row into a tracked table
+ * costs), though for nearly every row of a tracked source it then has
+ * nothing to do: rows land in the table's last page range, which pg_cq
+ * leaves unsummarized while it fills (cq_source_summarize), and an
+ * unsummarized range has no index tuple to update.
+ *
+ * cq_brininsert does what brininsert does, keeping for the whole statement
+ * (in indexInfo->ii_AmCache, like PostgreSQL 17) the metapage's figures and
+ * a pin on the revmap page it read last: per row, it then only reads the
+ * range's revmap entry.  A range with an
+ * index tuple (summarized, or being summarized: a placeholder) goes to
+ * brininsert itself.  This is safe against concurrent summarization for the
+ * reason brininsert is: the row is in the heap before its revmap entry is
+ * read, and a summarization puts the range's placeholder tuple in the
+ * revmap before it scans the range (including rows of transactions in
+ * progress); so either the entry read here is the placeholder or a summary
+ * (brininsert updates it), or the scan will see the row (range_has_tuple
+ * says why the entry may be read without the page's lock).  The revmap only
+ * grows: pages past the cached last revmap page mean the metapage is read
+ * again, never that the range is unsummarized.
+ *
+ * It replaces aminsert in the relation cache entry of each BRIN index whose
+ * key is of type xid8 (pg_cq's operator class cq.xid8_minmax_ops), when an
+ * INSERT or COPY is about to write the table (the entry keeps it until it
+ * is rebuilt).  The index stays a plain BRIN index in the catalog: nothing
+ * changes for dump, restore, pg_upgrade or brin_summarize_range().
+ *
+ * The revmap pin is held by the resource owner that was current when it
+ * was taken, and released when the statement's memory goes
+ * (ii_Context's reset callback), at the end of a COPY (its ResultRelInfo
+ * lives in longer memory), or, on error, by the resource owner itself:
+ * a resource-release callback then forgets it.
+ */
+typedef struct BrinInsertCache
+{
+	const char *magic;			/* brin_cache_magic: ours, not brininsert's */
+	void	   *brin_cache;		/* brininsert's own ii_AmCache (a BrinDesc) */
+	BlockNumber pages_per_range;	/* from the metapage */
+	BlockNumber last_revmap_page;	/* from the metapage (only grows) */
+	Buffer		revmap_buf;		/* pinned revmap page, or InvalidBuffer */
+	ResourceOwner owner;		/* holds the pin */
+	uint64		seq;			/* creation order (end of a COPY) */
+	dlist_node	node;			/* in pinned_caches while pinned */
+	MemoryContextCallback reset;	/* on ii_Context */
+} BrinInsertCache;
+
+static const char brin_cache_magic[] = "pg_cq brin insert cache";
+static dlist_head pinned_caches = DLIST_STATIC_INIT(pinned_caches);
+static uint64 brin_cache_seq = 0;
+
+/*
+ * The shared buffers that the metapage and the revmap page of the index
+ * written last were found in: a statement that writes the index again (a
+ * single-row INSERT after another) pins them with ReadRecentBuffer, which
+ * checks that they still hold the page, without the buffer mapping look-up.
+ */
+static Oid	recent_index = InvalidOid;
+static Buffer recent_meta = InvalidBuffer;
+static Buffer recent_revmap = InvalidBuffer;
+
+/*
+ * brin_cache_unpin
+ *	  Release the cache's revmap pin, as the resource owner that took it.
+ */
+static void
+brin_cache_unpin(BrinInsertCache *c)
+{
+	Buffer		buf = c->revmap_buf;
+	ResourceOwner save = CurrentResourceOwner;
+
+	if (!BufferIsValid(buf))
+		return;
+	c->revmap_buf = InvalidBuffer;
+	dlist_delete(&c->node);
+	CurrentResourceOwner = c->owner;
+	ReleaseBuffer(buf);
+	CurrentResourceOwner = save;
+}
+
+/*
+ * brin_cache_reset
+ *	  Memory context callback: the statement's memory (ii_Context) goes.
+ */
+static void
+brin_cache_reset(void *arg)
+{
+	brin_cache_unpin((BrinInsertCache *) arg);
+}
+
+/*
+ * brin_cache_resowner
+ *	  Resource-release callback: a resource owner released its buffer pins
+ *	  (error, or a pin left at commit): the caches it held pins for forget
+ *	  them.  CurrentResourceOwner is the owner being released.
+ */
+static void
+brin_cache_resowner(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg)
+{
+	dlist_mutable_iter it;
+
+	if (phase != RESOURCE_RELEASE_BEFORE_LOCKS)
+		return;
+	dlist_foreach_modify(it, &pinned_caches)
+	{
+		BrinInsertCache *c = dlist_container(BrinInsertCache, node, it.cur);
+
+		if (c->owner == CurrentResourceOwner)
+		{
+			c->revmap_buf = InvalidBuffer;
+			dlist_delete(&c->node);
+		}
+	}
+}
+
+/*
+ * brin_cache_unpin_since
+ *	  Release the pins of the caches made after seq (the end of a COPY).
+ */
+static void
+brin_cache_unpin_since(uint64 seq)
+{
+	dlist_mutable_iter it;
+
+	dlist_foreach_modify(it, &pinned_caches)
+	{
+		BrinInsertCache *c = dlist_container(BrinInsertCache, node, it.cur);
+
+		if (c->seq > seq)
+			brin_cache_unpin(c);
+	}
+}
+
+/*
+ * read_recent
+ *	  Pin block blk of an index: in *recent if it still holds it, else
+ *	  read it (and remember where).
+ */
+static Buffer
+read_recent(Relation idx, BlockNumber blk, Buffer *recent)
+{
+	if (recent_index != RelationGetRelid(idx))
+	{
+		recent_index = RelationGetRelid(idx);
+		recent_meta = recent_revmap = InvalidBuffer;
+	}
+	if (BufferIsValid(*recent) && ReadRecentBuffer(idx->rd_node, MAIN_FORKNUM, blk, *recent))
+		return *recent;
+	*recent = ReadBuffer(idx, blk);
+	return *recent;
+}
+
+/*
+ * brin_read_meta
+ *	  Read pages per range and the last revmap page from the metapage.
+ */
+static void
+brin_read_meta(BrinInsertCache *c, Relation idx)
+{
+	Buffer		meta = read_recent(idx, BRIN_METAPAGE_BLKNO, &recent_meta);
+	BrinMetaPageData *md;
+
+	LockBuffer(meta, BUFFER_LOCK_SHARE);
+	md = (BrinMetaPageData *) PageGetContents(BufferGetPage(meta));
+	c->pages_per_range = md->pagesPerRange;
+	c->last_revmap_page = md->lastRevmapPage;
+	UnlockReleaseBuffer(meta);
+}
+
+/*
+ * range_has_tuple
+ *	  Does the revmap point the range of heap block blk at an index tuple
+ *	  (a summary or a placeholder)?
+ */
+static bool
+range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
+{
+	BlockNumber range = blk / c->pages_per_range;
+	BlockNumber mapblk = range / REVMAP_PAGE_MAXITEMS + 1;	/* after the metapage */
+	RevmapContents *contents;
+
+	if (mapblk > c->last_revmap_page)
+	{
+		/* the revmap may have grown since it was read: read it again */
+		brin_read_meta(c, idx);
+		if (mapblk > c->last_revmap_page)
+			return false;		/* no revmap page covers the range yet */
+	}
+	if (!BufferIsValid(c->revmap_buf) || BufferGetBlockNumber(c->revmap_buf) != mapblk)
+	{
+		Buffer		buf;
+
+		brin_cache_unpin(c);
+		buf = read_recent(idx, mapblk, &recent_revmap);
+		c->revmap_buf = buf;
+		c->owner = CurrentResourceOwner;
+		dlist_push_head(&pinned_caches, &c->node);
+	}
+
+	/*
+	 * The entry is read without the page's content lock (which every
+	 * writer of the table would otherwise take and release, on the same
+	 * cache line, for every row).  What matters is only whether its offset
+	 * number (one aligned uint16) is 0, and a stale 0 cannot hide a
+	 * summarization that might miss the row: the summarizer sets the entry
+	 * (placeholder) under the exclusive lock before it locks the row's heap
+	 * page to scan it, and this backend released its lock on that page
+	 * (heap_insert) before getting here.  If the summarizer's scan locked
+	 * the page first, the placeholder was set before this backend locked
+	 * the page, so the read below (after a full barrier) sees it;
+	 * otherwise the scan sees the row.  The pinned page stays a revmap page
+	 * (the revmap only grows) and is not evicted.
+	 */
+	contents = (RevmapContents *) PageGetContents(BufferGetPage(c->revmap_buf));
+	pg_memory_barrier();
+	return ((volatile ItemPointerData *) &contents->rm_tids[range % REVMAP_PAGE_MAXITEMS])->ip_posid !=
+		InvalidOffsetNumber;
+}
+
+/*
+ * cq_brininsert
+ *	  aminsert of a BRIN index on xid8: brininsert, which does nothing when
+ *	  the row's range has no index tuple, without reading the metapage and
+ *	  the revmap page for every row.
+ */
+static bool
+cq_brininsert(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
+			  Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+			  IndexInfo *indexInfo)
+{
+	BrinInsertCache *c = indexInfo->ii_AmCache;
+	BlockNumber blk = ItemPointerGetBlockNumber(heaptid);
+	bool		result;
+
+	if (c == NULL)
+	{
+		c = MemoryContextAllocZero(indexInfo->ii_Context, sizeof(BrinInsertCache));
+		c->magic = brin_cache_magic;
+		c->revmap_buf = InvalidBuffer;
+		c->seq = ++brin_cache_seq;
+		brin_read_meta(c, idx);
+		c->reset.func = brin_cache_reset;
+		c->reset.arg = c;
+		MemoryContextRegisterResetCallback(indexInfo->ii_Context, &c->reset);
+		indexInfo->ii_AmCache = c;
+	}
+	else if (c->magic != brin_cache_magic)
+		/* brininsert's cache: the statement began before the swap */
+		return brininsert(idx, values, isnull, heaptid, heap, checkUnique, indexUnchanged, indexInfo);
+
+	/*
+	 * The first row of a range's first page, with autosummarize: brininsert
+	 * asks autovacuum to summarize the previous range.
+	 */
+	if (!(BrinGetAutoSummarize(idx) && blk > 0 && blk % c->pages_per_range == 0 &&
+		  ItemPointerGetOffsetNumber(heaptid) == FirstOffsetNumber) &&
+		!range_has_tuple(c, idx, blk))
+		return false;
+
+	indexInfo->ii_AmCache = c->brin_cache;
+	result = brininsert(idx, values, isnull, heaptid, heap, checkUnique, indexUnchanged, indexInfo);
+	c->brin_cache = indexInfo->ii_AmCache;
+	indexInfo->ii_AmCache = c;
+	return result;
+}
+
+/*
+ * brin_swap_aminsert
+ *	  Make cq_brininsert the aminsert of an open index, if it is a BRIN
+ *	  index on one xid8 column.
+ */
+static void
+brin_swap_aminsert(Relation idx)
+{
+	if (idx->rd_indam->aminsert == brininsert && idx->rd_index != NULL &&
+		idx->rd_index->indnatts == 1 && idx->rd_opcintype[0] == XID8OID)
+		idx->rd_indam->aminsert = cq_brininsert;
+}
+
+/*
+ * brin_swap_insert
+ *	  brin_swap_aminsert for the indexes of the table an INSERT writes.
+ *	  The executor opens them at the first row (ExecInsert): they are opened
+ *	  here instead, the same way, in the statement's memory.  (Partitions
+ *	  that rows are routed to are opened later, untouched.)
+ */
+static void
+brin_swap_insert(QueryDesc *queryDesc)
+{
+	ModifyTableState *mts = (ModifyTableState *) queryDesc->planstate;
+	ModifyTable *mt;
+
+	if (queryDesc->operation != CMD_INSERT || mts == NULL || !IsA(mts, ModifyTableState))
+		return;
+	mt = (ModifyTable *) mts->ps.plan;
+	for (int r = 0; r < mts->mt_nrels; r++)
+	{
+		ResultRelInfo *rri = &mts->resultRelInfo[r];
+		Relation	rel = rri->ri_RelationDesc;
+
+		if (rel->rd_rel->relkind != RELKIND_RELATION || !rel->rd_rel->relhasindex)
+			continue;
+		if (rri->ri_IndexRelationDescs == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+
+			ExecOpenIndices(rri, mt->onConflictAction != ONCONFLICT_NONE);
+			MemoryContextSwitchTo(old);
+		}
+		for (int i = 0; i < rri->ri_NumIndices; i++)
+			if (rri->ri_IndexRelationDescs[i] != NULL)
+				brin_swap_aminsert(rri->ri_IndexRelationDescs[i]);
+	}
+}
+
+/*
+ * brin_swap_table
+ *	  brin_swap_aminsert for the indexes of a table about to be written by
+ *	  COPY, which opens them itself (with the same lock), or whose stamp
+ *	  trigger fires for the first time in a statement (a partition that
+ *	  rows are routed to: its indexes are open already).
+ */
+static void
+brin_swap_table(Relation rel)
+{
+	List	   *indexes;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || !rel->rd_rel->relhasindex)
+		return;
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), RowExclusiveLock);
+
+		brin_swap_aminsert(idx);
+		index_close(idx, NoLock);
+	}
+	list_free(indexes);
+}
+
+/*
  * cq_stamp_ExecutorStart
  *	  ExecutorStart hook: an INSERT that leaves cq_xid to the default of a
  *	  table whose only BEFORE ROW INSERT trigger is zz_cq_stamp is started
@@ -543,6 +910,8 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 			prev_ExecutorStart(queryDesc, eflags);
 		else
 			standard_ExecutorStart(queryDesc, eflags);
+		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+			brin_swap_insert(queryDesc);
 	}
 	PG_FINALLY();
 	{
@@ -676,9 +1045,26 @@ cq_stamp_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOn
 	StampSwap  *outer = active_swap;
 	StampSwap  *volatile nested;
 	volatile Relation rel = NULL;
+	uint64		seq = brin_cache_seq;
+	bool		copy_from = IsA(pstmt->utilityStmt, CopyStmt) &&
+		((CopyStmt *) pstmt->utilityStmt)->is_from;
 
 	/* before nested_begin: nothing may fail between it and PG_TRY */
 	check_stamp_ddl(pstmt->utilityStmt);
+	if (copy_from && ((CopyStmt *) pstmt->utilityStmt)->relation != NULL && IsTransactionState())
+	{
+		/* the lock COPY FROM takes on the table it then opens the same way */
+		Oid			relid = RangeVarGetRelid(((CopyStmt *) pstmt->utilityStmt)->relation,
+											 RowExclusiveLock, true);
+
+		if (OidIsValid(relid))
+		{
+			Relation	target = relation_open(relid, NoLock);
+
+			brin_swap_table(target);
+			relation_close(target, NoLock);
+		}
+	}
 	nested = nested_begin();
 	if (outer == NULL && copy_leaves_default(pstmt->utilityStmt) && IsTransactionState())
 	{
@@ -716,6 +1102,9 @@ cq_stamp_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOn
 	PG_END_TRY();
 	if (rel != NULL)
 		table_close(rel, NoLock);
+	/* the COPY's ResultRelInfo outlives it: its revmap pins do not */
+	if (copy_from)
+		brin_cache_unpin_since(seq);
 }
 
 /*
@@ -727,6 +1116,8 @@ cq_stamp_init(void)
 {
 	CacheRegisterRelcacheCallback(fast_tables_inval, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, functions_inval, (Datum) 0);
+	RegisterResourceReleaseCallback(brin_cache_resowner, NULL);
+	cq_stamp_first_row_hook = brin_swap_table;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = cq_stamp_ExecutorStart;
 	prev_ProcessUtility = ProcessUtility_hook;

@@ -77,6 +77,7 @@ cq_source_tracking_attnum(Oid relid)
 }
 
 static Oid	tracking_index(Relation heap, AttrNumber att);
+static void desummarize_last_range(Oid relid);
 
 /*
  * has_tracking_index
@@ -559,10 +560,13 @@ add_tracking(Oid relid, TrackPlan *tp)
 	 * writers, for nothing.
 	 */
 	if (tp->add_index)
+	{
 		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
 							 "WITH (pages_per_range = %d)",
 							 tp->rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		desummarize_last_range(relid);
+	}
 	if (tp->add_wakeup)
 		add_wakeup_trigger(relid);
 	if (tp->add_stamp)
@@ -680,6 +684,8 @@ static struct
 /* tables whose cq_xid pg_cq itself rewrites (cq_source_forget_stamps) */
 static List *stamp_bypass = NIL;
 
+cq_stamp_first_row_hook_type cq_stamp_first_row_hook = NULL;
+
 /* per trigger call site (FmgrInfo): where cq_xid is in the table */
 typedef struct StampCache
 {
@@ -702,10 +708,11 @@ same_stamp(bool isnull1, Datum d1, bool isnull2, Datum d2)
 /*
  * stamp_cache
  *	  The attribute number of cq_xid in the trigger's table, cached in
- *	  fn_extra per relation.
+ *	  fn_extra per relation.  At an INSERT's first row of the table (a
+ *	  partition rows are routed to, say), cq_stamp_first_row_hook.
  */
 static StampCache *
-stamp_cache(FunctionCallInfo fcinfo, Relation rel)
+stamp_cache(FunctionCallInfo fcinfo, Relation rel, bool insert)
 {
 	StampCache *cache;
 
@@ -727,6 +734,8 @@ stamp_cache(FunctionCallInfo fcinfo, Relation rel)
 				cache->att = a->attnum;
 		}
 		fcinfo->flinfo->fn_extra = cache;
+		if (insert && cq_stamp_first_row_hook)
+			cq_stamp_first_row_hook(rel);
 	}
 	return cache;
 }
@@ -847,7 +856,7 @@ cq_stamp(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("cq.stamp() must be called as a BEFORE ... FOR EACH ROW trigger")));
-	cache = stamp_cache(fcinfo, td->tg_relation);
+	cache = stamp_cache(fcinfo, td->tg_relation, TRIGGER_FIRED_BY_INSERT(td->tg_event));
 	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
 		return stamp_insert(td, cache);
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
@@ -969,6 +978,52 @@ summarize_leaf(Oid relid)
 		}
 	}
 	UnlockRelationOid(relid, ShareUpdateExclusiveLock);
+}
+
+/*
+ * desummarize_last_range
+ *	  A BRIN index build summarizes every range, the last, partial one too
+ *	  (range 0 of an empty table: an empty summary); every row then
+ *	  inserted into that range until the table grows past it would go
+ *	  through the summary (brininsert's whole path: reading and comparing
+ *	  it, widening it for each new transaction).  Leave the last range of a
+ *	  fresh tracking index unsummarized, as cq_source_summarize keeps the
+ *	  ranges being filled; the index scans of batches read it whole anyway.
+ *	  The table is locked by the index build.
+ */
+static void
+desummarize_last_range(Oid relid)
+{
+	List	   *tables = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		Oid			leaf = lfirst_oid(lc);
+		AttrNumber	att;
+		Relation	heap;
+		Oid			idx;
+		BlockNumber nblocks;
+		BlockNumber ppr;
+		Relation	irel;
+
+		if (get_rel_relkind(leaf) != RELKIND_RELATION ||
+			(att = cq_source_tracking_attnum(leaf)) == InvalidAttrNumber)
+			continue;
+		heap = table_open(leaf, NoLock);
+		idx = tracking_index(heap, att);
+		nblocks = RelationGetNumberOfBlocks(heap);
+		table_close(heap, NoLock);
+		if (!OidIsValid(idx))
+			continue;
+		irel = index_open(idx, AccessShareLock);
+		ppr = BrinGetPagesPerRange(irel);
+		index_close(irel, AccessShareLock);
+		if (nblocks == 0 || nblocks % ppr != 0)
+			(void) DirectFunctionCall2(brin_desummarize_range, ObjectIdGetDatum(idx),
+									   Int64GetDatum((int64) (nblocks / ppr) * ppr));
+	}
 }
 
 /*

@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 #include "access/attnum.h"
+#include "utils/relcache.h"
 
 #define CQ_TRACKING_COLUMN "cq_xid"
 #define CQ_STAMP_TRIGGER "zz_cq_stamp"	/* row trigger that stamps cq_xid */
@@ -27,5 +28,13 @@ extern void cq_source_after_inherit(Oid child);
 extern Oid	cq_tracking_trigger_function(const char *name);
 extern bool cq_tracking_dropping_stamp(void);
 extern bool cq_tracking_has_trigger(Oid relid, Oid func);
+
+/*
+ * Called by the stamp trigger at its first row of a table in a statement
+ * (set by stamp.c: the table's BRIN index on cq_xid takes pg_cq's insert
+ * routine, for partitions that rows are routed to).
+ */
+typedef void (*cq_stamp_first_row_hook_type) (Relation rel);
+extern PGDLLIMPORT cq_stamp_first_row_hook_type cq_stamp_first_row_hook;
 
 #endif							/* CQ_TRACKING_H */
