@@ -21,7 +21,7 @@ use File::Basename qw(basename dirname);
 my @LAYERS = qw(
     guc shmem wakeup security sql_builder
     options catalog progress combine aggregates analyze
-    tracking stamp offsets delta state sink dedup plan
+    tracking stamp offsets delta state sink dedup store plan
     objects restore status batch runner
     launcher scheduler worker
     api explain control ddl truncate window

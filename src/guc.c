@@ -29,6 +29,7 @@ int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
+int			cq_state_memory_kb = 65536;
 
 /*
  * cq_guc_init
@@ -43,6 +44,15 @@ cq_guc_init(void)
 							"and a few CTE buffers at once, each spilling to disk beyond this size.",
 							&cq_work_mem_kb,
 							4096, -1, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.state_memory",
+							"Shared memory the state of one continuous query with state_storage 'memory' may take.",
+							"Counted as the size of its state rows plus a small overhead per group; a batch "
+							"that would exceed it fails (the state is unchanged).",
+							&cq_state_memory_kb,
+							65536, 64, MAX_KILOBYTES,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 

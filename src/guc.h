@@ -17,5 +17,6 @@ extern int	cq_max_queries;
 extern int	cq_max_workers;
 extern int	cq_naptime_ms;
 extern bool cq_allow_source_truncate;
+extern int	cq_state_memory_kb;
 
 #endif							/* CQ_GUC_H */

@@ -49,6 +49,7 @@
 #include "utils/ruleutils.h"
 
 #include "objects.h"
+#include "store.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "options.h"
@@ -316,6 +317,17 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	{
 		cq_catalog_set_state_table(id, InvalidOid);
 		return;
+	}
+	if (strcmp(opts->state_storage, "memory") == 0)
+	{
+		const char *why;
+
+		if (!cq_store_supported(an, InvalidOid, &why))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("continuous query cannot keep its state in shared memory"),
+					 errdetail("%s", why),
+					 errhint("Use state_storage = 'unlogged' (the default) or 'logged'.")));
 	}
 	if (an->is_dedup)
 	{
