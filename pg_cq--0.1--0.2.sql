@@ -201,3 +201,17 @@ CREATE FUNCTION cq.agg_final(cq.agg_state, anyelement, pg_catalog.oid, VARIADIC 
 AS 'MODULE_PATHNAME', 'cq_agg_final'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION cq.agg_final(cq.agg_state, anyelement, pg_catalog.oid, VARIADIC "any") IS 'pg_cq internal: final value of a partial state of aggregate $3 (result type of $2, input types of the rest)';
+
+-- issue 15 part: images of the shared-memory state store
+-- One row per query with state_storage = 'memory' whose state table holds an
+-- image of its store: the batch (of run run_id) the image reflects and that
+-- batch's end offset.  Unlogged, as the state tables are: a crash-restart
+-- empties both at once, so a row never describes an emptied table.
+CREATE UNLOGGED TABLE cq.state_images (
+    query_id   integer PRIMARY KEY,
+    run_id     uuid NOT NULL,
+    batch_id   bigint NOT NULL,
+    end_offset pg_snapshot NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE cq.state_images IS 'pg_cq internal: which batch the state table of a query with state in shared memory reflects';

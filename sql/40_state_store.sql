@@ -103,14 +103,18 @@ SELECT name, sum(oracle_bad) AS oracle_mismatches, sum(twin_bad) AS twin_mismatc
 SELECT name, sum(num_rows_dropped_by_watermark) > 0 AS dropped_late, sum(num_state_rows_removed) > 0 AS evicted,
        count(*) FILTER (WHERE num_output_rows > 0) > 0 AS wrote
   FROM cq.progress WHERE name IN ('ss_app_m', 'ss_upw_m') GROUP BY name ORDER BY name;
--- the state of a store query is in shared memory, not in its state table
+-- the state of a store query is in shared memory
 CREATE FUNCTION ss_state_rows(qname text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint;
 BEGIN
   EXECUTE format('SELECT count(*) FROM %s', (SELECT state_table FROM cq.queries WHERE name = qname)) INTO n;
   RETURN n;
 END $$;
-SELECT ss_state_rows('ss_upd_m') AS store_table_rows, ss_state_rows('ss_upd_t') > 0 AS twin_table_has_rows;
+-- (its state table holds the image written by batch 0: cq.state_image_batches = 100)
+SELECT ss_state_rows('ss_upd_m') > 0 AS image_has_rows, i.batch_id AS image_batch,
+       (SELECT max(batch_id) FROM cq.offsets WHERE name = 'ss_upd_m') AS last_batch
+  FROM cq.state_images i JOIN cq.queries q ON q.id = i.query_id WHERE q.name = 'ss_upd_m';
+SELECT ss_state_rows('ss_upd_t') > 0 AS twin_table_has_rows;
 
 -- 2. An error after the merge (the target refuses a row) leaves the store
 -- as it was: the next batch is right.  Once in a subtransaction (an

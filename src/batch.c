@@ -671,6 +671,34 @@ rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
 	CqSnap	   *end = cq_snap_parse(last->end_offset);
 	TimestampTz t0 = GetCurrentTimestamp();
 	int64		rows;
+	bool		has_wm = last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE;
+	int64		image_batch;
+	char	   *image_offset;
+
+	/* from the image: its rows, then the rows of the batches after it */
+	if (cq_store_load_image(in->store, in->q, last, has_wm, last->batch_watermark,
+							&image_batch, &image_offset))
+	{
+		rows = cq_store_rows(in->store);
+		if (image_batch < last->batch_id)
+		{
+			CqSnap	   *from = cq_snap_parse(image_offset);
+
+			params[0] = xid8_datum(cq_snap_low_bound(from, end));
+			params[1] = xid8_datum(end->xmax);
+			params[2] = snapshot_datum(last->end_offset);
+			params[3] = snapshot_datum(image_offset);
+			rows = cq_store_replay(in->store, &in->plan->store, params, nulls, has_wm,
+								   last->batch_watermark);
+		}
+		*ms = ms_since(t0);
+		ereport(LOG,
+				(errmsg("pg_cq: restored lost state of continuous query \"%s\" from its image of batch " INT64_FORMAT ": " INT64_FORMAT " rows in %.1f ms",
+						in->q->name, image_batch, rows, *ms),
+				 errdetail("Its shared-memory state store was missing; the rows of batches " INT64_FORMAT " to " INT64_FORMAT " were folded again.",
+						   image_batch + 1, last->batch_id)));
+		return rows;
+	}
 
 	params[0] = xid8_datum(0);
 	params[1] = xid8_datum(end->xmax);
@@ -797,7 +825,11 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 
 	res->ran = true;
 	if (in.store)
+	{
 		cq_store_batch_done(in.store, res->batch_id);
+		if (cq_store_image_due(in.store, res->batch_id))
+			cq_store_write_image(in.store, in.q, res->batch_id, res->end_offset);
+	}
 	res->nodata_due_next = (in.an->wm_key >= 0 || in.an->dedup_evicts) &&
 		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		res->has_next_watermark &&

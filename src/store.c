@@ -78,7 +78,9 @@
 #include "store.h"
 #include "guc.h"
 #include "shmem.h"
+#include "security.h"
 #include "sql_builder.h"
+#include "catalog.h"
 #include "aggregates.h"
 #include "state.h"
 #include "sink.h"
@@ -111,6 +113,8 @@ typedef struct StoreHeader
 	int64		bytes;
 	bool		has_evict_wm;	/* rows with e <= evict_wm were evicted */
 	TimestampTz evict_wm;
+	int64		image_batch;	/* batch of the last image written, -1: none known */
+	TimestampTz image_at;
 	ConditionVariable cv;		/* broadcast when inflight is cleared */
 } StoreHeader;
 
@@ -175,6 +179,8 @@ struct CqStore
 	int64		bytes;
 	bool		has_evict_wm;
 	TimestampTz evict_wm;
+	int64		image_batch;
+	TimestampTz image_at;
 	SubTransactionId subid;
 	bool		prepared;
 };
@@ -441,6 +447,7 @@ find_header(StoreKey *key, bool exclusive, bool create)
 		h->valid = false;
 		h->published = -1;
 		h->inflight = -1;
+		h->image_batch = -1;
 		ConditionVariableInit(&h->cv);
 		d->header = hp;
 	}
@@ -589,6 +596,8 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 		st->bytes = h->bytes;
 		st->has_evict_wm = h->has_evict_wm;
 		st->evict_wm = h->evict_wm;
+		st->image_batch = h->image_batch;
+		st->image_at = h->image_at;
 		if (d)
 			dshash_release_lock(store_dir, d);
 		if (!busy)
@@ -610,6 +619,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 		st->replace = true;
 		st->rows = st->bytes = 0;
 		st->has_evict_wm = false;
+		st->image_batch = -1;
 		*lost = last->found;
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
@@ -952,34 +962,16 @@ m_desc(CqStore *st, bool with_flags)
 }
 
 /*
- * cq_store_fold
- *	  A batch on the store: run d, merge it into the overlay, evict the
- *	  windows the watermark closed, write the target (sql->sink, reading m
- *	  and x).  has_wm/wm: the batch's watermark as the SQL path's $5.
+ * pairs_desc
+ *	  The pairs' relation of the merge statement: _k, the stored row, _nn,
+ *	  _np<i>.
  */
-void
-cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
-			  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
-			  CqStoreMetrics *metrics)
+static TupleDesc
+pairs_desc(CqStore *st)
 {
 	int			natts = st->desc->natts;
-	uint64		n;
-	SPITupleTable *tt;
-	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
-	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
-	List	   *pairs = NIL;	/* StoreRef * of existing groups */
-	List	   *m = NIL;		/* HeapTuple of changed groups */
-	List	   *m_ins = NIL;	/* int: 1 for a new group */
-	List	   *x = NIL;		/* HeapTuple evicted */
-	TupleDesc	mpdesc;
-	Tuplestorestate *ts;
-	ListCell   *lc;
+	TupleDesc	mpdesc = CreateTemplateTupleDesc(1 + natts + 1 + st->nparts);
 
-	memset(metrics, 0, sizeof(*metrics));
-	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
-
-	/* the pairs' relation: _k, the stored row, _nn, _np<i> */
-	mpdesc = CreateTemplateTupleDesc(1 + natts + 1 + st->nparts);
 	TupleDescInitEntry(mpdesc, 1, "_k", INT4OID, -1, 0);
 	for (int i = 0; i < natts; i++)
 		TupleDescCopyEntry(mpdesc, i + 2, st->desc, i + 1);
@@ -991,7 +983,26 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	}
 	for (int i = 0; i < mpdesc->natts; i++)
 		TupleDescAttr(mpdesc, i)->attnotnull = false;
-	ts = tuplestore_begin_heap(false, false, work_mem);
+	return mpdesc;
+}
+
+/*
+ * merge_delta
+ *	  Merge the rows of a d statement (tt, n rows, state row layout) into
+ *	  the overlay: late groups (e <= wm) are counted and left out, new
+ *	  groups put as they are, existing ones merged by the merge statement.
+ *	  Appends the changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
+ */
+static void
+merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
+			bool has_wm, TimestampTz wm, List **m, List **m_ins, CqStoreMetrics *metrics)
+{
+	int			natts = st->desc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
+	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
+	List	   *pairs = NIL;	/* StoreRef * of existing groups */
+	TupleDesc	mpdesc = pairs_desc(st);
+	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -1009,8 +1020,8 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
 
 			put(st, ref, t);
-			m = lappend(m, t);
-			m_ins = lappend_int(m_ins, 1);
+			*m = lappend(*m, t);
+			*m_ins = lappend_int(*m_ins, 1);
 			metrics->inserted++;
 		}
 		else
@@ -1053,12 +1064,38 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
 			t = heap_form_tuple(st->desc, values + 1, isnull + 1);
 			put(st, ref, t);
-			m = lappend(m, t);
-			m_ins = lappend_int(m_ins, 0);
+			*m = lappend(*m, t);
+			*m_ins = lappend_int(*m_ins, 0);
 		}
 		SPI_freetuptable(tt);
 	}
 	tuplestore_end(ts);
+}
+
+/*
+ * cq_store_fold
+ *	  A batch on the store: run d, merge it into the overlay, evict the
+ *	  windows the watermark closed, write the target (sql->sink, reading m
+ *	  and x).  has_wm/wm: the batch's watermark as the SQL path's $5.
+ */
+void
+cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
+			  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
+			  CqStoreMetrics *metrics)
+{
+	int			natts = st->desc->natts;
+	uint64		n;
+	SPITupleTable *tt;
+	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
+	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
+	List	   *m = NIL;		/* HeapTuple of changed groups */
+	List	   *m_ins = NIL;	/* int: 1 for a new group */
+	List	   *x = NIL;		/* HeapTuple evicted */
+	ListCell   *lc;
+
+	memset(metrics, 0, sizeof(*metrics));
+	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
+	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, metrics);
 	metrics->updated = list_length(m);
 
 	/* windows the watermark closed leave the state */
@@ -1135,6 +1172,156 @@ void
 cq_store_refresh_end(void)
 {
 	unregister_enr(STORE_ENR_ALL);
+}
+
+/*
+ * cq_store_image_due
+ *	  Is it time to write the state table image after this batch
+ *	  (cq.state_image_batches batches or cq.state_image_interval since the
+ *	  last one, or none since the store was built)?
+ */
+bool
+cq_store_image_due(CqStore *st, int64 batch_id)
+{
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return false;
+	if (cq_state_image_batches <= 0 && cq_state_image_interval_s <= 0)
+		return false;
+	if (st->image_batch < 0)
+		return true;
+	if (cq_state_image_batches > 0 && batch_id - st->image_batch >= cq_state_image_batches)
+		return true;
+	return cq_state_image_interval_s > 0 &&
+		GetCurrentTimestamp() - st->image_at >= (int64) cq_state_image_interval_s * USECS_PER_SEC;
+}
+
+/*
+ * cq_store_write_image
+ *	  Replace the state table's rows by the store's (as this transaction
+ *	  sees it: the batch's) and record the batch it reflects, in the
+ *	  batch's transaction.  As superuser (pg_cq's own objects).
+ */
+void
+cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset)
+{
+	CqSecurity	sec;
+	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, TEXTOID};
+	Datum		values[4];
+	char	   *state = cq_sql_relname_str(q->state_table);
+
+	values[0] = Int32GetDatum(q->id);
+	values[1] = CStringGetTextDatum(q->run_id);
+	values[2] = Int64GetDatum(batch_id);
+	values[3] = CStringGetTextDatum(end_offset);
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("TRUNCATE %s", state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	(void) cq_store_refresh_begin(st);
+	cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
+				SPI_OK_INSERT, 0, NULL, NULL, NULL);
+	cq_store_refresh_end();
+	cq_spi_exec("INSERT INTO cq.state_images AS i (query_id, run_id, batch_id, end_offset) "
+				"VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
+				"ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
+				"end_offset = excluded.end_offset, written_at = pg_catalog.clock_timestamp()",
+				SPI_OK_INSERT, 4, types, values, NULL);
+	cq_security_restore(&sec);
+	st->image_batch = batch_id;
+	st->image_at = GetCurrentTimestamp();
+}
+
+/*
+ * cq_store_load_image
+ *	  Load a replaced store from its state table image when one is valid
+ *	  (written by this run of the query, for a batch not after the last
+ *	  committed one; a crash empties the unlogged image and its row
+ *	  together), keeping the windows still open at wm.  Returns false when
+ *	  there is none; else the image's batch id and end offset.
+ */
+bool
+cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_wm, TimestampTz wm,
+					int64 *image_batch, char **image_offset)
+{
+	CqSecurity	sec;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	bool		isnull;
+	int64		batch;
+	SPITupleTable *tt;
+	uint64		n;
+	Datum	   *v = palloc(sizeof(Datum) * st->desc->natts);
+	bool	   *nl = palloc(sizeof(bool) * st->desc->natts);
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2 || !last->found)
+		return false;
+	values[0] = Int32GetDatum(q->id);
+	values[1] = CStringGetTextDatum(q->run_id);
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT batch_id, end_offset::pg_catalog.text FROM cq.state_images "
+				"WHERE query_id OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2::pg_catalog.uuid",
+				SPI_OK_SELECT, 2, types, values, NULL);
+	if (SPI_processed != 1)
+	{
+		cq_security_restore(&sec);
+		return false;
+	}
+	batch = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*image_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (batch > last->batch_id)
+	{
+		cq_security_restore(&sec);
+		return false;
+	}
+	cq_spi_exec(psprintf("SELECT * FROM %s", cq_sql_relname_str(q->state_table)),
+				SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		StoreRef	ref;
+
+		heap_deform_tuple(tt->vals[i], tt->tupdesc, v, nl);
+		if (late(st, v, nl, has_wm, wm))
+			continue;
+		lookup(st, v, nl, &ref);
+		put(st, &ref, heap_form_tuple(st->desc, v, nl));
+	}
+	SPI_freetuptable(tt);
+	*image_batch = batch;
+	st->image_batch = batch;
+	st->image_at = GetCurrentTimestamp();
+	return true;
+}
+
+/*
+ * cq_store_replay
+ *	  Fold the rows of delta_sql's range into a store loaded from an image
+ *	  (state only, no target writes), keeping windows still open at wm.
+ *	  Returns the store's rows.
+ */
+int64
+cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *nulls,
+				bool has_wm, TimestampTz wm)
+{
+	uint64		n;
+	SPITupleTable *tt = run_delta(sql->delta, params, nulls, &n);
+	List	   *m = NIL;
+	List	   *m_ins = NIL;
+	CqStoreMetrics metrics;
+
+	memset(&metrics, 0, sizeof(metrics));
+	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &metrics);
+	return st->rows;
+}
+
+/*
+ * cq_store_rows
+ *	  Rows of the store as this transaction sees it.
+ */
+int64
+cq_store_rows(CqStore *st)
+{
+	return st->rows;
 }
 
 /*
@@ -1380,6 +1567,8 @@ publish(CqStore *st)
 	h->bytes = st->bytes;
 	h->has_evict_wm = st->has_evict_wm;
 	h->evict_wm = st->evict_wm;
+	h->image_batch = st->image_batch;
+	h->image_at = st->image_at;
 	dshash_release_lock(store_dir, d);
 	ConditionVariableBroadcast(&h->cv);
 	if (old_table)

@@ -1,9 +1,11 @@
 # The shared-memory state store (issue 15, state_storage = 'memory'): its
 # state is gone after any restart of the server (shared memory is created
-# anew) and is rebuilt exactly from the source by the next batch.  A clean
-# restart, an immediate stop, and a kill -9 of a backend in the middle of a
-# batch (the postmaster then resets shared memory): every target equals the
-# plain SELECT after the next batches.
+# anew).  After a clean restart the next batch loads the image in the
+# unlogged state table (written by the first batch, so older than the last
+# one) and folds the rows of the later batches again; after an immediate
+# stop or a kill -9 of a backend in the middle of a batch (crash recovery
+# empties the image) it rebuilds the state from the source.  Every target
+# equals the plain SELECT after the next batches.
 use strict;
 use warnings;
 use lib 't';
@@ -66,21 +68,33 @@ run_all();
 add_rows(1001, 1500, 7);
 run_all();
 check('before any restart');
-is($node->safe_psql('postgres', "SELECT count(*) FROM cq_state.s_1"), '0', 'the state table is not written');
+is($node->safe_psql('postgres', "SELECT batch_id FROM cq.state_images i JOIN cq.queries q ON q.id = i.query_id WHERE q.name = 'by_k'"),
+	'0', 'the image is of batch 0 (cq.state_image_batches = 100)');
+is($node->safe_psql('postgres', "SELECT max(batch_id) FROM cq.offsets WHERE name = 'by_k'"), '1', 'the last batch is 1');
+my $image_rows = $node->safe_psql('postgres', "SELECT count(*) FROM cq_state.s_1");
+ok($image_rows > 0, 'the image has rows');
 
-# 1. clean restart: shared memory is new, the store is rebuilt from the source
+# 1. clean restart: shared memory is new, the store is loaded from the stale
+# image and the rows of batch 1 are folded again
+my $off = -s $node->logfile;
 $node->restart;
 add_rows(1490, 1700, 3);
 run_all();
 check('after a clean restart');
-ok($node->log_contains(qr/rebuilt lost state of continuous query "by_k"/), 'the store was rebuilt');
+ok($node->log_contains(qr/restored lost state of continuous query "by_k" from its image of batch 0/, $off),
+	'the store was loaded from the image and replayed');
+ok(!$node->log_contains(qr/rebuilt lost state of continuous query/, $off), 'no query was rebuilt from scratch');
 
-# 2. immediate stop (crash recovery), windows open at the stop get more rows
+# 2. immediate stop (crash recovery empties the image), windows open at the
+# stop get more rows
+$off = -s $node->logfile;
 $node->stop('immediate');
 $node->start;
+is($node->safe_psql('postgres', "SELECT count(*) FROM cq.state_images"), '0', 'crash recovery emptied the images');
 add_rows(1690, 1900, 4);
 run_all();
 check('after an immediate stop');
+ok($node->log_contains(qr/rebuilt lost state of continuous query "by_k"/, $off), 'the store was rebuilt from the source');
 
 # 3. kill -9 of a backend in the middle of a batch: the target's trigger
 # sleeps, so the batch has merged its rows into its overlay when it dies
@@ -116,6 +130,25 @@ run_all();
 add_rows(2301, 2400, 9);
 run_all();
 check('after more batches');
+
+# 5. images every 2 batches: a clean restart replays at most one batch
+$node->safe_psql('postgres', 'ALTER SYSTEM SET cq.state_image_batches = 2');
+$node->reload;
+for my $i (0 .. 4)
+{
+	add_rows(2401 + $i * 50, 2450 + $i * 50, 4 + $i);
+	run_all();
+}
+my $last = $node->safe_psql('postgres', "SELECT max(batch_id) FROM cq.offsets WHERE name = 'by_k'");
+my $img = $node->safe_psql('postgres', "SELECT batch_id FROM cq.state_images i JOIN cq.queries q ON q.id = i.query_id WHERE q.name = 'by_k'");
+ok($last - $img <= 1 && $last - $img >= 0, "the image is at most one batch old ($img of $last)");
+$off = -s $node->logfile;
+$node->restart;
+add_rows(2700, 2800, 3);
+run_all();
+check('after a restart with a recent image');
+ok($node->log_contains(qr/restored lost state of continuous query "per_min_u" from its image/, $off),
+	'the windowed query was restored from its image');
 
 $node->stop;
 done_testing();
