@@ -215,3 +215,10 @@ CREATE UNLOGGED TABLE cq.state_images (
     written_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
 COMMENT ON TABLE cq.state_images IS 'pg_cq internal: which batch the state table of a query with state in shared memory reflects';
+
+-- issue 15 part: the rows of a query's shared-memory state store, as rows of
+-- its state table's type (the final view of such a query reads them)
+CREATE FUNCTION cq.state_rows(query_id integer, row_type anyelement) RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'cq_state_rows'
+LANGUAGE C STABLE;
+COMMENT ON FUNCTION cq.state_rows(integer, anyelement) IS 'pg_cq internal: state rows of a query with state_storage ''memory'' (its final view reads them)';

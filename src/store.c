@@ -1481,13 +1481,13 @@ prepare(CqStore *st)
 				 errdetail("Its state would take " INT64_FORMAT " bytes in shared memory; the limit is %d kB.",
 						   st->bytes, cq_state_memory_kb),
 				 errhint("Raise cq.state_memory, or recreate the query with state_storage = 'unlogged'.")));
-	d = find_header(&st->key, true, true);
-	if (d->header != st->header)
+	d = find_header(&st->key, true, false);
+	if (d == NULL || d->header != st->header)
 	{
-		dshash_release_lock(store_dir, d);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("state store of continuous query %d was dropped during the batch", st->key.query_id)));
+		/* the query was dropped in this transaction: nothing to publish */
+		if (d)
+			dshash_release_lock(store_dir, d);
+		return;
 	}
 	header_of(st)->inflight = st->batch_id;
 	st->prepared = true;
@@ -1682,7 +1682,10 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /*
  * cq_store_forget
- *	  Free the store of a query (dropped).  Not in a batch of it.
+ *	  Free the store of a query being dropped.  Safe whether the drop
+ *	  commits or not: a store that is missing is rebuilt by the next batch.
+ *	  The caller holds the query's catalog row lock, so no batch of it is
+ *	  running; one whose publication is in flight keeps its store.
  */
 void
 cq_store_forget(Oid dboid, int32 query_id)
@@ -1744,4 +1747,58 @@ cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *by
 	}
 	dshash_release_lock(store_dir, d);
 	return ok;
+}
+
+/*
+ * cq_store_read
+ *	  Put every published row of a query's store into ts (rows of desc,
+ *	  the state table's row type).  False when the query has no valid
+ *	  store (before its first batch after a restart).
+ */
+bool
+cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
+{
+	StoreKey	key = {dboid, query_id};
+	StoreDirEntry *d;
+	StoreHeader *h;
+	dshash_table *table;
+	dshash_seq_status status;
+	StoreEntry *e;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return false;
+	store_attach();
+	d = dshash_find(store_dir, &key, false);
+	if (d == NULL)
+		return false;
+	if (!DsaPointerIsValid(d->header) ||
+		!((StoreHeader *) dsa_get_address(store_area, d->header))->valid)
+	{
+		dshash_release_lock(store_dir, d);
+		return false;
+	}
+	h = dsa_get_address(store_area, d->header);
+	/* the directory entry stays locked: the table cannot be replaced meanwhile */
+	table = dshash_attach(store_area, &table_params, h->table, NULL);
+	dshash_seq_init(&status, table, false);
+	while ((e = dshash_seq_next(&status)) != NULL)
+	{
+		for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+		{
+			StoreNode  *node = dsa_get_address(store_area, np);
+
+			if (DsaPointerIsValid(node->tuple))
+			{
+				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+
+				tuplestore_puttuple(ts, t);
+				heap_freetuple(t);
+			}
+			np = node->next;
+		}
+	}
+	dshash_seq_term(&status);
+	dshash_detach(table);
+	dshash_release_lock(store_dir, d);
+	return true;
 }

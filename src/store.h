@@ -12,6 +12,7 @@
 #include "analyze.h"
 #include "catalog.h"
 #include "progress.h"
+#include "utils/tuplestore.h"
 
 /* The statements a batch of a query on the store runs (built by plan.c). */
 typedef struct CqStoreSql
@@ -56,6 +57,7 @@ extern bool cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *las
 extern int64 cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *nulls,
 							 bool has_wm, TimestampTz wm);
 extern void cq_store_forget(Oid dboid, int32 query_id);
+extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern bool cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *bytes);
 
 #endif							/* CQ_STORE_H */
