@@ -222,3 +222,10 @@ CREATE FUNCTION cq.state_rows(query_id integer, row_type anyelement) RETURNS SET
 AS 'MODULE_PATHNAME', 'cq_state_rows'
 LANGUAGE C STABLE;
 COMMENT ON FUNCTION cq.state_rows(integer, anyelement) IS 'pg_cq internal: state rows of a query with state_storage ''memory'' (its final view reads them)';
+
+-- issue 15 part: size of a query's shared-memory state store
+CREATE FUNCTION cq.state_store_info(name text, OUT batch_id bigint, OUT state_rows bigint, OUT state_bytes bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'cq_state_store_info'
+LANGUAGE C STRICT STABLE;
+COMMENT ON FUNCTION cq.state_store_info(text) IS 'the batch, rows and bytes of the shared-memory state store of a query with state_storage ''memory'' (no row: none in memory now)';

@@ -108,6 +108,12 @@ SELECT mismatches(format('cq_state.f_%s', id)::regclass,
                   'SELECT k1, count(*), sum(x) FROM ss_src GROUP BY k1 HAVING count(*) % 3 <> 0 OR k1 IS NULL')
        AS final_view_mismatches
   FROM cq.queries WHERE name = 'ss_hav_m';
+-- its size: rows as the progress says, bytes counted against cq.state_memory
+SELECT i.batch_id = (SELECT max(batch_id) FROM cq.offsets WHERE name = 'ss_upd_m') AS current_batch,
+       i.state_rows = (SELECT num_state_rows_total FROM cq.progress WHERE name = 'ss_upd_m'
+                        ORDER BY batch_id DESC LIMIT 1) AS rows_match,
+       i.state_bytes > i.state_rows * 16 AS has_bytes
+  FROM cq.state_store_info('ss_upd_m') i;
 -- the state of a store query is in shared memory
 CREATE FUNCTION ss_state_rows(qname text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint;
@@ -191,3 +197,24 @@ SELECT cq.create_query('ss_bad', 'SELECT DISTINCT k FROM ss_d', state_storage =>
 SELECT cq.create_query('ss_bad', 'SELECT k FROM ss_d', state_storage => 'disk');
 -- HAVING cannot change yet: the target would be rewritten from the state
 SELECT cq.alter_query('ss_hav_m', query => 'SELECT k1, count(*) AS n, sum(x) AS sx FROM ss_src GROUP BY k1 HAVING count(*) > 2');
+
+-- 6. Beyond cq.state_memory, a query moves its state to its state table
+-- (the table path) in the batch that outgrows it, says so, and stays right
+SET cq.state_memory = '64kB';
+CREATE TABLE ss_big (k int, x int);
+SELECT cq.create_query('ss_bigq', 'SELECT k, count(*) AS n, sum(x) AS sx FROM ss_big GROUP BY k',
+                       output_mode => 'update', "trigger" => 'available_now', state_storage => 'memory') IS NOT NULL AS created;
+INSERT INTO ss_big SELECT i % 100, i FROM generate_series(1, 300) i;
+CALL cq.run('ss_bigq');
+SELECT state_storage FROM cq.queries WHERE name = 'ss_bigq';
+INSERT INTO ss_big SELECT i, i FROM generate_series(1, 3000) i;
+CALL cq.run('ss_bigq');
+SELECT state_storage FROM cq.queries WHERE name = 'ss_bigq';
+SELECT mismatches('ss_bigq', 'SELECT k, count(*), sum(x) FROM ss_big GROUP BY k') AS mismatches_after_move,
+       ss_state_rows('ss_bigq') AS state_table_rows;
+INSERT INTO ss_big SELECT i % 5000, i FROM generate_series(1, 500) i;
+CALL cq.run('ss_bigq');
+SELECT mismatches('ss_bigq', 'SELECT k, count(*), sum(x) FROM ss_big GROUP BY k') AS mismatches_on_table_path,
+       mismatches(format('cq_state.f_%s', id)::regclass, 'SELECT k, count(*), sum(x) FROM ss_big GROUP BY k') AS final_view_mismatches
+  FROM cq.queries WHERE name = 'ss_bigq';
+RESET cq.state_memory;

@@ -69,6 +69,7 @@
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
+PG_FUNCTION_INFO_V1(cq_state_store_info);
 PG_FUNCTION_INFO_V1(cq_drop_query);
 PG_FUNCTION_INFO_V1(cq_alter_query);
 PG_FUNCTION_INFO_V1(cq_run);
@@ -1062,4 +1063,38 @@ cq_state_rows(PG_FUNCTION_ARGS)
 		SPI_finish();
 	}
 	PG_RETURN_VOID();
+}
+
+/*
+ * cq_state_store_info
+ *	  cq.state_store_info(name): the batch id, rows and bytes (as counted
+ *	  against cq.state_memory) of the published store of a query the
+ *	  caller may see; NULL when it has none in shared memory now.
+ */
+Datum
+cq_state_store_info(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	CqQuery    *q;
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	int64		batch_id;
+	int64		rows;
+	int64		bytes;
+	int32		id;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_cq: return type must be a row type");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = cq_catalog_get_query(name, false, false);
+	id = q->id;
+	SPI_finish();
+	if (!cq_store_info(MyDatabaseId, id, &batch_id, &rows, &bytes))
+		PG_RETURN_NULL();
+	values[0] = Int64GetDatum(batch_id);
+	values[1] = Int64GetDatum(rows);
+	values[2] = Int64GetDatum(bytes);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -60,6 +60,7 @@
 #include "restore.h"
 #include "status.h"
 #include "store.h"
+#include "objects.h"
 
 /* Milliseconds since t0. */
 static double
@@ -718,6 +719,38 @@ rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
 }
 
 /*
+ * switch_to_table
+ *	  The store of a query outgrew cq.state_memory: in the batch's
+ *	  transaction, write its state table from the store, make the table
+ *	  path the query's (state_storage = 'unlogged', the state valid, the
+ *	  final view reading the table) and drop the store at commit.
+ */
+static void
+switch_to_table(BatchInput *in)
+{
+	CqSecurity	sec;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(in->q->id)};
+	CqAnalysis *an;
+
+	cq_store_switch_to_table(in->store, in->q);
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET state_storage = 'unlogged' WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 1, types, values, NULL);
+	CommandCounterIncrement();
+	an = cq_analyze_query((Query *) stringToNode(in->q->query_tree), &in->q->opts, in->q->name);
+	cq_objects_replace_final_view(in->q->id, an);
+	cq_security_restore(&sec);
+	cq_catalog_state_valid(in->q->id, -1);
+	ereport(WARNING,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("continuous query \"%s\" moved its state from shared memory to its state table", in->q->name),
+			 errdetail("Its state takes more than cq.state_memory (%d kB); cq.queries.state_storage is now 'unlogged'.",
+					   cq_state_memory_kb),
+			 errhint("To keep it in shared memory, raise cq.state_memory and recreate the query.")));
+}
+
+/*
  * keep_result
  *	  Copy what res points to into the caller's memory context: the rest of
  *	  the batch's allocations go with its SPI connection.
@@ -812,6 +845,9 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 
 	if (store_lost && !ran)
 		cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
+	/* a store that outgrew its budget (in this batch or its rebuild) moves to the table */
+	if (in.store && cq_store_over_budget(in.store))
+		switch_to_table(&in);
 
 	if (rebuild)
 	{
@@ -827,7 +863,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (in.store)
 	{
 		cq_store_batch_done(in.store, res->batch_id);
-		if (cq_store_image_due(in.store, res->batch_id))
+		if (!cq_store_switched(in.store) && cq_store_image_due(in.store, res->batch_id))
 			cq_store_write_image(in.store, in.q, res->batch_id, res->end_offset);
 	}
 	res->nodata_due_next = (in.an->wm_key >= 0 || in.an->dedup_evicts) &&

@@ -183,6 +183,7 @@ struct CqStore
 	TimestampTz image_at;
 	SubTransactionId subid;
 	bool		prepared;
+	bool		switched;		/* moved to the table path: drop the store at commit */
 };
 
 /* A row found in the store. */
@@ -1198,8 +1199,9 @@ cq_store_image_due(CqStore *st, int64 batch_id)
 /*
  * cq_store_write_image
  *	  Replace the state table's rows by the store's (as this transaction
- *	  sees it: the batch's) and record the batch it reflects, in the
- *	  batch's transaction.  As superuser (pg_cq's own objects).
+ *	  sees it: the batch's) and record the batch it reflects (end_offset
+ *	  NULL: none, the table becomes the state), in the batch's
+ *	  transaction.  As superuser (pg_cq's own objects).
  */
 void
 cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset)
@@ -1212,13 +1214,21 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	values[0] = Int32GetDatum(q->id);
 	values[1] = CStringGetTextDatum(q->run_id);
 	values[2] = Int64GetDatum(batch_id);
-	values[3] = CStringGetTextDatum(end_offset);
+	values[3] = end_offset ? CStringGetTextDatum(end_offset) : (Datum) 0;
 	cq_security_superuser(&sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	(void) cq_store_refresh_begin(st);
 	cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
 				SPI_OK_INSERT, 0, NULL, NULL, NULL);
 	cq_store_refresh_end();
+	if (end_offset == NULL)
+	{
+		/* the table is the state itself now (cq_store_switch_to_table) */
+		cq_spi_exec("DELETE FROM cq.state_images WHERE query_id OPERATOR(pg_catalog.=) $1",
+					SPI_OK_DELETE, 1, types, values, NULL);
+		cq_security_restore(&sec);
+		return;
+	}
 	cq_spi_exec("INSERT INTO cq.state_images AS i (query_id, run_id, batch_id, end_offset) "
 				"VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
 				"ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
@@ -1312,6 +1322,39 @@ cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *n
 	memset(&metrics, 0, sizeof(metrics));
 	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &metrics);
 	return st->rows;
+}
+
+/*
+ * cq_store_over_budget
+ *	  Would the store exceed cq.state_memory after this batch?
+ */
+bool
+cq_store_over_budget(CqStore *st)
+{
+	return st->bytes > (int64) cq_state_memory_kb * 1024;
+}
+
+/*
+ * cq_store_switched
+ *	  Has this transaction moved the query to the table path?
+ */
+bool
+cq_store_switched(CqStore *st)
+{
+	return st->switched;
+}
+
+/*
+ * cq_store_switch_to_table
+ *	  Move a query's state to its state table (the table path) in this
+ *	  transaction: write the table from the store, forget the image row;
+ *	  at commit the store is dropped.  The caller changes the catalog.
+ */
+void
+cq_store_switch_to_table(CqStore *st, CqQuery *q)
+{
+	cq_store_write_image(st, q, st->batch_id, NULL);
+	st->switched = true;
 }
 
 /*
@@ -1474,6 +1517,25 @@ prepare(CqStore *st)
 	StoreDirEntry *d;
 	MemoryContext old;
 
+	if (st->switched)
+	{
+		/* nothing to copy: publish drops the store (its table attached now) */
+		d = find_header(&st->key, true, false);
+		if (d == NULL || d->header != st->header)
+		{
+			if (d)
+				dshash_release_lock(store_dir, d);
+			return;
+		}
+		header_of(st)->inflight = st->batch_id;
+		st->prepared = true;
+		dshash_release_lock(store_dir, d);
+		old = MemoryContextSwitchTo(st->cxt);
+		if (st->table == NULL && header_of(st)->valid)
+			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
+		MemoryContextSwitchTo(old);
+		return;
+	}
 	if (st->bytes > (int64) cq_state_memory_kb * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -1546,6 +1608,27 @@ publish(CqStore *st)
 
 	if (!st->prepared)
 		return;
+	if (st->switched)
+	{
+		/* the query moved to its state table: the store is no more */
+		d = dshash_find(store_dir, &st->key, true);
+		if (d == NULL || d->header != st->header)
+		{
+			if (d)
+				dshash_release_lock(store_dir, d);
+			return;
+		}
+		h = header_of(st);
+		old_table = h->valid ? st->table : NULL;
+		h->valid = false;
+		h->inflight = -1;
+		h->rows = h->bytes = 0;
+		dshash_release_lock(store_dir, d);
+		ConditionVariableBroadcast(&h->cv);
+		if (old_table)
+			destroy_table(old_table);
+		return;
+	}
 	for_each_item(st, publish_item);
 	d = dshash_find(store_dir, &st->key, true);
 	if (d == NULL || d->header != st->header)
@@ -1597,7 +1680,8 @@ discard(CqStore *st)
 
 	if (!st->prepared)
 		return;
-	for_each_item(st, discard_item);
+	if (!st->switched)
+		for_each_item(st, discard_item);
 	if (st->replace && st->newtable)
 		destroy_table(st->newtable);
 	d = dshash_find(store_dir, &st->key, true);
