@@ -58,7 +58,7 @@ mb_per_m=$(calc "$bytes / $rows * 1000000 / 1048576")
 declare -A MED
 for B in $BENCH_STORE_BATCHES; do
     section "batches of $(human "$B") rows, $BENCH_STORE_ROUNDS rounds"
-    mem=() tab=()
+    mem=() tab=() memf=() tabf=()
     for ((r = 1; r <= BENCH_STORE_ROUNDS; r++)); do
         psql_run "INSERT INTO src SELECT CASE WHEN random() < 0.1 THEN $G + (random() * 1000000)::int ELSE (random() * ($G - 1))::int END, (random() * 1000)::int FROM generate_series(1, $B);" >/dev/null
         if ((r % 2)); then order=(st_mem st_tab); else order=(st_tab st_mem); fi
@@ -67,9 +67,13 @@ for B in $BENCH_STORE_BATCHES; do
         done
         mem+=("$(psql_val "SELECT duration_ms FROM cq.progress WHERE name = 'st_mem' ORDER BY batch_id DESC LIMIT 1;")")
         tab+=("$(psql_val "SELECT duration_ms FROM cq.progress WHERE name = 'st_tab' ORDER BY batch_id DESC LIMIT 1;")")
+        memf+=("$(psql_val "SELECT durations->>'addBatch' FROM cq.progress WHERE name = 'st_mem' ORDER BY batch_id DESC LIMIT 1;")")
+        tabf+=("$(psql_val "SELECT durations->>'addBatch' FROM cq.progress WHERE name = 'st_tab' ORDER BY batch_id DESC LIMIT 1;")")
     done
     MED["mem_$B"]=$(median "${mem[@]}")
     MED["tab_$B"]=$(median "${tab[@]}")
+    MED["memf_$B"]=$(median "${memf[@]}")
+    MED["tabf_$B"]=$(median "${tabf[@]}")
     info "store $(fmt_ms "${MED["mem_$B"]}"), table $(fmt_ms "${MED["tab_$B"]}")"
 done
 
@@ -86,11 +90,13 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo
     echo "$(human "$G") groups, update mode, \`k, count(*), sum(v), max(v)\`; median of $BENCH_STORE_ROUNDS batches (cq.progress.duration_ms, whole batch)."
     echo
-    echo "| batch rows | store | table | table / store |"
-    echo "|---|---|---|---|"
+    echo "| batch rows | store: batch | table: batch | table / store | store: fold + target | table: fold + target | table / store |"
+    echo "|---|---|---|---|---|---|---|"
     for B in $BENCH_STORE_BATCHES; do
-        echo "| $(human "$B") | $(fmt_ms "${MED["mem_$B"]}") | $(fmt_ms "${MED["tab_$B"]}") | $(fmt_x "$(calc "${MED["tab_$B"]} / ${MED["mem_$B"]}")") |"
+        echo "| $(human "$B") | $(fmt_ms "${MED["mem_$B"]}") | $(fmt_ms "${MED["tab_$B"]}") | $(fmt_x "$(calc "${MED["tab_$B"]} / ${MED["mem_$B"]}")") | $(fmt_ms "${MED["memf_$B"]}") | $(fmt_ms "${MED["tabf_$B"]}") | $(fmt_x "$(calc "${MED["tabf_$B"]} / ${MED["memf_$B"]}")") |"
     done
+    echo
+    echo "fold + target: cq.progress.durations->'addBatch' (the main statement(s): for the store, d, the merge statement and the target statement; for the table, the one statement with its state CTEs)."
     echo
     echo "State memory: $bytes bytes for $rows groups ($per_group bytes per group, about $mb_per_m MB per 1M groups; DSA and hash-table overhead not counted)."
 } >"$BENCH_OUT"

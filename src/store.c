@@ -1157,6 +1157,8 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
  *	  Complete mode: make every row of the store readable as cq_all for
  *	  the reload statement; returns how many.
  */
+static Tuplestorestate *refresh_ts = NULL;
+
 uint64
 cq_store_refresh_begin(CqStore *st)
 {
@@ -1166,13 +1168,21 @@ cq_store_refresh_begin(CqStore *st)
 	foreach(lc, scan_all(st))
 		tuplestore_puttuple(ts, ((ScanRow *) lfirst(lc))->ref.tup);
 	register_enr(STORE_ENR_ALL, m_desc(st, false), ts);
+	refresh_ts = ts;
 	return tuplestore_tuple_count(ts);
 }
 
+/*
+ * cq_store_refresh_end
+ *	  Forget cq_all and free its rows (a temporary file beyond work_mem).
+ */
 void
 cq_store_refresh_end(void)
 {
 	unregister_enr(STORE_ENR_ALL);
+	if (refresh_ts)
+		tuplestore_end(refresh_ts);
+	refresh_ts = NULL;
 }
 
 /*
