@@ -257,3 +257,31 @@ ALTER TABLE cq.progress ADD COLUMN num_state_rows_per_source bigint[],
     ADD COLUMN num_rows_dropped_per_source bigint[];
 COMMENT ON COLUMN cq.progress.num_state_rows_per_source IS 'join of two streams: rows buffered for each stream after the batch';
 COMMENT ON COLUMN cq.progress.num_rows_dropped_per_source IS 'join of two streams: rows of each stream dropped as late in the batch';
+
+-- issue 15 part: images of the shared-memory state store
+-- One row per query with state_storage = 'memory' whose state table holds an
+-- image of its store: the batch (of run run_id) the image reflects and that
+-- batch's end offset.  Unlogged, as the state tables are: a crash-restart
+-- empties both at once, so a row never describes an emptied table.
+CREATE UNLOGGED TABLE cq.state_images (
+    query_id   integer PRIMARY KEY,
+    run_id     uuid NOT NULL,
+    batch_id   bigint NOT NULL,
+    end_offset pg_snapshot NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE cq.state_images IS 'pg_cq internal: which batch the state table of a query with state in shared memory reflects';
+
+-- issue 15 part: the rows of a query's shared-memory state store, as rows of
+-- its state table's type (the final view of such a query reads them)
+CREATE FUNCTION cq.state_rows(query_id integer, row_type anyelement) RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'cq_state_rows'
+LANGUAGE C STABLE;
+COMMENT ON FUNCTION cq.state_rows(integer, anyelement) IS 'pg_cq internal: state rows of a query with state_storage ''memory'' (its final view reads them)';
+
+-- issue 15 part: size of a query's shared-memory state store
+CREATE FUNCTION cq.state_store_info(name text, OUT batch_id bigint, OUT state_rows bigint, OUT state_bytes bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'cq_state_store_info'
+LANGUAGE C STRICT STABLE;
+COMMENT ON FUNCTION cq.state_store_info(text) IS 'the batch, rows and bytes of the shared-memory state store of a query with state_storage ''memory'' (no row: none in memory now)';

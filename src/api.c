@@ -55,6 +55,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
+#include "store.h"
 #include "progress.h"
 #include "analyze.h"
 #include "tracking.h"
@@ -68,6 +69,8 @@
 #include "join.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
+PG_FUNCTION_INFO_V1(cq_state_rows);
+PG_FUNCTION_INFO_V1(cq_state_store_info);
 PG_FUNCTION_INFO_V1(cq_drop_query);
 PG_FUNCTION_INFO_V1(cq_alter_query);
 PG_FUNCTION_INFO_V1(cq_run);
@@ -555,6 +558,7 @@ cq_drop_query(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = cq_api_owned_query(name, true);
 	cq_catalog_delete_query(q->id);
+	cq_store_forget(MyDatabaseId, q->id);
 	cq_objects_drop(q);
 	if (drop_target)
 		cq_spi_exec(psprintf("DROP TABLE %s", cq_sql_relname_str(q->target)),
@@ -681,6 +685,13 @@ having_changed(CqQuery *q, CqAnalysis *an)
 				 errmsg("cannot change the HAVING clause of continuous query \"%s\" while its state is lost", q->name),
 				 errdetail("Its unlogged state was emptied by a crash and is rebuilt by the next batch; the target is rewritten from the state when HAVING changes."),
 				 errhint("Run CALL cq.run(name) first, or wait for the next batch, then try again.")));
+
+	if (strcmp(q->opts.state_storage, "memory") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change the HAVING clause of continuous query \"%s\"", q->name),
+				 errdetail("Its state is kept in shared memory (state_storage = 'memory'), from which the target is not rewritten yet."),
+				 errhint("Drop and recreate the query.")));
 
 	cq_security_superuser(&sec);
 	cq_objects_replace_final_view(q->id, an);
@@ -1031,4 +1042,86 @@ void
 cq_api_check_owner(CqQuery *q)
 {
 	check_owner(q);
+}
+
+/*
+ * cq_state_rows
+ *	  cq.state_rows(query_id, NULL::cq_state.s_<id>): the state rows of a
+ *	  query with state_storage = 'memory', read from its shared-memory
+ *	  store; before the first batch after a restart (no store yet), from
+ *	  its state table image.  Its final view reads them.  The caller needs
+ *	  SELECT on the state table or on the final view.
+ */
+Datum
+cq_state_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		id;
+	Oid			relid;
+	Oid			fview;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query id must not be null")));
+	id = PG_GETARG_INT32(0);
+	relid = get_typ_typrelid(get_fn_expr_argtype(fcinfo->flinfo, 1));
+	if (!OidIsValid(relid) || relid != cq_objects_relid("s", id))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("row type does not match the state table of continuous query %d", id),
+				 errhint("Call it as cq.state_rows(id, NULL::cq_state.s_<id>).")));
+	fview = cq_objects_relid("f", id);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		(!OidIsValid(fview) || pg_class_aclcheck(fview, GetUserId(), ACL_SELECT) != ACLCHECK_OK))
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	InitMaterializedSRF(fcinfo, 0);
+	if (!cq_store_read(MyDatabaseId, id, rsinfo->setResult, rsinfo->setDesc))
+	{
+		CqSecurity	sec;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		cq_security_superuser(&sec);
+		cq_spi_exec(psprintf("SELECT * FROM %s", cq_sql_relname_str(relid)), SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		cq_security_restore(&sec);
+		for (uint64 i = 0; i < SPI_processed; i++)
+			tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[i]);
+		SPI_finish();
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * cq_state_store_info
+ *	  cq.state_store_info(name): the batch id, rows and bytes (as counted
+ *	  against cq.state_memory) of the published store of a query the
+ *	  caller may see; NULL when it has none in shared memory now.
+ */
+Datum
+cq_state_store_info(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	CqQuery    *q;
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	int64		batch_id;
+	int64		rows;
+	int64		bytes;
+	int32		id;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_cq: return type must be a row type");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_cq: SPI_connect failed");
+	q = cq_catalog_get_query(name, false, false);
+	id = q->id;
+	SPI_finish();
+	if (!cq_store_info(MyDatabaseId, id, &batch_id, &rows, &bytes))
+		PG_RETURN_NULL();
+	values[0] = Int64GetDatum(batch_id);
+	values[1] = Int64GetDatum(rows);
+	values[2] = Int64GetDatum(bytes);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

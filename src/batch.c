@@ -60,6 +60,8 @@
 #include "restore.h"
 #include "status.h"
 #include "join.h"
+#include "store.h"
+#include "objects.h"
 
 /* Milliseconds since t0. */
 static double
@@ -94,6 +96,7 @@ typedef struct BatchInput
 	bool		unlimited;		/* ignore max_rows_per_trigger */
 	bool		nodata_due;		/* the watermark advanced after the last batch */
 	bool		nodata_only;	/* run only a due no-data batch */
+	CqStore    *store;			/* state in the shared-memory store, or NULL */
 	TimestampTz t0;
 } BatchInput;
 
@@ -480,6 +483,29 @@ fold(OwnerBatch *ob)
 }
 
 /*
+ * fold_store
+ *	  fold for a query whose state is in the shared-memory store
+ *	  (store.c): the same metrics from the store's fold.
+ */
+static void
+fold_store(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
+	CqBatchResult *res = ob->res;
+	CqStoreMetrics m;
+	bool		has_wm = res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE;
+
+	cq_store_fold(in->store, &in->plan->store, in->history, ob->params, ob->nulls,
+				  has_wm, res->watermark, true, &m);
+	res->state_updated = m.updated;
+	res->state_total += m.inserted;
+	res->state_removed = m.removed;
+	res->state_total -= res->state_removed;
+	res->dropped_by_watermark = m.dropped;
+	res->output_rows = m.output_rows;
+}
+
+/*
  * next_watermark
  *	  max(W, max event time - delay), never backwards.  The maximum is over
  *	  the rows the query read with a finite event time.
@@ -505,7 +531,7 @@ next_watermark(CqQuery *q, CqBatchResult *res)
  *	  transaction (TRUNCATE waits at most cq.complete_lock_timeout).
  */
 static void
-refresh(CqQuery *q, CqPlan *plan, CqBatchResult *res)
+refresh(CqQuery *q, CqPlan *plan, CqStore *store, CqBatchResult *res)
 {
 	if (strcmp(q->opts.complete_refresh, "delete") == 0)
 		cq_spi_exec(psprintf("DELETE FROM %s", cq_sql_relname_str(q->target)),
@@ -520,9 +546,14 @@ refresh(CqQuery *q, CqPlan *plan, CqBatchResult *res)
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		AtEOXact_GUC(true, nest);
 	}
-	if (SPI_execute_plan(cq_spi_plan(plan->complete_sql, 0, NULL), NULL, NULL, false, 0) != SPI_OK_INSERT)
+	if (store)
+		(void) cq_store_refresh_begin(store);
+	if (SPI_execute_plan(cq_spi_plan(store ? plan->store.complete : plan->complete_sql, 0, NULL),
+						 NULL, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "pg_cq: could not reload the target");
 	res->output_rows = SPI_processed;
+	if (store)
+		cq_store_refresh_end();
 }
 
 /*
@@ -560,7 +591,10 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	res->latest_offset_ms = ms_since(in->t0);
 
 	t1 = GetCurrentTimestamp();
-	fold(&ob);
+	if (in->store)
+		fold_store(&ob);
+	else
+		fold(&ob);
 	AtEOXact_GUC(true, scan_nest);
 
 	if (in->plan->single_scan && !ob.nodata && ob.input_rows == 0 && !in->history)
@@ -577,7 +611,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	res->input_rows = ob.input_rows;
 	next_watermark(in->q, res);
 	if (in->q->opts.mode == CQ_MODE_COMPLETE)
-		refresh(in->q, in->plan, res);
+		refresh(in->q, in->plan, in->store, res);
 	res->add_batch_ms = ms_since(t1);
 	return true;
 }
@@ -625,6 +659,99 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 }
 
 /*
+ * rebuild_store
+ *	  rebuild_state for a query whose store is lost (shared memory is
+ *	  empty after a restart or crash, or another batch's publication never
+ *	  happened): the same refold, into the store, from the same rows.
+ *	  Runs as the owner.  Returns the number of state rows.
+ */
+static int64
+rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
+{
+	Datum		params[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	CqSnap	   *end = cq_snap_parse(last->end_offset);
+	TimestampTz t0 = GetCurrentTimestamp();
+	int64		rows;
+	bool		has_wm = last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE;
+	int64		image_batch;
+	char	   *image_offset;
+
+	/* from the image: its rows, then the rows of the batches after it */
+	if (cq_store_load_image(in->store, in->q, last, has_wm, last->batch_watermark,
+							&image_batch, &image_offset))
+	{
+		rows = cq_store_rows(in->store);
+		if (image_batch < last->batch_id)
+		{
+			CqSnap	   *from = cq_snap_parse(image_offset);
+
+			params[0] = xid8_datum(cq_snap_low_bound(from, end));
+			params[1] = xid8_datum(end->xmax);
+			params[2] = snapshot_datum(last->end_offset);
+			params[3] = snapshot_datum(image_offset);
+			rows = cq_store_replay(in->store, &in->plan->store, params, nulls, has_wm,
+								   last->batch_watermark);
+		}
+		*ms = ms_since(t0);
+		ereport(LOG,
+				(errmsg("pg_cq: restored lost state of continuous query \"%s\" from its image of batch " INT64_FORMAT ": " INT64_FORMAT " rows in %.1f ms",
+						in->q->name, image_batch, rows, *ms),
+				 errdetail("Its shared-memory state store was missing; the rows of batches " INT64_FORMAT " to " INT64_FORMAT " were folded again.",
+						   image_batch + 1, last->batch_id)));
+		return rows;
+	}
+
+	params[0] = xid8_datum(0);
+	params[1] = xid8_datum(end->xmax);
+	params[2] = snapshot_datum(last->end_offset);
+	params[3] = snapshot_datum(in->q->start_offset);
+	rows = cq_store_rebuild(in->store,
+							cq_query_reads_history(in->q) ? in->plan->store.delta_history : in->plan->store.delta,
+							params, nulls,
+							last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE,
+							last->batch_watermark);
+	*ms = ms_since(t0);
+	ereport(LOG,
+			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
+					in->q->name, rows, *ms),
+			 errdetail("Its shared-memory state store was missing; the state was refolded from the source.")));
+	return rows;
+}
+
+/*
+ * switch_to_table
+ *	  The store of a query outgrew cq.state_memory: in the batch's
+ *	  transaction, write its state table from the store, make the table
+ *	  path the query's (state_storage = 'unlogged', the state valid, the
+ *	  final view reading the table) and drop the store at commit.
+ */
+static void
+switch_to_table(BatchInput *in)
+{
+	CqSecurity	sec;
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(in->q->id)};
+	CqAnalysis *an;
+
+	cq_store_switch_to_table(in->store, in->q);
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET state_storage = 'unlogged' WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 1, types, values, NULL);
+	CommandCounterIncrement();
+	an = cq_analyze_query((Query *) stringToNode(in->q->query_tree), &in->q->opts, in->q->name);
+	cq_objects_replace_final_view(in->q->id, an);
+	cq_security_restore(&sec);
+	cq_catalog_state_valid(in->q->id, -1);
+	ereport(WARNING,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("continuous query \"%s\" moved its state from shared memory to its state table", in->q->name),
+			 errdetail("Its state takes more than cq.state_memory (%d kB); cq.queries.state_storage is now 'unlogged'.",
+					   cq_state_memory_kb),
+			 errhint("To keep it in shared memory, raise cq.state_memory and recreate the query.")));
+}
+
+/*
  * keep_result
  *	  Copy what res points to into the caller's memory context: the rest of
  *	  the batch's allocations go with its SPI connection.
@@ -654,6 +781,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	bool		ran;
 	bool		rebuild;
 	bool		rebuild_sql;
+	bool		store_lost = false;
 
 	memset(res, 0, sizeof(*res));
 	memset(&in, 0, sizeof(in));
@@ -707,6 +835,10 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	/* the state of a deduplication within a watermark is logged (dedup.c): nothing to refill */
 	rebuild_sql = rebuild && in.plan->rebuild_sql != NULL;
 
+	/* the shared-memory store, as the last committed batch left it */
+	if (in.plan->use_store)
+		in.store = cq_store_open(in.q, in.an, &last, &store_lost);
+
 	/* as the owner, search_path pinned; the settings below end with it */
 	cq_security_owner(in.q->owner, &sec);
 	if (cq_work_mem_kb > 0)
@@ -718,8 +850,16 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (rebuild_sql && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
+	if (store_lost)
+		res->state_total = rebuild_store(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);
 	cq_security_restore(&sec);
+
+	if (store_lost && !ran)
+		cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
+	/* a store that outgrew its budget (in this batch or its rebuild) moves to the table */
+	if (in.store && cq_store_over_budget(in.store))
+		switch_to_table(&in);
 
 	if (rebuild)
 	{
@@ -732,6 +872,12 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		return;
 
 	res->ran = true;
+	if (in.store)
+	{
+		cq_store_batch_done(in.store, res->batch_id);
+		if (!cq_store_switched(in.store) && cq_store_image_due(in.store, res->batch_id))
+			cq_store_write_image(in.store, in.q, res->batch_id, res->end_offset);
+	}
 	res->nodata_due_next = (in.an->wm_key >= 0 || in.an->dedup_evicts) &&
 		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		res->has_next_watermark &&

@@ -47,6 +47,7 @@
 #include "utils/snapmgr.h"
 
 #include "ddl.h"
+#include "store.h"
 #include "wakeup.h"
 #include "security.h"
 #include "sql_builder.h"
@@ -947,7 +948,10 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 		else
 			id = atoi(relname + 2);
 		if (id > 0)
+		{
 			cq_catalog_delete_query(id);	/* internal objects go by dependency */
+			cq_store_forget(MyDatabaseId, id);
+		}
 		SPI_finish();
 	}
 }

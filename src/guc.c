@@ -29,6 +29,9 @@ int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
+int			cq_state_memory_kb = 65536;
+int			cq_state_image_batches = 100;
+int			cq_state_image_interval_s = 300;
 
 /*
  * cq_guc_init
@@ -44,6 +47,32 @@ cq_guc_init(void)
 							&cq_work_mem_kb,
 							4096, -1, MAX_KILOBYTES,
 							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.state_memory",
+							"Shared memory the state of one continuous query with state_storage 'memory' may take.",
+							"Counted as the size of its state rows plus a small overhead per group; a batch "
+							"that would exceed it fails (the state is unchanged).",
+							&cq_state_memory_kb,
+							65536, 64, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.state_image_batches",
+							"Batches after which a query with state_storage 'memory' writes its state table image.",
+							"After a restart the store is loaded from the image and only the rows of later "
+							"batches are folded again; 0 = never by count.",
+							&cq_state_image_batches,
+							100, 0, INT_MAX,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.state_image_interval",
+							"Time after which a query with state_storage 'memory' writes its state table image.",
+							"0 = never by time.",
+							&cq_state_image_interval_s,
+							300, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("cq.complete_lock_timeout",

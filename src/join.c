@@ -586,6 +586,12 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 	Interval   *delay2 = opts->join_watermark_delay ? opts->join_watermark_delay : opts->watermark_delay;
 	CqSecurity	sec;
 
+	if (strcmp(opts->state_storage, "memory") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous query cannot keep its state in shared memory"),
+				 errdetail("A join of two streams keeps its buffered rows in tables."),
+				 errhint("Use state_storage = 'unlogged' (the default) or 'logged'.")));
 	values[0] = Int32GetDatum(id);
 	values[1] = ObjectIdGetDatum(an->join->side[1].relid);
 	values[2] = opts->join_event_time ? CStringGetTextDatum(opts->join_event_time) : (Datum) 0;

@@ -49,6 +49,7 @@
 #include "utils/ruleutils.h"
 
 #include "objects.h"
+#include "store.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "options.h"
@@ -275,6 +276,29 @@ add_event_time_dependency(Oid qview_id, CqAnalysis *an)
 }
 
 /*
+ * state_source
+ *	  What the final view of query id reads: its state table, or for a
+ *	  query with state_storage = 'memory' (catalog 0.2) its store through
+ *	  cq.state_rows.
+ */
+static char *
+state_source(int32 id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+	{
+		cq_spi_exec("SELECT 1 FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1 "
+					"AND state_storage OPERATOR(pg_catalog.=) 'memory'",
+					SPI_OK_SELECT, 1, types, values, NULL);
+		if (SPI_processed == 1)
+			return psprintf("cq.state_rows(%d, NULL::%s)", id, cq_objects_name("s", id));
+	}
+	return cq_objects_name("s", id);
+}
+
+/*
  * cq_objects_replace_final_view
  *	  Replace final view f_<id> by the final values of the groups that
  *	  satisfy the query's HAVING condition (all groups without HAVING), so
@@ -289,7 +313,7 @@ cq_objects_replace_final_view(int32 id, CqAnalysis *an)
 	Oid			viewid = cq_objects_relid("f", id);
 
 	cq_spi_exec(psprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM (SELECT %s FROM %s s) f%s",
-						 fview, cq_state_final_select_list(an), cq_objects_name("s", id),
+						 fview, cq_state_final_select_list(an), state_source(id),
 						 cq_sink_having_where(an, viewid)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	CommandCounterIncrement();
@@ -318,6 +342,17 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 		cq_catalog_set_state_table(id, InvalidOid);
 		return;
 	}
+	if (strcmp(opts->state_storage, "memory") == 0)
+	{
+		const char *why;
+
+		if (!cq_store_supported(an, InvalidOid, &why))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("continuous query cannot keep its state in shared memory"),
+					 errdetail("%s", why),
+					 errhint("Use state_storage = 'unlogged' (the default) or 'logged'.")));
+	}
 	if (an->is_dedup)
 	{
 		/* SELECT DISTINCT: the keys seen, no final view */
@@ -335,7 +370,7 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 											   opts->mode) :
 					cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-		cq_spi_exec(cq_state_final_view_sql(an, fview, state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(cq_state_final_view_sql(an, fview, state_source(id)), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (an->query->havingQual)
 		{
 			CommandCounterIncrement();

@@ -274,7 +274,7 @@ cq_options_finish(CqOptions *opts)
 {
 	static const char *const modes[] = {"append", "update", "complete", NULL};
 	static const char *const startings[] = {"earliest", "latest", NULL};
-	static const char *const storages[] = {"unlogged", "logged", NULL};
+	static const char *const storages[] = {"unlogged", "logged", "memory", NULL};
 	static const char *const refreshes[] = {"truncate", "delete", NULL};
 
 	if (opts->output_mode == NULL)
@@ -347,7 +347,7 @@ cq_options_finish(CqOptions *opts)
 	if (opts->state_storage == NULL)
 		opts->state_storage = "unlogged";
 	check_choice("state_storage", &opts->state_storage, storages,
-				 "Valid values are \"unlogged\" and \"logged\".");
+				 "Valid values are \"unlogged\", \"logged\" and \"memory\".");
 
 	if (opts->complete_refresh == NULL)
 		opts->complete_refresh = "truncate";

@@ -197,6 +197,10 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		list_length(an->query->rtable) == 1 && !an->query->hasTargetSRFs &&
 		(an->is_aggregate ? an->group_exprs != NIL : an->et_attno == InvalidAttrNumber) &&
 		!(q->opts.max_rows_per_trigger > 0) && !an->is_dedup;
+	/* the store counts the batch's rows with the count statement */
+	plan->use_store = cq_store_used(q, an);
+	if (plan->use_store)
+		an->single_scan = false;
 	plan->single_scan = an->single_scan;
 	an->hash_keys = an->is_aggregate && cq_state_hashed(q->state_table);
 	if (an->distinct_sets)
@@ -231,6 +235,8 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 									  cq_sql_relname_str(q->state_table),
 									  cq_sink_having_where(an, viewid));
 	}
+	if (plan->use_store)
+		cq_store_build_sql(an, q, viewid, &plan->store);
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
 	if (an->session)
@@ -324,6 +330,12 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->count_xids_sql);
 	l = lappend(l, plan->count_history_sql);
 	l = lappend(l, plan->rebuild_sql);
+	l = lappend(l, plan->store.delta);
+	l = lappend(l, plan->store.delta_history);
+	l = lappend(l, plan->store.merge);
+	l = lappend(l, plan->store.sink);
+	l = lappend(l, plan->store.sink_history);
+	l = lappend(l, plan->store.complete);
 	return l;
 }
 
@@ -429,7 +441,14 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(count_xids_sql);
 	COPY_SQL(count_history_sql);
 	COPY_SQL(rebuild_sql);
+	COPY_SQL(store.delta);
+	COPY_SQL(store.delta_history);
+	COPY_SQL(store.merge);
+	COPY_SQL(store.sink);
+	COPY_SQL(store.sink_history);
+	COPY_SQL(store.complete);
 #undef COPY_SQL
+	copy_plan->use_store = new_plan->use_store;
 	copy_plan->single_scan = new_plan->single_scan;
 	return copy_plan;
 }

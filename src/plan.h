@@ -11,6 +11,7 @@
 #include "postgres.h"
 #include "analyze.h"
 #include "catalog.h"
+#include "store.h"
 
 /* The SQL a batch runs, built from an analysis (plan.c). */
 typedef struct CqPlan
@@ -24,6 +25,8 @@ typedef struct CqPlan
 	char	   *rebuild_sql;	/* refold all processed rows into empty state */
 	bool		single_scan;	/* main statement also returns the batch's row count */
 	char	   *count_history_sql;
+	bool		use_store;		/* state in the shared-memory store (store.c) */
+	CqStoreSql	store;			/* its statements */
 } CqPlan;
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);

@@ -52,6 +52,7 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 #define CQ_TRANCHE "pg_cq"
+#define CQ_STORE_TRANCHE "pg_cq store"
 
 /*
  * shared_size
@@ -79,6 +80,7 @@ cq_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(shared_size());
 	RequestNamedLWLockTranche(CQ_TRANCHE, 1);
+	RequestNamedLWLockTranche(CQ_STORE_TRANCHE, 1);
 }
 
 /*
@@ -100,6 +102,8 @@ cq_shmem_startup(void)
 	{
 		memset(cq_shared, 0, shared_size());
 		cq_shared->lock = &(GetNamedLWLockTranche(CQ_TRANCHE))->lock;
+		cq_shared->store_lock = &(GetNamedLWLockTranche(CQ_STORE_TRANCHE))->lock;
+		cq_shared->store_ready = false;
 		cq_shared->ndbs = max_worker_processes;
 		cq_shared->nworkers = max_worker_processes;
 		cq_shared->nqueries = cq_max_queries;

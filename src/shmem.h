@@ -15,6 +15,7 @@
 #include "nodes/nodes.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "utils/dsa.h"
 
 /* What cq.status says about a query (Spark's status messages). */
 typedef enum CqMessage
@@ -112,6 +113,12 @@ typedef struct CqShared
 	CqDbSlot   *dbs;
 	CqWorkerSlot *workers;
 	CqQuerySlot *queries;
+	/* the shared-memory state store (store.c), guarded by store_lock */
+	LWLock	   *store_lock;
+	bool		store_ready;	/* store_area and store_dir are set */
+	dsa_handle	store_area;
+	dsa_pointer store_dir;		/* dshash_table_handle of its directory */
+	int			store_tranche;	/* LWLock tranche of its hash tables */
 } CqShared;
 
 extern CqShared *cq_shared;

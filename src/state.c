@@ -543,6 +543,17 @@ delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 }
 
 /*
+ * cq_state_delta_cte
+ *	  "d AS (...)" alone (see delta_cte), for the shared-memory store
+ *	  (store.c), which merges d in C.  No DISTINCT aggregates there.
+ */
+void
+cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history)
+{
+	delta_cte(buf, an, history);
+}
+
+/*
  * append_merges
  *	  ", p1 = <merge of s.p1 and <from>.p1>, ..." for every state column.
  */

@@ -23,6 +23,7 @@ extern void cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const cha
 extern char *cq_state_key_hash_sql(CqAnalysis *an, const char *prefix, List *cols);
 extern bool cq_state_hashed(Oid state_table);
 extern bool cq_state_evicts(CqAnalysis *an);
+extern void cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history);
 extern const char *cq_state_wm_param(CqAnalysis *an);
 extern char *cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
 extern char *cq_state_distinct_table_sql(CqAnalysis *an, const char *qualname, bool logged);

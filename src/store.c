@@ -1,0 +1,1908 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.c
+ *	  The shared-memory state store (issue 15): a query created with
+ *	  state_storage = 'memory' keeps its state rows in a hash table in
+ *	  dynamic shared memory instead of its state table.
+ *
+ * Layout.  One dynamic shared area (DSA) for the whole cluster, created
+ * lazily by the first backend that needs it; its handle and that of its
+ * directory (a dshash keyed by database and query id) are in pg_cq's fixed
+ * segment (shmem.c), guarded by the lock "pg_cq store".  A query's
+ * directory entry points to its header (StoreHeader): the handle of its
+ * group table, the batch id the table reflects, row and byte counts, and
+ * a condition variable.  The group table is a dshash keyed by a 64-bit
+ * hash of the grouping keys (each key's extended hash function, with the
+ * key's collation: the equality GROUP BY uses hashes consistently with
+ * it); each entry holds a chain of nodes, one per group with that hash,
+ * and each node the group's state row (keys, n, [e], partials, [h]: the
+ * row type of the state table) as a MinimalTuple.  Groups are matched by
+ * hash, then by their keys with each key's GROUP BY equality (NULL keys
+ * match NULL keys).
+ *
+ * A batch (batch.c) runs the partial aggregation of its new rows (d) as a
+ * statement, looks every group up in the store, merges the existing ones
+ * with one statement over the pairs (the aggregates' own merge templates,
+ * CqPart.merge, so that results are those of the table path), applies the
+ * late filter and the watermark's eviction in C, and passes the changed
+ * rows (m) and the evicted ones (x) to the target-writing statement of
+ * sink.c as ephemeral named relations, as triggers pass transition tables.
+ *
+ * Transactions.  Changes go to a backend-local overlay and reach shared
+ * memory only if the batch's transaction commits: at PRE_COMMIT the new
+ * rows are copied into the DSA (errors are still allowed there: the
+ * transaction then aborts) and the query's header is marked "publication
+ * in flight"; at COMMIT pointers are swapped (nothing can fail); at abort,
+ * or at the abort of the subtransaction that opened the overlay, the
+ * copies are freed and nothing changed.  Between the moment a commit
+ * becomes visible (the row lock on the catalog row, which serializes
+ * batches, is free from then on) and its COMMIT callback, the next batch
+ * of the query could start: it waits on the condition variable while a
+ * publication is in flight, so it never reads a store older than the last
+ * committed batch.  A store whose batch id is not the last committed one
+ * (none yet after a restart: shared memory is rebuilt empty; a crash, a
+ * reset) is rebuilt from the source by the batch, exactly as the lost
+ * unlogged state table is (rebuild_state in batch.c), and published with
+ * it.
+ *
+ * Memory: the rows and node overhead of a query are counted and limited by
+ * cq.state_memory (per query); a batch that would exceed it fails.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "lib/dshash.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "utils/builtins.h"
+#include "utils/dsa.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/typcache.h"
+#include "utils/wait_event.h"
+
+#include "store.h"
+#include "guc.h"
+#include "shmem.h"
+#include "security.h"
+#include "sql_builder.h"
+#include "catalog.h"
+#include "aggregates.h"
+#include "state.h"
+#include "sink.h"
+
+/* ENR names the generated statements read */
+#define STORE_ENR_PAIRS "cq_mp"
+#define STORE_ENR_ALL "cq_all"
+
+/* Directory key: a query of a database. */
+typedef struct StoreKey
+{
+	Oid			dboid;
+	int32		query_id;
+} StoreKey;
+
+typedef struct StoreDirEntry
+{
+	StoreKey	key;
+	dsa_pointer header;			/* StoreHeader, or InvalidDsaPointer */
+} StoreDirEntry;
+
+/* A query's store; fields guarded by its directory entry's lock. */
+typedef struct StoreHeader
+{
+	bool		valid;			/* table reflects batch `published` */
+	dshash_table_handle table;	/* groups (valid only) */
+	int64		published;		/* batch id the table reflects, -1: before batch 0 */
+	int64		inflight;		/* batch being published, -1: none */
+	int64		rows;
+	int64		bytes;
+	bool		has_evict_wm;	/* rows with e <= evict_wm were evicted */
+	TimestampTz evict_wm;
+	int64		image_batch;	/* batch of the last image written, -1: none known */
+	TimestampTz image_at;
+	ConditionVariable cv;		/* broadcast when inflight is cleared */
+} StoreHeader;
+
+/* A hash value of the group table, and its groups. */
+typedef struct StoreEntry
+{
+	uint64		hash;
+	dsa_pointer head;			/* StoreNode chain */
+} StoreEntry;
+
+typedef struct StoreNode
+{
+	dsa_pointer next;
+	dsa_pointer tuple;			/* MinimalTuple; invalid while being published */
+} StoreNode;
+
+/* A changed group in the overlay. */
+typedef struct OvItem
+{
+	uint64		hash;
+	HeapTuple	tup;			/* its row now (deleted: its last row) */
+	bool		deleted;
+	dsa_pointer node;			/* its node in the published table, or invalid */
+	dsa_pointer newtuple;		/* copy made at pre-commit */
+	dsa_pointer newnode;		/* node made at pre-commit for a new group */
+} OvItem;
+
+typedef struct OvEntry
+{
+	uint64		hash;
+	List	   *items;			/* OvItem * */
+} OvEntry;
+
+typedef struct TouchedEntry
+{
+	dsa_pointer node;
+} TouchedEntry;
+
+/* The store of one query in this transaction. */
+struct CqStore
+{
+	StoreKey	key;
+	MemoryContext cxt;			/* lives as long as the transaction */
+	TupleDesc	desc;			/* state row */
+	int			ng;				/* keys: attributes 1..ng */
+	AttrNumber	n_att;
+	AttrNumber	e_att;			/* 0: none */
+	int			nparts;
+	AttrNumber *p_att;			/* per part */
+	FmgrInfo   *eq;
+	FmgrInfo   *hashfn;
+	Oid		   *coll;
+	dsa_pointer header;
+	dshash_table *table;		/* published table, or NULL */
+	bool		replace;		/* publication replaces the whole table */
+	dshash_table *newtable;		/* replace: built at pre-commit */
+	HTAB	   *overlay;		/* uint64 -> OvEntry */
+	HTAB	   *touched;		/* published nodes the overlay replaces */
+	List	   *items;			/* every OvItem, in order */
+	int64		batch_id;		/* to publish */
+	int64		rows;
+	int64		bytes;
+	bool		has_evict_wm;
+	TimestampTz evict_wm;
+	int64		image_batch;
+	TimestampTz image_at;
+	SubTransactionId subid;
+	bool		prepared;
+	bool		switched;		/* moved to the table path: drop the store at commit */
+};
+
+/* A row found in the store. */
+typedef struct StoreRef
+{
+	uint64		hash;
+	HeapTuple	tup;			/* NULL: not found */
+	dsa_pointer node;
+	OvItem	   *item;
+} StoreRef;
+
+static dsa_area *store_area = NULL;
+static dshash_table *store_dir = NULL;
+static List *xact_stores = NIL;
+static bool callbacks_registered = false;
+
+#define NODE_OVERHEAD ((int64) sizeof(StoreNode))
+
+static dshash_parameters dir_params = {
+	sizeof(StoreKey), sizeof(StoreDirEntry), dshash_memcmp, dshash_memhash, 0
+};
+static dshash_parameters table_params = {
+	sizeof(uint64), sizeof(StoreEntry), dshash_memcmp, dshash_memhash, 0
+};
+
+static void store_xact_callback(XactEvent event, void *arg);
+static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								   SubTransactionId parentSubid, void *arg);
+
+/*
+ * store_attach
+ *	  Attach to the store's area and directory, creating them on first use.
+ */
+static void
+store_attach(void)
+{
+	MemoryContext old;
+
+	if (store_area != NULL)
+		return;
+	if (cq_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_cq's shared memory is not available"),
+				 errhint("Add pg_cq to shared_preload_libraries.")));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	LWLockAcquire(cq_shared->store_lock, LW_EXCLUSIVE);
+	if (!cq_shared->store_ready)
+	{
+		int			tranche = LWLockNewTrancheId();
+		dsa_area   *area = dsa_create(tranche);
+		dshash_table *dir;
+
+		dsa_pin(area);
+		dsa_pin_mapping(area);
+		dir_params.tranche_id = tranche;
+		dir = dshash_create(area, &dir_params, NULL);
+		cq_shared->store_tranche = tranche;
+		cq_shared->store_dir = dshash_get_hash_table_handle(dir);
+		cq_shared->store_area = dsa_get_handle(area);
+		cq_shared->store_ready = true;
+		store_area = area;
+		store_dir = dir;
+	}
+	else
+	{
+		dsa_area   *area = dsa_attach(cq_shared->store_area);
+
+		dsa_pin_mapping(area);
+		dir_params.tranche_id = cq_shared->store_tranche;
+		store_dir = dshash_attach(area, &dir_params, cq_shared->store_dir, NULL);
+		store_area = area;
+	}
+	table_params.tranche_id = cq_shared->store_tranche;
+	LWLockRegisterTranche(cq_shared->store_tranche, "pg_cq store");
+	LWLockRelease(cq_shared->store_lock);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * cq_store_used
+ *	  Does this query keep its state in the store?
+ */
+bool
+cq_store_used(CqQuery *q, CqAnalysis *an)
+{
+	return strcmp(q->opts.state_storage, "memory") == 0 && an->is_aggregate && !an->is_dedup;
+}
+
+/*
+ * cq_store_supported
+ *	  Can this aggregation keep its state in the store?  If not, *why says
+ *	  why (a sentence).
+ */
+bool
+cq_store_supported(CqAnalysis *an, Oid state_table, const char **why)
+{
+	ListCell   *lc;
+
+	if (an->is_dedup)
+	{
+		*why = "SELECT DISTINCT keeps its state in a table.";
+		return false;
+	}
+	if (an->session)
+	{
+		*why = "Session windows keep their sessions in a table.";
+		return false;
+	}
+	if (an->join != NULL)
+	{
+		*why = "A join of two streams keeps its buffered rows in tables.";
+		return false;
+	}
+	if (an->distinct_sets != NIL)
+	{
+		*why = "DISTINCT aggregates keep the values they have seen in a table.";
+		return false;
+	}
+	foreach(lc, an->group_exprs)
+	{
+		Oid			type = exprType(lfirst(lc));
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC | TYPECACHE_HASH_OPFAMILY);
+		Oid			eqop = list_nth_oid(an->group_eqops, foreach_current_index(lc));
+
+		if (!OidIsValid(tc->hash_extended_proc) || !OidIsValid(tc->hash_opf) ||
+			!op_in_opfamily(eqop, tc->hash_opf))
+		{
+			*why = psprintf("Grouping key type %s has no hash function consistent with its equality.",
+							format_type_be(type));
+			return false;
+		}
+	}
+	if (cq_state_evicts(an))
+	{
+		Oid			type = exprType(list_nth(an->group_exprs, an->wm_key));
+
+		if (type != TIMESTAMPOID && type != TIMESTAMPTZOID)
+		{
+			*why = psprintf("The window end of the watermark key is of type %s.", format_type_be(type));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * state_att
+ *	  Attribute number of a state table column, or 0.
+ */
+static AttrNumber
+state_att(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i + 1;
+	return 0;
+}
+
+/*
+ * cq_store_build_sql
+ *	  The statements of a batch on the store (see CqStoreSql).
+ */
+void
+cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
+{
+	Relation	rel = table_open(q->state_table, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	StringInfoData cols;
+	StringInfoData merges;
+	char	   *target = cq_sql_relname_str(q->target);
+	bool		has_o;
+	bool		has_o1;
+
+	/* d in the state row's layout, partials in the state columns' types */
+	initStringInfo(&cols);
+	initStringInfo(&merges);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *name = NameStr(att->attname);
+		char	   *qname = (char *) quote_identifier(name);
+
+		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
+		{
+			int			p = atoi(name + 1);
+			CqPart	   *part = list_nth(an->parts, p - 1);
+			char	   *type = format_type_with_typemod(att->atttypid, att->atttypmod);
+
+			appendStringInfo(&cols, "%sCAST(d.%s AS %s)", i ? ", " : "", qname, type);
+			appendStringInfo(&merges, ", CAST((");
+			appendStringInfo(&merges, part->merge, psprintf("s.%s", qname), psprintf("s._np%d", p));
+			appendStringInfo(&merges, ") AS %s)", type);
+		}
+		else if (strcmp(name, "n") == 0)
+		{
+			appendStringInfo(&cols, "%sd.n", i ? ", " : "");
+			appendStringInfoString(&merges, ", s.n + s._nn");
+		}
+		else
+		{
+			appendStringInfo(&cols, "%sd.%s", i ? ", " : "", qname);
+			appendStringInfo(&merges, ", s.%s", qname);
+		}
+	}
+	table_close(rel, AccessShareLock);
+
+	for (int h = 0; h < 2; h++)
+	{
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "WITH ");
+		cq_state_delta_cte(&buf, an, h == 1);
+		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
+		if (h == 1)
+			sql->delta_history = buf.data;
+		else
+			sql->delta = buf.data;
+	}
+	sql->merge = psprintf("SELECT s._k%s FROM %s s", merges.data, STORE_ENR_PAIRS);
+
+	sql->sink = sql->sink_history = NULL;
+	if (q->opts.mode != CQ_MODE_COMPLETE)
+	{
+		for (int h = 0; h < 2; h++)
+		{
+			StringInfoData ctes;
+
+			initStringInfo(&ctes);
+			cq_sink_write_ctes(&ctes, an, q->opts.mode, viewid, target, h == 1, &has_o, &has_o1);
+			if (strncmp(ctes.data, ", ", 2) != 0)
+				elog(ERROR, "pg_cq: unexpected target statement");
+			initStringInfo(&buf);
+			appendStringInfo(&buf, "WITH %s SELECT %s", ctes.data + 2,
+							 has_o1 ? "(SELECT count(*) FROM o) + (SELECT count(*) FROM o1)" :
+							 has_o ? "(SELECT count(*) FROM o)" : "0::int8");
+			if (h == 1)
+				sql->sink_history = buf.data;
+			else
+				sql->sink = buf.data;
+		}
+	}
+	sql->complete = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
+							 target, cq_sink_target_columns(an, "", false, false),
+							 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
+							 STORE_ENR_ALL, cq_sink_having_where(an, viewid));
+}
+
+/*
+ * find_header
+ *	  The directory entry of a query, locked (exclusive or shared), or NULL
+ *	  when it has none and create is false.  With create, an entry without
+ *	  a header gets a new, invalid one.
+ */
+static StoreDirEntry *
+find_header(StoreKey *key, bool exclusive, bool create)
+{
+	StoreDirEntry *d;
+	bool		found;
+
+	if (!create)
+		return dshash_find(store_dir, key, exclusive);
+	d = dshash_find_or_insert(store_dir, key, &found);
+	if (!found)
+		d->header = InvalidDsaPointer;
+	if (!DsaPointerIsValid(d->header))
+	{
+		dsa_pointer hp = dsa_allocate0(store_area, sizeof(StoreHeader));
+		StoreHeader *h = dsa_get_address(store_area, hp);
+
+		h->valid = false;
+		h->published = -1;
+		h->inflight = -1;
+		h->image_batch = -1;
+		ConditionVariableInit(&h->cv);
+		d->header = hp;
+	}
+	return d;
+}
+
+/*
+ * header_of
+ *	  The header of a store.
+ */
+static StoreHeader *
+header_of(CqStore *st)
+{
+	return (StoreHeader *) dsa_get_address(store_area, st->header);
+}
+
+/*
+ * setup_keys
+ *	  The state row's layout and the keys' hash and equality functions.
+ */
+static void
+setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
+{
+	Relation	rel = table_open(q->state_table, AccessShareLock);
+	int			ng = cq_state_ngroup_cols(an);
+
+	st->desc = CreateTupleDescCopy(RelationGetDescr(rel));
+	table_close(rel, AccessShareLock);
+	st->ng = ng;
+	st->n_att = state_att(st->desc, "n");
+	st->e_att = cq_state_evicts(an) ? state_att(st->desc, "e") : 0;
+	st->nparts = 0;
+	st->p_att = palloc0(sizeof(AttrNumber) * st->desc->natts);
+	for (int i = 0; i < st->desc->natts; i++)
+	{
+		const char *name = NameStr(TupleDescAttr(st->desc, i)->attname);
+
+		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
+			st->p_att[st->nparts++] = i + 1;
+	}
+	st->eq = palloc0(sizeof(FmgrInfo) * ng);
+	st->hashfn = palloc0(sizeof(FmgrInfo) * ng);
+	st->coll = palloc0(sizeof(Oid) * ng);
+	for (int g = 0; g < ng; g++)
+	{
+		Oid			type = an->group_exprs ? exprType(list_nth(an->group_exprs, g)) : BOOLOID;
+		Oid			eqop = an->group_exprs ? list_nth_oid(an->group_eqops, g) : BooleanEqualOperator;
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			elog(ERROR, "pg_cq: no extended hash function for type %s", format_type_be(type));
+		fmgr_info_cxt(get_opcode(eqop), &st->eq[g], st->cxt);
+		fmgr_info_cxt(tc->hash_extended_proc, &st->hashfn[g], st->cxt);
+		st->coll[g] = an->group_exprs ? exprCollation(list_nth(an->group_exprs, g)) : InvalidOid;
+	}
+}
+
+/*
+ * register_callbacks
+ *	  The transaction callbacks that publish or discard overlays, once.
+ */
+static void
+register_callbacks(void)
+{
+	if (callbacks_registered)
+		return;
+	RegisterXactCallback(store_xact_callback, NULL);
+	RegisterSubXactCallback(store_subxact_callback, NULL);
+	callbacks_registered = true;
+}
+
+/*
+ * cq_store_open
+ *	  The store of a query for a batch in this transaction (the caller
+ *	  holds the query's catalog row lock, and last is the last committed
+ *	  batch read after it).  Waits while a publication is in flight.  When
+ *	  the store does not reflect the last committed batch, the batch
+ *	  replaces it: *lost is then true when batches were committed (the
+ *	  caller rebuilds it with cq_store_rebuild), false for batch 0.
+ */
+CqStore *
+cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
+{
+	CqStore    *st;
+	StoreDirEntry *d;
+	StoreHeader *h;
+	MemoryContext old;
+	HASHCTL		ctl;
+	ListCell   *lc;
+	bool		valid;
+	int64		published;
+	dshash_table_handle table = 0;
+
+	*lost = false;
+	foreach(lc, xact_stores)
+	{
+		st = lfirst(lc);
+		if (st->key.dboid == MyDatabaseId && st->key.query_id == q->id)
+		{
+			if (st->subid != GetCurrentSubTransactionId())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot run another batch of continuous query \"%s\" in this subtransaction", q->name),
+						 errdetail("The query keeps its state in shared memory (state_storage = 'memory') and already ran a batch at another level of this transaction."),
+						 errhint("Commit the transaction first.")));
+			return st;
+		}
+	}
+
+	store_attach();
+	register_callbacks();
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	st = palloc0(sizeof(CqStore));
+	st->cxt = AllocSetContextCreate(TopTransactionContext, "pg_cq store overlay", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(st->cxt);
+	st->key.dboid = MyDatabaseId;
+	st->key.query_id = q->id;
+	setup_keys(st, q, an);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(OvEntry);
+	ctl.hcxt = st->cxt;
+	st->overlay = hash_create("pg_cq store overlay", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.keysize = sizeof(dsa_pointer);
+	ctl.entrysize = sizeof(TouchedEntry);
+	st->touched = hash_create("pg_cq store touched", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	st->subid = GetCurrentSubTransactionId();
+	MemoryContextSwitchTo(old);
+
+	/* wait for the publication of the previous batch, if still in flight */
+	d = find_header(&st->key, true, true);
+	st->header = d->header;
+	h = header_of(st);
+	dshash_release_lock(store_dir, d);
+	ConditionVariablePrepareToSleep(&h->cv);
+	for (;;)
+	{
+		bool		busy;
+
+		d = find_header(&st->key, false, false);
+		busy = d != NULL && h->inflight >= 0;
+		valid = h->valid;
+		published = h->published;
+		table = h->table;
+		st->rows = h->rows;
+		st->bytes = h->bytes;
+		st->has_evict_wm = h->has_evict_wm;
+		st->evict_wm = h->evict_wm;
+		st->image_batch = h->image_batch;
+		st->image_at = h->image_at;
+		if (d)
+			dshash_release_lock(store_dir, d);
+		if (!busy)
+			break;
+		ConditionVariableSleep(&h->cv, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+
+	st->batch_id = last->found ? last->batch_id : -1;
+	if (valid && last->found && published == last->batch_id)
+	{
+		old = MemoryContextSwitchTo(st->cxt);
+		st->table = dshash_attach(store_area, &table_params, table, NULL);
+		MemoryContextSwitchTo(old);
+	}
+	else
+	{
+		/* batch 0, or lost: start from empty */
+		st->replace = true;
+		st->rows = st->bytes = 0;
+		st->has_evict_wm = false;
+		st->image_batch = -1;
+		*lost = last->found;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	xact_stores = lappend(xact_stores, st);
+	MemoryContextSwitchTo(old);
+	return st;
+}
+
+/*
+ * key_hash
+ *	  64-bit hash of a row's keys (values/nulls in the state row layout).
+ */
+static uint64
+key_hash(CqStore *st, Datum *values, bool *nulls)
+{
+	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
+
+	for (int g = 0; g < st->ng; g++)
+	{
+		uint64		k = UINT64CONST(0x5bd1e9955bd1e995);
+
+		if (!nulls[g])
+			k = DatumGetUInt64(FunctionCall2Coll(&st->hashfn[g], st->coll[g], values[g],
+												 UInt64GetDatum(0)));
+		h = hash_combine64(h, k);
+	}
+	return h;
+}
+
+/*
+ * keys_match
+ *	  Are tup's keys those of values/nulls, by GROUP BY's equality?
+ */
+static bool
+keys_match(CqStore *st, HeapTuple tup, Datum *values, bool *nulls)
+{
+	for (int g = 0; g < st->ng; g++)
+	{
+		bool		isnull;
+		Datum		v = heap_getattr(tup, g + 1, st->desc, &isnull);
+
+		if (isnull != nulls[g])
+			return false;
+		if (isnull)
+			continue;
+		if (!DatumGetBool(FunctionCall2Coll(&st->eq[g], st->coll[g], v, values[g])))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * lookup
+ *	  The current row of the group with these keys: the overlay's, else
+ *	  the published one.
+ */
+static void
+lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+{
+	OvEntry    *ov;
+	StoreEntry *e;
+
+	memset(ref, 0, sizeof(*ref));
+	ref->hash = key_hash(st, values, nulls);
+	ref->node = InvalidDsaPointer;
+	ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
+	if (ov)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ov->items)
+		{
+			OvItem	   *it = lfirst(lc);
+
+			if (keys_match(st, it->tup, values, nulls))
+			{
+				ref->item = it;
+				ref->node = it->node;
+				ref->tup = it->deleted ? NULL : it->tup;
+				return;
+			}
+		}
+	}
+	if (st->table == NULL)
+		return;
+	e = dshash_find(st->table, &ref->hash, false);
+	if (e == NULL)
+		return;
+	for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+	{
+		StoreNode  *node = dsa_get_address(store_area, np);
+
+		if (DsaPointerIsValid(node->tuple))
+		{
+			HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+
+			if (keys_match(st, t, values, nulls))
+			{
+				ref->tup = t;
+				ref->node = np;
+				break;
+			}
+			heap_freetuple(t);
+		}
+		np = node->next;
+	}
+	dshash_release_lock(st->table, e);
+}
+
+/*
+ * row_bytes
+ *	  What a row costs in the store.
+ */
+static int64
+row_bytes(HeapTuple t)
+{
+	return (int64) (t->t_len - HEAPTUPLESIZE + MINIMAL_TUPLE_OFFSET) + NODE_OVERHEAD;
+}
+
+/*
+ * put
+ *	  Make tup (NULL: delete) the group's row in the overlay; ref is what
+ *	  lookup found for it.
+ */
+static void
+put(CqStore *st, StoreRef *ref, HeapTuple tup)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	OvItem	   *it = ref->item;
+	bool		existed = ref->tup != NULL;
+
+	if (existed)
+	{
+		st->bytes -= row_bytes(ref->tup);
+		st->rows--;
+	}
+	if (tup)
+	{
+		st->bytes += row_bytes(tup);
+		st->rows++;
+	}
+	if (it == NULL)
+	{
+		bool		found;
+		OvEntry    *ov = hash_search(st->overlay, &ref->hash, HASH_ENTER, &found);
+
+		if (!found)
+			ov->items = NIL;
+		it = palloc0(sizeof(OvItem));
+		it->hash = ref->hash;
+		it->node = ref->node;
+		it->newtuple = it->newnode = InvalidDsaPointer;
+		ov->items = lappend(ov->items, it);
+		st->items = lappend(st->items, it);
+		if (DsaPointerIsValid(ref->node))
+			(void) hash_search(st->touched, &ref->node, HASH_ENTER, NULL);
+		ref->item = it;
+	}
+	if (tup)
+	{
+		it->tup = heap_copytuple(tup);
+		it->deleted = false;
+	}
+	else
+	{
+		it->tup = heap_copytuple(ref->tup);
+		it->deleted = true;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* One visible row, for scans. */
+typedef struct ScanRow
+{
+	StoreRef	ref;
+} ScanRow;
+
+/*
+ * scan_all
+ *	  Every row of the store as this transaction sees it (published rows
+ *	  the overlay does not replace, then the overlay's), as ScanRow *.
+ */
+static List *
+scan_all(CqStore *st)
+{
+	List	   *rows = NIL;
+	ListCell   *lc;
+
+	if (st->table)
+	{
+		dshash_seq_status status;
+		StoreEntry *e;
+
+		dshash_seq_init(&status, st->table, false);
+		while ((e = dshash_seq_next(&status)) != NULL)
+		{
+			for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+			{
+				StoreNode  *node = dsa_get_address(store_area, np);
+
+				if (DsaPointerIsValid(node->tuple) &&
+					hash_search(st->touched, &np, HASH_FIND, NULL) == NULL)
+				{
+					ScanRow    *r = palloc0(sizeof(ScanRow));
+
+					r->ref.hash = e->hash;
+					r->ref.node = np;
+					r->ref.tup = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+					rows = lappend(rows, r);
+				}
+				np = node->next;
+			}
+		}
+		dshash_seq_term(&status);
+	}
+	foreach(lc, st->items)
+	{
+		OvItem	   *it = lfirst(lc);
+		ScanRow    *r;
+
+		if (it->deleted)
+			continue;
+		r = palloc0(sizeof(ScanRow));
+		r->ref.hash = it->hash;
+		r->ref.node = it->node;
+		r->ref.item = it;
+		r->ref.tup = it->tup;
+		rows = lappend(rows, r);
+	}
+	return rows;
+}
+
+/*
+ * register_enr
+ *	  Make a tuplestore readable by name in this SPI connection's statements.
+ */
+static void
+register_enr(const char *name, TupleDesc desc, Tuplestorestate *ts)
+{
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+
+	enr->md.name = pstrdup(name);
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = tuplestore_tuple_count(ts);
+	enr->reldata = ts;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "pg_cq: could not register relation %s", name);
+}
+
+static void
+unregister_enr(const char *name)
+{
+	(void) SPI_unregister_relation(name);
+}
+
+/*
+ * late
+ *	  Is a state row of a window the watermark wm has closed (e <= wm)?
+ *	  Timestamps of either kind compare as their int64 values: the
+ *	  watermark of a timestamp column is its value at UTC.
+ */
+static bool
+late(CqStore *st, Datum *values, bool *nulls, bool has_wm, TimestampTz wm)
+{
+	if (st->e_att == 0 || !has_wm || nulls[st->e_att - 1])
+		return false;
+	return DatumGetInt64(values[st->e_att - 1]) <= wm;
+}
+
+/*
+ * run_delta
+ *	  Run a d statement; returns its result (state row layout).
+ */
+static SPITupleTable *
+run_delta(const char *sql, Datum *params, const char *nulls, uint64 *n)
+{
+	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
+
+	if (SPI_execute_plan(cq_spi_plan(sql, 4, types), params, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: delta statement failed");
+	*n = SPI_processed;
+	return SPI_tuptable;
+}
+
+/*
+ * cq_store_rebuild
+ *	  Refill a replaced store with the partial aggregates of every row
+ *	  processed so far (delta_sql over the range given), keeping the
+ *	  windows still open at the last batch's watermark (the argument of
+ *	  rebuild_state in batch.c).  Returns the number of rows.
+ */
+int64
+cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *nulls,
+				 bool has_wm, TimestampTz wm)
+{
+	uint64		n;
+	SPITupleTable *tt = run_delta(delta_sql, params, nulls, &n);
+	Datum	   *values = palloc(sizeof(Datum) * st->desc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * st->desc->natts);
+	int64		rows = 0;
+
+	Assert(st->replace);
+	for (uint64 i = 0; i < n; i++)
+	{
+		StoreRef	ref;
+
+		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
+		if (late(st, values, isnull, has_wm, wm))
+			continue;
+		lookup(st, values, isnull, &ref);
+		put(st, &ref, heap_form_tuple(st->desc, values, isnull));
+		rows++;
+	}
+	SPI_freetuptable(tt);
+	return rows;
+}
+
+/*
+ * m_desc
+ *	  The state row with _sid and _ins (m), or plain (x, cq_all).
+ */
+static TupleDesc
+m_desc(CqStore *st, bool with_flags)
+{
+	int			natts = st->desc->natts;
+	TupleDesc	desc = CreateTemplateTupleDesc(natts + (with_flags ? 2 : 0));
+
+	for (int i = 0; i < natts; i++)
+		TupleDescCopyEntry(desc, i + 1, st->desc, i + 1);
+	if (with_flags)
+	{
+		TupleDescInitEntry(desc, natts + 1, "_sid", INT8OID, -1, 0);
+		TupleDescInitEntry(desc, natts + 2, "_ins", BOOLOID, -1, 0);
+	}
+	for (int i = 0; i < desc->natts; i++)
+		TupleDescAttr(desc, i)->attnotnull = false;
+	return desc;
+}
+
+/*
+ * pairs_desc
+ *	  The pairs' relation of the merge statement: _k, the stored row, _nn,
+ *	  _np<i>.
+ */
+static TupleDesc
+pairs_desc(CqStore *st)
+{
+	int			natts = st->desc->natts;
+	TupleDesc	mpdesc = CreateTemplateTupleDesc(1 + natts + 1 + st->nparts);
+
+	TupleDescInitEntry(mpdesc, 1, "_k", INT4OID, -1, 0);
+	for (int i = 0; i < natts; i++)
+		TupleDescCopyEntry(mpdesc, i + 2, st->desc, i + 1);
+	TupleDescInitEntry(mpdesc, natts + 2, "_nn", INT8OID, -1, 0);
+	for (int p = 0; p < st->nparts; p++)
+	{
+		TupleDescCopyEntry(mpdesc, natts + 3 + p, st->desc, st->p_att[p]);
+		namestrcpy(&TupleDescAttr(mpdesc, natts + 2 + p)->attname, psprintf("_np%d", p + 1));
+	}
+	for (int i = 0; i < mpdesc->natts; i++)
+		TupleDescAttr(mpdesc, i)->attnotnull = false;
+	return mpdesc;
+}
+
+/*
+ * merge_delta
+ *	  Merge the rows of a d statement (tt, n rows, state row layout) into
+ *	  the overlay: late groups (e <= wm) are counted and left out, new
+ *	  groups put as they are, existing ones merged by the merge statement.
+ *	  Appends the changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
+ */
+static void
+merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
+			bool has_wm, TimestampTz wm, List **m, List **m_ins, CqStoreMetrics *metrics)
+{
+	int			natts = st->desc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
+	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
+	List	   *pairs = NIL;	/* StoreRef * of existing groups */
+	TupleDesc	mpdesc = pairs_desc(st);
+	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		StoreRef   *ref = palloc(sizeof(StoreRef));
+
+		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
+		if (late(st, values, isnull, has_wm, wm))
+		{
+			metrics->dropped++;
+			continue;
+		}
+		lookup(st, values, isnull, ref);
+		if (ref->tup == NULL)
+		{
+			HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
+
+			put(st, ref, t);
+			*m = lappend(*m, t);
+			*m_ins = lappend_int(*m_ins, 1);
+			metrics->inserted++;
+		}
+		else
+		{
+			Datum	   *pv = palloc(sizeof(Datum) * mpdesc->natts);
+			bool	   *pn = palloc(sizeof(bool) * mpdesc->natts);
+
+			pv[0] = Int32GetDatum(list_length(pairs));
+			pn[0] = false;
+			heap_deform_tuple(ref->tup, st->desc, pv + 1, pn + 1);
+			pv[natts + 1] = values[st->n_att - 1];
+			pn[natts + 1] = isnull[st->n_att - 1];
+			for (int p = 0; p < st->nparts; p++)
+			{
+				pv[natts + 2 + p] = values[st->p_att[p] - 1];
+				pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
+			}
+			tuplestore_puttuple(ts, heap_form_tuple(mpdesc, pv, pn));
+			pairs = lappend(pairs, ref);
+		}
+	}
+	SPI_freetuptable(tt);
+
+	/* merge the existing groups with their aggregates' own merge expressions */
+	if (pairs != NIL)
+	{
+		register_enr(STORE_ENR_PAIRS, mpdesc, ts);
+		if (SPI_execute_plan(cq_spi_plan(sql->merge, 0, NULL), NULL, NULL, false, 0) != SPI_OK_SELECT ||
+			SPI_processed != list_length(pairs))
+			elog(ERROR, "pg_cq: merge statement failed");
+		unregister_enr(STORE_ENR_PAIRS);
+		tt = SPI_tuptable;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		kn;
+			int			k = DatumGetInt32(heap_getattr(tt->vals[i], 1, tt->tupdesc, &kn));
+			StoreRef   *ref = list_nth(pairs, k);
+			HeapTuple	t;
+
+			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
+			t = heap_form_tuple(st->desc, values + 1, isnull + 1);
+			put(st, ref, t);
+			*m = lappend(*m, t);
+			*m_ins = lappend_int(*m_ins, 0);
+		}
+		SPI_freetuptable(tt);
+	}
+	tuplestore_end(ts);
+}
+
+/*
+ * cq_store_fold
+ *	  A batch on the store: run d, merge it into the overlay, evict the
+ *	  windows the watermark closed, write the target (sql->sink, reading m
+ *	  and x).  has_wm/wm: the batch's watermark as the SQL path's $5.
+ */
+void
+cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
+			  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
+			  CqStoreMetrics *metrics)
+{
+	int			natts = st->desc->natts;
+	uint64		n;
+	SPITupleTable *tt;
+	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
+	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
+	List	   *m = NIL;		/* HeapTuple of changed groups */
+	List	   *m_ins = NIL;	/* int: 1 for a new group */
+	List	   *x = NIL;		/* HeapTuple evicted */
+	ListCell   *lc;
+
+	memset(metrics, 0, sizeof(*metrics));
+	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
+	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, metrics);
+	metrics->updated = list_length(m);
+
+	/* windows the watermark closed leave the state */
+	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
+	{
+		foreach(lc, scan_all(st))
+		{
+			ScanRow    *r = lfirst(lc);
+
+			heap_deform_tuple(r->ref.tup, st->desc, values, isnull);
+			if (!late(st, values, isnull, true, wm))
+				continue;
+			x = lappend(x, heap_copytuple(r->ref.tup));
+			put(st, &r->ref, NULL);
+		}
+		st->has_evict_wm = true;
+		st->evict_wm = wm;
+	}
+	metrics->removed = list_length(x);
+
+	/* write the target from m and x */
+	if ((m != NIL || x != NIL) && (history ? sql->sink_history : sql->sink) != NULL)
+	{
+		TupleDesc	md = m_desc(st, true);
+		TupleDesc	xd = m_desc(st, false);
+		Tuplestorestate *mts = tuplestore_begin_heap(false, false, work_mem);
+		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
+		int64		sid = 0;
+		bool		on;
+
+		foreach(lc, m)
+		{
+			heap_deform_tuple(lfirst(lc), st->desc, values, isnull);
+			values[natts] = Int64GetDatum(++sid);
+			isnull[natts] = false;
+			values[natts + 1] = BoolGetDatum(list_nth_int(m_ins, foreach_current_index(lc)) != 0);
+			isnull[natts + 1] = false;
+			tuplestore_puttuple(mts, heap_form_tuple(md, values, isnull));
+		}
+		foreach(lc, x)
+			tuplestore_puttuple(xts, lfirst(lc));
+		register_enr("m", md, mts);
+		register_enr("x", xd, xts);
+		if (SPI_execute_plan(cq_spi_plan(history ? sql->sink_history : sql->sink, 0, NULL),
+							 NULL, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "pg_cq: target statement failed");
+		metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, &on));
+		unregister_enr("m");
+		unregister_enr("x");
+		tuplestore_end(mts);
+		tuplestore_end(xts);
+	}
+}
+
+/*
+ * cq_store_refresh_begin
+ *	  Complete mode: make every row of the store readable as cq_all for
+ *	  the reload statement; returns how many.
+ */
+static Tuplestorestate *refresh_ts = NULL;
+
+uint64
+cq_store_refresh_begin(CqStore *st)
+{
+	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
+	ListCell   *lc;
+
+	foreach(lc, scan_all(st))
+		tuplestore_puttuple(ts, ((ScanRow *) lfirst(lc))->ref.tup);
+	register_enr(STORE_ENR_ALL, m_desc(st, false), ts);
+	refresh_ts = ts;
+	return tuplestore_tuple_count(ts);
+}
+
+/*
+ * cq_store_refresh_end
+ *	  Forget cq_all and free its rows (a temporary file beyond work_mem).
+ */
+void
+cq_store_refresh_end(void)
+{
+	unregister_enr(STORE_ENR_ALL);
+	if (refresh_ts)
+		tuplestore_end(refresh_ts);
+	refresh_ts = NULL;
+}
+
+/*
+ * cq_store_image_due
+ *	  Is it time to write the state table image after this batch
+ *	  (cq.state_image_batches batches or cq.state_image_interval since the
+ *	  last one, or none since the store was built)?
+ */
+bool
+cq_store_image_due(CqStore *st, int64 batch_id)
+{
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return false;
+	if (cq_state_image_batches <= 0 && cq_state_image_interval_s <= 0)
+		return false;
+	if (st->image_batch < 0)
+		return true;
+	if (cq_state_image_batches > 0 && batch_id - st->image_batch >= cq_state_image_batches)
+		return true;
+	return cq_state_image_interval_s > 0 &&
+		GetCurrentTimestamp() - st->image_at >= (int64) cq_state_image_interval_s * USECS_PER_SEC;
+}
+
+/*
+ * cq_store_write_image
+ *	  Replace the state table's rows by the store's (as this transaction
+ *	  sees it: the batch's) and record the batch it reflects (end_offset
+ *	  NULL: none, the table becomes the state), in the batch's
+ *	  transaction.  As superuser (pg_cq's own objects).
+ */
+void
+cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset)
+{
+	CqSecurity	sec;
+	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, TEXTOID};
+	Datum		values[4];
+	char	   *state = cq_sql_relname_str(q->state_table);
+
+	values[0] = Int32GetDatum(q->id);
+	values[1] = CStringGetTextDatum(q->run_id);
+	values[2] = Int64GetDatum(batch_id);
+	values[3] = end_offset ? CStringGetTextDatum(end_offset) : (Datum) 0;
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("TRUNCATE %s", state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	(void) cq_store_refresh_begin(st);
+	cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
+				SPI_OK_INSERT, 0, NULL, NULL, NULL);
+	cq_store_refresh_end();
+	if (end_offset == NULL)
+	{
+		/* the table is the state itself now (cq_store_switch_to_table) */
+		cq_spi_exec("DELETE FROM cq.state_images WHERE query_id OPERATOR(pg_catalog.=) $1",
+					SPI_OK_DELETE, 1, types, values, NULL);
+		cq_security_restore(&sec);
+		return;
+	}
+	cq_spi_exec("INSERT INTO cq.state_images AS i (query_id, run_id, batch_id, end_offset) "
+				"VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
+				"ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
+				"end_offset = excluded.end_offset, written_at = pg_catalog.clock_timestamp()",
+				SPI_OK_INSERT, 4, types, values, NULL);
+	cq_security_restore(&sec);
+	st->image_batch = batch_id;
+	st->image_at = GetCurrentTimestamp();
+}
+
+/*
+ * cq_store_load_image
+ *	  Load a replaced store from its state table image when one is valid
+ *	  (written by this run of the query, for a batch not after the last
+ *	  committed one; a crash empties the unlogged image and its row
+ *	  together), keeping the windows still open at wm.  Returns false when
+ *	  there is none; else the image's batch id and end offset.
+ */
+bool
+cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_wm, TimestampTz wm,
+					int64 *image_batch, char **image_offset)
+{
+	CqSecurity	sec;
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	bool		isnull;
+	int64		batch;
+	SPITupleTable *tt;
+	uint64		n;
+	Datum	   *v = palloc(sizeof(Datum) * st->desc->natts);
+	bool	   *nl = palloc(sizeof(bool) * st->desc->natts);
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2 || !last->found)
+		return false;
+	values[0] = Int32GetDatum(q->id);
+	values[1] = CStringGetTextDatum(q->run_id);
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT batch_id, end_offset::pg_catalog.text FROM cq.state_images "
+				"WHERE query_id OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2::pg_catalog.uuid",
+				SPI_OK_SELECT, 2, types, values, NULL);
+	if (SPI_processed != 1)
+	{
+		cq_security_restore(&sec);
+		return false;
+	}
+	batch = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*image_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (batch > last->batch_id)
+	{
+		cq_security_restore(&sec);
+		return false;
+	}
+	cq_spi_exec(psprintf("SELECT * FROM %s", cq_sql_relname_str(q->state_table)),
+				SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		StoreRef	ref;
+
+		heap_deform_tuple(tt->vals[i], tt->tupdesc, v, nl);
+		if (late(st, v, nl, has_wm, wm))
+			continue;
+		lookup(st, v, nl, &ref);
+		put(st, &ref, heap_form_tuple(st->desc, v, nl));
+	}
+	SPI_freetuptable(tt);
+	*image_batch = batch;
+	st->image_batch = batch;
+	st->image_at = GetCurrentTimestamp();
+	return true;
+}
+
+/*
+ * cq_store_replay
+ *	  Fold the rows of delta_sql's range into a store loaded from an image
+ *	  (state only, no target writes), keeping windows still open at wm.
+ *	  Returns the store's rows.
+ */
+int64
+cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *nulls,
+				bool has_wm, TimestampTz wm)
+{
+	uint64		n;
+	SPITupleTable *tt = run_delta(sql->delta, params, nulls, &n);
+	List	   *m = NIL;
+	List	   *m_ins = NIL;
+	CqStoreMetrics metrics;
+
+	memset(&metrics, 0, sizeof(metrics));
+	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &metrics);
+	return st->rows;
+}
+
+/*
+ * cq_store_over_budget
+ *	  Would the store exceed cq.state_memory after this batch?
+ */
+bool
+cq_store_over_budget(CqStore *st)
+{
+	return st->bytes > (int64) cq_state_memory_kb * 1024;
+}
+
+/*
+ * cq_store_switched
+ *	  Has this transaction moved the query to the table path?
+ */
+bool
+cq_store_switched(CqStore *st)
+{
+	return st->switched;
+}
+
+/*
+ * cq_store_switch_to_table
+ *	  Move a query's state to its state table (the table path) in this
+ *	  transaction: write the table from the store, forget the image row;
+ *	  at commit the store is dropped.  The caller changes the catalog.
+ */
+void
+cq_store_switch_to_table(CqStore *st, CqQuery *q)
+{
+	cq_store_write_image(st, q, st->batch_id, NULL);
+	st->switched = true;
+}
+
+/*
+ * cq_store_rows
+ *	  Rows of the store as this transaction sees it.
+ */
+int64
+cq_store_rows(CqStore *st)
+{
+	return st->rows;
+}
+
+/*
+ * cq_store_batch_done
+ *	  The batch that will be published with the overlay.
+ */
+void
+cq_store_batch_done(CqStore *st, int64 batch_id)
+{
+	st->batch_id = batch_id;
+}
+
+/*
+ * copy_tuple
+ *	  A row as a MinimalTuple in the area.
+ */
+static dsa_pointer
+copy_tuple(HeapTuple t)
+{
+	MinimalTuple mt = minimal_tuple_from_heap_tuple(t);
+	dsa_pointer p = dsa_allocate(store_area, mt->t_len);
+
+	memcpy(dsa_get_address(store_area, p), mt, mt->t_len);
+	pfree(mt);
+	return p;
+}
+
+/*
+ * link_node
+ *	  A new node (tuple invalid until published, unless tuple is given)
+ *	  at the head of the chain of hash in table.
+ */
+static dsa_pointer
+link_node(dshash_table *table, uint64 hash, dsa_pointer tuple)
+{
+	dsa_pointer np = dsa_allocate(store_area, sizeof(StoreNode));
+	StoreNode  *node = dsa_get_address(store_area, np);
+	bool		found;
+	StoreEntry *e;
+
+	node->tuple = tuple;
+	node->next = InvalidDsaPointer;
+	e = dshash_find_or_insert(table, &hash, &found);
+	if (!found)
+		e->head = InvalidDsaPointer;
+	node->next = e->head;
+	e->head = np;
+	dshash_release_lock(table, e);
+	return np;
+}
+
+/*
+ * unlink_node
+ *	  Remove a node from its chain and free it and its tuple.
+ */
+static void
+unlink_node(dshash_table *table, uint64 hash, dsa_pointer np)
+{
+	StoreEntry *e = dshash_find(table, &hash, true);
+	dsa_pointer *link;
+
+	if (e == NULL)
+		return;
+	for (link = &e->head; DsaPointerIsValid(*link);)
+	{
+		StoreNode  *node = dsa_get_address(store_area, *link);
+
+		if (*link == np)
+		{
+			*link = node->next;
+			if (DsaPointerIsValid(node->tuple))
+				dsa_free(store_area, node->tuple);
+			dsa_free(store_area, np);
+			break;
+		}
+		link = &node->next;
+	}
+	if (!DsaPointerIsValid(e->head))
+		dshash_delete_entry(table, e);
+	else
+		dshash_release_lock(table, e);
+}
+
+/*
+ * destroy_table
+ *	  Free a group table with its nodes and rows.
+ */
+static void
+destroy_table(dshash_table *table)
+{
+	dshash_seq_status status;
+	StoreEntry *e;
+
+	dshash_seq_init(&status, table, true);
+	while ((e = dshash_seq_next(&status)) != NULL)
+	{
+		for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+		{
+			StoreNode  *node = dsa_get_address(store_area, np);
+			dsa_pointer next = node->next;
+
+			if (DsaPointerIsValid(node->tuple))
+				dsa_free(store_area, node->tuple);
+			dsa_free(store_area, np);
+			np = next;
+		}
+		e->head = InvalidDsaPointer;
+	}
+	dshash_seq_term(&status);
+	dshash_destroy(table);
+}
+
+/*
+ * for_each_item
+ *	  fn for every overlay item, with its hash.
+ */
+static void
+for_each_item(CqStore *st, void (*fn) (CqStore *st, uint64 hash, OvItem *it))
+{
+	ListCell   *lc;
+
+	foreach(lc, st->items)
+		fn(st, ((OvItem *) lfirst(lc))->hash, lfirst(lc));
+}
+
+static void
+prepare_item(CqStore *st, uint64 hash, OvItem *it)
+{
+	if (it->deleted)
+		return;
+	if (st->replace)
+	{
+		it->newnode = link_node(st->newtable, hash, InvalidDsaPointer);
+		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = copy_tuple(it->tup);
+		return;
+	}
+	it->newtuple = copy_tuple(it->tup);
+	if (!DsaPointerIsValid(it->node))
+		it->newnode = link_node(st->table, hash, InvalidDsaPointer);
+}
+
+/*
+ * prepare
+ *	  PRE_COMMIT: check the budget, mark the publication in flight, copy
+ *	  the overlay into the area (invisible to readers until publish).
+ */
+static void
+prepare(CqStore *st)
+{
+	StoreDirEntry *d;
+	MemoryContext old;
+
+	if (st->switched)
+	{
+		/* nothing to copy: publish drops the store (its table attached now) */
+		d = find_header(&st->key, true, false);
+		if (d == NULL || d->header != st->header)
+		{
+			if (d)
+				dshash_release_lock(store_dir, d);
+			return;
+		}
+		header_of(st)->inflight = st->batch_id;
+		st->prepared = true;
+		dshash_release_lock(store_dir, d);
+		old = MemoryContextSwitchTo(st->cxt);
+		if (st->table == NULL && header_of(st)->valid)
+			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	if (st->bytes > (int64) cq_state_memory_kb * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("state of continuous query %d exceeds cq.state_memory", st->key.query_id),
+				 errdetail("Its state would take " INT64_FORMAT " bytes in shared memory; the limit is %d kB.",
+						   st->bytes, cq_state_memory_kb),
+				 errhint("Raise cq.state_memory, or recreate the query with state_storage = 'unlogged'.")));
+	d = find_header(&st->key, true, false);
+	if (d == NULL || d->header != st->header)
+	{
+		/* the query was dropped in this transaction: nothing to publish */
+		if (d)
+			dshash_release_lock(store_dir, d);
+		return;
+	}
+	header_of(st)->inflight = st->batch_id;
+	st->prepared = true;
+	dshash_release_lock(store_dir, d);
+
+	old = MemoryContextSwitchTo(st->cxt);
+	if (st->replace)
+	{
+		st->newtable = dshash_create(store_area, &table_params, NULL);
+		if (st->table == NULL && header_of(st)->valid)
+			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
+	}
+	for_each_item(st, prepare_item);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+publish_item(CqStore *st, uint64 hash, OvItem *it)
+{
+	StoreEntry *e;
+
+	if (st->replace)
+		return;
+	if (it->deleted)
+	{
+		if (DsaPointerIsValid(it->node))
+			unlink_node(st->table, hash, it->node);
+		return;
+	}
+	e = dshash_find(st->table, &hash, true);
+	if (DsaPointerIsValid(it->node))
+	{
+		StoreNode  *node = dsa_get_address(store_area, it->node);
+		dsa_pointer oldt = node->tuple;
+
+		node->tuple = it->newtuple;
+		if (DsaPointerIsValid(oldt))
+			dsa_free(store_area, oldt);
+	}
+	else
+		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = it->newtuple;
+	if (e)
+		dshash_release_lock(st->table, e);
+}
+
+/*
+ * publish
+ *	  COMMIT: make the prepared copies the store's rows.  Raises no error.
+ */
+static void
+publish(CqStore *st)
+{
+	StoreDirEntry *d;
+	StoreHeader *h;
+	dshash_table *old_table = NULL;
+
+	if (!st->prepared)
+		return;
+	if (st->switched)
+	{
+		/* the query moved to its state table: the store is no more */
+		d = dshash_find(store_dir, &st->key, true);
+		if (d == NULL || d->header != st->header)
+		{
+			if (d)
+				dshash_release_lock(store_dir, d);
+			return;
+		}
+		h = header_of(st);
+		old_table = h->valid ? st->table : NULL;
+		h->valid = false;
+		h->inflight = -1;
+		h->rows = h->bytes = 0;
+		dshash_release_lock(store_dir, d);
+		ConditionVariableBroadcast(&h->cv);
+		if (old_table)
+			destroy_table(old_table);
+		return;
+	}
+	for_each_item(st, publish_item);
+	d = dshash_find(store_dir, &st->key, true);
+	if (d == NULL || d->header != st->header)
+	{
+		if (d)
+			dshash_release_lock(store_dir, d);
+		return;
+	}
+	h = header_of(st);
+	if (st->replace)
+	{
+		old_table = h->valid ? st->table : NULL;
+		h->table = dshash_get_hash_table_handle(st->newtable);
+	}
+	h->valid = true;
+	h->published = st->batch_id;
+	h->inflight = -1;
+	h->rows = st->rows;
+	h->bytes = st->bytes;
+	h->has_evict_wm = st->has_evict_wm;
+	h->evict_wm = st->evict_wm;
+	h->image_batch = st->image_batch;
+	h->image_at = st->image_at;
+	dshash_release_lock(store_dir, d);
+	ConditionVariableBroadcast(&h->cv);
+	if (old_table)
+		destroy_table(old_table);
+}
+
+static void
+discard_item(CqStore *st, uint64 hash, OvItem *it)
+{
+	if (st->replace)
+		return;
+	if (DsaPointerIsValid(it->newnode))
+		unlink_node(st->table, hash, it->newnode);
+	if (DsaPointerIsValid(it->newtuple))
+		dsa_free(store_area, it->newtuple);
+}
+
+/*
+ * discard
+ *	  Abort: free what prepare copied; the store stays as it was.
+ */
+static void
+discard(CqStore *st)
+{
+	StoreDirEntry *d;
+
+	if (!st->prepared)
+		return;
+	if (!st->switched)
+		for_each_item(st, discard_item);
+	if (st->replace && st->newtable)
+		destroy_table(st->newtable);
+	d = dshash_find(store_dir, &st->key, true);
+	if (d && d->header == st->header)
+		header_of(st)->inflight = -1;
+	if (d)
+		dshash_release_lock(store_dir, d);
+	ConditionVariableBroadcast(&header_of(st)->cv);
+}
+
+/*
+ * store_xact_callback
+ *	  Publish at commit, discard at abort (see file header).
+ */
+static void
+store_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			foreach(lc, xact_stores)
+				prepare(lfirst(lc));
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (xact_stores != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that ran a batch of a continuous query with state_storage 'memory'")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			foreach(lc, xact_stores)
+				publish(lfirst(lc));
+			xact_stores = NIL;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			foreach(lc, xact_stores)
+				discard(lfirst(lc));
+			xact_stores = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * store_subxact_callback
+ *	  A subtransaction that opened an overlay aborted: forget the overlay
+ *	  (nothing was copied yet).  One that committed hands it to its parent.
+ */
+static void
+store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		foreach(lc, xact_stores)
+		{
+			CqStore    *st = lfirst(lc);
+
+			if (st->subid == mySubid)
+				xact_stores = foreach_delete_current(xact_stores, lc);
+		}
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, xact_stores)
+		{
+			CqStore    *st = lfirst(lc);
+
+			if (st->subid == mySubid)
+				st->subid = parentSubid;
+		}
+	}
+}
+
+/*
+ * cq_store_forget
+ *	  Free the store of a query being dropped.  Safe whether the drop
+ *	  commits or not: a store that is missing is rebuilt by the next batch.
+ *	  The caller holds the query's catalog row lock, so no batch of it is
+ *	  running; one whose publication is in flight keeps its store.
+ */
+void
+cq_store_forget(Oid dboid, int32 query_id)
+{
+	StoreKey	key = {dboid, query_id};
+	StoreDirEntry *d;
+	StoreHeader *h;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return;
+	store_attach();
+	d = dshash_find(store_dir, &key, true);
+	if (d == NULL)
+		return;
+	if (!DsaPointerIsValid(d->header))
+	{
+		dshash_delete_entry(store_dir, d);
+		return;
+	}
+	h = dsa_get_address(store_area, d->header);
+	if (h->inflight >= 0)
+	{
+		/* a batch is being published: leave it, a later drop frees nothing */
+		dshash_release_lock(store_dir, d);
+		return;
+	}
+	if (h->valid)
+		destroy_table(dshash_attach(store_area, &table_params, h->table, NULL));
+	dsa_free(store_area, d->header);
+	dshash_delete_entry(store_dir, d);
+}
+
+/*
+ * cq_store_info
+ *	  The batch id, rows and bytes of a query's published store; false
+ *	  when it has none.
+ */
+bool
+cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *bytes)
+{
+	StoreKey	key = {dboid, query_id};
+	StoreDirEntry *d;
+	bool		ok = false;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return false;
+	store_attach();
+	d = dshash_find(store_dir, &key, false);
+	if (d == NULL)
+		return false;
+	if (DsaPointerIsValid(d->header))
+	{
+		StoreHeader *h = dsa_get_address(store_area, d->header);
+
+		ok = h->valid;
+		*batch_id = h->published;
+		*rows = h->rows;
+		*bytes = h->bytes;
+	}
+	dshash_release_lock(store_dir, d);
+	return ok;
+}
+
+/*
+ * cq_store_read
+ *	  Put every published row of a query's store into ts (rows of desc,
+ *	  the state table's row type).  False when the query has no valid
+ *	  store (before its first batch after a restart).
+ */
+bool
+cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
+{
+	StoreKey	key = {dboid, query_id};
+	StoreDirEntry *d;
+	StoreHeader *h;
+	dshash_table *table;
+	dshash_seq_status status;
+	StoreEntry *e;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return false;
+	store_attach();
+	d = dshash_find(store_dir, &key, false);
+	if (d == NULL)
+		return false;
+	if (!DsaPointerIsValid(d->header) ||
+		!((StoreHeader *) dsa_get_address(store_area, d->header))->valid)
+	{
+		dshash_release_lock(store_dir, d);
+		return false;
+	}
+	h = dsa_get_address(store_area, d->header);
+	/* the directory entry stays locked: the table cannot be replaced meanwhile */
+	table = dshash_attach(store_area, &table_params, h->table, NULL);
+	dshash_seq_init(&status, table, false);
+	while ((e = dshash_seq_next(&status)) != NULL)
+	{
+		for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+		{
+			StoreNode  *node = dsa_get_address(store_area, np);
+
+			if (DsaPointerIsValid(node->tuple))
+			{
+				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+
+				tuplestore_puttuple(ts, t);
+				heap_freetuple(t);
+			}
+			np = node->next;
+		}
+	}
+	dshash_seq_term(&status);
+	dshash_detach(table);
+	dshash_release_lock(store_dir, d);
+	return true;
+}
