@@ -9,9 +9,12 @@
  * superuser (so NOLOGIN owners work: cq_batch_run switches to the query's
  * owner, security-restricted, with a fixed search_path; security.c), its
  * search_path pinned for the whole process so that no database or role
- * default reaches the catalog work it does as superuser.  Loop: wait on the latch; when the slot is busy, run one
- * batch of the assigned query, write the outcome into the slot, clear busy
- * and set the scheduler's latch.
+ * default reaches the catalog work it does as superuser.  Loop: wait on
+ * the latch; when the slot is busy, run one batch of each query of the
+ * assigned group in turn (up to CQ_WORKER_GROUP_MAX, each in its own
+ * transaction, so a failing query changes nothing for the others), write
+ * each outcome into the slot as it ends, then clear busy and set the
+ * scheduler's latch.
  *
  * A batch, in one transaction:
  *	 1. lock the query's catalog row (cq_catalog_get_query_by_id, FOR NO KEY
@@ -272,24 +275,56 @@ claim_slot(void)
 
 /*
  * run_assigned
- *	  Run the batch the scheduler assigned, write its outcome into the slot
- *	  and wake the scheduler.
+ *	  Run the batches of the group the scheduler assigned, one transaction
+ *	  each, in order; write each outcome into the slot as its batch ends
+ *	  (the scheduler may take it before the group is over), then clear
+ *	  busy and wake the scheduler once.  A stop request (our scheduler
+ *	  exits) ends the group early: the batches not run are simply not
+ *	  done.
  */
 static void
-run_assigned(CqWorkerSlot *slot, int32 query_id, const char *name)
+run_assigned(CqWorkerSlot *slot)
 {
-	bool		ran,
-				failed,
-				more;
+	int32		ids[CQ_WORKER_GROUP_MAX];
+	char		names[CQ_WORKER_GROUP_MAX][NAMEDATALEN];
+	int			n;
 	Latch	   *latch = NULL;
 	CqDbSlot   *db;
 
-	run_batch(query_id, name, &ran, &failed, &more);
-	MemoryContextReset(worker_context);
+	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	n = Min(Max(slot->nqueries, 0), CQ_WORKER_GROUP_MAX);
+	memcpy(ids, slot->query_ids, sizeof(int32) * n);
+	memcpy(names, slot->query_names, NAMEDATALEN * n);
+	LWLockRelease(cq_shared->lock);
+
+	for (int k = 0; k < n; k++)
+	{
+		bool		ran,
+					failed,
+					more,
+					stop;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		run_batch(ids[k], names[k], &ran, &failed, &more);
+		MemoryContextReset(worker_context);
+		LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+		slot->ran[k] = ran;
+		slot->failed[k] = failed;
+		slot->more[k] = more;
+		slot->done[k] = true;
+		db = cq_shmem_find_db(my_dboid);
+		stop = slot->stop || db == NULL || db->pid == 0;
+		LWLockRelease(cq_shared->lock);
+		QueryCancelPending = false; /* a cancel between batches has nothing to cancel */
+		if (stop)
+			break;
+	}
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	slot->ran = ran;
-	slot->failed = failed;
-	slot->more = more;
 	slot->busy = false;
 	db = cq_shmem_find_db(my_dboid);
 	if (db)
@@ -341,8 +376,6 @@ cq_worker_main(Datum arg)
 		CqWorkerSlot *slot = &cq_shared->workers[my_slot];
 		bool		stop,
 					busy;
-		int32		query_id;
-		char		name[NAMEDATALEN];
 
 		/* a cancel between batches has nothing to cancel (as for an idle session) */
 		QueryCancelPending = false;
@@ -357,13 +390,11 @@ cq_worker_main(Datum arg)
 		db = cq_shmem_find_db(my_dboid);
 		stop = slot->stop || db == NULL || db->pid == 0;
 		busy = slot->busy;
-		query_id = slot->query_id;
-		strlcpy(name, slot->query_name, NAMEDATALEN);
 		LWLockRelease(cq_shared->lock);
 
 		if (busy)
 		{
-			run_assigned(slot, query_id, name);
+			run_assigned(slot);
 			continue;
 		}
 		if (stop)
