@@ -202,7 +202,9 @@ batch_body(void *arg)
 			TimestampTz wm = 0;
 
 			wb->last_batch_id = res.batch_id;
-			wb->has_watermark = cq_progress_last_watermark(q, &wm);
+			/* the batch recorded a watermark only when it had one: read it as shown */
+			wb->has_watermark = res.has_next_watermark &&
+				cq_progress_last_watermark(q, &wm);
 			wb->watermark = wm;
 		}
 	}
@@ -239,7 +241,8 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 
 	cq_status_batch_end(query_id, wb.ran, wb.last_batch_id, wb.has_watermark, wb.watermark,
 						wb.more);
-	pgstat_report_stat(true);
+	/* at most once a second between the batches of a group (run_assigned flushes at its end) */
+	pgstat_report_stat(false);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
@@ -296,6 +299,7 @@ run_assigned(CqWorkerSlot *slot)
 	memcpy(ids, slot->query_ids, sizeof(int32) * n);
 	memcpy(names, slot->query_names, NAMEDATALEN * n);
 	LWLockRelease(cq_shared->lock);
+	ereport(DEBUG1, (errmsg_internal("pg_cq: worker runs a group of %d queries", n)));
 
 	for (int k = 0; k < n; k++)
 	{
@@ -324,6 +328,7 @@ run_assigned(CqWorkerSlot *slot)
 		if (stop)
 			break;
 	}
+	pgstat_report_stat(true);	/* going idle: what the batches counted */
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	slot->busy = false;
 	db = cq_shmem_find_db(my_dboid);
