@@ -78,6 +78,9 @@ static uint32 my_generation = 0;	/* the claim of the slot we were started for */
 static Oid	my_dboid = InvalidOid;
 static MemoryContext worker_context = NULL;
 
+/* Most batches in one visit (a group and its reruns, see continue_group). */
+#define CQ_WORKER_VISIT_MAX (4 * CQ_WORKER_GROUP_MAX)
+
 /* error context of a batch */
 typedef struct BatchContext
 {
@@ -277,20 +280,105 @@ claim_slot(void)
 }
 
 /*
+ * running_elsewhere
+ *	  Is query id in the group of another busy worker of our database, its
+ *	  batch not done yet?  Caller holds the lock.
+ */
+static bool
+running_elsewhere(int32 id)
+{
+	for (int i = 0; i < cq_shared->nworkers; i++)
+	{
+		CqWorkerSlot *w = &cq_shared->workers[i];
+
+		if (i == my_slot || !w->in_use || w->dboid != my_dboid || !w->busy)
+			continue;
+		for (int j = 0; j < w->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
+			if (w->query_ids[j] == id && !w->done[j])
+				return true;
+	}
+	return false;
+}
+
+/*
+ * continue_group
+ *	  After a round of the group's batches: should we run again, without
+ *	  going back to the scheduler, the queries of the group that commits
+ *	  made pending meanwhile?  Only when every batch of the round went
+ *	  through (a failure's backoff and a row limit's rerun are the
+ *	  scheduler's) and no query outside the group waits for a worker
+ *	  (pending, and not in another worker's group): then the scheduler
+ *	  would only give us the same queries again, two latch round trips
+ *	  later.  Under a stream of commits this is how a query's batches
+ *	  follow each other.  Those to run are flagged in run[]; they are
+ *	  taken (pending cleared, as the scheduler does when it assigns, before
+ *	  their batches take their snapshots) and not done again.  A batch the
+ *	  scheduler has already collected is not run again (it may have given
+ *	  the query to another worker).
+ */
+static bool
+continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
+{
+	bool		any = false;
+	CqDbSlot   *db;
+	CqQuerySlot *qs[CQ_WORKER_GROUP_MAX];
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(my_dboid);
+	if (slot->stop || db == NULL || db->pid == 0)
+		goto done;
+	for (int k = 0; k < n; k++)
+		if (!slot->done[k] || slot->failed[k] || slot->more[k])
+			goto done;
+	for (int i = 0; i < cq_shared->nqueries; i++)
+	{
+		CqQuerySlot *s = &cq_shared->queries[i];
+		bool		mine = false;
+
+		if (!s->in_use || s->dboid != my_dboid || !s->pending)
+			continue;
+		for (int k = 0; k < n && !mine; k++)
+			mine = (ids[k] == s->query_id);
+		if (!mine && !running_elsewhere(s->query_id))
+			goto done;			/* it waits for a worker: back to the scheduler */
+	}
+	for (int k = 0; k < n; k++)
+	{
+		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
+		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k];
+		any |= run[k];
+	}
+	for (int k = 0; k < n && any; k++)
+		if (run[k])
+		{
+			qs[k]->pending = false;
+			slot->done[k] = false;
+		}
+done:
+	LWLockRelease(cq_shared->lock);
+	return any;
+}
+
+/*
  * run_assigned
  *	  Run the batches of the group the scheduler assigned, one transaction
  *	  each, in order; write each outcome into the slot as its batch ends
- *	  (the scheduler may take it before the group is over), then clear
- *	  busy and wake the scheduler once.  A stop request (our scheduler
- *	  exits) ends the group early: the batches not run are simply not
- *	  done.
+ *	  (the scheduler may take it before the group is over).  Then, while
+ *	  continue_group says so, the group's queries that commits made
+ *	  pending again, at most CQ_WORKER_VISIT_MAX batches in all; then
+ *	  clear busy and wake the scheduler once.  A stop request (our
+ *	  scheduler exits) ends the visit early: the batches not run are
+ *	  simply not done.
  */
 static void
 run_assigned(CqWorkerSlot *slot)
 {
 	int32		ids[CQ_WORKER_GROUP_MAX];
 	char		names[CQ_WORKER_GROUP_MAX][NAMEDATALEN];
+	bool		run[CQ_WORKER_GROUP_MAX];
 	int			n;
+	int			total = 0;
+	bool		stop = false;
 	Latch	   *latch = NULL;
 	CqDbSlot   *db;
 
@@ -300,34 +388,40 @@ run_assigned(CqWorkerSlot *slot)
 	memcpy(names, slot->query_names, NAMEDATALEN * n);
 	LWLockRelease(cq_shared->lock);
 	ereport(DEBUG1, (errmsg_internal("pg_cq: worker runs a group of %d queries", n)));
-
 	for (int k = 0; k < n; k++)
-	{
-		bool		ran,
-					failed,
-					more,
-					stop;
+		run[k] = true;
 
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
+	do
+	{
+		for (int k = 0; k < n && !stop; k++)
 		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
+			bool		ran,
+						failed,
+						more;
+
+			if (!run[k])
+				continue;
+			CHECK_FOR_INTERRUPTS();
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+			}
+			run_batch(ids[k], names[k], &ran, &failed, &more);
+			MemoryContextReset(worker_context);
+			total++;
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			slot->ran[k] = ran;
+			slot->failed[k] = failed;
+			slot->more[k] = more;
+			slot->done[k] = true;
+			db = cq_shmem_find_db(my_dboid);
+			stop = slot->stop || db == NULL || db->pid == 0;
+			LWLockRelease(cq_shared->lock);
+			QueryCancelPending = false; /* a cancel between batches has nothing to cancel */
 		}
-		run_batch(ids[k], names[k], &ran, &failed, &more);
-		MemoryContextReset(worker_context);
-		LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-		slot->ran[k] = ran;
-		slot->failed[k] = failed;
-		slot->more[k] = more;
-		slot->done[k] = true;
-		db = cq_shmem_find_db(my_dboid);
-		stop = slot->stop || db == NULL || db->pid == 0;
-		LWLockRelease(cq_shared->lock);
-		QueryCancelPending = false; /* a cancel between batches has nothing to cancel */
-		if (stop)
-			break;
-	}
+	} while (!stop && total < CQ_WORKER_VISIT_MAX && continue_group(slot, ids, n, run));
+
 	pgstat_report_stat(true);	/* going idle: what the batches counted */
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	slot->busy = false;
