@@ -387,7 +387,6 @@ run_assigned(CqWorkerSlot *slot)
 	memcpy(ids, slot->query_ids, sizeof(int32) * n);
 	memcpy(names, slot->query_names, NAMEDATALEN * n);
 	LWLockRelease(cq_shared->lock);
-	ereport(DEBUG1, (errmsg_internal("pg_cq: worker runs a group of %d queries", n)));
 	for (int k = 0; k < n; k++)
 		run[k] = true;
 
@@ -422,6 +421,8 @@ run_assigned(CqWorkerSlot *slot)
 		}
 	} while (!stop && total < CQ_WORKER_VISIT_MAX && continue_group(slot, ids, n, run));
 
+	ereport(DEBUG1, (errmsg_internal("pg_cq: worker visit ran %d batches of a group of %d queries",
+									 total, n)));
 	pgstat_report_stat(true);	/* going idle: what the batches counted */
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	slot->busy = false;

@@ -5,6 +5,9 @@
 #    starved until the writers stopped);
 #  - groups: a worker runs several due queries of the source in one visit
 #    (one transaction per batch still);
+#  - reruns: under a stream of commits into the source of one query, its
+#    worker runs batch after batch in one visit, without going back to the
+#    scheduler each time;
 #  - a failing query among many is isolated: it goes 'failed' with its
 #    error, the others go on;
 #  - exactly once: every target equals its query over the whole source,
@@ -67,7 +70,7 @@ cmp_ok($max_b, '>=', 5, 'queries ran batches while the writers inserted');
 cmp_ok($min_b * 3, '>=', $max_b, 'every query got its turn (no query starved)');
 
 my $log = slurp_file($node->logfile);
-my @groups = ($log =~ /pg_cq: worker runs a group of (\d+) queries/g);
+my @groups = ($log =~ /pg_cq: worker visit ran \d+ batches of a group of (\d+) queries/g);
 ok((grep { $_ > 1 } @groups), 'workers ran groups of several queries in one visit');
 
 # one failing query among many
@@ -95,6 +98,28 @@ is($node->safe_psql($db, q{SELECT state || ': ' || last_error FROM cq.queries WH
 is($node->safe_psql($db, q{
 	SELECT count(*) FROM cq.queries WHERE name LIKE 'mq\_%' AND name <> 'mq_poison' AND state <> 'active'}),
 	'0', 'the others are active');
+
+# one query over its own source, a stream of commits: batches follow each other in one visit
+$node->safe_psql($db, q{
+	CREATE TABLE one_src (id bigserial, a int, v int);
+	CREATE TABLE one_q WITH (cq.output_mode = 'update') AS SELECT a % 7 AS g, count(*) AS n, sum(v) AS s FROM one_src GROUP BY 1;
+});
+my $log_pos = -s $node->logfile;
+$node->pgbench('-n -c 1 -j 1 -T 3', 0, [qr{processed: [1-9]}], [qr{^$}],
+	'one writer inserts into one_src for 3 s', { '024_one.sql' => q{
+\set a random(1, 1000000)
+\set v random(1, 1000)
+INSERT INTO one_src (a, v) VALUES (:a, :v);
+} });
+ok($node->poll_query_until($db, q{
+	SELECT count(*) = 0 FROM ((TABLE one_q EXCEPT ALL SELECT a % 7, count(*), sum(v) FROM one_src GROUP BY 1)
+	  UNION ALL (SELECT a % 7, count(*), sum(v) FROM one_src GROUP BY 1 EXCEPT ALL TABLE one_q)) x}),
+	'one_q reaches the oracle');
+$log = substr(slurp_file($node->logfile), $log_pos);
+my @visits = ($log =~ /pg_cq: worker visit ran (\d+) batches of a group of 1 queries/g);
+ok((grep { $_ > 1 } @visits), 'a worker ran several batches of one query in one visit');
+is($node->safe_psql($db, q{SELECT max(batch_id) > 10 FROM cq.offsets WHERE name = 'one_q'}), 't',
+	'one_q ran batches while the writer inserted');
 
 $node->stop;
 done_testing();
