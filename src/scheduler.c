@@ -24,10 +24,15 @@
  *	   ticks, the first tick after the commit runs;
  *	 - available_now: never;
  *	 - failed: retried after 1, 2, 4, ... 300 s; paused: never.
- * A due query goes to an idle worker (worker.c) through its shared worker
- * slot; the worker sets our latch when the batch is over.  A query is
- * never given to two workers at once (and the catalog row lock serializes
- * it against CALL cq.run anyway).
+ * Due queries go to idle workers (worker.c) through their shared worker
+ * slots, visited round-robin (fair under a stream of commits, which makes
+ * every '0' query over the source due again at once), in groups: a worker
+ * gets a due query and the next due queries over the same source (an even
+ * share per worker, at most CQ_WORKER_GROUP_MAX), runs their batches one
+ * after the other, one transaction each, writes each outcome into its slot
+ * (collected as soon as we look) and sets our latch when the visit is
+ * over.  A query is never given to two workers at once (and the catalog
+ * row lock serializes it against CALL cq.run anyway).
  *
  * Workers are started on demand, up to cq.max_workers, and stay; extra
  * ones are stopped when the setting is lowered.  When the scheduler exits
