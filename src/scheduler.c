@@ -743,6 +743,8 @@ assign(const int *group, int n, int w, TimestampTz now)
 
 		slot->query_ids[j] = q->id;
 		strlcpy(slot->query_names[j], q->name, NAMEDATALEN);
+		/* an interval query waits for its next tick, a failed one for its backoff */
+		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
 		slot->done[j] = slot->collected[j] = false;
 		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
 		if (s)

@@ -79,6 +79,8 @@ typedef struct CqWorkerSlot
 	int			nqueries;
 	int32		query_ids[CQ_WORKER_GROUP_MAX];
 	char		query_names[CQ_WORKER_GROUP_MAX][NAMEDATALEN];
+	bool		rerun_ok[CQ_WORKER_GROUP_MAX];	/* trigger '0': the worker may run
+												 * it again in the same visit */
 	/* outcome per query, written by the worker as each batch ends */
 	bool		done[CQ_WORKER_GROUP_MAX];	/* its batch is over (outcome below) */
 	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome */

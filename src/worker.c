@@ -303,8 +303,9 @@ running_elsewhere(int32 id)
 /*
  * continue_group
  *	  After a round of the group's batches: should we run again, without
- *	  going back to the scheduler, the queries of the group that commits
- *	  made pending meanwhile?  Only when every batch of the round went
+ *	  going back to the scheduler, the trigger-'0' queries of the group
+ *	  that commits made pending meanwhile (an interval query waits for its
+ *	  next tick)?  Only when every batch of the round went
  *	  through (a failure's backoff and a row limit's rerun are the
  *	  scheduler's) and no query outside the group waits for a worker
  *	  (pending, and not in another worker's group): then the scheduler
@@ -345,7 +346,7 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
 	for (int k = 0; k < n; k++)
 	{
 		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
-		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k];
+		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k];
 		any |= run[k];
 	}
 	for (int k = 0; k < n && any; k++)

@@ -7,7 +7,8 @@
 #    (one transaction per batch still);
 #  - reruns: under a stream of commits into the source of one query, its
 #    worker runs batch after batch in one visit, without going back to the
-#    scheduler each time;
+#    scheduler each time (trigger '0' only: an interval query waits for its
+#    next tick);
 #  - a failing query among many is isolated: it goes 'failed' with its
 #    error, the others go on;
 #  - exactly once: every target equals its query over the whole source,
@@ -120,6 +121,26 @@ my @visits = ($log =~ /pg_cq: worker visit ran (\d+) batches of a group of 1 que
 ok((grep { $_ > 1 } @visits), 'a worker ran several batches of one query in one visit');
 is($node->safe_psql($db, q{SELECT max(batch_id) > 10 FROM cq.offsets WHERE name = 'one_q'}), 't',
 	'one_q ran batches while the writer inserted');
+
+# an interval query is not rerun by its worker: its batches wait for its ticks
+$node->safe_psql($db, q{
+	CREATE TABLE int_src (id bigserial, a int, v int);
+	CREATE TABLE int_q WITH (cq.output_mode = 'update', cq."trigger" = '2 seconds')
+	  AS SELECT a % 7 AS g, count(*) AS n, sum(v) AS s FROM int_src GROUP BY 1;
+});
+$node->pgbench('-n -c 1 -j 1 -T 3', 0, [qr{processed: [1-9]}], [qr{^$}],
+	'one writer inserts into int_src for 3 s', { '024_int.sql' => q{
+\set a random(1, 1000000)
+\set v random(1, 1000)
+INSERT INTO int_src (a, v) VALUES (:a, :v);
+} });
+my $int_batches = $node->safe_psql($db, q{SELECT max(batch_id) FROM cq.offsets WHERE name = 'int_q'});
+note("int_q: last batch $int_batches after 3 s of commits");
+cmp_ok($int_batches, '<=', 4, 'a 2-second interval query ran at most one batch per tick');
+ok($node->poll_query_until($db, q{
+	SELECT count(*) = 0 FROM ((TABLE int_q EXCEPT ALL SELECT a % 7, count(*), sum(v) FROM int_src GROUP BY 1)
+	  UNION ALL (SELECT a % 7, count(*), sum(v) FROM int_src GROUP BY 1 EXCEPT ALL TABLE int_q)) x}),
+	'int_q reaches the oracle');
 
 $node->stop;
 done_testing();
