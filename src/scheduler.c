@@ -101,6 +101,7 @@ typedef struct SchedQuery
 	int			nfailures;
 	TimestampTz retry_at;
 	int64		last_batch_id;
+	int			slot;			/* its status slot (cq_shared->queries), -1 = none */
 } SchedQuery;
 
 static Oid	my_dboid = InvalidOid;
@@ -246,6 +247,27 @@ find_query(int32 id)
 }
 
 /*
+ * query_slot
+ *	  The status slot of q, or NULL: the one publish_status gave it (only
+ *	  this scheduler claims and frees the slots of its database), checked,
+ *	  else looked up.  Spares a search of every slot per query under the
+ *	  exclusive lock that committing backends wait for.  Caller holds the
+ *	  lock.
+ */
+static CqQuerySlot *
+query_slot(SchedQuery *q)
+{
+	if (q->slot >= 0 && q->slot < cq_shared->nqueries)
+	{
+		CqQuerySlot *s = &cq_shared->queries[q->slot];
+
+		if (s->in_use && s->dboid == my_dboid && s->query_id == q->id)
+			return s;
+	}
+	return cq_shmem_find_query(my_dboid, q->id);
+}
+
+/*
  * parse_trigger
  *	  Trigger text (normalized by options.c) into kind and interval.
  */
@@ -296,6 +318,7 @@ query_entry(int32 id)
 	memset(q, 0, sizeof(*q));
 	q->id = id;
 	q->worker = -1;
+	q->slot = -1;
 	q->state = 'a';
 	q->due = true;
 	return q;
@@ -405,7 +428,7 @@ publish_status(void)
 	for (int i = 0; i < nqueries; i++)
 	{
 		SchedQuery *q = &queries[i];
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+		CqQuerySlot *s = query_slot(q);
 
 		if (s == NULL)
 		{
@@ -420,10 +443,12 @@ publish_status(void)
 					break;
 				}
 			q->no_wakeup = (s == NULL);
+			q->slot = -1;
 			if (s == NULL)
 				continue;		/* full: no status, no commit wake-ups */
 		}
 		q->no_wakeup = false;
+		q->slot = (int) (s - cq_shared->queries);
 		s->source = q->source;
 		s->wake_on_commit = (q->trigger != TRIG_NOW);
 		if (q->worker < 0)
@@ -472,7 +497,7 @@ collect_pending(TimestampTz now)
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < nqueries; i++)
 	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, queries[i].id);
+		CqQuerySlot *s = query_slot(&queries[i]);
 
 		if (s && s->pending)
 		{
@@ -518,7 +543,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz now)
 	}
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+		CqQuerySlot *s = query_slot(q);
 
 		if (s)
 		{
@@ -739,7 +764,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 	for (int j = 0; j < n; j++)
 	{
 		SchedQuery *q = &queries[group[j]];
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+		CqQuerySlot *s = query_slot(q);
 
 		slot->query_ids[j] = q->id;
 		strlcpy(slot->query_names[j], q->name, NAMEDATALEN);
