@@ -24,10 +24,15 @@
  *	   ticks, the first tick after the commit runs;
  *	 - available_now: never;
  *	 - failed: retried after 1, 2, 4, ... 300 s; paused: never.
- * A due query goes to an idle worker (worker.c) through its shared worker
- * slot; the worker sets our latch when the batch is over.  A query is
- * never given to two workers at once (and the catalog row lock serializes
- * it against CALL cq.run anyway).
+ * Due queries go to idle workers (worker.c) through their shared worker
+ * slots, visited round-robin (fair under a stream of commits, which makes
+ * every '0' query over the source due again at once), in groups: a worker
+ * gets a due query and the next due queries over the same source (an even
+ * share per worker, at most CQ_WORKER_GROUP_MAX), runs their batches one
+ * after the other, one transaction each, writes each outcome into its slot
+ * (collected as soon as we look) and sets our latch when the visit is
+ * over.  A query is never given to two workers at once (and the catalog
+ * row lock serializes it against CALL cq.run anyway).
  *
  * Workers are started on demand, up to cq.max_workers, and stay; extra
  * ones are stopped when the setting is lowered.  When the scheduler exits
@@ -96,6 +101,7 @@ typedef struct SchedQuery
 	int			nfailures;
 	TimestampTz retry_at;
 	int64		last_batch_id;
+	int			slot;			/* its status slot (cq_shared->queries), -1 = none */
 } SchedQuery;
 
 static Oid	my_dboid = InvalidOid;
@@ -241,6 +247,27 @@ find_query(int32 id)
 }
 
 /*
+ * query_slot
+ *	  The status slot of q, or NULL: the one publish_status gave it (only
+ *	  this scheduler claims and frees the slots of its database), checked,
+ *	  else looked up.  Spares a search of every slot per query under the
+ *	  exclusive lock that committing backends wait for.  Caller holds the
+ *	  lock.
+ */
+static CqQuerySlot *
+query_slot(SchedQuery *q)
+{
+	if (q->slot >= 0 && q->slot < cq_shared->nqueries)
+	{
+		CqQuerySlot *s = &cq_shared->queries[q->slot];
+
+		if (s->in_use && s->dboid == my_dboid && s->query_id == q->id)
+			return s;
+	}
+	return cq_shmem_find_query(my_dboid, q->id);
+}
+
+/*
  * parse_trigger
  *	  Trigger text (normalized by options.c) into kind and interval.
  */
@@ -291,6 +318,7 @@ query_entry(int32 id)
 	memset(q, 0, sizeof(*q));
 	q->id = id;
 	q->worker = -1;
+	q->slot = -1;
 	q->state = 'a';
 	q->due = true;
 	return q;
@@ -400,7 +428,7 @@ publish_status(void)
 	for (int i = 0; i < nqueries; i++)
 	{
 		SchedQuery *q = &queries[i];
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+		CqQuerySlot *s = query_slot(q);
 
 		if (s == NULL)
 		{
@@ -415,10 +443,12 @@ publish_status(void)
 					break;
 				}
 			q->no_wakeup = (s == NULL);
+			q->slot = -1;
 			if (s == NULL)
 				continue;		/* full: no status, no commit wake-ups */
 		}
 		q->no_wakeup = false;
+		q->slot = (int) (s - cq_shared->queries);
 		s->source = q->source;
 		s->wake_on_commit = (q->trigger != TRIG_NOW);
 		if (q->worker < 0)
@@ -467,7 +497,7 @@ collect_pending(TimestampTz now)
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < nqueries; i++)
 	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, queries[i].id);
+		CqQuerySlot *s = query_slot(&queries[i]);
 
 		if (s && s->pending)
 		{
@@ -513,7 +543,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz now)
 	}
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+		CqQuerySlot *s = query_slot(q);
 
 		if (s)
 		{
@@ -529,7 +559,8 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz now)
 
 /*
  * collect_results
- *	  Batches that finished, workers that died.
+ *	  Batches that finished (also those of a group still running), workers
+ *	  that died (the queries of their group not done yet are run again).
  */
 static void
 collect_results(TimestampTz now)
@@ -540,10 +571,11 @@ collect_results(TimestampTz now)
 		CqWorkerSlot *slot;
 		pid_t		pid;
 		bool		dead = false;
-		bool		finished = false;
-		bool		failed = false,
-					more = false;
-		int32		query_id = 0;
+		int			n = 0;
+		int32		ids[CQ_WORKER_GROUP_MAX];
+		bool		dead_q[CQ_WORKER_GROUP_MAX];
+		bool		failed[CQ_WORKER_GROUP_MAX];
+		bool		more[CQ_WORKER_GROUP_MAX];
 
 		if (w < 0)
 			continue;
@@ -552,19 +584,28 @@ collect_results(TimestampTz now)
 			dead = true;
 
 		LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-		query_id = slot->query_id;
-		if (!dead && !slot->busy && query_id != 0)
+		if (slot->query_id != 0)
 		{
-			finished = true;
-			failed = slot->failed;
-			more = slot->more;
-			slot->query_id = 0;
+			for (int j = 0; j < slot->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
+			{
+				if (slot->collected[j] || (!slot->done[j] && !dead && slot->busy))
+					continue;
+				/* done, or not run by a group that ended early or a worker that died */
+				slot->collected[j] = true;
+				ids[n] = slot->query_ids[j];
+				dead_q[n] = !slot->done[j];
+				failed[n] = slot->done[j] && slot->failed[j];
+				more[n] = slot->done[j] && slot->more[j];
+				n++;
+			}
+			if (dead || !slot->busy)
+			{
+				slot->query_id = 0;
+				slot->nqueries = 0;
+			}
 		}
 		if (dead)
-		{
 			slot->in_use = false;
-			slot->query_id = 0;
-		}
 		LWLockRelease(cq_shared->lock);
 
 		if (dead)
@@ -574,8 +615,8 @@ collect_results(TimestampTz now)
 				pfree(my_handles[k]);
 			my_handles[k] = NULL;
 		}
-		if ((finished || dead) && query_id != 0)
-			batch_done(query_id, dead, failed, more, now);
+		for (int j = 0; j < n; j++)
+			batch_done(ids[j], dead_q[j], failed[j], more[j], now);
 	}
 }
 
@@ -676,24 +717,61 @@ idle_worker(TimestampTz now)
 }
 
 /*
+ * want_query
+ *	  Is query q to run now?  Lowers *next to its next timed event (tick,
+ *	  retry) when it is not.
+ */
+static bool
+want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
+{
+	bool		want;
+
+	if (q->worker >= 0 || !q->seen || q->trigger == TRIG_NOW || q->state == 'p')
+		return false;
+	if (q->state == 'f')
+	{
+		want = now >= q->retry_at;
+		if (!want && (*next == 0 || q->retry_at < *next))
+			*next = q->retry_at;
+	}
+	else if (q->trigger == TRIG_ZERO)
+		want = q->due;
+	else
+	{
+		/* an idle tick is skipped, with no timer (see file header) */
+		if (!q->due && !q->maybe_new && !q->no_wakeup)
+			return false;
+		want = q->due || now >= q->next_tick;
+		if (!want && (*next == 0 || q->next_tick < *next))
+			*next = q->next_tick;
+	}
+	return want;
+}
+
+/*
  * assign
- *	  Give query q to worker w.
+ *	  Give the group of n queries (indexes into queries[]) to worker w.
  */
 static void
-assign(SchedQuery *q, int w, TimestampTz now)
+assign(const int *group, int n, int w, TimestampTz now)
 {
 	CqWorkerSlot *slot = &cq_shared->workers[w];
 	Latch	   *latch;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	slot->query_id = q->id;
-	strlcpy(slot->query_name, q->name, NAMEDATALEN);
-	slot->ran = slot->failed = slot->more = false;
-	slot->busy = true;
-	latch = slot->latch;
+	slot->query_id = queries[group[0]].id;
+	slot->nqueries = n;
+	for (int j = 0; j < n; j++)
 	{
-		CqQuerySlot *s = cq_shmem_find_query(my_dboid, q->id);
+		SchedQuery *q = &queries[group[j]];
+		CqQuerySlot *s = query_slot(q);
 
+		slot->query_ids[j] = q->id;
+		strlcpy(slot->query_names[j], q->name, NAMEDATALEN);
+		/* an interval query waits for its next tick, a failed one for its backoff */
+		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
+		slot->done[j] = slot->collected[j] = false;
+		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
 		if (s)
 		{
 			s->is_trigger_active = true;
@@ -701,59 +779,81 @@ assign(SchedQuery *q, int w, TimestampTz now)
 			s->pending = false;
 		}
 	}
+	slot->busy = true;
+	latch = slot->latch;
 	LWLockRelease(cq_shared->lock);
 	if (latch)
 		SetLatch(latch);
 
-	q->worker = w;
-	q->due = false;
-	q->maybe_new = false;		/* the batch sees every commit until now */
-	if (q->trigger == TRIG_INTERVAL)
-		q->next_tick = next_tick_after(now, q->interval_us);
+	for (int j = 0; j < n; j++)
+	{
+		SchedQuery *q = &queries[group[j]];
+
+		q->worker = w;
+		q->due = false;
+		q->maybe_new = false;	/* the batch sees every commit until now */
+		if (q->trigger == TRIG_INTERVAL)
+			q->next_tick = next_tick_after(now, q->interval_us);
+	}
 }
 
 /*
  * dispatch
- *	  Give every due query to a worker while there are workers.  Returns
- *	  the time of the next timed event (tick, retry), or 0.
+ *	  Give every due query to a worker while there are workers.  Fair: the
+ *	  queries are visited round-robin, from the one after the last query
+ *	  assigned, so that under load (every commit makes every '0' query
+ *	  over the source due again) the first queries of the list do not take
+ *	  every free worker while the last ones starve.  A worker gets a group:
+ *	  the due query and the next due queries over the same source, about
+ *	  an even share of the due queries per worker (cq.max_workers) and at
+ *	  most CQ_WORKER_GROUP_MAX, run one after the other in one visit.
+ *	  Returns the time of the next timed event (tick, retry), or 0.
  */
 static TimestampTz
 dispatch(TimestampTz now)
 {
+	static int	rr_next = 0;
 	TimestampTz next = 0;
+	int		   *wanted;
+	int			nwanted = 0;
+	int			nworkers = Max(cq_max_workers, 1);
+	int			share;
 
-	for (int i = 0; i < nqueries; i++)
+	if (nqueries == 0)
+		return 0;
+	wanted = palloc(sizeof(int) * nqueries);
+	for (int n = 0; n < nqueries; n++)
 	{
-		SchedQuery *q = &queries[i];
-		bool		want;
-		int			w;
+		int			i = (rr_next + n) % nqueries;
 
-		if (q->worker >= 0 || !q->seen || q->trigger == TRIG_NOW || q->state == 'p')
-			continue;
-		if (q->state == 'f')
-		{
-			want = now >= q->retry_at;
-			if (!want && (next == 0 || q->retry_at < next))
-				next = q->retry_at;
-		}
-		else if (q->trigger == TRIG_ZERO)
-			want = q->due;
-		else
-		{
-			/* an idle tick is skipped, with no timer (see file header) */
-			if (!q->due && !q->maybe_new && !q->no_wakeup)
-				continue;
-			want = q->due || now >= q->next_tick;
-			if (!want && (next == 0 || q->next_tick < next))
-				next = q->next_tick;
-		}
-		if (!want)
-			continue;
+		if (want_query(&queries[i], now, &next))
+			wanted[nwanted++] = i;
+	}
+	share = Min(CQ_WORKER_GROUP_MAX, Max(1, (nwanted + nworkers - 1) / nworkers));
+	for (int a = 0; a < nwanted; a++)
+	{
+		int			group[CQ_WORKER_GROUP_MAX];
+		int			n = 0;
+		int			w;
+		SchedQuery *q = &queries[wanted[a]];
+
+		if (q->worker >= 0)
+			continue;			/* in an earlier group */
 		w = idle_worker(now);
 		if (w < 0)
 			break;				/* a worker's latch will bring us back */
-		assign(q, w, now);
+		group[n++] = wanted[a];
+		for (int b = a + 1; b < nwanted && n < share; b++)
+		{
+			SchedQuery *o = &queries[wanted[b]];
+
+			if (o->worker < 0 && o->source == q->source)
+				group[n++] = wanted[b];
+		}
+		assign(group, n, w, now);
+		rr_next = (group[n - 1] + 1) % nqueries;
 	}
+	pfree(wanted);
 	return next;
 }
 

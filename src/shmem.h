@@ -50,6 +50,9 @@ typedef struct CqDbSlot
 	TimestampTz restart_at;		/* launcher: earliest restart after a crash */
 } CqDbSlot;
 
+/* Most batches a worker is given at once (scheduler.c, "groups"). */
+#define CQ_WORKER_GROUP_MAX 16
+
 /*
  * One long-lived worker of a scheduler.  The slot is free again (in_use =
  * false) once both are done with it: the scheduler frees it when it sees
@@ -67,13 +70,25 @@ typedef struct CqWorkerSlot
 	pid_t		pid;			/* 0 until the worker has started */
 	Latch	   *latch;
 	bool		stop;			/* scheduler asks the worker to exit */
-	bool		busy;			/* a batch is assigned and not finished */
-	int32		query_id;		/* cq.queries.id of the assigned query */
-	char		query_name[NAMEDATALEN];
-	/* outcome, written by the worker when busy goes false */
-	bool		ran;			/* a batch was committed */
-	bool		failed;			/* the batch failed (recorded in the catalog) */
-	bool		more;			/* a row limit ended the batch early */
+	bool		busy;			/* a group is assigned and not finished */
+	int32		query_id;		/* first query of the group, 0 = none assigned */
+	/*
+	 * The group: due queries of one source, each run as a batch (one
+	 * transaction) in turn in one visit of the worker, so the scheduler and
+	 * the worker exchange latches once per group, not once per batch.
+	 */
+	int			nqueries;
+	int32		query_ids[CQ_WORKER_GROUP_MAX];
+	char		query_names[CQ_WORKER_GROUP_MAX][NAMEDATALEN];
+	bool		rerun_ok[CQ_WORKER_GROUP_MAX];	/* trigger '0': the worker may run
+												 * it again in the same visit */
+	/* outcome per query, written by the worker as each batch ends */
+	bool		done[CQ_WORKER_GROUP_MAX];	/* its batch is over (outcome below) */
+	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome */
+	bool		ran[CQ_WORKER_GROUP_MAX];	/* a batch was committed */
+	bool		failed[CQ_WORKER_GROUP_MAX];	/* the batch failed (recorded in the
+												 * catalog) */
+	bool		more[CQ_WORKER_GROUP_MAX];	/* a row limit ended the batch early */
 } CqWorkerSlot;
 
 /* Live status of one query (cq.status). */

@@ -79,7 +79,10 @@ wants_wakeup(CqQuerySlot *q)
  *	  scheduler's latch is set only when something changed for it: a
  *	  catalog change, or a query that was not pending yet (if it was,
  *	  whoever made it pending woke the scheduler, which has not collected
- *	  it yet).  Setting another process's latch is a kill() system call,
+ *	  it yet) and that no worker has (is_trigger_active: from the
+ *	  assignment until the scheduler took the outcome; the worker reruns
+ *	  it at the end of its round, or wakes the scheduler at the end of its
+ *	  visit, which then collects the outcome before it looks at pending).  Setting another process's latch is a kill() system call,
  *	  the most expensive part of a single-row INSERT's commit otherwise;
  *	  the first pass, under a shared lock, finds out whether it is needed.
  */
@@ -96,14 +99,15 @@ notify_at_commit(void)
 
 	if (!catalog_changed)
 	{
+		bool		mark = false;
+
 		LWLockAcquire(cq_shared->lock, LW_SHARED);
-		for (int i = 0; i < cq_shared->nqueries && !wake; i++)
+		for (int i = 0; i < cq_shared->nqueries && !mark; i++)
 			if (!cq_shared->queries[i].pending && wants_wakeup(&cq_shared->queries[i]))
-				wake = true;
+				mark = true;
 		LWLockRelease(cq_shared->lock);
-		if (!wake)
+		if (!mark)
 			return;
-		wake = false;
 	}
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
@@ -126,7 +130,9 @@ notify_at_commit(void)
 			if (!q->pending && wants_wakeup(q))
 			{
 				q->pending = true;
-				wake = true;
+				/* a worker has it: it looks at pending itself, or wakes the scheduler */
+				if (!q->is_trigger_active)
+					wake = true;
 			}
 		}
 	}

@@ -9,9 +9,12 @@
  * superuser (so NOLOGIN owners work: cq_batch_run switches to the query's
  * owner, security-restricted, with a fixed search_path; security.c), its
  * search_path pinned for the whole process so that no database or role
- * default reaches the catalog work it does as superuser.  Loop: wait on the latch; when the slot is busy, run one
- * batch of the assigned query, write the outcome into the slot, clear busy
- * and set the scheduler's latch.
+ * default reaches the catalog work it does as superuser.  Loop: wait on
+ * the latch; when the slot is busy, run one batch of each query of the
+ * assigned group in turn (up to CQ_WORKER_GROUP_MAX, each in its own
+ * transaction, so a failing query changes nothing for the others), write
+ * each outcome into the slot as it ends, then clear busy and set the
+ * scheduler's latch.
  *
  * A batch, in one transaction:
  *	 1. lock the query's catalog row (cq_catalog_get_query_by_id, FOR NO KEY
@@ -74,6 +77,9 @@ static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
 static Oid	my_dboid = InvalidOid;
 static MemoryContext worker_context = NULL;
+
+/* Most batches in one visit (a group and its reruns, see continue_group). */
+#define CQ_WORKER_VISIT_MAX (4 * CQ_WORKER_GROUP_MAX)
 
 /* error context of a batch */
 typedef struct BatchContext
@@ -199,7 +205,9 @@ batch_body(void *arg)
 			TimestampTz wm = 0;
 
 			wb->last_batch_id = res.batch_id;
-			wb->has_watermark = cq_progress_last_watermark(q, &wm);
+			/* the batch recorded a watermark only when it had one: read it as shown */
+			wb->has_watermark = res.has_next_watermark &&
+				cq_progress_last_watermark(q, &wm);
 			wb->watermark = wm;
 		}
 	}
@@ -236,7 +244,8 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 
 	cq_status_batch_end(query_id, wb.ran, wb.last_batch_id, wb.has_watermark, wb.watermark,
 						wb.more);
-	pgstat_report_stat(true);
+	/* at most once a second between the batches of a group (run_assigned flushes at its end) */
+	pgstat_report_stat(false);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
@@ -271,25 +280,152 @@ claim_slot(void)
 }
 
 /*
+ * running_elsewhere
+ *	  Is query id in the group of another busy worker of our database, its
+ *	  batch not done yet?  Caller holds the lock.
+ */
+static bool
+running_elsewhere(int32 id)
+{
+	for (int i = 0; i < cq_shared->nworkers; i++)
+	{
+		CqWorkerSlot *w = &cq_shared->workers[i];
+
+		if (i == my_slot || !w->in_use || w->dboid != my_dboid || !w->busy)
+			continue;
+		for (int j = 0; j < w->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
+			if (w->query_ids[j] == id && !w->done[j])
+				return true;
+	}
+	return false;
+}
+
+/*
+ * continue_group
+ *	  After a round of the group's batches: should we run again, without
+ *	  going back to the scheduler, the trigger-'0' queries of the group
+ *	  that commits made pending meanwhile (an interval query waits for its
+ *	  next tick)?  Only when every batch of the round went
+ *	  through (a failure's backoff and a row limit's rerun are the
+ *	  scheduler's) and no query outside the group waits for a worker
+ *	  (pending, and not in another worker's group): then the scheduler
+ *	  would only give us the same queries again, two latch round trips
+ *	  later.  Under a stream of commits this is how a query's batches
+ *	  follow each other.  Those to run are flagged in run[]; they are
+ *	  taken (pending cleared, as the scheduler does when it assigns, before
+ *	  their batches take their snapshots) and not done again.  A batch the
+ *	  scheduler has already collected is not run again (it may have given
+ *	  the query to another worker).
+ */
+static bool
+continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
+{
+	bool		any = false;
+	CqDbSlot   *db;
+	CqQuerySlot *qs[CQ_WORKER_GROUP_MAX];
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(my_dboid);
+	if (slot->stop || db == NULL || db->pid == 0)
+		goto done;
+	for (int k = 0; k < n; k++)
+		if (!slot->done[k] || slot->failed[k] || slot->more[k])
+			goto done;
+	for (int i = 0; i < cq_shared->nqueries; i++)
+	{
+		CqQuerySlot *s = &cq_shared->queries[i];
+		bool		mine = false;
+
+		if (!s->in_use || s->dboid != my_dboid || !s->pending)
+			continue;
+		for (int k = 0; k < n && !mine; k++)
+			mine = (ids[k] == s->query_id);
+		if (!mine && !running_elsewhere(s->query_id))
+			goto done;			/* it waits for a worker: back to the scheduler */
+	}
+	for (int k = 0; k < n; k++)
+	{
+		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
+		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k];
+		any |= run[k];
+	}
+	for (int k = 0; k < n && any; k++)
+		if (run[k])
+		{
+			qs[k]->pending = false;
+			slot->done[k] = false;
+		}
+done:
+	LWLockRelease(cq_shared->lock);
+	return any;
+}
+
+/*
  * run_assigned
- *	  Run the batch the scheduler assigned, write its outcome into the slot
- *	  and wake the scheduler.
+ *	  Run the batches of the group the scheduler assigned, one transaction
+ *	  each, in order; write each outcome into the slot as its batch ends
+ *	  (the scheduler may take it before the group is over).  Then, while
+ *	  continue_group says so, the group's queries that commits made
+ *	  pending again, at most CQ_WORKER_VISIT_MAX batches in all; then
+ *	  clear busy and wake the scheduler once.  A stop request (our
+ *	  scheduler exits) ends the visit early: the batches not run are
+ *	  simply not done.
  */
 static void
-run_assigned(CqWorkerSlot *slot, int32 query_id, const char *name)
+run_assigned(CqWorkerSlot *slot)
 {
-	bool		ran,
-				failed,
-				more;
+	int32		ids[CQ_WORKER_GROUP_MAX];
+	char		names[CQ_WORKER_GROUP_MAX][NAMEDATALEN];
+	bool		run[CQ_WORKER_GROUP_MAX];
+	int			n;
+	int			total = 0;
+	bool		stop = false;
 	Latch	   *latch = NULL;
 	CqDbSlot   *db;
 
-	run_batch(query_id, name, &ran, &failed, &more);
-	MemoryContextReset(worker_context);
+	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	n = Min(Max(slot->nqueries, 0), CQ_WORKER_GROUP_MAX);
+	memcpy(ids, slot->query_ids, sizeof(int32) * n);
+	memcpy(names, slot->query_names, NAMEDATALEN * n);
+	LWLockRelease(cq_shared->lock);
+	for (int k = 0; k < n; k++)
+		run[k] = true;
+
+	do
+	{
+		for (int k = 0; k < n && !stop; k++)
+		{
+			bool		ran,
+						failed,
+						more;
+
+			if (!run[k])
+				continue;
+			CHECK_FOR_INTERRUPTS();
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+			}
+			run_batch(ids[k], names[k], &ran, &failed, &more);
+			MemoryContextReset(worker_context);
+			total++;
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			slot->ran[k] = ran;
+			slot->failed[k] = failed;
+			slot->more[k] = more;
+			slot->done[k] = true;
+			db = cq_shmem_find_db(my_dboid);
+			stop = slot->stop || db == NULL || db->pid == 0;
+			LWLockRelease(cq_shared->lock);
+			QueryCancelPending = false; /* a cancel between batches has nothing to cancel */
+		}
+	} while (!stop && total < CQ_WORKER_VISIT_MAX && continue_group(slot, ids, n, run));
+
+	ereport(DEBUG1, (errmsg_internal("pg_cq: worker visit ran %d batches of a group of %d queries",
+									 total, n)));
+	pgstat_report_stat(true);	/* going idle: what the batches counted */
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	slot->ran = ran;
-	slot->failed = failed;
-	slot->more = more;
 	slot->busy = false;
 	db = cq_shmem_find_db(my_dboid);
 	if (db)
@@ -341,8 +477,6 @@ cq_worker_main(Datum arg)
 		CqWorkerSlot *slot = &cq_shared->workers[my_slot];
 		bool		stop,
 					busy;
-		int32		query_id;
-		char		name[NAMEDATALEN];
 
 		/* a cancel between batches has nothing to cancel (as for an idle session) */
 		QueryCancelPending = false;
@@ -357,13 +491,11 @@ cq_worker_main(Datum arg)
 		db = cq_shmem_find_db(my_dboid);
 		stop = slot->stop || db == NULL || db->pid == 0;
 		busy = slot->busy;
-		query_id = slot->query_id;
-		strlcpy(name, slot->query_name, NAMEDATALEN);
 		LWLockRelease(cq_shared->lock);
 
 		if (busy)
 		{
-			run_assigned(slot, query_id, name);
+			run_assigned(slot);
 			continue;
 		}
 		if (stop)
