@@ -161,7 +161,7 @@ cq_status_slots(PG_FUNCTION_ARGS)
 
 	copy = palloc(sizeof(CqQuerySlot) * cq_shared->nqueries);
 	LWLockAcquire(cq_shared->lock, LW_SHARED);
-	for (int i = 0; i < cq_shared->nqueries; i++)
+	for (int i = 0; i < cq_shared->queries_used; i++)
 		if (cq_shared->queries[i].in_use && cq_shared->queries[i].dboid == MyDatabaseId)
 			copy[n++] = cq_shared->queries[i];
 	LWLockRelease(cq_shared->lock);

@@ -193,6 +193,7 @@ scheduler_exit(int code, Datum arg)
 	for (int i = 0; i < cq_shared->nqueries; i++)
 		if (cq_shared->queries[i].in_use && cq_shared->queries[i].dboid == my_dboid)
 			cq_shared->queries[i].in_use = false;
+	cq_shmem_queries_changed();
 	launcher = cq_shared->launcher_latch;
 	LWLockRelease(cq_shared->lock);
 	if (launcher)
@@ -414,7 +415,7 @@ static void
 publish_status(void)
 {
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < cq_shared->nqueries; i++)
+	for (int i = 0; i < cq_shared->queries_used; i++)
 	{
 		CqQuerySlot *s = &cq_shared->queries[i];
 		SchedQuery *q;
@@ -458,6 +459,7 @@ publish_status(void)
 			s->last_batch_id = q->last_batch_id;
 		}
 	}
+	cq_shmem_queries_changed();
 	LWLockRelease(cq_shared->lock);
 }
 

@@ -178,7 +178,7 @@ cq_shmem_get_db(Oid dboid)
 CqQuerySlot *
 cq_shmem_find_query(Oid dboid, int32 query_id)
 {
-	for (int i = 0; i < cq_shared->nqueries; i++)
+	for (int i = 0; i < cq_shared->queries_used; i++)
 	{
 		CqQuerySlot *q = &cq_shared->queries[i];
 
@@ -186,6 +186,23 @@ cq_shmem_find_query(Oid dboid, int32 query_id)
 			return q;
 	}
 	return NULL;
+}
+
+/*
+ * cq_shmem_queries_changed
+ *	  Query slots were taken or freed: lower or raise queries_used to just
+ *	  past the last slot in use, so that the scans of every commit into a
+ *	  tracked source (wakeup.c) read only the slots ever used, not all
+ *	  cq.max_queries of them.  Caller holds the lock exclusively.
+ */
+void
+cq_shmem_queries_changed(void)
+{
+	int			n = cq_shared->nqueries;
+
+	while (n > 0 && !cq_shared->queries[n - 1].in_use)
+		n--;
+	cq_shared->queries_used = n;
 }
 
 /*

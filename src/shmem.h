@@ -125,6 +125,9 @@ typedef struct CqShared
 	int			ndbs;
 	int			nworkers;
 	int			nqueries;
+	int			queries_used;	/* no query slot at or above is in_use: the
+								 * bound of every scan of queries, kept by
+								 * cq_shmem_queries_changed() */
 	CqDbSlot   *dbs;
 	CqWorkerSlot *workers;
 	CqQuerySlot *queries;
@@ -142,6 +145,7 @@ extern void cq_shmem_init(void);
 extern CqDbSlot *cq_shmem_find_db(Oid dboid);
 extern CqDbSlot *cq_shmem_get_db(Oid dboid);
 extern CqQuerySlot *cq_shmem_find_query(Oid dboid, int32 query_id);
+extern void cq_shmem_queries_changed(void);
 extern void cq_shmem_request_scheduler(Oid dboid);
 extern const char *cq_shmem_message_text(CqMessage msg);
 

@@ -102,7 +102,7 @@ notify_at_commit(void)
 		bool		mark = false;
 
 		LWLockAcquire(cq_shared->lock, LW_SHARED);
-		for (int i = 0; i < cq_shared->nqueries && !mark; i++)
+		for (int i = 0; i < cq_shared->queries_used && !mark; i++)
 			if (!cq_shared->queries[i].pending && wants_wakeup(&cq_shared->queries[i]))
 				mark = true;
 		LWLockRelease(cq_shared->lock);
@@ -123,7 +123,7 @@ notify_at_commit(void)
 
 	if (npending > 0 || pending_overflow)
 	{
-		for (int i = 0; i < cq_shared->nqueries; i++)
+		for (int i = 0; i < cq_shared->queries_used; i++)
 		{
 			CqQuerySlot *q = &cq_shared->queries[i];
 

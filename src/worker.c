@@ -331,7 +331,7 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
 	for (int k = 0; k < n; k++)
 		if (!slot->done[k] || slot->failed[k] || slot->more[k])
 			goto done;
-	for (int i = 0; i < cq_shared->nqueries; i++)
+	for (int i = 0; i < cq_shared->queries_used; i++)
 	{
 		CqQuerySlot *s = &cq_shared->queries[i];
 		bool		mine = false;
