@@ -78,7 +78,9 @@ SELECT name, sum(twin_bad) AS twin_mismatches, bool_and(metrics_equal) AS metric
   FROM si_log GROUP BY name ORDER BY name;
 SELECT count(*) > 0 AS long_keys_appended FROM si_app_m WHERE length(k) > 2000;
 -- the store holds only the open windows, as the state table does
-SELECT m.state_rows AS store_rows, (SELECT num_state_rows_total FROM cq.progress WHERE name = 'si_upd_t' ORDER BY batch_id DESC LIMIT 1) AS table_rows
+SELECT m.state_rows > 0 AS has_open_windows,
+       m.state_rows = (SELECT num_state_rows_total FROM cq.progress WHERE name = 'si_upd_t'
+                        ORDER BY batch_id DESC LIMIT 1) AS same_as_table
   FROM cq.state_store_info('si_upd_m') m;
 
 SELECT cq.drop_query(name || s.suffix, drop_target => true) IS NOT NULL AS dropped
