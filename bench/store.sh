@@ -13,6 +13,21 @@
 # writes, bookkeeping).  Reported: medians and the ratio table/store.
 # Sanity: both targets equal the plain query at the end.
 #
+# CPU time: each CALL runs in a session that reads its backend's
+# /proc/self/schedstat before and after (ns on the CPU: the machine is
+# shared, and wall time there mostly measures waiting).  The store path
+# reports its fold's phases at DEBUG1 in CPU time (d, lookups, the merge
+# statement, eviction, building m and x, the target statement, the copy at
+# publication); its "state part" is all but the target statement and the
+# catalog work around the fold.  The table path runs one statement for all
+# of it, so its state part is estimated: its batch CPU minus the store's
+# target statement and the store's work outside the fold (the same target
+# rows written by the same sink.c SQL, the same catalog work).
+#
+# Fold: BENCH_STORE_FOLD_ROWS (5M) rows over the same groups, batch 0 of a
+# store query and of a table query, and the plain GROUP BY (serial, jit
+# off, as bench/fold.sh): CPU and wall time, one run each.
+#
 # Memory: cq.state_store_info's bytes (rows and per-group overhead, as
 # counted against cq.state_memory) of st_mem, scaled to 1M groups.
 #
@@ -31,6 +46,7 @@ BENCH_PORT="${BENCH_PORT:-55455}"
 BENCH_STORE_GROUPS="${BENCH_STORE_GROUPS:-100000}"
 BENCH_STORE_BATCHES="${BENCH_STORE_BATCHES:-1000 10000}"
 BENCH_STORE_ROUNDS="${BENCH_STORE_ROUNDS:-9}"
+BENCH_STORE_FOLD_ROWS="${BENCH_STORE_FOLD_ROWS:-5000000}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/store.md}"
 G="$BENCH_STORE_GROUPS"
 
@@ -55,15 +71,43 @@ rows=$(psql_val "SELECT state_rows FROM cq.state_store_info('st_mem');")
 per_group=$(calc "$bytes / $rows")
 mb_per_m=$(calc "$bytes / $rows * 1000000 / 1048576")
 
+# cpu_call Q: run CALL cq.run(Q) in a session of its own; prints the
+# backend's CPU ms for it, then (store) the DEBUG1 phase lines
+SCHED="pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint"
+cpu_call() {
+    printf '%s\n' "SET client_min_messages = debug1;" \
+        "SELECT $SCHED AS c0 \\gset" \
+        "CALL cq.run('$1');" \
+        "SELECT ($SCHED - :c0) / 1e6;" | "${PSQL[@]}" -At 2>&1
+}
+# phase NAME OUTPUT: the CPU ms of a phase in a cpu_call output (0 if absent)
+phase() {
+    local v
+    v=$(grep -oE "$1 [0-9.]+ ms" <<<"$2" | head -1 | grep -oE '[0-9.]+ ms' | grep -oE '[0-9.]+' || true)
+    echo "${v:-0}"
+}
+
 declare -A MED
 for B in $BENCH_STORE_BATCHES; do
     section "batches of $(human "$B") rows, $BENCH_STORE_ROUNDS rounds"
-    mem=() tab=() memf=() tabf=()
+    mem=() tab=() memf=() tabf=() memc=() tabc=() ms_d=() ms_l=() ms_m=() ms_s=() ms_p=() ms_x=()
     for ((r = 1; r <= BENCH_STORE_ROUNDS; r++)); do
         psql_run "INSERT INTO src SELECT CASE WHEN random() < 0.1 THEN $G + (random() * 1000000)::int ELSE (random() * ($G - 1))::int END, (random() * 1000)::int FROM generate_series(1, $B);" >/dev/null
         if ((r % 2)); then order=(st_mem st_tab); else order=(st_tab st_mem); fi
         for q in "${order[@]}"; do
-            psql_run "SET client_min_messages = warning;" "CALL cq.run('$q');" >/dev/null
+            out=$(cpu_call "$q")
+            cpu=$(grep -E '^[0-9.]+$' <<<"$out" | tail -1)
+            if [[ $q == st_mem ]]; then
+                memc+=("$cpu")
+                ms_d+=("$(phase 'fold: d' "$out")")
+                ms_l+=("$(phase 'lookups' "$out")")
+                ms_m+=("$(phase 'merge statement' "$out")")
+                ms_x+=("$(calc "$(phase 'eviction' "$out") + $(phase 'm and x' "$out")")")
+                ms_s+=("$(phase 'target statement' "$out")")
+                ms_p+=("$(grep -oE 'copied in [0-9.]+ ms' <<<"$out" | grep -oE '[0-9.]+' | head -1 || echo 0)")
+            else
+                tabc+=("$cpu")
+            fi
         done
         mem+=("$(psql_val "SELECT duration_ms FROM cq.progress WHERE name = 'st_mem' ORDER BY batch_id DESC LIMIT 1;")")
         tab+=("$(psql_val "SELECT duration_ms FROM cq.progress WHERE name = 'st_tab' ORDER BY batch_id DESC LIMIT 1;")")
@@ -74,7 +118,20 @@ for B in $BENCH_STORE_BATCHES; do
     MED["tab_$B"]=$(median "${tab[@]}")
     MED["memf_$B"]=$(median "${memf[@]}")
     MED["tabf_$B"]=$(median "${tabf[@]}")
-    info "store $(fmt_ms "${MED["mem_$B"]}"), table $(fmt_ms "${MED["tab_$B"]}")"
+    MED["memc_$B"]=$(median "${memc[@]}")
+    MED["tabc_$B"]=$(median "${tabc[@]}")
+    for v in d l m x s p; do
+        arr="ms_$v[@]"
+        MED["${v}_$B"]=$(median "${!arr}")
+    done
+    # store state part: d + lookups + merge + eviction/m,x + publication copy;
+    # state work: the same without d (the table path's d is the same scan)
+    MED["mst_$B"]=$(calc "${MED["d_$B"]} + ${MED["l_$B"]} + ${MED["m_$B"]} + ${MED["x_$B"]} + ${MED["p_$B"]}")
+    MED["msw_$B"]=$(calc "${MED["mst_$B"]} - ${MED["d_$B"]}")
+    MED["rest_$B"]=$(calc "${MED["memc_$B"]} - ${MED["mst_$B"]} - ${MED["s_$B"]}")
+    MED["tst_$B"]=$(calc "${MED["tabc_$B"]} - ${MED["s_$B"]} - ${MED["rest_$B"]}")
+    MED["tsw_$B"]=$(calc "${MED["tst_$B"]} - ${MED["d_$B"]}")
+    info "store $(fmt_ms "${MED["mem_$B"]}") (CPU $(fmt_ms "${MED["memc_$B"]}"), state part $(fmt_ms "${MED["mst_$B"]}")), table $(fmt_ms "${MED["tab_$B"]}") (CPU $(fmt_ms "${MED["tabc_$B"]}"), state part ~$(fmt_ms "${MED["tst_$B"]}"))"
 done
 
 section "sanity"
@@ -83,6 +140,38 @@ for q in st_mem st_tab; do
     [[ "$bad" == 0 ]] || die "$q differs from the plain query ($bad rows)"
 done
 info "both targets equal the plain query"
+
+section "fold: $(human "$BENCH_STORE_FOLD_ROWS") rows over $(human "$G") groups (batch 0)"
+FQ='SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m FROM fsrc GROUP BY k'
+psql_run "SET client_min_messages = warning;" \
+    "CREATE TABLE fsrc (k int NOT NULL, v int NOT NULL) WITH (autovacuum_enabled = off);" \
+    "SELECT cq.create_query('fo_mem', '$FQ', output_mode => 'update', \"trigger\" => 'available_now', state_storage => 'memory');" \
+    "SELECT cq.create_query('fo_tab', '$FQ', output_mode => 'update', \"trigger\" => 'available_now');" \
+    "INSERT INTO fsrc SELECT g % $G, (g * 7) % 1000 FROM generate_series(1, $BENCH_STORE_FOLD_ROWS) g;" \
+    "VACUUM ANALYZE fsrc;" >/dev/null
+fold_cpu() {   # SQL -> "cpu_ms wall_ms"
+    printf '%s\n' "SET client_min_messages = warning;" "SET max_parallel_workers_per_gather = 0;" "SET jit = off;" \
+        "SELECT $SCHED AS c0, pg_catalog.clock_timestamp() AS t0 \\gset" \
+        "$1" \
+        "SELECT (($SCHED - :c0) / 1e6)::text || ' ' || (extract(epoch FROM pg_catalog.clock_timestamp() - :'t0') * 1000)::text;" \
+        | "${PSQL[@]}" -At 2>&1 | grep -E '^[0-9.]+ [0-9.]+$' | tail -1
+}
+declare -A FOLD
+for which in gb mem tab; do
+    case $which in
+        gb) sql="SELECT count(*) FROM (SELECT k, count(*), sum(v), max(v) FROM fsrc GROUP BY k) x;" ;;
+        mem) sql="CALL cq.run('fo_mem');" ;;
+        tab) sql="CALL cq.run('fo_tab');" ;;
+    esac
+    psql_run "CHECKPOINT;" >/dev/null
+    read -r c w < <(fold_cpu "$sql")
+    FOLD["c_$which"]=$c FOLD["w_$which"]=$w
+    info "$which: CPU $(fmt_ms "$c"), wall $(fmt_ms "$w")"
+done
+for q in fo_mem fo_tab; do
+    bad=$(psql_val "SELECT count(*) FROM ((SELECT k, count(*), sum(v), max(v) FROM fsrc GROUP BY k EXCEPT ALL TABLE $q) UNION ALL (TABLE $q EXCEPT ALL SELECT k, count(*), sum(v), max(v) FROM fsrc GROUP BY k)) x;")
+    [[ "$bad" == 0 ]] || die "$q differs from the plain query ($bad rows)"
+done
 
 mkdir -p "$(dirname "$BENCH_OUT")"
 {
@@ -97,6 +186,22 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     done
     echo
     echo "fold + target: cq.progress.durations->'addBatch' (the main statement(s): for the store, d, the merge statement and the target statement; for the table, the one statement with its state CTEs)."
+    echo
+    echo "CPU time of the backend (medians, ms; /proc/self/schedstat around the CALL; store phases from its DEBUG1 report; table state part estimated, see the script's header):"
+    echo
+    echo "| batch rows | store: batch CPU | table: batch CPU | table / store | store: d | store: lookups + overlay | store: merge statement | store: eviction, m and x | store: publication copy | target statement | store: state part (with d) | table: state part (with d, est.) | table / store | store: state work (without d) | table: state work (without d, est.) | table / store |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for B in $BENCH_STORE_BATCHES; do
+        echo "| $(human "$B") | ${MED["memc_$B"]} | ${MED["tabc_$B"]} | $(fmt_x "$(calc "${MED["tabc_$B"]} / ${MED["memc_$B"]}")") | ${MED["d_$B"]} | ${MED["l_$B"]} | ${MED["m_$B"]} | ${MED["x_$B"]} | ${MED["p_$B"]} | ${MED["s_$B"]} | ${MED["mst_$B"]} | ${MED["tst_$B"]} | $(fmt_x "$(calc "${MED["tst_$B"]} / ${MED["mst_$B"]}")") | ${MED["msw_$B"]} | ${MED["tsw_$B"]} | $(fmt_x "$(calc "${MED["tsw_$B"]} / ${MED["msw_$B"]}")") |"
+    done
+    echo
+    echo "Fold (batch 0) of $(human "$BENCH_STORE_FOLD_ROWS") rows into $(human "$G") groups, serial, jit off, one run each:"
+    echo
+    echo "| | CPU | wall | CPU / plain GROUP BY |"
+    echo "|---|---|---|---|"
+    echo "| plain GROUP BY | $(fmt_ms "${FOLD[c_gb]}") | $(fmt_ms "${FOLD[w_gb]}") | 1.00x |"
+    echo "| store (state_storage = 'memory') | $(fmt_ms "${FOLD[c_mem]}") | $(fmt_ms "${FOLD[w_mem]}") | $(fmt_x "$(calc "${FOLD[c_mem]} / ${FOLD[c_gb]}")") |"
+    echo "| table (unlogged state table) | $(fmt_ms "${FOLD[c_tab]}") | $(fmt_ms "${FOLD[w_tab]}") | $(fmt_x "$(calc "${FOLD[c_tab]} / ${FOLD[c_gb]}")") |"
     echo
     echo "State memory: $bytes bytes for $rows groups ($per_group bytes per group, about $mb_per_m MB per 1M groups; DSA and hash-table overhead not counted)."
 } >"$BENCH_OUT"

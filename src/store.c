@@ -52,6 +52,8 @@
  */
 #include "postgres.h"
 
+#include <time.h>
+
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -683,6 +685,41 @@ keys_match(CqStore *st, HeapTuple tup, Datum *values, bool *nulls)
 }
 
 /*
+ * shared_tuple
+ *	  A heap tuple header over a published row, without copying it: the row
+ *	  stays where it is in the area while the batch runs (rows change only
+ *	  when a batch of the query publishes, and batches are serialized).  The
+ *	  bytes before the minimal tuple are not the row's: read it with
+ *	  heap_getattr/heap_deform_tuple, copy it with own_tuple.
+ */
+static HeapTuple
+shared_tuple(dsa_pointer tuple)
+{
+	MinimalTuple mtup = dsa_get_address(store_area, tuple);
+	HeapTuple	t = palloc(sizeof(HeapTupleData));
+
+	t->t_len = mtup->t_len + MINIMAL_TUPLE_OFFSET;
+	ItemPointerSetInvalid(&t->t_self);
+	t->t_tableOid = InvalidOid;
+	t->t_data = (HeapTupleHeader) ((char *) mtup - MINIMAL_TUPLE_OFFSET);
+	return t;
+}
+
+/*
+ * own_tuple
+ *	  A local copy of a row found by lookup or scan_all: shared (the ref's
+ *	  item was NULL) a published row, see shared_tuple, copied as
+ *	  heap_tuple_from_minimal_tuple makes it; else an overlay row.
+ */
+static HeapTuple
+own_tuple(HeapTuple t, bool shared)
+{
+	if (!shared)
+		return heap_copytuple(t);
+	return heap_tuple_from_minimal_tuple((MinimalTuple) ((char *) t->t_data + MINIMAL_TUPLE_OFFSET));
+}
+
+/*
  * lookup
  *	  The current row of the group with these keys: the overlay's, else
  *	  the published one.
@@ -725,7 +762,7 @@ lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 
 		if (DsaPointerIsValid(node->tuple))
 		{
-			HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+			HeapTuple	t = shared_tuple(node->tuple);
 
 			if (keys_match(st, t, values, nulls))
 			{
@@ -733,7 +770,7 @@ lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 				ref->node = np;
 				break;
 			}
-			heap_freetuple(t);
+			pfree(t);
 		}
 		np = node->next;
 	}
@@ -761,6 +798,7 @@ put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 	OvItem	   *it = ref->item;
 	bool		existed = ref->tup != NULL;
+	bool		shared = ref->item == NULL; /* ref->tup: see shared_tuple */
 
 	if (existed)
 	{
@@ -796,7 +834,7 @@ put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	}
 	else
 	{
-		it->tup = heap_copytuple(ref->tup);
+		it->tup = own_tuple(ref->tup, shared);
 		it->deleted = true;
 	}
 	MemoryContextSwitchTo(old);
@@ -838,7 +876,7 @@ scan_all(CqStore *st)
 
 					r->ref.hash = e->hash;
 					r->ref.node = np;
-					r->ref.tup = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+					r->ref.tup = shared_tuple(node->tuple);
 					rows = lappend(rows, r);
 				}
 				np = node->next;
@@ -900,6 +938,21 @@ late(CqStore *st, Datum *values, bool *nulls, bool has_wm, TimestampTz wm)
 	if (st->e_att == 0 || !has_wm || nulls[st->e_att - 1])
 		return false;
 	return DatumGetInt64(values[st->e_att - 1]) <= wm;
+}
+
+/*
+ * cpu_ms
+ *	  This backend's CPU time in milliseconds (the phase timings of a fold
+ *	  are CPU time: on a loaded machine wall time mostly measures waiting).
+ */
+static double
+cpu_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1000000.0;
 }
 
 /*
@@ -1014,6 +1067,7 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 	List	   *pairs = NIL;	/* StoreRef * of existing groups */
 	TupleDesc	mpdesc = pairs_desc(st);
 	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
+	double		t0 = cpu_ms();
 
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -1055,6 +1109,8 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 		}
 	}
 	SPI_freetuptable(tt);
+	metrics->lookup_ms = cpu_ms() - t0;
+	t0 = cpu_ms();
 
 	/* merge the existing groups with their aggregates' own merge expressions */
 	if (pairs != NIL)
@@ -1081,6 +1137,7 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 		SPI_freetuptable(tt);
 	}
 	tuplestore_end(ts);
+	metrics->merge_ms = cpu_ms() - t0;
 }
 
 /*
@@ -1103,11 +1160,14 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	List	   *m_ins = NIL;	/* int: 1 for a new group */
 	List	   *x = NIL;		/* HeapTuple evicted */
 	ListCell   *lc;
+	double		t0 = cpu_ms();
 
 	memset(metrics, 0, sizeof(*metrics));
 	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
+	metrics->d_ms = cpu_ms() - t0;
 	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, metrics);
 	metrics->updated = list_length(m);
+	t0 = cpu_ms();
 
 	/* windows the watermark closed leave the state */
 	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
@@ -1119,13 +1179,15 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			heap_deform_tuple(r->ref.tup, st->desc, values, isnull);
 			if (!late(st, values, isnull, true, wm))
 				continue;
-			x = lappend(x, heap_copytuple(r->ref.tup));
+			x = lappend(x, own_tuple(r->ref.tup, r->ref.item == NULL));
 			put(st, &r->ref, NULL);
 		}
 		st->has_evict_wm = true;
 		st->evict_wm = wm;
 	}
 	metrics->removed = list_length(x);
+	metrics->evict_ms = cpu_ms() - t0;
+	t0 = cpu_ms();
 
 	/* write the target from m and x */
 	if ((m != NIL || x != NIL) && (history ? sql->sink_history : sql->sink) != NULL)
@@ -1150,6 +1212,8 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			tuplestore_puttuple(xts, lfirst(lc));
 		register_enr("m", md, mts);
 		register_enr("x", xd, xts);
+		metrics->enr_ms = cpu_ms() - t0;
+		t0 = cpu_ms();
 		if (SPI_execute_plan(cq_spi_plan(history ? sql->sink_history : sql->sink, 0, NULL),
 							 NULL, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "pg_cq: target statement failed");
@@ -1159,7 +1223,11 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		unregister_enr("x");
 		tuplestore_end(mts);
 		tuplestore_end(xts);
+		metrics->sink_ms = cpu_ms() - t0;
 	}
+	elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups), lookups %.3f ms, merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+		 metrics->d_ms, (unsigned long long) n, metrics->lookup_ms, metrics->merge_ms,
+		 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 }
 
 /*
@@ -1536,6 +1604,7 @@ prepare(CqStore *st)
 {
 	StoreDirEntry *d;
 	MemoryContext old;
+	double		t0;
 
 	if (st->switched)
 	{
@@ -1582,8 +1651,11 @@ prepare(CqStore *st)
 		if (st->table == NULL && header_of(st)->valid)
 			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
 	}
+	t0 = cpu_ms();
 	for_each_item(st, prepare_item);
 	MemoryContextSwitchTo(old);
+	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": %d rows copied in %.3f ms (CPU time)",
+		 st->batch_id, list_length(st->items), cpu_ms() - t0);
 }
 
 static void

@@ -33,6 +33,13 @@ typedef struct CqStoreMetrics
 	int64		removed;		/* evicted (x) */
 	int64		dropped;		/* late groups of the delta */
 	int64		output_rows;
+	/* the fold's phases, in this backend's CPU time (ms; DEBUG1 report) */
+	double		d_ms;			/* the d statement */
+	double		lookup_ms;		/* lookups, overlay puts, pairs */
+	double		merge_ms;		/* the merge statement and its results */
+	double		evict_ms;		/* eviction */
+	double		enr_ms;			/* building m and x */
+	double		sink_ms;		/* the target statement */
 } CqStoreMetrics;
 
 typedef struct CqStore CqStore;
