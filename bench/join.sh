@@ -43,8 +43,10 @@ trap 'stop_cluster bench_join' EXIT
 section "build + cluster"
 ensure_packages
 build_install
+# autovacuum on (the default): the buffers are deleted from every batch and
+# need vacuuming as in production; the sources are not vacuumed (append-only)
 CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_join "$BENCH_PORT" \
-    "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off" "jit = off"
+    "shared_buffers = 512MB" "max_wal_size = 4GB" "jit = off" "${BENCH_JOIN_AUTOVACUUM:-autovacuum = on}"
 
 section "setup: $(human "$RATE") rows/s per stream, $SECS s"
 psql_run "SET client_min_messages = error;" \

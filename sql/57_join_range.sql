@@ -2,8 +2,10 @@
 -- event-time range the join condition allows for a row of the other stream
 -- (the bound eviction uses), in both directions, so that a batch with many
 -- new rows on both sides scans a range of the other buffer per row, not the
--- whole buffer.  The 10-minute soak (t/052_join_soak.pl) fell behind for ever
--- without it: "c.ts <= i.ts + 3 s" gives the planner no lower end for i.ts.
+-- whole buffer, and indexes each buffer on the equi-join key and the event
+-- time, so that the range holds one key's rows.  The 10-minute soak
+-- (t/052_join_soak.pl) fell behind for ever without it: "c.ts <= i.ts + 3 s"
+-- gives the planner no lower end for i.ts.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 CREATE TABLE jr_imp (id int, ad int, ts timestamptz);
@@ -16,6 +18,13 @@ AS SELECT i.id AS imp, c.id AS clk FROM jr_imp i JOIN jr_clk c
 -- c.ts - 1 hour - 1 ms (c.ts <= i.ts + 1 hour), clicks from i.ts (c.ts > i.ts)
 SELECT s.l FROM regexp_split_to_table(cq.explain('jr_j'), '\n') AS s(l)
  WHERE s.l LIKE '%>= (%+ %::interval)%' ORDER BY 1;
+-- each buffer has an index on its event time (eviction) and one on the join
+-- key and the event time (matches: a key's rows in the range)
+SELECT c.relname ~ '^jl_' AS impressions, pg_get_indexdef(x.indexrelid) ~ '\(a2, a3\)$' AS key_then_time
+  FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+ WHERE x.indrelid IN (SELECT format('cq_state.j%s_%s', s, id)::regclass FROM cq.queries, unnest(ARRAY['l', 'r']) s
+                       WHERE name = 'jr_j')
+   AND x.indnatts = 2 ORDER BY 1;
 -- boundaries: a click exactly 1 hour after, 1 us after, at the same time, and
 -- 1 hour 1 us after its impression; new rows on both sides in one batch, then
 -- new clicks against buffered impressions and the other way round

@@ -685,8 +685,16 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 		cq_spi_exec(psprintf("CREATE INDEX ON %s (%s)", buf, CQ_JOIN_BATCH_COLUMN),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (side->bounded)
+		{
+			AttrNumber	key = cq_joinspec_key_attno(an->join, an->query, s);
+
+			/* eviction reads the event time alone; matches, key and range */
 			cq_spi_exec(psprintf("CREATE INDEX ON %s (a%d)", buf, side->et_attno),
 						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+			if (key != InvalidAttrNumber && key != side->et_attno)
+				cq_spi_exec(psprintf("CREATE INDEX ON %s (a%d, a%d)", buf, key, side->et_attno),
+							SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		}
 		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
 							 buf, owner_name, buf),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
