@@ -285,3 +285,31 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'cq_state_store_info'
 LANGUAGE C STRICT STABLE;
 COMMENT ON FUNCTION cq.state_store_info(text) IS 'the batch, rows and bytes of the shared-memory state store of a query with state_storage ''memory'' (no row: none in memory now)';
+
+-- issue 11 part: session windows, cost per row.  cq.session_window becomes a
+-- SQL function over cq.session_end (same results, same errors), which the
+-- planner inlines into the query: a batch then evaluates one scalar call
+-- per row instead of a function scan (a tuplestore) per row.  Not STRICT
+-- (an inlined set-returning function must not be): a NULL ts or gap gives
+-- a NULL end, hence no row, as before.
+CREATE FUNCTION cq.session_end(ts timestamptz, gap interval) RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'cq_session_end'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cq.session_end(timestamptz, interval)
+  IS 'pg_cq internal: ts + gap, the end of the own session of a row (NULL: none), for cq.session_window';
+CREATE FUNCTION cq.session_end(ts timestamp, gap interval) RETURNS timestamp
+AS 'MODULE_PATHNAME', 'cq_session_end'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cq.session_end(timestamp, interval)
+  IS 'pg_cq internal: ts + gap, the end of the own session of a row (NULL: none), for cq.session_window';
+GRANT EXECUTE ON FUNCTION cq.session_end(timestamptz, interval), cq.session_end(timestamp, interval) TO PUBLIC;
+CREATE OR REPLACE FUNCTION cq.session_window(ts timestamptz, gap interval,
+                                             OUT session_start timestamptz, OUT session_end timestamptz)
+RETURNS SETOF record
+LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 1
+AS $$ SELECT $1, x.e FROM (SELECT cq.session_end($1, $2) AS e) x WHERE x.e IS NOT NULL $$;
+CREATE OR REPLACE FUNCTION cq.session_window(ts timestamp, gap interval,
+                                             OUT session_start timestamp, OUT session_end timestamp)
+RETURNS SETOF record
+LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 1
+AS $$ SELECT $1, x.e FROM (SELECT cq.session_end($1, $2) AS e) x WHERE x.e IS NOT NULL $$;

@@ -19,6 +19,8 @@
 #   fold_goal   bench/fold.sh        fold CPU per row (goal 2), when present
 #   merge       bench/merge.sh       MERGE vs upsert (goal 7), when present
 #   aggregates  bench/aggregates.sh  generic aggregates (issue 10)
+#   join        bench/join.sh        join of two streams, 10k rows/s each (issue 11)
+#   session     bench/session.sh     session windows, 1k/10k-row batches (issue 11)
 #   soak        bench/soak.sh        only when named in BENCH_ONLY (10 min)
 # bench/latency.sh (scenario 5) also measures 10,000 rows/s (goal 6) and
 # 1/10/100 queries over one source (goal 5).  The report starts with one
@@ -32,7 +34,7 @@
 # Env knobs (all optional; see bench/README.md):
 #   BENCH_SCALE=1           multiply every row count; below 0.1 also fewer
 #                           rounds and shorter runs (0.01 = smoke run)
-#   BENCH_ONLY="incremental fold ingest latency memory write_path cold fold_goal merge aggregates"
+#   BENCH_ONLY="incremental fold ingest latency memory write_path cold fold_goal merge aggregates join session"
 #                           scenarios to run (names, or 1-6 for the built-in ones;
 #                           BENCH_SCENARIOS is the old name); add soak for the soak
 #   BENCH_SKIP=""           scenarios not to run
@@ -74,7 +76,7 @@ BENCH_FOLD_ROWS="${BENCH_FOLD_ROWS:-5000000}"
 BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-$(small 2 5)}"
 BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-$(small 1 3)}"
 BENCH_PGBENCH_ROUNDS="${BENCH_PGBENCH_ROUNDS:-$(small 3 7)}"
-ALL_SCENARIOS="incremental fold ingest latency memory write_path cold fold_goal merge aggregates"
+ALL_SCENARIOS="incremental fold ingest latency memory write_path cold fold_goal merge aggregates join session"
 BENCH_ONLY="${BENCH_ONLY:-${BENCH_SCENARIOS:-$ALL_SCENARIOS}}"
 BENCH_SKIP="${BENCH_SKIP:-}"
 BENCH_LAT_RATES="${BENCH_LAT_RATES:-100 1000 10000}"
@@ -530,6 +532,9 @@ want merge && ext merge bench/merge.sh 6 BENCH_MERGE_GROUPS="$(scaled 4000 100) 
 want aggregates && ext aggregates bench/aggregates.sh 7 BENCH_AGG_REPORT="$RAW/aggregates.md" \
     BENCH_AGG_REPS="${BENCH_AGG_REPS:-$(small 1 3)}"
 want soak && ext soak bench/soak.sh 8 SOAK_SECONDS="$BENCH_SOAK_SECS"
+want join && ext join bench/join.sh 10 BENCH_JOIN_SECONDS="$(small 5 60)"
+want session && ext session bench/session.sh 11 BENCH_SESSION_KEYS="$(scaled 20000 100)" \
+    BENCH_SESSION_WARM="$(small 3 20)" BENCH_SESSION_ROUNDS="$(small 2 9)"
 
 # shellcheck source=bench/charts.sh
 source "$REPO_ROOT/bench/charts.sh"
@@ -713,7 +718,7 @@ goal 8 "Plots (PNG, gnuplot)" "latency distribution, batch cost vs history, inge
     echo "- machine: $(nproc) cores ($(lscpu 2>/dev/null | sed -nE 's/^Model name: +//p' | head -n 1)), $(free -g | awk '/^Mem:/ {print $2}') GB RAM"
     echo "- $PGVER; pg_cq.so installed $SO_START$([[ "$(so_stamp)" == "$SO_START" ]] || echo " (reinstalled during the run at $(so_stamp): new backends may have loaded it)")"
     echo "- settings: $SETTINGS (fsync/synchronous_commit/full_page_writes off: throwaway cluster, figures exclude durable-commit cost)"
-    echo "- knobs: BENCH_SCALE=$BENCH_SCALE sizes=(${INC_SIZES[*]}) new rows=$NEW reps=$BENCH_REPS slow reps=$BENCH_SLOW_REPS fold rows=$FOLD fold reps=$BENCH_FOLD_REPS pgbench ${BENCH_PGBENCH_SECS}s ×$BENCH_PGBENCH_ROUNDS; scenarios: $(for t in incremental fold ingest latency memory write_path cold fold_goal merge aggregates soak; do want "$t" && printf '%s ' "$t"; done)"
+    echo "- knobs: BENCH_SCALE=$BENCH_SCALE sizes=(${INC_SIZES[*]}) new rows=$NEW reps=$BENCH_REPS slow reps=$BENCH_SLOW_REPS fold rows=$FOLD fold reps=$BENCH_FOLD_REPS pgbench ${BENCH_PGBENCH_SECS}s ×$BENCH_PGBENCH_ROUNDS; scenarios: $(for t in incremental fold ingest latency memory write_path cold fold_goal merge aggregates join session soak; do want "$t" && printf '%s ' "$t"; done)"
     for t in "${!EXT_STATUS[@]}"; do echo "- $t: ${EXT_STATUS[$t]}"; done
     ((SMOKE)) && echo "- **smoke run (BENCH_SCALE=$BENCH_SCALE): fewer rows, rounds and seconds; the figures are not results**"
     echo
@@ -802,7 +807,7 @@ goal 8 "Plots (PNG, gnuplot)" "latency distribution, batch cost vs history, inge
             echo "| $wm | $(fmt_ms "${MEM_TIME[$wm]}") | $((MEM_BASE[$wm] / 1024)) MB | $((MEM_PEAK[$wm] / 1024)) MB | +$(((MEM_PEAK[$wm] - MEM_BASE[$wm]) / 1024)) MB | $((MEM_HWM[$wm] / 1024)) MB | ${MEM_SPILL[$wm]} |"
         done
     fi
-    for t in write_path cold fold_goal merge aggregates; do
+    for t in write_path cold fold_goal merge aggregates join session; do
         [[ -s "$RAW/$t.md" ]] || continue
         echo
         [[ $t == fold_goal ]] && echo "### bench/fold.sh"

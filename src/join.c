@@ -312,6 +312,55 @@ rows_qual(CqJoinSide *side, BufRows rows)
 }
 
 /*
+ * range_qual
+ *	  For matches (QUERY_MATCHES, QUERY_PAIRS): "a.et >= b.et + bound_a"
+ *	  for each stream a that the join condition bounds by the other stream
+ *	  b's event time, over the buffer columns.  Redundant: eviction rests on
+ *	  the same implication (a row of a with a.et <= W + bound_a matches no
+ *	  row of b with b.et > W, so every match has a.et >= b.et + bound_a),
+ *	  but the planner can use it as an index range on a's event time for
+ *	  each row of b: the user's condition, written "c.ts <= i.ts + 1 hour",
+ *	  gives only one end of the range of i.ts, and a batch with many new
+ *	  rows then scans most of the other buffer once per new row.
+ */
+static Node *
+range_qual(CqJoinSpec *js)
+{
+	Node	   *qual = NULL;
+
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *a = &js->side[s];
+		CqJoinSide *b = &js->side[1 - s];
+		Oid			type = a->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+		Interval   *iv;
+		Oid			plus;
+		Oid			ge;
+		Expr	   *rhs;
+
+		if (!a->bounded || a->et_attno == InvalidAttrNumber || b->et_attno == InvalidAttrNumber ||
+			a->et_is_tz != b->et_is_tz)
+			continue;
+		iv = palloc0(sizeof(Interval));
+		iv->time = a->bound_us;
+		plus = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("+")), type, INTERVALOID);
+		ge = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(">=")), type, type);
+		if (!OidIsValid(plus) || !OidIsValid(ge))
+			continue;
+		rhs = make_opclause(plus, type, false,
+							(Expr *) makeVar(b->rti, cq_joinspec_buffer_attno(b, b->et_attno), type, -1, InvalidOid, 0),
+							(Expr *) makeConst(INTERVALOID, -1, InvalidOid, sizeof(Interval),
+											   IntervalPGetDatum(iv), false, false),
+							InvalidOid, InvalidOid);
+		qual = make_and_qual(qual, (Node *) make_opclause(ge, BOOLOID, false,
+														  (Expr *) makeVar(a->rti, cq_joinspec_buffer_attno(a, a->et_attno),
+																		   type, -1, InvalidOid, 0),
+														  rhs, InvalidOid, InvalidOid));
+	}
+	return qual;
+}
+
+/*
  * buffers_sql
  *	  The user's query with each stream replaced by its buffer table, its
  *	  rows restricted by rows[s], made into `what`.  The tree is edited
@@ -419,6 +468,8 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 		else
 			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s]));
 	}
+	if (what == QUERY_MATCHES || what == QUERY_PAIRS)
+		extra = make_and_qual(extra, range_qual(an->join));
 	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
 	nest = cq_security_deparse_begin();
 	sql = pg_get_querydef(q, false);
@@ -634,8 +685,16 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 		cq_spi_exec(psprintf("CREATE INDEX ON %s (%s)", buf, CQ_JOIN_BATCH_COLUMN),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (side->bounded)
+		{
+			AttrNumber	key = cq_joinspec_key_attno(an->join, an->query, s);
+
+			/* eviction reads the event time alone; matches, key and range */
 			cq_spi_exec(psprintf("CREATE INDEX ON %s (a%d)", buf, side->et_attno),
 						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+			if (key != InvalidAttrNumber && key != side->et_attno)
+				cq_spi_exec(psprintf("CREATE INDEX ON %s (a%d, a%d)", buf, key, side->et_attno),
+							SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		}
 		cq_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s; REVOKE ALL ON %s FROM PUBLIC",
 							 buf, owner_name, buf),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);

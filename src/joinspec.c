@@ -694,6 +694,38 @@ equality_keys(CqJoinSpec *js, Query *q)
 }
 
 /*
+ * cq_joinspec_key_attno
+ *	  The column of stream s that the first equality between the two
+ *	  streams compares as it is (a plain column, maybe relabeled), or
+ *	  InvalidAttrNumber: join.c indexes its buffer on it and the event time,
+ *	  so that a new row of the other stream finds its matches by key within
+ *	  the time range instead of scanning every key's rows in that range.
+ */
+AttrNumber
+cq_joinspec_key_attno(CqJoinSpec *js, Query *q, int s)
+{
+	ListCell   *lc;
+
+	foreach(lc, equality_keys(js, q))
+	{
+		OpExpr	   *op = lfirst(lc);
+		ListCell   *la;
+
+		foreach(la, op->args)
+		{
+			Node	   *arg = lfirst(la);
+
+			while (arg && IsA(arg, RelabelType))
+				arg = (Node *) ((RelabelType *) arg)->arg;
+			if (arg && IsA(arg, Var) && ((Var *) arg)->varlevelsup == 0 &&
+				((Var *) arg)->varno == (int) js->side[s].rti && ((Var *) arg)->varattno > 0)
+				return ((Var *) arg)->varattno;
+		}
+	}
+	return InvalidAttrNumber;
+}
+
+/*
  * cq_joinspec_check_change
  *	  cq.alter_query of a join of two streams (Spark's rules for changing a
  *	  running stream-stream join: its type and keys may not change, other

@@ -49,5 +49,6 @@ extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *na
 extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
 									 const char *name);
 extern int	cq_joinspec_buffer_attno(CqJoinSide *side, AttrNumber source_attno);
+extern AttrNumber cq_joinspec_key_attno(CqJoinSpec *js, Query *q, int s);
 
 #endif							/* CQ_JOINSPEC_H */

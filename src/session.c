@@ -83,30 +83,20 @@
 #include "sink.h"
 
 PG_FUNCTION_INFO_V1(cq_session_window);
+PG_FUNCTION_INFO_V1(cq_session_end);
 
 /*
- * cq_session_window
- *	  cq.session_window(ts, gap): one row (ts, ts + gap), the row's own
- *	  session; none for a NULL or infinite ts, a NULL or non-positive gap
- *	  (Spark filters such rows out), or an end outside the timestamp range.
- *	  A gap with months is an error, as for cq.window.
+ * own_session_end
+ *	  The end ts + gap of the own session of a row at ts; false when the row
+ *	  has none: an infinite ts, a non-positive gap (Spark filters such rows
+ *	  out), or an end outside the timestamp range.  A gap with months is an
+ *	  error, as for cq.window.
  */
-Datum
-cq_session_window(PG_FUNCTION_ARGS)
+static bool
+own_session_end(int64 ts, Interval *iv, int64 *end)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TupleDesc	tupdesc;
-	int64		ts;
 	int64		gap;
-	int64		end;
-	Interval   *iv;
 
-	InitMaterializedSRF(fcinfo, 0);
-	tupdesc = rsinfo->setDesc;
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		return (Datum) 0;
-	ts = PG_GETARG_INT64(0);
-	iv = PG_GETARG_INTERVAL_P(1);
 	if (iv->month != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -117,8 +107,33 @@ cq_session_window(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("session window gap out of range")));
-	if (TIMESTAMP_NOT_FINITE(ts) || gap <= 0 ||
-		pg_add_s64_overflow(ts, gap, &end) || end >= END_TIMESTAMP)
+	return !(TIMESTAMP_NOT_FINITE(ts) || gap <= 0 ||
+			 pg_add_s64_overflow(ts, gap, end) || *end >= END_TIMESTAMP);
+}
+
+/*
+ * cq_session_window
+ *	  The C set-returning form of cq.session_window(ts, gap): one row (ts,
+ *	  ts + gap), the row's own session; none for a NULL ts or gap or when
+ *	  own_session_end says so.  Since the 0.2 catalog's last definition,
+ *	  cq.session_window is a SQL function over cq_session_end that the
+ *	  planner inlines (no function scan per row); this stays for the
+ *	  definition the upgrade script creates first.
+ */
+Datum
+cq_session_window(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc	tupdesc;
+	int64		ts;
+	int64		end;
+
+	InitMaterializedSRF(fcinfo, 0);
+	tupdesc = rsinfo->setDesc;
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		return (Datum) 0;
+	ts = PG_GETARG_INT64(0);
+	if (!own_session_end(ts, PG_GETARG_INTERVAL_P(1), &end))
 		return (Datum) 0;
 	{
 		Datum		values[2] = {Int64GetDatum(ts), Int64GetDatum(end)};
@@ -127,6 +142,25 @@ cq_session_window(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, tupdesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * cq_session_end
+ *	  cq.session_end(ts, gap) (strict): ts + gap, the end of the row's own
+ *	  session, or NULL when the row has none (own_session_end).  For
+ *	  timestamp and timestamptz alike (the same int64).  cq.session_window
+ *	  is "SELECT ts, e WHERE e IS NOT NULL" over it: a SQL function the
+ *	  planner inlines into the query, so a batch evaluates one scalar call
+ *	  per row instead of a function scan (a tuplestore) per row.
+ */
+Datum
+cq_session_end(PG_FUNCTION_ARGS)
+{
+	int64		end;
+
+	if (!own_session_end(PG_GETARG_INT64(0), PG_GETARG_INTERVAL_P(1), &end))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(end);
 }
 
 /*

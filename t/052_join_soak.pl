@@ -4,7 +4,12 @@
 # with rollbacks, while an inner and a left outer join with trigger '0' run
 # in the background.  Afterwards each buffer holds exactly the rows its
 # eviction bound keeps (those with event time above W + bound), a small part
-# of all rows, and the targets equal the plain joins.
+# of all rows and within a small factor (4) of the rows inside one
+# watermark delay (event time in (max - 2 s, max] of each stream: the
+# impressions' buffer spans about delay + 3 s, the clicks' about the delay,
+# so about 2x), and the targets equal the plain joins.  Every 5 s the state
+# of the last batch is sampled for the record (note lines); a 10-minute run
+# (SOAK_SECONDS=600) is recorded in bench/README.md.
 use strict;
 use warnings;
 use FindBin;
@@ -12,6 +17,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use CqTest;
 
 my $seconds = $ENV{SOAK_SECONDS} || 20;
@@ -46,7 +52,20 @@ $node->safe_psql($db, qq{
 });
 my @writers = map { start_writer($node, $db, "CALL write('$_')") } ('imp', 'clk');
 ok($node->poll_query_until($db, q{SELECT count(*) > 100 FROM j_in}), 'the join runs in the background');
-sleep($seconds);    # the soak itself: writers and background batches run meanwhile
+# the soak itself: writers and background batches run meanwhile
+my $end = time() + $seconds;
+my @samples;
+while (time() < $end)
+{
+	sleep(5);
+	push @samples, $node->safe_psql($db, q{
+		SELECT (SELECT string_agg(num_state_rows_total::text, '/' ORDER BY name) FROM
+		         (SELECT DISTINCT ON (name) name, num_state_rows_total FROM cq.progress
+		           WHERE name IN ('j_in', 'j_out') ORDER BY name, batch_id DESC) p)
+		       || ' of ' || ((SELECT count(*) FROM imp WHERE ts > (SELECT max(ts) FROM imp) - interval '2 seconds')
+		                     + (SELECT count(*) FROM clk WHERE ts > (SELECT max(ts) FROM clk) - interval '2 seconds'))});
+}
+note('buffered rows j_in/j_out of the rows in one delay, every 5 s: ' . join(', ', @samples));
 $node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
 stop_writers(@writers);
 
@@ -60,6 +79,9 @@ for my $q ('j_in', 'j_out')
 		"$q caught up with the writers");
 }
 my $total = $node->safe_psql($db, 'SELECT (SELECT count(*) FROM imp) + (SELECT count(*) FROM clk)');
+my $delay_rows = $node->safe_psql($db, q{
+	SELECT (SELECT count(*) FROM imp WHERE ts > (SELECT max(ts) FROM imp) - interval '2 seconds')
+	     + (SELECT count(*) FROM clk WHERE ts > (SELECT max(ts) FROM clk) - interval '2 seconds')});
 # bounded state: impressions are kept while i.ts > W - 3 s - 1 ms, clicks
 # while c.ts > W - 1 ms (c.ts >= i.ts): exactly those are buffered
 for my $q ('j_in', 'j_out')
@@ -76,6 +98,17 @@ for my $q ('j_in', 'j_out')
 		"$q: the clicks buffered are those within the bound");
 	ok($node->safe_psql($db, "SELECT (SELECT count(*) FROM cq_state.jl_$id) + (SELECT count(*) FROM cq_state.jr_$id)")
 		  * 4 < $total, "$q: the buffers hold a small part of all rows");
+	my $state = $node->safe_psql($db, "SELECT (SELECT count(*) FROM cq_state.jl_$id) + (SELECT count(*) FROM cq_state.jr_$id)");
+	is($node->safe_psql($db, qq{SELECT num_state_rows_total FROM cq.progress WHERE name = '$q'
+		ORDER BY batch_id DESC LIMIT 1}), $state, "$q: cq.progress counts the buffered rows");
+	ok($state <= 4 * $delay_rows, "$q: $state buffered rows within 4x the $delay_rows rows of one watermark delay");
+	note("$q: " . $node->safe_psql($db, qq{
+		SELECT format('rows %s, batches %s, buffered rows after the soak %s (rows in one delay %s); '
+		              'last %s batches: buffered rows median %s, max %s; batch duration median %s ms, max %s ms',
+		       $total, max(batch_id) + 1, $state, $delay_rows, count(*),
+		       percentile_disc(0.5) WITHIN GROUP (ORDER BY num_state_rows_total), max(num_state_rows_total),
+		       percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms), max(duration_ms))
+		  FROM cq.progress WHERE name = '$q'}));
 }
 
 # let the watermark pass the last rows: one row per stream, 10 s ahead
