@@ -61,6 +61,7 @@
 #include "status.h"
 #include "join.h"
 #include "store.h"
+#include "store_fold.h"
 #include "objects.h"
 
 /* Milliseconds since t0. */

@@ -63,6 +63,7 @@
 #include "sink.h"
 #include "dedup.h"
 #include "session.h"
+#include "store_fold.h"
 
 
 /*

@@ -78,6 +78,7 @@
 #include "utils/wait_event.h"
 
 #include "store.h"
+#include "store_private.h"
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
@@ -87,115 +88,6 @@
 #include "state.h"
 #include "sink.h"
 
-/* ENR names the generated statements read */
-#define STORE_ENR_PAIRS "cq_mp"
-#define STORE_ENR_ALL "cq_all"
-
-/* Directory key: a query of a database. */
-typedef struct StoreKey
-{
-	Oid			dboid;
-	int32		query_id;
-} StoreKey;
-
-typedef struct StoreDirEntry
-{
-	StoreKey	key;
-	dsa_pointer header;			/* StoreHeader, or InvalidDsaPointer */
-} StoreDirEntry;
-
-/* A query's store; fields guarded by its directory entry's lock. */
-typedef struct StoreHeader
-{
-	bool		valid;			/* table reflects batch `published` */
-	dshash_table_handle table;	/* groups (valid only) */
-	int64		published;		/* batch id the table reflects, -1: before batch 0 */
-	int64		inflight;		/* batch being published, -1: none */
-	int64		rows;
-	int64		bytes;
-	bool		has_evict_wm;	/* rows with e <= evict_wm were evicted */
-	TimestampTz evict_wm;
-	int64		image_batch;	/* batch of the last image written, -1: none known */
-	TimestampTz image_at;
-	ConditionVariable cv;		/* broadcast when inflight is cleared */
-} StoreHeader;
-
-/* A hash value of the group table, and its groups. */
-typedef struct StoreEntry
-{
-	uint64		hash;
-	dsa_pointer head;			/* StoreNode chain */
-} StoreEntry;
-
-typedef struct StoreNode
-{
-	dsa_pointer next;
-	dsa_pointer tuple;			/* MinimalTuple; invalid while being published */
-} StoreNode;
-
-/* A changed group in the overlay. */
-typedef struct OvItem
-{
-	uint64		hash;
-	HeapTuple	tup;			/* its row now (deleted: its last row) */
-	bool		deleted;
-	dsa_pointer node;			/* its node in the published table, or invalid */
-	dsa_pointer newtuple;		/* copy made at pre-commit */
-	dsa_pointer newnode;		/* node made at pre-commit for a new group */
-} OvItem;
-
-typedef struct OvEntry
-{
-	uint64		hash;
-	List	   *items;			/* OvItem * */
-} OvEntry;
-
-typedef struct TouchedEntry
-{
-	dsa_pointer node;
-} TouchedEntry;
-
-/* The store of one query in this transaction. */
-struct CqStore
-{
-	StoreKey	key;
-	MemoryContext cxt;			/* lives as long as the transaction */
-	TupleDesc	desc;			/* state row */
-	int			ng;				/* keys: attributes 1..ng */
-	AttrNumber	n_att;
-	AttrNumber	e_att;			/* 0: none */
-	int			nparts;
-	AttrNumber *p_att;			/* per part */
-	FmgrInfo   *eq;
-	FmgrInfo   *hashfn;
-	Oid		   *coll;
-	dsa_pointer header;
-	dshash_table *table;		/* published table, or NULL */
-	bool		replace;		/* publication replaces the whole table */
-	dshash_table *newtable;		/* replace: built at pre-commit */
-	HTAB	   *overlay;		/* uint64 -> OvEntry */
-	HTAB	   *touched;		/* published nodes the overlay replaces */
-	List	   *items;			/* every OvItem, in order */
-	int64		batch_id;		/* to publish */
-	int64		rows;
-	int64		bytes;
-	bool		has_evict_wm;
-	TimestampTz evict_wm;
-	int64		image_batch;
-	TimestampTz image_at;
-	SubTransactionId subid;
-	bool		prepared;
-	bool		switched;		/* moved to the table path: drop the store at commit */
-};
-
-/* A row found in the store. */
-typedef struct StoreRef
-{
-	uint64		hash;
-	HeapTuple	tup;			/* NULL: not found */
-	dsa_pointer node;
-	OvItem	   *item;
-} StoreRef;
 
 static dsa_area *store_area = NULL;
 static dshash_table *store_dir = NULL;
@@ -336,103 +228,14 @@ cq_store_supported(CqAnalysis *an, Oid state_table, const char **why)
  * state_att
  *	  Attribute number of a state table column, or 0.
  */
-static AttrNumber
-state_att(TupleDesc desc, const char *name)
+AttrNumber
+cq_store_state_att(TupleDesc desc, const char *name)
 {
 	for (int i = 0; i < desc->natts; i++)
 		if (!TupleDescAttr(desc, i)->attisdropped &&
 			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
 			return i + 1;
 	return 0;
-}
-
-/*
- * cq_store_build_sql
- *	  The statements of a batch on the store (see CqStoreSql).
- */
-void
-cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
-{
-	Relation	rel = table_open(q->state_table, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	StringInfoData buf;
-	StringInfoData cols;
-	StringInfoData merges;
-	char	   *target = cq_sql_relname_str(q->target);
-	bool		has_o;
-	bool		has_o1;
-
-	/* d in the state row's layout, partials in the state columns' types */
-	initStringInfo(&cols);
-	initStringInfo(&merges);
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		const char *name = NameStr(att->attname);
-		char	   *qname = (char *) quote_identifier(name);
-
-		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
-		{
-			int			p = atoi(name + 1);
-			CqPart	   *part = list_nth(an->parts, p - 1);
-			char	   *type = format_type_with_typemod(att->atttypid, att->atttypmod);
-
-			appendStringInfo(&cols, "%sCAST(d.%s AS %s)", i ? ", " : "", qname, type);
-			appendStringInfo(&merges, ", CAST((");
-			appendStringInfo(&merges, part->merge, psprintf("s.%s", qname), psprintf("s._np%d", p));
-			appendStringInfo(&merges, ") AS %s)", type);
-		}
-		else if (strcmp(name, "n") == 0)
-		{
-			appendStringInfo(&cols, "%sd.n", i ? ", " : "");
-			appendStringInfoString(&merges, ", s.n + s._nn");
-		}
-		else
-		{
-			appendStringInfo(&cols, "%sd.%s", i ? ", " : "", qname);
-			appendStringInfo(&merges, ", s.%s", qname);
-		}
-	}
-	table_close(rel, AccessShareLock);
-
-	for (int h = 0; h < 2; h++)
-	{
-		initStringInfo(&buf);
-		appendStringInfoString(&buf, "WITH ");
-		cq_state_delta_cte(&buf, an, h == 1);
-		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
-		if (h == 1)
-			sql->delta_history = buf.data;
-		else
-			sql->delta = buf.data;
-	}
-	sql->merge = psprintf("SELECT s._k%s FROM %s s", merges.data, STORE_ENR_PAIRS);
-
-	sql->sink = sql->sink_history = NULL;
-	if (q->opts.mode != CQ_MODE_COMPLETE)
-	{
-		for (int h = 0; h < 2; h++)
-		{
-			StringInfoData ctes;
-
-			initStringInfo(&ctes);
-			cq_sink_write_ctes(&ctes, an, q->opts.mode, viewid, target, h == 1, &has_o, &has_o1);
-			if (strncmp(ctes.data, ", ", 2) != 0)
-				elog(ERROR, "pg_cq: unexpected target statement");
-			initStringInfo(&buf);
-			appendStringInfo(&buf, "WITH %s SELECT %s", ctes.data + 2,
-							 has_o1 ? "(SELECT count(*) FROM o) + (SELECT count(*) FROM o1)" :
-							 has_o ? "(SELECT count(*) FROM o)" : "0::int8");
-			if (h == 1)
-				sql->sink_history = buf.data;
-			else
-				sql->sink = buf.data;
-		}
-	}
-	sql->complete = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
-							 target, cq_sink_target_columns(an, "", false, false),
-							 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
-							 STORE_ENR_ALL, cq_sink_having_where(an, viewid));
 }
 
 /*
@@ -490,8 +293,8 @@ setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 	st->desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, AccessShareLock);
 	st->ng = ng;
-	st->n_att = state_att(st->desc, "n");
-	st->e_att = cq_state_evicts(an) ? state_att(st->desc, "e") : 0;
+	st->n_att = cq_store_state_att(st->desc, "n");
+	st->e_att = cq_state_evicts(an) ? cq_store_state_att(st->desc, "e") : 0;
 	st->nparts = 0;
 	st->p_att = palloc0(sizeof(AttrNumber) * st->desc->natts);
 	for (int i = 0; i < st->desc->natts; i++)
@@ -711,8 +514,8 @@ shared_tuple(dsa_pointer tuple)
  *	  item was NULL) a published row, see shared_tuple, copied as
  *	  heap_tuple_from_minimal_tuple makes it; else an overlay row.
  */
-static HeapTuple
-own_tuple(HeapTuple t, bool shared)
+HeapTuple
+cq_store_own_tuple(HeapTuple t, bool shared)
 {
 	if (!shared)
 		return heap_copytuple(t);
@@ -724,8 +527,8 @@ own_tuple(HeapTuple t, bool shared)
  *	  The current row of the group with these keys: the overlay's, else
  *	  the published one.
  */
-static void
-lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+void
+cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 {
 	OvEntry    *ov;
 	StoreEntry *e;
@@ -792,8 +595,8 @@ row_bytes(HeapTuple t)
  *	  Make tup (NULL: delete) the group's row in the overlay; ref is what
  *	  lookup found for it.
  */
-static void
-put(CqStore *st, StoreRef *ref, HeapTuple tup)
+void
+cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 	OvItem	   *it = ref->item;
@@ -834,25 +637,20 @@ put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	}
 	else
 	{
-		it->tup = own_tuple(ref->tup, shared);
+		it->tup = cq_store_own_tuple(ref->tup, shared);
 		it->deleted = true;
 	}
 	MemoryContextSwitchTo(old);
 }
 
-/* One visible row, for scans. */
-typedef struct ScanRow
-{
-	StoreRef	ref;
-} ScanRow;
 
 /*
  * scan_all
  *	  Every row of the store as this transaction sees it (published rows
  *	  the overlay does not replace, then the overlay's), as ScanRow *.
  */
-static List *
-scan_all(CqStore *st)
+List *
+cq_store_scan_all(CqStore *st)
 {
 	List	   *rows = NIL;
 	ListCell   *lc;
@@ -902,567 +700,18 @@ scan_all(CqStore *st)
 }
 
 /*
- * register_enr
- *	  Make a tuplestore readable by name in this SPI connection's statements.
- */
-static void
-register_enr(const char *name, TupleDesc desc, Tuplestorestate *ts)
-{
-	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
-
-	enr->md.name = pstrdup(name);
-	enr->md.reliddesc = InvalidOid;
-	enr->md.tupdesc = desc;
-	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = tuplestore_tuple_count(ts);
-	enr->reldata = ts;
-	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
-		elog(ERROR, "pg_cq: could not register relation %s", name);
-}
-
-static void
-unregister_enr(const char *name)
-{
-	(void) SPI_unregister_relation(name);
-}
-
-/*
- * late
- *	  Is a state row of a window the watermark wm has closed (e <= wm)?
- *	  Timestamps of either kind compare as their int64 values: the
- *	  watermark of a timestamp column is its value at UTC.
- */
-static bool
-late(CqStore *st, Datum *values, bool *nulls, bool has_wm, TimestampTz wm)
-{
-	if (st->e_att == 0 || !has_wm || nulls[st->e_att - 1])
-		return false;
-	return DatumGetInt64(values[st->e_att - 1]) <= wm;
-}
-
-/*
  * cpu_ms
  *	  This backend's CPU time in milliseconds (the phase timings of a fold
  *	  are CPU time: on a loaded machine wall time mostly measures waiting).
  */
-static double
-cpu_ms(void)
+double
+cq_store_cpu_ms(void)
 {
 	struct timespec ts;
 
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
 		return 0;
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1000000.0;
-}
-
-/*
- * run_delta
- *	  Run a d statement; returns its result (state row layout).
- */
-static SPITupleTable *
-run_delta(const char *sql, Datum *params, const char *nulls, uint64 *n)
-{
-	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
-
-	if (SPI_execute_plan(cq_spi_plan(sql, 4, types), params, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "pg_cq: delta statement failed");
-	*n = SPI_processed;
-	return SPI_tuptable;
-}
-
-/*
- * cq_store_rebuild
- *	  Refill a replaced store with the partial aggregates of every row
- *	  processed so far (delta_sql over the range given), keeping the
- *	  windows still open at the last batch's watermark (the argument of
- *	  rebuild_state in batch.c).  Returns the number of rows.
- */
-int64
-cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *nulls,
-				 bool has_wm, TimestampTz wm)
-{
-	uint64		n;
-	SPITupleTable *tt = run_delta(delta_sql, params, nulls, &n);
-	Datum	   *values = palloc(sizeof(Datum) * st->desc->natts);
-	bool	   *isnull = palloc(sizeof(bool) * st->desc->natts);
-	int64		rows = 0;
-
-	Assert(st->replace);
-	for (uint64 i = 0; i < n; i++)
-	{
-		StoreRef	ref;
-
-		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-		if (late(st, values, isnull, has_wm, wm))
-			continue;
-		lookup(st, values, isnull, &ref);
-		put(st, &ref, heap_form_tuple(st->desc, values, isnull));
-		rows++;
-	}
-	SPI_freetuptable(tt);
-	return rows;
-}
-
-/*
- * m_desc
- *	  The state row with _sid and _ins (m), or plain (x, cq_all).
- */
-static TupleDesc
-m_desc(CqStore *st, bool with_flags)
-{
-	int			natts = st->desc->natts;
-	TupleDesc	desc = CreateTemplateTupleDesc(natts + (with_flags ? 2 : 0));
-
-	for (int i = 0; i < natts; i++)
-		TupleDescCopyEntry(desc, i + 1, st->desc, i + 1);
-	if (with_flags)
-	{
-		TupleDescInitEntry(desc, natts + 1, "_sid", INT8OID, -1, 0);
-		TupleDescInitEntry(desc, natts + 2, "_ins", BOOLOID, -1, 0);
-	}
-	for (int i = 0; i < desc->natts; i++)
-		TupleDescAttr(desc, i)->attnotnull = false;
-	return desc;
-}
-
-/*
- * pairs_desc
- *	  The pairs' relation of the merge statement: _k, the stored row, _nn,
- *	  _np<i>.
- */
-static TupleDesc
-pairs_desc(CqStore *st)
-{
-	int			natts = st->desc->natts;
-	TupleDesc	mpdesc = CreateTemplateTupleDesc(1 + natts + 1 + st->nparts);
-
-	TupleDescInitEntry(mpdesc, 1, "_k", INT4OID, -1, 0);
-	for (int i = 0; i < natts; i++)
-		TupleDescCopyEntry(mpdesc, i + 2, st->desc, i + 1);
-	TupleDescInitEntry(mpdesc, natts + 2, "_nn", INT8OID, -1, 0);
-	for (int p = 0; p < st->nparts; p++)
-	{
-		TupleDescCopyEntry(mpdesc, natts + 3 + p, st->desc, st->p_att[p]);
-		namestrcpy(&TupleDescAttr(mpdesc, natts + 2 + p)->attname, psprintf("_np%d", p + 1));
-	}
-	for (int i = 0; i < mpdesc->natts; i++)
-		TupleDescAttr(mpdesc, i)->attnotnull = false;
-	return mpdesc;
-}
-
-/*
- * merge_delta
- *	  Merge the rows of a d statement (tt, n rows, state row layout) into
- *	  the overlay: late groups (e <= wm) are counted and left out, new
- *	  groups put as they are, existing ones merged by the merge statement.
- *	  Appends the changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
- */
-static void
-merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
-			bool has_wm, TimestampTz wm, List **m, List **m_ins, CqStoreMetrics *metrics)
-{
-	int			natts = st->desc->natts;
-	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
-	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
-	List	   *pairs = NIL;	/* StoreRef * of existing groups */
-	TupleDesc	mpdesc = pairs_desc(st);
-	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
-	double		t0 = cpu_ms();
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		StoreRef   *ref = palloc(sizeof(StoreRef));
-
-		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-		if (late(st, values, isnull, has_wm, wm))
-		{
-			metrics->dropped++;
-			continue;
-		}
-		lookup(st, values, isnull, ref);
-		if (ref->tup == NULL)
-		{
-			HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
-
-			put(st, ref, t);
-			*m = lappend(*m, t);
-			*m_ins = lappend_int(*m_ins, 1);
-			metrics->inserted++;
-		}
-		else
-		{
-			Datum	   *pv = palloc(sizeof(Datum) * mpdesc->natts);
-			bool	   *pn = palloc(sizeof(bool) * mpdesc->natts);
-
-			pv[0] = Int32GetDatum(list_length(pairs));
-			pn[0] = false;
-			heap_deform_tuple(ref->tup, st->desc, pv + 1, pn + 1);
-			pv[natts + 1] = values[st->n_att - 1];
-			pn[natts + 1] = isnull[st->n_att - 1];
-			for (int p = 0; p < st->nparts; p++)
-			{
-				pv[natts + 2 + p] = values[st->p_att[p] - 1];
-				pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
-			}
-			tuplestore_puttuple(ts, heap_form_tuple(mpdesc, pv, pn));
-			pairs = lappend(pairs, ref);
-		}
-	}
-	SPI_freetuptable(tt);
-	metrics->lookup_ms = cpu_ms() - t0;
-	t0 = cpu_ms();
-
-	/* merge the existing groups with their aggregates' own merge expressions */
-	if (pairs != NIL)
-	{
-		register_enr(STORE_ENR_PAIRS, mpdesc, ts);
-		if (SPI_execute_plan(cq_spi_plan(sql->merge, 0, NULL), NULL, NULL, false, 0) != SPI_OK_SELECT ||
-			SPI_processed != list_length(pairs))
-			elog(ERROR, "pg_cq: merge statement failed");
-		unregister_enr(STORE_ENR_PAIRS);
-		tt = SPI_tuptable;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		kn;
-			int			k = DatumGetInt32(heap_getattr(tt->vals[i], 1, tt->tupdesc, &kn));
-			StoreRef   *ref = list_nth(pairs, k);
-			HeapTuple	t;
-
-			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-			t = heap_form_tuple(st->desc, values + 1, isnull + 1);
-			put(st, ref, t);
-			*m = lappend(*m, t);
-			*m_ins = lappend_int(*m_ins, 0);
-		}
-		SPI_freetuptable(tt);
-	}
-	tuplestore_end(ts);
-	metrics->merge_ms = cpu_ms() - t0;
-}
-
-/*
- * cq_store_fold
- *	  A batch on the store: run d, merge it into the overlay, evict the
- *	  windows the watermark closed, write the target (sql->sink, reading m
- *	  and x).  has_wm/wm: the batch's watermark as the SQL path's $5.
- */
-void
-cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
-			  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
-			  CqStoreMetrics *metrics)
-{
-	int			natts = st->desc->natts;
-	uint64		n;
-	SPITupleTable *tt;
-	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
-	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
-	List	   *m = NIL;		/* HeapTuple of changed groups */
-	List	   *m_ins = NIL;	/* int: 1 for a new group */
-	List	   *x = NIL;		/* HeapTuple evicted */
-	ListCell   *lc;
-	double		t0 = cpu_ms();
-
-	memset(metrics, 0, sizeof(*metrics));
-	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
-	metrics->d_ms = cpu_ms() - t0;
-	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, metrics);
-	metrics->updated = list_length(m);
-	t0 = cpu_ms();
-
-	/* windows the watermark closed leave the state */
-	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
-	{
-		foreach(lc, scan_all(st))
-		{
-			ScanRow    *r = lfirst(lc);
-
-			heap_deform_tuple(r->ref.tup, st->desc, values, isnull);
-			if (!late(st, values, isnull, true, wm))
-				continue;
-			x = lappend(x, own_tuple(r->ref.tup, r->ref.item == NULL));
-			put(st, &r->ref, NULL);
-		}
-		st->has_evict_wm = true;
-		st->evict_wm = wm;
-	}
-	metrics->removed = list_length(x);
-	metrics->evict_ms = cpu_ms() - t0;
-	t0 = cpu_ms();
-
-	/* write the target from m and x */
-	if ((m != NIL || x != NIL) && (history ? sql->sink_history : sql->sink) != NULL)
-	{
-		TupleDesc	md = m_desc(st, true);
-		TupleDesc	xd = m_desc(st, false);
-		Tuplestorestate *mts = tuplestore_begin_heap(false, false, work_mem);
-		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
-		int64		sid = 0;
-		bool		on;
-
-		foreach(lc, m)
-		{
-			heap_deform_tuple(lfirst(lc), st->desc, values, isnull);
-			values[natts] = Int64GetDatum(++sid);
-			isnull[natts] = false;
-			values[natts + 1] = BoolGetDatum(list_nth_int(m_ins, foreach_current_index(lc)) != 0);
-			isnull[natts + 1] = false;
-			tuplestore_puttuple(mts, heap_form_tuple(md, values, isnull));
-		}
-		foreach(lc, x)
-			tuplestore_puttuple(xts, lfirst(lc));
-		register_enr("m", md, mts);
-		register_enr("x", xd, xts);
-		metrics->enr_ms = cpu_ms() - t0;
-		t0 = cpu_ms();
-		if (SPI_execute_plan(cq_spi_plan(history ? sql->sink_history : sql->sink, 0, NULL),
-							 NULL, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "pg_cq: target statement failed");
-		metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 1, &on));
-		unregister_enr("m");
-		unregister_enr("x");
-		tuplestore_end(mts);
-		tuplestore_end(xts);
-		metrics->sink_ms = cpu_ms() - t0;
-	}
-	elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups), lookups %.3f ms, merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
-		 metrics->d_ms, (unsigned long long) n, metrics->lookup_ms, metrics->merge_ms,
-		 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
-}
-
-/*
- * cq_store_refresh_begin
- *	  Complete mode: make every row of the store readable as cq_all for
- *	  the reload statement; returns how many.
- */
-static Tuplestorestate *refresh_ts = NULL;
-
-uint64
-cq_store_refresh_begin(CqStore *st)
-{
-	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
-	ListCell   *lc;
-
-	foreach(lc, scan_all(st))
-		tuplestore_puttuple(ts, ((ScanRow *) lfirst(lc))->ref.tup);
-	register_enr(STORE_ENR_ALL, m_desc(st, false), ts);
-	refresh_ts = ts;
-	return tuplestore_tuple_count(ts);
-}
-
-/*
- * cq_store_refresh_end
- *	  Forget cq_all and free its rows (a temporary file beyond work_mem).
- */
-void
-cq_store_refresh_end(void)
-{
-	unregister_enr(STORE_ENR_ALL);
-	if (refresh_ts)
-		tuplestore_end(refresh_ts);
-	refresh_ts = NULL;
-}
-
-/*
- * cq_store_image_due
- *	  Is it time to write the state table image after this batch
- *	  (cq.state_image_batches batches or cq.state_image_interval since the
- *	  last one, or none since the store was built)?
- */
-bool
-cq_store_image_due(CqStore *st, int64 batch_id)
-{
-	if (cq_catalog_version() < CQ_CATALOG_0_2)
-		return false;
-	if (cq_state_image_batches <= 0 && cq_state_image_interval_s <= 0)
-		return false;
-	if (st->image_batch < 0)
-		return true;
-	if (cq_state_image_batches > 0 && batch_id - st->image_batch >= cq_state_image_batches)
-		return true;
-	return cq_state_image_interval_s > 0 &&
-		GetCurrentTimestamp() - st->image_at >= (int64) cq_state_image_interval_s * USECS_PER_SEC;
-}
-
-/*
- * cq_store_write_image
- *	  Replace the state table's rows by the store's (as this transaction
- *	  sees it: the batch's) and record the batch it reflects (end_offset
- *	  NULL: none, the table becomes the state), in the batch's
- *	  transaction.  As superuser (pg_cq's own objects).
- */
-void
-cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset)
-{
-	CqSecurity	sec;
-	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, TEXTOID};
-	Datum		values[4];
-	char	   *state = cq_sql_relname_str(q->state_table);
-
-	values[0] = Int32GetDatum(q->id);
-	values[1] = CStringGetTextDatum(q->run_id);
-	values[2] = Int64GetDatum(batch_id);
-	values[3] = end_offset ? CStringGetTextDatum(end_offset) : (Datum) 0;
-	cq_security_superuser(&sec);
-	cq_spi_exec(psprintf("TRUNCATE %s", state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	(void) cq_store_refresh_begin(st);
-	cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
-				SPI_OK_INSERT, 0, NULL, NULL, NULL);
-	cq_store_refresh_end();
-	if (end_offset == NULL)
-	{
-		/* the table is the state itself now (cq_store_switch_to_table) */
-		cq_spi_exec("DELETE FROM cq.state_images WHERE query_id OPERATOR(pg_catalog.=) $1",
-					SPI_OK_DELETE, 1, types, values, NULL);
-		cq_security_restore(&sec);
-		return;
-	}
-	cq_spi_exec("INSERT INTO cq.state_images AS i (query_id, run_id, batch_id, end_offset) "
-				"VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
-				"ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
-				"end_offset = excluded.end_offset, written_at = pg_catalog.clock_timestamp()",
-				SPI_OK_INSERT, 4, types, values, NULL);
-	cq_security_restore(&sec);
-	st->image_batch = batch_id;
-	st->image_at = GetCurrentTimestamp();
-}
-
-/*
- * cq_store_load_image
- *	  Load a replaced store from its state table image when one is valid
- *	  (written by this run of the query, for a batch not after the last
- *	  committed one; a crash empties the unlogged image and its row
- *	  together), keeping the windows still open at wm.  Returns false when
- *	  there is none; else the image's batch id and end offset.
- */
-bool
-cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_wm, TimestampTz wm,
-					int64 *image_batch, char **image_offset)
-{
-	CqSecurity	sec;
-	Oid			types[2] = {INT4OID, TEXTOID};
-	Datum		values[2];
-	bool		isnull;
-	int64		batch;
-	SPITupleTable *tt;
-	uint64		n;
-	Datum	   *v = palloc(sizeof(Datum) * st->desc->natts);
-	bool	   *nl = palloc(sizeof(bool) * st->desc->natts);
-
-	if (cq_catalog_version() < CQ_CATALOG_0_2 || !last->found)
-		return false;
-	values[0] = Int32GetDatum(q->id);
-	values[1] = CStringGetTextDatum(q->run_id);
-	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT batch_id, end_offset::pg_catalog.text FROM cq.state_images "
-				"WHERE query_id OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2::pg_catalog.uuid",
-				SPI_OK_SELECT, 2, types, values, NULL);
-	if (SPI_processed != 1)
-	{
-		cq_security_restore(&sec);
-		return false;
-	}
-	batch = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	*image_offset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	if (batch > last->batch_id)
-	{
-		cq_security_restore(&sec);
-		return false;
-	}
-	cq_spi_exec(psprintf("SELECT * FROM %s", cq_sql_relname_str(q->state_table)),
-				SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	cq_security_restore(&sec);
-	tt = SPI_tuptable;
-	n = SPI_processed;
-	for (uint64 i = 0; i < n; i++)
-	{
-		StoreRef	ref;
-
-		heap_deform_tuple(tt->vals[i], tt->tupdesc, v, nl);
-		if (late(st, v, nl, has_wm, wm))
-			continue;
-		lookup(st, v, nl, &ref);
-		put(st, &ref, heap_form_tuple(st->desc, v, nl));
-	}
-	SPI_freetuptable(tt);
-	*image_batch = batch;
-	st->image_batch = batch;
-	st->image_at = GetCurrentTimestamp();
-	return true;
-}
-
-/*
- * cq_store_replay
- *	  Fold the rows of delta_sql's range into a store loaded from an image
- *	  (state only, no target writes), keeping windows still open at wm.
- *	  Returns the store's rows.
- */
-int64
-cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *nulls,
-				bool has_wm, TimestampTz wm)
-{
-	uint64		n;
-	SPITupleTable *tt = run_delta(sql->delta, params, nulls, &n);
-	List	   *m = NIL;
-	List	   *m_ins = NIL;
-	CqStoreMetrics metrics;
-
-	memset(&metrics, 0, sizeof(metrics));
-	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &metrics);
-	return st->rows;
-}
-
-/*
- * cq_store_over_budget
- *	  Would the store exceed cq.state_memory after this batch?
- */
-bool
-cq_store_over_budget(CqStore *st)
-{
-	return st->bytes > (int64) cq_state_memory_kb * 1024;
-}
-
-/*
- * cq_store_switched
- *	  Has this transaction moved the query to the table path?
- */
-bool
-cq_store_switched(CqStore *st)
-{
-	return st->switched;
-}
-
-/*
- * cq_store_switch_to_table
- *	  Move a query's state to its state table (the table path) in this
- *	  transaction: write the table from the store, forget the image row;
- *	  at commit the store is dropped.  The caller changes the catalog.
- */
-void
-cq_store_switch_to_table(CqStore *st, CqQuery *q)
-{
-	cq_store_write_image(st, q, st->batch_id, NULL);
-	st->switched = true;
-}
-
-/*
- * cq_store_rows
- *	  Rows of the store as this transaction sees it.
- */
-int64
-cq_store_rows(CqStore *st)
-{
-	return st->rows;
-}
-
-/*
- * cq_store_batch_done
- *	  The batch that will be published with the overlay.
- */
-void
-cq_store_batch_done(CqStore *st, int64 batch_id)
-{
-	st->batch_id = batch_id;
 }
 
 /*
@@ -1651,11 +900,11 @@ prepare(CqStore *st)
 		if (st->table == NULL && header_of(st)->valid)
 			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
 	}
-	t0 = cpu_ms();
+	t0 = cq_store_cpu_ms();
 	for_each_item(st, prepare_item);
 	MemoryContextSwitchTo(old);
 	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": %d rows copied in %.3f ms (CPU time)",
-		 st->batch_id, list_length(st->items), cpu_ms() - t0);
+		 st->batch_id, list_length(st->items), cq_store_cpu_ms() - t0);
 }
 
 static void

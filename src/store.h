@@ -46,26 +46,7 @@ typedef struct CqStore CqStore;
 
 extern bool cq_store_supported(CqAnalysis *an, Oid state_table, const char **why);
 extern bool cq_store_used(CqQuery *q, CqAnalysis *an);
-extern void cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql);
 extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost);
-extern int64 cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *nulls,
-							  bool has_wm, TimestampTz wm);
-extern void cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
-						  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
-						  CqStoreMetrics *metrics);
-extern uint64 cq_store_refresh_begin(CqStore *st);
-extern void cq_store_refresh_end(void);
-extern void cq_store_batch_done(CqStore *st, int64 batch_id);
-extern int64 cq_store_rows(CqStore *st);
-extern bool cq_store_over_budget(CqStore *st);
-extern bool cq_store_switched(CqStore *st);
-extern void cq_store_switch_to_table(CqStore *st, CqQuery *q);
-extern bool cq_store_image_due(CqStore *st, int64 batch_id);
-extern void cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset);
-extern bool cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_wm,
-								TimestampTz wm, int64 *image_batch, char **image_offset);
-extern int64 cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *nulls,
-							 bool has_wm, TimestampTz wm);
 extern void cq_store_forget(Oid dboid, int32 query_id);
 extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern bool cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *bytes);

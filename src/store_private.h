@@ -1,0 +1,149 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_private.h
+ *	  The shared-memory state store's data structures and the helpers its
+ *	  two halves share: store.c (the area, the group tables, lookups, the
+ *	  overlay and its publication) and store_fold.c (a batch's fold, the
+ *	  image, recovery).  Not for other modules: they use store.h and
+ *	  store_fold.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_STORE_PRIVATE_H
+#define CQ_STORE_PRIVATE_H
+
+#include "postgres.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "fmgr.h"
+#include "lib/dshash.h"
+#include "nodes/pg_list.h"
+#include "storage/condition_variable.h"
+#include "utils/dsa.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+/* ENR names the generated statements read */
+#define STORE_ENR_PAIRS "cq_mp"
+#define STORE_ENR_ALL "cq_all"
+
+/* Directory key: a query of a database. */
+typedef struct StoreKey
+{
+	Oid			dboid;
+	int32		query_id;
+} StoreKey;
+
+typedef struct StoreDirEntry
+{
+	StoreKey	key;
+	dsa_pointer header;			/* StoreHeader, or InvalidDsaPointer */
+} StoreDirEntry;
+
+/* A query's store; fields guarded by its directory entry's lock. */
+typedef struct StoreHeader
+{
+	bool		valid;			/* table reflects batch `published` */
+	dshash_table_handle table;	/* groups (valid only) */
+	int64		published;		/* batch id the table reflects, -1: before batch 0 */
+	int64		inflight;		/* batch being published, -1: none */
+	int64		rows;
+	int64		bytes;
+	bool		has_evict_wm;	/* rows with e <= evict_wm were evicted */
+	TimestampTz evict_wm;
+	int64		image_batch;	/* batch of the last image written, -1: none known */
+	TimestampTz image_at;
+	ConditionVariable cv;		/* broadcast when inflight is cleared */
+} StoreHeader;
+
+/* A hash value of the group table, and its groups. */
+typedef struct StoreEntry
+{
+	uint64		hash;
+	dsa_pointer head;			/* StoreNode chain */
+} StoreEntry;
+
+typedef struct StoreNode
+{
+	dsa_pointer next;
+	dsa_pointer tuple;			/* MinimalTuple; invalid while being published */
+} StoreNode;
+
+/* A changed group in the overlay. */
+typedef struct OvItem
+{
+	uint64		hash;
+	HeapTuple	tup;			/* its row now (deleted: its last row) */
+	bool		deleted;
+	dsa_pointer node;			/* its node in the published table, or invalid */
+	dsa_pointer newtuple;		/* copy made at pre-commit */
+	dsa_pointer newnode;		/* node made at pre-commit for a new group */
+} OvItem;
+
+typedef struct OvEntry
+{
+	uint64		hash;
+	List	   *items;			/* OvItem * */
+} OvEntry;
+
+typedef struct TouchedEntry
+{
+	dsa_pointer node;
+} TouchedEntry;
+
+/* The store of one query in this transaction. */
+struct CqStore
+{
+	StoreKey	key;
+	MemoryContext cxt;			/* lives as long as the transaction */
+	TupleDesc	desc;			/* state row */
+	int			ng;				/* keys: attributes 1..ng */
+	AttrNumber	n_att;
+	AttrNumber	e_att;			/* 0: none */
+	int			nparts;
+	AttrNumber *p_att;			/* per part */
+	FmgrInfo   *eq;
+	FmgrInfo   *hashfn;
+	Oid		   *coll;
+	dsa_pointer header;
+	dshash_table *table;		/* published table, or NULL */
+	bool		replace;		/* publication replaces the whole table */
+	dshash_table *newtable;		/* replace: built at pre-commit */
+	HTAB	   *overlay;		/* uint64 -> OvEntry */
+	HTAB	   *touched;		/* published nodes the overlay replaces */
+	List	   *items;			/* every OvItem, in order */
+	int64		batch_id;		/* to publish */
+	int64		rows;
+	int64		bytes;
+	bool		has_evict_wm;
+	TimestampTz evict_wm;
+	int64		image_batch;
+	TimestampTz image_at;
+	SubTransactionId subid;
+	bool		prepared;
+	bool		switched;		/* moved to the table path: drop the store at commit */
+};
+
+/* A row found in the store. */
+typedef struct StoreRef
+{
+	uint64		hash;
+	HeapTuple	tup;			/* NULL: not found */
+	dsa_pointer node;
+	OvItem	   *item;
+} StoreRef;
+
+/* One visible row, for scans. */
+typedef struct ScanRow
+{
+	StoreRef	ref;
+} ScanRow;
+
+extern AttrNumber cq_store_state_att(TupleDesc desc, const char *name);
+extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
+extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
+extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
+extern List *cq_store_scan_all(struct CqStore *st);
+extern double cq_store_cpu_ms(void);
+
+#endif							/* CQ_STORE_PRIVATE_H */
