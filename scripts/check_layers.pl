@@ -19,7 +19,7 @@ use warnings;
 use File::Basename qw(basename dirname);
 
 my @LAYERS = qw(
-    guc shmem wakeup security sql_builder
+    guc shmem wakeup security sql_builder timeexpr
     options catalog progress combine aggregates joinspec analyze
     tracking stamp offsets delta state sink dedup session store_private store store_fold plan
     objects restore status join batch runner

@@ -38,9 +38,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/ruleutils.h"
-#include "utils/datetime.h"
 #include "utils/fmgroids.h"
-#include "utils/formatting.h"
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -50,6 +48,7 @@
 #include "security.h"
 #include "options.h"
 #include "aggregates.h"
+#include "timeexpr.h"
 #include "catalog.h"
 #include "joinspec.h"
 
@@ -575,135 +574,12 @@ is_event_time(CqAnalysis *an, Node *expr)
 }
 
 /*
- * fixed_usecs
- *	  The length of an interval without months in microseconds (days count
- *	  24 hours, as in date_bin()); false on overflow.
- */
-static bool
-fixed_usecs(const Interval *iv, int64 *us)
-{
-	return !(pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, us) ||
-			 pg_add_s64_overflow(*us, iv->time, us));
-}
-
-/*
- * interval_sql
- *	  A constant interval as a SQL literal; checks it is a positive fixed
- *	  length when `what` is given.  With `exact`, the literal is the fixed
- *	  length in hours, minutes and seconds: adding it to a timestamptz adds
- *	  that many microseconds, as date_bin() and cq.window() count, and not
- *	  calendar days of the session's time zone.
- */
-static char *
-interval_sql(Node *c, const char *what, bool exact)
-{
-	Interval   *iv;
-	int64		us;
-
-	if (c == NULL || !IsA(c, Const) || ((Const *) c)->constisnull ||
-		((Const *) c)->consttype != INTERVALOID)
-		return NULL;
-	iv = DatumGetIntervalP(((Const *) c)->constvalue);
-	if (what && iv->month == 0 && !fixed_usecs(iv, &us))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("window %s out of range", what)));
-	if (what && iv->month != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("window %s cannot contain months or years", what),
-				 errhint("Use days, hours, minutes or seconds; group by date_trunc('month', ts) for calendar months.")));
-	if (what && (iv->day < 0 || iv->time < 0 || (iv->day == 0 && iv->time <= 0) ||
-				 (iv->day > 0 && iv->time < 0)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("window %s must be positive", what)));
-	if (exact && iv->month == 0 && fixed_usecs(iv, &us))
-	{
-		Interval   *fixed = palloc0(sizeof(Interval));
-
-		fixed->time = us;
-		iv = fixed;
-	}
-	return psprintf("%s::pg_catalog.interval",
-					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
-																		   PointerGetDatum(iv)))));
-}
-
-/*
- * window_end_sql
- *	  The window end "key + step" as a format with %1$s for the key, which
- *	  cannot overflow: a window whose end lies beyond the last timestamp
- *	  (an infinite key too) ends at infinity and never closes; -infinity
- *	  stays -infinity, NULL stays NULL.  step is an interval literal.
- */
-static char *
-window_end_sql(bool tz, const char *step)
-{
-	const char *type = tz ? "pg_catalog.timestamptz" : "pg_catalog.timestamp";
-	const char *last = tz ? "'294276-12-31 23:59:59.999999+00'" : "'294276-12-31 23:59:59.999999'";
-
-	return psprintf("(CASE WHEN %%1$s <= (%s::%s - %s) THEN %%1$s + %s "
-					"WHEN %%1$s IS NOT NULL THEN 'infinity'::%s END)",
-					last, type, step, step, type);
-}
-
-/*
- * date_trunc_step
- *	  The length of one unit of date_trunc as an interval literal, or NULL.
- */
-static const char *
-date_trunc_step(Node *unit)
-{
-	char	   *lower;
-	int			type,
-				val;
-
-	if (unit == NULL || !IsA(unit, Const) || ((Const *) unit)->constisnull)
-		return NULL;
-	lower = asc_tolower(TextDatumGetCString(((Const *) unit)->constvalue),
-						strlen(TextDatumGetCString(((Const *) unit)->constvalue)));
-	type = DecodeUnits(0, lower, &val);
-	if (type != UNITS)
-		return NULL;
-	switch (val)
-	{
-		case DTK_MICROSEC:
-			return "'1 microsecond'";
-		case DTK_MILLISEC:
-			return "'1 millisecond'";
-		case DTK_SECOND:
-			return "'1 second'";
-		case DTK_MINUTE:
-			return "'1 minute'";
-		case DTK_HOUR:
-			return "'1 hour'";
-		case DTK_DAY:
-			return "'1 day'";
-		case DTK_WEEK:
-			return "'7 days'";
-		case DTK_MONTH:
-			return "'1 month'";
-		case DTK_QUARTER:
-			return "'3 months'";
-		case DTK_YEAR:
-			return "'1 year'";
-		case DTK_DECADE:
-			return "'10 years'";
-		case DTK_CENTURY:
-			return "'100 years'";
-		case DTK_MILLENNIUM:
-			return "'1000 years'";
-	}
-	return NULL;
-}
-
-/*
- * window_rte_call
- *	  The cq.window() call of a function RTE, or NULL.
+ * cq_function_rte
+ *	  The call of function cq.<name>() that a function RTE consists of, or
+ *	  NULL: cq.window() and cq.session_window() in FROM.
  */
 static FuncExpr *
-window_rte_call(RangeTblEntry *rte)
+cq_function_rte(RangeTblEntry *rte, const char *name)
 {
 	RangeTblFunction *rtf;
 	FuncExpr   *fe;
@@ -715,7 +591,7 @@ window_rte_call(RangeTblEntry *rte)
 	if (!IsA(rtf->funcexpr, FuncExpr))
 		return NULL;
 	fe = (FuncExpr *) rtf->funcexpr;
-	if (get_func_namespace(fe->funcid) != nsp || strcmp(get_func_name(fe->funcid), "window") != 0)
+	if (get_func_namespace(fe->funcid) != nsp || strcmp(get_func_name(fe->funcid), name) != 0)
 		return NULL;
 	return fe;
 }
@@ -764,25 +640,25 @@ window_end_fmt(CqAnalysis *an, Node *expr)
 			 fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP) &&
 			is_event_time(an, lsecond(fe->args)))
 		{
-			char	   *size = interval_sql(linitial(fe->args), "size", true);
+			char	   *size = cq_interval_sql(linitial(fe->args), "size", true);
 
-			return size ? window_end_sql(fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ,
+			return size ? cq_window_end_sql(fe->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ,
 										 size) : NULL;
 		}
 		if ((fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ ||
 			 fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMP) &&
 			is_event_time(an, lsecond(fe->args)))
 		{
-			const char *step = date_trunc_step(linitial(fe->args));
+			const char *step = cq_date_trunc_step(linitial(fe->args));
 
-			return step ? window_end_sql(fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ,
+			return step ? cq_window_end_sql(fe->funcid == F_DATE_TRUNC_TEXT_TIMESTAMPTZ,
 										 psprintf("%s::pg_catalog.interval", step)) : NULL;
 		}
 	}
 	if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
 	{
 		Var		   *v = (Var *) expr;
-		FuncExpr   *fe = window_rte_call(rt_fetch(v->varno, an->query->rtable));
+		FuncExpr   *fe = cq_function_rte(rt_fetch(v->varno, an->query->rtable), "window");
 
 		if (fe && is_event_time(an, window_arg(fe, 0)))
 		{
@@ -790,9 +666,9 @@ window_end_fmt(CqAnalysis *an, Node *expr)
 				return "%1$s";
 			if (v->varattno == 1)
 			{
-				char	   *size = interval_sql(window_arg(fe, 1), "size", true);
+				char	   *size = cq_interval_sql(window_arg(fe, 1), "size", true);
 
-				return size ? window_end_sql(an->et_is_tz, size) : NULL;
+				return size ? cq_window_end_sql(an->et_is_tz, size) : NULL;
 			}
 		}
 	}
@@ -811,7 +687,7 @@ check_window_calls(CqAnalysis *an)
 
 	foreach(lc, an->query->rtable)
 	{
-		FuncExpr   *fe = window_rte_call(lfirst(lc));
+		FuncExpr   *fe = cq_function_rte(lfirst(lc), "window");
 		Node	   *origin;
 
 		if (fe == NULL)
@@ -823,9 +699,9 @@ check_window_calls(CqAnalysis *an)
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("origin out of range"),
 					 errdetail("The origin of a window grid must be finite.")));
-		(void) interval_sql(window_arg(fe, 1), "size", false);
-		if (interval_sql(window_arg(fe, 2), "slide", false) &&
-			interval_sql(window_arg(fe, 1), NULL, false))
+		(void) cq_interval_sql(window_arg(fe, 1), "size", false);
+		if (cq_interval_sql(window_arg(fe, 2), "slide", false) &&
+			cq_interval_sql(window_arg(fe, 1), NULL, false))
 		{
 			Interval   *size = DatumGetIntervalP(((Const *) window_arg(fe, 1))->constvalue);
 			Interval   *slide = DatumGetIntervalP(((Const *) window_arg(fe, 2))->constvalue);
@@ -833,37 +709,14 @@ check_window_calls(CqAnalysis *an)
 						slide_us;
 
 			/* both checked above: positive, no months, no overflow */
-			(void) fixed_usecs(size, &size_us);
-			(void) fixed_usecs(slide, &slide_us);
+			(void) cq_interval_usecs(size, &size_us);
+			(void) cq_interval_usecs(slide, &slide_us);
 			if (slide_us > size_us)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("window slide must be positive and at most the window size")));
 		}
 	}
-}
-
-/*
- * session_rte_call
- *	  The cq.session_window() call of a function RTE, or NULL.
- */
-static FuncExpr *
-session_rte_call(RangeTblEntry *rte)
-{
-	RangeTblFunction *rtf;
-	FuncExpr   *fe;
-	Oid			nsp = get_namespace_oid("cq", true);
-
-	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1)
-		return NULL;
-	rtf = linitial(rte->functions);
-	if (!IsA(rtf->funcexpr, FuncExpr))
-		return NULL;
-	fe = (FuncExpr *) rtf->funcexpr;
-	if (get_func_namespace(fe->funcid) != nsp ||
-		strcmp(get_func_name(fe->funcid), "session_window") != 0)
-		return NULL;
-	return fe;
 }
 
 /*
@@ -878,7 +731,7 @@ session_rti(CqAnalysis *an, FuncExpr **call)
 
 	foreach(lc, an->query->rtable)
 	{
-		FuncExpr   *fe = session_rte_call(lfirst(lc));
+		FuncExpr   *fe = cq_function_rte(lfirst(lc), "session_window");
 
 		if (fe)
 		{
@@ -911,9 +764,9 @@ find_session_window(CqAnalysis *an, const char *name)
 
 	foreach(lc, an->query->rtable)
 	{
-		FuncExpr   *call = session_rte_call(lfirst(lc));
+		FuncExpr   *call = cq_function_rte(lfirst(lc), "session_window");
 
-		has_window |= window_rte_call(lfirst(lc)) != NULL;
+		has_window |= cq_function_rte(lfirst(lc), "window") != NULL;
 		if (call && fe)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -973,7 +826,7 @@ find_session_window(CqAnalysis *an, const char *name)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("session window gap cannot contain months or years"),
 				 errhint("Use days, hours, minutes or seconds.")));
-	if (!fixed_usecs(iv, &us))
+	if (!cq_interval_usecs(iv, &us))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("session window gap out of range")));
@@ -1332,7 +1185,7 @@ check_date_bin_strides(CqAnalysis *an)
 		if (IsA(g, FuncExpr) &&
 			(((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ ||
 			 ((FuncExpr *) g)->funcid == F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP))
-			(void) interval_sql(linitial(((FuncExpr *) g)->args), "size", false);
+			(void) cq_interval_sql(linitial(((FuncExpr *) g)->args), "size", false);
 	}
 }
 

@@ -46,6 +46,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "delta.h"
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
@@ -195,33 +196,6 @@ end_offset(OwnerBatch *ob)
 	ob->params[2] = snapshot_datum(ob->cur_text);
 	ob->params[3] = snapshot_datum(in->prev_text);
 	ob->nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(ob->prev, ob->cur));
-}
-
-/*
- * scan_settings
- *	  New rows are found through the BRIN index on cq_xid.  Until the
- *	  source is analyzed after tracking began, the planner has no
- *	  correlation statistics for cq_xid and would scan the whole table for
- *	  every batch; only batch 0 reading history really wants that.  Returns
- *	  the GUC nest level to restore.
- */
-static int
-scan_settings(bool history)
-{
-	int			nest = NewGUCNestLevel();
-
-	if (!history)
-	{
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		/* the disabled path's cost would otherwise trigger JIT compilation */
-		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		/* the same missing statistics make a sort look cheaper than hashing */
-		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	return nest;
 }
 
 /*
@@ -577,7 +551,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	memset(ob.nulls, ' ', sizeof(ob.nulls));
 
 	end_offset(&ob);
-	scan_nest = scan_settings(in->history);
+	scan_nest = cq_delta_scan_settings(in->history, true);
 	cut(&ob);
 	count(&ob);
 	if (ob.nodata && !nodata_batch(&ob))

@@ -13,6 +13,7 @@
 
 extern Node *cq_delta_quals(CqAnalysis *an, bool history);
 extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
+extern int	cq_delta_scan_settings(bool history, bool no_sort);
 extern char *cq_delta_avg_time_sql(const char *epoch);
 extern char *cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred,
 									  bool history);

@@ -75,6 +75,7 @@
 #include "nodes/readfuncs.h"
 
 #include "join.h"
+#include "delta.h"
 #include "guc.h"
 #include "security.h"
 #include "sql_builder.h"
@@ -927,26 +928,6 @@ add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
 }
 
 /*
- * scan_settings
- *	  As batch.c's: new rows are found through the BRIN index on cq_xid,
- *	  whatever the statistics say.  Returns the GUC nest level to restore.
- */
-static int
-scan_settings(bool history)
-{
-	int			nest = NewGUCNestLevel();
-
-	if (!history)
-	{
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	return nest;
-}
-
-/*
  * run_batch
  *	  Steps 1-4 of a batch (file header), as the owner.  False when there
  *	  was nothing to do.
@@ -990,7 +971,7 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	params[5] = Int64GetDatum(res->batch_id);
 
 	t1 = GetCurrentTimestamp();
-	nest = scan_settings(history);
+	nest = cq_delta_scan_settings(history, false);
 	for (int s = 0; s < 2; s++)
 		add_new_rows(history ? sql->add_history[s] : sql->add[s], params, nulls, &r[s]);
 	AtEOXact_GUC(true, nest);

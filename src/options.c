@@ -22,6 +22,7 @@
 #include "utils/timestamp.h"
 
 #include "options.h"
+#include "timeexpr.h"
 
 /*
  * shown
@@ -234,9 +235,7 @@ cq_options_check_limits(CqOptions *opts)
 		Interval   *iv = parse_interval("trigger", opts->trigger);
 		int64		us;
 
-		if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &us) ||
-			pg_add_s64_overflow(us, iv->time, &us) ||
-			us > CQ_TRIGGER_MAX_USECS)
+		if (!cq_interval_usecs(iv, &us) || us > CQ_TRIGGER_MAX_USECS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid value for continuous query option \"trigger\": \"%s\"", shown(opts->trigger)),

@@ -65,6 +65,7 @@
 #include "utils/timestamp.h"
 
 #include "scheduler.h"
+#include "timeexpr.h"
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
@@ -290,9 +291,7 @@ parse_trigger(SchedQuery *q, const char *text)
 	iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(text),
 											   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
 	/* intervals stored before the limit existed: the longest one, never a wrap */
-	if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &q->interval_us) ||
-		pg_add_s64_overflow(q->interval_us, iv->time, &q->interval_us) ||
-		q->interval_us > CQ_TRIGGER_MAX_USECS)
+	if (!cq_interval_usecs(iv, &q->interval_us) || q->interval_us > CQ_TRIGGER_MAX_USECS)
 		q->interval_us = CQ_TRIGGER_MAX_USECS;
 	q->trigger = q->interval_us > 0 ? TRIG_INTERVAL : TRIG_ZERO;
 }

@@ -76,6 +76,7 @@
 #include "utils/timestamp.h"
 
 #include "session.h"
+#include "timeexpr.h"
 #include "sql_builder.h"
 #include "aggregates.h"
 #include "delta.h"
@@ -102,8 +103,7 @@ own_session_end(int64 ts, Interval *iv, int64 *end)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("session window gap cannot contain months or years"),
 				 errhint("Use days, hours, minutes or seconds.")));
-	if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &gap) ||
-		pg_add_s64_overflow(gap, iv->time, &gap))
+	if (!cq_interval_usecs(iv, &gap))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("session window gap out of range")));

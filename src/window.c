@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "timeexpr.h"
 
 
 PG_FUNCTION_INFO_V1(cq_window);
@@ -51,8 +52,7 @@ interval_usecs(Interval *iv, const char *what)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("window %s cannot contain months or years", what),
 				 errhint("Use days, hours, minutes or seconds; group by date_trunc('month', ts) for calendar months.")));
-	if (pg_mul_s64_overflow(iv->day, USECS_PER_DAY, &us) ||
-		pg_add_s64_overflow(us, iv->time, &us))
+	if (!cq_interval_usecs(iv, &us))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("window %s out of range", what)));
