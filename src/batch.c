@@ -830,8 +830,13 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	ran = run_as_owner(&in, res);
 	cq_security_restore(&sec);
 
-	if (store_lost && !ran)
-		cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
+	if (store_lost)
+	{
+		/* recorded as a rebuild of lost unlogged state is (state_rebuilt_at) */
+		cq_catalog_state_valid(in.q->id, Max(res->rebuild_ms, 0));
+		if (!ran)
+			cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
+	}
 	/* a store that outgrew its budget (in this batch or its rebuild) moves to the table */
 	if (in.store && cq_store_over_budget(in.store))
 		switch_to_table(&in, ran ? res->batch_id : last.batch_id);
