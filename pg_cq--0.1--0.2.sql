@@ -313,3 +313,53 @@ CREATE OR REPLACE FUNCTION cq.session_window(ts timestamp, gap interval,
 RETURNS SETOF record
 LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 1
 AS $$ SELECT $1, x.e FROM (SELECT cq.session_end($1, $2) AS e) x WHERE x.e IS NOT NULL $$;
+
+-- issue 15 part: the shared-memory state store is the default.  A new query
+-- that does not give state_storage takes cq.default_state_storage ('memory'
+-- unless set otherwise); one the store cannot hold keeps its state in an
+-- unlogged table instead.  cq.queries.state_path says where a query keeps
+-- its state and why, and cq.status shows it: 'memory', 'memory: requested',
+-- or 'table: ' and the reason ('requested', 'not supported by the store
+-- (...)', 'moved after exceeding cq.state_memory (...) at batch N', ...);
+-- NULL for a stateless query.  Queries created before this update keep
+-- their storage.
+-- cq.create_query's state_storage defaults to NULL (the setting) instead of
+-- 'unlogged'.
+CREATE OR REPLACE FUNCTION cq.create_query(
+    name                 text,
+    query                text,
+    output_mode          text DEFAULT 'append',
+    "trigger"            text DEFAULT '0',
+    target               text DEFAULT NULL,
+    event_time           text DEFAULT NULL,
+    watermark            text DEFAULT NULL,
+    max_rows_per_trigger bigint DEFAULT NULL,
+    starting             text DEFAULT 'earliest',
+    source               text DEFAULT NULL,
+    state_storage        text DEFAULT NULL,
+    complete_refresh     text DEFAULT 'truncate')
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'cq_create_query'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+ALTER TABLE cq.queries ADD COLUMN state_path text;
+COMMENT ON COLUMN cq.queries.state_path IS 'where the query keeps its state and why: memory (the shared-memory store) or table, with the reason; NULL for a stateless query';
+UPDATE cq.queries SET state_path = CASE WHEN state_storage OPERATOR(pg_catalog.=) 'memory'
+                                        THEN 'memory: requested'
+                                        ELSE 'table: created before pg_cq 0.2' END
+ WHERE state_table IS NOT NULL;
+CREATE OR REPLACE VIEW cq.status WITH (security_invoker = true) AS
+SELECT q.name,
+       CASE WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
+            ELSE coalesce(s.message, 'Stopped') END AS message,
+       coalesce(s.is_data_available, false) AS is_data_available,
+       coalesce(s.is_trigger_active, false) AS is_trigger_active,
+       s.worker_pid,
+       coalesce(s.watermark, o.watermark) AS watermark,
+       coalesce(s.last_batch_id, o.batch_id) AS last_batch_id,
+       q.schema,
+       q.state_path
+  FROM cq.queries q
+  LEFT JOIN cq.status_slots() s ON s.query_id = q.id
+  LEFT JOIN LATERAL (SELECT batch_id, watermark FROM cq.offsets
+                      WHERE offsets.schema = q.schema AND offsets.name = q.name
+                      ORDER BY batch_id DESC LIMIT 1) o ON true;

@@ -202,8 +202,23 @@ SELECT cq.create_query('ss_bad', 'SELECT a.k, a.x, b.x AS y FROM ss_d2 a JOIN ss
                        source => 'ss_d2, ss_d3', event_time => 'ss_d2.ts, ss_d3.ts', watermark => '1 minute',
                        state_storage => 'memory');
 SELECT cq.create_query('ss_bad', 'SELECT k FROM ss_d', state_storage => 'disk');
--- HAVING cannot change yet: the target would be rewritten from the state
-SELECT cq.alter_query('ss_hav_m', query => 'SELECT k1, count(*) AS n, sum(x) AS sx FROM ss_src GROUP BY k1 HAVING count(*) > 2');
+-- HAVING changes: the target is rewritten from the store as the table
+-- twin's is from its state table (update mode; ss_cmp: complete mode),
+-- both caught up first
+CALL cq.run('ss_hav_m'); CALL cq.run('ss_hav_t'); CALL cq.run('ss_cmp_m'); CALL cq.run('ss_cmp_t');
+SELECT cq.alter_query(name, query => 'SELECT k1, count(*) AS n, sum(x) AS sx FROM ss_src GROUP BY k1 HAVING count(*) > 2')
+  FROM (VALUES ('ss_hav_m'), ('ss_hav_t')) v(name);
+SELECT cq.alter_query(name, query => 'SELECT k2, k1, count(*) AS n, sum(v) AS sv, bool_or(x > 90) AS big, '
+                                     'hll_cardinality(hll_add_agg(hll_hash_text(u))) AS card FROM ss_src GROUP BY k2, k1 '
+                                     'HAVING count(*) > 3')
+  FROM (VALUES ('ss_cmp_m'), ('ss_cmp_t')) v(name);
+SELECT mismatches('ss_hav_m', 'SELECT k1, count(*), sum(x) FROM ss_src GROUP BY k1 HAVING count(*) > 2') AS hav_mismatches,
+       ss_twin_mismatches('ss_hav_m', 'ss_hav_t') AS hav_twin_mismatches,
+       mismatches('ss_cmp_m', 'SELECT k2, k1, count(*), sum(v), bool_or(x > 90), '
+                              'hll_cardinality(hll_add_agg(hll_hash_text(u))) FROM ss_src GROUP BY k2, k1 HAVING count(*) > 3')
+         AS cmp_mismatches,
+       ss_twin_mismatches('ss_cmp_m', 'ss_cmp_t') AS cmp_twin_mismatches,
+       (SELECT count(*) FROM ss_hav_m) AS hav_rows, (SELECT count(*) FROM ss_cmp_m) AS cmp_rows;
 
 -- 6. Beyond cq.state_memory, a query moves its state to its state table
 -- (the table path) in the batch that outgrows it, says so, and stays right
@@ -216,7 +231,7 @@ CALL cq.run('ss_bigq');
 SELECT state_storage FROM cq.queries WHERE name = 'ss_bigq';
 INSERT INTO ss_big SELECT i, i FROM generate_series(1, 3000) i;
 CALL cq.run('ss_bigq');
-SELECT state_storage FROM cq.queries WHERE name = 'ss_bigq';
+SELECT state_storage, state_path FROM cq.queries WHERE name = 'ss_bigq';
 SELECT mismatches('ss_bigq', 'SELECT k, count(*), sum(x) FROM ss_big GROUP BY k') AS mismatches_after_move,
        ss_state_rows('ss_bigq') AS state_table_rows;
 INSERT INTO ss_big SELECT i % 5000, i FROM generate_series(1, 500) i;

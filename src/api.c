@@ -270,6 +270,77 @@ check_target_table(Oid target)
 	cq_source_check_logged(target, InvalidOid);
 }
 
+/* cq.queries.state_path of a query the store cannot hold, before the reason */
+#define STATE_PATH_UNSUPPORTED "table: not supported by the store"
+
+/*
+ * choose_state_storage
+ *	  Where a new query keeps its state (opts->state_storage) and why
+ *	  (opts->state_path, shown by cq.queries and cq.status).  A query whose
+ *	  state_storage was not given takes cq.default_state_storage; when that
+ *	  is 'memory' and the shared-memory store cannot hold the query
+ *	  (cq_store_supported), or the catalog is still 0.1 (no image table:
+ *	  the behaviour of 0.1 stays), it keeps its state in an unlogged table
+ *	  instead, and the reason is recorded.  An explicit 'memory' the store
+ *	  cannot hold is an error (objects.c).  Stateless queries keep the
+ *	  value as before and have no path.
+ */
+static void
+choose_state_storage(CqAnalysis *an, CqOptions *opts)
+{
+	const char *why;
+
+	opts->state_path = NULL;
+	if (!an->is_aggregate && !an->is_dedup && an->join == NULL)
+	{
+		if (opts->state_storage_default)
+			opts->state_storage = "unlogged";	/* no state: as before */
+		return;
+	}
+	if (!opts->state_storage_default)
+		opts->state_path = strcmp(opts->state_storage, "memory") == 0 ?
+			"memory: requested" : "table: requested";
+	else if (strcmp(opts->state_storage, "memory") != 0)
+		opts->state_path = psprintf("table: cq.default_state_storage is '%s'", opts->state_storage);
+	else if (cq_catalog_version() < CQ_CATALOG_0_2)
+		opts->state_storage = "unlogged";	/* 0.1: no store by default, no path */
+	else if (!cq_store_supported(an, InvalidOid, &why))
+	{
+		/* the reason is a sentence: shown without its final period */
+		char	   *reason = pstrdup(why);
+		size_t		len = strlen(reason);
+
+		if (len > 0 && reason[len - 1] == '.')
+			reason[len - 1] = '\0';
+		opts->state_storage = "unlogged";
+		opts->state_path = psprintf(STATE_PATH_UNSUPPORTED " (%s)", reason);
+	}
+	else
+		opts->state_path = "memory";
+}
+
+/*
+ * rechoose_state_storage
+ *	  The query of q changes before its first batch (replace_query): a
+ *	  state place chosen by default (state_path "memory", or a table because
+ *	  the store could not hold the old query) is chosen again for the new
+ *	  query, which the store may or may not hold.  Other choices stay.
+ */
+static void
+rechoose_state_storage(CqQuery *q, CqAnalysis *an)
+{
+	char	   *path = cq_catalog_state_path(q->id);
+
+	if (path == NULL ||
+		(strcmp(path, "memory") != 0 &&
+		 strncmp(path, STATE_PATH_UNSUPPORTED, strlen(STATE_PATH_UNSUPPORTED)) != 0))
+		return;
+	q->opts.state_storage = "memory";
+	q->opts.state_storage_default = true;
+	choose_state_storage(an, &q->opts);
+	cq_catalog_set_state_storage(q->id, q->opts.state_storage, q->opts.state_path);
+}
+
 /*
  * cq_api_register
  *	  Register a continuous query over an existing target table.  Returns
@@ -344,6 +415,8 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 					 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
 		cq_source_track(an->join->side[1].relid);
 	}
+
+	choose_state_storage(an, opts);
 
 	if (strcmp(opts->starting, "earliest") == 0)
 		start_offset = CQ_EARLIEST_OFFSET;
@@ -650,6 +723,7 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	cq_source_track(an->source_relid);
 	check_source_columns(an, q->name);
 	cq_catalog_update_query(q->id, query_text, nodeToString(an->query));
+	rechoose_state_storage(q, an);
 
 	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET source = $2::pg_catalog.regclass WHERE id OPERATOR(pg_catalog.=) $1",
@@ -669,6 +743,9 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
  *	  state (rows of windows already evicted stay as they are); complete
  *	  mode reloads it.  Append mode cannot revisit the windows it already
  *	  wrote: the new condition applies to the windows closed from now on.
+ *	  A query with its state in shared memory is rewritten from its
+ *	  published store (cq.state_rows), which must be there (not yet
+ *	  rebuilt after a restart: refused, as lost unlogged state is).
  */
 static void
 having_changed(CqQuery *q, CqAnalysis *an)
@@ -677,6 +754,8 @@ having_changed(CqQuery *q, CqAnalysis *an)
 	CqPlan	   *plan;
 	Oid			viewid;
 	char	   *target = cq_sql_relname_str(q->target);
+	bool		memory = strcmp(q->opts.state_storage, "memory") == 0;
+	char	   *state;
 
 	if (q->opts.mode != CQ_MODE_APPEND && strcmp(q->opts.state_storage, "unlogged") == 0 &&
 		cq_catalog_state_lost(q->id))
@@ -686,12 +765,28 @@ having_changed(CqQuery *q, CqAnalysis *an)
 				 errdetail("Its unlogged state was emptied by a crash and is rebuilt by the next batch; the target is rewritten from the state when HAVING changes."),
 				 errhint("Run CALL cq.run(name) first, or wait for the next batch, then try again.")));
 
-	if (strcmp(q->opts.state_storage, "memory") == 0)
+	if (memory && cq_catalog_version() < CQ_CATALOG_0_2)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot change the HAVING clause of continuous query \"%s\"", q->name),
-				 errdetail("Its state is kept in shared memory (state_storage = 'memory'), from which the target is not rewritten yet."),
-				 errhint("Drop and recreate the query.")));
+				 errdetail("Its state is kept in shared memory (state_storage = 'memory'), which the pg_cq catalog of this database cannot read yet."),
+				 errhint("Run ALTER EXTENSION pg_cq UPDATE first.")));
+	if (memory && q->opts.mode != CQ_MODE_APPEND)
+	{
+		CqLastOffset last;
+		int64		batch_id;
+		int64		rows;
+		int64		bytes;
+
+		/* the target is rewritten from the store, which a restart empties */
+		cq_progress_last_offset(q, &last);
+		if (last.found && !cq_store_info(MyDatabaseId, q->id, &batch_id, &rows, &bytes))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot change the HAVING clause of continuous query \"%s\" while its state is not in shared memory", q->name),
+					 errdetail("Its shared-memory state store is built again by the next batch after a restart; the target is rewritten from the state when HAVING changes."),
+					 errhint("Run CALL cq.run(name) first, or wait for the next batch, then try again.")));
+	}
 
 	cq_security_superuser(&sec);
 	cq_objects_replace_final_view(q->id, an);
@@ -699,13 +794,29 @@ having_changed(CqQuery *q, CqAnalysis *an)
 
 	viewid = cq_objects_relid("f", q->id);
 	plan = cq_plan_build(an, q);	/* sets an->hash_keys */
+	if (memory)
+	{
+		/*
+		 * The published store, through cq.state_rows (what the final view
+		 * reads); its rows have no ctid: the rewrite's row ids are numbers.
+		 */
+		char	   *rows = psprintf("cq.state_rows(%d, NULL::%s)", q->id, cq_sql_relname_str(q->state_table));
+
+		state = psprintf("(SELECT r.*, pg_catalog.row_number() OVER () AS ctid FROM %s r)", rows);
+		plan->complete_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
+									  target, cq_sink_target_columns(an, "", false, false),
+									  cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
+									  rows, cq_sink_having_where(an, viewid));
+	}
+	else
+		state = cq_sql_relname_str(q->state_table);
 	/* as a batch runs: the owner, search_path pinned, the creator's time zone */
 	cq_security_owner(q->owner, &sec);
 	if (q->timezone)
 		(void) set_config_option("TimeZone", q->timezone, PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (q->opts.mode == CQ_MODE_UPDATE)
-		cq_spi_exec(cq_sink_update_rewrite_sql(an, viewid, target, cq_sql_relname_str(q->state_table)),
+		cq_spi_exec(cq_sink_update_rewrite_sql(an, viewid, target, state),
 					SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	else if (q->opts.mode == CQ_MODE_COMPLETE)
 	{

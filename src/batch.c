@@ -699,20 +699,20 @@ rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
  *	  The store of a query outgrew cq.state_memory: in the batch's
  *	  transaction, write its state table from the store, make the table
  *	  path the query's (state_storage = 'unlogged', the state valid, the
- *	  final view reading the table) and drop the store at commit.
+ *	  final view reading the table, state_path saying why at which batch)
+ *	  and drop the store at commit.
  */
 static void
-switch_to_table(BatchInput *in)
+switch_to_table(BatchInput *in, int64 batch_id)
 {
 	CqSecurity	sec;
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(in->q->id)};
 	CqAnalysis *an;
 
 	cq_store_switch_to_table(in->store, in->q);
+	cq_catalog_set_state_storage(in->q->id, "unlogged",
+								 psprintf("table: moved after exceeding cq.state_memory (%d kB) at batch " INT64_FORMAT,
+										  cq_state_memory_kb, batch_id));
 	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.queries SET state_storage = 'unlogged' WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 1, types, values, NULL);
 	CommandCounterIncrement();
 	an = cq_analyze_query((Query *) stringToNode(in->q->query_tree), &in->q->opts, in->q->name);
 	cq_objects_replace_final_view(in->q->id, an);
@@ -830,11 +830,16 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	ran = run_as_owner(&in, res);
 	cq_security_restore(&sec);
 
-	if (store_lost && !ran)
-		cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
+	if (store_lost)
+	{
+		/* recorded as a rebuild of lost unlogged state is (state_rebuilt_at) */
+		cq_catalog_state_valid(in.q->id, Max(res->rebuild_ms, 0));
+		if (!ran)
+			cq_progress_set_state_rows(in.q, last.batch_id, res->state_total);
+	}
 	/* a store that outgrew its budget (in this batch or its rebuild) moves to the table */
 	if (in.store && cq_store_over_budget(in.store))
-		switch_to_table(&in);
+		switch_to_table(&in, ran ? res->batch_id : last.batch_id);
 
 	if (rebuild)
 	{

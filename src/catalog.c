@@ -566,10 +566,10 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 						const char *query_text, CqOptions *o,
 						const char *query_tree, const char *start_offset)
 {
-	Oid			types[17] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[17];
-	char		nulls[17];
+	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[18];
+	char		nulls[18];
 	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -600,18 +600,20 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	nulls[15] = ' ';
 	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
 	nulls[16] = ' ';
+	values[17] = o->state_path ? CStringGetTextDatum(o->state_path) : (Datum) 0;
+	nulls[17] = o->state_path ? ' ' : 'n';
 	/* since 0.2, a query lives in its target's schema */
 	if (cq_catalog_version() >= CQ_CATALOG_0_2)
 		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema) "
+					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema, state_path) "
 					"SELECT $1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
 					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname "
+					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname, $18 "
 					"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
 					"  ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
 					"WHERE c.oid OPERATOR(pg_catalog.=) $4 RETURNING id",
-					SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
+					SPI_OK_INSERT_RETURNING, 18, types, values, nulls);
 	else
 		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
@@ -794,6 +796,53 @@ cq_catalog_state_valid(int32 id, double rebuild_ms)
 	cq_security_restore(&sec);
 }
 
+/*
+ * cq_catalog_state_path
+ *	  Where query id keeps its state and why (cq.queries.state_path), or
+ *	  NULL: a stateless query, one created before 0.2 or a 0.1 catalog.
+ */
+char *
+cq_catalog_state_path(int32 id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	CqSecurity	sec;
+	char	   *path = NULL;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return NULL;
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT state_path FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	if (SPI_processed == 1)
+		path = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	cq_security_restore(&sec);
+	return path;
+}
+
+/*
+ * cq_catalog_set_state_storage
+ *	  Record where query id keeps its state (state_storage) and why
+ *	  (state_path, since 0.2).
+ */
+void
+cq_catalog_set_state_storage(int32 id, const char *storage, const char *path)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(id), CStringGetTextDatum(storage),
+		path ? CStringGetTextDatum(path) : (Datum) 0};
+	char		nulls[3] = {' ', ' ', path ? ' ' : 'n'};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+		cq_spi_exec("UPDATE cq.queries SET state_storage = $2, state_path = $3 "
+					"WHERE id OPERATOR(pg_catalog.=) $1", SPI_OK_UPDATE, 3, types, values, nulls);
+	else
+		cq_spi_exec("UPDATE cq.queries SET state_storage = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					SPI_OK_UPDATE, 2, types, values, nulls);
+	cq_security_restore(&sec);
+}
 
 /*
  * cq_catalog_update_query

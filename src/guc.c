@@ -33,6 +33,34 @@ int			cq_state_memory_kb = 65536;
 int			cq_state_image_batches = 100;
 int			cq_state_image_interval_s = 300;
 
+/* where a new query keeps its state when it does not say (options.c, api.c) */
+int			cq_default_state_storage = CQ_STORAGE_MEMORY;
+
+static const struct config_enum_entry state_storage_options[] = {
+	{"memory", CQ_STORAGE_MEMORY, false},
+	{"unlogged", CQ_STORAGE_UNLOGGED, false},
+	{"logged", CQ_STORAGE_LOGGED, false},
+	{NULL, 0, false}
+};
+
+/*
+ * cq_default_state_storage_name
+ *	  The value of cq.default_state_storage, as the option spells it.
+ */
+const char *
+cq_default_state_storage_name(void)
+{
+	switch (cq_default_state_storage)
+	{
+		case CQ_STORAGE_UNLOGGED:
+			return "unlogged";
+		case CQ_STORAGE_LOGGED:
+			return "logged";
+		default:
+			return "memory";
+	}
+}
+
 /*
  * cq_guc_init
  *	  Define the GUCs; called from _PG_init.
@@ -57,6 +85,16 @@ cq_guc_init(void)
 							65536, 64, MAX_KILOBYTES,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("cq.default_state_storage",
+							 "Where a new continuous query keeps its state when its state_storage option is not given.",
+							 "\"memory\" (the default) keeps it in the shared-memory state store when the store can "
+							 "hold the query and in an unlogged table otherwise; \"unlogged\" and \"logged\" "
+							 "choose a state table.",
+							 &cq_default_state_storage,
+							 CQ_STORAGE_MEMORY, state_storage_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("cq.state_image_batches",
 							"Batches after which a query with state_storage 'memory' writes its state table image.",

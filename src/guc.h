@@ -21,4 +21,14 @@ extern int	cq_state_memory_kb;
 extern int	cq_state_image_batches;
 extern int	cq_state_image_interval_s;
 
+/* cq.default_state_storage */
+typedef enum CqStorageDefault
+{
+	CQ_STORAGE_MEMORY,
+	CQ_STORAGE_UNLOGGED,
+	CQ_STORAGE_LOGGED
+} CqStorageDefault;
+extern int	cq_default_state_storage;
+extern const char *cq_default_state_storage_name(void);
+
 #endif							/* CQ_GUC_H */

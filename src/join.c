@@ -643,7 +643,7 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("continuous query cannot keep its state in shared memory"),
 				 errdetail("A join of two streams keeps its buffered rows in tables."),
-				 errhint("Use state_storage = 'unlogged' (the default) or 'logged'.")));
+				 errhint("Leave state_storage out, or use 'unlogged' or 'logged': the state is then kept in a table.")));
 	values[0] = Int32GetDatum(id);
 	values[1] = ObjectIdGetDatum(an->join->side[1].relid);
 	values[2] = opts->join_event_time ? CStringGetTextDatum(opts->join_event_time) : (Datum) 0;

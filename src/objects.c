@@ -351,7 +351,7 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("continuous query cannot keep its state in shared memory"),
 					 errdetail("%s", why),
-					 errhint("Use state_storage = 'unlogged' (the default) or 'logged'.")));
+					 errhint("Leave state_storage out, or use 'unlogged' or 'logged': the state is then kept in a table.")));
 	}
 	if (an->is_dedup)
 	{

@@ -21,6 +21,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "options.h"
 #include "timeexpr.h"
 
@@ -344,7 +345,11 @@ cq_options_finish(CqOptions *opts)
 				 "Valid values are \"earliest\" and \"latest\".");
 
 	if (opts->state_storage == NULL)
-		opts->state_storage = "unlogged";
+	{
+		/* a query that cannot use the default falls back to 'unlogged' (api.c) */
+		opts->state_storage = pstrdup(cq_default_state_storage_name());
+		opts->state_storage_default = true;
+	}
 	check_choice("state_storage", &opts->state_storage, storages,
 				 "Valid values are \"unlogged\", \"logged\" and \"memory\".");
 

@@ -53,6 +53,12 @@ typedef struct CqOptions
 
 	/* parsed forms, set by cq_options_finish() */
 	CqOutputMode mode;
+	bool		state_storage_default;	/* state_storage was not given: it is
+										 * cq.default_state_storage's, which
+										 * the query may not be able to use */
+	char	   *state_path;		/* where the state is and why, as
+								 * cq.queries.state_path shows it: set when a
+								 * query is created (api.c), else NULL */
 	Interval   *watermark_delay;
 	Interval   *join_watermark_delay;	/* of the second stream of a join */
 } CqOptions;

@@ -111,7 +111,14 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 		else
 			sql->delta = buf.data;
 	}
-	sql->merge = psprintf("SELECT s._k%s FROM %s s", merges.data, STORE_ENR_PAIRS);
+	/*
+	 * Saved plans are found by their text (cq_spi_plan), and a plan over an
+	 * ephemeral relation is never invalidated: the state table's OID makes
+	 * the text of each query's merge its own, so that a query whose state
+	 * columns have other types never runs another query's plan.
+	 */
+	sql->merge = psprintf("SELECT s._k%s FROM %s s /* state %u */", merges.data, STORE_ENR_PAIRS,
+						  q->state_table);
 
 	sql->sink = sql->sink_history = NULL;
 	if (q->opts.mode != CQ_MODE_COMPLETE)

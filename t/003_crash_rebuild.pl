@@ -1,6 +1,9 @@
 # Unlogged state lost in a crash-restart is rebuilt exactly before the next
 # batch (DESIGN.md "State"): after an immediate shutdown (crash recovery
 # empties every unlogged table) every target still equals the plain SELECT.
+# Aggregations the shared-memory store can hold are on it by default (a
+# crash loses the store and its unlogged image: full rebuild); by_k_t pins
+# the table path.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -28,9 +31,11 @@ $node->safe_psql('postgres', q{
   CREATE TABLE dist_min_u WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '30 seconds')
     AS SELECT date_bin('1 minute', ts, '2024-01-01') AS minute, count(DISTINCT k) AS dk FROM ev GROUP BY 1;
   CREATE TABLE seen WITH (cq.trigger = 'available_now') AS SELECT DISTINCT k, v % 4 AS r FROM ev;
+  -- by_k and by_k_c keep their state in the shared-memory store (the default), by_k_t in its table
+  CREATE TABLE by_k_t WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.state_storage = 'unlogged') AS SELECT k, count(*) AS n, sum(v) AS s, avg(v) AS a FROM ev GROUP BY k;
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 7, i FROM generate_series(1001, 1500) i;
   CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('per_min'); CALL cq.run('per_min_u'); CALL cq.run('seen');
-  CALL cq.run('dist_k'); CALL cq.run('dist_min_u');
+  CALL cq.run('dist_k'); CALL cq.run('dist_min_u'); CALL cq.run('by_k_t');
 });
 
 my $state_rows = $node->safe_psql('postgres', 'SELECT count(*) FROM cq_state.s_1');
@@ -50,7 +55,7 @@ $node->safe_psql('postgres', q{
 $node->safe_psql('postgres', q{
   SET client_min_messages = warning;
   CALL cq.run('by_k'); CALL cq.run('by_k_c'); CALL cq.run('per_min'); CALL cq.run('per_min_u'); CALL cq.run('seen');
-  CALL cq.run('dist_k'); CALL cq.run('dist_min_u');
+  CALL cq.run('dist_k'); CALL cq.run('dist_min_u'); CALL cq.run('by_k_t');
 });
 
 sub diff
@@ -73,7 +78,10 @@ is(diff('SELECT k, count(DISTINCT v % 10), sum(DISTINCT v % 10) FROM ev GROUP BY
 	'DISTINCT aggregates equal the oracle after the rebuild (their pairs were rebuilt)');
 is(diff("SELECT date_bin('1 minute', ts, '2024-01-01'), count(DISTINCT k) FROM ev GROUP BY 1", 'dist_min_u'), '0',
 	'windowed DISTINCT aggregate equals the oracle after the rebuild');
-is($node->safe_psql('postgres', 'SELECT count(*) FROM cq.queries WHERE state_rebuilt_at IS NOT NULL'), '7',
+is(diff('SELECT k, count(*), sum(v), avg(v) FROM ev GROUP BY k', 'by_k_t'), '0', 'its twin on the table path (unlogged state table) too');
+is($node->safe_psql('postgres', "SELECT string_agg(name, ',' ORDER BY name) FROM cq.queries WHERE state_storage = 'memory'"),
+	'by_k,by_k_c,per_min,per_min_u', 'the aggregations the store can hold are on it by default');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM cq.queries WHERE state_rebuilt_at IS NOT NULL'), '8',
 	'each stateful query recorded its rebuild');
 like($node->safe_psql('postgres', "SELECT durations->>'stateRebuild' FROM cq.progress WHERE name = 'by_k' ORDER BY batch_id DESC LIMIT 1"),
 	qr/^[0-9.]+$/, 'progress shows the rebuild time');

@@ -53,6 +53,8 @@ for my $round (1 .. 2)
 is($node->safe_psql($db, q{
 	SELECT count(*) FROM cq.queries WHERE state_rebuilt_at IS NOT NULL}),
 	'7', 'every query with unlogged state rebuilt it');
+is($node->safe_psql($db, "SELECT count(*) FROM cq.queries WHERE state_storage = 'memory'"),
+	'7', 'the unlogged ones kept it in the shared-memory store (the default), lost and rebuilt');
 is($node->safe_psql($db, "SELECT state_rebuilt_at IS NULL FROM cq.queries WHERE name = 'u_logged'"),
 	't', 'logged state was not rebuilt');
 note('rows: ' . $node->safe_psql($db, 'SELECT count(*) FROM ev')

@@ -4,7 +4,8 @@
 # workers are terminated now and then; nine queries in every output mode
 # run with triggers '0' and '1 second'.  Then the writers stop, the queries
 # catch up, and every target must equal its plain SELECT oracle (append:
-# the closed windows exactly once; late rows never appear).
+# the closed windows exactly once; late rows never appear).  The
+# aggregations keep their state in the shared-memory store (the default).
 # bench/soak.sh runs this for 10+ minutes.
 use strict;
 use warnings;
@@ -77,6 +78,10 @@ check_all_modes($node, $db, 'after the soak');
 
 is($node->safe_psql($db, q{SELECT count(*) FROM cq.queries WHERE state <> 'active'}), '0',
 	'every query is active');
+# the aggregations ran on the shared-memory store (the default), and stayed there
+is($node->safe_psql($db, q{SELECT string_agg(name || ':' || state_path, ',' ORDER BY name) FROM cq.queries WHERE state_storage = 'memory'}),
+	'a_tick:memory,a_zero:memory,c_tick:memory,c_zero:memory,u_tick:memory,u_zero:memory,uw_zero:memory',
+	'the unlogged aggregations kept their state in the shared-memory store');
 my ($rows, $late, $writers_seen) = split(/\|/, $node->safe_psql($db,
 	'SELECT count(*), count(*) FILTER (WHERE late), count(DISTINCT w) FROM ev'));
 ok($late > 0, "late rows were written ($late)");

@@ -77,10 +77,21 @@ is($node->safe_psql($db, q{
 	SELECT watermark AT TIME ZONE 'UTC' FROM cq.offsets WHERE name = 'naive_win' ORDER BY batch_id DESC LIMIT 1}),
 	'2026-06-01 12:50:00', '0.1 catalog: a timestamp column\'s watermark is recorded at UTC');
 
+# on the 0.1 catalog the state stays in tables, whatever form created the
+# query (the DDL form gives no state_storage: the store is not the default there)
+is($node->safe_psql($db, "SELECT string_agg(DISTINCT state_storage, ',') FROM cq.queries WHERE name <> 'u_logged'"),
+	'unlogged', '0.1 catalog: every query keeps its state in an unlogged table (u_logged asked for a logged one)');
+
 # the update itself, while the writers and workers go on
 $node->safe_psql($db, 'ALTER EXTENSION pg_cq UPDATE');
 is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_cq'"),
 	'0.2', 'updated to 0.2');
+# the queries keep their storage, and say why (issue 15)
+is($node->safe_psql($db, q{
+	SELECT string_agg(DISTINCT state_storage || ' ' || coalesce(state_path, 'stateless'), ',')
+	  FROM cq.queries WHERE state_table IS NOT NULL OR state_path IS NOT NULL}),
+	'logged table: created before pg_cq 0.2,unlogged table: created before pg_cq 0.2',
+	'the 0.1 queries keep their state tables, cq.queries says why');
 my $t_update = $node->safe_psql($db, 'SELECT now()');
 ok($node->poll_query_until($db, qq{
 	SELECT count(DISTINCT name) = 9 FROM cq.progress WHERE started_at > '$t_update'}),
@@ -155,6 +166,16 @@ $node->safe_psql($db, q{
 });
 is(mismatches($node, $db, 'SELECT k, regr_count(v::float8, w::float8), count(*) FROM ev GROUP BY k', 'generic_q'),
 	'0', 'updated catalog: a generic aggregate equals its oracle');
+# queries created after the update keep their state in the shared-memory
+# store by default; those created before still do not (issue 15)
+is($node->safe_psql($db, q{
+	SELECT string_agg(format('%s %s %s', schema || '.' || name, state_storage, state_path), ',' ORDER BY schema, name)
+	  FROM cq.queries WHERE name IN ('generic_q', 'run_by_hand')}),
+	'other.run_by_hand memory memory,public.generic_q memory memory,public.run_by_hand unlogged table: created before pg_cq 0.2',
+	'updated catalog: new queries on the store by default, the 0.1 ones on their tables');
+is($node->safe_psql($db, q{
+	SELECT string_agg(DISTINCT state_path, ',') FROM cq.status WHERE name IN ('generic_q', 'run_by_hand')}),
+	'memory,table: created before pg_cq 0.2', 'cq.status says the same');
 
 # a fresh 0.2 install has the same objects as the updated one
 $node->safe_psql($db, 'CREATE DATABASE fresh');
