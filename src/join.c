@@ -85,6 +85,7 @@
 #include "offsets.h"
 #include "sink.h"
 #include "objects.h"
+#include "state.h"
 #include "status.h"
 
 #define NPARAMS 6				/* $1..$6 of the batch statements */
@@ -269,9 +270,45 @@ typedef enum BufQuery
 	QUERY_MATCHES,				/* its matched rows (an outer join as inner) */
 	QUERY_PAIRS,				/* ctid (tid) of side tid_side's rows that
 								 * match, for the join's ON condition only */
-	QUERY_UNMATCHED				/* outer joins: the preserved side's rows
+	QUERY_UNMATCHED,			/* outer joins: the preserved side's rows
 								 * extended with NULLs */
+	QUERY_AGG_INPUT				/* an aggregation over the join: its matched
+								 * rows as the inner columns the state's d
+								 * CTE aggregates (delta.c) */
 } BufQuery;
+
+/*
+ * agg_input_tlist
+ *	  The select list of an aggregation's input rows, as
+ *	  cq_delta_inner_sql makes it for one stream: grouping keys g<i>,
+ *	  aggregate arguments x<i>, FILTER conditions f<i>; no grouping.
+ */
+static void
+agg_input_tlist(CqAnalysis *an, Query *q)
+{
+	List	   *tlist = NIL;
+	int			resno = 1;
+	ListCell   *lc;
+
+	foreach(lc, an->group_exprs)
+		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+											   psprintf("g%d", foreach_current_index(lc) + 1), false));
+	foreach(lc, an->arg_exprs)
+		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+											   psprintf("x%d", foreach_current_index(lc) + 1), false));
+	foreach(lc, an->filter_exprs)
+		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++,
+											   psprintf("f%d", foreach_current_index(lc) + 1), false));
+	if (tlist == NIL)
+		tlist = list_make1(makeTargetEntry((Expr *) makeBoolConst(true, false), resno++, "g0", false));
+	q->targetList = tlist;
+	q->groupClause = NIL;
+	q->groupDistinct = false;
+	q->hasAggs = false;
+	q->havingQual = NULL;
+	q->sortClause = NIL;
+	q->distinctClause = NIL;
+}
 
 /*
  * rows_qual
@@ -376,6 +413,9 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 	int			nest;
 	char	   *sql;
 
+	if (what == QUERY_AGG_INPUT)
+		agg_input_tlist(an, q);
+
 	/*
 	 * The columns of JOIN ... ON/USING aliases list every column of the
 	 * streams; those the buffers do not keep become dropped (NULL) entries,
@@ -469,7 +509,7 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 		else
 			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s]));
 	}
-	if (what == QUERY_MATCHES || what == QUERY_PAIRS)
+	if (what == QUERY_MATCHES || what == QUERY_PAIRS || what == QUERY_AGG_INPUT)
 		extra = make_and_qual(extra, range_qual(an->join));
 	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
 	nest = cq_security_deparse_begin();
@@ -489,7 +529,63 @@ typedef struct JoinSql
 	char	   *rebuild[2];		/* per stream: refill a lost buffer */
 	char	   *matched[2];		/* outer joins, per preserved stream: mark matched rows */
 	char	   *emit[2];		/* outer joins, per preserved stream: unmatched rows out */
+	char	   *fold;			/* aggregation: the matches into its state ($5, $6, $7) */
+	char	   *close;			/* aggregation: closed windows to the target ($5) */
 } JoinSql;
+
+/* Parameters of the statements of an aggregation over a join. */
+#define AGG_NPARAMS 7
+
+static const Oid agg_types[AGG_NPARAMS] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID,
+TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID};
+
+/*
+ * agg_sql
+ *	  An aggregation over the join (Spark 3.5+: a windowed aggregation,
+ *	  append mode, after a stream-stream join): the batch's matches, both
+ *	  halves of step 2, are the new input rows of the state machinery
+ *	  (state.c, sink.c) in place of a stream's new rows.  fold merges their
+ *	  partial aggregates into the state, dropping groups whose window ended
+ *	  at or before $7 (late: the aggregation's watermark of the previous
+ *	  batch, see agg_watermark); close then writes the windows that end at
+ *	  or before $5 (its watermark of this batch) to the target and removes
+ *	  them.  Two statements: the windows fold inserts must be visible to
+ *	  close.  $6 is the batch id.
+ */
+static void
+agg_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], JoinSql *js)
+{
+	static const BufRows first_new[2] = {ROWS_NEW, ROWS_ALL};
+	static const BufRows second_new[2] = {ROWS_OLD, ROWS_NEW};
+	const char *state = cq_sql_relname_str(q->state_table);
+	Oid			viewid = cq_objects_relid("f", q->id);
+	StringInfoData buf;
+	bool		has_o;
+	bool		has_o1;
+
+	if (!OidIsValid(q->state_table) || !OidIsValid(viewid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("state of continuous query \"%s\" is missing", q->name),
+				 errhint("Drop and recreate the continuous query.")));
+	an->hash_keys = cq_state_hashed(q->state_table);
+	an->late_param = 7;
+	an->join_delta_sql = psprintf("(%s) UNION ALL (%s)",
+								  buffers_sql(an, bufs, first_new, QUERY_AGG_INPUT, 0),
+								  buffers_sql(an, bufs, second_new, QUERY_AGG_INPUT, 0));
+	js->fold = psprintf("WITH %s SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), "
+						"(SELECT count(*) FROM d WHERE NOT (%s))",
+						cq_state_upsert_ctes(an, state, false, false, false),
+						psprintf("($7 IS NULL OR d.e IS NULL OR d.e OPERATOR(pg_catalog.>) %s)",
+								 an->et_is_tz ? "$7" : "($7 AT TIME ZONE 'UTC')"));
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "WITH x AS (DELETE FROM %s s WHERE s.e OPERATOR(pg_catalog.<=) %s RETURNING s.*)",
+					 state, cq_state_wm_param(an));
+	cq_sink_write_ctes(&buf, an, CQ_MODE_APPEND, viewid, cq_sql_relname_str(q->target), false,
+					   &has_o, &has_o1);
+	appendStringInfoString(&buf, " SELECT (SELECT count(*) FROM x), (SELECT count(*) FROM o)");
+	js->close = buf.data;
+}
 
 /*
  * build_sql
@@ -563,10 +659,14 @@ build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js
 								  reads_history ? psprintf("s.%s IS NULL OR ", xcol) : "",
 								  late, s);
 	}
-	js->output = psprintf("WITH o AS (INSERT INTO %s (%s) (%s) UNION ALL (%s) RETURNING 1) SELECT count(*) FROM o",
-						  cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
-						  buffers_sql(an, bufs, first_new, QUERY_MATCHES, 0),
-						  buffers_sql(an, bufs, second_new, QUERY_MATCHES, 0));
+	js->fold = js->close = js->output = NULL;
+	if (an->is_aggregate)
+		agg_sql(an, q, bufs, js);
+	else
+		js->output = psprintf("WITH o AS (INSERT INTO %s (%s) (%s) UNION ALL (%s) RETURNING 1) SELECT count(*) FROM o",
+							  cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
+							  buffers_sql(an, bufs, first_new, QUERY_MATCHES, 0),
+							  buffers_sql(an, bufs, second_new, QUERY_MATCHES, 0));
 
 	/*
 	 * Outer joins: the rows of a preserved side that matched in this batch
@@ -593,8 +693,11 @@ build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js
 							   cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
 							   buffers_sql(an, bufs, evicted, QUERY_UNMATCHED, 0));
 	}
-	js->count = psprintf("SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)",
-						 cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1]));
+	js->count = psprintf("SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s), %s",
+						 cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1]),
+						 an->is_aggregate ?
+						 psprintf("(SELECT count(*) FROM %s)", cq_sql_relname_str(q->state_table)) :
+						 "0::pg_catalog.int8");
 }
 
 /*
@@ -739,7 +842,9 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 		ObjectAddressSet(ref, RelationRelationId, qview_id);
 		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
 	}
-	cq_catalog_set_state_table(id, cq_objects_relid(buffer_prefix[0], id));
+	/* an aggregation's state table is its groups' (objects.c), the buffers are its input */
+	if (!an->is_aggregate)
+		cq_catalog_set_state_table(id, cq_objects_relid(buffer_prefix[0], id));
 
 	/* Spark's guide: without a time bound the state of a join is unbounded */
 	if (!(an->join->side[0].bounded && an->join->side[1].bounded))
@@ -928,6 +1033,75 @@ add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
 }
 
 /*
+ * agg_watermark
+ *	  The watermark of an aggregation over the join when the join's is w
+ *	  (Spark's StreamingSymmetricHashJoinExec.produceOutputWatermark: the
+ *	  minimum of w and each bounded side's state watermark w + bound, below
+ *	  which it evicts its rows).  A match written in a batch with join
+ *	  watermark w pairs rows above their sides' eviction bounds, so its
+ *	  event times, and the end of its window, lie above it: the join never
+ *	  writes a row the aggregation would drop as late, and a window that
+ *	  ends at or before it can receive no more rows.  (A side the condition
+ *	  does not bound keeps every row, and its old rows may still match:
+ *	  Spark ignores them here, and so does pg_cq.)  False when there is no
+ *	  watermark (-infinity).
+ */
+static bool
+agg_watermark(CqJoinSpec *js, bool has, TimestampTz w, TimestampTz *out)
+{
+	int64		lowest = 0;
+
+	if (!has)
+		return false;
+	for (int s = 0; s < 2; s++)
+		if (js->side[s].bounded && js->side[s].bound_us < lowest)
+			lowest = js->side[s].bound_us;
+	if (pg_add_s64_overflow(w, lowest, out) || !IS_VALID_TIMESTAMP(*out))
+		return false;
+	return true;
+}
+
+/*
+ * run_aggregation
+ *	  Step 2 of a batch of an aggregation over the join (agg_sql): fold the
+ *	  matches into its state, then write and remove the windows its
+ *	  watermark closed.  params are the join's batch parameters; late_has
+ *	  and late_wm the join watermark of the previous batch.
+ */
+static void
+run_aggregation(CqAnalysis *an, JoinSql *sql, Datum *params, const char *nulls, bool late_has,
+				TimestampTz late_wm, CqBatchResult *res, int64 *folded, int64 *closed)
+{
+	Datum		p[AGG_NPARAMS];
+	char		n[AGG_NPARAMS];
+	TimestampTz w;
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	memcpy(p, params, sizeof(Datum) * NPARAMS);
+	memcpy(n, nulls, NPARAMS);
+	n[4] = agg_watermark(an->join, res->has_watermark, res->watermark, &w) ? ' ' : 'n';
+	p[4] = TimestampTzGetDatum(n[4] == ' ' ? w : 0);
+	n[6] = agg_watermark(an->join, late_has, late_wm, &w) ? ' ' : 'n';
+	p[6] = TimestampTzGetDatum(n[6] == ' ' ? w : 0);
+
+	cq_spi_exec_cached(sql->fold, SPI_OK_SELECT, AGG_NPARAMS, (Oid *) agg_types, p, n);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	*folded = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	res->dropped_by_watermark += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	*closed = 0;
+	res->output_rows = 0;
+	if (n[4] == ' ')
+	{
+		cq_spi_exec_cached(sql->close, SPI_OK_SELECT, AGG_NPARAMS, (Oid *) agg_types, p, n);
+		*closed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+}
+
+/*
  * run_batch
  *	  Steps 1-4 of a batch (file header), as the owner.  False when there
  *	  was nothing to do.
@@ -935,8 +1109,12 @@ add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
 static bool
 run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool history,
 		  bool nodata_only, bool nodata_due, CqBatchResult *res, bool side_has[2],
-		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2])
+		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2], CqLastOffset *last)
 {
+	int64		agg_folded = 0;
+	int64		agg_closed = 0;
+	int64		agg_rows = 0;
+
 	Datum		params[NPARAMS];
 	char		nulls[NPARAMS];
 	CqSnap	   *prev = cq_snap_parse(prev_text);
@@ -989,9 +1167,16 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	res->start_offset = pstrdup(prev_text);
 	res->end_offset = pstrdup(cur_text);
 
-	/* step 2: the matches */
-	cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
-	res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	/* step 2: the matches (into the aggregation's state, if it aggregates) */
+	res->dropped_by_watermark = 0;
+	if (sql->fold)
+		run_aggregation(an, sql, params, nulls, last->found && last->has_batch_watermark,
+						last->batch_watermark, res, &agg_folded, &agg_closed);
+	else
+	{
+		cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
+		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
 	for (int s = 0; s < 2; s++)
 		if (sql->matched[s])
 			cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
@@ -1023,12 +1208,14 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	cq_spi_exec_cached(sql->count, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	for (int s = 0; s < 2; s++)
 		rows[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, s + 1, &isnull));
+	agg_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 
-	/* step 4: watermarks */
+	/* step 4: watermarks (state rows: both buffers and the aggregation's groups) */
 	res->input_rows = r[0].rows + r[1].rows;
-	res->state_updated = r[0].added + r[1].added;
-	res->state_total = rows[0] + rows[1];
-	res->dropped_by_watermark = r[0].late + r[1].late;
+	res->state_updated = r[0].added + r[1].added + agg_folded;
+	res->state_total = rows[0] + rows[1] + agg_rows;
+	res->state_removed += agg_closed;
+	res->dropped_by_watermark += r[0].late + r[1].late;
 	res->has_event_time = false;
 	for (int s = 0; s < 2; s++)
 	{
@@ -1086,7 +1273,8 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 	JoinSql		sql;
 	bool		history = !last->found && cq_query_reads_history(q);
 	const char *prev_text = last->found ? last->end_offset : q->start_offset;
-	bool		bounded = an->join->side[0].bounded || an->join->side[1].bounded;
+	/* a new watermark shrinks the buffers, or closes windows of an aggregation */
+	bool		bounded = an->join->side[0].bounded || an->join->side[1].bounded || an->is_aggregate;
 	bool		nodata_due;
 	bool		rebuild_needed;
 	bool		ran;
@@ -1136,7 +1324,7 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 			res->state_total = rebuild(an, q, &sql, last, &res->rebuild_ms);
 	}
 	ran = run_batch(an, q, &sql, prev_text, history, nodata_only, nodata_due, res,
-					side_has, side_wm, rows, dropped);
+					side_has, side_wm, rows, dropped, last);
 	cq_security_restore(&sec);
 
 	if (rebuild_needed)
@@ -1189,7 +1377,13 @@ cq_join_explain(CqQuery *q)
 	for (int s = 0; s < 2; s++)
 		appendStringInfo(&buf, "-- 1.%d new rows of %s into its buffer, late rows counted:\n%s;\n", s + 1,
 						 get_rel_name(an->join->side[s].relid), sql.add[s]);
-	appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
+	if (sql.fold)
+		appendStringInfo(&buf, "-- 2. the matches, aggregated into the state ($5 = the aggregation's watermark: the\n"
+						 "-- join's minus the largest eviction lag of its streams; $7 = the same of the previous batch):\n"
+						 "%s;\n-- 2.1 windows closed by the watermark, appended to the target:\n%s;\n",
+						 sql.fold, sql.close);
+	else
+		appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
 	for (int s = 0; s < 2; s++)
 		if (sql.matched[s])
 			appendStringInfo(&buf, "-- 2.%d outer join: rows of %s that matched in this batch are marked:\n%s;\n",
@@ -1230,5 +1424,5 @@ cq_join_restored(CqQuery *q)
 	cq_security_restore(&sec);
 	CommandCounterIncrement();
 	cq_join_create(an, q->name, q->id, q->owner, &q->opts);
-	q->state_table = cq_objects_relid(buffer_prefix[0], q->id);
+	q->state_table = cq_objects_relid(an->is_aggregate ? "s" : buffer_prefix[0], q->id);
 }
