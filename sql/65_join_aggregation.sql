@@ -168,6 +168,38 @@ INSERT INTO ja_in2 VALUES (7, to_timestamp(7)), (8, to_timestamp(8)), (20, to_ti
 SELECT ja_step('ja_win');                          -- [5, 10): 5 and 8, not 7 -> (5, 2)
 
 ------------------------------------------------------------------------------
+-- max_rows_per_trigger (Spark's maxOffsetsPerTrigger) over both streams: a
+-- batch ends after the first transactions whose rows of both streams reach
+-- the limit, never splitting one (also for a join without aggregation)
+------------------------------------------------------------------------------
+CREATE TABLE ja_m1 (value1 int, eventtime1 timestamptz);
+CREATE TABLE ja_m2 (value2 int, eventtime2 timestamptz);
+CREATE TABLE ja_lim
+  WITH (cq.source = 'ja_m1, ja_m2', cq.event_time = 'ja_m1.eventtime1, ja_m2.eventtime2',
+        cq.watermark = '0 seconds', cq.trigger = 'available_now', cq.max_rows_per_trigger = 3)
+AS SELECT extract(epoch FROM date_bin('5 seconds', a.eventtime1, 'epoch'))::int AS window_start,
+          count(*) AS count
+     FROM ja_m1 a JOIN ja_m2 b ON a.eventtime1 = b.eventtime2
+    GROUP BY date_bin('5 seconds', a.eventtime1, 'epoch');
+CREATE TABLE ja_lim_rows
+  WITH (cq.source = 'ja_m1, ja_m2', cq.event_time = 'ja_m1.eventtime1, ja_m2.eventtime2',
+        cq.watermark = '0 seconds', cq.trigger = 'available_now', cq.max_rows_per_trigger = 3)
+AS SELECT a.value1, b.value2 FROM ja_m1 a JOIN ja_m2 b ON a.eventtime1 = b.eventtime2;
+INSERT INTO ja_m1 SELECT x, to_timestamp(x) FROM generate_series(1, 2) x;
+INSERT INTO ja_m2 SELECT x, to_timestamp(x) FROM generate_series(1, 2) x;
+INSERT INTO ja_m1 VALUES (3, to_timestamp(3));
+INSERT INTO ja_m2 VALUES (3, to_timestamp(3));
+INSERT INTO ja_m1 SELECT x, to_timestamp(x) FROM generate_series(4, 7) x;
+INSERT INTO ja_m2 SELECT x, to_timestamp(x) FROM generate_series(4, 7) x;
+SELECT ja_step('ja_lim');                          -- 2, 2 + 1, 1, 4, 4 rows: [0, 5) closes at W 7
+SELECT ja_step('ja_lim_rows');
+-- cq.run(once => true) ignores the limit
+INSERT INTO ja_m1 SELECT x, to_timestamp(x) FROM generate_series(8, 11) x;
+INSERT INTO ja_m2 SELECT x, to_timestamp(x) FROM generate_series(8, 11) x;
+CALL cq.run('ja_lim', once => true);
+SELECT batch_id, num_input_rows FROM cq.progress WHERE name = 'ja_lim' ORDER BY batch_id DESC LIMIT 1;
+
+------------------------------------------------------------------------------
 -- What Spark rejects, and what pg_cq does not aggregate
 ------------------------------------------------------------------------------
 CREATE TABLE ja_a (k int, t timestamptz, v int);

@@ -783,7 +783,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	{
 		cq_join_run_query(in.q, cq_analyze_query((Query *) stringToNode(in.q->query_tree),
 												 &in.q->opts, in.q->name),
-						  &last, in.nodata_only, res);
+						  &last, in.nodata_only, in.unlimited, res);
 		return;
 	}
 

@@ -529,6 +529,9 @@ typedef struct JoinSql
 	char	   *rebuild[2];		/* per stream: refill a lost buffer */
 	char	   *matched[2];		/* outer joins, per preserved stream: mark matched rows */
 	char	   *emit[2];		/* outer joins, per preserved stream: unmatched rows out */
+	char	   *count_xids;		/* max_rows_per_trigger: new rows of both streams per
+								 * transaction ($1..$4, $5 the most to return) */
+	char	   *count_history;	/* rows of both streams from before tracking */
 	char	   *fold;			/* aggregation: the matches into its state ($5, $6, $7) */
 	char	   *close;			/* aggregation: closed windows to the target ($5) */
 } JoinSql;
@@ -692,6 +695,26 @@ build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js
 		js->emit[s] = psprintf("WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) SELECT count(*) FROM o",
 							   cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
 							   buffers_sql(an, bufs, evicted, QUERY_UNMATCHED, 0));
+	}
+	/* max_rows_per_trigger: both streams' new rows per transaction, in id order (offsets.c) */
+	{
+		const char *x[2];
+
+		for (int s = 0; s < 2; s++)
+			x[s] = quote_identifier(get_attname(an->join->side[s].relid,
+												cq_source_tracking_attnum(an->join->side[s].relid), false));
+		js->count_xids = psprintf("SELECT u.x, sum(u.n)::pg_catalog.int8 FROM "
+								  "(SELECT s.%s AS x, count(*) AS n FROM %s s WHERE %s GROUP BY 1 UNION ALL "
+								  "SELECT s.%s AS x, count(*) AS n FROM %s s WHERE %s GROUP BY 1) u "
+								  "GROUP BY u.x ORDER BY u.x LIMIT $5",
+								  x[0], cq_sql_relname_str(an->join->side[0].relid),
+								  range_sql(an->join->side[0].relid, false),
+								  x[1], cq_sql_relname_str(an->join->side[1].relid),
+								  range_sql(an->join->side[1].relid, false));
+		js->count_history = psprintf("SELECT (SELECT count(*) FROM %s s WHERE s.%s IS NULL) + "
+									 "(SELECT count(*) FROM %s s WHERE s.%s IS NULL)",
+									 cq_sql_relname_str(an->join->side[0].relid), x[0],
+									 cq_sql_relname_str(an->join->side[1].relid), x[1]);
 	}
 	js->count = psprintf("SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s), %s",
 						 cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1]),
@@ -1106,10 +1129,41 @@ run_aggregation(CqAnalysis *an, JoinSql *sql, Datum *params, const char *nulls, 
  *	  Steps 1-4 of a batch (file header), as the owner.  False when there
  *	  was nothing to do.
  */
+/*
+ * cut
+ *	  With max_rows_per_trigger, end the batch after the first transactions
+ *	  whose rows of both streams together reach the limit (offsets.c, as for
+ *	  one stream: a transaction is never split).  Returns the end offset;
+ *	  *none when the range it leaves holds no new row.
+ */
+static char *
+cut(CqQuery *q, JoinSql *sql, CqSnap *prev, const char *prev_text, CqSnap *cur, char *cur_text,
+	bool history, bool *none)
+{
+	Datum		params[4];
+	int64		hist = 0;
+	int64		rows;
+
+	if (history)
+	{
+		cq_spi_exec(sql->count_history, SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
+	}
+	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
+	params[1] = xid8_datum(cur->xmax);
+	params[2] = snapshot_datum(cur_text);
+	params[3] = snapshot_datum(prev_text);
+	cur_text = cq_offsets_limit(sql->count_xids, prev, cur, cur_text, params,
+								q->opts.max_rows_per_trigger, hist, &rows);
+	*none = rows == 0 && !history;
+	return cur_text;
+}
+
 static bool
 run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool history,
 		  bool nodata_only, bool nodata_due, CqBatchResult *res, bool side_has[2],
-		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2], CqLastOffset *last)
+		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2], CqLastOffset *last,
+		  bool unlimited)
 {
 	int64		agg_folded = 0;
 	int64		agg_closed = 0;
@@ -1131,6 +1185,11 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	memset(nulls, ' ', sizeof(nulls));
 	memset(r, 0, sizeof(r));
 	nodata = nodata_only || (!history && cq_snap_nothing_new(prev, cur));
+	if (!nodata && q->opts.max_rows_per_trigger > 0 && !unlimited)
+	{
+		cur_text = cut(q, sql, prev, prev_text, cur, cur_text, history, &nodata);
+		cur = cq_snap_parse(cur_text);
+	}
 	if (nodata && !nodata_due)
 		return false;
 	if (nodata)
@@ -1262,11 +1321,12 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
  *	  A batch of a join of two streams, in the caller's transaction and SPI
  *	  connection (batch.c's run_query, which has read the last offset and
  *	  filled res's batch id and watermark).  nodata_only: only a due
- *	  no-data batch.  res->ran is false when there was nothing to do.
+ *	  no-data batch; unlimited: ignore max_rows_per_trigger.  res->ran is
+ *	  false when there was nothing to do.
  */
 void
 cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_only,
-				  CqBatchResult *res)
+				  bool unlimited, CqBatchResult *res)
 {
 	Oid			bufs[2];
 	char	   *late;
@@ -1324,7 +1384,7 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 			res->state_total = rebuild(an, q, &sql, last, &res->rebuild_ms);
 	}
 	ran = run_batch(an, q, &sql, prev_text, history, nodata_only, nodata_due, res,
-					side_has, side_wm, rows, dropped, last);
+					side_has, side_wm, rows, dropped, last, unlimited);
 	cq_security_restore(&sec);
 
 	if (rebuild_needed)

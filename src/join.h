@@ -18,6 +18,6 @@ extern void cq_join_reset(CqQuery *q);
 extern char *cq_join_explain(CqQuery *q);
 extern void cq_join_restored(CqQuery *q);
 extern void cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_only,
-							  CqBatchResult *res);
+							  bool unlimited, CqBatchResult *res);
 
 #endif							/* CQ_JOIN_H */
