@@ -68,6 +68,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
 #include "utils/syscache.h"
@@ -85,6 +86,7 @@
 #include "offsets.h"
 #include "sink.h"
 #include "objects.h"
+#include "plan.h"
 #include "state.h"
 #include "status.h"
 
@@ -1317,6 +1319,220 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 }
 
 /*
+ * Per-backend cache of the analysis and statements of joins, as plan.c
+ * keeps them for other queries: a worker's batches skip re-analysis and
+ * deparsing.  An entry is valid while the query's catalog row is unchanged
+ * and no relation, function, type, operator or schema changed since it was
+ * built (plan.c's generation).  Only what a batch reads of the analysis is
+ * kept: the join's streams and bounds, and whether it aggregates.
+ */
+typedef struct JoinCacheEntry
+{
+	int32		id;				/* hash key: the query's internal id */
+	uint64		generation;
+	char	   *key;			/* catalog values the entry was built from */
+	MemoryContext cxt;
+	CqAnalysis *an;
+	JoinSql		sql;
+	Oid			bufs[2];
+	char	   *late;
+} JoinCacheEntry;
+
+static HTAB *join_entries = NULL;
+
+/*
+ * join_sql_list
+ *	  Every statement text of a JoinSql (NULLs included).
+ */
+static List *
+join_sql_list(JoinSql *js)
+{
+	List	   *l = NIL;
+
+	for (int s = 0; s < 2; s++)
+	{
+		l = lappend(l, js->add[s]);
+		l = lappend(l, js->add_history[s]);
+		l = lappend(l, js->evict[s]);
+		l = lappend(l, js->rebuild[s]);
+		l = lappend(l, js->matched[s]);
+		l = lappend(l, js->emit[s]);
+	}
+	l = lappend(l, js->output);
+	l = lappend(l, js->count);
+	l = lappend(l, js->count_xids);
+	l = lappend(l, js->count_history);
+	l = lappend(l, js->fold);
+	l = lappend(l, js->close);
+	return l;
+}
+
+/*
+ * copy_join_sql
+ *	  A JoinSql's statements, copied into the current memory context.
+ */
+static void
+copy_join_sql(JoinSql *dst, JoinSql *src)
+{
+#define COPY_SQL(f) dst->f = src->f ? pstrdup(src->f) : NULL
+	for (int s = 0; s < 2; s++)
+	{
+		COPY_SQL(add[s]);
+		COPY_SQL(add_history[s]);
+		COPY_SQL(evict[s]);
+		COPY_SQL(rebuild[s]);
+		COPY_SQL(matched[s]);
+		COPY_SQL(emit[s]);
+	}
+	COPY_SQL(output);
+	COPY_SQL(count);
+	COPY_SQL(count_xids);
+	COPY_SQL(count_history);
+	COPY_SQL(fold);
+	COPY_SQL(close);
+#undef COPY_SQL
+}
+
+/*
+ * copy_join_analysis
+ *	  What a batch reads of a join's analysis, copied into the current
+ *	  memory context.
+ */
+static CqAnalysis *
+copy_join_analysis(CqAnalysis *an)
+{
+	CqAnalysis *copy = palloc0(sizeof(CqAnalysis));
+
+	copy->source_relid = an->source_relid;
+	copy->is_aggregate = an->is_aggregate;
+	copy->et_is_tz = an->et_is_tz;
+	copy->has_watermark = an->has_watermark;
+	copy->join = palloc(sizeof(CqJoinSpec));
+	*copy->join = *an->join;
+	for (int s = 0; s < 2; s++)
+	{
+		copy->join->side[s].refname = pstrdup(an->join->side[s].refname);
+		copy->join->side[s].attnos = list_copy(an->join->side[s].attnos);
+	}
+	return copy;
+}
+
+/*
+ * forget_entry
+ *	  Free an entry's saved SPI plans, except those the statements in keep
+ *	  (or NULL) still use, and its memory.
+ */
+static void
+forget_entry(JoinCacheEntry *entry, JoinSql *keep)
+{
+	List	   *keep_sql = keep ? join_sql_list(keep) : NIL;
+	ListCell   *lc,
+			   *lk;
+
+	foreach(lc, join_sql_list(&entry->sql))
+	{
+		bool		kept = false;
+
+		if (lfirst(lc) == NULL)
+			continue;
+		foreach(lk, keep_sql)
+			kept |= lfirst(lk) != NULL && strcmp(lfirst(lk), lfirst(lc)) == 0;
+		if (!kept)
+			cq_spi_plan_forget(lfirst(lc));
+	}
+	MemoryContextDelete(entry->cxt);
+}
+
+/*
+ * join_plan_get
+ *	  The analysis, statements, buffers and table of late rows of a join,
+ *	  from the cache or built now (then cached).  As plan.c, a new entry is
+ *	  built completely before it replaces the old one.  Entries of queries
+ *	  that no longer exist (no view q_<id>) are dropped then.
+ */
+static void
+join_plan_get(CqQuery *q, CqAnalysis **an, JoinSql **sql, Oid bufs[2], char **late)
+{
+	char	   *key = psprintf("%s|%u|%s|%s", cq_plan_key(q), q->opts.join_source_relid,
+							   q->opts.join_event_time ? q->opts.join_event_time : "",
+							   q->opts.join_watermark ? q->opts.join_watermark : "");
+	uint64		gen = cq_plan_generation();
+	JoinCacheEntry *entry;
+	bool		found;
+	CqAnalysis *new_an;
+	JoinSql		new_sql;
+	Oid			new_bufs[2];
+	char	   *new_late;
+	MemoryContext cxt;
+	MemoryContext old;
+	JoinCacheEntry built;
+
+	if (join_entries == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(JoinCacheEntry);
+		join_entries = hash_create("pg_cq joins", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	entry = hash_search(join_entries, &q->id, HASH_FIND, &found);
+	if (!found || entry->generation != gen || strcmp(entry->key, key) != 0)
+	{
+		new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+		if (!buffers(q, new_bufs, &new_late))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
+					 errhint("Drop the query and create it again.")));
+		build_sql(new_an, q, new_bufs, new_late, &new_sql);
+
+		cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq join", ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(cxt);
+		memset(&built, 0, sizeof(built));
+		built.id = q->id;
+		built.generation = gen;
+		built.key = pstrdup(key);
+		built.cxt = cxt;
+		built.an = copy_join_analysis(new_an);
+		copy_join_sql(&built.sql, &new_sql);
+		built.bufs[0] = new_bufs[0];
+		built.bufs[1] = new_bufs[1];
+		built.late = pstrdup(new_late);
+		MemoryContextSwitchTo(old);
+
+		/* nothing fails from here on */
+		entry = hash_search(join_entries, &q->id, HASH_ENTER, &found);
+		if (found)
+			forget_entry(entry, &built.sql);
+		MemoryContextSetParent(cxt, CacheMemoryContext);
+		*entry = built;
+
+		/* the entries of dropped queries */
+		{
+			HASH_SEQ_STATUS status;
+			JoinCacheEntry *e;
+			Oid			nsp = get_namespace_oid("cq_state", true);
+
+			hash_seq_init(&status, join_entries);
+			while ((e = hash_seq_search(&status)) != NULL)
+			{
+				if (e->id == q->id ||
+					(OidIsValid(nsp) && OidIsValid(get_relname_relid(psprintf("q_%d", e->id), nsp))))
+					continue;
+				forget_entry(e, NULL);
+				(void) hash_search(join_entries, &e->id, HASH_REMOVE, NULL);
+			}
+		}
+	}
+	*an = entry->an;
+	*sql = &entry->sql;
+	bufs[0] = entry->bufs[0];
+	bufs[1] = entry->bufs[1];
+	*late = entry->late;
+}
+
+/*
  * cq_join_run_query
  *	  A batch of a join of two streams, in the caller's transaction and SPI
  *	  connection (batch.c's run_query, which has read the last offset and
@@ -1325,16 +1541,16 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
  *	  false when there was nothing to do.
  */
 void
-cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_only,
-				  bool unlimited, CqBatchResult *res)
+cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimited,
+				  CqBatchResult *res)
 {
 	Oid			bufs[2];
 	char	   *late;
-	JoinSql		sql;
+	JoinSql    *sql;
+	CqAnalysis *an;
 	bool		history = !last->found && cq_query_reads_history(q);
 	const char *prev_text = last->found ? last->end_offset : q->start_offset;
-	/* a new watermark shrinks the buffers, or closes windows of an aggregation */
-	bool		bounded = an->join->side[0].bounded || an->join->side[1].bounded || an->is_aggregate;
+	bool		bounded;
 	bool		nodata_due;
 	bool		rebuild_needed;
 	bool		ran;
@@ -1344,12 +1560,9 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 	int64		dropped[2] = {0, 0};
 	CqSecurity	sec;
 
-	if (!buffers(q, bufs, &late))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
-				 errhint("Drop the query and create it again.")));
-	build_sql(an, q, bufs, late, &sql);
+	join_plan_get(q, &an, &sql, bufs, &late);
+	/* a new watermark shrinks the buffers, or closes windows of an aggregation */
+	bounded = an->join->side[0].bounded || an->join->side[1].bounded || an->is_aggregate;
 	res->et_utc = !an->join->side[0].et_is_tz && !an->join->side[1].et_is_tz &&
 		an->join->side[0].et_attno != InvalidAttrNumber;
 
@@ -1381,9 +1594,9 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 		cq_spi_exec(psprintf("TRUNCATE %s, %s", cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1])),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (last->found)
-			res->state_total = rebuild(an, q, &sql, last, &res->rebuild_ms);
+			res->state_total = rebuild(an, q, sql, last, &res->rebuild_ms);
 	}
-	ran = run_batch(an, q, &sql, prev_text, history, nodata_only, nodata_due, res,
+	ran = run_batch(an, q, sql, prev_text, history, nodata_only, nodata_due, res,
 					side_has, side_wm, rows, dropped, last, unlimited);
 	cq_security_restore(&sec);
 
