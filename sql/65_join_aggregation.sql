@@ -114,6 +114,78 @@ INSERT INTO ja_s2 VALUES ('9', '2023-01-01 03:00:00');
 SELECT ja_step('ja_range');                        -- W 03:00, the aggregation's 01:59:59.999 closes [01:40, 01:50)
 
 ------------------------------------------------------------------------------
+-- The same test as Spark wrote it: "stream-stream time interval left outer
+-- join -> aggregation, append mode".  The unmatched ('2', 01:00:30) is
+-- written with NULLs when the join evicts it (W 02:16, bound 01:15:59.999)
+-- and counts in [01:00, 01:10), which closes in that same batch: the
+-- aggregation drops a group as late only by its watermark of the previous
+-- batch (00:14:59.999), and closes windows by this batch's (01:15:59.999).
+-- Spark: (01:00, 01:10, 2).  Then "... right outer join -> aggregation":
+-- the same with the streams swapped, windows of the preserved timestamp2.
+------------------------------------------------------------------------------
+CREATE TABLE ja_o1 (id1 text, timestamp1 timestamptz);
+CREATE TABLE ja_o2 (id2 text, timestamp2 timestamptz);
+CREATE TABLE ja_left
+  WITH (cq.source = 'ja_o1, ja_o2', cq.event_time = 'timestamp1, timestamp2',
+        cq.watermark = '0 seconds', cq.trigger = 'available_now')
+AS SELECT date_bin('10 minutes', s1.timestamp1, 'epoch') AS window_start,
+          date_bin('10 minutes', s1.timestamp1, 'epoch') + interval '10 minutes' AS window_end,
+          count(*) AS cnt
+     FROM ja_o1 s1 LEFT JOIN ja_o2 s2
+       ON s1.id1 = s2.id2
+      AND s1.timestamp1 BETWEEN s2.timestamp2 - interval '1 hour' AND s2.timestamp2 + interval '1 hour'
+    GROUP BY date_bin('10 minutes', s1.timestamp1, 'epoch');
+CREATE TABLE ja_right
+  WITH (cq.source = 'ja_o1, ja_o2', cq.event_time = 'timestamp1, timestamp2',
+        cq.watermark = '0 seconds', cq.trigger = 'available_now')
+AS SELECT date_bin('10 minutes', s2.timestamp2, 'epoch') AS window_start,
+          date_bin('10 minutes', s2.timestamp2, 'epoch') + interval '10 minutes' AS window_end,
+          count(*) AS cnt
+     FROM ja_o1 s1 RIGHT JOIN ja_o2 s2
+       ON s1.id1 = s2.id2
+      AND s1.timestamp1 BETWEEN s2.timestamp2 - interval '1 hour' AND s2.timestamp2 + interval '1 hour'
+    GROUP BY date_bin('10 minutes', s2.timestamp2, 'epoch');
+INSERT INTO ja_o1 VALUES ('1', '2023-01-01 01:00:10'), ('2', '2023-01-01 01:00:30');
+INSERT INTO ja_o2 VALUES ('1', '2023-01-01 01:00:20');
+SELECT ja_step('ja_left');
+INSERT INTO ja_o1 VALUES ('5', '2023-01-01 01:15:00');
+INSERT INTO ja_o2 VALUES ('6', '2023-01-01 01:15:00');
+SELECT ja_step('ja_left');
+INSERT INTO ja_o1 VALUES ('5', '2023-01-01 02:16:00');
+INSERT INTO ja_o2 VALUES ('6', '2023-01-01 02:16:00');
+SELECT ja_step('ja_left');                         -- (01:00, 01:10, 2)
+-- the right outer join over the same rows, windows of the preserved
+-- timestamp2: ('1', 01:00:20) matched -> (01:00, 01:10, 1); the unmatched
+-- ('6', 01:15) is written with NULLs at W 02:16 and waits in [01:10, 01:20)
+SELECT ja_step('ja_right');
+-- its own test: the streams' rows swapped
+CREATE TABLE ja_o3 (id1 text, timestamp1 timestamptz);
+CREATE TABLE ja_o4 (id2 text, timestamp2 timestamptz);
+CREATE TABLE ja_right2
+  WITH (cq.source = 'ja_o3, ja_o4', cq.event_time = 'timestamp1, timestamp2',
+        cq.watermark = '0 seconds', cq.trigger = 'available_now')
+AS SELECT date_bin('10 minutes', s2.timestamp2, 'epoch') AS window_start,
+          date_bin('10 minutes', s2.timestamp2, 'epoch') + interval '10 minutes' AS window_end,
+          count(*) AS cnt
+     FROM ja_o3 s1 RIGHT JOIN ja_o4 s2
+       ON s1.id1 = s2.id2
+      AND s1.timestamp1 BETWEEN s2.timestamp2 - interval '1 hour' AND s2.timestamp2 + interval '1 hour'
+    GROUP BY date_bin('10 minutes', s2.timestamp2, 'epoch');
+INSERT INTO ja_o4 VALUES ('1', '2023-01-01 01:00:10'), ('2', '2023-01-01 01:00:30');
+INSERT INTO ja_o3 VALUES ('1', '2023-01-01 01:00:20');
+SELECT ja_step('ja_right2');
+INSERT INTO ja_o4 VALUES ('5', '2023-01-01 01:15:00');
+INSERT INTO ja_o3 VALUES ('6', '2023-01-01 01:15:00');
+SELECT ja_step('ja_right2');
+INSERT INTO ja_o4 VALUES ('5', '2023-01-01 02:16:00');
+INSERT INTO ja_o3 VALUES ('6', '2023-01-01 02:16:00');
+SELECT ja_step('ja_right2');                       -- (01:00, 01:10, 2)
+-- outer joins keep their buffers logged (matched flags) and so their groups
+SELECT left(relname, 2) AS kind, relpersistence FROM pg_class
+ WHERE relnamespace = 'cq_state'::regnamespace AND relkind = 'r'
+   AND relname ~ (SELECT '_' || id || '$' FROM cq.queries WHERE name = 'ja_left') ORDER BY relname;
+
+------------------------------------------------------------------------------
 -- The window may be over the second stream's event time too (Spark keeps
 -- both), a timestamp without time zone, with other keys and HAVING
 ------------------------------------------------------------------------------
@@ -224,9 +296,9 @@ AS SELECT date_bin('1 minute', a.t + interval '1 second', 'epoch') AS m, count(*
 -- Spark: "Distinct aggregations are not supported on streaming DataFrames/Datasets"
 CREATE TABLE ja_t WITH (cq.source = 'ja_a, ja_b', cq.event_time = 't, t', cq.watermark = '1 minute')
 AS SELECT date_bin('1 minute', a.t, 'epoch') AS m, count(DISTINCT b.w) FROM ja_a a JOIN ja_b b ON a.k = b.k AND a.t = b.t GROUP BY 1;
--- outer joins: Spark aggregates them too; pg_cq does not yet
+-- an outer join without the time bound Spark asks for, aggregated or not
 CREATE TABLE ja_t WITH (cq.source = 'ja_a, ja_b', cq.event_time = 't, t', cq.watermark = '1 minute')
-AS SELECT date_bin('1 minute', a.t, 'epoch') AS m, count(*) FROM ja_a a LEFT JOIN ja_b b ON a.k = b.k AND a.t = b.t GROUP BY 1;
+AS SELECT date_bin('1 minute', a.t, 'epoch') AS m, count(*) FROM ja_a a LEFT JOIN ja_b b ON a.k = b.k GROUP BY 1;
 -- its state is in tables
 CREATE TABLE ja_t WITH (cq.source = 'ja_a, ja_b', cq.event_time = 't, t', cq.watermark = '1 minute',
                         cq.state_storage = 'memory')

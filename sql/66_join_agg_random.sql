@@ -3,7 +3,8 @@
 -- the target equals the plain aggregation over the plain join of every row
 -- processed (minus the rows the join dropped as late, which the test works
 -- out from the watermark in effect), for the windows the aggregation's
--- watermark closed, and the state holds exactly the others.  Midway the
+-- watermark closed, and the state holds exactly the others; also over a
+-- left outer join.  Midway the
 -- buffers are lost as after a crash (unlogged tables emptied, sentinel
 -- gone): the next batch rebuilds them from the sources, the groups' logged
 -- state is kept, and the results stay exact.
@@ -31,6 +32,15 @@ CREATE TABLE jr_agg2
         cq.watermark = '30 seconds, 1 minute', cq.trigger = 'available_now')
 AS SELECT date_bin('20 seconds', c.ts, 'epoch') AS win, count(*) AS n, sum(i.ad) AS ads
      FROM jr_imp i JOIN jr_clk c
+       ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval '1 minute'
+    GROUP BY 1;
+-- a left outer join: impressions without a click count too, once evicted
+CREATE TABLE jr_left
+  WITH (cq.source = 'jr_imp, jr_clk', cq.event_time = 'jr_imp.ts, jr_clk.ts',
+        cq.watermark = '30 seconds, 1 minute', cq.trigger = 'available_now')
+AS SELECT date_bin('30 seconds', i.ts, 'epoch') AS win, count(*) AS n, count(c.ts) AS clicks,
+          sum(c.cost) AS cost
+     FROM jr_imp i LEFT JOIN jr_clk c
        ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval '1 minute'
     GROUP BY 1;
 
@@ -69,6 +79,16 @@ CREATE VIEW jr_oracle2 AS
   SELECT date_bin('20 seconds', cts, 'epoch') AS win, count(*) AS n, sum(ad) AS ads,
          date_bin('20 seconds', cts, 'epoch') + interval '20 seconds' AS e
     FROM jr_join GROUP BY 1;
+-- the plain left join of the rows processed that the join did not drop as
+-- late: in a closed window every impression has left its buffer, so its
+-- row with NULLs (if it matched nothing) has been written
+CREATE VIEW jr_oracle_left AS
+  SELECT date_bin('30 seconds', i.ts, 'epoch') AS win, count(*) AS n, count(c.ts) AS clicks,
+         sum(c.cost) AS cost, date_bin('30 seconds', i.ts, 'epoch') + interval '30 seconds' AS e
+    FROM (SELECT * FROM jr_imp i WHERE NOT EXISTS (SELECT 1 FROM jr_late l WHERE l.side = 0 AND l.id = i.id)) i
+    LEFT JOIN (SELECT * FROM jr_clk c WHERE NOT EXISTS (SELECT 1 FROM jr_late l WHERE l.side = 1 AND l.id = c.id)) c
+      ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval '1 minute'
+   GROUP BY 1;
 -- every group of the oracle is written (closed) or in the state (open)
 CREATE FUNCTION jr_check(r int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -88,6 +108,9 @@ BEGIN
   END IF;
   IF mismatches(f2::regclass, format('SELECT win, n, ads FROM jr_oracle2 WHERE e > %L', w2)) <> 0 THEN
     RAISE EXCEPTION 'round %: the state of jr_agg2 differs from the oracle', r;
+  END IF;
+  IF mismatches('jr_left', format('SELECT win, n, clicks, cost FROM jr_oracle_left WHERE e <= %L', jr_agg_wm('jr_left'))) <> 0 THEN
+    RAISE EXCEPTION 'round %: jr_left differs from the oracle', r;
   END IF;
 END $$;
 -- the final views list the keys and the aggregates as the query does
@@ -115,11 +138,13 @@ BEGIN
     COMMIT;                    -- the batch reads committed rows only
     CALL cq.run('jr_agg');
     CALL cq.run('jr_agg2');
+    CALL cq.run('jr_left');
     PERFORM jr_check(r);
   END LOOP;
 END $$;
 SELECT (SELECT count(*) FROM jr_agg) > 30 AS many_windows, (SELECT sum(n) FROM jr_agg) > 100 AS many_matches,
        (SELECT count(*) FROM jr_agg2) > 20 AS many_windows2,
+       (SELECT sum(n - clicks) FROM jr_left) > 5 AS many_unmatched,
        (SELECT count(*) FROM jr_late) > 0 AS some_late;
 -- both rebuilt their buffers once, and the groups were kept
 SELECT name, state_rebuilt_at IS NOT NULL AS rebuilt FROM cq.queries WHERE name IN ('jr_agg', 'jr_agg2') ORDER BY name;

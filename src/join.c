@@ -272,11 +272,8 @@ typedef enum BufQuery
 	QUERY_MATCHES,				/* its matched rows (an outer join as inner) */
 	QUERY_PAIRS,				/* ctid (tid) of side tid_side's rows that
 								 * match, for the join's ON condition only */
-	QUERY_UNMATCHED,			/* outer joins: the preserved side's rows
+	QUERY_UNMATCHED				/* outer joins: the preserved side's rows
 								 * extended with NULLs */
-	QUERY_AGG_INPUT				/* an aggregation over the join: its matched
-								 * rows as the inner columns the state's d
-								 * CTE aggregates (delta.c) */
 } BufQuery;
 
 /*
@@ -314,10 +311,11 @@ agg_input_tlist(CqAnalysis *an, Query *q)
 
 /*
  * rows_qual
- *	  The condition on stream s's buffer rows for `rows`.
+ *	  The condition on stream s's buffer rows for `rows` (ROWS_EVICTED: with
+ *	  the eviction bound in parameter $bound_param).
  */
 static Node *
-rows_qual(CqJoinSide *side, BufRows rows)
+rows_qual(CqJoinSide *side, BufRows rows, int bound_param)
 {
 	int			batch_att = list_length(side->attnos) + 1;
 
@@ -337,7 +335,7 @@ rows_qual(CqJoinSide *side, BufRows rows)
 		nt->location = -1;
 		return (Node *) make_andclause(list_make2(
 												  make_orclause(list_make2(make_opclause(le, BOOLOID, false, (Expr *) et,
-																						 (Expr *) make_param(1, type),
+																						 (Expr *) make_param(bound_param, type),
 																						 InvalidOid, InvalidOid),
 																		   nt)),
 												  make_notclause((Expr *) makeVar(side->rti, batch_att + 1, BOOLOID,
@@ -401,13 +399,15 @@ range_qual(CqJoinSpec *js)
 }
 
 /*
- * buffers_sql
+ * buffers_sql_ext
  *	  The user's query with each stream replaced by its buffer table, its
- *	  rows restricted by rows[s], made into `what`.  The tree is edited
+ *	  rows restricted by rows[s], made into `what`; with agg_input, its
+ *	  select list is an aggregation's input columns (agg_input_tlist).  The tree is edited
  *	  (columns renumbered to the buffer's), never the text.
  */
 static char *
-buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, int tid_side)
+buffers_sql_ext(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, int tid_side,
+				bool agg_input, int bound_param)
 {
 	Query	   *q = copyObject(an->query);
 	Node	   *extra = NULL;
@@ -415,7 +415,7 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 	int			nest;
 	char	   *sql;
 
-	if (what == QUERY_AGG_INPUT)
+	if (agg_input)
 		agg_input_tlist(an, q);
 
 	/*
@@ -488,6 +488,13 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 																	TIDOID, -1, InvalidOid, 0),
 												   1, "tid", false));
 		q->jointree->quals = NULL;
+		/* no grouping of an aggregation over the join: only pairs */
+		q->groupClause = NIL;
+		q->groupDistinct = false;
+		q->hasAggs = false;
+		q->havingQual = NULL;
+		q->sortClause = NIL;
+		q->distinctClause = NIL;
 	}
 	for (int s = 0; s < 2; s++)
 	{
@@ -501,7 +508,7 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 			 */
 			int			preserved = 1 - s;
 
-			outer->quals = make_and_qual(outer->quals, rows_qual(&an->join->side[s], ROWS_NONE));
+			outer->quals = make_and_qual(outer->quals, rows_qual(&an->join->side[s], ROWS_NONE, bound_param));
 			if (outer->jointype == JOIN_FULL)
 			{
 				outer->jointype = jointree_is_side(outer->larg, an->join->side[preserved].rti) ? JOIN_LEFT : JOIN_RIGHT;
@@ -509,15 +516,25 @@ buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, i
 			}
 		}
 		else
-			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s]));
+			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s], bound_param));
 	}
-	if (what == QUERY_MATCHES || what == QUERY_PAIRS || what == QUERY_AGG_INPUT)
+	if (what == QUERY_MATCHES || what == QUERY_PAIRS)
 		extra = make_and_qual(extra, range_qual(an->join));
 	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
 	nest = cq_security_deparse_begin();
 	sql = pg_get_querydef(q, false);
 	cq_security_deparse_end(nest);
 	return sql;
+}
+
+/*
+ * buffers_sql
+ *	  buffers_sql_ext for the user's select list, eviction bound in $1.
+ */
+static char *
+buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, int tid_side)
+{
+	return buffers_sql_ext(an, bufs, rows, what, tid_side, false, 1);
 }
 
 /* The SQL of a join's batch, built from its analysis (see file header). */
@@ -539,10 +556,7 @@ typedef struct JoinSql
 } JoinSql;
 
 /* Parameters of the statements of an aggregation over a join. */
-#define AGG_NPARAMS 7
-
-static const Oid agg_types[AGG_NPARAMS] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID,
-TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID};
+#define AGG_NPARAMS 9		/* $8, $9: outer joins, each stream's eviction bound */
 
 /*
  * agg_sql
@@ -576,8 +590,26 @@ agg_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], JoinSql *js)
 	an->hash_keys = cq_state_hashed(q->state_table);
 	an->late_param = 7;
 	an->join_delta_sql = psprintf("(%s) UNION ALL (%s)",
-								  buffers_sql(an, bufs, first_new, QUERY_AGG_INPUT, 0),
-								  buffers_sql(an, bufs, second_new, QUERY_AGG_INPUT, 0));
+								  buffers_sql_ext(an, bufs, first_new, QUERY_MATCHES, 0, true, 1),
+								  buffers_sql_ext(an, bufs, second_new, QUERY_MATCHES, 0, true, 1));
+	/*
+	 * Outer joins: a preserved stream's unmatched rows leaving its buffer in
+	 * this batch (event time at or below the bound in $8 or $9, NULL when
+	 * nothing is evicted), extended with NULLs, are input rows too.
+	 */
+	for (int s = 0; s < 2; s++)
+	{
+		BufRows		evicted[2];
+
+		if (!an->join->side[s].preserved)
+			continue;
+		evicted[s] = ROWS_EVICTED;
+		evicted[1 - s] = ROWS_NONE;
+		an->join_delta_sql = psprintf("%s UNION ALL (SELECT * FROM (%s) u WHERE $%d IS NOT NULL)",
+									  an->join_delta_sql,
+									  buffers_sql_ext(an, bufs, evicted, QUERY_UNMATCHED, 0, true, 8 + s),
+									  8 + s);
+	}
 	js->fold = psprintf("WITH %s SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM m WHERE _ins), "
 						"(SELECT count(*) FROM d WHERE NOT (%s))",
 						cq_state_upsert_ctes(an, state, false, false, false),
@@ -694,6 +726,8 @@ build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js
 								  cq_sql_relname_str(bufs[s]), CQ_JOIN_MATCHED_COLUMN, CQ_JOIN_MATCHED_COLUMN);
 		evicted[s] = ROWS_EVICTED;
 		evicted[1 - s] = ROWS_NONE;
+		if (an->is_aggregate)
+			continue;			/* they are the aggregation's input (agg_sql) */
 		js->emit[s] = psprintf("WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) SELECT count(*) FROM o",
 							   cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
 							   buffers_sql(an, bufs, evicted, QUERY_UNMATCHED, 0));
@@ -1099,6 +1133,8 @@ run_aggregation(CqAnalysis *an, JoinSql *sql, Datum *params, const char *nulls, 
 {
 	Datum		p[AGG_NPARAMS];
 	char		n[AGG_NPARAMS];
+	Oid			types[AGG_NPARAMS] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID,
+	TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	TimestampTz w;
 	bool		isnull;
 	HeapTuple	tup;
@@ -1110,8 +1146,18 @@ run_aggregation(CqAnalysis *an, JoinSql *sql, Datum *params, const char *nulls, 
 	p[4] = TimestampTzGetDatum(n[4] == ' ' ? w : 0);
 	n[6] = agg_watermark(an->join, late_has, late_wm, &w) ? ' ' : 'n';
 	p[6] = TimestampTzGetDatum(n[6] == ' ' ? w : 0);
+	/* the eviction bounds of step 3, as values of the event-time columns' types */
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
 
-	cq_spi_exec_cached(sql->fold, SPI_OK_SELECT, AGG_NPARAMS, (Oid *) agg_types, p, n);
+		types[7 + s] = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+		n[7 + s] = side->preserved && side->bounded && res->has_watermark &&
+			!pg_add_s64_overflow(res->watermark, side->bound_us, &w) ? ' ' : 'n';
+		p[7 + s] = TimestampTzGetDatum(n[7 + s] == ' ' ? w : 0);
+	}
+
+	cq_spi_exec_cached(sql->fold, SPI_OK_SELECT, AGG_NPARAMS, types, p, n);
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	*folded = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
@@ -1120,7 +1166,7 @@ run_aggregation(CqAnalysis *an, JoinSql *sql, Datum *params, const char *nulls, 
 	res->output_rows = 0;
 	if (n[4] == ' ')
 	{
-		cq_spi_exec_cached(sql->close, SPI_OK_SELECT, AGG_NPARAMS, (Oid *) agg_types, p, n);
+		cq_spi_exec_cached(sql->close, SPI_OK_SELECT, AGG_NPARAMS, types, p, n);
 		*closed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	}
@@ -1231,16 +1277,22 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	/* step 2: the matches (into the aggregation's state, if it aggregates) */
 	res->dropped_by_watermark = 0;
 	if (sql->fold)
+	{
+		/* outer joins: unmatched rows to evict feed the aggregation, matched ones marked first */
+		for (int s = 0; s < 2; s++)
+			if (sql->matched[s])
+				cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
 		run_aggregation(an, sql, params, nulls, last->found && last->has_batch_watermark,
 						last->batch_watermark, res, &agg_folded, &agg_closed);
+	}
 	else
 	{
 		cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
 		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		for (int s = 0; s < 2; s++)
+			if (sql->matched[s])
+				cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
 	}
-	for (int s = 0; s < 2; s++)
-		if (sql->matched[s])
-			cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
 
 	/* step 3: eviction with the watermark in effect (outer joins: unmatched rows out first) */
 	res->state_removed = 0;

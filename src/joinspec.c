@@ -467,7 +467,7 @@ event_times(CqJoinSpec *js, Query *q, CqOptions *opts, bool stored)
  *	  not support over one yet.
  */
 static void
-check_shape(CqJoinSpec *js, Query *q, CqOptions *opts, const char *name)
+check_shape(Query *q, CqOptions *opts, const char *name)
 {
 	bool		aggregates = q->hasAggs || q->groupClause != NIL || q->havingQual != NULL;
 
@@ -481,16 +481,8 @@ check_shape(CqJoinSpec *js, Query *q, CqOptions *opts, const char *name)
 	/*
 	 * Spark (3.5+, multiple stateful operators) aggregates the output of a
 	 * stream-stream join in append mode, windowed on an event time of the
-	 * join (analyze.c checks that as for one stream); pg_cq does so for
-	 * inner joins.
+	 * join: analyze.c checks that as for one stream.
 	 */
-	if (aggregates && js->jointype != JOIN_INNER)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregation over an outer join of two streams is not supported"),
-				 errdetail("Continuous query \"%s\" aggregates a %s join; pg_cq aggregates only inner joins of two streams.",
-						   name, js->jointype == JOIN_FULL ? "full" : js->jointype == JOIN_LEFT ? "left" : "right"),
-				 errhint("Write the joined rows to a target and aggregate them with another continuous query.")));
 	if (q->distinctClause != NIL && !aggregates)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -620,7 +612,7 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 	find_streams(js, q, relids);
 	js->jointype = JOIN_INNER;
 	check_jointree(js, q, (Node *) q->jointree);
-	check_shape(js, q, opts, name);
+	check_shape(q, opts, name);
 	event_times(js, q, opts, stored);
 
 	/* the columns each buffer keeps; no whole-row or system columns */
