@@ -22,7 +22,7 @@ my @LAYERS = qw(
     guc shmem wakeup security sql_builder timeexpr
     options catalog progress combine aggregates joinspec analyze
     tracking stamp offsets delta state sink dedup session store_private store store_fold plan
-    objects restore status join batch runner
+    objects restore status join_sql join batch runner
     launcher scheduler worker
     api explain control ddl truncate window
     pg_cq

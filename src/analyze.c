@@ -569,8 +569,15 @@ is_event_time(CqAnalysis *an, Node *expr)
 {
 	while (expr && IsA(expr, RelabelType))
 		expr = (Node *) ((RelabelType *) expr)->arg;
-	return expr && IsA(expr, Var) && ((Var *) expr)->varno == an->source_rti &&
-		((Var *) expr)->varattno == an->et_attno && ((Var *) expr)->varlevelsup == 0;
+	if (expr == NULL || !IsA(expr, Var) || ((Var *) expr)->varlevelsup != 0)
+		return false;
+	/* a join of two streams: the event time of either stream (Spark keeps both) */
+	for (int s = 0; an->join && s < 2; s++)
+		if (((Var *) expr)->varno == (int) an->join->side[s].rti &&
+			((Var *) expr)->varattno == an->join->side[s].et_attno &&
+			an->join->side[s].et_attno != InvalidAttrNumber)
+			return true;
+	return ((Var *) expr)->varno == an->source_rti && ((Var *) expr)->varattno == an->et_attno;
 }
 
 /*
@@ -1169,6 +1176,32 @@ analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
 }
 
 /*
+ * analyze_join_aggregation
+ *	  An aggregation over a join of two streams (Spark 3.5+: a stateful
+ *	  operator after a stream-stream join, append mode only, joinspec.c):
+ *	  as over one stream, the append mode needs a grouping key that is an
+ *	  event-time column of one of the streams or a window over it.  Its
+ *	  window end's type is that column's.  DISTINCT aggregates are not
+ *	  supported here (Spark rejects them on streams).
+ */
+static void check_date_bin_strides(CqAnalysis *an);
+
+static void
+analyze_join_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
+{
+	analyze_aggregation(an, opts, name);
+	check_date_bin_strides(an);
+	if (an->distinct_sets != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT aggregates over a join of two streams are not supported"),
+				 errdetail("Spark: distinct aggregations are not supported on streaming DataFrames/Datasets."),
+				 errhint("Use approx_count_distinct-like aggregates (hll) or aggregate the joined rows in another continuous query.")));
+	if (an->wm_key >= 0)
+		an->et_is_tz = exprType(list_nth(an->group_exprs, an->wm_key)) == TIMESTAMPTZOID;
+}
+
+/*
  * check_date_bin_strides
  *	  Constant date_bin strides of the grouping keys are checked at
  *	  creation too.
@@ -1348,6 +1381,9 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 		an->et_is_tz = an->join->side[0].et_is_tz;
 		an->has_watermark = an->join->has_watermark;
 		an->wm_key = -1;
+		an->is_aggregate = q->hasAggs || q->groupClause != NIL || q->havingQual != NULL;
+		if (an->is_aggregate)
+			analyze_join_aggregation(an, opts, name);
 		collect_outputs(an);
 		return an;
 	}

@@ -70,6 +70,10 @@ typedef struct CqAnalysis
 								 * the gap is an expression per row */
 	/* a join of two streams (joinspec.c, join.c), or NULL */
 	CqJoinSpec *join;
+	/* an aggregation over it (join.c sets these to build its batches) */
+	char	   *join_delta_sql; /* the rows to aggregate: the batch's matches */
+	int			late_param;		/* $n of the watermark late groups are
+								 * dropped by (0: $5, the eviction one) */
 
 	/* set by cq_plan_build */
 	bool		single_scan;	/* batch rows counted by the main statement itself */

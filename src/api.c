@@ -854,6 +854,16 @@ cq_api_alter_query(const char *name, const char *query_text)
 		CqSecurity	sec;
 
 		cq_joinspec_check_change(old_an->join, old_an->query, new_an->join, new_an->query, name);
+		/* an aggregation over it: its state is made for its keys, aggregates and HAVING */
+		if (new_an->is_aggregate != old_an->is_aggregate ||
+			(new_an->is_aggregate &&
+			 (strcmp(cq_analyze_state_signature(new_an), cq_analyze_state_signature(old_an)) != 0 ||
+			  !equal(new_an->query->havingQual, old_an->query->havingQual))))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot change the grouping keys, aggregates, windows, HAVING or tables of continuous query \"%s\"", name),
+					 errdetail("The state of its aggregation over a join of two streams was built for them; only filters and the select list may change."),
+					 errhint("Drop the query and create it again.")));
 		ExecCheckRTPerms(new_an->query->rtable, true);
 		check_target_columns(new_an, q->target, name);
 		cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));

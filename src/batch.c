@@ -781,9 +781,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	/* a join of two streams runs its own batches (join.c) */
 	if (OidIsValid(in.q->opts.join_source_relid))
 	{
-		cq_join_run_query(in.q, cq_analyze_query((Query *) stringToNode(in.q->query_tree),
-												 &in.q->opts, in.q->name),
-						  &last, in.nodata_only, res);
+		cq_join_run_query(in.q, &last, in.nodata_only, in.unlimited, res);
 		return;
 	}
 

@@ -138,10 +138,14 @@ cq_delta_quals(CqAnalysis *an, bool history)
 char *
 cq_delta_inner_sql(CqAnalysis *an, bool history)
 {
-	Query	   *q = copyObject(an->query);
+	Query	   *q;
 	char	   *sql;
 	int			nest;
 
+	/* an aggregation over a join of two streams: the batch's matches (join.c) */
+	if (an->join_delta_sql)
+		return pstrdup(an->join_delta_sql);
+	q = copyObject(an->query);
 	q->jointree->quals = make_and_qual(q->jointree->quals, cq_delta_quals(an, history));
 	q->sortClause = NIL;
 

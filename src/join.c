@@ -42,6 +42,13 @@
  * sources: every row processed by the last committed batch that was not
  * dropped as late (jd_<id>) and is above the last eviction bound.
  *
+ * An aggregation over the join (Spark 3.5+, append mode) takes the
+ * matches of step 2, and an outer join's NULL-extended rows of step 3, as
+ * its input rows: they are folded into its state table (always logged:
+ * objects.c) and the windows its watermark closes are written
+ * (agg_watermark, run_aggregation).  The statements are built in
+ * join_sql.c and cached per backend (join_plan_get).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -68,6 +75,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
 #include "utils/syscache.h"
@@ -75,6 +83,7 @@
 #include "nodes/readfuncs.h"
 
 #include "join.h"
+#include "join_sql.h"
 #include "delta.h"
 #include "guc.h"
 #include "security.h"
@@ -85,6 +94,8 @@
 #include "offsets.h"
 #include "sink.h"
 #include "objects.h"
+#include "plan.h"
+#include "state.h"
 #include "status.h"
 
 #define NPARAMS 6				/* $1..$6 of the batch statements */
@@ -116,108 +127,6 @@ snapshot_datum(const char *text)
 }
 
 /*
- * et_sql
- *	  A side's event time as a timestamptz, from column `col` (SQL) of its
- *	  event-time column's type: a timestamp's value at UTC, exactly.
- */
-static char *
-et_sql(CqJoinSide *side, const char *col)
-{
-	if (side->et_attno == InvalidAttrNumber)
-		return "NULL::pg_catalog.timestamptz";
-	if (side->et_is_tz)
-		return pstrdup(col);
-	return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, %s)", col);
-}
-
-/*
- * src_et_sql
- *	  A side's event time read from source alias s, as et_sql.
- */
-static char *
-src_et_sql(CqJoinSide *side)
-{
-	if (side->et_attno == InvalidAttrNumber)
-		return "NULL::pg_catalog.timestamptz";
-	return et_sql(side, psprintf("s.%s", quote_identifier(get_attname(side->relid, side->et_attno, false))));
-}
-
-/*
- * param_et_sql
- *	  Timestamptz parameter $n as a value comparable to the side's
- *	  event-time column itself (lets an index on it serve).
- */
-static char *
-param_et_sql(CqJoinSide *side, int n)
-{
-	if (side->et_is_tz)
-		return psprintf("$%d", n);
-	return psprintf("pg_catalog.timezone('UTC'::pg_catalog.text, $%d)", n);
-}
-
-/*
- * buffer_column_list
- *	  "a3, a5" (with prefix before each), the buffer columns of a side.
- */
-static char *
-buffer_column_list(CqJoinSide *side, const char *prefix)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	foreach(lc, side->attnos)
-		appendStringInfo(&buf, "%s%sa%d", buf.len ? ", " : "", prefix, lfirst_int(lc));
-	return buf.data;
-}
-
-/*
- * source_column_list
- *	  "s.x AS a3, s.y AS a5", the source columns a side's buffer keeps.
- */
-static char *
-source_column_list(CqJoinSide *side)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	foreach(lc, side->attnos)
-		appendStringInfo(&buf, "%ss.%s AS a%d", buf.len ? ", " : "",
-						 quote_identifier(get_attname(side->relid, lfirst_int(lc), false)),
-						 lfirst_int(lc));
-	return buf.data;
-}
-
-/*
- * range_sql
- *	  The rows of alias s in the offset range $1..$4 (delta.c's predicate,
- *	  as text); history: batch 0 also reads rows from before tracking.
- */
-static char *
-range_sql(Oid relid, bool history)
-{
-	const char *x = quote_identifier(get_attname(relid, cq_source_tracking_attnum(relid), false));
-
-	if (history)
-		return psprintf("(s.%1$s IS NULL OR (s.%1$s OPERATOR(pg_catalog.<) $2 "
-						"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3)))", x);
-	return psprintf("s.%1$s OPERATOR(pg_catalog.>=) $1 AND s.%1$s OPERATOR(pg_catalog.<) $2 "
-					"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3) "
-					"AND NOT pg_catalog.pg_visible_in_snapshot(s.%1$s, $4)", x);
-}
-
-/*
- * jointree_is_side
- *	  Is the join-tree node the RangeTblRef of range-table index rti?
- */
-static bool
-jointree_is_side(Node *node, Index rti)
-{
-	return node && IsA(node, RangeTblRef) && ((RangeTblRef *) node)->rtindex == (int) rti;
-}
-
-/*
  * get_rel_owner_oid
  *	  The owner of a relation.
  */
@@ -232,369 +141,6 @@ get_rel_owner_oid(Oid relid)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
-}
-
-/*
- * make_param
- *	  External parameter $n of the given type.
- */
-static Param *
-make_param(int n, Oid type)
-{
-	Param	   *p = makeNode(Param);
-
-	p->paramkind = PARAM_EXTERN;
-	p->paramid = n;
-	p->paramtype = type;
-	p->paramtypmod = -1;
-	p->paramcollid = InvalidOid;
-	p->location = -1;
-	return p;
-}
-
-/* Which buffered rows of a stream a statement reads (buffers_sql). */
-typedef enum BufRows
-{
-	ROWS_ALL,					/* every buffered row */
-	ROWS_NEW,					/* added by this batch ($6) */
-	ROWS_OLD,					/* added before this batch */
-	ROWS_EVICTED,				/* outer joins: unmatched rows at or below the
-								 * eviction bound ($1), or without event time */
-	ROWS_NONE					/* none (the nullable side of ROWS_EVICTED) */
-} BufRows;
-
-/* What buffers_sql makes of the user's query. */
-typedef enum BufQuery
-{
-	QUERY_MATCHES,				/* its matched rows (an outer join as inner) */
-	QUERY_PAIRS,				/* ctid (tid) of side tid_side's rows that
-								 * match, for the join's ON condition only */
-	QUERY_UNMATCHED				/* outer joins: the preserved side's rows
-								 * extended with NULLs */
-} BufQuery;
-
-/*
- * rows_qual
- *	  The condition on stream s's buffer rows for `rows`.
- */
-static Node *
-rows_qual(CqJoinSide *side, BufRows rows)
-{
-	int			batch_att = list_length(side->attnos) + 1;
-
-	if (rows == ROWS_ALL)
-		return NULL;
-	if (rows == ROWS_NONE)
-		return (Node *) makeBoolConst(false, false);
-	if (rows == ROWS_EVICTED)
-	{
-		Oid			type = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
-		Var		   *et = makeVar(side->rti, cq_joinspec_buffer_attno(side, side->et_attno), type, -1, InvalidOid, 0);
-		Oid			le = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("<=")), type, type);
-		NullTest   *nt = makeNode(NullTest);
-
-		nt->arg = (Expr *) copyObject(et);
-		nt->nulltesttype = IS_NULL;
-		nt->location = -1;
-		return (Node *) make_andclause(list_make2(
-												  make_orclause(list_make2(make_opclause(le, BOOLOID, false, (Expr *) et,
-																						 (Expr *) make_param(1, type),
-																						 InvalidOid, InvalidOid),
-																		   nt)),
-												  make_notclause((Expr *) makeVar(side->rti, batch_att + 1, BOOLOID,
-																				  -1, InvalidOid, 0))));
-	}
-	return (Node *) make_opclause(OpernameGetOprid(list_make2(makeString("pg_catalog"),
-															  makeString(rows == ROWS_NEW ? "=" : "<")),
-												   INT8OID, INT8OID),
-								  BOOLOID, false,
-								  (Expr *) makeVar(side->rti, batch_att, INT8OID, -1, InvalidOid, 0),
-								  (Expr *) make_param(6, INT8OID), InvalidOid, InvalidOid);
-}
-
-/*
- * range_qual
- *	  For matches (QUERY_MATCHES, QUERY_PAIRS): "a.et >= b.et + bound_a"
- *	  for each stream a that the join condition bounds by the other stream
- *	  b's event time, over the buffer columns.  Redundant: eviction rests on
- *	  the same implication (a row of a with a.et <= W + bound_a matches no
- *	  row of b with b.et > W, so every match has a.et >= b.et + bound_a),
- *	  but the planner can use it as an index range on a's event time for
- *	  each row of b: the user's condition, written "c.ts <= i.ts + 1 hour",
- *	  gives only one end of the range of i.ts, and a batch with many new
- *	  rows then scans most of the other buffer once per new row.
- */
-static Node *
-range_qual(CqJoinSpec *js)
-{
-	Node	   *qual = NULL;
-
-	for (int s = 0; s < 2; s++)
-	{
-		CqJoinSide *a = &js->side[s];
-		CqJoinSide *b = &js->side[1 - s];
-		Oid			type = a->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
-		Interval   *iv;
-		Oid			plus;
-		Oid			ge;
-		Expr	   *rhs;
-
-		if (!a->bounded || a->et_attno == InvalidAttrNumber || b->et_attno == InvalidAttrNumber ||
-			a->et_is_tz != b->et_is_tz)
-			continue;
-		iv = palloc0(sizeof(Interval));
-		iv->time = a->bound_us;
-		plus = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("+")), type, INTERVALOID);
-		ge = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(">=")), type, type);
-		if (!OidIsValid(plus) || !OidIsValid(ge))
-			continue;
-		rhs = make_opclause(plus, type, false,
-							(Expr *) makeVar(b->rti, cq_joinspec_buffer_attno(b, b->et_attno), type, -1, InvalidOid, 0),
-							(Expr *) makeConst(INTERVALOID, -1, InvalidOid, sizeof(Interval),
-											   IntervalPGetDatum(iv), false, false),
-							InvalidOid, InvalidOid);
-		qual = make_and_qual(qual, (Node *) make_opclause(ge, BOOLOID, false,
-														  (Expr *) makeVar(a->rti, cq_joinspec_buffer_attno(a, a->et_attno),
-																		   type, -1, InvalidOid, 0),
-														  rhs, InvalidOid, InvalidOid));
-	}
-	return qual;
-}
-
-/*
- * buffers_sql
- *	  The user's query with each stream replaced by its buffer table, its
- *	  rows restricted by rows[s], made into `what`.  The tree is edited
- *	  (columns renumbered to the buffer's), never the text.
- */
-static char *
-buffers_sql(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery what, int tid_side)
-{
-	Query	   *q = copyObject(an->query);
-	Node	   *extra = NULL;
-	JoinExpr   *outer = NULL;
-	int			nest;
-	char	   *sql;
-
-	/*
-	 * The columns of JOIN ... ON/USING aliases list every column of the
-	 * streams; those the buffers do not keep become dropped (NULL) entries,
-	 * which the query does not read (joinspec.c follows those it reads).
-	 */
-	{
-		ListCell   *lc;
-
-		foreach(lc, q->rtable)
-		{
-			RangeTblEntry *rte = lfirst(lc);
-			ListCell   *la;
-
-			if (rte->rtekind != RTE_JOIN)
-				continue;
-			foreach(la, rte->joinaliasvars)
-			{
-				Node	   *n = strip_implicit_coercions(lfirst(la));
-
-				for (int s = 0; n && IsA(n, Var) && s < 2; s++)
-					if (((Var *) n)->varno == (int) an->join->side[s].rti &&
-						((Var *) n)->varlevelsup == 0 &&
-						cq_joinspec_buffer_attno(&an->join->side[s], ((Var *) n)->varattno) == InvalidAttrNumber)
-						lfirst(la) = NULL;
-			}
-		}
-	}
-	for (int s = 0; s < 2; s++)
-	{
-		CqJoinSide *side = &an->join->side[s];
-		int			natts = llast_int(side->attnos);	/* the largest column read */
-		AttrMap    *map = make_attrmap(natts);
-		bool		whole_row = false;
-		RangeTblEntry *rte;
-		List	   *colnames = NIL;
-		ListCell   *lc;
-
-		for (int a = 1; a <= natts; a++)
-			map->attnums[a - 1] = cq_joinspec_buffer_attno(side, a);
-		q = (Query *) map_variable_attnos((Node *) q, side->rti, 0, map, InvalidOid, &whole_row);
-		rte = rt_fetch(side->rti, q->rtable);
-		rte->relid = bufs[s];
-		rte->relkind = RELKIND_RELATION;
-		rte->inh = false;
-		foreach(lc, side->attnos)
-			colnames = lappend(colnames, makeString(psprintf("a%d", lfirst_int(lc))));
-		colnames = lappend(colnames, makeString(CQ_JOIN_BATCH_COLUMN));
-		if (an->join->jointype != JOIN_INNER)
-			colnames = lappend(colnames, makeString(CQ_JOIN_MATCHED_COLUMN));
-		rte->alias = makeAlias(side->refname, NIL);
-		rte->eref = makeAlias(side->refname, colnames);
-	}
-
-	/* the outer join of the two streams (joinspec.c: the only item in FROM) */
-	if (an->join->jointype != JOIN_INNER)
-		outer = (JoinExpr *) linitial(q->jointree->fromlist);
-	if (outer && what != QUERY_UNMATCHED)
-	{
-		/* matched rows are those of the inner join */
-		outer->jointype = JOIN_INNER;
-		rt_fetch(outer->rtindex, q->rtable)->jointype = JOIN_INNER;
-	}
-	if (what == QUERY_PAIRS)
-	{
-		/* rows that satisfy the ON condition, whatever WHERE says of the result */
-		q->targetList = list_make1(makeTargetEntry((Expr *) makeVar(an->join->side[tid_side].rti,
-																	SelfItemPointerAttributeNumber,
-																	TIDOID, -1, InvalidOid, 0),
-												   1, "tid", false));
-		q->jointree->quals = NULL;
-	}
-	for (int s = 0; s < 2; s++)
-	{
-		if (what == QUERY_UNMATCHED && rows[s] == ROWS_NONE)
-		{
-			/*
-			 * The nullable side reads nothing: ON ... AND false, and the
-			 * preserved side's rows come out extended with NULLs; a full
-			 * join does so as a left or right join, so that the other side's
-			 * rows do not come out too.
-			 */
-			int			preserved = 1 - s;
-
-			outer->quals = make_and_qual(outer->quals, rows_qual(&an->join->side[s], ROWS_NONE));
-			if (outer->jointype == JOIN_FULL)
-			{
-				outer->jointype = jointree_is_side(outer->larg, an->join->side[preserved].rti) ? JOIN_LEFT : JOIN_RIGHT;
-				rt_fetch(outer->rtindex, q->rtable)->jointype = outer->jointype;
-			}
-		}
-		else
-			extra = make_and_qual(extra, rows_qual(&an->join->side[s], rows[s]));
-	}
-	if (what == QUERY_MATCHES || what == QUERY_PAIRS)
-		extra = make_and_qual(extra, range_qual(an->join));
-	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
-	nest = cq_security_deparse_begin();
-	sql = pg_get_querydef(q, false);
-	cq_security_deparse_end(nest);
-	return sql;
-}
-
-/* The SQL of a join's batch, built from its analysis (see file header). */
-typedef struct JoinSql
-{
-	char	   *add[2];			/* per stream: new rows into buffer (history / not) */
-	char	   *add_history[2];
-	char	   *output;			/* matches into the target */
-	char	   *evict[2];		/* per stream: rows that can no longer match */
-	char	   *count;			/* rows in the buffers */
-	char	   *rebuild[2];		/* per stream: refill a lost buffer */
-	char	   *matched[2];		/* outer joins, per preserved stream: mark matched rows */
-	char	   *emit[2];		/* outer joins, per preserved stream: unmatched rows out */
-} JoinSql;
-
-/*
- * build_sql
- *	  Every statement of a join's batches.  Buffers bufs, late rows in
- *	  `late` (quoted names).
- */
-static void
-build_sql(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, JoinSql *js)
-{
-	static const BufRows first_new[2] = {ROWS_NEW, ROWS_ALL};
-	static const BufRows second_new[2] = {ROWS_OLD, ROWS_NEW};
-	bool		reads_history = cq_query_reads_history(q);
-
-	for (int s = 0; s < 2; s++)
-	{
-		CqJoinSide *side = &an->join->side[s];
-		const char *buf = cq_sql_relname_str(bufs[s]);
-		const char *src = cq_sql_relname_str(side->relid);
-		const char *xcol = quote_identifier(get_attname(side->relid, cq_source_tracking_attnum(side->relid), false));
-
-		for (int h = 0; h < 2; h++)
-		{
-			char	   *sql = psprintf(
-									   "WITH n AS (SELECT %s, %s AS et, s.%s AS x FROM %s s WHERE %s), "
-									   "i AS (INSERT INTO %s (%s, %s) SELECT %s, $6 FROM n "
-									   "  WHERE $5 IS NULL OR n.et IS NULL OR n.et OPERATOR(pg_catalog.>) $5 RETURNING 1), "
-									   "d AS (INSERT INTO %s (side, xid, ts) SELECT DISTINCT %d::pg_catalog.int2, n.x, n.et FROM n "
-									   "  WHERE n.et OPERATOR(pg_catalog.<=) $5) "
-									   "SELECT count(*), count(*) FILTER (WHERE n.et OPERATOR(pg_catalog.<=) $5), "
-									   "(SELECT count(*) FROM i), "
-									   "min(n.et) FILTER (WHERE pg_catalog.isfinite(n.et)), "
-									   "max(n.et) FILTER (WHERE pg_catalog.isfinite(n.et)), "
-									   "avg(EXTRACT(epoch FROM n.et)) FILTER (WHERE pg_catalog.isfinite(n.et)), "
-									   "count(n.et) FILTER (WHERE pg_catalog.isfinite(n.et)) FROM n",
-									   source_column_list(side), src_et_sql(side),
-									   xcol, src, range_sql(side->relid, h == 1),
-									   buf, buffer_column_list(side, ""), CQ_JOIN_BATCH_COLUMN,
-									   buffer_column_list(side, "n."),
-									   late, s);
-
-			if (h == 0)
-				js->add[s] = sql;
-			else
-				js->add_history[s] = sql;
-		}
-
-		js->evict[s] = psprintf("WITH e AS (DELETE FROM %s b WHERE b.a%d OPERATOR(pg_catalog.<=) %s OR b.a%d IS NULL RETURNING 1), "
-								"l AS (DELETE FROM %s WHERE side OPERATOR(pg_catalog.=) %d::pg_catalog.int2 "
-								"  AND ts OPERATOR(pg_catalog.<=) $1) "
-								"SELECT count(*) FROM e",
-								buf, side->et_attno, param_et_sql(side, 1), side->et_attno, late, s);
-
-		/*
-		 * Rebuild ($1..$4: the processed range, as batch.c's rebuild; $5:
-		 * the last eviction bound or NULL): the processed rows not dropped
-		 * as late and not evicted.
-		 */
-		js->rebuild[s] = psprintf("WITH r AS (INSERT INTO %1$s (%2$s, %3$s) SELECT %4$s, 0 FROM "
-								  "(SELECT %5$s, %6$s AS et, s.%7$s AS x FROM %8$s s WHERE %9$s(s.%7$s OPERATOR(pg_catalog.>=) $1 "
-								  "  AND s.%7$s OPERATOR(pg_catalog.<) $2 AND pg_catalog.pg_visible_in_snapshot(s.%7$s, $3) "
-								  "  AND NOT pg_catalog.pg_visible_in_snapshot(s.%7$s, $4))) n "
-								  "WHERE ($5 IS NULL OR n.et OPERATOR(pg_catalog.>) $5) "
-								  "AND NOT EXISTS (SELECT 1 FROM %10$s l WHERE l.side OPERATOR(pg_catalog.=) %11$d::pg_catalog.int2 "
-								  "  AND l.xid OPERATOR(pg_catalog.=) n.x AND l.ts OPERATOR(pg_catalog.=) n.et) RETURNING 1) "
-								  "SELECT count(*) FROM r",
-								  buf, buffer_column_list(side, ""), CQ_JOIN_BATCH_COLUMN,
-								  buffer_column_list(side, "n."),
-								  source_column_list(side),
-								  src_et_sql(side),
-								  xcol, src,
-								  reads_history ? psprintf("s.%s IS NULL OR ", xcol) : "",
-								  late, s);
-	}
-	js->output = psprintf("WITH o AS (INSERT INTO %s (%s) (%s) UNION ALL (%s) RETURNING 1) SELECT count(*) FROM o",
-						  cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
-						  buffers_sql(an, bufs, first_new, QUERY_MATCHES, 0),
-						  buffers_sql(an, bufs, second_new, QUERY_MATCHES, 0));
-
-	/*
-	 * Outer joins: the rows of a preserved side that matched in this batch
-	 * are marked; at eviction the unmatched ones are written extended with
-	 * NULLs ($1 the eviction bound, as a value of the event-time column's
-	 * type).
-	 */
-	for (int s = 0; s < 2; s++)
-	{
-		BufRows		evicted[2];
-
-		js->matched[s] = js->emit[s] = NULL;
-		if (!an->join->side[s].preserved)
-			continue;
-		js->matched[s] = psprintf("WITH p AS ((%s) UNION ALL (%s)) "
-								  "UPDATE %s b SET %s = true FROM p "
-								  "WHERE b.ctid OPERATOR(pg_catalog.=) p.tid AND NOT b.%s",
-								  buffers_sql(an, bufs, first_new, QUERY_PAIRS, s),
-								  buffers_sql(an, bufs, second_new, QUERY_PAIRS, s),
-								  cq_sql_relname_str(bufs[s]), CQ_JOIN_MATCHED_COLUMN, CQ_JOIN_MATCHED_COLUMN);
-		evicted[s] = ROWS_EVICTED;
-		evicted[1 - s] = ROWS_NONE;
-		js->emit[s] = psprintf("WITH o AS (INSERT INTO %s (%s) %s RETURNING 1) SELECT count(*) FROM o",
-							   cq_sql_relname_str(q->target), cq_sink_target_columns(an, "", false, false),
-							   buffers_sql(an, bufs, evicted, QUERY_UNMATCHED, 0));
-	}
-	js->count = psprintf("SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)",
-						 cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1]));
 }
 
 /*
@@ -739,7 +285,9 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 		ObjectAddressSet(ref, RelationRelationId, qview_id);
 		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
 	}
-	cq_catalog_set_state_table(id, cq_objects_relid(buffer_prefix[0], id));
+	/* an aggregation's state table is its groups' (objects.c), the buffers are its input */
+	if (!an->is_aggregate)
+		cq_catalog_set_state_table(id, cq_objects_relid(buffer_prefix[0], id));
 
 	/* Spark's guide: without a time bound the state of a join is unbounded */
 	if (!(an->join->side[0].bounded && an->join->side[1].bounded))
@@ -847,7 +395,7 @@ record_sides(CqQuery *q, int64 batch_id, bool has[2], TimestampTz wm[2], int64 r
  *	  owner.  Returns the rows buffered.
  */
 static int64
-rebuild(CqAnalysis *an, CqQuery *q, JoinSql *sql, CqLastOffset *last, double *ms)
+rebuild(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, CqLastOffset *last, double *ms)
 {
 	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
 	Datum		params[5];
@@ -928,15 +476,131 @@ add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
 }
 
 /*
+ * agg_watermark
+ *	  The watermark of an aggregation over the join when the join's is w
+ *	  (Spark's StreamingSymmetricHashJoinExec.produceOutputWatermark: the
+ *	  minimum of w and each bounded side's state watermark w + bound, below
+ *	  which it evicts its rows).  A match written in a batch with join
+ *	  watermark w pairs rows above their sides' eviction bounds, so its
+ *	  event times, and the end of its window, lie above it: the join never
+ *	  writes a row the aggregation would drop as late, and a window that
+ *	  ends at or before it can receive no more rows.  (A side the condition
+ *	  does not bound keeps every row, and its old rows may still match:
+ *	  Spark ignores them here, and so does pg_cq.)  False when there is no
+ *	  watermark (-infinity).
+ */
+static bool
+agg_watermark(CqJoinSpec *js, bool has, TimestampTz w, TimestampTz *out)
+{
+	int64		lowest = 0;
+
+	if (!has)
+		return false;
+	for (int s = 0; s < 2; s++)
+		if (js->side[s].bounded && js->side[s].bound_us < lowest)
+			lowest = js->side[s].bound_us;
+	if (pg_add_s64_overflow(w, lowest, out) || !IS_VALID_TIMESTAMP(*out))
+		return false;
+	return true;
+}
+
+/*
+ * run_aggregation
+ *	  Step 2 of a batch of an aggregation over the join (agg_sql): fold the
+ *	  matches into its state, then write and remove the windows its
+ *	  watermark closed.  params are the join's batch parameters; late_has
+ *	  and late_wm the join watermark of the previous batch.
+ */
+static void
+run_aggregation(CqAnalysis *an, CqJoinSql *sql, Datum *params, const char *nulls, bool late_has,
+				TimestampTz late_wm, CqBatchResult *res, int64 *folded, int64 *closed)
+{
+	Datum		p[AGG_NPARAMS];
+	char		n[AGG_NPARAMS];
+	Oid			types[AGG_NPARAMS] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID,
+	TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	TimestampTz w;
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	memcpy(p, params, sizeof(Datum) * NPARAMS);
+	memcpy(n, nulls, NPARAMS);
+	n[4] = agg_watermark(an->join, res->has_watermark, res->watermark, &w) ? ' ' : 'n';
+	p[4] = TimestampTzGetDatum(n[4] == ' ' ? w : 0);
+	n[6] = agg_watermark(an->join, late_has, late_wm, &w) ? ' ' : 'n';
+	p[6] = TimestampTzGetDatum(n[6] == ' ' ? w : 0);
+	/* the eviction bounds of step 3, as values of the event-time columns' types */
+	for (int s = 0; s < 2; s++)
+	{
+		CqJoinSide *side = &an->join->side[s];
+
+		types[7 + s] = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
+		n[7 + s] = side->preserved && side->bounded && res->has_watermark &&
+			!pg_add_s64_overflow(res->watermark, side->bound_us, &w) ? ' ' : 'n';
+		p[7 + s] = TimestampTzGetDatum(n[7 + s] == ' ' ? w : 0);
+	}
+
+	cq_spi_exec_cached(sql->fold, SPI_OK_SELECT, AGG_NPARAMS, types, p, n);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	*folded = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	res->dropped_by_watermark += DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+	*closed = 0;
+	res->output_rows = 0;
+	if (n[4] == ' ')
+	{
+		cq_spi_exec_cached(sql->close, SPI_OK_SELECT, AGG_NPARAMS, types, p, n);
+		*closed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+}
+
+/*
  * run_batch
  *	  Steps 1-4 of a batch (file header), as the owner.  False when there
  *	  was nothing to do.
  */
-static bool
-run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool history,
-		  bool nodata_only, bool nodata_due, CqBatchResult *res, bool side_has[2],
-		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2])
+/*
+ * cut
+ *	  With max_rows_per_trigger, end the batch after the first transactions
+ *	  whose rows of both streams together reach the limit (offsets.c, as for
+ *	  one stream: a transaction is never split).  Returns the end offset;
+ *	  *none when the range it leaves holds no new row.
+ */
+static char *
+cut(CqQuery *q, CqJoinSql *sql, CqSnap *prev, const char *prev_text, CqSnap *cur, char *cur_text,
+	bool history, bool *none)
 {
+	Datum		params[4];
+	int64		hist = 0;
+	int64		rows;
+
+	if (history)
+	{
+		cq_spi_exec(sql->count_history, SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
+	}
+	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
+	params[1] = xid8_datum(cur->xmax);
+	params[2] = snapshot_datum(cur_text);
+	params[3] = snapshot_datum(prev_text);
+	cur_text = cq_offsets_limit(sql->count_xids, prev, cur, cur_text, params,
+								q->opts.max_rows_per_trigger, hist, &rows);
+	*none = rows == 0 && !history;
+	return cur_text;
+}
+
+static bool
+run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, bool history,
+		  bool nodata_only, bool nodata_due, CqBatchResult *res, bool side_has[2],
+		  TimestampTz side_wm[2], int64 rows[2], int64 dropped[2], CqLastOffset *last,
+		  bool unlimited)
+{
+	int64		agg_folded = 0;
+	int64		agg_closed = 0;
+	int64		agg_rows = 0;
+
 	Datum		params[NPARAMS];
 	char		nulls[NPARAMS];
 	CqSnap	   *prev = cq_snap_parse(prev_text);
@@ -953,6 +617,11 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	memset(nulls, ' ', sizeof(nulls));
 	memset(r, 0, sizeof(r));
 	nodata = nodata_only || (!history && cq_snap_nothing_new(prev, cur));
+	if (!nodata && q->opts.max_rows_per_trigger > 0 && !unlimited)
+	{
+		cur_text = cut(q, sql, prev, prev_text, cur, cur_text, history, &nodata);
+		cur = cq_snap_parse(cur_text);
+	}
 	if (nodata && !nodata_due)
 		return false;
 	if (nodata)
@@ -989,12 +658,25 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	res->start_offset = pstrdup(prev_text);
 	res->end_offset = pstrdup(cur_text);
 
-	/* step 2: the matches */
-	cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
-	res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	for (int s = 0; s < 2; s++)
-		if (sql->matched[s])
-			cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
+	/* step 2: the matches (into the aggregation's state, if it aggregates) */
+	res->dropped_by_watermark = 0;
+	if (sql->fold)
+	{
+		/* outer joins: unmatched rows to evict feed the aggregation, matched ones marked first */
+		for (int s = 0; s < 2; s++)
+			if (sql->matched[s])
+				cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
+		run_aggregation(an, sql, params, nulls, last->found && last->has_batch_watermark,
+						last->batch_watermark, res, &agg_folded, &agg_closed);
+	}
+	else
+	{
+		cq_spi_exec_cached(sql->output, SPI_OK_SELECT, NPARAMS, (Oid *) batch_types, params, nulls);
+		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		for (int s = 0; s < 2; s++)
+			if (sql->matched[s])
+				cq_spi_exec_cached(sql->matched[s], SPI_OK_UPDATE, NPARAMS, (Oid *) batch_types, params, nulls);
+	}
 
 	/* step 3: eviction with the watermark in effect (outer joins: unmatched rows out first) */
 	res->state_removed = 0;
@@ -1023,12 +705,14 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 	cq_spi_exec_cached(sql->count, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	for (int s = 0; s < 2; s++)
 		rows[s] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, s + 1, &isnull));
+	agg_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 
-	/* step 4: watermarks */
+	/* step 4: watermarks (state rows: both buffers and the aggregation's groups) */
 	res->input_rows = r[0].rows + r[1].rows;
-	res->state_updated = r[0].added + r[1].added;
-	res->state_total = rows[0] + rows[1];
-	res->dropped_by_watermark = r[0].late + r[1].late;
+	res->state_updated = r[0].added + r[1].added + agg_folded;
+	res->state_total = rows[0] + rows[1] + agg_rows;
+	res->state_removed += agg_closed;
+	res->dropped_by_watermark += r[0].late + r[1].late;
 	res->has_event_time = false;
 	for (int s = 0; s < 2; s++)
 	{
@@ -1071,22 +755,185 @@ run_batch(CqAnalysis *an, CqQuery *q, JoinSql *sql, const char *prev_text, bool 
 }
 
 /*
+ * Per-backend cache of the analysis and statements of joins, as plan.c
+ * keeps them for other queries: a worker's batches skip re-analysis and
+ * deparsing.  An entry is valid while the query's catalog row is unchanged
+ * and no relation, function, type, operator or schema changed since it was
+ * built (plan.c's generation).  Only what a batch reads of the analysis is
+ * kept: the join's streams and bounds, and whether it aggregates.
+ */
+typedef struct JoinCacheEntry
+{
+	int32		id;				/* hash key: the query's internal id */
+	uint64		generation;
+	char	   *key;			/* catalog values the entry was built from */
+	MemoryContext cxt;
+	CqAnalysis *an;
+	CqJoinSql		sql;
+	Oid			bufs[2];
+	char	   *late;
+} JoinCacheEntry;
+
+static HTAB *join_entries = NULL;
+
+/*
+ * copy_join_analysis
+ *	  What a batch reads of a join's analysis, copied into the current
+ *	  memory context.
+ */
+static CqAnalysis *
+copy_join_analysis(CqAnalysis *an)
+{
+	CqAnalysis *copy = palloc0(sizeof(CqAnalysis));
+
+	copy->source_relid = an->source_relid;
+	copy->is_aggregate = an->is_aggregate;
+	copy->et_is_tz = an->et_is_tz;
+	copy->has_watermark = an->has_watermark;
+	copy->join = palloc(sizeof(CqJoinSpec));
+	*copy->join = *an->join;
+	for (int s = 0; s < 2; s++)
+	{
+		copy->join->side[s].refname = pstrdup(an->join->side[s].refname);
+		copy->join->side[s].attnos = list_copy(an->join->side[s].attnos);
+	}
+	return copy;
+}
+
+/*
+ * forget_entry
+ *	  Free an entry's saved SPI plans, except those the statements in keep
+ *	  (or NULL) still use, and its memory.
+ */
+static void
+forget_entry(JoinCacheEntry *entry, CqJoinSql *keep)
+{
+	List	   *keep_sql = keep ? cq_join_sql_list(keep) : NIL;
+	ListCell   *lc,
+			   *lk;
+
+	foreach(lc, cq_join_sql_list(&entry->sql))
+	{
+		bool		kept = false;
+
+		if (lfirst(lc) == NULL)
+			continue;
+		foreach(lk, keep_sql)
+			kept |= lfirst(lk) != NULL && strcmp(lfirst(lk), lfirst(lc)) == 0;
+		if (!kept)
+			cq_spi_plan_forget(lfirst(lc));
+	}
+	MemoryContextDelete(entry->cxt);
+}
+
+/*
+ * join_plan_get
+ *	  The analysis, statements, buffers and table of late rows of a join,
+ *	  from the cache or built now (then cached).  As plan.c, a new entry is
+ *	  built completely before it replaces the old one.  Entries of queries
+ *	  that no longer exist (no view q_<id>) are dropped then.
+ */
+static void
+join_plan_get(CqQuery *q, CqAnalysis **an, CqJoinSql **sql, Oid bufs[2], char **late)
+{
+	char	   *key = psprintf("%s|%u|%s|%s", cq_plan_key(q), q->opts.join_source_relid,
+							   q->opts.join_event_time ? q->opts.join_event_time : "",
+							   q->opts.join_watermark ? q->opts.join_watermark : "");
+	uint64		gen = cq_plan_generation();
+	JoinCacheEntry *entry;
+	bool		found;
+	CqAnalysis *new_an;
+	CqJoinSql		new_sql;
+	Oid			new_bufs[2];
+	char	   *new_late;
+	MemoryContext cxt;
+	MemoryContext old;
+	JoinCacheEntry built;
+
+	if (join_entries == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(JoinCacheEntry);
+		join_entries = hash_create("pg_cq joins", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	entry = hash_search(join_entries, &q->id, HASH_FIND, &found);
+	if (!found || entry->generation != gen || strcmp(entry->key, key) != 0)
+	{
+		new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+		if (!buffers(q, new_bufs, &new_late))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
+					 errhint("Drop the query and create it again.")));
+		cq_join_sql_build(new_an, q, new_bufs, new_late, &new_sql);
+
+		cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq join", ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(cxt);
+		memset(&built, 0, sizeof(built));
+		built.id = q->id;
+		built.generation = gen;
+		built.key = pstrdup(key);
+		built.cxt = cxt;
+		built.an = copy_join_analysis(new_an);
+		cq_join_sql_copy(&built.sql, &new_sql);
+		built.bufs[0] = new_bufs[0];
+		built.bufs[1] = new_bufs[1];
+		built.late = pstrdup(new_late);
+		MemoryContextSwitchTo(old);
+
+		/* nothing fails from here on */
+		entry = hash_search(join_entries, &q->id, HASH_ENTER, &found);
+		if (found)
+			forget_entry(entry, &built.sql);
+		MemoryContextSetParent(cxt, CacheMemoryContext);
+		*entry = built;
+
+		/* the entries of dropped queries */
+		{
+			HASH_SEQ_STATUS status;
+			JoinCacheEntry *e;
+			Oid			nsp = get_namespace_oid("cq_state", true);
+
+			hash_seq_init(&status, join_entries);
+			while ((e = hash_seq_search(&status)) != NULL)
+			{
+				if (e->id == q->id ||
+					(OidIsValid(nsp) && OidIsValid(get_relname_relid(psprintf("q_%d", e->id), nsp))))
+					continue;
+				forget_entry(e, NULL);
+				(void) hash_search(join_entries, &e->id, HASH_REMOVE, NULL);
+			}
+		}
+	}
+	*an = entry->an;
+	*sql = &entry->sql;
+	bufs[0] = entry->bufs[0];
+	bufs[1] = entry->bufs[1];
+	*late = entry->late;
+}
+
+/*
  * cq_join_run_query
  *	  A batch of a join of two streams, in the caller's transaction and SPI
  *	  connection (batch.c's run_query, which has read the last offset and
  *	  filled res's batch id and watermark).  nodata_only: only a due
- *	  no-data batch.  res->ran is false when there was nothing to do.
+ *	  no-data batch; unlimited: ignore max_rows_per_trigger.  res->ran is
+ *	  false when there was nothing to do.
  */
 void
-cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_only,
+cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimited,
 				  CqBatchResult *res)
 {
 	Oid			bufs[2];
 	char	   *late;
-	JoinSql		sql;
+	CqJoinSql    *sql;
+	CqAnalysis *an;
 	bool		history = !last->found && cq_query_reads_history(q);
 	const char *prev_text = last->found ? last->end_offset : q->start_offset;
-	bool		bounded = an->join->side[0].bounded || an->join->side[1].bounded;
+	bool		bounded;
 	bool		nodata_due;
 	bool		rebuild_needed;
 	bool		ran;
@@ -1096,12 +943,9 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 	int64		dropped[2] = {0, 0};
 	CqSecurity	sec;
 
-	if (!buffers(q, bufs, &late))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
-				 errhint("Drop the query and create it again.")));
-	build_sql(an, q, bufs, late, &sql);
+	join_plan_get(q, &an, &sql, bufs, &late);
+	/* a new watermark shrinks the buffers, or closes windows of an aggregation */
+	bounded = an->join->side[0].bounded || an->join->side[1].bounded || an->is_aggregate;
 	res->et_utc = !an->join->side[0].et_is_tz && !an->join->side[1].et_is_tz &&
 		an->join->side[0].et_attno != InvalidAttrNumber;
 
@@ -1133,10 +977,10 @@ cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_on
 		cq_spi_exec(psprintf("TRUNCATE %s, %s", cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1])),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (last->found)
-			res->state_total = rebuild(an, q, &sql, last, &res->rebuild_ms);
+			res->state_total = rebuild(an, q, sql, last, &res->rebuild_ms);
 	}
-	ran = run_batch(an, q, &sql, prev_text, history, nodata_only, nodata_due, res,
-					side_has, side_wm, rows, dropped);
+	ran = run_batch(an, q, sql, prev_text, history, nodata_only, nodata_due, res,
+					side_has, side_wm, rows, dropped, last, unlimited);
 	cq_security_restore(&sec);
 
 	if (rebuild_needed)
@@ -1169,7 +1013,7 @@ cq_join_explain(CqQuery *q)
 	CqAnalysis *an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	Oid			bufs[2];
 	char	   *late;
-	JoinSql		sql;
+	CqJoinSql		sql;
 	StringInfoData buf;
 
 	if (!buffers(q, bufs, &late))
@@ -1177,7 +1021,7 @@ cq_join_explain(CqQuery *q)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the buffer tables of continuous query \"%s\" are missing", q->name),
 				 errhint("Drop the query and create it again.")));
-	build_sql(an, q, bufs, late, &sql);
+	cq_join_sql_build(an, q, bufs, late, &sql);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
 	appendStringInfo(&buf, "-- a join of two streams: a batch runs these statements as role %s, with\n"
@@ -1189,7 +1033,13 @@ cq_join_explain(CqQuery *q)
 	for (int s = 0; s < 2; s++)
 		appendStringInfo(&buf, "-- 1.%d new rows of %s into its buffer, late rows counted:\n%s;\n", s + 1,
 						 get_rel_name(an->join->side[s].relid), sql.add[s]);
-	appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
+	if (sql.fold)
+		appendStringInfo(&buf, "-- 2. the matches, aggregated into the state ($5 = the aggregation's watermark: the\n"
+						 "-- join's minus the largest eviction lag of its streams; $7 = the same of the previous batch):\n"
+						 "%s;\n-- 2.1 windows closed by the watermark, appended to the target:\n%s;\n",
+						 sql.fold, sql.close);
+	else
+		appendStringInfo(&buf, "-- 2. the matches, appended to the target:\n%s;\n", sql.output);
 	for (int s = 0; s < 2; s++)
 		if (sql.matched[s])
 			appendStringInfo(&buf, "-- 2.%d outer join: rows of %s that matched in this batch are marked:\n%s;\n",
@@ -1230,5 +1080,5 @@ cq_join_restored(CqQuery *q)
 	cq_security_restore(&sec);
 	CommandCounterIncrement();
 	cq_join_create(an, q->name, q->id, q->owner, &q->opts);
-	q->state_table = cq_objects_relid(buffer_prefix[0], q->id);
+	q->state_table = cq_objects_relid(an->is_aggregate ? "s" : buffer_prefix[0], q->id);
 }

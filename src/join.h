@@ -17,7 +17,7 @@ extern void cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner
 extern void cq_join_reset(CqQuery *q);
 extern char *cq_join_explain(CqQuery *q);
 extern void cq_join_restored(CqQuery *q);
-extern void cq_join_run_query(CqQuery *q, CqAnalysis *an, CqLastOffset *last, bool nodata_only,
+extern void cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimited,
 							  CqBatchResult *res);
 
 #endif							/* CQ_JOIN_H */

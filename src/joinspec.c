@@ -469,6 +469,8 @@ event_times(CqJoinSpec *js, Query *q, CqOptions *opts, bool stored)
 static void
 check_shape(Query *q, CqOptions *opts, const char *name)
 {
+	bool		aggregates = q->hasAggs || q->groupClause != NIL || q->havingQual != NULL;
+
 	if (opts->mode != CQ_MODE_APPEND)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -476,18 +478,17 @@ check_shape(Query *q, CqOptions *opts, const char *name)
 						cq_mode_name(opts->mode)),
 				 errdetail("A joined row is final once written: continuous query \"%s\" only appends.", name),
 				 errhint("Use output mode \"append\".")));
-	if (q->hasAggs || q->groupClause != NIL || q->havingQual != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregation over a join of two streams is not supported"),
-				 errdetail("Spark aggregates a stream-stream join in append mode only; pg_cq does not implement it."),
-				 errhint("Write the joined rows to a target and aggregate them with another continuous query.")));
-	if (q->distinctClause != NIL)
+	/*
+	 * Spark (3.5+, multiple stateful operators) aggregates the output of a
+	 * stream-stream join in append mode, windowed on an event time of the
+	 * join: analyze.c checks that as for one stream.
+	 */
+	if (q->distinctClause != NIL && !aggregates)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("SELECT DISTINCT over a join of two streams is not supported"),
 				 errhint("Deduplicate the joined rows with another continuous query over the target.")));
-	if (q->sortClause != NIL)
+	if (q->sortClause != NIL && !aggregates)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ORDER BY is not supported in continuous queries without aggregation"),

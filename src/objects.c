@@ -364,11 +364,17 @@ create_state_objects(CqAnalysis *an, int32 id, Oid owner, CqOptions *opts)
 	}
 	else
 	{
-		pairs_sql = cq_state_distinct_table_sql(an, pairs, strcmp(opts->state_storage, "logged") == 0);
+		/*
+		 * The state of an aggregation over a join of two streams is always
+		 * logged: a crash rebuild from the sources would need the rows the
+		 * buffers have evicted while their windows are still open (join.c).
+		 */
+		bool		logged = strcmp(opts->state_storage, "logged") == 0 || an->join != NULL;
+
+		pairs_sql = cq_state_distinct_table_sql(an, pairs, logged);
 		cq_spi_exec(an->session ?
-					cq_session_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0,
-											   opts->mode) :
-					cq_state_table_sql(an, state, strcmp(opts->state_storage, "logged") == 0),
+					cq_session_state_table_sql(an, state, logged, opts->mode) :
+					cq_state_table_sql(an, state, logged),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		cq_spi_exec(cq_state_final_view_sql(an, fview, state_source(id)), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		if (an->query->havingQual)

@@ -300,11 +300,56 @@ plan_invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 /*
+ * plan_cache_init
+ *	  The cache's table and its invalidation callbacks, once per backend.
+ */
+static void
+plan_cache_init(void)
+{
+	HASHCTL		ctl;
+
+	if (plan_entries != NULL)
+		return;
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(CqPlanCacheEntry);
+	plan_entries = hash_create("pg_cq analyses", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	CacheRegisterRelcacheCallback(plan_invalidate_rel, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, plan_invalidate_syscache, (Datum) 0);
+	CacheRegisterSyscacheCallback(TYPEOID, plan_invalidate_syscache, (Datum) 0);
+	CacheRegisterSyscacheCallback(OPEROID, plan_invalidate_syscache, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, plan_invalidate_syscache, (Datum) 0);
+}
+
+/*
+ * cq_plan_generation
+ *	  The cache's generation: it changes whenever a relation, function,
+ *	  type, operator or schema changes.  For other caches of generated SQL
+ *	  (join.c): an entry built at generation g is valid while it is g.
+ */
+uint64
+cq_plan_generation(void)
+{
+	plan_cache_init();
+	return plan_generation;
+}
+
+/*
  * plan_key
  *	  Everything of the catalog row the generated SQL depends on.
  */
 static char *
 plan_key(CqQuery *q)
+{
+	return cq_plan_key(q);
+}
+
+/*
+ * cq_plan_key
+ *	  plan_key for other caches of generated SQL (join.c).
+ */
+char *
+cq_plan_key(CqQuery *q)
 {
 	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s",
 					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
@@ -478,20 +523,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	CqPlan	   *copy_plan;
 	char	   *copy_key;
 
-	if (plan_entries == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int32);
-		ctl.entrysize = sizeof(CqPlanCacheEntry);
-		plan_entries = hash_create("pg_cq analyses", 16, &ctl, HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(plan_invalidate_rel, (Datum) 0);
-		CacheRegisterSyscacheCallback(PROCOID, plan_invalidate_syscache, (Datum) 0);
-		CacheRegisterSyscacheCallback(TYPEOID, plan_invalidate_syscache, (Datum) 0);
-		CacheRegisterSyscacheCallback(OPEROID, plan_invalidate_syscache, (Datum) 0);
-		CacheRegisterSyscacheCallback(NAMESPACEOID, plan_invalidate_syscache, (Datum) 0);
-	}
+	plan_cache_init();
 
 	entry = hash_search(plan_entries, &q->id, HASH_FIND, &found);
 	if (found && entry->generation == plan_generation && strcmp(entry->key, key) == 0)

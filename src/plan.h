@@ -31,5 +31,7 @@ typedef struct CqPlan
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
 extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
+extern uint64 cq_plan_generation(void);
+extern char *cq_plan_key(CqQuery *q);
 
 #endif							/* CQ_PLAN_H */

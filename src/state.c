@@ -184,6 +184,29 @@ cq_state_wm_param(CqAnalysis *an)
 }
 
 /*
+ * late_param
+ *	  The watermark a group is dropped as late by, in the type of the
+ *	  event-time column: $5 as cq_state_wm_param, or, for an aggregation
+ *	  over a join of two streams, the $n join.c names (Spark's late events
+ *	  of a later stateful operator are judged by the previous batch's
+ *	  watermark, its eviction by the current one).  *param is its bare $n.
+ */
+static const char *
+late_param(CqAnalysis *an, const char **param)
+{
+	char	   *p;
+
+	if (an->late_param == 0)
+	{
+		*param = "$5";
+		return cq_state_wm_param(an);
+	}
+	p = psprintf("$%d", an->late_param);
+	*param = p;
+	return an->et_is_tz ? p : psprintf("(%s AT TIME ZONE 'UTC')", p);
+}
+
+/*
  * append_key_column_defs
  *	  Column definitions of the grouping keys g1..gN of a state table (g0,
  *	  always true, without GROUP BY), each followed by ", ".
@@ -349,9 +372,13 @@ cq_state_final_view_sql(CqAnalysis *an, const char *viewname, const char *staten
 static const char *
 late_filter(CqAnalysis *an)
 {
+	const char *p;
+	const char *wm;
+
 	if (!cq_state_evicts(an))
 		return "";
-	return psprintf("($5 IS NULL OR e IS NULL OR e > %s)", cq_state_wm_param(an));
+	wm = late_param(an, &p);
+	return psprintf("(%s IS NULL OR e IS NULL OR e > %s)", p, wm);
 }
 
 /*
@@ -400,8 +427,10 @@ distinct_ctes(StringInfo buf, CqAnalysis *an, bool history, bool empty)
 	if (cq_state_evicts(an))
 	{
 		char	   *e = psprintf(an->wm_end_fmt, psprintf("i.g%d", an->wm_key + 1));
+		const char *p;
+		const char *wm = late_param(an, &p);
 
-		late = psprintf(" AND ($5 IS NULL OR %s IS NULL OR %s > %s)", e, e, cq_state_wm_param(an));
+		late = psprintf(" AND (%s IS NULL OR %s IS NULL OR %s > %s)", p, e, e, wm);
 	}
 	appendStringInfo(buf, "di AS (%s), ", cq_delta_inner_sql(an, history));
 
