@@ -33,11 +33,22 @@
 #include "sql_builder.h"
 #include "catalog.h"
 
-/* Text value of column `col` of the first SPI row; NULL if null. */
+/*
+ * spi_text
+ *	  Text value of column `col` of the first SPI row; NULL if null.  A
+ *	  text column is copied directly (no output function look-up per value,
+ *	  as SPI_getvalue does: this is read for every batch).
+ */
 static char *
 spi_text(int col)
 {
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, col) != TEXTOID)
+		return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+	return isnull ? NULL : TextDatumGetCString(d);
 }
 
 /* int8 value of column `col` of the first SPI row, or ifnull. */
