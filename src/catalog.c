@@ -51,13 +51,32 @@
 	"state_storage, complete_refresh, state, query_tree, state_table::pg_catalog.oid, " \
 	"start_offset::pg_catalog.text, run_id::pg_catalog.text, cluster_id, timezone"
 
-/* Text value of column `col` of the first SPI row, copied; NULL if null. */
+/*
+ * spi_text
+ *	  Text value of column `col` of the first SPI row, copied; NULL if
+ *	  null.  text and name columns (all but a few of a query's row, read for
+ *	  every batch) are copied directly, without a look-up of the type's
+ *	  output function per value as SPI_getvalue does.
+ */
 static char *
 spi_text(int col)
 {
-	char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+	Datum		d;
 
-	return v;
+	switch (SPI_gettypeid(desc, col))
+	{
+		case TEXTOID:
+			d = SPI_getbinval(tup, desc, col, &isnull);
+			return isnull ? NULL : TextDatumGetCString(d);
+		case NAMEOID:
+			d = SPI_getbinval(tup, desc, col, &isnull);
+			return isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
+		default:
+			return SPI_getvalue(tup, desc, col);
+	}
 }
 
 static int64

@@ -24,6 +24,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/snapmgr.h"
 #include "utils/xid8.h"
 
 #include "offsets.h"
@@ -93,6 +94,28 @@ snap_text(const CqSnap *s)
 }
 
 /*
+ * current_snapshot_text
+ *	  pg_current_snapshot() as text, called directly rather than through
+ *	  SPI (a statement per batch end, planned in every new backend): with
+ *	  a snapshot taken now as the active one, as SPI would take for a
+ *	  statement (in READ COMMITTED a new one; else the transaction's).
+ */
+static char *
+current_snapshot_text(void)
+{
+	LOCAL_FCINFO(fcinfo, 0);
+	Datum		snap;
+	char	   *text;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
+	snap = pg_current_snapshot(fcinfo);
+	text = DatumGetCString(DirectFunctionCall1(pg_snapshot_out, snap));
+	PopActiveSnapshot();
+	return text;
+}
+
+/*
  * cq_snap_current
  *	  pg_current_snapshot() as text, with the current transaction in
  *	  progress.  Every offset is taken with it (a batch's end, the start of
@@ -108,7 +131,7 @@ snap_text(const CqSnap *s)
  *	  transaction without an id yet gets one at or above this snapshot's
  *	  xmax, which is in progress for it anyway.  Only the top-level id
  *	  matters: cq_xid is pg_current_xact_id(), the top-level id, in
- *	  subtransactions too.  Caller has SPI connected.
+ *	  subtransactions too.
  */
 char *
 cq_snap_current(void)
@@ -119,8 +142,7 @@ cq_snap_current(void)
 	uint64		x;
 	int			i;
 
-	cq_spi_exec_cached("SELECT pg_catalog.pg_current_snapshot()::pg_catalog.text", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	text = current_snapshot_text();
 	if (!FullTransactionIdIsValid(top))
 		return text;
 	s = cq_snap_parse(text);

@@ -21,8 +21,20 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -33,11 +45,22 @@
 #include "sql_builder.h"
 #include "catalog.h"
 
-/* Text value of column `col` of the first SPI row; NULL if null. */
+/*
+ * spi_text
+ *	  Text value of column `col` of the first SPI row; NULL if null.  A
+ *	  text column is copied directly (no output function look-up per value,
+ *	  as SPI_getvalue does: this is read for every batch).
+ */
 static char *
 spi_text(int col)
 {
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, col) != TEXTOID)
+		return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+	return isnull ? NULL : TextDatumGetCString(d);
 }
 
 /* int8 value of column `col` of the first SPI row, or ifnull. */
@@ -115,9 +138,221 @@ naive_in_zone(TimestampTz t, const char *zone)
 }
 
 /*
+ * Direct reads of cq.offsets and cq.progress by their primary keys.
+ *
+ * Every batch reads its query's last offset (after locking the query's
+ * row).  As a SQL statement that costs a parse, plan and executor start in
+ * every new backend, and an executor start per batch after that; read
+ * through the primary key index with a snapshot taken as SPI would take
+ * one for a statement, it costs an index probe.  The statement stays
+ * for a catalog whose keys are not the expected ones.
+ */
+
+/* An opened table and its primary key, the key's columns as expected. */
+typedef struct PkScan
+{
+	Relation	rel;
+	Relation	idx;
+	int			nkeys;			/* key columns before batch_id */
+} PkScan;
+
+/*
+ * pk_open
+ *	  Open cq.<relname> and its primary key, AccessShareLock held to the
+ *	  end of the transaction (as a statement would); false (nothing left
+ *	  open) unless the key is (schema, name, batch_id) on a 0.2 catalog or
+ *	  (name, batch_id) on a 0.1 catalog.
+ */
+static bool
+pk_open(const char *relname, bool v02, PkScan *pk)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+	Oid			idxid;
+	const char *cols[3] = {"schema", "name", "batch_id"};
+	int			first = v02 ? 0 : 1;
+	bool		ok;
+
+	if (!OidIsValid(relid))
+		return false;
+	pk->rel = table_open(relid, AccessShareLock);
+	idxid = RelationGetPrimaryKeyIndex(pk->rel);
+	if (!OidIsValid(idxid))
+	{
+		table_close(pk->rel, NoLock);
+		return false;
+	}
+	pk->idx = index_open(idxid, AccessShareLock);
+	pk->nkeys = 2 - first;
+	ok = pk->idx->rd_index->indnkeyatts == 3 - first;
+	for (int i = first; i < 3 && ok; i++)
+		ok = pk->idx->rd_index->indkey.values[i - first] == get_attnum(relid, cols[i]);
+	if (!ok)
+	{
+		index_close(pk->idx, NoLock);
+		table_close(pk->rel, NoLock);
+	}
+	return ok;
+}
+
+/* Close what pk_open opened, keeping the locks. */
+static void
+pk_close(PkScan *pk)
+{
+	index_close(pk->idx, NoLock);
+	table_close(pk->rel, NoLock);
+}
+
+/*
+ * pk_first
+ *	  Into slot, the first row in direction dir of the query's rows
+ *	  (name, and schema on a 0.2 catalog), and with batch_id = *batch_id
+ *	  unless batch_id is NULL; false if none.
+ */
+static bool
+pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch_id,
+		 ScanDirection dir, TupleTableSlot *slot)
+{
+	ScanKeyData key[3];
+	int			n = 0;
+	IndexScanDesc scan;
+	bool		found;
+
+	if (pk->nkeys == 2)
+	{
+		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+							   pk->idx->rd_indcollation[n], F_NAMEEQ, schema);
+		n++;
+	}
+	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
+	n++;
+	if (batch_id)
+	{
+		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+							   pk->idx->rd_indcollation[n], F_INT8EQ, Int64GetDatum(*batch_id));
+		n++;
+	}
+	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
+	index_rescan(scan, key, n, NULL, 0);
+	found = index_getnext_slot(scan, dir, slot);
+	index_endscan(scan);
+	return found;
+}
+
+/* Column `col` of the slot's row (a row of pk's table); NULL if no such column. */
+static Datum
+pk_col(PkScan *pk, TupleTableSlot *slot, const char *col, bool *isnull)
+{
+	AttrNumber	att = get_attnum(RelationGetRelid(pk->rel), col);
+
+	if (att == InvalidAttrNumber)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	return slot_getattr(slot, att, isnull);
+}
+
+/*
+ * pk_watermark
+ *	  spi_watermark for a row read directly: column ntz_col (NULL = none,
+ *	  a 0.1 catalog) when not null, else column col.
+ */
+static bool
+pk_watermark(PkScan *pk, TupleTableSlot *slot, const char *col, const char *ntz_col,
+			 TimestampTz *wm)
+{
+	bool		isnull = true;
+	Datum		d = (Datum) 0;
+
+	if (ntz_col)
+		d = pk_col(pk, slot, ntz_col, &isnull);
+	if (!isnull)
+	{
+		*wm = (TimestampTz) DatumGetTimestamp(d);
+		return true;
+	}
+	d = pk_col(pk, slot, col, &isnull);
+	*wm = isnull ? 0 : DatumGetTimestampTz(d);
+	return !isnull;
+}
+
+/*
+ * last_offset_direct
+ *	  cq_progress_last_offset through the primary keys: the last cq.offsets
+ *	  row of the query (backward scan) and the started_at of its cq.progress
+ *	  row, with a snapshot taken now after a command counter increment, as
+ *	  SPI takes one for a statement.  False, having read nothing, when a key
+ *	  is not as expected.
+ */
+static bool
+last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
+{
+	PkScan		off;
+	PkScan		prog;
+	Datum		name;
+	Datum		schema;
+	char		schema_null;
+	Snapshot	snap;
+	TupleTableSlot *slot;
+	bool		isnull;
+	Datum		d;
+
+	cq_catalog_key_values(q, &name, &schema, &schema_null);
+	if (v02 && schema_null == 'n')
+		return false;
+	if (!pk_open("offsets", v02, &off))
+		return false;
+	if (!pk_open("progress", v02, &prog))
+	{
+		pk_close(&off);
+		return false;
+	}
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	snap = GetActiveSnapshot();
+
+	slot = table_slot_create(off.rel, NULL);
+	if (pk_first(&off, snap, name, schema, NULL, BackwardScanDirection, slot))
+	{
+		int64		batch_id;
+		TupleTableSlot *pslot;
+
+		last->found = true;
+		batch_id = DatumGetInt64(pk_col(&off, slot, "batch_id", &isnull));
+		last->batch_id = batch_id;
+		d = pk_col(&off, slot, "end_offset", &isnull);
+		last->end_offset = isnull ? NULL : DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
+		d = pk_col(&off, slot, "state_rows", &isnull);
+		last->state_rows = isnull ? 0 : DatumGetInt64(d);
+		last->has_batch_watermark = pk_watermark(&off, slot, "batch_watermark",
+												 v02 ? "batch_watermark_ntz" : NULL,
+												 &last->batch_watermark);
+		last->has_watermark = pk_watermark(&off, slot, "watermark", v02 ? "watermark_ntz" : NULL,
+										   &last->watermark);
+
+		pslot = table_slot_create(prog.rel, NULL);
+		if (pk_first(&prog, snap, name, schema, &batch_id, ForwardScanDirection, pslot))
+		{
+			d = pk_col(&prog, pslot, "started_at", &isnull);
+			last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
+		}
+		ExecDropSingleTupleTableSlot(pslot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	PopActiveSnapshot();
+	pk_close(&prog);
+	pk_close(&off);
+	return true;
+}
+
+/*
  * cq_progress_last_offset
  *	  The last committed batch of a query (found = false before batch 0).
- *	  Its watermarks are those the engine compares (spi_watermark).
+ *	  Its watermarks are those the engine compares (spi_watermark).  Read
+ *	  directly (last_offset_direct), else by a statement.
  */
 void
 cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
@@ -128,13 +363,15 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
 	bool		v02;
 	CqSecurity	sec;
 
-	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
 	memset(last, 0, sizeof(*last));
+	v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
+	if (last_offset_direct(q, last, v02))
+		return;
+	cq_catalog_key_values(q, &values[0], &values[1], &nulls[1]);
 	/*
 	 * The progress row is fetched by a subquery, a primary-key probe: as a
 	 * join, the cached generic plan may scan the whole (bloated) table.
 	 */
-	v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("SELECT o.batch_id, o.end_offset::pg_catalog.text, o.state_rows, "
 				"(SELECT p.started_at FROM cq.progress p "
