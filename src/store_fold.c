@@ -195,6 +195,8 @@ run_delta(const char *sql, Datum *params, const char *nulls, uint64 *n)
 	return SPI_tuptable;
 }
 
+static HeapTuple put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull);
+
 /*
  * cq_store_rebuild
  *	  Refill a replaced store with the partial aggregates of every row
@@ -212,6 +214,8 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 	bool	   *isnull = palloc(sizeof(bool) * st->desc->natts);
 	int64		rows = 0;
 
+	bool		fresh = st->table == NULL && st->items == NIL;
+
 	Assert(st->replace);
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -220,8 +224,9 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
 		if (late(st, values, isnull, has_wm, wm))
 			continue;
-		cq_store_lookup(st, values, isnull, &ref);
-		cq_store_put(st, &ref, heap_form_tuple(st->desc, values, isnull));
+		if (!fresh)
+			cq_store_lookup(st, values, isnull, &ref);
+		(void) put_new(st, fresh, &ref, values, isnull);
 		rows++;
 	}
 	SPI_freetuptable(tt);
@@ -276,11 +281,132 @@ pairs_desc(CqStore *st)
 }
 
 /*
+ * merge_value
+ *	  One state column merged as its template does (see setup_merge in
+ *	  store.c): sv and sn point to the stored value, replaced by the merged
+ *	  one; nv/nn the new partial.  + is strict; coalesce(a + b, a, b) takes the
+ *	  non-NULL one; least(new, stored) and greatest(new, stored) skip NULLs
+ *	  and keep the first (new) of equal values, as ExecEvalMinMax does.
+ */
+static inline void
+merge_value(CqMergeKind kind, FmgrInfo *fn, Oid coll, Datum *sv, bool *sn, Datum nv, bool nn)
+{
+	switch (kind)
+	{
+		case CQ_MERGE_ADD:
+			if (*sn || nn)
+				*sn = true;
+			else
+				*sv = FunctionCall2Coll(fn, coll, *sv, nv);
+			break;
+		case CQ_MERGE_SUM:
+			if (nn)
+				break;
+			if (*sn)
+			{
+				*sv = nv;
+				*sn = false;
+			}
+			else
+				*sv = FunctionCall2Coll(fn, coll, *sv, nv);
+			break;
+		case CQ_MERGE_LEAST:
+		case CQ_MERGE_GREATEST:
+			if (nn)
+				break;
+			if (*sn)
+			{
+				*sv = nv;
+				*sn = false;
+			}
+			else
+			{
+				int32		cmp = DatumGetInt32(FunctionCall2Coll(fn, coll, nv, *sv));
+
+				/* the result starts as new; stored replaces it only if strictly better */
+				if (kind == CQ_MERGE_LEAST ? cmp <= 0 : cmp >= 0)
+					*sv = nv;
+			}
+			break;
+		case CQ_MERGE_OTHER:
+			elog(ERROR, "pg_cq: no merge in C for this state column");
+	}
+}
+
+/*
+ * merge_row
+ *	  The merged row of an existing group (stored, state row layout) and
+ *	  the new partials (values/isnull of d), in C: the stored row with n
+ *	  and each part merged, as the merge statement computes it.  In
+ *	  st->cxt.
+ */
+static HeapTuple
+merge_row(CqStore *st, HeapTuple stored, Datum *values, bool *isnull, Datum *sv, bool *sn)
+{
+	MemoryContext old;
+	HeapTuple	t;
+	int			na = st->n_att - 1;
+
+	heap_deform_tuple(stored, st->desc, sv, sn);
+	if (sn[na] || isnull[na])
+		sn[na] = true;
+	else
+		sv[na] = FunctionCall2(&st->nplus, sv[na], values[na]);
+	for (int p = 0; p < st->nparts; p++)
+	{
+		int			a = st->p_att[p] - 1;
+
+		merge_value(st->pkind[p], &st->pfn[p], st->pcoll[p], &sv[a], &sn[a], values[a], isnull[a]);
+	}
+	old = MemoryContextSwitchTo(st->cxt);
+	t = heap_form_tuple(st->desc, sv, sn);
+	MemoryContextSwitchTo(old);
+	return t;
+}
+
+/*
+ * new_row
+ *	  A new group's state row, in st->cxt.
+ */
+static HeapTuple
+new_row(CqStore *st, Datum *values, bool *isnull)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
+
+	MemoryContextSwitchTo(old);
+	return t;
+}
+
+/*
+ * put_new
+ *	  Put the row of a group of a d statement's result, which lookup did
+ *	  not find, or without lookup when the store is empty (fresh: no
+ *	  published table, nothing in the overlay): d has one row per group by
+ *	  GROUP BY's equality, the store's.
+ */
+static HeapTuple
+put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
+{
+	HeapTuple	t = new_row(st, values, isnull);
+
+	if (fresh)
+	{
+		memset(ref, 0, sizeof(*ref));
+		ref->hash = cq_store_key_hash(st, values, isnull);
+		ref->node = InvalidDsaPointer;
+	}
+	cq_store_put_owned(st, ref, t);
+	return t;
+}
+
+/*
  * merge_delta
  *	  Merge the rows of a d statement (tt, n rows, state row layout) into
  *	  the overlay: late groups (e <= wm) are counted and left out, new
- *	  groups put as they are, existing ones merged by the merge statement.
- *	  Appends the changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
+ *	  groups put as they are, existing ones merged in C (merge_row) when
+ *	  every column allows it, else by the merge statement.  Appends the
+ *	  changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
  */
 static void
 merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
@@ -291,12 +417,16 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
 	List	   *pairs = NIL;	/* StoreRef * of existing groups */
 	TupleDesc	mpdesc = pairs_desc(st);
-	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
+	Tuplestorestate *ts = NULL;
 	double		t0 = cq_store_cpu_ms();
+	bool		fresh = st->table == NULL && st->items == NIL;
+	Datum	   *sv = palloc(sizeof(Datum) * natts);
+	bool	   *sn = palloc(sizeof(bool) * natts);
+	StoreRef	local;
 
 	for (uint64 i = 0; i < n; i++)
 	{
-		StoreRef   *ref = palloc(sizeof(StoreRef));
+		StoreRef   *ref = st->cmerge ? &local : palloc(sizeof(StoreRef));
 
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
 		if (late(st, values, isnull, has_wm, wm))
@@ -304,15 +434,21 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			metrics->dropped++;
 			continue;
 		}
-		cq_store_lookup(st, values, isnull, ref);
-		if (ref->tup == NULL)
+		if (!fresh)
+			cq_store_lookup(st, values, isnull, ref);
+		if (fresh || ref->tup == NULL)
 		{
-			HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
-
-			cq_store_put(st, ref, t);
-			*m = lappend(*m, t);
+			*m = lappend(*m, put_new(st, fresh, ref, values, isnull));
 			*m_ins = lappend_int(*m_ins, 1);
 			metrics->inserted++;
+		}
+		else if (st->cmerge)
+		{
+			HeapTuple	t = merge_row(st, ref->tup, values, isnull, sv, sn);
+
+			cq_store_put_owned(st, ref, t);
+			*m = lappend(*m, t);
+			*m_ins = lappend_int(*m_ins, 0);
 		}
 		else
 		{
@@ -329,6 +465,8 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 				pv[natts + 2 + p] = values[st->p_att[p] - 1];
 				pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
 			}
+			if (ts == NULL)
+				ts = tuplestore_begin_heap(false, false, work_mem);
 			tuplestore_puttuple(ts, heap_form_tuple(mpdesc, pv, pn));
 			pairs = lappend(pairs, ref);
 		}
@@ -354,14 +492,15 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			HeapTuple	t;
 
 			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-			t = heap_form_tuple(st->desc, values + 1, isnull + 1);
-			cq_store_put(st, ref, t);
+			t = new_row(st, values + 1, isnull + 1);
+			cq_store_put_owned(st, ref, t);
 			*m = lappend(*m, t);
 			*m_ins = lappend_int(*m_ins, 0);
 		}
 		SPI_freetuptable(tt);
 	}
-	tuplestore_end(ts);
+	if (ts)
+		tuplestore_end(ts);
 	metrics->merge_ms = cq_store_cpu_ms() - t0;
 }
 
@@ -397,15 +536,28 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	/* windows the watermark closed leave the state */
 	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
 	{
-		foreach(lc, cq_store_scan_all(st))
+		/* a scan only when a window closed: no row has e < min_e */
+		if (st->min_e <= wm)
 		{
-			ScanRow    *r = lfirst(lc);
+			TimestampTz min_e = PG_INT64_MAX;
 
-			heap_deform_tuple(r->ref.tup, st->desc, values, isnull);
-			if (!late(st, values, isnull, true, wm))
-				continue;
-			x = lappend(x, cq_store_own_tuple(r->ref.tup, r->ref.item == NULL));
-			cq_store_put(st, &r->ref, NULL);
+			foreach(lc, cq_store_scan_all(st))
+			{
+				ScanRow    *r = lfirst(lc);
+				bool		en;
+				Datum		e = heap_getattr(r->ref.tup, st->e_att, st->desc, &en);
+
+				if (en)
+					continue;
+				if (DatumGetInt64(e) > wm)
+				{
+					min_e = Min(min_e, DatumGetInt64(e));
+					continue;
+				}
+				x = lappend(x, cq_store_own_tuple(r->ref.tup, r->ref.item == NULL));
+				cq_store_put(st, &r->ref, NULL);
+			}
+			st->min_e = min_e;
 		}
 		st->has_evict_wm = true;
 		st->evict_wm = wm;
@@ -501,9 +653,9 @@ cq_store_image_due(CqStore *st, int64 batch_id)
 		return false;
 	if (cq_state_image_batches <= 0 && cq_state_image_interval_s <= 0)
 		return false;
-	if (st->image_batch < 0)
-		return true;
-	if (cq_state_image_batches > 0 && batch_id - st->image_batch >= cq_state_image_batches)
+	/* a new store counts from the batch before its first (see cq_store_open) */
+	if (cq_state_image_batches > 0 &&
+		batch_id - (st->image_batch >= 0 ? st->image_batch : st->image_base) >= cq_state_image_batches)
 		return true;
 	return cq_state_image_interval_s > 0 &&
 		GetCurrentTimestamp() - st->image_at >= (int64) cq_state_image_interval_s * USECS_PER_SEC;
@@ -573,6 +725,7 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 	uint64		n;
 	Datum	   *v = palloc(sizeof(Datum) * st->desc->natts);
 	bool	   *nl = palloc(sizeof(bool) * st->desc->natts);
+	bool		fresh = st->table == NULL && st->items == NIL;	/* one row per group */
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2 || !last->found)
 		return false;
@@ -606,8 +759,9 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, v, nl);
 		if (late(st, v, nl, has_wm, wm))
 			continue;
-		cq_store_lookup(st, v, nl, &ref);
-		cq_store_put(st, &ref, heap_form_tuple(st->desc, v, nl));
+		if (!fresh)
+			cq_store_lookup(st, v, nl, &ref);
+		(void) put_new(st, fresh, &ref, v, nl);
 	}
 	SPI_freetuptable(tt);
 	*image_batch = batch;
