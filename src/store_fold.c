@@ -100,6 +100,11 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	}
 	table_close(rel, AccessShareLock);
 
+	/* one scan: d's rows give the row count (n) and event-time statistics */
+	sql->counts = an->single_scan;
+	sql->et_stats = an->single_scan && an->et_attno != InvalidAttrNumber;
+	if (sql->et_stats)
+		appendStringInfoString(&cols, ", d.et_min, d.et_max, d.et_sum, d.et_n");
 	for (int h = 0; h < 2; h++)
 	{
 		initStringInfo(&buf);
@@ -210,8 +215,8 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 {
 	uint64		n;
 	SPITupleTable *tt = run_delta(delta_sql, params, nulls, &n);
-	Datum	   *values = palloc(sizeof(Datum) * st->desc->natts);
-	bool	   *isnull = palloc(sizeof(bool) * st->desc->natts);
+	Datum	   *values = palloc(sizeof(Datum) * tt->tupdesc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * tt->tupdesc->natts);
 	int64		rows = 0;
 
 	bool		fresh = st->table == NULL && st->items == NIL;
@@ -231,6 +236,70 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 	}
 	SPI_freetuptable(tt);
 	return rows;
+}
+
+/*
+ * BatchCount: the batch's rows and event-time statistics summed over the
+ * rows of d, as the SQL path's batch statement computes them from its d
+ * (metrics_select in plan.c): sum(n); min(et_min), max(et_max); the
+ * average epoch sum(et_sum) / sum(et_n), added in d's order as sum(float8)
+ * does, through to_timestamp() kept inside the timestamp range.
+ */
+typedef struct BatchCount
+{
+	int64		rows;
+	bool		has_et;
+	int64		et_min;
+	int64		et_max;
+	double		et_sum;
+	int64		et_n;
+} BatchCount;
+
+/*
+ * count_row
+ *	  Add a row of d (values/isnull, the state row then with et_stats its
+ *	  four statistics) to c.
+ */
+static void
+count_row(CqStore *st, const CqStoreSql *sql, BatchCount *c, Datum *values, bool *isnull)
+{
+	int			a = st->desc->natts;
+
+	if (!isnull[st->n_att - 1])
+		c->rows += DatumGetInt64(values[st->n_att - 1]);
+	if (!sql->et_stats || isnull[a])
+		return;
+	/* et_min is NULL exactly when the group had no finite event time */
+	if (!c->has_et || DatumGetInt64(values[a]) < c->et_min)
+		c->et_min = DatumGetInt64(values[a]);
+	if (!c->has_et || DatumGetInt64(values[a + 1]) > c->et_max)
+		c->et_max = DatumGetInt64(values[a + 1]);
+	c->et_sum = c->has_et ? c->et_sum + DatumGetFloat8(values[a + 2]) : DatumGetFloat8(values[a + 2]);
+	c->et_n += DatumGetInt64(values[a + 3]);
+	c->has_et = true;
+}
+
+/*
+ * count_done
+ *	  The batch's row count and event-time statistics into metrics.
+ */
+static void
+count_done(BatchCount *c, CqStoreMetrics *metrics)
+{
+	double		x;
+
+	metrics->input_rows = c->rows;
+	metrics->has_event_time = c->has_et;
+	if (!c->has_et)
+		return;
+	metrics->et_min = c->et_min;
+	metrics->et_max = c->et_max;
+	x = c->et_sum / (double) c->et_n;
+	if (x > 9224318015999.0)
+		x = 9224318015999.0;
+	else if (x < -210866803200.0)
+		x = -210866803200.0;
+	metrics->et_avg = DatumGetTimestampTz(DirectFunctionCall1(float8_timestamptz, Float8GetDatum(x)));
 }
 
 /*
@@ -413,8 +482,9 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			bool has_wm, TimestampTz wm, List **m, List **m_ins, CqStoreMetrics *metrics)
 {
 	int			natts = st->desc->natts;
-	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
-	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
+	Datum	   *values = palloc(sizeof(Datum) * Max(natts + 2, tt->tupdesc->natts));
+	bool	   *isnull = palloc(sizeof(bool) * Max(natts + 2, tt->tupdesc->natts));
+	BatchCount	count;
 	List	   *pairs = NIL;	/* StoreRef * of existing groups */
 	TupleDesc	mpdesc = pairs_desc(st);
 	Tuplestorestate *ts = NULL;
@@ -424,11 +494,14 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 	bool	   *sn = palloc(sizeof(bool) * natts);
 	StoreRef	local;
 
+	memset(&count, 0, sizeof(count));
 	for (uint64 i = 0; i < n; i++)
 	{
 		StoreRef   *ref = st->cmerge ? &local : palloc(sizeof(StoreRef));
 
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
+		if (sql->counts)
+			count_row(st, sql, &count, values, isnull);
 		if (late(st, values, isnull, has_wm, wm))
 		{
 			metrics->dropped++;
@@ -472,6 +545,7 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 		}
 	}
 	SPI_freetuptable(tt);
+	count_done(&count, metrics);
 	metrics->lookup_ms = cq_store_cpu_ms() - t0;
 	t0 = cq_store_cpu_ms();
 
