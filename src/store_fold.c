@@ -645,7 +645,12 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	{
 		TupleDesc	md = m_desc(st, true);
 		TupleDesc	xd = m_desc(st, false);
-		Tuplestorestate *mts = tuplestore_begin_heap(false, false, work_mem);
+		/*
+		 * m's rows are in the overlay already: a copy in memory up to
+		 * maintenance_work_mem rather than one written to a temporary file
+		 * beyond work_mem (a big batch, the fold of a backlog)
+		 */
+		Tuplestorestate *mts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
 		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
 		int64		sid = 0;
 		bool		on;
