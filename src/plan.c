@@ -446,6 +446,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.sink);
 	COPY_SQL(store.sink_history);
 	COPY_SQL(store.complete);
+	COPY_SQL(store.merge_kinds);
 #undef COPY_SQL
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;

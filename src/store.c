@@ -105,7 +105,6 @@ static dshash_parameters table_params = {
 	sizeof(uint64), sizeof(StoreEntry), dshash_memcmp, dshash_memhash, 0
 };
 
-static void setup_merge(CqStore *st, CqAnalysis *an);
 static void store_xact_callback(XactEvent event, void *arg);
 static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
@@ -322,7 +321,6 @@ setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 		fmgr_info_cxt(tc->hash_extended_proc, &st->hashfn[g], st->cxt);
 		st->coll[g] = an->group_exprs ? exprCollation(list_nth(an->group_exprs, g)) : InvalidOid;
 	}
-	setup_merge(st, an);
 }
 
 /*
@@ -344,40 +342,42 @@ plus_proc(Oid type)
 
 /*
  * setup_merge
- *	  Can existing groups be merged in C (cq_store_merge_row) rather than
- *	  by the merge statement?  Yes when n and every part use a merge of
- *	  CqMergeKind other than CQ_MERGE_OTHER over a plain base type without
+ *	  Can existing groups be merged in C (merge_row in store_fold.c) rather
+ *	  than by the merge statement?  Yes when n and every part use a merge
+ *	  of CqMergeKind other than CQ_MERGE_OTHER (kinds: per part p<i>, char
+ *	  i-1, the kind + 'A', from CqStoreSql) over a plain base type without
  *	  typmod (the statement's CAST back to the column's type is then a
  *	  no-op): + is pg_catalog's operator for the type, least()/greatest()
  *	  compare with the type's default btree comparison and the column's
- *	  collation, as ExecEvalMinMax does.
+ *	  collation, as ExecEvalMinMax does.  Once per store and transaction.
  */
-static void
-setup_merge(CqStore *st, CqAnalysis *an)
+void
+cq_store_setup_merge(CqStore *st, const char *kinds)
 {
 	Oid			proc;
 
+	if (st->merge_ready)
+		return;
+	st->merge_ready = true;
 	st->cmerge = false;
-	if (st->n_att == 0)
+	if (st->n_att == 0 || kinds == NULL)
 		return;
 	proc = plus_proc(TupleDescAttr(st->desc, st->n_att - 1)->atttypid);
 	if (!OidIsValid(proc))
 		return;
 	fmgr_info_cxt(proc, &st->nplus, st->cxt);
-	st->pkind = palloc0(sizeof(CqMergeKind) * Max(st->nparts, 1));
-	st->pfn = palloc0(sizeof(FmgrInfo) * Max(st->nparts, 1));
-	st->pcoll = palloc0(sizeof(Oid) * Max(st->nparts, 1));
+	st->pkind = MemoryContextAllocZero(st->cxt, sizeof(CqMergeKind) * Max(st->nparts, 1));
+	st->pfn = MemoryContextAllocZero(st->cxt, sizeof(FmgrInfo) * Max(st->nparts, 1));
+	st->pcoll = MemoryContextAllocZero(st->cxt, sizeof(Oid) * Max(st->nparts, 1));
 	for (int p = 0; p < st->nparts; p++)
 	{
 		Form_pg_attribute att = TupleDescAttr(st->desc, st->p_att[p] - 1);
 		int			part_no = atoi(NameStr(att->attname) + 1);
-		CqPart	   *part;
 
-		if (part_no < 1 || part_no > list_length(an->parts) || att->atttypmod != -1 ||
+		if (part_no < 1 || part_no > (int) strlen(kinds) || att->atttypmod != -1 ||
 			get_typtype(att->atttypid) != TYPTYPE_BASE)
 			return;
-		part = list_nth(an->parts, part_no - 1);
-		st->pkind[p] = cq_agg_part_merge_kind(part);
+		st->pkind[p] = (CqMergeKind) (kinds[part_no - 1] - 'A');
 		st->pcoll[p] = att->attcollation;
 		if (st->pkind[p] == CQ_MERGE_ADD || st->pkind[p] == CQ_MERGE_SUM)
 			proc = plus_proc(att->atttypid);

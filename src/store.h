@@ -23,6 +23,7 @@ typedef struct CqStoreSql
 	char	   *sink;			/* target writes over m and x (none: complete) */
 	char	   *sink_history;	/* same, batch 0 */
 	char	   *complete;		/* complete mode: reload the target from cq_all */
+	char	   *merge_kinds;	/* per part p<i>, char i-1: its CqMergeKind + 'A' */
 	bool		counts;			/* single scan: d's rows give the batch's row count */
 	bool		et_stats;		/* and its event-time statistics (4 columns after the state row) */
 } CqStoreSql;

@@ -100,6 +100,11 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	}
 	table_close(rel, AccessShareLock);
 
+	/* the merge of each part, for the merge in C (the cached analysis has no parts) */
+	sql->merge_kinds = palloc0(list_length(an->parts) + 1);
+	for (int p = 0; p < list_length(an->parts); p++)
+		sql->merge_kinds[p] = 'A' + (char) cq_agg_part_merge_kind(list_nth(an->parts, p));
+
 	/* one scan: d's rows give the row count (n) and event-time statistics */
 	sql->counts = an->single_scan;
 	sql->et_stats = an->single_scan && an->et_attno != InvalidAttrNumber;
@@ -490,10 +495,12 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 	Tuplestorestate *ts = NULL;
 	double		t0 = cq_store_cpu_ms();
 	bool		fresh = st->table == NULL && st->items == NIL;
-	Datum	   *sv = palloc(sizeof(Datum) * natts);
+	Datum	   *sv;
 	bool	   *sn = palloc(sizeof(bool) * natts);
 	StoreRef	local;
 
+	cq_store_setup_merge(st, sql->merge_kinds);
+	sv = palloc(sizeof(Datum) * natts);
 	memset(&count, 0, sizeof(count));
 	for (uint64 i = 0; i < n; i++)
 	{

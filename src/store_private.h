@@ -109,6 +109,7 @@ struct CqStore
 	FmgrInfo   *hashfn;
 	Oid		   *coll;
 	/* merge in C (store_fold.c): n and every part self-mergeable */
+	bool		merge_ready;	/* cq_store_setup_merge ran */
 	bool		cmerge;
 	FmgrInfo	nplus;			/* n + n */
 	CqMergeKind *pkind;			/* per part */
@@ -152,6 +153,7 @@ typedef struct ScanRow
 
 extern AttrNumber cq_store_state_att(TupleDesc desc, const char *name);
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
+extern void cq_store_setup_merge(struct CqStore *st, const char *kinds);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
 extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
