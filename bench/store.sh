@@ -43,7 +43,8 @@
 # Env: BENCH_PORT (default 55455), BENCH_STORE_GROUPS (100000),
 # BENCH_STORE_BATCHES ("1000 10000"), BENCH_STORE_ROUNDS (9),
 # BENCH_STORE_FOLD_ROWS (5000000), BENCH_STORE_LAT_RATES ("1000 10000"),
-# BENCH_STORE_LAT_SECS (20),
+# BENCH_STORE_LAT_SECS (20), BENCH_STORE_CONF (one more postgresql.conf
+# line, e.g. "cq.state_image_batches = 0"),
 # BENCH_OUT (bench/results/store.md), plus scripts/common.sh's PGBIN,
 # CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER.
 set -euo pipefail
@@ -69,7 +70,7 @@ ensure_packages
 build_install
 CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_store "$BENCH_PORT" \
     "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off" "cq.state_memory = 1GB" \
-    "track_commit_timestamp = on"
+    "track_commit_timestamp = on" ${BENCH_STORE_CONF:+"$BENCH_STORE_CONF"}
 
 section "setup: $(human "$G") groups"
 psql_run "SET client_min_messages = warning;" \
@@ -99,6 +100,37 @@ phase() {
     local v
     v=$(grep -oE "$1 [0-9.]+ ms" <<<"$2" | head -1 | grep -oE '[0-9.]+ ms' | grep -oE '[0-9.]+' || true)
     echo "${v:-0}"
+}
+
+# warm_series B: one session (a long-lived backend, as a worker is) runs
+# BENCH_STORE_ROUNDS rounds of B new rows then both queries, alternating
+# the order; prints per CALL after the first round "mem|tab cpu d l m x s p"
+warm_series() {
+    local B=$1 r q
+    {
+        echo "SET client_min_messages = debug1;"
+        for ((r = 1; r <= BENCH_STORE_ROUNDS; r++)); do
+            echo "INSERT INTO src SELECT CASE WHEN random() < 0.1 THEN $G + (random() * 1000000)::int ELSE (random() * ($G - 1))::int END, (random() * 1000)::int FROM generate_series(1, $B);"
+            if ((r % 2)); then order=(st_mem st_tab); else order=(st_tab st_mem); fi
+            for q in "${order[@]}"; do
+                echo "SELECT $SCHED AS c0 \\gset"
+                echo "CALL cq.run('$q');"
+                echo "SELECT 'warm $r $q ' || (($SCHED - :c0) / 1e6)::text;"
+            done
+        done
+    } | "${PSQL[@]}" -At 2>&1 | awk '
+        /store fold:/ { d = l = m = x = s = 0
+            for (i = 1; i <= NF; i++) {
+                if ($i == "d") d = $(i + 1)
+                if ($i == "lookups") l = $(i + 1)
+                if ($i == "statement" && $(i - 1) == "merge") m = $(i + 1)
+                if ($i == "eviction") x += $(i + 1)
+                if ($i == "x") x += $(i + 1)
+                if ($i == "statement" && $(i - 1) == "target") s = $(i + 1)
+            } }
+        /store publication/ { for (i = 1; i <= NF; i++) if ($i == "in") p = $(i + 1) }
+        /^warm / { if ($2 > 1) { if ($3 == "st_mem") print "mem", $4, d, l, m, x, s, p; else print "tab", $4 }
+            d = l = m = x = s = p = 0 }'
 }
 
 declare -A MED
@@ -146,6 +178,26 @@ for B in $BENCH_STORE_BATCHES; do
     MED["tst_$B"]=$(calc "${MED["tabc_$B"]} - ${MED["s_$B"]} - ${MED["rest_$B"]}")
     MED["tsw_$B"]=$(calc "${MED["tst_$B"]} - ${MED["d_$B"]}")
     info "store $(fmt_ms "${MED["mem_$B"]}") (CPU $(fmt_ms "${MED["memc_$B"]}"), state part $(fmt_ms "${MED["mst_$B"]}")), table $(fmt_ms "${MED["tab_$B"]}") (CPU $(fmt_ms "${MED["tabc_$B"]}"), state part ~$(fmt_ms "${MED["tst_$B"]}"))"
+
+    # the same in one long-lived session (no fresh mapping of the store per batch)
+    wmemc=() wtabc=() wd=() wl=() wm=() wx=() ws=() wp=()
+    while read -r which cpu d l m x sv pv; do
+        if [[ $which == mem ]]; then
+            wmemc+=("$cpu") wd+=("$d") wl+=("$l") wm+=("$m") wx+=("$x") ws+=("$sv") wp+=("$pv")
+        else
+            wtabc+=("$cpu")
+        fi
+    done < <(warm_series "$B")
+    MED["wmemc_$B"]=$(median "${wmemc[@]}")
+    MED["wtabc_$B"]=$(median "${wtabc[@]}")
+    for v in d l m x s p; do
+        arr="w$v[@]"
+        MED["w${v}_$B"]=$(median "${!arr}")
+    done
+    MED["wmst_$B"]=$(calc "${MED["wd_$B"]} + ${MED["wl_$B"]} + ${MED["wm_$B"]} + ${MED["wx_$B"]} + ${MED["wp_$B"]}")
+    MED["wrest_$B"]=$(calc "${MED["wmemc_$B"]} - ${MED["wmst_$B"]} - ${MED["ws_$B"]}")
+    MED["wtst_$B"]=$(calc "${MED["wtabc_$B"]} - ${MED["ws_$B"]} - ${MED["wrest_$B"]}")
+    info "one session: store CPU $(fmt_ms "${MED["wmemc_$B"]}") (state part $(fmt_ms "${MED["wmst_$B"]}")), table CPU $(fmt_ms "${MED["wtabc_$B"]}") (state part ~$(fmt_ms "${MED["wtst_$B"]}"))"
 done
 
 section "sanity"
@@ -257,6 +309,14 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for B in $BENCH_STORE_BATCHES; do
         echo "| $(human "$B") | ${MED["memc_$B"]} | ${MED["tabc_$B"]} | $(fmt_x "$(calc "${MED["tabc_$B"]} / ${MED["memc_$B"]}")") | ${MED["d_$B"]} | ${MED["l_$B"]} | ${MED["m_$B"]} | ${MED["x_$B"]} | ${MED["p_$B"]} | ${MED["s_$B"]} | ${MED["mst_$B"]} | ${MED["tst_$B"]} | $(fmt_x "$(calc "${MED["tst_$B"]} / ${MED["mst_$B"]}")") | ${MED["msw_$B"]} | ${MED["tsw_$B"]} | $(fmt_x "$(calc "${MED["tsw_$B"]} / ${MED["msw_$B"]}")") |"
+    done
+    echo
+    echo "The same batches in one long-lived session (as a worker runs them; medians of rounds 2.., CPU ms):"
+    echo
+    echo "| batch rows | store: batch CPU | table: batch CPU | table / store | store: d | store: lookups + overlay | store: merge statement | store: eviction, m and x | store: publication copy | target statement | store: state part (with d) | table: state part (with d, est.) | table / store |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for B in $BENCH_STORE_BATCHES; do
+        echo "| $(human "$B") | ${MED["wmemc_$B"]} | ${MED["wtabc_$B"]} | $(fmt_x "$(calc "${MED["wtabc_$B"]} / ${MED["wmemc_$B"]}")") | ${MED["wd_$B"]} | ${MED["wl_$B"]} | ${MED["wm_$B"]} | ${MED["wx_$B"]} | ${MED["wp_$B"]} | ${MED["ws_$B"]} | ${MED["wmst_$B"]} | ${MED["wtst_$B"]} | $(fmt_x "$(calc "${MED["wtst_$B"]} / ${MED["wmst_$B"]}")") |"
     done
     echo
     echo "Fold (batch 0) of $(human "$BENCH_STORE_FOLD_ROWS") rows into $(human "$G") groups, serial, jit off, one run each:"
