@@ -31,8 +31,20 @@
 # Memory: cq.state_store_info's bytes (rows and per-group overhead, as
 # counted against cq.state_memory) of st_mem, scaled to 1M groups.
 #
+# Latency (BENCH_STORE_LAT_RATES, default "1000 10000" rows/s; "" skips):
+# a trigger '0' update query over G keys, on the store and then on the
+# table, each alone for BENCH_STORE_LAT_SECS (20) seconds while pgbench
+# commits single-row INSERTs at the rate (one client per 2,500 rows/s; the
+# rate reached is reported).  A row's latency is the commit time of the
+# first batch whose end snapshot sees it minus the row's commit time
+# (track_commit_timestamp; a trigger on cq.offsets keeps every batch's
+# snapshot), over up to 2,000 sampled rows; p50 and p99.
+#
 # Env: BENCH_PORT (default 55455), BENCH_STORE_GROUPS (100000),
 # BENCH_STORE_BATCHES ("1000 10000"), BENCH_STORE_ROUNDS (9),
+# BENCH_STORE_FOLD_ROWS (5000000), BENCH_STORE_LAT_RATES ("1000 10000"),
+# BENCH_STORE_LAT_SECS (20), BENCH_STORE_CONF (one more postgresql.conf
+# line, e.g. "cq.state_image_batches = 0"),
 # BENCH_OUT (bench/results/store.md), plus scripts/common.sh's PGBIN,
 # CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER.
 set -euo pipefail
@@ -47,6 +59,8 @@ BENCH_STORE_GROUPS="${BENCH_STORE_GROUPS:-100000}"
 BENCH_STORE_BATCHES="${BENCH_STORE_BATCHES:-1000 10000}"
 BENCH_STORE_ROUNDS="${BENCH_STORE_ROUNDS:-9}"
 BENCH_STORE_FOLD_ROWS="${BENCH_STORE_FOLD_ROWS:-5000000}"
+BENCH_STORE_LAT_RATES="${BENCH_STORE_LAT_RATES-1000 10000}"
+BENCH_STORE_LAT_SECS="${BENCH_STORE_LAT_SECS:-20}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/store.md}"
 G="$BENCH_STORE_GROUPS"
 
@@ -55,7 +69,8 @@ section "build + cluster"
 ensure_packages
 build_install
 CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_store "$BENCH_PORT" \
-    "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off" "cq.state_memory = 1GB"
+    "shared_buffers = 512MB" "max_wal_size = 4GB" "autovacuum = off" "cq.state_memory = 1GB" \
+    "track_commit_timestamp = on" ${BENCH_STORE_CONF:+"$BENCH_STORE_CONF"}
 
 section "setup: $(human "$G") groups"
 psql_run "SET client_min_messages = warning;" \
@@ -85,6 +100,37 @@ phase() {
     local v
     v=$(grep -oE "$1 [0-9.]+ ms" <<<"$2" | head -1 | grep -oE '[0-9.]+ ms' | grep -oE '[0-9.]+' || true)
     echo "${v:-0}"
+}
+
+# warm_series B: one session (a long-lived backend, as a worker is) runs
+# BENCH_STORE_ROUNDS rounds of B new rows then both queries, alternating
+# the order; prints per CALL after the first round "mem|tab cpu d l m x s p"
+warm_series() {
+    local B=$1 r q
+    {
+        echo "SET client_min_messages = debug1;"
+        for ((r = 1; r <= BENCH_STORE_ROUNDS; r++)); do
+            echo "INSERT INTO src SELECT CASE WHEN random() < 0.1 THEN $G + (random() * 1000000)::int ELSE (random() * ($G - 1))::int END, (random() * 1000)::int FROM generate_series(1, $B);"
+            if ((r % 2)); then order=(st_mem st_tab); else order=(st_tab st_mem); fi
+            for q in "${order[@]}"; do
+                echo "SELECT $SCHED AS c0 \\gset"
+                echo "CALL cq.run('$q');"
+                echo "SELECT 'warm $r $q ' || (($SCHED - :c0) / 1e6)::text;"
+            done
+        done
+    } | "${PSQL[@]}" -At 2>&1 | awk '
+        /store fold:/ { d = l = m = x = s = 0
+            for (i = 1; i <= NF; i++) {
+                if ($i == "d") d = $(i + 1)
+                if ($i == "lookups") l = $(i + 1)
+                if ($i == "statement" && $(i - 1) == "merge") m = $(i + 1)
+                if ($i == "eviction") x += $(i + 1)
+                if ($i == "x") x += $(i + 1)
+                if ($i == "statement" && $(i - 1) == "target") s = $(i + 1)
+            } }
+        /store publication/ { for (i = 1; i <= NF; i++) if ($i == "in") p = $(i + 1) }
+        /^warm / { if ($2 > 1) { if ($3 == "st_mem") print "mem", $4, d, l, m, x, s, p; else print "tab", $4 }
+            d = l = m = x = s = p = 0 }'
 }
 
 declare -A MED
@@ -132,6 +178,26 @@ for B in $BENCH_STORE_BATCHES; do
     MED["tst_$B"]=$(calc "${MED["tabc_$B"]} - ${MED["s_$B"]} - ${MED["rest_$B"]}")
     MED["tsw_$B"]=$(calc "${MED["tst_$B"]} - ${MED["d_$B"]}")
     info "store $(fmt_ms "${MED["mem_$B"]}") (CPU $(fmt_ms "${MED["memc_$B"]}"), state part $(fmt_ms "${MED["mst_$B"]}")), table $(fmt_ms "${MED["tab_$B"]}") (CPU $(fmt_ms "${MED["tabc_$B"]}"), state part ~$(fmt_ms "${MED["tst_$B"]}"))"
+
+    # the same in one long-lived session (no fresh mapping of the store per batch)
+    wmemc=() wtabc=() wd=() wl=() wm=() wx=() ws=() wp=()
+    while read -r which cpu d l m x sv pv; do
+        if [[ $which == mem ]]; then
+            wmemc+=("$cpu") wd+=("$d") wl+=("$l") wm+=("$m") wx+=("$x") ws+=("$sv") wp+=("$pv")
+        else
+            wtabc+=("$cpu")
+        fi
+    done < <(warm_series "$B")
+    MED["wmemc_$B"]=$(median "${wmemc[@]}")
+    MED["wtabc_$B"]=$(median "${wtabc[@]}")
+    for v in d l m x s p; do
+        arr="w$v[@]"
+        MED["w${v}_$B"]=$(median "${!arr}")
+    done
+    MED["wmst_$B"]=$(calc "${MED["wd_$B"]} + ${MED["wl_$B"]} + ${MED["wm_$B"]} + ${MED["wx_$B"]} + ${MED["wp_$B"]}")
+    MED["wrest_$B"]=$(calc "${MED["wmemc_$B"]} - ${MED["wmst_$B"]} - ${MED["ws_$B"]}")
+    MED["wtst_$B"]=$(calc "${MED["wtabc_$B"]} - ${MED["ws_$B"]} - ${MED["wrest_$B"]}")
+    info "one session: store CPU $(fmt_ms "${MED["wmemc_$B"]}") (state part $(fmt_ms "${MED["wmst_$B"]}")), table CPU $(fmt_ms "${MED["wtabc_$B"]}") (state part ~$(fmt_ms "${MED["wtst_$B"]}"))"
 done
 
 section "sanity"
@@ -173,6 +239,56 @@ for q in fo_mem fo_tab; do
     [[ "$bad" == 0 ]] || die "$q differs from the plain query ($bad rows)"
 done
 
+# ---- trigger '0' latency, store vs table ----
+declare -A LAT
+if [[ -n "$BENCH_STORE_LAT_RATES" ]]; then
+    section "trigger '0' latency at $BENCH_STORE_LAT_RATES rows/s, ${BENCH_STORE_LAT_SECS} s each"
+    psql_run "SET client_min_messages = warning;" \
+        "CREATE TABLE lsrc (id bigserial, k int NOT NULL, v int NOT NULL) WITH (autovacuum_enabled = off);" \
+        "INSERT INTO lsrc (k, v) SELECT g % $G, g % 1000 FROM generate_series(1, 2 * $G) g;" \
+        "CREATE TABLE lat_batches (name text, snap_xmax xid8, end_offset pg_snapshot);" \
+        "CREATE INDEX ON lat_batches (name, snap_xmax);" \
+        "CREATE FUNCTION public.lat_copy() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN INSERT INTO public.lat_batches VALUES (NEW.name, pg_catalog.pg_snapshot_xmax(NEW.end_offset), NEW.end_offset); RETURN NULL; END \$\$;" \
+        "CREATE TRIGGER lat_copy AFTER INSERT ON cq.offsets FOR EACH ROW EXECUTE FUNCTION public.lat_copy();" >/dev/null
+    printf '%s\n' "\\set k random(0, $((G - 1)))" '\set v random(0, 999)' \
+        "INSERT INTO lsrc (k, v) VALUES (:k, :v);" >"$CQ_TMPBASE/store_lat_insert.sql"
+    chmod 644 "$CQ_TMPBASE/store_lat_insert.sql"
+    for storage in memory unlogged; do
+        q="lat_$storage"
+        psql_run "SET client_min_messages = warning;" \
+            "SELECT cq.create_query('$q', 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m FROM lsrc GROUP BY k', output_mode => 'update', \"trigger\" => '0', state_storage => '$storage');" >/dev/null
+        for _ in $(seq 1 3000); do
+            [[ "$(psql_val "SELECT count(*) FROM cq.offsets WHERE name = '$q'")" != 0 ]] && break
+            sleep 0.02
+        done
+        for rate in $BENCH_STORE_LAT_RATES; do
+            first=$(psql_val "SELECT coalesce(max(id), 0) FROM lsrc")
+            clients=$(( (rate + 2499) / 2500 ))
+            "$PGBIN/pgbench" -h "$PGHOST" -p "$PGPORT" -U postgres -n -c "$clients" -j "$clients" -R "$rate" \
+                -T "$BENCH_STORE_LAT_SECS" -f "$CQ_TMPBASE/store_lat_insert.sql" postgres >"$CQ_TMPBASE/store_lat_pgbench.log" 2>&1
+            last=$(psql_val "SELECT max(cq_xid) FROM lsrc")
+            for _ in $(seq 1 6000); do
+                [[ "$(psql_val "SELECT count(*) FROM lat_batches WHERE name = '$q' AND snap_xmax > '$last' AND pg_visible_in_snapshot('$last'::xid8, end_offset)")" != 0 ]] && break
+                sleep 0.02
+            done
+            read -r n p50 p99 < <(psql_val "SELECT count(*) || ' ' || round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1) || ' ' || round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 1)
+                FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(b.xmin) - pg_xact_commit_timestamp(s.xmin)) * 1000 AS ms
+                        FROM (SELECT xmin, cq_xid FROM lsrc WHERE id > $first
+                                 AND id % greatest(1, (SELECT count(*) FROM lsrc WHERE id > $first) / 2000) = 0) s
+                        CROSS JOIN LATERAL (SELECT b.xmin FROM lat_batches b
+                                             WHERE b.name = '$q' AND b.snap_xmax > s.cq_xid
+                                               AND pg_visible_in_snapshot(s.cq_xid, b.end_offset)
+                                             ORDER BY b.snap_xmax LIMIT 1) b) l")
+            reached=$(psql_val "SELECT round(count(*) / $BENCH_STORE_LAT_SECS.0) FROM lsrc WHERE id > $first")
+            LAT["${storage}_$rate"]="$p50 $p99 $reached"
+            info "$q at $rate rows/s (reached $reached/s): p50 $p50 ms, p99 $p99 ms ($n rows sampled)"
+        done
+        bad=$(psql_val "SELECT count(*) FROM ((SELECT k, count(*), sum(v), max(v) FROM lsrc GROUP BY k EXCEPT ALL TABLE $q) UNION ALL (TABLE $q EXCEPT ALL SELECT k, count(*), sum(v), max(v) FROM lsrc GROUP BY k)) x;")
+        [[ "$bad" == 0 ]] || die "$q differs from the plain query ($bad rows)"
+        psql_run "SET client_min_messages = warning;" "SELECT cq.drop_query('$q');" >/dev/null
+    done
+fi
+
 mkdir -p "$(dirname "$BENCH_OUT")"
 {
     echo "# bench/store.sh: shared-memory state store vs state table"
@@ -195,6 +311,14 @@ mkdir -p "$(dirname "$BENCH_OUT")"
         echo "| $(human "$B") | ${MED["memc_$B"]} | ${MED["tabc_$B"]} | $(fmt_x "$(calc "${MED["tabc_$B"]} / ${MED["memc_$B"]}")") | ${MED["d_$B"]} | ${MED["l_$B"]} | ${MED["m_$B"]} | ${MED["x_$B"]} | ${MED["p_$B"]} | ${MED["s_$B"]} | ${MED["mst_$B"]} | ${MED["tst_$B"]} | $(fmt_x "$(calc "${MED["tst_$B"]} / ${MED["mst_$B"]}")") | ${MED["msw_$B"]} | ${MED["tsw_$B"]} | $(fmt_x "$(calc "${MED["tsw_$B"]} / ${MED["msw_$B"]}")") |"
     done
     echo
+    echo "The same batches in one long-lived session (as a worker runs them; medians of rounds 2.., CPU ms):"
+    echo
+    echo "| batch rows | store: batch CPU | table: batch CPU | table / store | store: d | store: lookups + overlay | store: merge statement | store: eviction, m and x | store: publication copy | target statement | store: state part (with d) | table: state part (with d, est.) | table / store |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for B in $BENCH_STORE_BATCHES; do
+        echo "| $(human "$B") | ${MED["wmemc_$B"]} | ${MED["wtabc_$B"]} | $(fmt_x "$(calc "${MED["wtabc_$B"]} / ${MED["wmemc_$B"]}")") | ${MED["wd_$B"]} | ${MED["wl_$B"]} | ${MED["wm_$B"]} | ${MED["wx_$B"]} | ${MED["wp_$B"]} | ${MED["ws_$B"]} | ${MED["wmst_$B"]} | ${MED["wtst_$B"]} | $(fmt_x "$(calc "${MED["wtst_$B"]} / ${MED["wmst_$B"]}")") |"
+    done
+    echo
     echo "Fold (batch 0) of $(human "$BENCH_STORE_FOLD_ROWS") rows into $(human "$G") groups, serial, jit off, one run each:"
     echo
     echo "| | CPU | wall | CPU / plain GROUP BY |"
@@ -203,6 +327,18 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "| store (state_storage = 'memory') | $(fmt_ms "${FOLD[c_mem]}") | $(fmt_ms "${FOLD[w_mem]}") | $(fmt_x "$(calc "${FOLD[c_mem]} / ${FOLD[c_gb]}")") |"
     echo "| table (unlogged state table) | $(fmt_ms "${FOLD[c_tab]}") | $(fmt_ms "${FOLD[w_tab]}") | $(fmt_x "$(calc "${FOLD[c_tab]} / ${FOLD[c_gb]}")") |"
     echo
+    if [[ -n "$BENCH_STORE_LAT_RATES" ]]; then
+        echo "Trigger '0' latency (row commit to the commit of the batch that sees it; one query alone, $BENCH_STORE_LAT_SECS s per rate):"
+        echo
+        echo "| rows/s (reached: store, table) | store p50 | store p99 | table p50 | table p99 |"
+        echo "|---|---|---|---|---|"
+        for rate in $BENCH_STORE_LAT_RATES; do
+            read -r mp50 mp99 mr <<<"${LAT[memory_$rate]}"
+            read -r tp50 tp99 tr <<<"${LAT[unlogged_$rate]}"
+            echo "| $(human "$rate") ($mr, $tr) | $mp50 ms | $mp99 ms | $tp50 ms | $tp99 ms |"
+        done
+        echo
+    fi
     echo "State memory: $bytes bytes for $rows groups ($per_group bytes per group, about $mb_per_m MB per 1M groups; DSA and hash-table overhead not counted)."
 } >"$BENCH_OUT"
 cat "$BENCH_OUT"

@@ -65,6 +65,8 @@ SELECT name || s.suffix AS query,
 SELECT name, state_storage FROM cq.queries WHERE name LIKE 'ss\___%' ORDER BY name;
 
 CREATE TABLE ss_log (batch int, name text, oracle_bad bigint, twin_bad bigint, metrics_equal boolean, rows bigint);
+-- an image every 12 batches of a store (the first by its 12th batch, not its first)
+SET cq.state_image_batches = 12;
 DO $$
 DECLARE
   q record;
@@ -95,6 +97,7 @@ BEGIN
     COMMIT;
   END LOOP;
 END $$;
+RESET cq.state_image_batches;
 -- every target equal to the plain query and to its twin after every batch
 SELECT name, sum(oracle_bad) AS oracle_mismatches, sum(twin_bad) AS twin_mismatches,
        bool_and(metrics_equal) AS metrics_equal, count(*) AS batches, max(rows) > 0 AS has_rows
@@ -121,7 +124,7 @@ BEGIN
   EXECUTE format('SELECT count(*) FROM %s', (SELECT state_table FROM cq.queries WHERE name = qname)) INTO n;
   RETURN n;
 END $$;
--- (its state table holds the image written by batch 0: cq.state_image_batches = 100)
+-- (its state table holds the image written by batch 23, the second: cq.state_image_batches = 12)
 SELECT ss_state_rows('ss_upd_m') > 0 AS image_has_rows, i.batch_id AS image_batch,
        (SELECT max(batch_id) FROM cq.offsets WHERE name = 'ss_upd_m') AS last_batch
   FROM cq.state_images i JOIN cq.queries q ON q.id = i.query_id WHERE q.name = 'ss_upd_m';

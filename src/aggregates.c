@@ -321,6 +321,29 @@ cq_agg_part_merge_n(const CqPart *part)
 	return NULL;
 }
 
+/*
+ * cq_agg_part_merge_kind
+ *	  Which of the self-mergeable binary merges a state column uses (its
+ *	  CqPart.merge), for the store's merge in C (store_fold.c), which must
+ *	  compute exactly what the template does: CQ_MERGE_ADD "a + b",
+ *	  CQ_MERGE_SUM "coalesce(a + b, a, b)", CQ_MERGE_LEAST "least(new,
+ *	  stored)", CQ_MERGE_GREATEST "greatest(new, stored)"; CQ_MERGE_OTHER
+ *	  for any other.
+ */
+CqMergeKind
+cq_agg_part_merge_kind(const CqPart *part)
+{
+	if (strcmp(part->merge, MERGE_ADD) == 0)
+		return CQ_MERGE_ADD;
+	if (strcmp(part->merge, MERGE_SUM) == 0)
+		return CQ_MERGE_SUM;
+	if (strcmp(part->merge, MERGE_LEAST) == 0)
+		return CQ_MERGE_LEAST;
+	if (strcmp(part->merge, MERGE_GREATEST) == 0)
+		return CQ_MERGE_GREATEST;
+	return CQ_MERGE_OTHER;
+}
+
 /* Accessors for state.c: either path. */
 const char *
 cq_agg_final_template(const CqAgg *a)

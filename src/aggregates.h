@@ -22,6 +22,16 @@ typedef struct CqPart
 	Oid			collation;		/* or InvalidOid */
 } CqPart;
 
+/* The binary merges of CqPart.merge the store merges in C (store_fold.c). */
+typedef enum CqMergeKind
+{
+	CQ_MERGE_OTHER,
+	CQ_MERGE_ADD,
+	CQ_MERGE_SUM,
+	CQ_MERGE_LEAST,
+	CQ_MERGE_GREATEST
+} CqMergeKind;
+
 /* One aggregate of the query, decomposed into mergeable state columns. */
 struct CqAggKind;
 typedef struct CqAgg
@@ -50,5 +60,6 @@ extern const char *cq_agg_final_template(const CqAgg *a);
 extern int	cq_agg_nparts(const CqAgg *a);
 extern bool cq_agg_kind_idempotent(const struct CqAggKind *kind);
 extern const char *cq_agg_part_merge_n(const CqPart *part);
+extern CqMergeKind cq_agg_part_merge_kind(const CqPart *part);
 
 #endif							/* CQ_AGGREGATES_H */

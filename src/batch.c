@@ -478,6 +478,14 @@ fold_store(OwnerBatch *ob)
 	res->state_total -= res->state_removed;
 	res->dropped_by_watermark = m.dropped;
 	res->output_rows = m.output_rows;
+	if (in->plan->single_scan && !ob->nodata)
+	{
+		ob->input_rows = m.input_rows;
+		res->has_event_time = m.has_event_time;
+		res->et_min = m.et_min;
+		res->et_max = m.et_max;
+		res->et_avg = m.et_avg;
+	}
 }
 
 /*

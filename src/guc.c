@@ -30,7 +30,7 @@ int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
 int			cq_state_memory_kb = 65536;
-int			cq_state_image_batches = 100;
+int			cq_state_image_batches = 0;
 int			cq_state_image_interval_s = 300;
 
 /* where a new query keeps its state when it does not say (options.c, api.c) */
@@ -99,9 +99,11 @@ cq_guc_init(void)
 	DefineCustomIntVariable("cq.state_image_batches",
 							"Batches after which a query with state_storage 'memory' writes its state table image.",
 							"After a restart the store is loaded from the image and only the rows of later "
-							"batches are folded again; 0 = never by count.",
+							"batches are folded again; 0 (the default) = never by count, only by "
+							"cq.state_image_interval: an image rewrites the whole state, which a query "
+							"running many small batches (trigger '0') would pay every few seconds.",
 							&cq_state_image_batches,
-							100, 0, INT_MAX,
+							0, 0, INT_MAX,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 

@@ -198,10 +198,8 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		list_length(an->query->rtable) == 1 && !an->query->hasTargetSRFs &&
 		(an->is_aggregate ? an->group_exprs != NIL : an->et_attno == InvalidAttrNumber) &&
 		!(q->opts.max_rows_per_trigger > 0) && !an->is_dedup;
-	/* the store counts the batch's rows with the count statement */
+	/* the store counts the batch's rows from its d statement's rows (store_fold.c) */
 	plan->use_store = cq_store_used(q, an);
-	if (plan->use_store)
-		an->single_scan = false;
 	plan->single_scan = an->single_scan;
 	an->hash_keys = an->is_aggregate && cq_state_hashed(q->state_table);
 	if (an->distinct_sets)
@@ -493,8 +491,11 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.sink);
 	COPY_SQL(store.sink_history);
 	COPY_SQL(store.complete);
+	COPY_SQL(store.merge_kinds);
 #undef COPY_SQL
 	copy_plan->use_store = new_plan->use_store;
+	copy_plan->store.counts = new_plan->store.counts;
+	copy_plan->store.et_stats = new_plan->store.et_stats;
 	copy_plan->single_scan = new_plan->single_scan;
 	return copy_plan;
 }

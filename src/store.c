@@ -57,6 +57,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
@@ -64,6 +65,7 @@
 #include "lib/dshash.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/value.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
@@ -322,6 +324,75 @@ setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 }
 
 /*
+ * plus_proc
+ *	  The function of pg_catalog's operator + for (type, type) returning
+ *	  type (what "a + b" of a merge template resolves to, search_path being
+ *	  pinned to pg_catalog first), or InvalidOid.
+ */
+static Oid
+plus_proc(Oid type)
+{
+	Oid			opr;
+
+	opr = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("+")), type, type);
+	if (!OidIsValid(opr) || get_op_rettype(opr) != type)
+		return InvalidOid;
+	return get_opcode(opr);
+}
+
+/*
+ * setup_merge
+ *	  Can existing groups be merged in C (merge_row in store_fold.c) rather
+ *	  than by the merge statement?  Yes when n and every part use a merge
+ *	  of CqMergeKind other than CQ_MERGE_OTHER (kinds: per part p<i>, char
+ *	  i-1, the kind + 'A', from CqStoreSql) over a plain base type without
+ *	  typmod (the statement's CAST back to the column's type is then a
+ *	  no-op): + is pg_catalog's operator for the type, least()/greatest()
+ *	  compare with the type's default btree comparison and the column's
+ *	  collation, as ExecEvalMinMax does.  Once per store and transaction.
+ */
+void
+cq_store_setup_merge(CqStore *st, const char *kinds)
+{
+	Oid			proc;
+
+	if (st->merge_ready)
+		return;
+	st->merge_ready = true;
+	st->cmerge = false;
+	if (st->n_att == 0 || kinds == NULL)
+		return;
+	proc = plus_proc(TupleDescAttr(st->desc, st->n_att - 1)->atttypid);
+	if (!OidIsValid(proc))
+		return;
+	fmgr_info_cxt(proc, &st->nplus, st->cxt);
+	st->pkind = MemoryContextAllocZero(st->cxt, sizeof(CqMergeKind) * Max(st->nparts, 1));
+	st->pfn = MemoryContextAllocZero(st->cxt, sizeof(FmgrInfo) * Max(st->nparts, 1));
+	st->pcoll = MemoryContextAllocZero(st->cxt, sizeof(Oid) * Max(st->nparts, 1));
+	for (int p = 0; p < st->nparts; p++)
+	{
+		Form_pg_attribute att = TupleDescAttr(st->desc, st->p_att[p] - 1);
+		int			part_no = atoi(NameStr(att->attname) + 1);
+
+		if (part_no < 1 || part_no > (int) strlen(kinds) || att->atttypmod != -1 ||
+			get_typtype(att->atttypid) != TYPTYPE_BASE)
+			return;
+		st->pkind[p] = (CqMergeKind) (kinds[part_no - 1] - 'A');
+		st->pcoll[p] = att->attcollation;
+		if (st->pkind[p] == CQ_MERGE_ADD || st->pkind[p] == CQ_MERGE_SUM)
+			proc = plus_proc(att->atttypid);
+		else if (st->pkind[p] == CQ_MERGE_LEAST || st->pkind[p] == CQ_MERGE_GREATEST)
+			proc = lookup_type_cache(att->atttypid, TYPECACHE_CMP_PROC)->cmp_proc;
+		else
+			proc = InvalidOid;
+		if (!OidIsValid(proc))
+			return;
+		fmgr_info_cxt(proc, &st->pfn[p], st->cxt);
+	}
+	st->cmerge = true;
+}
+
+/*
  * register_callbacks
  *	  The transaction callbacks that publish or discard overlays, once.
  */
@@ -414,6 +485,8 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 		st->evict_wm = h->evict_wm;
 		st->image_batch = h->image_batch;
 		st->image_at = h->image_at;
+		st->image_base = h->image_base;
+		st->min_e = h->min_e;
 		if (d)
 			dshash_release_lock(store_dir, d);
 		if (!busy)
@@ -435,7 +508,11 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 		st->replace = true;
 		st->rows = st->bytes = 0;
 		st->has_evict_wm = false;
+		st->min_e = PG_INT64_MAX;
+		/* the first image is due cq.state_image_batches batches from here */
 		st->image_batch = -1;
+		st->image_base = st->batch_id;
+		st->image_at = GetCurrentTimestamp();
 		*lost = last->found;
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
@@ -448,8 +525,8 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
  * key_hash
  *	  64-bit hash of a row's keys (values/nulls in the state row layout).
  */
-static uint64
-key_hash(CqStore *st, Datum *values, bool *nulls)
+uint64
+cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
 {
 	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
 
@@ -534,7 +611,7 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 	StoreEntry *e;
 
 	memset(ref, 0, sizeof(*ref));
-	ref->hash = key_hash(st, values, nulls);
+	ref->hash = cq_store_key_hash(st, values, nulls);
 	ref->node = InvalidDsaPointer;
 	ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
 	if (ov)
@@ -592,11 +669,25 @@ row_bytes(HeapTuple t)
 
 /*
  * put
- *	  Make tup (NULL: delete) the group's row in the overlay; ref is what
- *	  lookup found for it.
+ *	  Make a copy of tup (NULL: delete) the group's row in the overlay; ref
+ *	  is what lookup found for it.
  */
 void
 cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+
+	cq_store_put_owned(st, ref, tup ? heap_copytuple(tup) : NULL);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * put_owned
+ *	  put, tup itself (allocated in st->cxt, not changed afterwards) becoming
+ *	  the overlay's row.  Keeps min_e a lower bound of the rows' window ends.
+ */
+void
+cq_store_put_owned(CqStore *st, StoreRef *ref, HeapTuple tup)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 	OvItem	   *it = ref->item;
@@ -632,8 +723,16 @@ cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	}
 	if (tup)
 	{
-		it->tup = heap_copytuple(tup);
+		it->tup = tup;
 		it->deleted = false;
+		if (st->e_att != 0)
+		{
+			bool		isnull;
+			Datum		e = heap_getattr(tup, st->e_att, st->desc, &isnull);
+
+			if (!isnull && DatumGetInt64(e) < st->min_e)
+				st->min_e = DatumGetInt64(e);
+		}
 	}
 	else
 	{
@@ -721,11 +820,19 @@ cq_store_cpu_ms(void)
 static dsa_pointer
 copy_tuple(HeapTuple t)
 {
-	MinimalTuple mt = minimal_tuple_from_heap_tuple(t);
-	dsa_pointer p = dsa_allocate(store_area, mt->t_len);
+	uint32		len = t->t_len - MINIMAL_TUPLE_OFFSET;
+	dsa_pointer p = dsa_allocate(store_area, len);
+	MinimalTuple mt = dsa_get_address(store_area, p);
 
-	memcpy(dsa_get_address(store_area, p), mt, mt->t_len);
-	pfree(mt);
+	/*
+	 * As minimal_tuple_from_heap_tuple, without the local copy, and with the
+	 * padding zeroed: shared_tuple's header over the row reads its t_ctid
+	 * there, and heap_getattr checks a tuple whose t_ctid marks a versioned
+	 * datum against its type, which the bytes before the row do not hold.
+	 */
+	memcpy(mt, (char *) t->t_data + MINIMAL_TUPLE_OFFSET, len);
+	mt->t_len = len;
+	memset(mt->mt_padding, 0, MINIMAL_TUPLE_PADDING);
 	return p;
 }
 
@@ -993,6 +1100,8 @@ publish(CqStore *st)
 	h->evict_wm = st->evict_wm;
 	h->image_batch = st->image_batch;
 	h->image_at = st->image_at;
+	h->image_base = st->image_base;
+	h->min_e = st->min_e;
 	dshash_release_lock(store_dir, d);
 	ConditionVariableBroadcast(&h->cv);
 	if (old_table)

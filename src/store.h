@@ -23,6 +23,9 @@ typedef struct CqStoreSql
 	char	   *sink;			/* target writes over m and x (none: complete) */
 	char	   *sink_history;	/* same, batch 0 */
 	char	   *complete;		/* complete mode: reload the target from cq_all */
+	char	   *merge_kinds;	/* per part p<i>, char i-1: its CqMergeKind + 'A' */
+	bool		counts;			/* single scan: d's rows give the batch's row count */
+	bool		et_stats;		/* and its event-time statistics (4 columns after the state row) */
 } CqStoreSql;
 
 /* What a fold on the store did (the metrics the SQL path's statement returns). */
@@ -33,6 +36,12 @@ typedef struct CqStoreMetrics
 	int64		removed;		/* evicted (x) */
 	int64		dropped;		/* late groups of the delta */
 	int64		output_rows;
+	/* CqStoreSql.counts: the batch's rows and event-time statistics */
+	int64		input_rows;
+	bool		has_event_time;
+	TimestampTz et_min;
+	TimestampTz et_max;
+	TimestampTz et_avg;
 	/* the fold's phases, in this backend's CPU time (ms; DEBUG1 report) */
 	double		d_ms;			/* the d statement */
 	double		lookup_ms;		/* lookups, overlay puts, pairs */

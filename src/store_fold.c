@@ -100,6 +100,16 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	}
 	table_close(rel, AccessShareLock);
 
+	/* the merge of each part, for the merge in C (the cached analysis has no parts) */
+	sql->merge_kinds = palloc0(list_length(an->parts) + 1);
+	for (int p = 0; p < list_length(an->parts); p++)
+		sql->merge_kinds[p] = 'A' + (char) cq_agg_part_merge_kind(list_nth(an->parts, p));
+
+	/* one scan: d's rows give the row count (n) and event-time statistics */
+	sql->counts = an->single_scan;
+	sql->et_stats = an->single_scan && an->et_attno != InvalidAttrNumber;
+	if (sql->et_stats)
+		appendStringInfoString(&cols, ", d.et_min, d.et_max, d.et_sum, d.et_n");
 	for (int h = 0; h < 2; h++)
 	{
 		initStringInfo(&buf);
@@ -202,6 +212,8 @@ run_delta(const char *sql, Datum *params, const char *nulls, uint64 *n)
 	return SPI_tuptable;
 }
 
+static HeapTuple put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull);
+
 /*
  * cq_store_rebuild
  *	  Refill a replaced store with the partial aggregates of every row
@@ -215,9 +227,11 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 {
 	uint64		n;
 	SPITupleTable *tt = run_delta(delta_sql, params, nulls, &n);
-	Datum	   *values = palloc(sizeof(Datum) * st->desc->natts);
-	bool	   *isnull = palloc(sizeof(bool) * st->desc->natts);
+	Datum	   *values = palloc(sizeof(Datum) * tt->tupdesc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * tt->tupdesc->natts);
 	int64		rows = 0;
+
+	bool		fresh = st->table == NULL && st->items == NIL;
 
 	Assert(st->replace);
 	for (uint64 i = 0; i < n; i++)
@@ -227,12 +241,77 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
 		if (late(st, values, isnull, has_wm, wm))
 			continue;
-		cq_store_lookup(st, values, isnull, &ref);
-		cq_store_put(st, &ref, heap_form_tuple(st->desc, values, isnull));
+		if (!fresh)
+			cq_store_lookup(st, values, isnull, &ref);
+		(void) put_new(st, fresh, &ref, values, isnull);
 		rows++;
 	}
 	SPI_freetuptable(tt);
 	return rows;
+}
+
+/*
+ * BatchCount: the batch's rows and event-time statistics summed over the
+ * rows of d, as the SQL path's batch statement computes them from its d
+ * (metrics_select in plan.c): sum(n); min(et_min), max(et_max); the
+ * average epoch sum(et_sum) / sum(et_n), added in d's order as sum(float8)
+ * does, through to_timestamp() kept inside the timestamp range.
+ */
+typedef struct BatchCount
+{
+	int64		rows;
+	bool		has_et;
+	int64		et_min;
+	int64		et_max;
+	double		et_sum;
+	int64		et_n;
+} BatchCount;
+
+/*
+ * count_row
+ *	  Add a row of d (values/isnull, the state row then with et_stats its
+ *	  four statistics) to c.
+ */
+static void
+count_row(CqStore *st, const CqStoreSql *sql, BatchCount *c, Datum *values, bool *isnull)
+{
+	int			a = st->desc->natts;
+
+	if (!isnull[st->n_att - 1])
+		c->rows += DatumGetInt64(values[st->n_att - 1]);
+	if (!sql->et_stats || isnull[a])
+		return;
+	/* et_min is NULL exactly when the group had no finite event time */
+	if (!c->has_et || DatumGetInt64(values[a]) < c->et_min)
+		c->et_min = DatumGetInt64(values[a]);
+	if (!c->has_et || DatumGetInt64(values[a + 1]) > c->et_max)
+		c->et_max = DatumGetInt64(values[a + 1]);
+	c->et_sum = c->has_et ? c->et_sum + DatumGetFloat8(values[a + 2]) : DatumGetFloat8(values[a + 2]);
+	c->et_n += DatumGetInt64(values[a + 3]);
+	c->has_et = true;
+}
+
+/*
+ * count_done
+ *	  The batch's row count and event-time statistics into metrics.
+ */
+static void
+count_done(BatchCount *c, CqStoreMetrics *metrics)
+{
+	double		x;
+
+	metrics->input_rows = c->rows;
+	metrics->has_event_time = c->has_et;
+	if (!c->has_et)
+		return;
+	metrics->et_min = c->et_min;
+	metrics->et_max = c->et_max;
+	x = c->et_sum / (double) c->et_n;
+	if (x > 9224318015999.0)
+		x = 9224318015999.0;
+	else if (x < -210866803200.0)
+		x = -210866803200.0;
+	metrics->et_avg = DatumGetTimestampTz(DirectFunctionCall1(float8_timestamptz, Float8GetDatum(x)));
 }
 
 /*
@@ -283,43 +362,180 @@ pairs_desc(CqStore *st)
 }
 
 /*
+ * merge_value
+ *	  One state column merged as its template does (see setup_merge in
+ *	  store.c): sv and sn point to the stored value, replaced by the merged
+ *	  one; nv/nn the new partial.  + is strict; coalesce(a + b, a, b) takes the
+ *	  non-NULL one; least(new, stored) and greatest(new, stored) skip NULLs
+ *	  and keep the first (new) of equal values, as ExecEvalMinMax does.
+ */
+static inline void
+merge_value(CqMergeKind kind, FmgrInfo *fn, Oid coll, Datum *sv, bool *sn, Datum nv, bool nn)
+{
+	switch (kind)
+	{
+		case CQ_MERGE_ADD:
+			if (*sn || nn)
+				*sn = true;
+			else
+				*sv = FunctionCall2Coll(fn, coll, *sv, nv);
+			break;
+		case CQ_MERGE_SUM:
+			if (nn)
+				break;
+			if (*sn)
+			{
+				*sv = nv;
+				*sn = false;
+			}
+			else
+				*sv = FunctionCall2Coll(fn, coll, *sv, nv);
+			break;
+		case CQ_MERGE_LEAST:
+		case CQ_MERGE_GREATEST:
+			if (nn)
+				break;
+			if (*sn)
+			{
+				*sv = nv;
+				*sn = false;
+			}
+			else
+			{
+				int32		cmp = DatumGetInt32(FunctionCall2Coll(fn, coll, nv, *sv));
+
+				/* the result starts as new; stored replaces it only if strictly better */
+				if (kind == CQ_MERGE_LEAST ? cmp <= 0 : cmp >= 0)
+					*sv = nv;
+			}
+			break;
+		case CQ_MERGE_OTHER:
+			elog(ERROR, "pg_cq: no merge in C for this state column");
+	}
+}
+
+/*
+ * merge_row
+ *	  The merged row of an existing group (stored, state row layout) and
+ *	  the new partials (values/isnull of d), in C: the stored row with n
+ *	  and each part merged, as the merge statement computes it.  In
+ *	  st->cxt.
+ */
+static HeapTuple
+merge_row(CqStore *st, HeapTuple stored, Datum *values, bool *isnull, Datum *sv, bool *sn)
+{
+	MemoryContext old;
+	HeapTuple	t;
+	int			na = st->n_att - 1;
+
+	heap_deform_tuple(stored, st->desc, sv, sn);
+	if (sn[na] || isnull[na])
+		sn[na] = true;
+	else
+		sv[na] = FunctionCall2(&st->nplus, sv[na], values[na]);
+	for (int p = 0; p < st->nparts; p++)
+	{
+		int			a = st->p_att[p] - 1;
+
+		merge_value(st->pkind[p], &st->pfn[p], st->pcoll[p], &sv[a], &sn[a], values[a], isnull[a]);
+	}
+	old = MemoryContextSwitchTo(st->cxt);
+	t = heap_form_tuple(st->desc, sv, sn);
+	MemoryContextSwitchTo(old);
+	return t;
+}
+
+/*
+ * new_row
+ *	  A new group's state row, in st->cxt.
+ */
+static HeapTuple
+new_row(CqStore *st, Datum *values, bool *isnull)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
+
+	MemoryContextSwitchTo(old);
+	return t;
+}
+
+/*
+ * put_new
+ *	  Put the row of a group of a d statement's result, which lookup did
+ *	  not find, or without lookup when the store is empty (fresh: no
+ *	  published table, nothing in the overlay): d has one row per group by
+ *	  GROUP BY's equality, the store's.
+ */
+static HeapTuple
+put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
+{
+	HeapTuple	t = new_row(st, values, isnull);
+
+	if (fresh)
+	{
+		memset(ref, 0, sizeof(*ref));
+		ref->hash = cq_store_key_hash(st, values, isnull);
+		ref->node = InvalidDsaPointer;
+	}
+	cq_store_put_owned(st, ref, t);
+	return t;
+}
+
+/*
  * merge_delta
  *	  Merge the rows of a d statement (tt, n rows, state row layout) into
  *	  the overlay: late groups (e <= wm) are counted and left out, new
- *	  groups put as they are, existing ones merged by the merge statement.
- *	  Appends the changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
+ *	  groups put as they are, existing ones merged in C (merge_row) when
+ *	  every column allows it, else by the merge statement.  Appends the
+ *	  changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
  */
 static void
 merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			bool has_wm, TimestampTz wm, List **m, List **m_ins, CqStoreMetrics *metrics)
 {
 	int			natts = st->desc->natts;
-	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
-	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
+	Datum	   *values = palloc(sizeof(Datum) * Max(natts + 2, tt->tupdesc->natts));
+	bool	   *isnull = palloc(sizeof(bool) * Max(natts + 2, tt->tupdesc->natts));
+	BatchCount	count;
 	List	   *pairs = NIL;	/* StoreRef * of existing groups */
 	TupleDesc	mpdesc = pairs_desc(st);
-	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
+	Tuplestorestate *ts = NULL;
 	double		t0 = cq_store_cpu_ms();
+	bool		fresh = st->table == NULL && st->items == NIL;
+	Datum	   *sv;
+	bool	   *sn = palloc(sizeof(bool) * natts);
+	StoreRef	local;
 
+	cq_store_setup_merge(st, sql->merge_kinds);
+	sv = palloc(sizeof(Datum) * natts);
+	memset(&count, 0, sizeof(count));
 	for (uint64 i = 0; i < n; i++)
 	{
-		StoreRef   *ref = palloc(sizeof(StoreRef));
+		StoreRef   *ref = st->cmerge ? &local : palloc(sizeof(StoreRef));
 
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
+		if (sql->counts)
+			count_row(st, sql, &count, values, isnull);
 		if (late(st, values, isnull, has_wm, wm))
 		{
 			metrics->dropped++;
 			continue;
 		}
-		cq_store_lookup(st, values, isnull, ref);
-		if (ref->tup == NULL)
+		if (!fresh)
+			cq_store_lookup(st, values, isnull, ref);
+		if (fresh || ref->tup == NULL)
 		{
-			HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
-
-			cq_store_put(st, ref, t);
-			*m = lappend(*m, t);
+			*m = lappend(*m, put_new(st, fresh, ref, values, isnull));
 			*m_ins = lappend_int(*m_ins, 1);
 			metrics->inserted++;
+		}
+		else if (st->cmerge)
+		{
+			HeapTuple	t = merge_row(st, ref->tup, values, isnull, sv, sn);
+
+			cq_store_put_owned(st, ref, t);
+			*m = lappend(*m, t);
+			*m_ins = lappend_int(*m_ins, 0);
 		}
 		else
 		{
@@ -336,11 +552,14 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 				pv[natts + 2 + p] = values[st->p_att[p] - 1];
 				pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
 			}
+			if (ts == NULL)
+				ts = tuplestore_begin_heap(false, false, work_mem);
 			tuplestore_puttuple(ts, heap_form_tuple(mpdesc, pv, pn));
 			pairs = lappend(pairs, ref);
 		}
 	}
 	SPI_freetuptable(tt);
+	count_done(&count, metrics);
 	metrics->lookup_ms = cq_store_cpu_ms() - t0;
 	t0 = cq_store_cpu_ms();
 
@@ -361,14 +580,15 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			HeapTuple	t;
 
 			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-			t = heap_form_tuple(st->desc, values + 1, isnull + 1);
-			cq_store_put(st, ref, t);
+			t = new_row(st, values + 1, isnull + 1);
+			cq_store_put_owned(st, ref, t);
 			*m = lappend(*m, t);
 			*m_ins = lappend_int(*m_ins, 0);
 		}
 		SPI_freetuptable(tt);
 	}
-	tuplestore_end(ts);
+	if (ts)
+		tuplestore_end(ts);
 	metrics->merge_ms = cq_store_cpu_ms() - t0;
 }
 
@@ -404,15 +624,28 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	/* windows the watermark closed leave the state */
 	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
 	{
-		foreach(lc, cq_store_scan_all(st))
+		/* a scan only when a window closed: no row has e < min_e */
+		if (st->min_e <= wm)
 		{
-			ScanRow    *r = lfirst(lc);
+			TimestampTz min_e = PG_INT64_MAX;
 
-			heap_deform_tuple(r->ref.tup, st->desc, values, isnull);
-			if (!late(st, values, isnull, true, wm))
-				continue;
-			x = lappend(x, cq_store_own_tuple(r->ref.tup, r->ref.item == NULL));
-			cq_store_put(st, &r->ref, NULL);
+			foreach(lc, cq_store_scan_all(st))
+			{
+				ScanRow    *r = lfirst(lc);
+				bool		en;
+				Datum		e = heap_getattr(r->ref.tup, st->e_att, st->desc, &en);
+
+				if (en)
+					continue;
+				if (DatumGetInt64(e) > wm)
+				{
+					min_e = Min(min_e, DatumGetInt64(e));
+					continue;
+				}
+				x = lappend(x, cq_store_own_tuple(r->ref.tup, r->ref.item == NULL));
+				cq_store_put(st, &r->ref, NULL);
+			}
+			st->min_e = min_e;
 		}
 		st->has_evict_wm = true;
 		st->evict_wm = wm;
@@ -426,7 +659,12 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	{
 		TupleDesc	md = m_desc(st, true);
 		TupleDesc	xd = m_desc(st, false);
-		Tuplestorestate *mts = tuplestore_begin_heap(false, false, work_mem);
+		/*
+		 * m's rows are in the overlay already: a copy in memory up to
+		 * maintenance_work_mem rather than one written to a temporary file
+		 * beyond work_mem (a big batch, the fold of a backlog)
+		 */
+		Tuplestorestate *mts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
 		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
 		int64		sid = 0;
 		bool		on;
@@ -508,9 +746,9 @@ cq_store_image_due(CqStore *st, int64 batch_id)
 		return false;
 	if (cq_state_image_batches <= 0 && cq_state_image_interval_s <= 0)
 		return false;
-	if (st->image_batch < 0)
-		return true;
-	if (cq_state_image_batches > 0 && batch_id - st->image_batch >= cq_state_image_batches)
+	/* a new store counts from the batch before its first (see cq_store_open) */
+	if (cq_state_image_batches > 0 &&
+		batch_id - (st->image_batch >= 0 ? st->image_batch : st->image_base) >= cq_state_image_batches)
 		return true;
 	return cq_state_image_interval_s > 0 &&
 		GetCurrentTimestamp() - st->image_at >= (int64) cq_state_image_interval_s * USECS_PER_SEC;
@@ -580,6 +818,7 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 	uint64		n;
 	Datum	   *v = palloc(sizeof(Datum) * st->desc->natts);
 	bool	   *nl = palloc(sizeof(bool) * st->desc->natts);
+	bool		fresh = st->table == NULL && st->items == NIL;	/* one row per group */
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2 || !last->found)
 		return false;
@@ -613,8 +852,9 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, v, nl);
 		if (late(st, v, nl, has_wm, wm))
 			continue;
-		cq_store_lookup(st, v, nl, &ref);
-		cq_store_put(st, &ref, heap_form_tuple(st->desc, v, nl));
+		if (!fresh)
+			cq_store_lookup(st, v, nl, &ref);
+		(void) put_new(st, fresh, &ref, v, nl);
 	}
 	SPI_freetuptable(tt);
 	*image_batch = batch;

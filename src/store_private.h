@@ -15,6 +15,7 @@
 #include "postgres.h"
 #include "access/htup.h"
 #include "access/tupdesc.h"
+#include "aggregates.h"
 #include "fmgr.h"
 #include "lib/dshash.h"
 #include "nodes/pg_list.h"
@@ -52,7 +53,9 @@ typedef struct StoreHeader
 	bool		has_evict_wm;	/* rows with e <= evict_wm were evicted */
 	TimestampTz evict_wm;
 	int64		image_batch;	/* batch of the last image written, -1: none known */
-	TimestampTz image_at;
+	TimestampTz image_at;		/* when it was written (none: when the store was built) */
+	int64		image_base;		/* none: the batch before the store's first */
+	TimestampTz min_e;			/* no row has e < min_e (PG_INT64_MAX: none has e) */
 	ConditionVariable cv;		/* broadcast when inflight is cleared */
 } StoreHeader;
 
@@ -105,6 +108,13 @@ struct CqStore
 	FmgrInfo   *eq;
 	FmgrInfo   *hashfn;
 	Oid		   *coll;
+	/* merge in C (store_fold.c): n and every part self-mergeable */
+	bool		merge_ready;	/* cq_store_setup_merge ran */
+	bool		cmerge;
+	FmgrInfo	nplus;			/* n + n */
+	CqMergeKind *pkind;			/* per part */
+	FmgrInfo   *pfn;			/* per part: + or the type's comparison */
+	Oid		   *pcoll;			/* per part: its collation */
 	dsa_pointer header;
 	dshash_table *table;		/* published table, or NULL */
 	bool		replace;		/* publication replaces the whole table */
@@ -119,6 +129,8 @@ struct CqStore
 	TimestampTz evict_wm;
 	int64		image_batch;
 	TimestampTz image_at;
+	int64		image_base;
+	TimestampTz min_e;
 	SubTransactionId subid;
 	bool		prepared;
 	bool		switched;		/* moved to the table path: drop the store at commit */
@@ -141,8 +153,11 @@ typedef struct ScanRow
 
 extern AttrNumber cq_store_state_att(TupleDesc desc, const char *name);
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
+extern void cq_store_setup_merge(struct CqStore *st, const char *kinds);
+extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
 extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
+extern void cq_store_put_owned(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
 extern double cq_store_cpu_ms(void);
 
