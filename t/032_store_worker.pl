@@ -1,7 +1,8 @@
 # The shared-memory state store (the default for aggregations, issue 15)
-# with batches run by background workers, its images written only by a
-# store's first batch (cq.state_image_batches = 1000): the store a worker
-# published is newer than its image.
+# with batches run by background workers, its images written only when the
+# test asks for one (cq.state_image_batches = 1000 for the workers; a CALL
+# with cq.state_image_batches = 1 writes one): the store a worker published
+# is newer than its image.
 #   1. an error after the merge in a worker batch (the target's CHECK
 #      constraint refuses a row): the batch rolls back, the published store
 #      is the last committed batch's, and the query goes on exactly once
@@ -62,11 +63,28 @@ sub batches
 	return $node->safe_psql($db, "SELECT coalesce(max(batch_id), -1) FROM cq.offsets WHERE name = '$name'");
 }
 
-# a few batches, each published by a worker; the image stays at the first
+# image_now(name): a batch of name that writes its image: the query paused
+# (no worker takes the new row), one CALL with images every batch, resumed
+sub image_now
+{
+	my ($name) = @_;
+	$node->safe_psql($db, "SELECT cq.pause('$name')");
+	add_rows(1);
+	$node->safe_psql($db, "SET cq.state_image_batches = 1; CALL cq.run('$name')");
+	my $imaged = $node->safe_psql($db, qq{
+		SELECT i.batch_id = (SELECT max(batch_id) FROM cq.offsets o WHERE o.name = '$name')
+		  FROM cq.state_images i JOIN cq.queries q ON q.id = i.query_id WHERE q.name = '$name'});
+	$node->safe_psql($db, "SELECT cq.resume('$name')");
+	return $imaged eq 't';
+}
+
+# a few batches, each published by a worker; the image stays at the one
+# written after the first round
 for my $i (1 .. 4)
 {
 	add_rows(50);
 	wait_caught_up($node, $db, 'ev', "(round $i)", 'su', 'sc');
+	ok(image_now('su'), 'an image of su was written') if $i == 1;
 }
 check('after the workers\' batches');
 ok(batches('su') >= 2, 'the workers ran several batches of su');
@@ -133,12 +151,13 @@ ok($node->log_contains(qr/rebuilt lost state of continuous query "su"/, $log_off
 is($node->safe_psql($db, "SELECT count(*) FROM cq.queries WHERE state_rebuilt_at IS NOT NULL"), '2',
 	'both queries recorded the rebuild');
 
-# 3. clean restart with a stale image: the store's first batch wrote it,
-# later batches did not
+# 3. clean restart with a stale image: written after the first round,
+# later batches did not write one
 for my $i (1 .. 3)
 {
 	add_rows(20);
 	wait_caught_up($node, $db, 'ev', "(before the restart, round $i)", 'su', 'sc');
+	ok(image_now('su'), 'an image of su was written again') if $i == 1;
 }
 is($node->safe_psql($db, q{
 	SELECT i.batch_id < (SELECT max(batch_id) FROM cq.offsets o WHERE o.name = 'su')
