@@ -313,3 +313,17 @@ CREATE OR REPLACE FUNCTION cq.session_window(ts timestamp, gap interval,
 RETURNS SETOF record
 LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 1
 AS $$ SELECT $1, x.e FROM (SELECT cq.session_end($1, $2) AS e) x WHERE x.e IS NOT NULL $$;
+
+-- issue 14 part: Citus hash-distributed tables as sources, in the
+-- coordinator's transaction-id space (docs/scale-out.md).  The cq_xid default
+-- of a distributed source: the coordinator's pg_current_xact_id(), an error
+-- on any other node (writes issued on a worker, INSERT ... SELECT that Citus
+-- repartitions), whose transaction ids the coordinator's snapshots cannot
+-- order.  STABLE like pg_current_xact_id(), so that Citus evaluates it on
+-- the coordinator and ships the value to the shards.
+CREATE FUNCTION cq.coordinator_xact_id() RETURNS pg_catalog.xid8
+AS 'MODULE_PATHNAME', 'cq_coordinator_xact_id'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION cq.coordinator_xact_id()
+  IS 'pg_cq internal: the cq_xid default of a Citus distributed source, the coordinator''s transaction id (an error on other nodes)';
+GRANT EXECUTE ON FUNCTION cq.coordinator_xact_id() TO PUBLIC;
