@@ -608,26 +608,28 @@ add_tracking(Oid relid, TrackPlan *tp)
 static void
 report_tracking(Oid relid, TrackPlan *tp)
 {
+	const char *dflt = tp->distributed ? "cq.coordinator_xact_id()" : "pg_current_xact_id()";
+
 	if (tp->add_column)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
 				 OidIsValid(tp->stamp) ?
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
+				 errdetail("Added column \"%s\" xid8 DEFAULT %s, a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, dflt, CQ_STAMP_TRIGGER) :
 				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
 						   CQ_TRACKING_COLUMN)));
 	else if (tp->fresh)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
-						   CQ_TRACKING_COLUMN)));
+				 errdetail("Its column \"%s\" now has DEFAULT %s, a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
+						   CQ_TRACKING_COLUMN, dflt)));
 	else
 	{
 		StringInfoData added;
 
 		initStringInfo(&added);
 		if (tp->add_default)
-			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
+			appendStringInfo(&added, ", the default %s of \"%s\"", dflt, CQ_TRACKING_COLUMN);
 		if (tp->add_index)
 			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
 		if (tp->add_wakeup)
