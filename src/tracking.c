@@ -792,16 +792,10 @@ stamp_insert(TriggerData *td, StampCache *cache)
 		/*
 		 * A shard (or the shell table) of a Citus distributed source: the
 		 * coordinator stamped the row with its own transaction's id, which
-		 * this node cannot check and must not replace (a shard move copies
-		 * rows with their stamps too).  citus.c keeps other values out.
+		 * this node cannot check and must not replace; citus.c keeps other
+		 * values out of the writes routed through the coordinator.  A shard
+		 * move copies rows with their stamps, NULL (history) included.
 		 */
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("column \"%s\" of table \"%s\" is not stamped",
-							CQ_TRACKING_COLUMN, RelationGetRelationName(rel)),
-					 errdetail("The table is a shard of a distributed source of continuous queries; its rows must carry the coordinator's stamp."),
-					 errhint("Write through the Citus coordinator, leaving the column to its default.")));
 		return PointerGetDatum(td->tg_trigtuple);
 	}
 	xact = GetTopFullTransactionId();
