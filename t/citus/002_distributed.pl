@@ -195,7 +195,7 @@ $victim->{run}->kill_kill;
 # the killed postmaster's backends may take a moment to exit (one was waiting
 # on the workers): start again once they have
 my $restart_deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-until ($coord->start(fail_ok => 1))
+until (do { $coord->{_pid} = undef; $coord->start(fail_ok => 1) })    # a failed start leaves _pid set
 {
 	die 'the coordinator did not restart' if time() > $restart_deadline;
 	select(undef, undef, undef, 0.5);
