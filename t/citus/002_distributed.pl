@@ -97,6 +97,30 @@ is($coord->safe_psql('postgres', 'SELECT count(*) FROM ev'), $count, 'no refused
 $coord->safe_psql('postgres', $run);
 is($coord->safe_psql('postgres', $oracle), '0', 'after the refused writes: targets equal the plain query');
 
+# ---- trigger '0': a write through the coordinator wakes the query ----
+# Citus does not fire the shell table's statement trigger; pg_cq's planner hook
+# notes the source instead.  With cq.naptime = 1 h only a wake-up runs batches.
+$coord->safe_psql('postgres', q{ALTER SYSTEM SET cq.naptime = '1h'; SELECT pg_reload_conf()});
+$coord->safe_psql('postgres', q{
+  SET client_min_messages = warning;
+  CREATE TABLE live_k WITH (cq.trigger = '0', cq.output_mode = 'update')
+    AS SELECT k, count(*) AS n FROM ev GROUP BY k;
+});
+my $live = q{
+  SELECT count(*) FROM ((TABLE live_k EXCEPT ALL SELECT k, count(*) FROM ev GROUP BY k)
+    UNION ALL (SELECT k, count(*) FROM ev GROUP BY k EXCEPT ALL TABLE live_k)) x};
+CqCitus::wait_for($coord, $live, '0', 'a trigger-0 query over the distributed table runs its first batch');
+$coord->safe_psql('postgres', q{INSERT INTO ev VALUES (10001, 99, 1)});
+CqCitus::wait_for($coord, q{SELECT n FROM live_k WHERE k = 99}, '1', 'an INSERT through the coordinator wakes it');
+$coord->safe_psql('postgres', q{COPY ev (id, k, v) FROM PROGRAM 'echo 10002,99,1' WITH (format csv)});
+CqCitus::wait_for($coord, q{SELECT n FROM live_k WHERE k = 99}, '2', 'a COPY through the coordinator wakes it');
+is($coord->safe_psql('postgres', $live), '0', 'the trigger-0 target equals the plain query');
+$coord->safe_psql('postgres', q{
+  SELECT cq.drop_query('live_k');
+  ALTER SYSTEM RESET cq.naptime; SELECT pg_reload_conf()});
+$coord->safe_psql('postgres', $run);
+is($coord->safe_psql('postgres', $oracle), '0', 'targets equal the plain query');
+
 # ---- the two-phase-commit window: COMMIT PREPARED delayed ----
 my $ctl = PostgreSQL::Test::Utils::tempdir();
 my ($pport, $ppid) = CqCitus::start_proxy($w1->port, $ctl);
