@@ -124,6 +124,8 @@ is($coord->safe_psql('postgres', $oracle), '0', 'targets equal the plain query')
 # ---- the two-phase-commit window: COMMIT PREPARED delayed ----
 my $ctl = PostgreSQL::Test::Utils::tempdir();
 my ($pport, $ppid) = CqCitus::start_proxy($w1->port, $ctl);
+# the proxy must not outlive a test that dies (it would hold prove's pipe)
+END { kill 'KILL', $ppid if $ppid; }
 $coord->safe_psql('postgres', qq{
   SELECT citus_update_node(nodeid, '127.0.0.1', $pport) FROM pg_dist_node WHERE nodeport = } . $w1->port);
 CqCitus::touch("$ctl/hold");
@@ -173,6 +175,7 @@ $coord->safe_psql('postgres', qq{
   ALTER SYSTEM RESET citus.recover_2pc_interval; SELECT pg_reload_conf()});
 kill 'KILL', $ppid;
 waitpid($ppid, 0);
+$ppid = undef;
 
 # ---- a shard move keeps the stamps ----
 my $stamps = q{SELECT md5(string_agg(id || ':' || coalesce(cq_xid::text, '-'), ',' ORDER BY id)) FROM ev};
