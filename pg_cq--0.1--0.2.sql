@@ -363,3 +363,17 @@ SELECT q.name,
   LEFT JOIN LATERAL (SELECT batch_id, watermark FROM cq.offsets
                       WHERE offsets.schema = q.schema AND offsets.name = q.name
                       ORDER BY batch_id DESC LIMIT 1) o ON true;
+
+-- issue 14 part: Citus hash-distributed tables as sources, in the
+-- coordinator's transaction-id space (docs/scale-out.md).  The cq_xid default
+-- of a distributed source: the coordinator's pg_current_xact_id(), an error
+-- on any other node (writes issued on a worker, INSERT ... SELECT that Citus
+-- repartitions), whose transaction ids the coordinator's snapshots cannot
+-- order.  STABLE like pg_current_xact_id(), so that Citus evaluates it on
+-- the coordinator and ships the value to the shards.
+CREATE FUNCTION cq.coordinator_xact_id() RETURNS pg_catalog.xid8
+AS 'MODULE_PATHNAME', 'cq_coordinator_xact_id'
+LANGUAGE C STABLE PARALLEL UNSAFE;
+COMMENT ON FUNCTION cq.coordinator_xact_id()
+  IS 'pg_cq internal: the cq_xid default of a Citus distributed source, the coordinator''s transaction id (an error on other nodes)';
+GRANT EXECUTE ON FUNCTION cq.coordinator_xact_id() TO PUBLIC;

@@ -45,6 +45,7 @@
 #include "utils/typcache.h"
 
 #include "analyze.h"
+#include "citus.h"
 #include "security.h"
 #include "options.h"
 #include "aggregates.h"
@@ -463,56 +464,52 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
 }
 
 /*
- * citus_table
- *	  Is the table known to Citus (distributed, reference or Citus local:
- *	  every kind has a row in pg_dist_partition)?  Read by name, so that
- *	  pg_cq neither links nor needs Citus.
+ * check_citus_source
+ *	  A Citus table as a source (docs/scale-out.md, issue 14): a
+ *	  hash-distributed table is read on the coordinator, whose transaction
+ *	  ids stamp every row (citus.c), once the catalog has
+ *	  cq.coordinator_xact_id() (0.2).  Reference tables, Citus local tables
+ *	  and the other kinds are refused.
  */
-static bool
-citus_table(Oid relid)
+static void
+check_citus_source(Oid relid)
 {
-	Oid			distrel = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
-	Relation	rel;
-	AttrNumber	att;
-	ScanKeyData key;
-	SysScanDesc scan;
-	bool		found;
+	CqCitusKind kind = cq_citus_kind(relid);
 
-	if (!OidIsValid(distrel))
-		return false;
-	rel = table_open(distrel, AccessShareLock);
-	att = attnameAttNum(rel, "logicalrelid", false);
-	if (att == InvalidAttrNumber)
-	{
-		table_close(rel, AccessShareLock);
-		return false;
-	}
-	ScanKeyInit(&key, att, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
-	found = HeapTupleIsValid(systable_getnext(scan));
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return found;
+	if (kind == CQ_CITUS_NONE)
+		return;
+	if (kind == CQ_CITUS_REFERENCE || kind == CQ_CITUS_OTHER)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg(kind == CQ_CITUS_REFERENCE ? "source \"%s\" is a Citus reference table" :
+						"source \"%s\" is a Citus table that is not hash-distributed", get_rel_name(relid)),
+				 errdetail("Only hash-distributed tables can be the source of a continuous query: Citus cannot run a batch's statements over a reference table or a Citus local table (\"relation is not distributed\"), and other kinds are untested."),
+				 errhint("Stream from a hash-distributed table (create_distributed_table) or a local table; see docs/scale-out.md.")));
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("source \"%s\" is a Citus distributed table", get_rel_name(relid)),
+				 errdetail("Distributed sources need pg_cq's catalog 0.2 (cq.coordinator_xact_id()); this database has 0.1."),
+				 errhint("Run ALTER EXTENSION pg_cq UPDATE.")));
+	if (!cq_citus_is_coordinator())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("source \"%s\" is a Citus distributed table and this node is a worker", get_rel_name(relid)),
+				 errdetail("Continuous queries over a distributed table run on the Citus coordinator, in its transaction-id space."),
+				 errhint("Create the query on the coordinator.")));
 }
 
 /*
  * check_source_table
- *	  The stream must be a permanent (or unlogged) table, and not a Citus
- *	  table: on Citus every node stamps rows with transaction ids of its
- *	  own, which the coordinator's snapshots cannot judge, so rows would be
- *	  lost or counted late (docs/scale-out.md, issue 14).
+ *	  The stream must be a permanent (or unlogged) table; a Citus table
+ *	  only as check_citus_source allows.
  */
 static void
 check_source_table(Oid relid)
 {
 	char		relkind = get_rel_relkind(relid);
 
-	if (citus_table(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("source \"%s\" is a Citus table", get_rel_name(relid)),
-				 errdetail("On Citus the nodes stamp new rows with transaction ids of their own, which the snapshots of a continuous query cannot order, so rows would be lost or counted late."),
-				 errhint("Stream from a local table, or see docs/scale-out.md for the state of Citus support.")));
+	check_citus_source(relid);
 
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,

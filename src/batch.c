@@ -189,7 +189,7 @@ end_offset(OwnerBatch *ob)
 	BatchInput *in = ob->in;
 
 	ob->prev = cq_snap_parse(in->prev_text);
-	ob->cur_text = cq_snap_current();
+	ob->cur_text = cq_snap_current_source(in->q->source, in->prev_text);
 	ob->cur = cq_snap_parse(ob->cur_text);
 	ob->params[0] = xid8_datum(cq_snap_low_bound(ob->prev, ob->cur));
 	ob->params[1] = xid8_datum(ob->cur->xmax);

@@ -83,6 +83,7 @@
 #include "nodes/readfuncs.h"
 
 #include "join.h"
+#include "citus.h"
 #include "join_sql.h"
 #include "delta.h"
 #include "guc.h"
@@ -604,7 +605,9 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 	Datum		params[NPARAMS];
 	char		nulls[NPARAMS];
 	CqSnap	   *prev = cq_snap_parse(prev_text);
-	char	   *cur_text = cq_snap_current();
+	/* a distributed stream, either side, takes the 2PC barrier (citus.c) */
+	char	   *cur_text = cq_snap_current_source(cq_citus_kind(q->source) == CQ_CITUS_HASH ?
+												  q->source : an->join->side[1].relid, prev_text);
 	CqSnap	   *cur = cq_snap_parse(cur_text);
 	bool		nodata;
 	SideRead	r[2];

@@ -27,7 +27,12 @@
 #include "utils/snapmgr.h"
 #include "utils/xid8.h"
 
+#include "access/relation.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
 #include "offsets.h"
+#include "citus.h"
 #include "sql_builder.h"
 
 /* Datum of a full transaction id. */
@@ -116,6 +121,24 @@ current_snapshot_text(void)
 }
 
 /*
+ * snap_add_running
+ *	  Put transaction x, visible in s, among its running ones.
+ */
+static void
+snap_add_running(CqSnap *s, uint64 x)
+{
+	int			i;
+
+	/* insert x into the sorted xip */
+	s->xip = repalloc(s->xip, sizeof(uint64) * (s->nxip + 1));
+	for (i = s->nxip; i > 0 && s->xip[i - 1] > x; i--)
+		s->xip[i] = s->xip[i - 1];
+	s->xip[i] = x;
+	s->nxip++;
+	s->xmin = Min(s->xmin, x);
+}
+
+/*
  * cq_snap_current
  *	  pg_current_snapshot() as text, with the current transaction in
  *	  progress.  Every offset is taken with it (a batch's end, the start of
@@ -140,7 +163,6 @@ cq_snap_current(void)
 	char	   *text;
 	CqSnap	   *s;
 	uint64		x;
-	int			i;
 
 	text = current_snapshot_text();
 	if (!FullTransactionIdIsValid(top))
@@ -149,14 +171,67 @@ cq_snap_current(void)
 	x = U64FromFullTransactionId(top);
 	if (!cq_snap_visible(s, x))
 		return text;
+	snap_add_running(s, x);
+	return snap_text(s);
+}
 
-	/* insert x into the sorted xip */
-	s->xip = repalloc(s->xip, sizeof(uint64) * (s->nxip + 1));
-	for (i = s->nxip; i > 0 && s->xip[i - 1] > x; i--)
-		s->xip[i] = s->xip[i - 1];
-	s->xip[i] = x;
-	s->nxip++;
-	s->xmin = Min(s->xmin, x);
+/*
+ * cq_snap_current_source
+ *	  The end snapshot of a batch over source: cq_snap_current, and for a
+ *	  Citus distributed source (citus.c) taken behind the 2PC barrier, with
+ *	  the coordinator transactions whose COMMIT PREPARED failed on a node
+ *	  (orphans, committed later by Citus' recovery) kept in progress.  Only
+ *	  the records of transactions new since prev_text (S_prev) are checked:
+ *	  older ones were checked by the batch that moved past them.  Caller
+ *	  has SPI connected.
+ */
+char *
+cq_snap_current_source(Oid source, const char *prev_text)
+{
+	char	   *text;
+	List	   *records;
+	List	   *fresh = NIL;
+	List	   *orphans;
+	CqSnap	   *s;
+	CqSnap	   *prev;
+	ListCell   *lc;
+
+	if (!OidIsValid(source) || cq_citus_kind(source) != CQ_CITUS_HASH)
+		return cq_snap_current();
+	if (!cq_citus_relation_stamped_by_coordinator(source))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source \"%s\" became a Citus distributed table after continuous queries began to read it",
+						get_rel_name(source)),
+				 errdetail("Its rows are stamped by each node's own transactions, which the coordinator's snapshots cannot order; pg_cq stamps distributed sources with cq.coordinator_xact_id()."),
+				 errhint("Drop and recreate the continuous queries over it.")));
+	if (!cq_citus_barrier_begin())
+		return cq_snap_current();
+	text = cq_snap_current();
+	records = cq_citus_barrier_end();
+	s = cq_snap_parse(text);
+	prev = cq_snap_parse(prev_text);
+	foreach(lc, records)
+	{
+		CqCitusRecord *r = lfirst(lc);
+
+		if (cq_snap_visible(s, r->xid) && !cq_snap_visible(prev, r->xid))
+			fresh = lappend(fresh, r);
+	}
+	orphans = cq_citus_orphans(fresh);
+	if (orphans == NIL)
+		return text;
+	foreach(lc, orphans)
+	{
+		uint64		x = *(uint64 *) lfirst(lc);
+
+		if (cq_snap_visible(s, x))
+			snap_add_running(s, x);
+		ereport(LOG,
+				(errmsg("pg_cq: a batch over \"%s\" treats transaction " UINT64_FORMAT " as in progress",
+						get_rel_name(source), x),
+				 errdetail("Its COMMIT PREPARED has not reached every Citus node yet; its rows there are read once Citus' recovery commits them.")));
+	}
 	return snap_text(s);
 }
 

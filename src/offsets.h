@@ -19,6 +19,7 @@ typedef struct CqSnap
 
 extern CqSnap *cq_snap_parse(const char *text);
 extern char *cq_snap_current(void);
+extern char *cq_snap_current_source(Oid source, const char *prev_text);
 extern bool cq_snap_visible(const CqSnap *s, uint64 x);
 extern uint64 cq_snap_low_bound(const CqSnap *prev, const CqSnap *cur);
 extern bool cq_snap_nothing_new(const CqSnap *prev, const CqSnap *cur);

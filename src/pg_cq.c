@@ -21,6 +21,7 @@
 #include "ddl.h"
 #include "truncate.h"
 #include "stamp.h"
+#include "citus.h"
 
 PG_MODULE_MAGIC;
 
@@ -46,5 +47,6 @@ _PG_init(void)
 	cq_ddl_init();
 	cq_truncate_init();
 	cq_stamp_init();
+	cq_citus_init();
 	cq_launcher_register();
 }

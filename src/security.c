@@ -8,7 +8,8 @@
  *	 - superuser: catalog maintenance (cq.* tables, internal objects in
  *	   cq_state) as the bootstrap superuser; only fixed SQL written in pg_cq
  *	   runs in it, with every operator spelled OPERATOR(pg_catalog.x) and
- *	   every type and function schema-qualified;
+ *	   every type and function schema-qualified; on Citus, without DDL
+ *	   propagation (internal objects stay on the node that made them);
  *	 - owner: a query's own SQL as its owner, in a security-restricted
  *	   operation as REFRESH MATERIALIZED VIEW does (no SET ROLE, no
  *	   temporary objects, no deferred triggers of user code).
@@ -64,6 +65,15 @@ void
 cq_security_superuser(CqSecurity *s)
 {
 	enter(BOOTSTRAP_SUPERUSERID, 0, s);
+
+	/*
+	 * On a Citus node, pg_cq's internal objects (cq_state.*) are local:
+	 * Citus would otherwise propagate the views to every worker (where they
+	 * collide with pg_cq used there) and warn about each.
+	 */
+	if (GetConfigOption("citus.enable_ddl_propagation", true, false) != NULL)
+		(void) set_config_option("citus.enable_ddl_propagation", "off", PGC_SUSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 }
 
 /*

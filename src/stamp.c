@@ -65,6 +65,7 @@
 #include "utils/syscache.h"
 
 #include "stamp.h"
+#include "citus.h"
 #include "tracking.h"
 #include "wakeup.h"
 
@@ -1051,6 +1052,8 @@ cq_stamp_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOn
 
 	/* before nested_begin: nothing may fail between it and PG_TRY */
 	check_stamp_ddl(pstmt->utilityStmt);
+	if (copy_from)
+		cq_citus_check_copy(pstmt->utilityStmt);
 	if (copy_from && ((CopyStmt *) pstmt->utilityStmt)->relation != NULL && IsTransactionState())
 	{
 		/* the lock COPY FROM takes on the table it then opens the same way */

@@ -60,6 +60,7 @@
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
+#include "citus.h"
 
 PG_FUNCTION_INFO_V1(cq_stamp);
 
@@ -462,6 +463,7 @@ typedef struct TrackPlan
 	bool		add_stamp;
 	bool		add_default;
 	bool		fresh;			/* a column nobody stamped */
+	bool		distributed;	/* a Citus hash-distributed table */
 	List	   *children;		/* inheriting tables without the stamp trigger */
 } TrackPlan;
 
@@ -499,6 +501,15 @@ plan_tracking(Oid relid, TrackPlan *tp)
 		 !cq_catalog_relation_is_source(relid));
 	/* without the stamp trigger (catalog 0.1) the default is all there is */
 	tp->add_default = tp->fresh || (!OidIsValid(tp->stamp) && !column_has_default(relid, tp->att));
+	tp->distributed = cq_citus_kind(relid) == CQ_CITUS_HASH;
+	if (tp->distributed && !tp->add_column && !tp->add_default)
+	{
+		/* distributed after it was tracked: the coordinator stamps now */
+		Relation	rel = relation_open(relid, AccessShareLock);
+
+		tp->add_default = !cq_citus_coordinator_default(rel, tp->att);
+		relation_close(rel, AccessShareLock);
+	}
 }
 
 /*
@@ -539,14 +550,24 @@ static void
 add_tracking(Oid relid, TrackPlan *tp)
 {
 	ListCell   *lc;
+	int			nest = -1;
 
+	/*
+	 * Citus forwards each statement to the shards; it refuses triggers on
+	 * distributed tables unless told they are safe.  Ours are: the stamp
+	 * trigger keeps the coordinator's stamp on the shards (cq_stamp), and
+	 * cq_wakeup only notes the table on the node it fires on.
+	 */
+	if (tp->distributed)
+		nest = cq_citus_guc_begin("citus.enable_unsafe_triggers", "on");
 	if (tp->add_column)
 		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", tp->rel, CQ_TRACKING_COLUMN),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
 	if (tp->add_default)
-		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT pg_catalog.pg_current_xact_id()",
-							 tp->rel, CQ_TRACKING_COLUMN),
+		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s",
+							 tp->rel, CQ_TRACKING_COLUMN,
+							 tp->distributed ? "cq.coordinator_xact_id()" : "pg_catalog.pg_current_xact_id()"),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (tp->fresh && !tp->add_column)
 		clear_unstamped(relid, tp->stamp);
@@ -577,6 +598,7 @@ add_tracking(Oid relid, TrackPlan *tp)
 	}
 	foreach(lc, tp->children)
 		add_stamp_trigger(lfirst_oid(lc));
+	cq_citus_guc_end(nest);
 }
 
 /*
@@ -586,26 +608,28 @@ add_tracking(Oid relid, TrackPlan *tp)
 static void
 report_tracking(Oid relid, TrackPlan *tp)
 {
+	const char *dflt = tp->distributed ? "cq.coordinator_xact_id()" : "pg_current_xact_id()";
+
 	if (tp->add_column)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
 				 OidIsValid(tp->stamp) ?
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER) :
+				 errdetail("Added column \"%s\" xid8 DEFAULT %s, a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, dflt, CQ_STAMP_TRIGGER) :
 				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
 						   CQ_TRACKING_COLUMN)));
 	else if (tp->fresh)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
-				 errdetail("Its column \"%s\" now has DEFAULT pg_current_xact_id(), a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
-						   CQ_TRACKING_COLUMN)));
+				 errdetail("Its column \"%s\" now has DEFAULT %s, a BRIN index and pg_cq's triggers; existing rows are history (values pg_cq did not stamp were cleared).",
+						   CQ_TRACKING_COLUMN, dflt)));
 	else
 	{
 		StringInfoData added;
 
 		initStringInfo(&added);
 		if (tp->add_default)
-			appendStringInfo(&added, ", the default of \"%s\"", CQ_TRACKING_COLUMN);
+			appendStringInfo(&added, ", the default %s of \"%s\"", dflt, CQ_TRACKING_COLUMN);
 		if (tp->add_index)
 			appendStringInfo(&added, ", the BRIN index on \"%s\"", CQ_TRACKING_COLUMN);
 		if (tp->add_wakeup)
@@ -691,6 +715,7 @@ typedef struct StampCache
 {
 	Oid			relid;
 	AttrNumber	att;
+	bool		coordinator;	/* default cq.coordinator_xact_id(): Citus */
 } StampCache;
 
 /*
@@ -733,6 +758,7 @@ stamp_cache(FunctionCallInfo fcinfo, Relation rel, bool insert)
 				strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
 				cache->att = a->attnum;
 		}
+		cache->coordinator = cq_citus_coordinator_default(rel, cache->att);
 		fcinfo->flinfo->fn_extra = cache;
 		if (insert && cq_stamp_first_row_hook)
 			cq_stamp_first_row_hook(rel);
@@ -761,6 +787,17 @@ stamp_insert(TriggerData *td, StampCache *cache)
 	if (cache->att == InvalidAttrNumber)
 		return PointerGetDatum(td->tg_trigtuple);
 	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
+	if (cache->coordinator)
+	{
+		/*
+		 * A shard (or the shell table) of a Citus distributed source: the
+		 * coordinator stamped the row with its own transaction's id, which
+		 * this node cannot check and must not replace; citus.c keeps other
+		 * values out of the writes routed through the coordinator.  A shard
+		 * move copies rows with their stamps, NULL (history) included.
+		 */
+		return PointerGetDatum(td->tg_trigtuple);
+	}
 	xact = GetTopFullTransactionId();
 	moved = moving.state == MOVE_DELETED &&
 		FullTransactionIdEquals(moving.xact, xact) &&

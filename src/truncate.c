@@ -42,6 +42,7 @@
 #include "utils/lsyscache.h"
 
 #include "truncate.h"
+#include "citus.h"
 #include "guc.h"
 #include "security.h"
 #include "catalog.h"
@@ -102,9 +103,13 @@ cq_truncate_object_access(ObjectAccessType access, Oid classId, Oid objectId, in
 	if (prev_object_access)
 		prev_object_access(access, classId, objectId, subId, arg);
 
-	if (access != OAT_TRUNCATE || classId != RelationRelationId || cq_allow_source_truncate)
+	if (access != OAT_TRUNCATE || classId != RelationRelationId)
 		return;
 	if (!IsTransactionState() || cq_source_tracking_attnum(objectId) == InvalidAttrNumber)
+		return;
+	/* on a Citus worker, whose catalog knows no queries (citus.c) */
+	cq_citus_check_truncate(objectId);
+	if (cq_allow_source_truncate)
 		return;
 	/*
 	 * Core checks the caller's right to truncate after this hook: a table

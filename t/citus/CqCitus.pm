@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IO::Select;
+use IO::Socket::INET;
+use POSIX ();
 
 # new_cluster(NWORKERS) -> (coordinator, [workers])
 sub new_cluster
@@ -25,19 +28,7 @@ sub new_cluster
 	my @nodes;
 	for my $i (0 .. $nworkers)
 	{
-		my $node = PostgreSQL::Test::Cluster->new($i == 0 ? 'coordinator' : "worker$i");
-		$node->init;
-		$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'citus,pg_cq'
-max_worker_processes = 20
-max_connections = 60
-max_prepared_transactions = 60
-wal_level = logical
-citus.node_conninfo = 'sslmode=disable'
-});
-		$node->start;
-		$node->safe_psql('postgres', 'CREATE EXTENSION citus');
-		push @nodes, $node;
+		push @nodes, new_node($i == 0 ? 'coordinator' : "worker$i");
 	}
 	my ($coord, @workers) = @nodes;
 	$coord->safe_psql('postgres',
@@ -46,6 +37,29 @@ citus.node_conninfo = 'sslmode=disable'
 		"SELECT citus_add_node('127.0.0.1', " . $_->port . ")") for @workers;
 	$coord->safe_psql('postgres', 'SET client_min_messages = warning; CREATE EXTENSION pg_cq');
 	return ($coord, \@workers);
+}
+
+# new_node(NAME): a started node with Citus created, not yet in a cluster.
+# Logical replication (shard moves with shard_transfer_mode 'force_logical')
+# needs WAL senders and slots.
+sub new_node
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'citus,pg_cq'
+max_worker_processes = 20
+max_connections = 60
+max_prepared_transactions = 60
+wal_level = logical
+max_wal_senders = 10
+max_replication_slots = 10
+citus.node_conninfo = 'sslmode=disable'
+});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
+	return $node;
 }
 
 # wait_for(NODE, SQL, WANT, WHAT): poll SQL until it returns WANT (deadline:
@@ -62,6 +76,143 @@ sub wait_for
 		select(undef, undef, undef, 0.1);
 	}
 	is($got, $want, $what);
+}
+
+# start_proxy(TARGET_PORT, CTLDIR) -> (PORT, PID): a TCP proxy on 127.0.0.1
+# in front of a node, for the two-phase-commit tests.  It relays the
+# PostgreSQL protocol both ways and reads the client's messages (sslmode =
+# disable: citus.node_conninfo above).  A simple-query message that contains
+# COMMIT PREPARED is
+#   - held, with whatever the client sends after it on that connection,
+#     while the file CTLDIR/hold exists (CTLDIR/held is created when one is);
+#   - dropped, and the connection closed, while CTLDIR/drop exists
+#     (CTLDIR/dropped is created), as a network failure would.
+# Stop it with kill 'KILL', PID.
+sub start_proxy
+{
+	my ($target_port, $ctl) = @_;
+	my $listen = IO::Socket::INET->new(
+		LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 32, ReuseAddr => 1)
+	  or die "proxy: listen: $!";
+	my $port = $listen->sockport;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		proxy_loop($listen, $target_port, $ctl);
+		POSIX::_exit(0);
+	}
+	close $listen;
+	return ($port, $pid);
+}
+
+sub touch
+{
+	my ($f) = @_;
+	open(my $fh, '>', $f) or die "$f: $!";
+	close $fh;
+}
+
+sub write_all
+{
+	my ($sock, $data) = @_;
+	while (length $data)
+	{
+		my $n = syswrite($sock, $data);
+		return 0 unless defined $n && $n > 0;
+		substr($data, 0, $n) = '';
+	}
+	return 1;
+}
+
+sub proxy_loop
+{
+	my ($listen, $target_port, $ctl) = @_;
+	my $sel = IO::Select->new($listen);
+	my %peer;     # socket -> its other end
+	my %conn;     # client socket -> { buf, started, held => [msgs] }
+	my $close = sub {
+		my ($s) = @_;
+		my $o = $peer{$s};
+		for my $x (grep { defined } $s, $o)
+		{
+			$sel->remove($x);
+			delete $peer{$x};
+			delete $conn{$x};
+			close $x;
+		}
+	};
+	while (1)
+	{
+		# release held messages once the hold is lifted
+		for my $c (values %conn)
+		{
+			next unless @{ $c->{held} } && !-e "$ctl/hold";
+			write_all($c->{server}, join('', @{ $c->{held} }));
+			$c->{held} = [];
+		}
+		for my $s ($sel->can_read(0.02))
+		{
+			if ($s == $listen)
+			{
+				my $client = $listen->accept or next;
+				my $server = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $target_port)
+				  or do { close $client; next; };
+				$peer{$client} = $server;
+				$peer{$server} = $client;
+				$conn{$client} = { buf => '', started => 0, held => [], server => $server };
+				$sel->add($client, $server);
+				next;
+			}
+			next unless exists $peer{$s};
+			my $n = sysread($s, my $data, 65536);
+			if (!$n)
+			{
+				$close->($s);
+				next;
+			}
+			my $c = $conn{$s};
+			if (!$c)
+			{
+				write_all($peer{$s}, $data) or $close->($s);    # server -> client
+				next;
+			}
+			$c->{buf} .= $data;
+			while (1)
+			{
+				my $msg;
+				if (!$c->{started})
+				{
+					last if length($c->{buf}) < 4;
+					my $len = unpack('N', $c->{buf});
+					last if length($c->{buf}) < $len;
+					$msg = substr($c->{buf}, 0, $len, '');
+					$c->{started} = 1;
+				}
+				else
+				{
+					last if length($c->{buf}) < 5;
+					my $len = unpack('N', substr($c->{buf}, 1, 4));
+					last if length($c->{buf}) < 1 + $len;
+					$msg = substr($c->{buf}, 0, 1 + $len, '');
+				}
+				my $commit = substr($msg, 0, 1) eq 'Q' && $msg =~ /COMMIT PREPARED/;
+				if ($commit && -e "$ctl/drop")
+				{
+					touch("$ctl/dropped");
+					$close->($s);
+					last;
+				}
+				if (@{ $c->{held} } || ($commit && -e "$ctl/hold"))
+				{
+					push @{ $c->{held} }, $msg;
+					touch("$ctl/held") if $commit;
+					next;
+				}
+				write_all($c->{server}, $msg) or do { $close->($s); last; };
+			}
+		}
+	}
 }
 
 1;

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# bench/citus.sh -- cost of a batch over a Citus distributed source (issue 14,
+# docs/scale-out.md) against the same query over a local table of the same
+# size, in the same run on the same machine.
+#
+# Starts three throwaway nodes (a coordinator and two workers, Citus first in
+# shared_preload_libraries) on ports BENCH_PORT .. BENCH_PORT+2 under
+# $CQ_TMPBASE/pg_cq_bench_citus, loads BENCH_ROWS rows into a hash-distributed
+# table (BENCH_SHARDS shards) and into a local table on the coordinator, then
+# for each: inserts BENCH_BATCH rows through the coordinator and times
+# CALL cq.run (a batch of an update-mode GROUP BY query), BENCH_REPS times;
+# prints the medians (markdown, also to BENCH_OUT if set).  Needs Citus built
+# for $PG_CONFIG (docs/scale-out.md).  As root the nodes run as user postgres.
+#
+#   PGBIN=... PG_CONFIG=... bench/citus.sh
+#   BENCH_ROWS=1000000 BENCH_BATCH=1000 BENCH_REPS=7 BENCH_SHARDS=32 BENCH_PORT=55490
+set -euo pipefail
+
+PGBIN="${PGBIN:-$(${PG_CONFIG:-pg_config} --bindir)}"
+PG_CONFIG="${PG_CONFIG:-$PGBIN/pg_config}"
+ROWS="${BENCH_ROWS:-1000000}"
+BATCH="${BENCH_BATCH:-1000}"
+REPS="${BENCH_REPS:-7}"
+SHARDS="${BENCH_SHARDS:-32}"
+PORT="${BENCH_PORT:-55490}"
+BASE="${CQ_TMPBASE:-/tmp}/pg_cq_bench_citus"
+OUT="${BENCH_OUT:-}"
+
+[[ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]] || { echo "citus.sh: Citus is not installed for $PG_CONFIG" >&2; exit 1; }
+as_pg() { if [[ "$(id -u)" -eq 0 ]]; then (cd "$BASE" && runuser -u postgres -- "$@"); else "$@"; fi; }
+psql_at() { local p=$1; shift; as_pg "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$p" -U postgres -d postgres "$@"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+stop_all() { for i in 0 1 2; do as_pg "$PGBIN/pg_ctl" -D "$BASE/n$i" stop -m immediate >/dev/null 2>&1 || true; done; }
+trap stop_all EXIT
+
+rm -rf "$BASE" && mkdir -p "$BASE"
+[[ "$(id -u)" -ne 0 ]] || chown postgres:postgres "$BASE"
+for i in 0 1 2; do
+    p=$((PORT + i))
+    as_pg "$PGBIN/initdb" -D "$BASE/n$i" -U postgres >/dev/null
+    cat >>"$BASE/n$i/postgresql.conf" <<EOF
+port = $p
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$BASE'
+shared_preload_libraries = 'citus,pg_cq'
+max_worker_processes = 20
+max_connections = 60
+max_prepared_transactions = 60
+wal_level = logical
+fsync = off
+citus.node_conninfo = 'sslmode=disable'
+EOF
+    as_pg "$PGBIN/pg_ctl" -D "$BASE/n$i" -l "$BASE/n$i.log" -w start >/dev/null
+    psql_at "$p" -c 'CREATE EXTENSION citus'
+done
+C=$PORT
+psql_at $C -c "SELECT citus_set_coordinator_host('127.0.0.1', $C)" >/dev/null
+psql_at $C -c "SELECT citus_add_node('127.0.0.1', $((PORT + 1)))" >/dev/null
+psql_at $C -c "SELECT citus_add_node('127.0.0.1', $((PORT + 2)))" >/dev/null
+psql_at $C -c 'SET client_min_messages = warning' -c 'CREATE EXTENSION pg_cq'
+
+# the same table twice: distributed and local; each with an update-mode query
+psql_at $C -c 'SET client_min_messages = warning' -c "
+  CREATE TABLE d_ev (id bigint, k int, v int);
+  SELECT create_distributed_table('d_ev', 'id', shard_count := $SHARDS);
+  CREATE TABLE l_ev (id bigint, k int, v int);
+  CREATE TABLE d_agg WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+    AS SELECT k, count(*) AS n, sum(v) AS s FROM d_ev GROUP BY k;
+  CREATE TABLE l_agg WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+    AS SELECT k, count(*) AS n, sum(v) AS s FROM l_ev GROUP BY k;" >/dev/null
+for t in d_ev l_ev; do
+    psql_at $C -c "INSERT INTO $t (id, k, v) SELECT i, i % 1000, i FROM generate_series(1, $ROWS) i"
+    psql_at $C -c "VACUUM ANALYZE $t" 2>/dev/null || true
+done
+psql_at $C -c "CALL cq.run('d_agg')" -c "CALL cq.run('l_agg')" 2>/dev/null
+
+# time_batch TABLE QUERY REP: insert BATCH rows (one multi-row INSERT), then time the batch (ms)
+time_batch() {
+    local t=$1 q=$2 rep=$3 base
+    base=$((ROWS + rep * BATCH))
+    psql_at $C -c "INSERT INTO $t (id, k, v) SELECT i, i % 1000, i FROM generate_series($base + 1, $base + $BATCH) i"
+    psql_at $C -c '\timing on' -c "CALL cq.run('$q')" 2>/dev/null | awk '/^Time: /{print $2}'
+}
+declare -a dt lt
+for ((r = 0; r < REPS; r++)); do
+    dt+=("$(time_batch d_ev d_agg "$r")")
+    lt+=("$(time_batch l_ev l_agg "$r")")
+done
+# what the orphan check of a batch costs when its range holds multi-node commits (citus.c)
+declare -a ot
+for ((r = 0; r < REPS; r++)); do
+    ot+=("$(psql_at $C -c '\timing on' -c "SELECT count(*) FROM pg_catalog.run_command_on_all_nodes(
+        'SELECT pg_catalog.string_agg(gid, '' '') FROM pg_catalog.pg_prepared_xacts') r
+        JOIN pg_catalog.pg_dist_node n ON n.nodeid = r.nodeid" | awk '/^Time: /{print $2}')")
+done
+check=$(psql_at $C -c "SELECT (SELECT count(*) FROM ((TABLE d_agg EXCEPT ALL SELECT k, count(*), sum(v) FROM d_ev GROUP BY k)
+                       UNION ALL (SELECT k, count(*), sum(v) FROM d_ev GROUP BY k EXCEPT ALL TABLE d_agg)) x)")
+dm=$(median "${dt[@]}")
+lm=$(median "${lt[@]}")
+report=$(cat <<EOF
+## Citus: batch cost over a distributed source (bench/citus.sh)
+
+$ROWS rows, then $REPS batches of $BATCH new rows (one multi-row INSERT through the coordinator
+each), \`GROUP BY k\` over 1,000 groups in update mode; median of \`CALL cq.run\`.
+
+| source | batch (median) | all batches (ms) |
+|---|---|---|
+| hash-distributed, $SHARDS shards on 2 workers | $(printf '%.1f' "$dm") ms | ${dt[*]} |
+| local table on the coordinator | $(printf '%.1f' "$lm") ms | ${lt[*]} |
+
+Ratio distributed / local: $(awk -v a="$dm" -v b="$lm" 'BEGIN { printf "%.1fx", a / b }').
+Of a distributed batch, the orphan check (one \`run_command_on_all_nodes\`, run only when the
+batch's range holds multi-node commits, as here) takes $(printf '%.1f' "$(median "${ot[@]}")") ms (median).
+Every figure comes from a fresh session, so it includes Citus opening its connections to the
+workers. A scheduler worker keeps its connections across batches.
+Distributed target against the plain query after the run: $check rows differ (must be 0).
+EOF
+)
+printf '%s\n' "$report"
+[[ -z "$OUT" ]] || printf '%s\n' "$report" >"$OUT"
+[[ "$check" == 0 ]]
