@@ -697,9 +697,9 @@ fi
 # 7. MERGE
 dg="$(data_goal 7)"
 if [[ -z "$dg" && -s "$RAW/merge.md" ]]; then
-    # bench/merge.sh's table: | G | C | upsert | merge2 | merge1 | merge1h | merge2/u | merge1/u | merge1h/u | ...
-    dg="$(awk -F'|' 'NF > 12 && $8 ~ /[0-9]x/ { for (i = 2; i <= 10; i++) gsub(/^ +| +$/, "", $i)
-            fig = fig sep $2 " groups, " $3 " changed: MERGE/upsert " $8 " (2 statements), " $9 " (1), " $10 " (1, hash index)"; sep = "; "; n++ }
+    # bench/merge.sh's table: | G | C | upsert | merge2 | merge1 | merge1h | merge1n | merge2/u | merge1/u | merge1h/u | merge1n/u | ...
+    dg="$(awk -F'|' 'NF > 13 && $9 ~ /[0-9]x/ { for (i = 2; i <= 12; i++) gsub(/^ +| +$/, "", $i)
+            fig = fig sep $2 " groups, " $3 " changed: MERGE/upsert " $9 " (2 statements), " $10 " (1), " $11 " (1, hash index)"; sep = "; "; n++ }
           END { if (n) print "decided in the code: see the section|" fig }' "$RAW/merge.md")"
 fi
 if [[ -n "$dg" ]]; then
