@@ -632,7 +632,9 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
  * cq_progress_record_batch
  *	  Record a committed batch: its offset row and progress row, keeping the
  *	  last CQ_PROGRESS_KEEP of each.  Runs in the batch's transaction, so
- *	  the offset commits with the target writes or not at all.
+ *	  the offset commits with the target writes or not at all, with the
+ *	  query's row locked.  Written directly (record_direct), else by a
+ *	  statement.
  */
 void
 cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
