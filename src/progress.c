@@ -28,6 +28,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -417,7 +418,7 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
  * cannot go nor change its key before the batch commits, which is what the
  * check's FOR KEY SHARE lock would ensure.  The statement stays for the
  * full sweep every CQ_PROGRESS_KEEP batches and for tables that are not
- * as pg_cq made them: another index, trigger (but the foreign keys' own),
+ * as pg_cq made them: another access method or index, trigger (but the foreign keys' own),
  * rule, check constraint, a column not written here that has a default or
  * is NOT NULL, or a column of another type.
  */
@@ -462,7 +463,8 @@ direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, Direct
 	desc = RelationGetDescr(rel);
 	trig = rel->trigdesc;
 	indexes = RelationGetIndexList(rel);
-	ok = rel->rd_rel->relkind == RELKIND_RELATION && !rel->rd_rel->relhasrules &&
+	ok = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
+		!rel->rd_rel->relhasrules &&
 		list_length(indexes) == 1 &&
 		row->pk.idx->rd_index->indnatts == row->pk.idx->rd_index->indnkeyatts &&
 		row->pk.idx->rd_index->indimmediate &&
