@@ -19,6 +19,12 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "executor/tuptable.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -243,6 +249,261 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 }
 
 /*
+ * Direct read of a query's row by its id.
+ *
+ * Every batch (worker or cq.run) reads its query's row by id and locks it
+ * FOR NO KEY UPDATE.  As a statement that is a parse and plan in every new
+ * backend and an executor start (with its row mark) per batch; read through
+ * the unique index on id and locked with table_tuple_lock as ExecLockRows
+ * locks a row of SELECT ... FOR NO KEY UPDATE, it is an index probe and a
+ * tuple lock, with the same outcome: the lock waits for a running batch
+ * (or any transaction that locked or changed the row), then the latest
+ * committed version of the row is locked and read (READ COMMITTED); a row
+ * deleted meanwhile, or whose id changed, is not found; under REPEATABLE
+ * READ or SERIALIZABLE a concurrent change is a serialization failure.
+ * The statement stays for a catalog whose id column or index is not the
+ * expected one, or whose columns have other types.
+ */
+
+/* How a column of cq.queries is read directly. */
+typedef enum
+{
+	QC_TEXT,					/* as text: its output function, as ::text */
+	QC_OID,						/* oid, regclass, regrole: the OID */
+	QC_INT						/* int4 or int8 */
+} QueryColKind;
+
+/*
+ * query_col
+ *	  Column `name` of the row in slot (of cq.queries, rel), into *str or
+ *	  *num (NULL or ifnull when null); false if the table has no such
+ *	  column or it has a type this does not read as kind.
+ */
+static bool
+query_col(Relation rel, TupleTableSlot *slot, const char *name, QueryColKind kind,
+		  char **str, int64 *num, int64 ifnull)
+{
+	AttrNumber	att = get_attnum(RelationGetRelid(rel), name);
+	Oid			type;
+	bool		isnull;
+	Datum		d;
+
+	if (att == InvalidAttrNumber)
+		return false;
+	type = TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid;
+	d = slot_getattr(slot, att, &isnull);
+	switch (kind)
+	{
+		case QC_TEXT:
+			if (isnull)
+				*str = NULL;
+			else if (type == TEXTOID)
+				*str = TextDatumGetCString(d);
+			else if (type == NAMEOID)
+				*str = pstrdup(NameStr(*DatumGetName(d)));
+			else
+			{
+				Oid			out;
+				bool		varlena;
+
+				getTypeOutputInfo(type, &out, &varlena);
+				*str = OidOutputFunctionCall(out, d);
+			}
+			return true;
+		case QC_OID:
+			if (type != OIDOID && type != REGCLASSOID && type != REGROLEOID)
+				return false;
+			*num = isnull ? ifnull : DatumGetObjectId(d);
+			return true;
+		case QC_INT:
+			if (type != INT4OID && type != INT8OID)
+				return false;
+			*num = isnull ? ifnull : type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
+			return true;
+	}
+	return false;
+}
+
+/*
+ * query_from_slot
+ *	  The CqQuery of the cq.queries row in slot, as fetch_query makes it;
+ *	  NULL when a column is missing or of another type.
+ */
+static CqQuery *
+query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
+{
+	CqQuery    *q = palloc0(sizeof(CqQuery));
+	int64		n[8];
+	char	   *dummy;
+	bool		ok;
+
+	cq_options_init(&q->opts);
+	ok = query_col(rel, slot, "name", QC_TEXT, &q->name, NULL, 0) &&
+		query_col(rel, slot, "id", QC_INT, &dummy, &n[0], 0) &&
+		query_col(rel, slot, "owner", QC_OID, &dummy, &n[1], 0) &&
+		query_col(rel, slot, "source", QC_OID, &dummy, &n[2], 0) &&
+		query_col(rel, slot, "target", QC_OID, &dummy, &n[3], 0) &&
+		query_col(rel, slot, "output_mode", QC_TEXT, &q->opts.output_mode, NULL, 0) &&
+		query_col(rel, slot, "trigger", QC_TEXT, &q->opts.trigger, NULL, 0) &&
+		query_col(rel, slot, "event_time", QC_TEXT, &q->opts.event_time, NULL, 0) &&
+		query_col(rel, slot, "watermark_delay", QC_TEXT, &q->opts.watermark, NULL, 0) &&
+		query_col(rel, slot, "max_rows_per_trigger", QC_INT, &dummy, &n[4], 0) &&
+		query_col(rel, slot, "starting", QC_TEXT, &q->opts.starting, NULL, 0) &&
+		query_col(rel, slot, "state_storage", QC_TEXT, &q->opts.state_storage, NULL, 0) &&
+		query_col(rel, slot, "complete_refresh", QC_TEXT, &q->opts.complete_refresh, NULL, 0) &&
+		query_col(rel, slot, "state", QC_TEXT, &q->state, NULL, 0) &&
+		query_col(rel, slot, "query_tree", QC_TEXT, &q->query_tree, NULL, 0) &&
+		query_col(rel, slot, "state_table", QC_OID, &dummy, &n[5], 0) &&
+		query_col(rel, slot, "start_offset", QC_TEXT, &q->start_offset, NULL, 0) &&
+		query_col(rel, slot, "run_id", QC_TEXT, &q->run_id, NULL, 0) &&
+		query_col(rel, slot, "cluster_id", QC_TEXT, &q->cluster_id, NULL, 0) &&
+		query_col(rel, slot, "timezone", QC_TEXT, &q->timezone, NULL, 0);
+	if (ok && v02)
+		ok = query_col(rel, slot, "schema", QC_TEXT, &q->schema, NULL, 0) &&
+			query_col(rel, slot, "join_source", QC_OID, &dummy, &n[6], 0) &&
+			query_col(rel, slot, "join_event_time", QC_TEXT, &q->opts.join_event_time, NULL, 0) &&
+			query_col(rel, slot, "join_watermark_delay", QC_TEXT, &q->opts.join_watermark, NULL, 0);
+	if (!ok)
+		return NULL;
+	q->id = (int32) n[0];
+	q->owner = (Oid) n[1];
+	q->source = (Oid) n[2];
+	q->target = (Oid) n[3];
+	q->opts.max_rows_per_trigger = n[4];
+	q->state_table = (Oid) n[5];
+	if (v02)
+		q->opts.join_source_relid = (Oid) n[6];
+	cq_options_finish(&q->opts);
+	q->opts.source_relid = q->source;
+	return q;
+}
+
+/*
+ * fetch_query_by_id_direct
+ *	  fetch_query for "id = id" read directly (see above).  Returns false,
+ *	  having read and locked nothing, when the statement must do it; else
+ *	  true with *result the query or NULL.
+ */
+static bool
+fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("queries", nsp) : InvalidOid;
+	AttrNumber	idatt;
+	Relation	rel;
+	Relation	idx = NULL;
+	List	   *indexes;
+	ListCell   *lc;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	Snapshot	snap;
+	bool		found;
+	CqQuery    *q = NULL;
+
+	if (!OidIsValid(relid))
+		return false;
+	idatt = get_attnum(relid, "id");
+	if (idatt == InvalidAttrNumber || get_atttype(relid, idatt) != INT4OID)
+		return false;
+	/* the table lock of the statement: RowShareLock with FOR ... UPDATE */
+	rel = table_open(relid, lock ? RowShareLock : AccessShareLock);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
+
+		if (i->rd_index->indisunique && i->rd_index->indisvalid &&
+			i->rd_index->indnkeyatts == 1 && i->rd_index->indkey.values[0] == idatt &&
+			i->rd_rel->relam == BTREE_AM_OID &&
+			RelationGetIndexExpressions(i) == NIL && RelationGetIndexPredicate(i) == NIL)
+		{
+			idx = i;
+			break;
+		}
+		index_close(i, AccessShareLock);
+	}
+	list_free(indexes);
+	if (idx == NULL)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+
+	/* a snapshot as SPI takes one for a statement */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	snap = GetActiveSnapshot();
+
+	slot = table_slot_create(rel, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(id));
+	scan = index_beginscan(rel, idx, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+
+	if (found && lock)
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+		int			flags = TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS;
+
+		/* as ExecLockRows for a row mark of FOR NO KEY UPDATE */
+		if (!IsolationUsesXactSnapshot())
+			flags |= TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
+		res = table_tuple_lock(rel, &slot->tts_tid, snap, slot, GetCurrentCommandId(true),
+							   LockTupleNoKeyExclusive, LockWaitBlock, flags, &tmfd);
+		switch (res)
+		{
+			case TM_Ok:
+				/* a newer version: the condition is checked again, as EvalPlanQual does */
+				if (tmfd.traversed)
+				{
+					bool		isnull;
+					Datum		d = slot_getattr(slot, idatt, &isnull);
+
+					found = !isnull && DatumGetInt32(d) == id;
+				}
+				break;
+			case TM_SelfModified:
+				/* changed by this very transaction since the snapshot: skipped, as there */
+				found = false;
+				break;
+			case TM_Updated:
+				if (IsolationUsesXactSnapshot())
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not serialize access due to concurrent update")));
+				elog(ERROR, "pg_cq: unexpected table_tuple_lock status: %u", res);
+				break;
+			case TM_Deleted:
+				if (IsolationUsesXactSnapshot())
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not serialize access due to concurrent delete")));
+				found = false;
+				break;
+			default:
+				elog(ERROR, "pg_cq: unrecognized table_tuple_lock status: %u", res);
+		}
+	}
+	if (found)
+		q = query_from_slot(rel, slot, v02);
+	ExecDropSingleTupleTableSlot(slot);
+	PopActiveSnapshot();
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	if (found && q == NULL)
+	{
+		/* columns not as expected: the statement reads the row (locked already) */
+		return false;
+	}
+	*result = q;
+	return true;
+}
+
+/*
  * name_datum
  *	  A C string as a datum of type name.
  */
@@ -345,14 +606,18 @@ cq_catalog_get_query_in(Oid nsp, const char *name, bool missing_ok, bool lock)
  * cq_catalog_get_query_by_id
  *	  Load the query with internal id `id`: how pg_cq finds a query again
  *	  once a name was resolved (a later transaction of CALL cq.run, a
- *	  worker).  With lock, see fetch_query.
+ *	  worker).  With lock, see fetch_query.  Read directly
+ *	  (fetch_query_by_id_direct), else by the statement.
  */
 CqQuery *
 cq_catalog_get_query_by_id(int32 id, bool missing_ok, bool lock)
 {
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(id)};
-	CqQuery    *q = fetch_query("id OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
+	CqQuery    *q = NULL;
+
+	if (!fetch_query_by_id_direct(id, lock, cq_catalog_version() >= CQ_CATALOG_0_2, &q))
+		q = fetch_query("id OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
 
 	if (q == NULL && !missing_ok)
 		ereport(ERROR,

@@ -22,18 +22,23 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/snapmgr.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
@@ -158,13 +163,13 @@ typedef struct PkScan
 
 /*
  * pk_open
- *	  Open cq.<relname> and its primary key, AccessShareLock held to the
- *	  end of the transaction (as a statement would); false (nothing left
+ *	  Open cq.<relname> and its primary key, lockmode held to the end of
+ *	  the transaction (as a statement would); false (nothing left
  *	  open) unless the key is (schema, name, batch_id) on a 0.2 catalog or
  *	  (name, batch_id) on a 0.1 catalog.
  */
 static bool
-pk_open(const char *relname, bool v02, PkScan *pk)
+pk_open(const char *relname, bool v02, PkScan *pk, LOCKMODE lockmode)
 {
 	Oid			nsp = get_namespace_oid("cq", true);
 	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
@@ -175,14 +180,14 @@ pk_open(const char *relname, bool v02, PkScan *pk)
 
 	if (!OidIsValid(relid))
 		return false;
-	pk->rel = table_open(relid, AccessShareLock);
+	pk->rel = table_open(relid, lockmode);
 	idxid = RelationGetPrimaryKeyIndex(pk->rel);
 	if (!OidIsValid(idxid))
 	{
 		table_close(pk->rel, NoLock);
 		return false;
 	}
-	pk->idx = index_open(idxid, AccessShareLock);
+	pk->idx = index_open(idxid, lockmode);
 	pk->nkeys = 2 - first;
 	ok = pk->idx->rd_index->indnkeyatts == 3 - first;
 	for (int i = first; i < 3 && ok; i++)
@@ -302,9 +307,9 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 	cq_catalog_key_values(q, &name, &schema, &schema_null);
 	if (v02 && schema_null == 'n')
 		return false;
-	if (!pk_open("offsets", v02, &off))
+	if (!pk_open("offsets", v02, &off, AccessShareLock))
 		return false;
-	if (!pk_open("progress", v02, &prog))
+	if (!pk_open("progress", v02, &prog, AccessShareLock))
 	{
 		pk_close(&off);
 		return false;
@@ -401,10 +406,237 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
 }
 
 /*
+ * Direct writes of a batch's cq.offsets and cq.progress rows.
+ *
+ * As a statement, the record costs an executor start of four ModifyTable
+ * nodes and two foreign-key checks (each a statement of its own) per
+ * batch.  Written directly, it is two heap inserts, their primary key
+ * entries and two index probes for the rows that fall out of the window.
+ * The foreign keys to cq.queries need no check: every batch records its
+ * rows with its query's row locked FOR NO KEY UPDATE (cq_catalog_get_query_
+ * by_id, in the same transaction) and with that row's key, so the row
+ * cannot go nor change its key before the batch commits, which is what the
+ * check's FOR KEY SHARE lock would ensure.  The statement stays for the
+ * full sweep every CQ_PROGRESS_KEEP batches and for tables that are not
+ * as pg_cq made them: another access method or index, trigger (but the foreign keys' own),
+ * rule, check constraint, a column not written here that has a default or
+ * is NOT NULL, or a column of another type.
+ */
+
+/* A column of a direct insert: its name, type and value. */
+typedef struct DirectCol
+{
+	const char *name;
+	Oid			type;
+	Datum		value;
+	bool		isnull;
+} DirectCol;
+
+/* A table ready for a direct insert: opened, its row formed. */
+typedef struct DirectRow
+{
+	PkScan		pk;
+	HeapTuple	tup;
+	Datum	   *values;
+	bool	   *isnull;
+} DirectRow;
+
+/*
+ * direct_prepare
+ *	  Open cq.<relname> (RowExclusiveLock, as an INSERT) and form its row
+ *	  of cols; false (nothing left open) unless the table is as the file
+ *	  comment above says.
+ */
+static bool
+direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, DirectRow *row)
+{
+	Relation	rel;
+	TupleDesc	desc;
+	TriggerDesc *trig;
+	List	   *indexes;
+	bool		ok;
+	int			found = 0;
+
+	if (!pk_open(relname, v02, &row->pk, RowExclusiveLock))
+		return false;
+	rel = row->pk.rel;
+	desc = RelationGetDescr(rel);
+	trig = rel->trigdesc;
+	indexes = RelationGetIndexList(rel);
+	ok = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
+		!rel->rd_rel->relhasrules &&
+		list_length(indexes) == 1 &&
+		row->pk.idx->rd_index->indnatts == row->pk.idx->rd_index->indnkeyatts &&
+		row->pk.idx->rd_index->indimmediate &&
+		RelationGetIndexExpressions(row->pk.idx) == NIL &&
+		RelationGetIndexPredicate(row->pk.idx) == NIL &&
+		(desc->constr == NULL || desc->constr->num_check == 0);
+	for (int i = 0; ok && trig != NULL && i < trig->numtriggers; i++)
+	{
+		Trigger    *t = &trig->triggers[i];
+
+		/* only the foreign key to cq.queries the row lock stands for */
+		ok = RI_FKey_trigger_type(t->tgfoid) == RI_TRIGGER_FK &&
+			t->tgconstrrelid == get_relname_relid("queries", RelationGetNamespace(rel));
+	}
+	list_free(indexes);
+
+	row->values = palloc(sizeof(Datum) * desc->natts);
+	row->isnull = palloc(sizeof(bool) * desc->natts);
+	for (int a = 0; ok && a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+		int			c;
+
+		row->values[a] = (Datum) 0;
+		row->isnull[a] = true;
+		if (att->attisdropped)
+			continue;
+		for (c = 0; c < ncols; c++)
+			if (strcmp(NameStr(att->attname), cols[c].name) == 0)
+				break;
+		if (c == ncols)
+		{
+			/* left out: as the statement leaves it, null */
+			ok = !att->attnotnull && !att->atthasdef && att->attgenerated == '\0';
+			continue;
+		}
+		ok = att->atttypid == cols[c].type && (!cols[c].isnull || !att->attnotnull);
+		row->values[a] = cols[c].value;
+		row->isnull[a] = cols[c].isnull;
+		found++;
+	}
+	if (!ok || found != ncols)
+	{
+		pk_close(&row->pk);
+		return false;
+	}
+	row->tup = heap_form_tuple(desc, row->values, row->isnull);
+	return true;
+}
+
+/*
+ * direct_trim
+ *	  Delete the query's row of batch_id from the table of pk, if any, as
+ *	  the statement's DELETE would with snapshot snap.  A row another
+ *	  transaction changed meanwhile is left to the next full sweep.
+ */
+static void
+direct_trim(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 batch_id)
+{
+	TupleTableSlot *slot = table_slot_create(pk->rel, NULL);
+
+	if (pk_first(pk, snap, name, schema, &batch_id, ForwardScanDirection, slot))
+	{
+		TM_FailureData tmfd;
+
+		(void) table_tuple_delete(pk->rel, &slot->tts_tid, GetCurrentCommandId(true), snap,
+								  InvalidSnapshot, true, &tmfd, false);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * direct_insert
+ *	  Insert row's tuple into its table and its primary key (a duplicate
+ *	  key is the same error as the statement's), then close the table.
+ */
+static void
+direct_insert(DirectRow *row)
+{
+	Relation	rel = row->pk.rel;
+	Relation	idx = row->pk.idx;
+	Datum		ivalues[INDEX_MAX_KEYS];
+	bool		iisnull[INDEX_MAX_KEYS];
+
+	heap_insert(rel, row->tup, GetCurrentCommandId(true), 0, NULL);
+	for (int i = 0; i < idx->rd_index->indnkeyatts; i++)
+	{
+		AttrNumber	att = idx->rd_index->indkey.values[i];
+
+		ivalues[i] = row->values[att - 1];
+		iisnull[i] = row->isnull[att - 1];
+	}
+	index_insert(idx, ivalues, iisnull, &row->tup->t_self, rel, UNIQUE_CHECK_YES, false,
+				 BuildIndexInfo(idx));
+	pk_close(&row->pk);
+}
+
+/*
+ * record_direct
+ *	  cq_progress_record_batch's rows written directly (see above): v are
+ *	  the statement's parameters ($n = v[n - 1]).  False, having written
+ *	  nothing, when the statement must do it.
+ */
+static bool
+record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
+{
+	DirectRow	off;
+	DirectRow	prog;
+	Datum		start = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(r->start_offset));
+	Datum		end = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(r->end_offset));
+	int			first = v02 ? 0 : 1;
+	Snapshot	snap;
+
+#define DCOL(name, type, i) {name, type, v[i], n[i] == 'n'}
+	DirectCol	ocols[] = {
+		{"schema", NAMEOID, v[24], n[24] == 'n'},
+		DCOL("name", TEXTOID, 0), DCOL("batch_id", INT8OID, 1),
+		{"start_offset", PG_SNAPSHOTOID, start, false}, {"end_offset", PG_SNAPSHOTOID, end, false},
+		DCOL("state_rows", INT8OID, 4), DCOL("batch_watermark", TIMESTAMPTZOID, 17),
+		DCOL("watermark", TIMESTAMPTZOID, 18), DCOL("committed_at", TIMESTAMPTZOID, 22),
+		DCOL("batch_watermark_ntz", TIMESTAMPOID, 25), DCOL("watermark_ntz", TIMESTAMPOID, 26)
+	};
+	DirectCol	pcols[] = {
+		{"schema", NAMEOID, v[24], n[24] == 'n'},
+		DCOL("name", TEXTOID, 0), DCOL("batch_id", INT8OID, 1),
+		{"run_id", UUIDOID, DirectFunctionCall1(uuid_in, CStringGetDatum(q->run_id)), false},
+		DCOL("started_at", TIMESTAMPTZOID, 6), DCOL("duration_ms", FLOAT8OID, 7),
+		{"durations", JSONBOID, DirectFunctionCall1(jsonb_in, CStringGetDatum(TextDatumGetCString(v[8]))), false},
+		DCOL("num_input_rows", INT8OID, 9), DCOL("input_rows_per_second", FLOAT8OID, 10),
+		DCOL("processed_rows_per_second", FLOAT8OID, 11), DCOL("num_state_rows_total", INT8OID, 4),
+		DCOL("num_state_rows_updated", INT8OID, 12), DCOL("num_state_rows_removed", INT8OID, 13),
+		DCOL("num_rows_dropped_by_watermark", INT8OID, 14), DCOL("num_output_rows", INT8OID, 15),
+		{"start_offset", PG_SNAPSHOTOID, start, false}, {"end_offset", PG_SNAPSHOTOID, end, false},
+		DCOL("watermark", TIMESTAMPTZOID, 17), DCOL("event_time_min", TIMESTAMPTZOID, 19),
+		DCOL("event_time_max", TIMESTAMPTZOID, 20), DCOL("event_time_avg", TIMESTAMPTZOID, 21)
+	};
+#undef DCOL
+
+	/* the full sweep, and a 0.2 catalog without the query's schema: the statement */
+	if (r->batch_id % CQ_PROGRESS_KEEP == 0 || (v02 && n[24] == 'n'))
+		return false;
+	/* a 0.1 catalog has no schema nor *_ntz columns */
+	if (!direct_prepare("offsets", v02, ocols + first, lengthof(ocols) - (v02 ? 0 : 3), &off))
+		return false;
+	if (!direct_prepare("progress", v02, pcols + first, lengthof(pcols) - first, &prog))
+	{
+		pk_close(&off.pk);
+		return false;
+	}
+
+	/* the rows that fall out of the window, read as the statement would */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	snap = GetActiveSnapshot();
+	direct_trim(&off.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+	direct_trim(&prog.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+	PopActiveSnapshot();
+
+	direct_insert(&off);
+	direct_insert(&prog);
+	CommandCounterIncrement();
+	return true;
+}
+
+/*
  * cq_progress_record_batch
  *	  Record a committed batch: its offset row and progress row, keeping the
  *	  last CQ_PROGRESS_KEEP of each.  Runs in the batch's transaction, so
- *	  the offset commits with the target writes or not at all.
+ *	  the offset commits with the target writes or not at all, with the
+ *	  query's row locked.  Written directly (record_direct), else by a
+ *	  statement.
  */
 void
 cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
@@ -480,6 +712,8 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 	 */
 	values[23] = Int64GetDatum(r->batch_id % CQ_PROGRESS_KEEP == 0 ? PG_INT64_MIN :
 							   r->batch_id - CQ_PROGRESS_KEEP);
+	if (record_direct(q, r, v02, values, nulls))
+		return;
 
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("WITH o AS (INSERT INTO cq.offsets (name, batch_id, start_offset, end_offset, state_rows, "
