@@ -39,11 +39,11 @@
 #include "tracking.h"
 
 /*
- * make_param
+ * cq_make_param
  *	  An external parameter $n of the given type.
  */
-static Param *
-make_param(int n, Oid type)
+Param *
+cq_make_param(int n, Oid type)
 {
 	Param	   *p = makeNode(Param);
 
@@ -69,7 +69,7 @@ xid8_op(const char *op, Var *xid, int param)
 	if (!OidIsValid(opno))
 		elog(ERROR, "pg_cq: xid8 operator %s not found", op);
 	return make_opclause(opno, BOOLOID, false, (Expr *) xid,
-						 (Expr *) make_param(param, XID8OID), InvalidOid, InvalidOid);
+						 (Expr *) cq_make_param(param, XID8OID), InvalidOid, InvalidOid);
 }
 
 /*
@@ -80,7 +80,7 @@ static Expr *
 visible_in(Var *xid, int param)
 {
 	return (Expr *) makeFuncExpr(F_PG_VISIBLE_IN_SNAPSHOT, BOOLOID,
-								 list_make2(xid, make_param(param, PG_SNAPSHOTOID)),
+								 list_make2(xid, cq_make_param(param, PG_SNAPSHOTOID)),
 								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 }
 

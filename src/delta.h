@@ -11,6 +11,7 @@
 #include "postgres.h"
 #include "analyze.h"
 
+extern Param *cq_make_param(int n, Oid type);
 extern Node *cq_delta_quals(CqAnalysis *an, bool history);
 extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
 extern int	cq_delta_scan_settings(bool history, bool no_sort);

@@ -27,6 +27,7 @@
 #include "utils/ruleutils.h"
 
 #include "join_sql.h"
+#include "delta.h"
 #include "catalog.h"
 #include "objects.h"
 #include "security.h"
@@ -137,24 +138,6 @@ jointree_is_side(Node *node, Index rti)
 	return node && IsA(node, RangeTblRef) && ((RangeTblRef *) node)->rtindex == (int) rti;
 }
 
-/*
- * make_param
- *	  External parameter $n of the given type.
- */
-static Param *
-make_param(int n, Oid type)
-{
-	Param	   *p = makeNode(Param);
-
-	p->paramkind = PARAM_EXTERN;
-	p->paramid = n;
-	p->paramtype = type;
-	p->paramtypmod = -1;
-	p->paramcollid = InvalidOid;
-	p->location = -1;
-	return p;
-}
-
 /* Which buffered rows of a stream a statement reads (buffers_sql). */
 typedef enum BufRows
 {
@@ -235,7 +218,7 @@ rows_qual(CqJoinSide *side, BufRows rows, int bound_param)
 		nt->location = -1;
 		return (Node *) make_andclause(list_make2(
 												  make_orclause(list_make2(make_opclause(le, BOOLOID, false, (Expr *) et,
-																						 (Expr *) make_param(bound_param, type),
+																						 (Expr *) cq_make_param(bound_param, type),
 																						 InvalidOid, InvalidOid),
 																		   nt)),
 												  make_notclause((Expr *) makeVar(side->rti, batch_att + 1, BOOLOID,
@@ -246,7 +229,7 @@ rows_qual(CqJoinSide *side, BufRows rows, int bound_param)
 												   INT8OID, INT8OID),
 								  BOOLOID, false,
 								  (Expr *) makeVar(side->rti, batch_att, INT8OID, -1, InvalidOid, 0),
-								  (Expr *) make_param(6, INT8OID), InvalidOid, InvalidOid);
+								  (Expr *) cq_make_param(6, INT8OID), InvalidOid, InvalidOid);
 }
 
 /*
