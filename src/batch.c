@@ -57,6 +57,7 @@
 #include "analyze.h"
 #include "tracking.h"
 #include "offsets.h"
+#include "timeexpr.h"
 #include "plan.h"
 #include "restore.h"
 #include "status.h"
@@ -64,26 +65,6 @@
 #include "store.h"
 #include "store_fold.h"
 #include "objects.h"
-
-/* Milliseconds since t0. */
-static double
-ms_since(TimestampTz t0)
-{
-	return (double) (GetCurrentTimestamp() - t0) / 1000.0;
-}
-
-/* Datum helpers for the batch parameters. */
-static Datum
-xid8_datum(uint64 x)
-{
-	return FullTransactionIdGetDatum(FullTransactionIdFromU64(x));
-}
-
-static Datum
-snapshot_datum(const char *text)
-{
-	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
-}
 
 /*
  * Everything run_as_owner needs to know about the batch to run.
@@ -191,10 +172,10 @@ end_offset(OwnerBatch *ob)
 	ob->prev = cq_snap_parse(in->prev_text);
 	ob->cur_text = cq_snap_current_source(in->q->source, in->prev_text);
 	ob->cur = cq_snap_parse(ob->cur_text);
-	ob->params[0] = xid8_datum(cq_snap_low_bound(ob->prev, ob->cur));
-	ob->params[1] = xid8_datum(ob->cur->xmax);
-	ob->params[2] = snapshot_datum(ob->cur_text);
-	ob->params[3] = snapshot_datum(in->prev_text);
+	ob->params[0] = cq_xid8_datum(cq_snap_low_bound(ob->prev, ob->cur));
+	ob->params[1] = cq_xid8_datum(ob->cur->xmax);
+	ob->params[2] = cq_snapshot_datum(ob->cur_text);
+	ob->params[3] = cq_snapshot_datum(in->prev_text);
 	ob->nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(ob->prev, ob->cur));
 }
 
@@ -221,8 +202,8 @@ cut(OwnerBatch *ob)
 	ob->cur_text = cq_offsets_limit(in->plan->count_xids_sql, ob->prev, ob->cur, ob->cur_text,
 									ob->params, q->opts.max_rows_per_trigger, hist, &limited_rows);
 	ob->cur = cq_snap_parse(ob->cur_text);
-	ob->params[1] = xid8_datum(ob->cur->xmax);
-	ob->params[2] = snapshot_datum(ob->cur_text);
+	ob->params[1] = cq_xid8_datum(ob->cur->xmax);
+	ob->params[2] = cq_snapshot_datum(ob->cur_text);
 	ob->nodata = (limited_rows == 0 && !in->history);
 }
 
@@ -262,7 +243,7 @@ nodata_batch(OwnerBatch *ob)
 	ob->input_rows = 0;
 	cq_status_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
 	ob->cur_text = (char *) ob->in->prev_text;
-	ob->params[1] = xid8_datum(ob->prev->xmax);
+	ob->params[1] = cq_xid8_datum(ob->prev->xmax);
 	ob->params[2] = ob->params[3];
 	return true;
 }
@@ -571,7 +552,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		cq_status_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
 	res->start_offset = pstrdup(in->prev_text);
 	res->end_offset = pstrdup(ob.cur_text);
-	res->latest_offset_ms = ms_since(in->t0);
+	res->latest_offset_ms = cq_ms_since(in->t0);
 
 	t1 = GetCurrentTimestamp();
 	if (in->store)
@@ -595,7 +576,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	next_watermark(in->q, res);
 	if (in->q->opts.mode == CQ_MODE_COMPLETE)
 		refresh(in->q, in->plan, in->store, res);
-	res->add_batch_ms = ms_since(t1);
+	res->add_batch_ms = cq_ms_since(t1);
 	return true;
 }
 
@@ -622,10 +603,10 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	bool		isnull;
 	List	   *index_defs;
 
-	params[0] = xid8_datum(0);
-	params[1] = xid8_datum(end->xmax);
-	params[2] = snapshot_datum(last->end_offset);
-	params[3] = snapshot_datum(in->q->start_offset);
+	params[0] = cq_xid8_datum(0);
+	params[1] = cq_xid8_datum(end->xmax);
+	params[2] = cq_snapshot_datum(last->end_offset);
+	params[3] = cq_snapshot_datum(in->q->start_offset);
 	params[4] = TimestampTzGetDatum(last->batch_watermark);
 	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
 	index_defs = unindex_state(in);
@@ -633,7 +614,7 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 		elog(ERROR, "pg_cq: could not rebuild state");
 	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	build_indexes(index_defs);
-	*ms = ms_since(t0);
+	*ms = cq_ms_since(t0);
 	ereport(LOG,
 			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
 					in->q->name, rows, *ms),
@@ -669,14 +650,14 @@ rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
 		{
 			CqSnap	   *from = cq_snap_parse(image_offset);
 
-			params[0] = xid8_datum(cq_snap_low_bound(from, end));
-			params[1] = xid8_datum(end->xmax);
-			params[2] = snapshot_datum(last->end_offset);
-			params[3] = snapshot_datum(image_offset);
+			params[0] = cq_xid8_datum(cq_snap_low_bound(from, end));
+			params[1] = cq_xid8_datum(end->xmax);
+			params[2] = cq_snapshot_datum(last->end_offset);
+			params[3] = cq_snapshot_datum(image_offset);
 			rows = cq_store_replay(in->store, &in->plan->store, params, nulls, has_wm,
 								   last->batch_watermark);
 		}
-		*ms = ms_since(t0);
+		*ms = cq_ms_since(t0);
 		ereport(LOG,
 				(errmsg("pg_cq: restored lost state of continuous query \"%s\" from its image of batch " INT64_FORMAT ": " INT64_FORMAT " rows in %.1f ms",
 						in->q->name, image_batch, rows, *ms),
@@ -685,16 +666,16 @@ rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
 		return rows;
 	}
 
-	params[0] = xid8_datum(0);
-	params[1] = xid8_datum(end->xmax);
-	params[2] = snapshot_datum(last->end_offset);
-	params[3] = snapshot_datum(in->q->start_offset);
+	params[0] = cq_xid8_datum(0);
+	params[1] = cq_xid8_datum(end->xmax);
+	params[2] = cq_snapshot_datum(last->end_offset);
+	params[3] = cq_snapshot_datum(in->q->start_offset);
 	rows = cq_store_rebuild(in->store,
 							cq_query_reads_history(in->q) ? in->plan->store.delta_history : in->plan->store.delta,
 							params, nulls,
 							last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE,
 							last->batch_watermark);
-	*ms = ms_since(t0);
+	*ms = cq_ms_since(t0);
 	ereport(LOG,
 			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
 					in->q->name, rows, *ms),
@@ -868,7 +849,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		res->has_next_watermark &&
 		(!res->has_watermark || res->next_watermark > res->watermark);
-	res->duration_ms = ms_since(in.t0);
+	res->duration_ms = cq_ms_since(in.t0);
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :
 		res->input_rows / Max((double) (in.t0 - last.last_started_at) / 1000000.0, 0.001);

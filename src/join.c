@@ -93,6 +93,8 @@
 #include "progress.h"
 #include "tracking.h"
 #include "offsets.h"
+#include "timeexpr.h"
+#include "restore.h"
 #include "sink.h"
 #include "objects.h"
 #include "plan.h"
@@ -106,43 +108,6 @@ TIMESTAMPTZOID, INT8OID};
 
 /* Buffer table names: jl_<id> (first stream), jr_<id> (second). */
 static const char *const buffer_prefix[2] = {"jl", "jr"};
-
-/* Milliseconds since t0. */
-static double
-ms_since(TimestampTz t0)
-{
-	return (double) (GetCurrentTimestamp() - t0) / 1000.0;
-}
-
-/* Datum helpers for the batch parameters. */
-static Datum
-xid8_datum(uint64 x)
-{
-	return FullTransactionIdGetDatum(FullTransactionIdFromU64(x));
-}
-
-static Datum
-snapshot_datum(const char *text)
-{
-	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
-}
-
-/*
- * get_rel_owner_oid
- *	  The owner of a relation.
- */
-static Oid
-get_rel_owner_oid(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
 
 /*
  * buffers
@@ -405,10 +370,10 @@ rebuild(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, CqLastOffset *last, double *
 	TimestampTz t0 = GetCurrentTimestamp();
 	int64		rows = 0;
 
-	params[0] = xid8_datum(0);
-	params[1] = xid8_datum(end->xmax);
-	params[2] = snapshot_datum(last->end_offset);
-	params[3] = snapshot_datum(q->start_offset);
+	params[0] = cq_xid8_datum(0);
+	params[1] = cq_xid8_datum(end->xmax);
+	params[2] = cq_snapshot_datum(last->end_offset);
+	params[3] = cq_snapshot_datum(q->start_offset);
 	for (int s = 0; s < 2; s++)
 	{
 		CqJoinSide *side = &an->join->side[s];
@@ -425,7 +390,7 @@ rebuild(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, CqLastOffset *last, double *
 		cq_spi_exec_cached(sql->rebuild[s], SPI_OK_SELECT, 5, types, params, nulls);
 		rows += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	*ms = ms_since(t0);
+	*ms = cq_ms_since(t0);
 	ereport(LOG,
 			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",
 					q->name, rows, *ms),
@@ -582,10 +547,10 @@ cut(CqQuery *q, CqJoinSql *sql, CqSnap *prev, const char *prev_text, CqSnap *cur
 		cq_spi_exec(sql->count_history, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
 	}
-	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
-	params[1] = xid8_datum(cur->xmax);
-	params[2] = snapshot_datum(cur_text);
-	params[3] = snapshot_datum(prev_text);
+	params[0] = cq_xid8_datum(cq_snap_low_bound(prev, cur));
+	params[1] = cq_xid8_datum(cur->xmax);
+	params[2] = cq_snapshot_datum(cur_text);
+	params[3] = cq_snapshot_datum(prev_text);
 	cur_text = cq_offsets_limit(sql->count_xids, prev, cur, cur_text, params,
 								q->opts.max_rows_per_trigger, hist, &rows);
 	*none = rows == 0 && !history;
@@ -634,10 +599,10 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 		res->nodata = true;
 		cq_status_report_message(CQ_MSG_CLEANUP);
 	}
-	params[0] = xid8_datum(cq_snap_low_bound(prev, cur));
-	params[1] = xid8_datum(cur->xmax);
-	params[2] = snapshot_datum(cur_text);
-	params[3] = snapshot_datum(prev_text);
+	params[0] = cq_xid8_datum(cq_snap_low_bound(prev, cur));
+	params[1] = cq_xid8_datum(cur->xmax);
+	params[2] = cq_snapshot_datum(cur_text);
+	params[3] = cq_snapshot_datum(prev_text);
 	params[4] = TimestampTzGetDatum(res->watermark);
 	nulls[4] = res->has_watermark ? ' ' : 'n';
 	params[5] = Int64GetDatum(res->batch_id);
@@ -647,7 +612,7 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 	for (int s = 0; s < 2; s++)
 		add_new_rows(history ? sql->add_history[s] : sql->add[s], params, nulls, &r[s]);
 	AtEOXact_GUC(true, nest);
-	res->latest_offset_ms = ms_since(res->started_at);
+	res->latest_offset_ms = cq_ms_since(res->started_at);
 
 	if (!nodata && !history && r[0].rows + r[1].rows == 0)
 	{
@@ -753,7 +718,7 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 			res->next_watermark = global;
 		}
 	}
-	res->add_batch_ms = ms_since(t1);
+	res->add_batch_ms = cq_ms_since(t1);
 	return true;
 }
 
@@ -997,7 +962,7 @@ cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimit
 	res->ran = true;
 	res->nodata_due_next = bounded && res->has_next_watermark &&
 		(!res->has_watermark || res->next_watermark > res->watermark);
-	res->duration_ms = ms_since(res->started_at);
+	res->duration_ms = cq_ms_since(res->started_at);
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last->last_started_at == 0 ? -1 :
 		res->input_rows / Max((double) (res->started_at - last->last_started_at) / 1000000.0, 0.001);
@@ -1075,7 +1040,7 @@ cq_join_restored(CqQuery *q)
 	Oid			relid = an->join->side[1].relid;
 	CqSecurity	sec;
 
-	cq_source_forget_stamps(relid, get_rel_owner_oid(relid));
+	cq_source_forget_stamps(relid, cq_rel_owner(relid));
 	cq_security_superuser(&sec);
 	cq_spi_exec(psprintf("DROP TABLE IF EXISTS %s, %s, %s", cq_objects_name(buffer_prefix[0], q->id),
 						 cq_objects_name(buffer_prefix[1], q->id), cq_objects_name("jd", q->id)),

@@ -35,11 +35,18 @@
 #include "citus.h"
 #include "sql_builder.h"
 
-/* Datum of a full transaction id. */
-static Datum
-xid8_datum(uint64 x)
+/* Datum of a full transaction id (batch parameters). */
+Datum
+cq_xid8_datum(uint64 x)
 {
 	return FullTransactionIdGetDatum(FullTransactionIdFromU64(x));
+}
+
+/* Datum of a pg_snapshot given as text (batch parameters). */
+Datum
+cq_snapshot_datum(const char *text)
+{
+	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
 }
 
 /*
@@ -396,8 +403,8 @@ cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const ch
 	{
 		uint64		to = (cur->xmax - from <= span) ? cur->xmax : from + span;
 
-		args[0] = xid8_datum(from);
-		args[1] = xid8_datum(to);
+		args[0] = cq_xid8_datum(from);
+		args[1] = cq_xid8_datum(to);
 		/* each transaction has a row: more than this many cannot fit */
 		args[4] = Int64GetDatum(Max(limit - rows, 0) + 1);
 		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)

@@ -29,4 +29,7 @@ extern bool cq_snap_covers(const CqSnap *end, const CqSnap *target);
 extern char *cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
 							  Datum *params, int64 limit, int64 already, int64 *nrows);
 
+extern Datum cq_xid8_datum(uint64 x);
+extern Datum cq_snapshot_datum(const char *text);
+
 #endif							/* CQ_OFFSETS_H */

@@ -42,11 +42,11 @@
 #include "objects.h"
 
 /*
- * rel_owner
+ * cq_rel_owner
  *	  The owner of a relation.
  */
-static Oid
-rel_owner(Oid relid)
+Oid
+cq_rel_owner(Oid relid)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			owner;
@@ -130,7 +130,7 @@ cq_restore_if_moved(CqQuery *q)
 	 * emptying the target runs as the query's owner, both with a pinned
 	 * search_path.
 	 */
-	cq_source_forget_stamps(q->source, rel_owner(q->source));
+	cq_source_forget_stamps(q->source, cq_rel_owner(q->source));
 	cq_security_owner(q->owner, &sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", cq_sql_relname_str(q->target)),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);

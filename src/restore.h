@@ -12,5 +12,6 @@
 #include "catalog.h"
 
 extern CqQuery *cq_restore_if_moved(CqQuery *q);
+extern Oid	cq_rel_owner(Oid relid);
 
 #endif							/* CQ_RESTORE_H */

@@ -951,6 +951,29 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 }
 
 /*
+ * mark_inflight
+ *	  Mark st's publication in flight in its header; false when the query
+ *	  was dropped in this transaction (its header gone or replaced):
+ *	  nothing to publish.
+ */
+static bool
+mark_inflight(CqStore *st)
+{
+	StoreDirEntry *d = find_header(&st->key, true, false);
+
+	if (d == NULL || d->header != st->header)
+	{
+		if (d)
+			dshash_release_lock(store_dir, d);
+		return false;
+	}
+	header_of(st)->inflight = st->batch_id;
+	st->prepared = true;
+	dshash_release_lock(store_dir, d);
+	return true;
+}
+
+/*
  * prepare
  *	  PRE_COMMIT: check the budget, mark the publication in flight, copy
  *	  the overlay into the area (invisible to readers until publish).
@@ -958,23 +981,14 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 static void
 prepare(CqStore *st)
 {
-	StoreDirEntry *d;
 	MemoryContext old;
 	double		t0;
 
 	if (st->switched)
 	{
 		/* nothing to copy: publish drops the store (its table attached now) */
-		d = find_header(&st->key, true, false);
-		if (d == NULL || d->header != st->header)
-		{
-			if (d)
-				dshash_release_lock(store_dir, d);
+		if (!mark_inflight(st))
 			return;
-		}
-		header_of(st)->inflight = st->batch_id;
-		st->prepared = true;
-		dshash_release_lock(store_dir, d);
 		old = MemoryContextSwitchTo(st->cxt);
 		if (st->table == NULL && header_of(st)->valid)
 			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
@@ -988,17 +1002,8 @@ prepare(CqStore *st)
 				 errdetail("Its state would take " INT64_FORMAT " bytes in shared memory; the limit is %d kB.",
 						   st->bytes, cq_state_memory_kb),
 				 errhint("Raise cq.state_memory, or recreate the query with state_storage = 'unlogged'.")));
-	d = find_header(&st->key, true, false);
-	if (d == NULL || d->header != st->header)
-	{
-		/* the query was dropped in this transaction: nothing to publish */
-		if (d)
-			dshash_release_lock(store_dir, d);
+	if (!mark_inflight(st))
 		return;
-	}
-	header_of(st)->inflight = st->batch_id;
-	st->prepared = true;
-	dshash_release_lock(store_dir, d);
 
 	old = MemoryContextSwitchTo(st->cxt);
 	if (st->replace)

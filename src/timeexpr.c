@@ -143,3 +143,13 @@ cq_date_trunc_step(Node *unit)
 	}
 	return NULL;
 }
+
+/*
+ * cq_ms_since
+ *	  Milliseconds of wall clock since t0.
+ */
+double
+cq_ms_since(TimestampTz t0)
+{
+	return (double) (GetCurrentTimestamp() - t0) / 1000.0;
+}

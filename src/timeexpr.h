@@ -17,4 +17,6 @@ extern char *cq_interval_sql(Node *c, const char *what, bool exact);
 extern char *cq_window_end_sql(bool tz, const char *step);
 extern const char *cq_date_trunc_step(Node *unit);
 
+extern double cq_ms_since(TimestampTz t0);
+
 #endif							/* CQ_TIMEEXPR_H */
