@@ -377,3 +377,21 @@ LANGUAGE C STABLE PARALLEL UNSAFE;
 COMMENT ON FUNCTION cq.coordinator_xact_id()
   IS 'pg_cq internal: the cq_xid default of a Citus distributed source, the coordinator''s transaction id (an error on other nodes)';
 GRANT EXECUTE ON FUNCTION cq.coordinator_xact_id() TO PUBLIC;
+
+-- issue 15 part: state_storage 'logged' on the shared-memory store.  An
+-- aggregation the store can hold keeps its state there with either value;
+-- with 'logged' its state table image is a logged table, and the row saying
+-- which batch the image reflects lives here, logged too: a crash-restart
+-- keeps both, so recovery loads the image and refolds only the rows committed
+-- after it (cq.state_images, unlogged, is emptied with its images).
+CREATE TABLE cq.logged_state_images (
+    query_id   integer PRIMARY KEY REFERENCES cq.queries (id) ON DELETE CASCADE,
+    run_id     uuid NOT NULL,
+    batch_id   bigint NOT NULL,
+    end_offset pg_snapshot NOT NULL,
+    written_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE cq.logged_state_images IS 'pg_cq internal: which batch the logged state table image of a query with state_storage ''logged'' in shared memory reflects';
+COMMENT ON COLUMN cq.queries.state_path IS 'where the query keeps its state and why: memory (the shared-memory store; ''memory: logged image'' for state_storage ''logged'') or table, with the reason; NULL for a stateless query';
+-- the image rows of a dropped query go with it
+ALTER TABLE cq.state_images ADD FOREIGN KEY (query_id) REFERENCES cq.queries (id) ON DELETE CASCADE;

@@ -272,23 +272,28 @@ check_target_table(Oid target)
 
 /* cq.queries.state_path of a query the store cannot hold, before the reason */
 #define STATE_PATH_UNSUPPORTED "table: not supported by the store"
+/* cq.queries.state_path of a query with state_storage 'logged' in the store */
+#define STATE_PATH_LOGGED_IMAGE "memory: logged image"
 
 /*
  * choose_state_storage
  *	  Where a new query keeps its state (opts->state_storage) and why
  *	  (opts->state_path, shown by cq.queries and cq.status).  A query whose
- *	  state_storage was not given takes cq.default_state_storage; when that
- *	  is 'memory' and the shared-memory store cannot hold the query
- *	  (cq_store_supported), or the catalog is still 0.1 (no image table:
- *	  the behaviour of 0.1 stays), it keeps its state in an unlogged table
- *	  instead, and the reason is recorded.  An explicit 'memory' the store
- *	  cannot hold is an error (objects.c).  Stateless queries keep the
- *	  value as before and have no path.
+ *	  state_storage was not given takes cq.default_state_storage.  'memory'
+ *	  and 'logged' use the shared-memory store when it can hold the query
+ *	  (cq_store_supported) and the catalog is 0.2 (it has the image
+ *	  tables); its image is then an unlogged or a logged table.  Otherwise
+ *	  'logged' keeps its state in a logged table, and a default 'memory' in
+ *	  an unlogged one, the reason recorded; an explicit 'memory' the store
+ *	  cannot hold is an error (objects.c).  Stateless queries keep the value
+ *	  as before and have no path.
  */
 static void
 choose_state_storage(CqAnalysis *an, CqOptions *opts)
 {
 	const char *why;
+	bool		memory = strcmp(opts->state_storage, "memory") == 0;
+	bool		logged = strcmp(opts->state_storage, "logged") == 0;
 
 	opts->state_path = NULL;
 	if (!an->is_aggregate && !an->is_dedup && an->join == NULL)
@@ -297,13 +302,19 @@ choose_state_storage(CqAnalysis *an, CqOptions *opts)
 			opts->state_storage = "unlogged";	/* no state: as before */
 		return;
 	}
-	if (!opts->state_storage_default)
-		opts->state_path = strcmp(opts->state_storage, "memory") == 0 ?
-			"memory: requested" : "table: requested";
-	else if (strcmp(opts->state_storage, "memory") != 0)
-		opts->state_path = psprintf("table: cq.default_state_storage is '%s'", opts->state_storage);
-	else if (cq_catalog_version() < CQ_CATALOG_0_2)
-		opts->state_storage = "unlogged";	/* 0.1: no store by default, no path */
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+	{
+		/* 0.1: no image tables, no path; the store only when asked for */
+		if (memory && opts->state_storage_default)
+			opts->state_storage = "unlogged";
+		return;
+	}
+	if (!memory && !logged)
+		opts->state_path = opts->state_storage_default ?
+			psprintf("table: cq.default_state_storage is '%s'", opts->state_storage) :
+			"table: requested";
+	else if (memory && !opts->state_storage_default)
+		opts->state_path = "memory: requested";
 	else if (!cq_store_supported(an, InvalidOid, &why))
 	{
 		/* the reason is a sentence: shown without its final period */
@@ -312,30 +323,42 @@ choose_state_storage(CqAnalysis *an, CqOptions *opts)
 
 		if (len > 0 && reason[len - 1] == '.')
 			reason[len - 1] = '\0';
-		opts->state_storage = "unlogged";
+		if (memory)
+			opts->state_storage = "unlogged";
 		opts->state_path = psprintf(STATE_PATH_UNSUPPORTED " (%s)", reason);
 	}
 	else
-		opts->state_path = "memory";
+		opts->state_path = logged ? STATE_PATH_LOGGED_IMAGE : "memory";
 }
 
 /*
  * rechoose_state_storage
  *	  The query of q changes before its first batch (replace_query): a
  *	  state place chosen by default (state_path "memory", or a table because
- *	  the store could not hold the old query) is chosen again for the new
- *	  query, which the store may or may not hold.  Other choices stay.
+ *	  the store could not hold the old query), or by the shape of a 'logged'
+ *	  query (the store with a logged image, or a logged table), is chosen
+ *	  again for the new query, which the store may or may not hold.  Other
+ *	  choices stay.
  */
 static void
 rechoose_state_storage(CqQuery *q, CqAnalysis *an)
 {
 	char	   *path = cq_catalog_state_path(q->id);
+	bool		unsupported;
 
-	if (path == NULL ||
-		(strcmp(path, "memory") != 0 &&
-		 strncmp(path, STATE_PATH_UNSUPPORTED, strlen(STATE_PATH_UNSUPPORTED)) != 0))
+	if (path == NULL)
 		return;
-	q->opts.state_storage = "memory";
+	unsupported = strncmp(path, STATE_PATH_UNSUPPORTED, strlen(STATE_PATH_UNSUPPORTED)) == 0;
+	if (strcmp(q->opts.state_storage, "logged") == 0)
+	{
+		/* the store if it can hold the query, else a logged table */
+		if (!unsupported && strcmp(path, STATE_PATH_LOGGED_IMAGE) != 0)
+			return;
+	}
+	else if (strcmp(path, "memory") == 0 || unsupported)
+		q->opts.state_storage = "memory";
+	else
+		return;
 	q->opts.state_storage_default = true;
 	choose_state_storage(an, &q->opts);
 	cq_catalog_set_state_storage(q->id, q->opts.state_storage, q->opts.state_path);
@@ -754,7 +777,7 @@ having_changed(CqQuery *q, CqAnalysis *an)
 	CqPlan	   *plan;
 	Oid			viewid;
 	char	   *target = cq_sql_relname_str(q->target);
-	bool		memory = strcmp(q->opts.state_storage, "memory") == 0;
+	bool		memory = cq_options_in_memory(&q->opts);
 	char	   *state;
 
 	if (q->opts.mode != CQ_MODE_APPEND && strcmp(q->opts.state_storage, "unlogged") == 0 &&

@@ -687,18 +687,20 @@ rebuild_store(BatchInput *in, CqLastOffset *last, double *ms)
  * switch_to_table
  *	  The store of a query outgrew cq.state_memory: in the batch's
  *	  transaction, write its state table from the store, make the table
- *	  path the query's (state_storage = 'unlogged', the state valid, the
- *	  final view reading the table, state_path saying why at which batch)
- *	  and drop the store at commit.
+ *	  path the query's (state_storage 'unlogged', or 'logged' for a query
+ *	  whose image was logged: its table is; the state valid, the final view
+ *	  reading the table, state_path saying why at which batch) and drop the
+ *	  store at commit.
  */
 static void
 switch_to_table(BatchInput *in, int64 batch_id)
 {
 	CqSecurity	sec;
 	CqAnalysis *an;
+	const char *storage = cq_options_logged_image(&in->q->opts) ? "logged" : "unlogged";
 
 	cq_store_switch_to_table(in->store, in->q);
-	cq_catalog_set_state_storage(in->q->id, "unlogged",
+	cq_catalog_set_state_storage(in->q->id, storage,
 								 psprintf("table: moved after exceeding cq.state_memory (%d kB) at batch " INT64_FORMAT,
 										  cq_state_memory_kb, batch_id));
 	cq_security_superuser(&sec);
@@ -706,12 +708,13 @@ switch_to_table(BatchInput *in, int64 batch_id)
 	an = cq_analyze_query((Query *) stringToNode(in->q->query_tree), &in->q->opts, in->q->name);
 	cq_objects_replace_final_view(in->q->id, an);
 	cq_security_restore(&sec);
-	cq_catalog_state_valid(in->q->id, -1);
+	if (strcmp(storage, "unlogged") == 0)
+		cq_catalog_state_valid(in->q->id, -1);
 	ereport(WARNING,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("continuous query \"%s\" moved its state from shared memory to its state table", in->q->name),
-			 errdetail("Its state takes more than cq.state_memory (%d kB); cq.queries.state_storage is now 'unlogged'.",
-					   cq_state_memory_kb),
+			 errdetail("Its state takes more than cq.state_memory (%d kB); cq.queries.state_storage is now '%s'.",
+					   cq_state_memory_kb, storage),
 			 errhint("To keep it in shared memory, raise cq.state_memory and recreate the query.")));
 }
 
@@ -842,7 +845,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (in.store)
 	{
 		cq_store_batch_done(in.store, res->batch_id);
-		if (!cq_store_switched(in.store) && cq_store_image_due(in.store, res->batch_id))
+		if (!cq_store_switched(in.store) && cq_store_image_due(in.store, in.q, res->batch_id))
 			cq_store_write_image(in.store, in.q, res->batch_id, res->end_offset);
 	}
 	res->nodata_due_next = (in.an->wm_key >= 0 || in.an->dedup_evicts) &&

@@ -206,7 +206,7 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("SELECT " QUERY_COLUMNS ", %s FROM cq.queries WHERE %s%s",
 								v02 ? "schema, join_source::pg_catalog.oid, join_event_time, "
-								"join_watermark_delay::pg_catalog.text" : "NULL::pg_catalog.name", cond,
+								"join_watermark_delay::pg_catalog.text, state_path" : "NULL::pg_catalog.name", cond,
 								lock ? " FOR NO KEY UPDATE" : ""),
 					   SPI_OK_SELECT, nargs, types, values, NULL);
 	cq_security_restore(&sec);
@@ -242,6 +242,7 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 		q->opts.join_source_relid = (Oid) spi_int64(22, 0);
 		q->opts.join_event_time = spi_text(23);
 		q->opts.join_watermark = spi_text(24);
+		q->opts.state_path = spi_text(25);
 	}
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;	/* which table of a join is the stream */
@@ -362,7 +363,8 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 		ok = query_col(rel, slot, "schema", QC_TEXT, &q->schema, NULL, 0) &&
 			query_col(rel, slot, "join_source", QC_OID, &dummy, &n[6], 0) &&
 			query_col(rel, slot, "join_event_time", QC_TEXT, &q->opts.join_event_time, NULL, 0) &&
-			query_col(rel, slot, "join_watermark_delay", QC_TEXT, &q->opts.join_watermark, NULL, 0);
+			query_col(rel, slot, "join_watermark_delay", QC_TEXT, &q->opts.join_watermark, NULL, 0) &&
+			query_col(rel, slot, "state_path", QC_TEXT, &q->opts.state_path, NULL, 0);
 	if (!ok)
 		return NULL;
 	q->id = (int32) n[0];

@@ -78,7 +78,7 @@ cq_guc_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("cq.state_memory",
-							"Shared memory the state of one continuous query with state_storage 'memory' may take.",
+							"Shared memory the state of one continuous query in the shared-memory store may take.",
 							"Counted as the size of its state rows plus a small overhead per group; a batch "
 							"that would exceed it fails (the state is unchanged).",
 							&cq_state_memory_kb,
@@ -97,7 +97,7 @@ cq_guc_init(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("cq.state_image_batches",
-							"Batches after which a query with state_storage 'memory' writes its state table image.",
+							"Batches after which a query in the shared-memory store writes its state table image.",
 							"After a restart the store is loaded from the image and only the rows of later "
 							"batches are folded again; 0 (the default) = never by count, only by "
 							"cq.state_image_interval: an image rewrites the whole state, which a query "
@@ -108,7 +108,7 @@ cq_guc_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("cq.state_image_interval",
-							"Time after which a query with state_storage 'memory' writes its state table image.",
+							"Time after which a query in the shared-memory store writes its state table image.",
 							"0 = never by time.",
 							&cq_state_image_interval_s,
 							300, 0, INT_MAX,

@@ -278,8 +278,8 @@ add_event_time_dependency(Oid qview_id, CqAnalysis *an)
 /*
  * state_source
  *	  What the final view of query id reads: its state table, or for a
- *	  query with state_storage = 'memory' (catalog 0.2) its store through
- *	  cq.state_rows.
+ *	  query in the shared-memory store (catalog 0.2; cq_options_in_memory)
+ *	  its store through cq.state_rows.
  */
 static char *
 state_source(int32 id)
@@ -290,7 +290,9 @@ state_source(int32 id)
 	if (cq_catalog_version() >= CQ_CATALOG_0_2)
 	{
 		cq_spi_exec("SELECT 1 FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1 "
-					"AND state_storage OPERATOR(pg_catalog.=) 'memory'",
+					"AND (state_storage OPERATOR(pg_catalog.=) 'memory' "
+					"OR (state_storage OPERATOR(pg_catalog.=) 'logged' "
+					"AND pg_catalog.starts_with(state_path, 'memory')))",
 					SPI_OK_SELECT, 1, types, values, NULL);
 		if (SPI_processed == 1)
 			return psprintf("cq.state_rows(%d, NULL::%s)", id, cq_objects_name("s", id));

@@ -43,6 +43,35 @@ static const char *const option_names[] = {
 };
 
 /*
+ * cq_options_in_memory
+ *	  Does a query with these options keep its state in the shared-memory
+ *	  store?  state_storage 'memory' does; 'logged' does when the store could
+ *	  hold it (state_path 'memory: logged image', catalog 0.2), its image
+ *	  then being a logged table.
+ */
+bool
+cq_options_in_memory(const CqOptions *opts)
+{
+	if (opts->state_storage == NULL)
+		return false;
+	if (strcmp(opts->state_storage, "memory") == 0)
+		return true;
+	return cq_options_logged_image(opts);
+}
+
+/*
+ * cq_options_logged_image
+ *	  A query in the store whose image survives a crash: state_storage
+ *	  'logged' on the store path.
+ */
+bool
+cq_options_logged_image(const CqOptions *opts)
+{
+	return opts->state_storage != NULL && strcmp(opts->state_storage, "logged") == 0 &&
+		opts->state_path != NULL && strncmp(opts->state_path, "memory", 6) == 0;
+}
+
+/*
  * cq_options_init
  *	  All options "not given".
  */

@@ -58,7 +58,8 @@ typedef struct CqOptions
 										 * the query may not be able to use */
 	char	   *state_path;		/* where the state is and why, as
 								 * cq.queries.state_path shows it: set when a
-								 * query is created (api.c), else NULL */
+								 * query is created (api.c) or read from a
+								 * 0.2 catalog, else NULL */
 	Interval   *watermark_delay;
 	Interval   *join_watermark_delay;	/* of the second stream of a join */
 } CqOptions;
@@ -69,5 +70,7 @@ extern void cq_options_finish(CqOptions *opts);
 extern void cq_options_check_limits(CqOptions *opts);
 extern bool cq_options_delay_usecs(const Interval *iv, int64 *us);
 extern const char *cq_mode_name(CqOutputMode mode);
+extern bool cq_options_in_memory(const CqOptions *opts);
+extern bool cq_options_logged_image(const CqOptions *opts);
 
 #endif							/* CQ_OPTIONS_H */

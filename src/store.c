@@ -166,7 +166,7 @@ store_attach(void)
 bool
 cq_store_used(CqQuery *q, CqAnalysis *an)
 {
-	return strcmp(q->opts.state_storage, "memory") == 0 && an->is_aggregate && !an->is_dedup;
+	return cq_options_in_memory(&q->opts) && an->is_aggregate && !an->is_dedup;
 }
 
 /*

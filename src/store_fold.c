@@ -737,13 +737,18 @@ cq_store_refresh_end(void)
  * cq_store_image_due
  *	  Is it time to write the state table image after this batch
  *	  (cq.state_image_batches batches or cq.state_image_interval since the
- *	  last one, or none since the store was built)?
+ *	  last one, or none since the store was built)?  A logged image is also
+ *	  written by a store's first batch (batch 0, or the first after a
+ *	  rebuild from the source): a crash then never needs the whole source
+ *	  again, as the state table of 'logged' never did.
  */
 bool
-cq_store_image_due(CqStore *st, int64 batch_id)
+cq_store_image_due(CqStore *st, CqQuery *q, int64 batch_id)
 {
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		return false;
+	if (st->image_batch < 0 && cq_options_logged_image(&q->opts))
+		return true;
 	if (cq_state_image_batches <= 0 && cq_state_image_interval_s <= 0)
 		return false;
 	/* a new store counts from the batch before its first (see cq_store_open) */
@@ -752,6 +757,18 @@ cq_store_image_due(CqStore *st, int64 batch_id)
 		return true;
 	return cq_state_image_interval_s > 0 &&
 		GetCurrentTimestamp() - st->image_at >= (int64) cq_state_image_interval_s * USECS_PER_SEC;
+}
+
+/*
+ * image_table
+ *	  Where the image of q is recorded: cq.state_images, unlogged like its
+ *	  state table, or for state_storage 'logged' cq.logged_state_images,
+ *	  logged like its state table (a crash-restart keeps both).
+ */
+static const char *
+image_table(CqQuery *q)
+{
+	return cq_options_logged_image(&q->opts) ? "cq.logged_state_images" : "cq.state_images";
 }
 
 /*
@@ -782,15 +799,16 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	if (end_offset == NULL)
 	{
 		/* the table is the state itself now (cq_store_switch_to_table) */
-		cq_spi_exec("DELETE FROM cq.state_images WHERE query_id OPERATOR(pg_catalog.=) $1",
+		cq_spi_exec(psprintf("DELETE FROM %s WHERE query_id OPERATOR(pg_catalog.=) $1", image_table(q)),
 					SPI_OK_DELETE, 1, types, values, NULL);
 		cq_security_restore(&sec);
 		return;
 	}
-	cq_spi_exec("INSERT INTO cq.state_images AS i (query_id, run_id, batch_id, end_offset) "
-				"VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
-				"ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
-				"end_offset = excluded.end_offset, written_at = pg_catalog.clock_timestamp()",
+	cq_spi_exec(psprintf("INSERT INTO %s AS i (query_id, run_id, batch_id, end_offset) "
+						 "VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
+						 "ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
+						 "end_offset = excluded.end_offset, written_at = pg_catalog.clock_timestamp()",
+						 image_table(q)),
 				SPI_OK_INSERT, 4, types, values, NULL);
 	cq_security_restore(&sec);
 	st->image_batch = batch_id;
@@ -801,9 +819,10 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
  * cq_store_load_image
  *	  Load a replaced store from its state table image when one is valid
  *	  (written by this run of the query, for a batch not after the last
- *	  committed one; a crash empties the unlogged image and its row
- *	  together), keeping the windows still open at wm.  Returns false when
- *	  there is none; else the image's batch id and end offset.
+ *	  committed one; a crash empties an unlogged image and its row
+ *	  together, and keeps a logged one), keeping the windows still open at
+ *	  wm.  Returns false when there is none; else the image's batch id and
+ *	  end offset.
  */
 bool
 cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_wm, TimestampTz wm,
@@ -825,8 +844,9 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 	values[0] = Int32GetDatum(q->id);
 	values[1] = CStringGetTextDatum(q->run_id);
 	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT batch_id, end_offset::pg_catalog.text FROM cq.state_images "
-				"WHERE query_id OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2::pg_catalog.uuid",
+	cq_spi_exec(psprintf("SELECT batch_id, end_offset::pg_catalog.text FROM %s "
+						 "WHERE query_id OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2::pg_catalog.uuid",
+						 image_table(q)),
 				SPI_OK_SELECT, 2, types, values, NULL);
 	if (SPI_processed != 1)
 	{
