@@ -119,16 +119,7 @@ check('after an error after the merge in a worker batch');
 
 # 2. kill -9 of a worker after the merge: su's target trigger waits (the
 # target is written after the merge) until the gate opens
-$node->safe_psql($db, q{
-	CREATE TABLE gate (open boolean);
-	INSERT INTO gate VALUES (false);
-	CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$
-	BEGIN
-	  WHILE NOT (SELECT open FROM public.gate) LOOP PERFORM pg_catalog.pg_sleep(0.05); END LOOP;
-	  RETURN NEW;
-	END $$;
-	CREATE TRIGGER slow BEFORE INSERT OR UPDATE ON su FOR EACH ROW EXECUTE FUNCTION slow();
-});
+gate_target($node, $db, 'su');
 add_rows(30);
 ok($node->poll_query_until($db, q{
 	SELECT count(*) = 1 FROM pg_stat_activity

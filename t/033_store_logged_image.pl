@@ -121,16 +121,7 @@ ok(!$node->log_contains(qr/rebuilt lost state of continuous query/, $off),
 
 # 2. kill -9 of a backend in the middle of a batch (after its merge, while
 # its target statement waits): the crash keeps the committed image
-$node->safe_psql('postgres', q{
-  CREATE TABLE gate (open boolean);
-  INSERT INTO gate VALUES (false);
-  CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN
-    WHILE NOT (SELECT open FROM public.gate) LOOP PERFORM pg_catalog.pg_sleep(0.05); END LOOP;
-    RETURN NEW;
-  END $$;
-  CREATE TRIGGER slow BEFORE INSERT OR UPDATE ON by_k FOR EACH ROW EXECUTE FUNCTION slow();
-});
+gate_target($node, 'postgres', 'by_k');
 add_rows(1701, 1900, 5);
 my $bg = start_writer($node, 'postgres', "CALL cq.run('by_k')");
 ok($node->poll_query_until('postgres',

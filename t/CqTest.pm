@@ -14,7 +14,7 @@ use Time::HiRes qw(usleep time);
 use Exporter 'import';
 
 our @EXPORT = qw(cq_node writers_sql start_writer stop_writers caught_up_sql
-  wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes);
+  wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target);
 
 # A started node with pg_cq preloaded and crash-restart on.
 sub cq_node
@@ -148,6 +148,24 @@ sub check_all_modes
 		   AND (SELECT count(*) = count(DISTINCT (bucket, k)) AND count(*) > 0 FROM a_tick)
 		   AND (SELECT count(*) = count(DISTINCT id) FROM r_zero)}),
 		't', "append targets: closed windows emitted, none twice $what");
+}
+
+# Make every row written to table $target wait (pg_sleep, wait event
+# PgSleep) until `UPDATE gate SET open = true`: a batch stopped in the
+# middle of writing its target, after its state was merged.
+sub gate_target
+{
+	my ($node, $db, $target) = @_;
+	$node->safe_psql($db, qq{
+	  CREATE TABLE gate (open boolean);
+	  INSERT INTO gate VALUES (false);
+	  CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS \$\$
+	  BEGIN
+	    WHILE NOT (SELECT open FROM public.gate) LOOP PERFORM pg_catalog.pg_sleep(0.05); END LOOP;
+	    RETURN NEW;
+	  END \$\$;
+	  CREATE TRIGGER slow BEFORE INSERT OR UPDATE ON $target FOR EACH ROW EXECUTE FUNCTION slow();
+	});
 }
 
 # Start `CALL cq_write(...)` in a background psql; returns the harness.
