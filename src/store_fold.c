@@ -928,6 +928,17 @@ cq_store_rows(CqStore *st)
 }
 
 /*
+ * cq_store_bytes
+ *	  Bytes of the store as this transaction sees it: what its publication
+ *	  leaves in cq.state_store_info's state_bytes.
+ */
+int64
+cq_store_bytes(CqStore *st)
+{
+	return st->bytes;
+}
+
+/*
  * cq_store_batch_done
  *	  The batch that will be published with the overlay.
  */

@@ -22,6 +22,7 @@ extern uint64 cq_store_refresh_begin(CqStore *st);
 extern void cq_store_refresh_end(void);
 extern void cq_store_batch_done(CqStore *st, int64 batch_id);
 extern int64 cq_store_rows(CqStore *st);
+extern int64 cq_store_bytes(CqStore *st);
 extern bool cq_store_over_budget(CqStore *st);
 extern bool cq_store_switched(CqStore *st);
 extern void cq_store_switch_to_table(CqStore *st, CqQuery *q);
