@@ -45,8 +45,11 @@
  * unlogged state table is (rebuild_state in batch.c), and published with
  * it.
  *
- * Memory: the rows and node overhead of a query are counted and limited by
- * cq.state_memory (per query); a batch that would exceed it fails.
+ * Memory: the rows and node overhead of a query are counted (what
+ * cq.state_store_info and cq.progress.state_bytes show) and limited by
+ * cq.state_memory (per query): the batch that outgrows it moves the query
+ * to the table path (switch_to_table in batch.c); pre-commit checks the
+ * limit once more, as a last guard.
  *
  *-------------------------------------------------------------------------
  */
