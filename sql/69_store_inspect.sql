@@ -201,6 +201,8 @@ SELECT line FROM regexp_split_to_table(si_explain('si_new'), E'\n') AS line WHER
 -- the table path: where the state is and why, then its one statement
 SELECT line FROM regexp_split_to_table(si_explain('si_tab'), E'\n') AS line WHERE line ~ '^-- (state|store|image)';
 SELECT cq.explain('si_tab') !~ E'\n-- \\d\\. ' AS one_statement, cq.explain('si_tab') ~ 'UPDATE cq_state\.s_' AS updates_the_table;
+-- a join of two streams: its state is in tables, and why
+SELECT line FROM regexp_split_to_table(si_explain('si_join'), E'\n') AS line WHERE line ~ '^-- state';
 -- a stateless query has no state line
 SELECT cq.explain('si_none') !~ '-- state' AS no_state_line;
 

@@ -988,6 +988,7 @@ cq_join_explain(CqQuery *q)
 	char	   *late;
 	CqJoinSql		sql;
 	StringInfoData buf;
+	char	   *path;
 
 	if (!buffers(q, bufs, &late))
 		ereport(ERROR,
@@ -997,6 +998,9 @@ cq_join_explain(CqQuery *q)
 	cq_join_sql_build(an, q, bufs, late, &sql);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
+	path = cq_catalog_state_path(q->id);
+	if (path)
+		appendStringInfo(&buf, "-- state: %s (cq.queries.state_path)\n", path);
 	appendStringInfo(&buf, "-- a join of two streams: a batch runs these statements as role %s, with\n"
 					 "-- search_path = pg_catalog, pg_temp and TimeZone = '%s'\n"
 					 "-- parameters: $1 xid8 lowest transaction id that can be new, $2 xid8 xmax of the\n"
