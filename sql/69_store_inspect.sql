@@ -242,7 +242,23 @@ SELECT mismatches(format('cq_state.f_%s', id)::regclass, 'SELECT t, count(*) FRO
        mismatches('si_cmp', 'SELECT t, count(*) FROM si_src GROUP BY t') AS complete_target_mismatches
   FROM cq.queries WHERE name = 'si_cmp';
 
+-- 5. The batch that outgrows cq.state_memory moves the query to its state
+-- table: its bytes are the table's from that batch on
+SET cq.state_memory = '64kB';
+CREATE TABLE si_big (k int, x int);
+SELECT cq.create_query('si_bigq', 'SELECT k, count(*) AS n FROM si_big GROUP BY k',
+                       output_mode => 'update', "trigger" => 'available_now') IS NOT NULL AS created;
+INSERT INTO si_big SELECT i % 10, i FROM generate_series(1, 100) i;
+CALL cq.run('si_bigq');
+INSERT INTO si_big SELECT i, i FROM generate_series(1, 3000) i;
+CALL cq.run('si_bigq');
+RESET cq.state_memory;
+SELECT p.batch_id, q.state_path ~ '^table: moved after exceeding cq.state_memory' AS moved,
+       p.state_bytes = si_table_bytes(q.state_table) AS table_bytes,
+       cq.state_store_info('si_bigq') IS NULL AS store_gone
+  FROM cq.queries q, si_last('si_bigq') p WHERE q.name = 'si_bigq';
+
 -- clean up
 SELECT count(*) AS dropped FROM (SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'si\_%') d;
-DROP TABLE si_src, si_src2, si_bytes, si_win_from;
+DROP TABLE si_src, si_src2, si_big, si_bytes, si_win_from;
 DROP FUNCTION si_table_bytes(regclass), si_last(text), si_explain(text), si_explain_all(text);
