@@ -395,3 +395,37 @@ COMMENT ON TABLE cq.logged_state_images IS 'pg_cq internal: which batch the logg
 COMMENT ON COLUMN cq.queries.state_path IS 'where the query keeps its state and why: memory (the shared-memory store; ''memory: logged image'' for state_storage ''logged'') or table, with the reason; NULL for a stateless query';
 -- the image rows of a dropped query go with it
 ALTER TABLE cq.state_images ADD FOREIGN KEY (query_id) REFERENCES cq.queries (id) ON DELETE CASCADE;
+
+-- issue 15 part: state bytes in cq.progress/cq.status
+-- cq.progress.state_bytes: the bytes the query's state takes after the batch
+-- (Spark's stateOperators.memoryUsedBytes), beside num_state_rows_total: in
+-- the shared-memory store, what its rows take there (cq.state_store_info's
+-- state_bytes as the batch published it); in tables, the size of the state
+-- table with its indexes and TOAST table (pg_total_relation_size less the
+-- free space and visibility maps; a join of two streams: both buffers and
+-- the groups of an aggregation over it).  NULL for a stateless query and
+-- for rows recorded before this update.  cq.status shows the last batch's,
+-- as its last column (columns are only added at the end of the view).
+ALTER TABLE cq.progress ADD COLUMN state_bytes bigint;
+COMMENT ON COLUMN cq.progress.state_bytes IS 'bytes the state takes after the batch: in the shared-memory store (cq.state_store_info) or its state table with indexes and TOAST; NULL for a stateless query';
+CREATE OR REPLACE VIEW cq.status WITH (security_invoker = true) AS
+SELECT q.name,
+       CASE WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
+            ELSE coalesce(s.message, 'Stopped') END AS message,
+       coalesce(s.is_data_available, false) AS is_data_available,
+       coalesce(s.is_trigger_active, false) AS is_trigger_active,
+       s.worker_pid,
+       coalesce(s.watermark, o.watermark) AS watermark,
+       coalesce(s.last_batch_id, o.batch_id) AS last_batch_id,
+       q.schema,
+       q.state_path,
+       o.state_bytes
+  FROM cq.queries q
+  LEFT JOIN cq.status_slots() s ON s.query_id = q.id
+  LEFT JOIN LATERAL (SELECT offsets.batch_id, offsets.watermark,
+                            (SELECT p.state_bytes FROM cq.progress p
+                              WHERE p.schema = offsets.schema AND p.name = offsets.name
+                                AND p.batch_id = offsets.batch_id) AS state_bytes
+                       FROM cq.offsets
+                      WHERE offsets.schema = q.schema AND offsets.name = q.name
+                      ORDER BY batch_id DESC LIMIT 1) o ON true;

@@ -9,6 +9,9 @@ CREATE ROLE regress_cq_psql_other;
 CREATE SCHEMA regress_cq_psql AUTHORIZATION regress_cq_psql_owner;
 SET ROLE regress_cq_psql_owner;
 SET search_path = regress_cq_psql;
+-- the table path's one statement (sql/69_store_inspect.sql explains the
+-- shared-memory store's statements)
+SET cq.default_state_storage = 'unlogged';
 
 CREATE TABLE clicks (ts timestamptz, page text, ms int);
 

@@ -98,7 +98,7 @@ SELECT (SELECT max(event_time_max AT TIME ZONE 'Asia/Kolkata') FROM cq.progress 
 SELECT window_start, n, s FROM ne_win ORDER BY 1;
 SELECT mismatches('ne_win', 'SELECT window_start AT TIME ZONE ''UTC'', n, s FROM ne_owin') AS win_mismatches,
        mismatches('ne_hour', 'SELECT h AT TIME ZONE ''UTC'', n FROM ne_ohour') AS hour_mismatches;
--- cq.explain says what $5 is (the batch compares values at UTC)
+-- cq.explain says what the watermark is (the batch compares values at UTC)
 SELECT line FROM regexp_split_to_table(cq.explain('ne_win'), E'\n') AS line WHERE line ~ '^--  ( |\$5)';
 
 ----------------------------------------------------------------------------

@@ -852,6 +852,12 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		res->has_next_watermark &&
 		(!res->has_watermark || res->next_watermark > res->watermark);
+	/* the state's bytes: in the store, or in the state table (cq.progress.state_bytes) */
+	res->has_state_bytes = OidIsValid(in.q->state_table);
+	if (in.store && !cq_store_switched(in.store))
+		res->state_bytes = cq_store_bytes(in.store);
+	else if (res->has_state_bytes)
+		res->state_bytes = cq_progress_table_bytes(in.q->state_table);
 	res->duration_ms = cq_ms_since(in.t0);
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :

@@ -962,6 +962,11 @@ cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimit
 	res->ran = true;
 	res->nodata_due_next = bounded && res->has_next_watermark &&
 		(!res->has_watermark || res->next_watermark > res->watermark);
+	/* the state's bytes: both buffers, and the groups of an aggregation over the join */
+	res->has_state_bytes = true;
+	res->state_bytes = cq_progress_table_bytes(bufs[0]) + cq_progress_table_bytes(bufs[1]);
+	if (OidIsValid(q->state_table) && q->state_table != bufs[0])
+		res->state_bytes += cq_progress_table_bytes(q->state_table);
 	res->duration_ms = cq_ms_since(res->started_at);
 	res->processed_rows_per_second = res->input_rows / Max(res->duration_ms, 1.0) * 1000.0;
 	res->input_rows_per_second = last->last_started_at == 0 ? -1 :
@@ -983,6 +988,7 @@ cq_join_explain(CqQuery *q)
 	char	   *late;
 	CqJoinSql		sql;
 	StringInfoData buf;
+	char	   *path;
 
 	if (!buffers(q, bufs, &late))
 		ereport(ERROR,
@@ -992,6 +998,9 @@ cq_join_explain(CqQuery *q)
 	cq_join_sql_build(an, q, bufs, late, &sql);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
+	path = cq_catalog_state_path(q->id);
+	if (path)
+		appendStringInfo(&buf, "-- state: %s (cq.queries.state_path)\n", path);
 	appendStringInfo(&buf, "-- a join of two streams: a batch runs these statements as role %s, with\n"
 					 "-- search_path = pg_catalog, pg_temp and TimeZone = '%s'\n"
 					 "-- parameters: $1 xid8 lowest transaction id that can be new, $2 xid8 xmax of the\n"

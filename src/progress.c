@@ -23,6 +23,7 @@
 
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -34,6 +35,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
@@ -599,17 +601,18 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 		DCOL("num_rows_dropped_by_watermark", INT8OID, 14), DCOL("num_output_rows", INT8OID, 15),
 		{"start_offset", PG_SNAPSHOTOID, start, false}, {"end_offset", PG_SNAPSHOTOID, end, false},
 		DCOL("watermark", TIMESTAMPTZOID, 17), DCOL("event_time_min", TIMESTAMPTZOID, 19),
-		DCOL("event_time_max", TIMESTAMPTZOID, 20), DCOL("event_time_avg", TIMESTAMPTZOID, 21)
+		DCOL("event_time_max", TIMESTAMPTZOID, 20), DCOL("event_time_avg", TIMESTAMPTZOID, 21),
+		DCOL("state_bytes", INT8OID, 27)
 	};
 #undef DCOL
 
 	/* the full sweep, and a 0.2 catalog without the query's schema: the statement */
 	if (r->batch_id % CQ_PROGRESS_KEEP == 0 || (v02 && n[24] == 'n'))
 		return false;
-	/* a 0.1 catalog has no schema nor *_ntz columns */
+	/* a 0.1 catalog has no schema, *_ntz nor state_bytes columns */
 	if (!direct_prepare("offsets", v02, ocols + first, lengthof(ocols) - (v02 ? 0 : 3), &off))
 		return false;
-	if (!direct_prepare("progress", v02, pcols + first, lengthof(pcols) - first, &prog))
+	if (!direct_prepare("progress", v02, pcols + first, lengthof(pcols) - (v02 ? 0 : 2), &prog))
 	{
 		pk_close(&off.pk);
 		return false;
@@ -641,12 +644,12 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 void
 cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 {
-#define NREC 27
+#define NREC 28
 	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID,
-	TIMESTAMPOID, TIMESTAMPOID};
+	TIMESTAMPOID, TIMESTAMPOID, INT8OID};
 	Datum		values[NREC];
 	char		nulls[NREC];
 	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
@@ -685,6 +688,8 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 	values[21] = TimestampTzGetDatum(r->et_avg);
 	nulls[19] = nulls[20] = nulls[21] = r->has_event_time ? ' ' : 'n';
 	values[22] = GetCurrentTimestamp();
+	values[27] = Int64GetDatum(r->state_bytes);
+	nulls[27] = r->has_state_bytes ? ' ' : 'n';
 
 	/*
 	 * A timestamp (without time zone) event-time column: batches compute
@@ -723,16 +728,17 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 				"  num_input_rows, input_rows_per_second, processed_rows_per_second, num_state_rows_total, "
 				"  num_state_rows_updated, num_state_rows_removed, num_rows_dropped_by_watermark, "
 				"  num_output_rows, start_offset, end_offset, watermark, event_time_min, event_time_max, "
-				"  event_time_avg%1$s) "
+				"  event_time_avg%1$s%7$s) "
 				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
-				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22%2$s)), "
+				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22%2$s%8$s)), "
 				"x AS (DELETE FROM cq.offsets WHERE %3$s "
 				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24), "
 				"y AS (DELETE FROM cq.progress WHERE %4$s "
 				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24) "
 				"SELECT 1", v02 ? ", schema" : "", v02 ? ", $25" : "",
 				cq_catalog_rows_of("offsets", 1, 25), cq_catalog_rows_of("progress", 1, 25),
-				v02 ? ", batch_watermark_ntz, watermark_ntz" : "", v02 ? ", $26, $27" : ""),
+				v02 ? ", batch_watermark_ntz, watermark_ntz" : "", v02 ? ", $26, $27" : "",
+				v02 ? ", state_bytes" : "", v02 ? ", $28" : ""),
 					   SPI_OK_SELECT, NREC, types, values, nulls);
 	cq_security_restore(&sec);
 }
@@ -786,4 +792,58 @@ cq_progress_last_watermark(CqQuery *q, TimestampTz *watermark)
 		return false;
 	*watermark = DatumGetTimestampTz(d);
 	return true;
+}
+
+/*
+ * relation_bytes
+ *	  Bytes of the main fork of an open relation (pg_relation_size's
+ *	  answer): its block count, an lseek of its open file.
+ */
+static int64
+relation_bytes(Relation rel)
+{
+	if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind))
+		return 0;
+	return (int64) RelationGetNumberOfBlocks(rel) * BLCKSZ;
+}
+
+/*
+ * cq_progress_table_bytes
+ *	  Bytes a state table takes, for cq.progress.state_bytes: the main
+ *	  forks of the table, of its indexes and of its TOAST table and index,
+ *	  which is pg_total_relation_size less the free space and visibility
+ *	  maps (whose existence would cost a file open each to check).  Cheap
+ *	  enough for every batch: a block count per relation, under
+ *	  AccessShareLock (the batch holds a stronger lock on the table
+ *	  already).  0 when there is no such relation.
+ */
+int64
+cq_progress_table_bytes(Oid relid)
+{
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	int64		bytes;
+	Oid			toast;
+
+	if (!OidIsValid(relid))
+		return 0;
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		return 0;
+	bytes = relation_bytes(rel);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+
+		bytes += relation_bytes(idx);
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+	toast = rel->rd_rel->reltoastrelid;
+	relation_close(rel, AccessShareLock);
+	if (OidIsValid(toast))
+		bytes += cq_progress_table_bytes(toast);
+	return bytes;
 }

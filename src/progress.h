@@ -30,6 +30,8 @@ typedef struct CqBatchResult
 	int64		state_updated;
 	int64		state_total;
 	int64		state_removed;
+	bool		has_state_bytes;	/* false: stateless (state_bytes NULL) */
+	int64		state_bytes;	/* bytes the state takes after the batch */
 	int64		dropped_by_watermark;
 	int64		output_rows;
 	char	   *start_offset;
@@ -69,5 +71,6 @@ extern void cq_progress_last_offset(CqQuery *q, CqLastOffset *last);
 extern void cq_progress_record_batch(CqQuery *q, CqBatchResult *res);
 extern void cq_progress_set_state_rows(CqQuery *q, int64 batch_id, int64 rows);
 extern bool cq_progress_last_watermark(CqQuery *q, TimestampTz *watermark);
+extern int64 cq_progress_table_bytes(Oid relid);
 
 #endif							/* CQ_PROGRESS_H */

@@ -45,8 +45,11 @@
  * unlogged state table is (rebuild_state in batch.c), and published with
  * it.
  *
- * Memory: the rows and node overhead of a query are counted and limited by
- * cq.state_memory (per query); a batch that would exceed it fails.
+ * Memory: the rows and node overhead of a query are counted (what
+ * cq.state_store_info and cq.progress.state_bytes show) and limited by
+ * cq.state_memory (per query): the batch that outgrows it moves the query
+ * to the table path (switch_to_table in batch.c); pre-commit checks the
+ * limit once more, as a last guard.
  *
  *-------------------------------------------------------------------------
  */
@@ -283,20 +286,18 @@ header_of(CqStore *st)
 }
 
 /*
- * setup_keys
- *	  The state row's layout and the keys' hash and equality functions.
+ * setup_layout
+ *	  The state row's layout: its type (the state table's row type), n
+ *	  and the parts.
  */
 static void
-setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
+setup_layout(CqStore *st, Oid state_table)
 {
-	Relation	rel = table_open(q->state_table, AccessShareLock);
-	int			ng = cq_state_ngroup_cols(an);
+	Relation	rel = table_open(state_table, AccessShareLock);
 
 	st->desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	table_close(rel, AccessShareLock);
-	st->ng = ng;
 	st->n_att = cq_store_state_att(st->desc, "n");
-	st->e_att = cq_state_evicts(an) ? cq_store_state_att(st->desc, "e") : 0;
 	st->nparts = 0;
 	st->p_att = palloc0(sizeof(AttrNumber) * st->desc->natts);
 	for (int i = 0; i < st->desc->natts; i++)
@@ -306,6 +307,20 @@ setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
 			st->p_att[st->nparts++] = i + 1;
 	}
+}
+
+/*
+ * setup_keys
+ *	  The state row's layout and the keys' hash and equality functions.
+ */
+static void
+setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
+{
+	int			ng = cq_state_ngroup_cols(an);
+
+	setup_layout(st, q->state_table);
+	st->ng = ng;
+	st->e_att = cq_state_evicts(an) ? cq_store_state_att(st->desc, "e") : 0;
 	st->eq = palloc0(sizeof(FmgrInfo) * ng);
 	st->hashfn = palloc0(sizeof(FmgrInfo) * ng);
 	st->coll = palloc0(sizeof(Oid) * ng);
@@ -390,6 +405,24 @@ cq_store_setup_merge(CqStore *st, const char *kinds)
 		fmgr_info_cxt(proc, &st->pfn[p], st->cxt);
 	}
 	st->cmerge = true;
+}
+
+/*
+ * cq_store_merges_in_c
+ *	  Are the existing groups of a query on the store merged in C rather
+ *	  than by its merge statement (cq_store_setup_merge's choice, for the
+ *	  query's state row and merge kinds)?  For cq.explain.
+ */
+bool
+cq_store_merges_in_c(Oid state_table, const char *kinds)
+{
+	CqStore		st;
+
+	memset(&st, 0, sizeof(st));
+	st.cxt = CurrentMemoryContext;
+	setup_layout(&st, state_table);
+	cq_store_setup_merge(&st, kinds);
+	return st.cmerge;
 }
 
 /*
@@ -1290,9 +1323,12 @@ cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *by
 
 /*
  * cq_store_read
- *	  Put every published row of a query's store into ts (rows of desc,
- *	  the state table's row type).  False when the query has no valid
- *	  store (before its first batch after a restart).
+ *	  Put every row of a query's store into ts (rows of desc, the state
+ *	  table's row type): the published rows, or, in a transaction that ran
+ *	  a batch of the query, the rows as that batch left them (what its
+ *	  target shows in the transaction, as the state table of the table path
+ *	  would).  False when the query has no valid store (before its first
+ *	  batch after a restart).
  */
 bool
 cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
@@ -1303,7 +1339,19 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	dshash_table *table;
 	dshash_seq_status status;
 	StoreEntry *e;
+	ListCell   *lc;
 
+	foreach(lc, xact_stores)
+	{
+		CqStore    *st = lfirst(lc);
+		ListCell   *rc;
+
+		if (st->key.dboid != dboid || st->key.query_id != query_id || st->switched)
+			continue;
+		foreach(rc, cq_store_scan_all(st))
+			tuplestore_puttuple(ts, ((ScanRow *) lfirst(rc))->ref.tup);
+		return true;
+	}
 	if (cq_shared == NULL || !cq_shared->store_ready)
 		return false;
 	store_attach();

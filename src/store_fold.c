@@ -760,13 +760,13 @@ cq_store_image_due(CqStore *st, CqQuery *q, int64 batch_id)
 }
 
 /*
- * image_table
+ * cq_store_image_table
  *	  Where the image of q is recorded: cq.state_images, unlogged like its
  *	  state table, or for state_storage 'logged' cq.logged_state_images,
  *	  logged like its state table (a crash-restart keeps both).
  */
-static const char *
-image_table(CqQuery *q)
+const char *
+cq_store_image_table(CqQuery *q)
 {
 	return cq_options_logged_image(&q->opts) ? "cq.logged_state_images" : "cq.state_images";
 }
@@ -799,7 +799,7 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	if (end_offset == NULL)
 	{
 		/* the table is the state itself now (cq_store_switch_to_table) */
-		cq_spi_exec(psprintf("DELETE FROM %s WHERE query_id OPERATOR(pg_catalog.=) $1", image_table(q)),
+		cq_spi_exec(psprintf("DELETE FROM %s WHERE query_id OPERATOR(pg_catalog.=) $1", cq_store_image_table(q)),
 					SPI_OK_DELETE, 1, types, values, NULL);
 		cq_security_restore(&sec);
 		return;
@@ -808,7 +808,7 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 						 "VALUES ($1, $2::pg_catalog.uuid, $3, $4::pg_catalog.pg_snapshot) "
 						 "ON CONFLICT (query_id) DO UPDATE SET run_id = excluded.run_id, batch_id = excluded.batch_id, "
 						 "end_offset = excluded.end_offset, written_at = pg_catalog.clock_timestamp()",
-						 image_table(q)),
+						 cq_store_image_table(q)),
 				SPI_OK_INSERT, 4, types, values, NULL);
 	cq_security_restore(&sec);
 	st->image_batch = batch_id;
@@ -846,7 +846,7 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 	cq_security_superuser(&sec);
 	cq_spi_exec(psprintf("SELECT batch_id, end_offset::pg_catalog.text FROM %s "
 						 "WHERE query_id OPERATOR(pg_catalog.=) $1 AND run_id OPERATOR(pg_catalog.=) $2::pg_catalog.uuid",
-						 image_table(q)),
+						 cq_store_image_table(q)),
 				SPI_OK_SELECT, 2, types, values, NULL);
 	if (SPI_processed != 1)
 	{
@@ -945,6 +945,17 @@ int64
 cq_store_rows(CqStore *st)
 {
 	return st->rows;
+}
+
+/*
+ * cq_store_bytes
+ *	  Bytes of the store as this transaction sees it: what its publication
+ *	  leaves in cq.state_store_info's state_bytes.
+ */
+int64
+cq_store_bytes(CqStore *st)
+{
+	return st->bytes;
 }
 
 /*

@@ -22,10 +22,12 @@ extern uint64 cq_store_refresh_begin(CqStore *st);
 extern void cq_store_refresh_end(void);
 extern void cq_store_batch_done(CqStore *st, int64 batch_id);
 extern int64 cq_store_rows(CqStore *st);
+extern int64 cq_store_bytes(CqStore *st);
 extern bool cq_store_over_budget(CqStore *st);
 extern bool cq_store_switched(CqStore *st);
 extern void cq_store_switch_to_table(CqStore *st, CqQuery *q);
 extern bool cq_store_image_due(CqStore *st, CqQuery *q, int64 batch_id);
+extern const char *cq_store_image_table(CqQuery *q);
 extern void cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset);
 extern bool cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_wm,
 								TimestampTz wm, int64 *image_batch, char **image_offset);

@@ -83,6 +83,7 @@ is($node->safe_psql($db, "SELECT string_agg(DISTINCT state_storage, ',') FROM cq
 	'unlogged', '0.1 catalog: every query keeps its state in an unlogged table (u_logged asked for a logged one)');
 
 # the update itself, while the writers and workers go on
+my $t_before = $node->safe_psql($db, 'SELECT now()');
 $node->safe_psql($db, 'ALTER EXTENSION pg_cq UPDATE');
 is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_cq'"),
 	'0.2', 'updated to 0.2');
@@ -96,6 +97,16 @@ my $t_update = $node->safe_psql($db, 'SELECT now()');
 ok($node->poll_query_until($db, qq{
 	SELECT count(DISTINCT name) = 9 FROM cq.progress WHERE started_at > '$t_update'}),
 	'0.2 catalog: every background query runs batches after the update');
+# cq.progress.state_bytes (issue 15): NULL in the rows 0.1 recorded; from
+# the update on, the state's bytes for every query with state (its table's
+# size here), NULL for stateless ones
+is($node->safe_psql($db, qq{
+	SELECT count(*) FILTER (WHERE p.started_at < '$t_before' AND p.state_bytes IS NOT NULL) || ' ' ||
+	       count(*) FILTER (WHERE p.started_at > '$t_update'
+	                          AND (p.state_bytes IS NULL) <> (q.state_table IS NULL)) || ' ' ||
+	       (count(*) FILTER (WHERE p.started_at > '$t_update' AND p.state_bytes > 0) > 0)
+	  FROM cq.progress p JOIN cq.queries q ON q.schema = p.schema AND q.name = p.name}),
+	'0 0 true', '0.1 rows have no state_bytes, 0.2 rows have those of the queries with state');
 # writers stop at a row in cq_stop; wait for their backends to end
 $node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
 stop_writers(@writers);

@@ -8,7 +8,8 @@
 # batches again; after an immediate stop or a kill -9 of a backend in the
 # middle of a batch (crash recovery empties the image) it rebuilds the state
 # from the source.  Every target equals the plain SELECT after the next
-# batches.
+# batches.  Until the next batch after a restart the final view reads the
+# image (the state of the image's batch, exactly), then the store.
 use strict;
 use warnings;
 use lib 't';
@@ -102,9 +103,21 @@ ok($image_rows > 0, 'the image has rows');
 # image and the rows of batch 3 are folded again
 $off = -s $node->logfile;
 $node->restart;
+# until then the final view reads the image: exactly the state batch 2 left
+# (rows up to 1350), behind the target (batch 3)
+my $by_k_oracle = 'SELECT k, u, count(*), sum(v), avg(v), min(u) FROM ev GROUP BY k, u';
+is($node->safe_psql('postgres', "SELECT cq.state_store_info('by_k') IS NULL"), 't',
+	'no store in memory after the restart');
+is(mismatches($node, 'postgres',
+		"SELECT k, u, count(*), sum(v), avg(v), min(u) FROM ev WHERE ts <= '2024-01-01'::timestamptz + interval '1350 seconds' GROUP BY k, u",
+		'cq_state.f_1'),
+	'0', 'before the next batch the final view reads the image: the state of batch 2');
+ok(mismatches($node, 'postgres', $by_k_oracle, 'cq_state.f_1') > 0, 'which lags the target (batch 3)');
 add_rows(1490, 1700, 3);
 run_all();
 check('after a clean restart');
+is(mismatches($node, 'postgres', $by_k_oracle, 'cq_state.f_1'), '0',
+	'after the next batch the final view reads the restored store');
 ok($node->log_contains(qr/restored lost state of continuous query "by_k" from its image of batch 2/, $off),
 	'the store was loaded from the image and replayed');
 ok(!$node->log_contains(qr/rebuilt lost state of continuous query/, $off), 'no query was rebuilt from scratch');

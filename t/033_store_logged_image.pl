@@ -185,6 +185,10 @@ $node->safe_psql('postgres', q{
 is(mismatches($node, 'postgres', 'SELECT k, count(*), sum(x) FROM big GROUP BY k', 'big_l'), '0', 'target right after a crash on the logged table path');
 ok(!$node->log_contains(qr/lost state of continuous query "big_l"/, $off), 'its logged table was neither rebuilt nor restored');
 
+# cq.explain shows the logged image
+like($node->safe_psql('postgres', "SELECT cq.explain('by_k')"),
+	qr/-- image: the store of batch $img .*\n-- \(cq\.logged_state_images;/s, 'cq.explain reads the logged image');
+
 # 5. a dropped query's image row goes with it
 $node->safe_psql('postgres', "SELECT cq.drop_query('by_u')");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM cq.logged_state_images i WHERE NOT EXISTS (SELECT FROM cq.queries q WHERE q.id = i.query_id)'),
