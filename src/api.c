@@ -428,6 +428,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 	id = cq_catalog_insert_query(name, GetUserId(), an->source_relid, target,
 								 query_text ? query_text : cq_objects_deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
+	cq_batch_node_start(an->source_relid, id, strcmp(opts->starting, "earliest") != 0);
 	cq_objects_create(an, id, GetUserId(), target, opts);
 	if (an->join)
 		cq_join_create(an, name, id, GetUserId(), opts);
@@ -692,6 +693,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 				start_offset = cq_snap_current();
 			}
 			cq_catalog_set_start_offset(q, start_offset);
+			cq_batch_node_start(q->source, q->id, strcmp(o.starting, "latest") == 0);
 		}
 		else
 			ereport(NOTICE,
@@ -1091,6 +1093,7 @@ cq_run(PG_FUNCTION_ARGS)
 	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
 						   !castNode(CallContext, fcinfo->context)->atomic);
 	CqSnap	   *target;
+	char	   *node_target;
 	CqQuery    *q;
 	bool		was_failed;
 	int			nbatches = 0;
@@ -1105,6 +1108,7 @@ cq_run(PG_FUNCTION_ARGS)
 	target = cq_snap_parse(cq_snap_current());
 
 	q = cq_api_owned_query(name, false);
+	node_target = cq_batch_node_goal(q->source);	/* a source stamped per node */
 	was_failed = strcmp(q->state, "failed") == 0;
 	outer_cxt = CurrentMemoryContext;	/* SPI's procedure context: survives SPI_commit */
 
@@ -1123,7 +1127,9 @@ cq_run(PG_FUNCTION_ARGS)
 			break;
 		nbatches++;
 		report_batch(name, &res);
-		done = once || cq_snap_covers(cq_snap_parse(res.end_offset), target);
+		done = once ||
+			(node_target ? cq_nsnap_covers(cq_nsnap_parse(res.node_end_offset), cq_nsnap_parse(node_target)) :
+			 cq_snap_covers(cq_snap_parse(res.end_offset), target));
 		if (!atomic)
 			SPI_commit();
 		if (done)
