@@ -2,6 +2,8 @@
 # docs/scale-out.md): rows are stamped in the coordinator's transaction-id
 # space only, and every batch takes its snapshot behind the two-phase-commit
 # barrier.  Oracle: the plain query over the distributed table.
+# This is the mode of cq.citus_per_node = off; the default, rows stamped on
+# the node that stores them, is tested by 003_per_node.pl.
 use strict;
 use warnings;
 use FindBin;
@@ -11,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use CqCitus;
 
-my ($coord, $workers) = CqCitus::new_cluster(2);
+my ($coord, $workers) = CqCitus::new_cluster(2, "cq.citus_per_node = off");
 my ($w1, $w2) = @$workers;
 
 $coord->safe_psql('postgres', q{
