@@ -394,7 +394,6 @@ CREATE TABLE cq.node_offsets (
     PRIMARY KEY (query_id, batch_id)
 );
 COMMENT ON TABLE cq.node_offsets IS 'pg_cq internal: per-node offsets of queries over Citus distributed sources (batch -1: the start)';
-GRANT SELECT ON cq.node_offsets TO PUBLIC;
 
 CREATE FUNCTION cq.node_id() RETURNS bigint
 AS 'MODULE_PATHNAME', 'cq_node_id'

@@ -67,6 +67,7 @@
 #include "runner.h"
 #include "plan.h"
 #include "join.h"
+#include "citus.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
@@ -414,6 +415,12 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
 		cq_source_track(an->join->side[1].relid);
+		if (cq_citus_node_source(an->source_relid) || cq_citus_node_source(an->join->side[1].relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("continuous query \"%s\" joins two streams, one of them a Citus distributed table", name),
+					 errdetail("The rows of a distributed source are stamped on the node that stores them, and joins of two streams do not read such offsets yet."),
+					 errhint("Join the distributed stream with a table, or stream from local tables.")));
 	}
 
 	choose_state_storage(an, opts);

@@ -24,6 +24,7 @@
 #include "utils/lsyscache.h"
 
 #include "explain.h"
+#include "citus.h"
 #include "api.h"
 #include "catalog.h"
 #include "plan.h"
@@ -50,12 +51,20 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	appendStringInfo(&buf, "-- TimeZone = '%s'%s and, after batch 0, enable_seqscan, enable_sort and jit off\n",
 					 q->timezone ? q->timezone : "UTC",
 					 cq_work_mem_kb > 0 ? psprintf(", work_mem = %dkB", cq_work_mem_kb) : "");
-	appendStringInfoString(&buf,
-						   "-- parameters:\n"
-						   "--   $1 xid8         lowest transaction id that can be new (bounds the BRIN scan)\n"
-						   "--   $2 xid8         xmax of the batch's end offset\n"
-						   "--   $3 pg_snapshot  end offset of the batch (cq.offsets.end_offset)\n"
-						   "--   $4 pg_snapshot  start offset: the previous batch's end offset\n");
+	if (cq_citus_node_source(q->source))
+		appendStringInfoString(&buf,
+							   "-- parameters (a Citus source stamped per node: offsets per node):\n"
+							   "--   $1 xid8         lowest transaction id that can be new on any node\n"
+							   "--   $2 xid8         highest xmax of the batch's end offset\n"
+							   "--   $3 text         end offset of the batch (cq.node_offsets.end_offset)\n"
+							   "--   $4 text         start offset: the previous batch's end offset\n");
+	else
+		appendStringInfoString(&buf,
+							   "-- parameters:\n"
+							   "--   $1 xid8         lowest transaction id that can be new (bounds the BRIN scan)\n"
+							   "--   $2 xid8         xmax of the batch's end offset\n"
+							   "--   $3 pg_snapshot  end offset of the batch (cq.offsets.end_offset)\n"
+							   "--   $4 pg_snapshot  start offset: the previous batch's end offset\n");
 	if (strstr(plan->batch_sql, "$5") != NULL && an->et_is_tz)
 		appendStringInfoString(&buf,
 							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity\n");
