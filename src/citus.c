@@ -172,16 +172,52 @@ cq_citus_per_node_available(void)
 }
 
 /*
+ * cq_citus_node_att
+ *	  The column cq_node of a table stamped per node (the shell table of a
+ *	  distributed source, or one of its shards), or InvalidAttrNumber: with
+ *	  Citus installed, a column cq_node bigint with a default, and cq_xid
+ *	  without one (pg_cq gives cq_xid the default pg_current_xact_id() on
+ *	  every other table it tracks).
+ */
+AttrNumber
+cq_citus_node_att(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	node = InvalidAttrNumber;
+	bool		xid_default = true;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (a->attisdropped)
+			continue;
+		if (a->atttypid == INT8OID && a->atthasdef && strcmp(NameStr(a->attname), CQ_NODE_COLUMN) == 0)
+			node = a->attnum;
+		else if (a->atttypid == XID8OID && strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN_NAME) == 0)
+			xid_default = a->atthasdef;
+	}
+	if (node == InvalidAttrNumber || xid_default || !OidIsValid(citus_catalog("pg_dist_partition")))
+		return InvalidAttrNumber;
+	return node;
+}
+
+/*
  * cq_citus_node_stamped
- *	  Is the table (the shell table of a distributed source, or one of its
- *	  shards) stamped per node: has it the column cq_node bigint?
+ *	  Is the table stamped per node (cq_citus_node_att)?
  */
 bool
 cq_citus_node_stamped(Oid relid)
 {
-	AttrNumber	att = get_attnum(relid, CQ_NODE_COLUMN);
+	Relation	rel;
+	bool		result;
 
-	return att != InvalidAttrNumber && get_atttype(relid, att) == INT8OID;
+	if (get_attnum(relid, CQ_NODE_COLUMN) == InvalidAttrNumber)
+		return false;
+	rel = relation_open(relid, AccessShareLock);
+	result = cq_citus_node_att(rel) != InvalidAttrNumber;
+	relation_close(rel, AccessShareLock);
+	return result;
 }
 
 /*
@@ -700,8 +736,7 @@ void
 cq_citus_check_truncate(Oid relid)
 {
 	if (cq_citus_is_coordinator() || citus_internal_backend() ||
-		!(cq_citus_relation_stamped_by_coordinator(relid) ||
-		  (cq_citus_node_stamped(relid) && get_attnum(relid, CQ_TRACKING_COLUMN_NAME) != InvalidAttrNumber)))
+		!(cq_citus_relation_stamped_by_coordinator(relid) || cq_citus_node_stamped(relid)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_IN_USE),

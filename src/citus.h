@@ -37,6 +37,7 @@ typedef struct CqCitusRecord
 extern void cq_citus_init(void);
 extern bool cq_citus_per_node_available(void);
 extern Oid	cq_citus_node_visible_function(void);
+extern AttrNumber cq_citus_node_att(Relation rel);
 extern bool cq_citus_node_stamped(Oid relid);
 extern bool cq_citus_node_source(Oid relid);
 extern List *cq_citus_node_snapshots(void);

@@ -794,15 +794,7 @@ stamp_cache(FunctionCallInfo fcinfo, Relation rel, bool insert)
 				cache->att = a->attnum;
 		}
 		cache->coordinator = cq_citus_coordinator_default(rel, cache->att);
-		cache->node_att = InvalidAttrNumber;
-		for (int i = 0; i < desc->natts; i++)
-		{
-			Form_pg_attribute a = TupleDescAttr(desc, i);
-
-			if (!a->attisdropped && a->atttypid == INT8OID &&
-				strcmp(NameStr(a->attname), CQ_NODE_COLUMN) == 0)
-				cache->node_att = a->attnum;
-		}
+		cache->node_att = cq_citus_node_att(rel);
 		fcinfo->flinfo->fn_extra = cache;
 		if (insert && cq_stamp_first_row_hook)
 			cq_stamp_first_row_hook(rel);

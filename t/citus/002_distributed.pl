@@ -232,6 +232,11 @@ until (do { $coord->{_pid} = undef; $coord->start(fail_ok => 1) })    # a failed
 $coord->safe_psql('postgres', $run);
 is($coord->safe_psql('postgres', $oracle), '0', 'after kill -9 of the coordinator mid-batch: targets equal the plain query');
 
+# figures for docs/scale-out.md (not checked): time to the end offset of a batch
+note('coordinator-stamped: latestOffset of by_k batches, median and max (ms): ' . $coord->safe_psql('postgres', q{
+  SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY (durations->>'latestOffset')::float8)::numeric, 1) || ' '
+         || round(max((durations->>'latestOffset')::float8)::numeric, 1) || ' over ' || count(*) || ' batches'
+    FROM cq.progress WHERE name = 'by_k'}));
 $_->stop for ($w1, $w2, $w3);
 $coord->stop;
 done_testing();

@@ -249,6 +249,11 @@ is($coord->safe_psql('postgres', $oracle), '0', 'after kill -9 of the coordinato
 $coord->safe_psql('postgres', q{CALL cq.run('lim')});
 is($coord->safe_psql('postgres', $oracle_lim), '0', 'the row-limited query too');
 
+# figures for docs/scale-out.md (not checked): time to the end offset of a batch
+note('per-node: latestOffset of by_k batches, median and max (ms): ' . $coord->safe_psql('postgres', q{
+  SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY (durations->>'latestOffset')::float8)::numeric, 1) || ' '
+         || round(max((durations->>'latestOffset')::float8)::numeric, 1) || ' over ' || count(*) || ' batches'
+    FROM cq.progress WHERE name = 'by_k'}));
 $_->stop for ($w1, $w2, $w3);
 $coord->stop;
 done_testing();
