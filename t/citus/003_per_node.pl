@@ -215,6 +215,27 @@ is($coord->safe_psql('postgres', q{SELECT count(*) FROM ev WHERE cq_xid IS NULL 
 $coord->safe_psql('postgres', $run);
 is($coord->safe_psql('postgres', $oracle), '0', 'after writes around two shard moves: targets equal the plain query');
 
+# ---- a shard split keeps the stamps ----
+$w2->safe_psql('postgres', q{INSERT INTO ev SELECT i, i % 7, i FROM generate_series(45001, 45100) i});
+my $all_before = $coord->safe_psql('postgres', $stamps);
+my ($split_shard, $mid, $n1, $n2) = split(/\|/, $coord->safe_psql('postgres', q{
+  SELECT s.shardid, ((s.shardminvalue::bigint + s.shardmaxvalue::bigint) / 2)::int,
+         (SELECT min(nodeid) FROM pg_dist_node WHERE groupid > 0 AND noderole = 'primary'),
+         (SELECT max(nodeid) FROM pg_dist_node WHERE groupid > 0 AND noderole = 'primary')
+    FROM pg_dist_shard s WHERE s.logicalrelid = 'ev'::regclass ORDER BY s.shardid LIMIT 1}));
+$coord->safe_psql('postgres', qq{
+  SELECT citus_split_shard_by_split_points($split_shard, ARRAY['$mid'], ARRAY[$n1, $n2], shard_transfer_mode := 'block_writes')});
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'ev'::regclass}), '5',
+	'the shard was split in two');
+is($coord->safe_psql('postgres', $stamps), $all_before, 'a shard split keeps every stamp, node included');
+$w1->safe_psql('postgres', q{INSERT INTO ev SELECT i, i % 7, i FROM generate_series(45101, 45200) i});
+$coord->safe_psql('postgres', $run);
+is($coord->safe_psql('postgres', $oracle), '0', 'after a shard split during the stream: targets equal the plain query');
+is($coord->safe_psql('postgres', qq{
+  SELECT sum((r.result)::int) FROM run_command_on_placements('ev',
+    \$\$SELECT count(*) FROM %s WHERE id BETWEEN 45101 AND 45200 AND cq_node IS DISTINCT FROM cq.node_id()\$\$) r}),
+	'0', 'rows written after the split are stamped by the node that stores them');
+
 # ---- a node added during the stream ----
 my $w3 = CqCitus::new_node('worker3');
 $w1->safe_psql('postgres', q{INSERT INTO ev SELECT i, i % 7, i FROM generate_series(50001, 50100) i});
