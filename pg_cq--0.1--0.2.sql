@@ -429,3 +429,38 @@ SELECT q.name,
                        FROM cq.offsets
                       WHERE offsets.schema = q.schema AND offsets.name = q.name
                       ORDER BY batch_id DESC LIMIT 1) o ON true;
+
+-- issue 14 part: per-node offsets.  On a Citus cluster each row of a
+-- hash-distributed source is stamped where it is stored: the shards' row
+-- trigger sets cq_xid to the storing node's transaction id and cq_node to
+-- that node's identity (its system identifier, cq.node_id()), and a batch
+-- reads the rows of each node against that node's own snapshots.  An offset
+-- of such a query is a map "node=snapshot;node=snapshot..." (nodes in
+-- ascending order); cq.offsets and cq.progress keep the coordinator's
+-- snapshot, the maps are kept here: batch_id -1 is the offset batch 0
+-- starts from, then the end offset of the last batches.
+CREATE TABLE cq.node_offsets (
+    query_id   integer NOT NULL REFERENCES cq.queries (id) ON DELETE CASCADE,
+    batch_id   bigint NOT NULL,
+    end_offset text NOT NULL,
+    PRIMARY KEY (query_id, batch_id)
+);
+COMMENT ON TABLE cq.node_offsets IS 'pg_cq internal: per-node offsets of queries over Citus distributed sources (batch -1: the start)';
+
+CREATE FUNCTION cq.node_id() RETURNS bigint
+AS 'MODULE_PATHNAME', 'cq_node_id'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cq.node_id()
+  IS 'this node''s identity in per-node offsets: its system identifier (the same on its streaming replicas)';
+GRANT EXECUTE ON FUNCTION cq.node_id() TO PUBLIC;
+
+-- the visibility test of a row stamped on node `node` with transaction `xid`
+-- in a per-node offset: pg_visible_in_snapshot with that node's snapshot
+-- (false for a node the offset does not know).  Evaluated on the workers,
+-- with the offset a constant.
+CREATE FUNCTION cq.node_visible(pg_catalog.text, bigint, pg_catalog.xid8) RETURNS boolean
+AS 'MODULE_PATHNAME', 'cq_node_visible'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cq.node_visible(pg_catalog.text, bigint, pg_catalog.xid8)
+  IS 'pg_cq internal: is transaction xid of node node visible in the per-node offset?';
+GRANT EXECUTE ON FUNCTION cq.node_visible(pg_catalog.text, bigint, pg_catalog.xid8) TO PUBLIC;

@@ -192,6 +192,8 @@ elif ((${#citus_tests[@]} == 0)); then skip citus "no t/citus/*.pl"
 elif ! citus_installed; then
     skip citus "not run: Citus is not installed for $PG_CONFIG; docs/scale-out.md says how to build it"
 else
+    # the Citus nodes of each test listen on CQ_CITUS_PORT.. (t/citus/CqCitus.pm)
+    export CQ_CITUS_PORT="${CQ_CITUS_PORT:-$((CQ_TEST_PORT + 1))}"
     run_suite citus count_tap run_perl_tap citus || true
 fi
 

@@ -67,6 +67,7 @@
 #include "runner.h"
 #include "plan.h"
 #include "join.h"
+#include "citus.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
@@ -437,6 +438,12 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
 		cq_source_track(an->join->side[1].relid);
+		if (cq_citus_node_source(an->source_relid) || cq_citus_node_source(an->join->side[1].relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("continuous query \"%s\" joins two streams, one of them a Citus distributed table", name),
+					 errdetail("The rows of a distributed source are stamped on the node that stores them, and joins of two streams do not read such offsets yet."),
+					 errhint("Join the distributed stream with a table, or stream from local tables.")));
 	}
 
 	choose_state_storage(an, opts);
@@ -451,6 +458,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 	id = cq_catalog_insert_query(name, GetUserId(), an->source_relid, target,
 								 query_text ? query_text : cq_objects_deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
+	cq_batch_node_start(an->source_relid, id, strcmp(opts->starting, "earliest") != 0);
 	cq_objects_create(an, id, GetUserId(), target, opts);
 	if (an->join)
 		cq_join_create(an, name, id, GetUserId(), opts);
@@ -715,6 +723,7 @@ cq_api_alter(const char *name, CqOptions *changes)
 				start_offset = cq_snap_current();
 			}
 			cq_catalog_set_start_offset(q, start_offset);
+			cq_batch_node_start(q->source, q->id, strcmp(o.starting, "latest") == 0);
 		}
 		else
 			ereport(NOTICE,
@@ -1114,6 +1123,7 @@ cq_run(PG_FUNCTION_ARGS)
 	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
 						   !castNode(CallContext, fcinfo->context)->atomic);
 	CqSnap	   *target;
+	char	   *node_target;
 	CqQuery    *q;
 	bool		was_failed;
 	int			nbatches = 0;
@@ -1128,6 +1138,7 @@ cq_run(PG_FUNCTION_ARGS)
 	target = cq_snap_parse(cq_snap_current());
 
 	q = cq_api_owned_query(name, false);
+	node_target = cq_batch_node_goal(q->source);	/* a source stamped per node */
 	was_failed = strcmp(q->state, "failed") == 0;
 	outer_cxt = CurrentMemoryContext;	/* SPI's procedure context: survives SPI_commit */
 
@@ -1146,7 +1157,9 @@ cq_run(PG_FUNCTION_ARGS)
 			break;
 		nbatches++;
 		report_batch(name, &res);
-		done = once || cq_snap_covers(cq_snap_parse(res.end_offset), target);
+		done = once ||
+			(node_target ? cq_nsnap_covers(cq_nsnap_parse(res.node_end_offset), cq_nsnap_parse(node_target)) :
+			 cq_snap_covers(cq_snap_parse(res.end_offset), target));
 		if (!atomic)
 			SPI_commit();
 		if (done)

@@ -65,6 +65,7 @@
 #include "store.h"
 #include "store_fold.h"
 #include "objects.h"
+#include "citus.h"
 
 /*
  * Everything run_as_owner needs to know about the batch to run.
@@ -75,6 +76,11 @@ typedef struct BatchInput
 	CqAnalysis *an;
 	CqPlan	   *plan;
 	const char *prev_text;		/* S_prev */
+	bool		per_node;		/* a Citus source stamped per node: the
+								 * offsets below are per-node (offsets.c) */
+	const char *start_text;		/* the start offset (rebuilds) */
+	const char *prev_coord;		/* per_node: S_prev of cq.offsets (the
+								 * coordinator's snapshot) */
 	bool		history;		/* batch 0 reading rows from before tracking */
 	bool		unlimited;		/* ignore max_rows_per_trigger */
 	bool		nodata_due;		/* the watermark advanced after the last batch */
@@ -154,6 +160,8 @@ typedef struct OwnerBatch
 	char		nulls[5];
 	CqSnap	   *prev;			/* S_prev */
 	CqSnap	   *cur;			/* S_cur, possibly cut short by the row limit */
+	CqNodeSnap *nprev;			/* per_node: S_prev and S_cur (prev, cur unused) */
+	CqNodeSnap *ncur;
 	char	   *cur_text;
 	int64		input_rows;
 	bool		nodata;			/* no new rows in the range */
@@ -169,6 +177,19 @@ end_offset(OwnerBatch *ob)
 {
 	BatchInput *in = ob->in;
 
+	if (in->per_node)
+	{
+		/* every node's snapshot, each taken before the batch reads it */
+		ob->nprev = cq_nsnap_parse(in->prev_text);
+		ob->cur_text = cq_nsnap_current(in->q->source, in->prev_text);
+		ob->ncur = cq_nsnap_parse(ob->cur_text);
+		ob->params[0] = cq_xid8_datum(cq_nsnap_low_bound(ob->nprev, ob->ncur));
+		ob->params[1] = cq_xid8_datum(cq_nsnap_xmax(ob->ncur));
+		ob->params[2] = CStringGetTextDatum(ob->cur_text);
+		ob->params[3] = CStringGetTextDatum(in->prev_text);
+		ob->nodata = in->nodata_only || (!in->history && cq_nsnap_nothing_new(ob->nprev, ob->ncur));
+		return;
+	}
 	ob->prev = cq_snap_parse(in->prev_text);
 	ob->cur_text = cq_snap_current_source(in->q->source, in->prev_text);
 	ob->cur = cq_snap_parse(ob->cur_text);
@@ -198,6 +219,16 @@ cut(OwnerBatch *ob)
 	{
 		cq_spi_exec(in->plan->count_history_sql, SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		hist = strtoi64(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NULL, 10);
+	}
+	if (in->per_node)
+	{
+		ob->cur_text = cq_offsets_limit_nodes(in->plan->count_xids_sql, ob->nprev, ob->ncur, in->prev_text,
+											  q->opts.max_rows_per_trigger, hist, &limited_rows);
+		ob->ncur = cq_nsnap_parse(ob->cur_text);
+		ob->params[1] = cq_xid8_datum(cq_nsnap_xmax(ob->ncur));
+		ob->params[2] = CStringGetTextDatum(ob->cur_text);
+		ob->nodata = (limited_rows == 0 && !in->history);
+		return;
 	}
 	ob->cur_text = cq_offsets_limit(in->plan->count_xids_sql, ob->prev, ob->cur, ob->cur_text,
 									ob->params, q->opts.max_rows_per_trigger, hist, &limited_rows);
@@ -243,7 +274,7 @@ nodata_batch(OwnerBatch *ob)
 	ob->input_rows = 0;
 	cq_status_report_message(CQ_MSG_CLEANUP);	/* cq.status, when run by a worker */
 	ob->cur_text = (char *) ob->in->prev_text;
-	ob->params[1] = cq_xid8_datum(ob->prev->xmax);
+	ob->params[1] = cq_xid8_datum(ob->in->per_node ? cq_nsnap_xmax(ob->nprev) : ob->prev->xmax);
 	ob->params[2] = ob->params[3];
 	return true;
 }
@@ -537,6 +568,8 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	ob.in = in;
 	ob.res = res;
 	memcpy(ob.types, batch_param_types, sizeof(ob.types));
+	if (in->per_node)
+		ob.types[2] = ob.types[3] = TEXTOID;	/* per-node offsets */
 	memset(ob.nulls, ' ', sizeof(ob.nulls));
 
 	end_offset(&ob);
@@ -550,8 +583,21 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	}
 	if (!res->nodata)
 		cq_status_report_message(CQ_MSG_PROCESSING);	/* cq.status, when run by a worker */
-	res->start_offset = pstrdup(in->prev_text);
-	res->end_offset = pstrdup(ob.cur_text);
+	if (in->per_node)
+	{
+		/* cq.offsets and cq.progress show this node's snapshots */
+		CqSnap	   *self = cq_nsnap_get(ob.ncur ? ob.ncur : ob.nprev, cq_node_self());
+
+		res->start_offset = pstrdup(in->prev_coord);
+		res->end_offset = ob.cur_text == in->prev_text || self == NULL ?
+			pstrdup(in->prev_coord) : cq_snap_text(self);
+		res->node_end_offset = pstrdup(ob.cur_text);
+	}
+	else
+	{
+		res->start_offset = pstrdup(in->prev_text);
+		res->end_offset = pstrdup(ob.cur_text);
+	}
 	res->latest_offset_ms = cq_ms_since(in->t0);
 
 	t1 = GetCurrentTimestamp();
@@ -597,16 +643,26 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, TIMESTAMPTZOID};
 	Datum		params[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	CqSnap	   *end = cq_snap_parse(last->end_offset);
 	TimestampTz t0 = GetCurrentTimestamp();
 	int64		rows;
 	bool		isnull;
 	List	   *index_defs;
 
 	params[0] = cq_xid8_datum(0);
-	params[1] = cq_xid8_datum(end->xmax);
-	params[2] = cq_snapshot_datum(last->end_offset);
-	params[3] = cq_snapshot_datum(in->q->start_offset);
+	if (in->per_node)
+	{
+		/* last->end_offset and start_text are per-node offsets */
+		types[2] = types[3] = TEXTOID;
+		params[1] = cq_xid8_datum(cq_nsnap_xmax(cq_nsnap_parse(last->end_offset)));
+		params[2] = CStringGetTextDatum(last->end_offset);
+		params[3] = CStringGetTextDatum(in->start_text);
+	}
+	else
+	{
+		params[1] = cq_xid8_datum(cq_snap_parse(last->end_offset)->xmax);
+		params[2] = cq_snapshot_datum(last->end_offset);
+		params[3] = cq_snapshot_datum(in->q->start_offset);
+	}
 	params[4] = TimestampTzGetDatum(last->batch_watermark);
 	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
 	index_defs = unindex_state(in);
@@ -730,6 +786,8 @@ keep_result(CqBatchResult *res, MemoryContext cxt)
 		res->start_offset = MemoryContextStrdup(cxt, res->start_offset);
 	if (res->end_offset)
 		res->end_offset = MemoryContextStrdup(cxt, res->end_offset);
+	if (res->node_end_offset)
+		res->node_end_offset = MemoryContextStrdup(cxt, res->node_end_offset);
 }
 
 /*
@@ -763,6 +821,34 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		cq_progress_last_offset(in.q, &last);
 	in.history = !last.found && cq_query_reads_history(in.q);
 	in.prev_text = last.found ? last.end_offset : in.q->start_offset;
+	in.start_text = in.q->start_offset;
+	in.per_node = OidIsValid(in.q->source) && cq_citus_node_source(in.q->source);
+	if (in.per_node)
+	{
+		/* per-node offsets: cq.offsets has the coordinator's snapshots only */
+		char	   *start = cq_progress_node_offset(in.q->id, -1);
+
+		in.start_text = start ? start : "";
+		in.prev_coord = in.prev_text;
+		if (last.found)
+		{
+			last.end_offset = cq_progress_node_offset(in.q->id, last.batch_id);
+			if (last.end_offset == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("continuous query \"%s\" has no per-node offset for batch " INT64_FORMAT,
+								in.q->name, last.batch_id),
+						 errdetail("Its source \"%s\" is stamped on the Citus node that stores each row; cq.node_offsets keeps where the last batch ended on each node.",
+								   get_rel_name(in.q->source)),
+						 errhint("Reset the query (cq.reset) to start it over.")));
+		}
+		in.prev_text = last.found ? last.end_offset : in.start_text;
+		if (OidIsValid(in.q->opts.join_source_relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a join of two streams cannot read Citus distributed table \"%s\"",
+							get_rel_name(in.q->source))));
+	}
 	in.unlimited = (flags & CQ_BATCH_UNLIMITED) != 0;
 	in.nodata_only = (flags & CQ_BATCH_NODATA_ONLY) != 0;
 	res->batch_id = last.found ? last.batch_id + 1 : 0;
@@ -863,6 +949,37 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	res->input_rows_per_second = last.last_started_at == 0 ? -1 :
 		res->input_rows / Max((double) (in.t0 - last.last_started_at) / 1000000.0, 0.001);
 	cq_progress_record_batch(in.q, res);
+	if (in.per_node)
+		cq_progress_record_node_offset(in.q->id, res->batch_id, res->node_end_offset);
+}
+
+/*
+ * cq_batch_node_start
+ *	  A query over source was created or reset: if the source is stamped
+ *	  per node (Citus), record where batch 0 starts on each node (latest:
+ *	  every node's current snapshot; earliest: nothing, every node from
+ *	  its first row).  Caller has SPI connected.
+ */
+void
+cq_batch_node_start(Oid source, int32 id, bool latest)
+{
+	if (!OidIsValid(source) || !cq_citus_node_source(source))
+		return;
+	cq_progress_reset_node_offsets(id, latest ? cq_nsnap_current(source, "") : NULL);
+}
+
+/*
+ * cq_batch_node_goal
+ *	  For cq.run over a source stamped per node: every node's current
+ *	  snapshot (what the batches must cover), else NULL.  Caller has SPI
+ *	  connected.
+ */
+char *
+cq_batch_node_goal(Oid source)
+{
+	if (!OidIsValid(source) || !cq_citus_node_source(source))
+		return NULL;
+	return cq_nsnap_current(source, "");
 }
 
 /*

@@ -53,6 +53,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/primnodes.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/planner.h"
 #include "parser/parse_relation.h"
 #include "parser/parsetree.h"
@@ -68,6 +69,7 @@
 #include "utils/xid8.h"
 
 #include "citus.h"
+#include "guc.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "wakeup.h"
@@ -81,6 +83,9 @@ static planner_hook_type prev_planner = NULL;
 
 /* cq.coordinator_xact_id(), looked up again after any change of pg_proc */
 static Oid	stamp_func = InvalidOid;
+
+/* cq.node_visible(text, bigint, xid8), likewise */
+static Oid	node_visible_func = InvalidOid;
 
 /* this node's Citus group, cached for one (local) transaction */
 static LocalTransactionId group_lxid = InvalidLocalTransactionId;
@@ -97,6 +102,7 @@ static void
 functions_inval(Datum arg, int cacheid, uint32 hashvalue)
 {
 	stamp_func = InvalidOid;
+	node_visible_func = InvalidOid;
 }
 
 /*
@@ -127,6 +133,138 @@ cq_citus_stamp_function(void)
 										 ObjectIdGetDatum(nsp));
 	}
 	return stamp_func;
+}
+
+/*
+ * cq_citus_node_visible_function
+ *	  OID of cq.node_visible(text, bigint, xid8), or InvalidOid (a catalog
+ *	  without per-node offsets).
+ */
+Oid
+cq_citus_node_visible_function(void)
+{
+	if (!OidIsValid(node_visible_func))
+	{
+		Oid			nsp = get_namespace_oid("cq", true);
+		Oid			args[3] = {TEXTOID, INT8OID, XID8OID};
+
+		if (OidIsValid(nsp))
+			node_visible_func = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+												CStringGetDatum("node_visible"),
+												PointerGetDatum(buildoidvector(args, 3)),
+												ObjectIdGetDatum(nsp));
+	}
+	return node_visible_func;
+}
+
+/*
+ * cq_citus_per_node_available
+ *	  Are newly tracked distributed sources stamped per node (per-node
+ *	  offsets)?  When the catalog has them (0.2, cq.node_offsets and
+ *	  cq.node_visible) and cq.citus_per_node is on; otherwise they are
+ *	  stamped by the coordinator (cq.coordinator_xact_id()).
+ */
+bool
+cq_citus_per_node_available(void)
+{
+	return cq_citus_per_node && OidIsValid(cq_citus_node_visible_function()) &&
+		OidIsValid(get_relname_relid("node_offsets", get_namespace_oid("cq", true)));
+}
+
+/*
+ * cq_citus_node_att
+ *	  The column cq_node of a table stamped per node (the shell table of a
+ *	  distributed source, or one of its shards), or InvalidAttrNumber: with
+ *	  Citus installed, a column cq_node bigint with a default, and cq_xid
+ *	  without one (pg_cq gives cq_xid the default pg_current_xact_id() on
+ *	  every other table it tracks).
+ */
+AttrNumber
+cq_citus_node_att(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	node = InvalidAttrNumber;
+	bool		xid_default = true;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (a->attisdropped)
+			continue;
+		if (a->atttypid == INT8OID && a->atthasdef && strcmp(NameStr(a->attname), CQ_NODE_COLUMN) == 0)
+			node = a->attnum;
+		else if (a->atttypid == XID8OID && strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN_NAME) == 0)
+			xid_default = a->atthasdef;
+	}
+	if (node == InvalidAttrNumber || xid_default || !OidIsValid(citus_catalog("pg_dist_partition")))
+		return InvalidAttrNumber;
+	return node;
+}
+
+/*
+ * cq_citus_node_stamped
+ *	  Is the table stamped per node (cq_citus_node_att)?
+ */
+bool
+cq_citus_node_stamped(Oid relid)
+{
+	Relation	rel;
+	bool		result;
+
+	if (get_attnum(relid, CQ_NODE_COLUMN) == InvalidAttrNumber)
+		return false;
+	rel = relation_open(relid, AccessShareLock);
+	result = cq_citus_node_att(rel) != InvalidAttrNumber;
+	relation_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * cq_citus_node_snapshots
+ *	  Every other node's current snapshot, as "node=snapshot" (node: its
+ *	  system identifier), asked through Citus (run_command_on_all_nodes,
+ *	  its own connections, as superuser with search_path pinned).  A node
+ *	  that does not answer fails the batch: without its snapshot the rows
+ *	  stored there cannot be judged.  Caller has SPI connected.
+ */
+List *
+cq_citus_node_snapshots(void)
+{
+	List	   *result = NIL;
+	CqSecurity	sec;
+	MemoryContext cxt = CurrentMemoryContext;
+	uint64		nrows;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT r.nodeid, r.success, r.result "
+				"FROM pg_catalog.run_command_on_all_nodes("
+				"'SELECT pg_catalog.concat(s.system_identifier, ''='', pg_catalog.pg_current_snapshot()) "
+				" FROM pg_catalog.pg_control_system() s') r",
+				SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	cq_security_restore(&sec);
+	nrows = SPI_processed;
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		char	   *node = SPI_getvalue(t, d, 1);
+		char	   *ok = SPI_getvalue(t, d, 2);
+		char	   *res = SPI_getvalue(t, d, 3);
+		MemoryContext old;
+
+		if (ok == NULL || strcmp(ok, "t") != 0 || res == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not read the snapshot of Citus node %s", node ? node : "?"),
+					 errdetail("A batch over a distributed source reads each node's rows against that node's snapshot: %s",
+							   res ? res : "no answer."),
+					 errhint("The batch runs again once the node answers.")));
+		old = MemoryContextSwitchTo(cxt);
+		result = lappend(result, pstrdup(res));
+		MemoryContextSwitchTo(old);
+	}
+	return result;
 }
 
 /*
@@ -378,6 +516,89 @@ refuse_given_stamp(Oid relid)
 }
 
 /*
+ * cq_citus_node_source
+ *	  Is relid the shell table of a distributed source stamped per node
+ *	  (not a shard: shards have no pg_dist_partition row)?
+ */
+bool
+cq_citus_node_source(Oid relid)
+{
+	return cq_citus_node_stamped(relid) && cq_citus_kind(relid) != CQ_CITUS_NONE;
+}
+
+/*
+ * refuse_given_node
+ *	  An INSERT or COPY that gives cq_node a value of its own.
+ */
+static void
+refuse_given_node(Oid relid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_GENERATED_ALWAYS),
+			 errmsg("column \"%s\" of distributed table \"%s\" cannot be given a value",
+					CQ_NODE_COLUMN, get_rel_name(relid)),
+			 errdetail("Continuous queries read this table: the node that stores a new row stamps it with its transaction id and its identity; a row that arrives with a node already set is taken for a copy (a shard move) and keeps its stamp."),
+			 errhint("Leave the column out of the INSERT or COPY column list.")));
+}
+
+/*
+ * is_unstamped
+ *	  Is expr the constant 0, the default of cq_node (a row the storing
+ *	  node stamps)?
+ */
+static bool
+is_unstamped(Node *expr)
+{
+	if (expr != NULL && !IsA(expr, Const))
+		expr = eval_const_expressions(NULL, expr);
+	return expr != NULL && IsA(expr, Const) && ((Const *) expr)->consttype == INT8OID &&
+		!((Const *) expr)->constisnull && DatumGetInt64(((Const *) expr)->constvalue) == 0;
+}
+
+/*
+ * check_insert_node
+ *	  An INSERT into a distributed source stamped per node, on any node:
+ *	  cq_node must be left to its default 0 (the shards' trigger stamps
+ *	  the row where it is stored; cq_xid is restamped there whatever the
+ *	  statement gave), in the target list or in every row of a VALUES
+ *	  list.
+ */
+static void
+check_insert_node(Query *parse, Oid relid)
+{
+	AttrNumber	att = get_attnum(relid, CQ_NODE_COLUMN);
+	ListCell   *lc;
+
+	foreach(lc, parse->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *expr = (Node *) tle->expr;
+
+		if (tle->resjunk || tle->resno != att)
+			continue;
+		if (is_unstamped(expr))
+			break;
+		if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
+		{
+			Var		   *var = (Var *) expr;
+			RangeTblEntry *vrte = rt_fetch(var->varno, parse->rtable);
+			bool		ok = vrte->rtekind == RTE_VALUES;
+			ListCell   *row;
+
+			if (ok)
+				foreach(row, vrte->values_lists)
+					ok = ok && is_unstamped(list_nth(lfirst(row), var->varattno - 1));
+			if (ok)
+				break;
+		}
+		refuse_given_node(relid);
+	}
+	/* Citus does not fire the shell table's statement trigger: wake here */
+	if (cq_citus_is_coordinator())
+		cq_wakeup_note_source(relid);
+}
+
+/*
  * check_insert
  *	  An INSERT into a distributed source (rewritten: defaults filled in):
  *	  on a worker refused; on the coordinator cq_xid must come from its
@@ -390,8 +611,14 @@ check_insert(Query *parse)
 	AttrNumber	att;
 	ListCell   *lc;
 
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
-		!distributed_source(rte->relid, &att))
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+		return;
+	if (cq_citus_node_source(rte->relid))
+	{
+		check_insert_node(parse, rte->relid);
+		return;
+	}
+	if (!distributed_source(rte->relid, &att))
 		return;
 	if (!cq_citus_is_coordinator())
 		refuse_worker_write(rte->relid);
@@ -460,6 +687,18 @@ cq_citus_check_copy(Node *parsetree)
 	if (!stmt->is_from || stmt->relation == NULL || !OidIsValid(citus_catalog("pg_dist_partition")))
 		return;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (OidIsValid(relid) && cq_citus_node_source(relid))
+	{
+		/* any node; a column list without cq_node (see check_insert_node) */
+		if (stmt->attlist == NIL)
+			refuse_given_node(relid);
+		foreach(lc, stmt->attlist)
+			if (strcmp(strVal(lfirst(lc)), CQ_NODE_COLUMN) == 0)
+				refuse_given_node(relid);
+		if (cq_citus_is_coordinator())
+			cq_wakeup_note_source(relid);
+		return;
+	}
 	if (!OidIsValid(relid) || !distributed_source(relid, &att))
 		return;
 	if (!cq_citus_is_coordinator())
@@ -497,7 +736,7 @@ void
 cq_citus_check_truncate(Oid relid)
 {
 	if (cq_citus_is_coordinator() || citus_internal_backend() ||
-		!cq_citus_relation_stamped_by_coordinator(relid))
+		!(cq_citus_relation_stamped_by_coordinator(relid) || cq_citus_node_stamped(relid)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_IN_USE),

@@ -31,7 +31,16 @@ typedef struct CqCitusRecord
 	uint64		xid;			/* the coordinator transaction that wrote it */
 } CqCitusRecord;
 
+/* the column a source stamped per node keeps its stamping node in */
+#define CQ_NODE_COLUMN "cq_node"
+
 extern void cq_citus_init(void);
+extern bool cq_citus_per_node_available(void);
+extern Oid	cq_citus_node_visible_function(void);
+extern AttrNumber cq_citus_node_att(Relation rel);
+extern bool cq_citus_node_stamped(Oid relid);
+extern bool cq_citus_node_source(Oid relid);
+extern List *cq_citus_node_snapshots(void);
 extern CqCitusKind cq_citus_kind(Oid relid);
 extern bool cq_citus_is_coordinator(void);
 extern Oid	cq_citus_stamp_function(void);

@@ -30,6 +30,7 @@
 #include "sql_builder.h"
 #include "catalog.h"
 #include "offsets.h"
+#include "batch.h"
 #include "api.h"
 #include "objects.h"
 #include "join.h"
@@ -132,6 +133,7 @@ cq_reset(PG_FUNCTION_ARGS)
 	}
 	cq_security_restore(&sec);
 	cq_catalog_reset(q, start_offset);
+	cq_batch_node_start(q->source, q->id, strcmp(q->opts.starting, "latest") == 0);
 	cq_status_forget(q->id);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -37,6 +37,7 @@
 #include "security.h"
 #include "analyze.h"
 #include "tracking.h"
+#include "citus.h"
 
 /*
  * cq_make_param
@@ -85,6 +86,19 @@ visible_in(Var *xid, int param)
 }
 
 /*
+ * node_visible_in
+ *	  cq.node_visible($n, cq_node, cq_xid): a source stamped per node
+ *	  (citus.c), $n a per-node offset (text).
+ */
+static Expr *
+node_visible_in(Var *xid, Var *node, int param)
+{
+	return (Expr *) makeFuncExpr(cq_citus_node_visible_function(), BOOLOID,
+								 list_make3(cq_make_param(param, TEXTOID), node, xid),
+								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
  * cq_delta_quals
  *	  The rows of the source new in this batch: visible in S_cur and not in
  *	  S_prev, restricted to the transaction-id range [$1, $2) so that the
@@ -107,6 +121,32 @@ cq_delta_quals(CqAnalysis *an, bool history)
 				 errdetail("pg_cq finds new rows through that column."),
 				 errhint("Recreate the continuous query to track the source again.")));
 	xid = makeVar(an->source_rti, att, XID8OID, -1, InvalidOid, 0);
+	if (cq_citus_node_source(an->source_relid))
+	{
+		/*
+		 * Stamped per node: [$1, $2) bounds every node's new ids (the BRIN
+		 * index), and each row is judged by the snapshots of the node that
+		 * stamped it in the per-node offsets $3 and $4 (text).
+		 */
+		Var		   *node = makeVar(an->source_rti, get_attnum(an->source_relid, CQ_NODE_COLUMN),
+								   INT8OID, -1, InvalidOid, 0);
+
+		range = make_andclause(list_make4(xid8_op(">=", xid, 1),
+										  xid8_op("<", xid, 2),
+										  node_visible_in(xid, node, 3),
+										  make_notclause(node_visible_in(copyObject(xid), copyObject(node), 4))));
+		if (history)
+		{
+			NullTest   *nt = makeNode(NullTest);
+
+			nt->arg = (Expr *) copyObject(xid);
+			nt->nulltesttype = IS_NULL;
+			nt->location = -1;
+			range = make_orclause(list_make2(nt, make_andclause(list_make2(xid8_op("<", xid, 2),
+																			node_visible_in(xid, node, 3)))));
+		}
+		return (Node *) range;
+	}
 	range = make_andclause(list_make4(xid8_op(">=", xid, 1),
 									  xid8_op("<", xid, 2),
 									  visible_in(xid, 3),

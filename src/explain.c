@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 
 #include "explain.h"
+#include "citus.h"
 #include "api.h"
 #include "catalog.h"
 #include "plan.h"
@@ -99,7 +100,15 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
 	append_state_path(&buf, q);
 	append_settings(&buf, q, "this statement");
-	appendStringInfoString(&buf, "-- parameters:\n" OFFSET_PARAMETERS);
+	if (cq_citus_node_source(q->source))
+		appendStringInfoString(&buf,
+							   "-- parameters (a Citus source stamped per node: offsets per node):\n"
+							   "--   $1 xid8         lowest transaction id that can be new on any node\n"
+							   "--   $2 xid8         highest xmax of the batch's end offset\n"
+							   "--   $3 text         end offset of the batch (cq.node_offsets.end_offset)\n"
+							   "--   $4 text         start offset: the previous batch's end offset\n");
+	else
+		appendStringInfoString(&buf, "-- parameters:\n" OFFSET_PARAMETERS);
 	if (strstr(plan->batch_sql, "$5") != NULL && an->et_is_tz)
 		appendStringInfoString(&buf,
 							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity\n");

@@ -29,6 +29,9 @@ int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
+
+/* Citus distributed sources newly tracked are stamped per node (citus.c) */
+bool		cq_citus_per_node = true;
 int			cq_state_memory_kb = 65536;
 int			cq_state_image_batches = 0;
 int			cq_state_image_interval_s = 300;
@@ -158,6 +161,16 @@ cq_guc_init(void)
 							 &cq_allow_source_truncate,
 							 false,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.citus_per_node",
+							 "Stamps the rows of Citus distributed sources on the node that stores them.",
+							 "Applies when a distributed table becomes a source: on, its rows are read "
+							 "against each node's own snapshots (writes through any node); off, they are "
+							 "stamped by the coordinator's transaction (writes through the coordinator only).",
+							 &cq_citus_per_node,
+							 true,
+							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("cq");

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/transam.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -103,6 +104,16 @@ snap_text(const CqSnap *s)
 	for (int i = 0; i < s->nxip; i++)
 		appendStringInfo(&buf, "%s" UINT64_FORMAT, i ? "," : "", s->xip[i]);
 	return buf.data;
+}
+
+/*
+ * cq_snap_text
+ *	  pg_snapshot text of s (exported).
+ */
+char *
+cq_snap_text(const CqSnap *s)
+{
+	return snap_text(s);
 }
 
 /*
@@ -366,6 +377,63 @@ cq_snap_covers(const CqSnap *end, const CqSnap *target)
 }
 
 /*
+ * limit_scan
+ *	  The loop of cq_offsets_limit over one transaction-id space: choose the
+ *	  new transactions in [from, xmax) in id order while their rows fit in
+ *	  limit (rows so far in *rows), reading them with count_xids ($1, $2:
+ *	  the id range; args[2..] set by the caller, $5 set here).  Appends to
+ *	  *chosen (capacity *cap).  Returns true when every new transaction
+ *	  below xmax was chosen.
+ */
+static bool
+limit_scan(SPIPlanPtr count_xids, Datum *args, uint64 from, uint64 xmax, int64 limit,
+		   int64 *rows, uint64 **chosen, int *nchosen, int *cap)
+{
+	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
+	bool		overflow = false;	/* a transaction did not fit */
+	bool		full = false;
+
+	while (!full && from < xmax)
+	{
+		uint64		to = (xmax - from <= span) ? xmax : from + span;
+
+		args[0] = cq_xid8_datum(from);
+		args[1] = cq_xid8_datum(to);
+		/* each transaction has a row: more than this many cannot fit */
+		args[4] = Int64GetDatum(Max(limit - *rows, 0) + 1);
+		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "pg_cq: could not count new rows per transaction");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			bool		isnull;
+			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
+			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
+			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+
+			if (*rows + cnt > limit && (*nchosen > 0 || *rows > 0))
+			{
+				overflow = full = true; /* too big for the rest (or history filled it) */
+				break;
+			}
+			if (*nchosen == *cap)
+			{
+				*cap *= 2;
+				*chosen = repalloc(*chosen, sizeof(uint64) * *cap);
+			}
+			(*chosen)[(*nchosen)++] = x;
+			*rows += cnt;
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (*rows >= limit)
+			full = true;
+		from = to;
+		span = span > PG_UINT64_MAX / 8 ? PG_UINT64_MAX : span * 8;
+	}
+	return !overflow && from >= xmax;
+}
+
+/*
  * cq_offsets_limit
  *	  With max_rows_per_trigger, end the batch after the first transactions
  *	  (in id order) whose rows reach the limit; a transaction is never
@@ -383,62 +451,347 @@ cq_snap_covers(const CqSnap *end, const CqSnap *target)
  */
 char *
 cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
-			 Datum *params, int64 limit, int64 already, int64 *nrows)
+				 Datum *params, int64 limit, int64 already, int64 *nrows)
 {
 	Oid			types[5] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID, INT8OID};
 	Datum		args[5];
 	SPIPlanPtr	count_xids = cq_spi_plan(count_xids_sql, 5, types);
 	uint64		from = U64FromFullTransactionId(DatumGetFullTransactionId(params[0]));
-	uint64		span = (uint64) Min(Max(limit, 1), (int64) 1 << 32) * 4;
 	int			cap = 16;
 	uint64	   *chosen = palloc(sizeof(uint64) * cap);
 	int			nchosen = 0;
 	int64		rows = already;
-	bool		overflow = false;	/* a transaction did not fit */
-	bool		full = false;
+	bool		all;
 
 	args[2] = params[2];
 	args[3] = params[3];
-	while (!full && from < cur->xmax)
-	{
-		uint64		to = (cur->xmax - from <= span) ? cur->xmax : from + span;
-
-		args[0] = cq_xid8_datum(from);
-		args[1] = cq_xid8_datum(to);
-		/* each transaction has a row: more than this many cannot fit */
-		args[4] = Int64GetDatum(Max(limit - rows, 0) + 1);
-		if (SPI_execute_plan(count_xids, args, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "pg_cq: could not count new rows per transaction");
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		isnull;
-			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
-			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
-			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-
-			if (rows + cnt > limit && (nchosen > 0 || rows > 0))
-			{
-				overflow = full = true; /* too big for the rest (or history filled it) */
-				break;
-			}
-			if (nchosen == cap)
-			{
-				cap *= 2;
-				chosen = repalloc(chosen, sizeof(uint64) * cap);
-			}
-			chosen[nchosen++] = x;
-			rows += cnt;
-		}
-		SPI_freetuptable(SPI_tuptable);
-		if (rows >= limit)
-			full = true;
-		from = to;
-		span = span > PG_UINT64_MAX / 8 ? PG_UINT64_MAX : span * 8;
-	}
+	all = limit_scan(count_xids, args, from, cur->xmax, limit, &rows, &chosen, &nchosen, &cap);
 	*nrows = rows;
-	if (!overflow && from >= cur->xmax)
+	if (all)
 		return (char *) cur_text;	/* every new transaction was chosen */
 	return cq_snap_cut(prev, cur, nchosen > 0 ? chosen[nchosen - 1] + 1 : prev->xmax,
 					   chosen, nchosen);
+}
+
+/* ---- per-node offsets (Citus distributed sources) ---- */
+
+/* what a node unknown to an offset sees: nothing */
+static CqSnap *
+earliest(void)
+{
+	return cq_snap_parse("1:1:");
+}
+
+/*
+ * cq_nsnap_parse
+ *	  Parse a per-node offset "node=snapshot;...".
+ */
+CqNodeSnap *
+cq_nsnap_parse(const char *text)
+{
+	CqNodeSnap *m = palloc0(sizeof(CqNodeSnap));
+	char	   *copy = pstrdup(text);
+	char	   *save = NULL;
+	char	   *entry;
+
+	for (entry = strtok_r(copy, ";", &save); entry != NULL; entry = strtok_r(NULL, ";", &save))
+	{
+		char	   *eq = strchr(entry, '=');
+		char	   *end;
+		int64		node;
+
+		if (eq == NULL)
+			elog(ERROR, "pg_cq: invalid per-node offset \"%s\"", text);
+		*eq = '\0';
+		errno = 0;
+		node = strtoi64(entry, &end, 10);
+		if (errno != 0 || *end != '\0' || end == entry)
+			elog(ERROR, "pg_cq: invalid per-node offset \"%s\"", text);
+		cq_nsnap_set(m, node, cq_snap_parse(eq + 1));
+	}
+	return m;
+}
+
+/*
+ * cq_nsnap_text
+ *	  Text form of a per-node offset.
+ */
+char *
+cq_nsnap_text(const CqNodeSnap *m)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < m->n; i++)
+		appendStringInfo(&buf, "%s" INT64_FORMAT "=%s", i ? ";" : "", m->node[i], snap_text(m->snap[i]));
+	return buf.data;
+}
+
+/*
+ * cq_nsnap_get
+ *	  The snapshot of node in m, or NULL.
+ */
+CqSnap *
+cq_nsnap_get(const CqNodeSnap *m, int64 node)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->node[i] == node)
+			return m->snap[i];
+	return NULL;
+}
+
+/*
+ * cq_nsnap_set
+ *	  Set (or add, in node order) node's snapshot in m.
+ */
+void
+cq_nsnap_set(CqNodeSnap *m, int64 node, CqSnap *s)
+{
+	int			i;
+
+	for (i = 0; i < m->n; i++)
+		if (m->node[i] == node)
+		{
+			m->snap[i] = s;
+			return;
+		}
+	m->node = m->n == 0 ? palloc(sizeof(int64)) : repalloc(m->node, sizeof(int64) * (m->n + 1));
+	m->snap = m->n == 0 ? palloc(sizeof(CqSnap *)) : repalloc(m->snap, sizeof(CqSnap *) * (m->n + 1));
+	for (i = m->n; i > 0 && m->node[i - 1] > node; i--)
+	{
+		m->node[i] = m->node[i - 1];
+		m->snap[i] = m->snap[i - 1];
+	}
+	m->node[i] = node;
+	m->snap[i] = s;
+	m->n++;
+}
+
+/*
+ * cq_nsnap_visible
+ *	  Is transaction x of node visible in m (false for a node m does not
+ *	  know)?
+ */
+bool
+cq_nsnap_visible(const CqNodeSnap *m, int64 node, uint64 x)
+{
+	CqSnap	   *s = cq_nsnap_get(m, node);
+
+	return s != NULL && cq_snap_visible(s, x);
+}
+
+/*
+ * cq_nsnap_low_bound
+ *	  The lowest transaction id, over every node of cur, that can be new
+ *	  between prev and cur (cq_snap_low_bound per node): a bound of the
+ *	  xid8 range the batch scans, the per-node test does the rest.
+ */
+uint64
+cq_nsnap_low_bound(const CqNodeSnap *prev, const CqNodeSnap *cur)
+{
+	uint64		lo = PG_UINT64_MAX;
+
+	for (int i = 0; i < cur->n; i++)
+	{
+		CqSnap	   *p = cq_nsnap_get(prev, cur->node[i]);
+
+		lo = Min(lo, cq_snap_low_bound(p ? p : earliest(), cur->snap[i]));
+	}
+	return lo == PG_UINT64_MAX ? 0 : lo;
+}
+
+/*
+ * cq_nsnap_xmax
+ *	  The largest xmax of m's nodes (1 when it knows none).
+ */
+uint64
+cq_nsnap_xmax(const CqNodeSnap *m)
+{
+	uint64		x = 1;
+
+	for (int i = 0; i < m->n; i++)
+		x = Max(x, m->snap[i]->xmax);
+	return x;
+}
+
+/*
+ * cq_nsnap_nothing_new
+ *	  No transaction finished on any node between prev and cur.
+ */
+bool
+cq_nsnap_nothing_new(const CqNodeSnap *prev, const CqNodeSnap *cur)
+{
+	for (int i = 0; i < cur->n; i++)
+	{
+		CqSnap	   *p = cq_nsnap_get(prev, cur->node[i]);
+
+		if (!cq_snap_nothing_new(p ? p : earliest(), cur->snap[i]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * cq_nsnap_covers
+ *	  Does `end` see, on every node, everything `target` sees?
+ */
+bool
+cq_nsnap_covers(const CqNodeSnap *end, const CqNodeSnap *target)
+{
+	for (int i = 0; i < target->n; i++)
+	{
+		CqSnap	   *e = cq_nsnap_get(end, target->node[i]);
+
+		if (!cq_snap_covers(e ? e : earliest(), target->snap[i]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * cq_node_self
+ *	  This node's identity in per-node offsets: its system identifier.
+ */
+int64
+cq_node_self(void)
+{
+	return (int64) GetSystemIdentifier();
+}
+
+/*
+ * cq_nsnap_current
+ *	  The end offset of a batch over a source stamped per node: every node's
+ *	  current snapshot (citus.c asks the other nodes; this node's is
+ *	  cq_snap_current, with our own transaction in progress), each taken
+ *	  before the batch reads that node.  A node of S_prev that did not
+ *	  answer because it left the cluster keeps its snapshot of S_prev.
+ *	  Caller has SPI connected.
+ */
+char *
+cq_nsnap_current(Oid source, const char *prev_text)
+{
+	CqNodeSnap *prev = cq_nsnap_parse(prev_text);
+	CqNodeSnap *cur = palloc0(sizeof(CqNodeSnap));
+	int64		self = cq_node_self();
+	ListCell   *lc;
+
+	foreach(lc, cq_citus_node_snapshots())
+	{
+		CqNodeSnap *one = cq_nsnap_parse((char *) lfirst(lc));
+
+		for (int i = 0; i < one->n; i++)
+		{
+			if (one->node[i] == self)
+				continue;
+			if (cq_nsnap_get(cur, one->node[i]) != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("two nodes of the Citus cluster have the same system identifier " INT64_FORMAT,
+								one->node[i]),
+						 errdetail("Continuous queries over \"%s\" tell the nodes that stamp its rows apart by their system identifier; nodes made from a copy of another node's data directory share it.",
+								   get_rel_name(source)),
+						 errhint("Give each node its own data directory (initdb), or use a streaming replica only as a failover target.")));
+			cq_nsnap_set(cur, one->node[i], one->snap[i]);
+		}
+	}
+	cq_nsnap_set(cur, self, cq_snap_parse(cq_snap_current()));
+	for (int i = 0; i < prev->n; i++)
+		if (cq_nsnap_get(cur, prev->node[i]) == NULL)
+			cq_nsnap_set(cur, prev->node[i], prev->snap[i]);
+	return cq_nsnap_text(cur);
+}
+
+/*
+ * cq_offsets_limit_nodes
+ *	  cq_offsets_limit for a per-node offset: the nodes in order, each
+ *	  choosing its new transactions (count_xids_sql reads one node, $6)
+ *	  while the rows fit; once the limit is reached the remaining nodes
+ *	  stay at prev.  A transaction is never split.  Returns the end
+ *	  offset; *nrows the rows up to it.
+ */
+char *
+cq_offsets_limit_nodes(const char *count_xids_sql, CqNodeSnap *prev, CqNodeSnap *cur,
+					   const char *prev_text, int64 limit, int64 already, int64 *nrows)
+{
+	Oid			types[6] = {XID8OID, XID8OID, TEXTOID, TEXTOID, INT8OID, INT8OID};
+	Datum		args[6];
+	SPIPlanPtr	count_xids = cq_spi_plan(count_xids_sql, 6, types);
+	int64		rows = already;
+	CqNodeSnap *end = palloc0(sizeof(CqNodeSnap));
+
+	args[2] = CStringGetTextDatum(cq_nsnap_text(cur));
+	args[3] = CStringGetTextDatum(prev_text);
+	for (int i = 0; i < cur->n; i++)
+	{
+		CqSnap	   *p = cq_nsnap_get(prev, cur->node[i]);
+		CqSnap	   *c = cur->snap[i];
+		int			cap = 16;
+		uint64	   *chosen = palloc(sizeof(uint64) * cap);
+		int			nchosen = 0;
+
+		if (p == NULL)
+			p = earliest();
+		args[5] = Int64GetDatum(cur->node[i]);
+		if (!limit_scan(count_xids, args, cq_snap_low_bound(p, c), c->xmax, limit,
+						&rows, &chosen, &nchosen, &cap))
+			c = cq_snap_parse(cq_snap_cut(p, c, nchosen > 0 ? chosen[nchosen - 1] + 1 : p->xmax,
+										  chosen, nchosen));
+		cq_nsnap_set(end, cur->node[i], c);
+	}
+	*nrows = rows;
+	return cq_nsnap_text(end);
+}
+
+/* ---- SQL functions of per-node offsets ---- */
+
+PG_FUNCTION_INFO_V1(cq_node_id);
+PG_FUNCTION_INFO_V1(cq_node_visible);
+
+/*
+ * cq_node_id
+ *	  cq.node_id(): this node's identity in per-node offsets, its system
+ *	  identifier (what the shards' stamp trigger writes into cq_node).
+ */
+Datum
+cq_node_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(cq_node_self());
+}
+
+/* cq.node_visible's offset, parsed once per call site and text */
+typedef struct NodeVisibleCache
+{
+	text	   *offset;
+	CqNodeSnap *map;
+} NodeVisibleCache;
+
+/*
+ * cq_node_visible
+ *	  cq.node_visible(offset text, node bigint, xid xid8): is transaction
+ *	  xid of node visible in the per-node offset (false for a node the
+ *	  offset does not know)?  The predicate of a batch over a source
+ *	  stamped per node, evaluated on the nodes that store the rows; the
+ *	  offset is a constant, parsed once.
+ */
+Datum
+cq_node_visible(PG_FUNCTION_ARGS)
+{
+	text	   *offset = PG_GETARG_TEXT_PP(0);
+	int64		node = PG_GETARG_INT64(1);
+	uint64		x = U64FromFullTransactionId(PG_GETARG_FULLTRANSACTIONID(2));
+	NodeVisibleCache *cache = (NodeVisibleCache *) fcinfo->flinfo->fn_extra;
+
+	if (cache == NULL || VARSIZE_ANY_EXHDR(cache->offset) != VARSIZE_ANY_EXHDR(offset) ||
+		memcmp(VARDATA_ANY(cache->offset), VARDATA_ANY(offset), VARSIZE_ANY_EXHDR(offset)) != 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		if (cache == NULL)
+			cache = palloc0(sizeof(NodeVisibleCache));
+		cache->offset = (text *) PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0));
+		cache->map = cq_nsnap_parse(text_to_cstring(offset));
+		fcinfo->flinfo->fn_extra = cache;
+		MemoryContextSwitchTo(old);
+	}
+	PG_RETURN_BOOL(cq_nsnap_visible(cache->map, node, x));
 }

@@ -29,6 +29,34 @@ extern bool cq_snap_covers(const CqSnap *end, const CqSnap *target);
 extern char *cq_offsets_limit(const char *count_xids_sql, CqSnap *prev, CqSnap *cur, const char *cur_text,
 							  Datum *params, int64 limit, int64 already, int64 *nrows);
 
+/*
+ * A per-node offset (Citus distributed sources, issue 14): one snapshot per
+ * node, keyed by the node's identity (cq.node_id()), nodes ascending.  Text
+ * form "node=snapshot;node=snapshot"; "" knows no node.  A node it does not
+ * know sees nothing (as CQ_EARLIEST_OFFSET).
+ */
+typedef struct CqNodeSnap
+{
+	int			n;
+	int64	   *node;
+	CqSnap	  **snap;
+} CqNodeSnap;
+
+extern CqNodeSnap *cq_nsnap_parse(const char *text);
+extern char *cq_nsnap_text(const CqNodeSnap *m);
+extern CqSnap *cq_nsnap_get(const CqNodeSnap *m, int64 node);
+extern void cq_nsnap_set(CqNodeSnap *m, int64 node, CqSnap *s);
+extern bool cq_nsnap_visible(const CqNodeSnap *m, int64 node, uint64 x);
+extern uint64 cq_nsnap_low_bound(const CqNodeSnap *prev, const CqNodeSnap *cur);
+extern uint64 cq_nsnap_xmax(const CqNodeSnap *m);
+extern bool cq_nsnap_nothing_new(const CqNodeSnap *prev, const CqNodeSnap *cur);
+extern bool cq_nsnap_covers(const CqNodeSnap *end, const CqNodeSnap *target);
+extern char *cq_nsnap_current(Oid source, const char *prev_text);
+extern char *cq_offsets_limit_nodes(const char *count_xids_sql, CqNodeSnap *prev, CqNodeSnap *cur,
+									const char *prev_text, int64 limit, int64 already, int64 *nrows);
+extern char *cq_snap_text(const CqSnap *s);
+extern int64 cq_node_self(void);
+
 extern Datum cq_xid8_datum(uint64 x);
 extern Datum cq_snapshot_datum(const char *text);
 

@@ -58,6 +58,7 @@
 #include "catalog.h"
 #include "analyze.h"
 #include "tracking.h"
+#include "citus.h"
 #include "delta.h"
 #include "state.h"
 #include "sink.h"
@@ -139,13 +140,24 @@ count_statements(CqAnalysis *an, CqPlan *plan, const char *only, const char *sou
 {
 	const char *pred;
 
-	pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
-					"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
-					CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+	bool		per_node = cq_citus_node_source(an->source_relid);
+
+	/* a source stamped per node (citus.c): $3 and $4 are per-node offsets */
+	if (per_node)
+		pred = psprintf("%1$s >= $1 AND %1$s < $2 AND cq.node_visible($3, %2$s, %1$s) "
+						"AND NOT cq.node_visible($4, %2$s, %1$s)",
+						CQ_TRACKING_COLUMN, CQ_NODE_COLUMN);
+	else
+		pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
+						"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
+						CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
 	{
 		/* rows of the batch, and event-time statistics of the rows the query reads */
-		const char *pred_history = psprintf("%s IS NULL OR (%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
-											CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+		const char *pred_history = per_node ?
+			psprintf("%1$s IS NULL OR (%1$s < $2 AND cq.node_visible($3, %2$s, %1$s))",
+					 CQ_TRACKING_COLUMN, CQ_NODE_COLUMN) :
+			psprintf("%s IS NULL OR (%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
+					 CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
 
 		if (an->et_attno != InvalidAttrNumber)
 		{
@@ -164,9 +176,10 @@ count_statements(CqAnalysis *an, CqPlan *plan, const char *only, const char *sou
 		}
 	}
 	/* ordered as xid8 (numerically), the first $5 transactions only */
-	plan->count_xids_sql = psprintf("SELECT %s, count(*) FROM %s%s WHERE %s GROUP BY %s ORDER BY %s LIMIT $5",
-									CQ_TRACKING_COLUMN, only, source, pred, CQ_TRACKING_COLUMN,
-									CQ_TRACKING_COLUMN);
+	plan->count_xids_sql = psprintf("SELECT %s, count(*) FROM %s%s WHERE %s%s GROUP BY %s ORDER BY %s LIMIT $5",
+									CQ_TRACKING_COLUMN, only, source, pred,
+									per_node ? " AND " CQ_NODE_COLUMN " = $6" : "",
+									CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
 	plan->count_history_sql = psprintf("SELECT count(*) FROM %s%s WHERE %s IS NULL",
 									   only, source, CQ_TRACKING_COLUMN);
 }

@@ -847,3 +847,76 @@ cq_progress_table_bytes(Oid relid)
 		bytes += cq_progress_table_bytes(toast);
 	return bytes;
 }
+
+/* ---- per-node offsets (Citus distributed sources, cq.node_offsets) ---- */
+
+/*
+ * cq_progress_node_offset
+ *	  The per-node offset of query_id recorded for batch_id (-1: where
+ *	  batch 0 starts), or NULL.  Caller has SPI connected.
+ */
+char *
+cq_progress_node_offset(int32 query_id, int64 batch_id)
+{
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2] = {Int32GetDatum(query_id), Int64GetDatum(batch_id)};
+	CqSecurity	sec;
+	char	   *result = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT end_offset FROM cq.node_offsets WHERE query_id OPERATOR(pg_catalog.=) $1 "
+				"AND batch_id OPERATOR(pg_catalog.=) $2",
+				SPI_OK_SELECT, 2, types, values, NULL);
+	cq_security_restore(&sec);
+	if (SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		result = MemoryContextStrdup(cxt, v);
+	}
+	return result;
+}
+
+/*
+ * cq_progress_record_node_offset
+ *	  Record the per-node end offset of batch_id of query_id, and forget
+ *	  those of earlier batches (the start, -1, stays: rebuilds read it).
+ *	  Caller has SPI connected.
+ */
+void
+cq_progress_record_node_offset(int32 query_id, int64 batch_id, const char *offset)
+{
+	Oid			types[3] = {INT4OID, INT8OID, TEXTOID};
+	Datum		values[3] = {Int32GetDatum(query_id), Int64GetDatum(batch_id), CStringGetTextDatum(offset)};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("WITH d AS (DELETE FROM cq.node_offsets WHERE query_id OPERATOR(pg_catalog.=) $1 "
+				"  AND batch_id OPERATOR(pg_catalog.>=) 0 AND batch_id OPERATOR(pg_catalog.<) $2) "
+				"INSERT INTO cq.node_offsets (query_id, batch_id, end_offset) VALUES ($1, $2, $3)",
+				SPI_OK_INSERT, 3, types, values, NULL);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_progress_reset_node_offsets
+ *	  Forget every per-node offset of query_id; with start, record it as
+ *	  where batch 0 starts (-1).  Caller has SPI connected.
+ */
+void
+cq_progress_reset_node_offsets(int32 query_id, const char *start)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2] = {Int32GetDatum(query_id), start ? CStringGetTextDatum(start) : (Datum) 0};
+	char		nulls[2] = {' ', start ? ' ' : 'n'};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("DELETE FROM cq.node_offsets WHERE query_id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_DELETE, 1, types, values, nulls);
+	if (start)
+		cq_spi_exec("INSERT INTO cq.node_offsets (query_id, batch_id, end_offset) VALUES ($1, -1, $2)",
+					SPI_OK_INSERT, 2, types, values, nulls);
+	cq_security_restore(&sec);
+}

@@ -36,6 +36,7 @@ typedef struct CqBatchResult
 	int64		output_rows;
 	char	   *start_offset;
 	char	   *end_offset;
+	char	   *node_end_offset;	/* per-node end offset (Citus), or NULL */
 	bool		nodata;			/* a no-data batch run to advance the watermark */
 	bool		has_watermark;	/* watermark in effect is not -infinity */
 	TimestampTz watermark;		/* watermark in effect for the batch */
@@ -72,5 +73,8 @@ extern void cq_progress_record_batch(CqQuery *q, CqBatchResult *res);
 extern void cq_progress_set_state_rows(CqQuery *q, int64 batch_id, int64 rows);
 extern bool cq_progress_last_watermark(CqQuery *q, TimestampTz *watermark);
 extern int64 cq_progress_table_bytes(Oid relid);
+extern char *cq_progress_node_offset(int32 query_id, int64 batch_id);
+extern void cq_progress_record_node_offset(int32 query_id, int64 batch_id, const char *offset);
+extern void cq_progress_reset_node_offsets(int32 query_id, const char *start);
 
 #endif							/* CQ_PROGRESS_H */

@@ -83,6 +83,7 @@
 #include "utils/wait_event.h"
 
 #include "store.h"
+#include "citus.h"
 #include "store_private.h"
 #include "guc.h"
 #include "shmem.h"
@@ -185,6 +186,11 @@ cq_store_supported(CqAnalysis *an, Oid state_table, const char **why)
 	if (an->is_dedup)
 	{
 		*why = "SELECT DISTINCT keeps its state in a table.";
+		return false;
+	}
+	if (cq_citus_node_source(an->source_relid))
+	{
+		*why = "A query over a Citus distributed source keeps its state in a table.";
 		return false;
 	}
 	if (an->session)

@@ -16,6 +16,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+
 #include "access/brin.h"
 #include "access/genam.h"
 #include "access/transam.h"
@@ -464,6 +466,8 @@ typedef struct TrackPlan
 	bool		add_default;
 	bool		fresh;			/* a column nobody stamped */
 	bool		distributed;	/* a Citus hash-distributed table */
+	bool		per_node;		/* ... stamped where its rows are stored */
+	bool		add_node;		/* add cq_node (per_node) */
 	List	   *children;		/* inheriting tables without the stamp trigger */
 } TrackPlan;
 
@@ -502,7 +506,19 @@ plan_tracking(Oid relid, TrackPlan *tp)
 	/* without the stamp trigger (catalog 0.1) the default is all there is */
 	tp->add_default = tp->fresh || (!OidIsValid(tp->stamp) && !column_has_default(relid, tp->att));
 	tp->distributed = cq_citus_kind(relid) == CQ_CITUS_HASH;
-	if (tp->distributed && !tp->add_column && !tp->add_default)
+	/*
+	 * Stamped per node (citus.c, offsets.c): a distributed table tracked
+	 * now, or one that already has cq_node.  Its cq_xid has no default
+	 * (the shards' trigger stamps every new row, so the write-path shortcut
+	 * of stamp.c, which skips the trigger for the canonical default, never
+	 * applies); cq_node's default 0 marks a row to stamp.
+	 */
+	tp->per_node = tp->distributed &&
+		(cq_citus_node_stamped(relid) || (tp->fresh && cq_citus_per_node_available()));
+	tp->add_node = tp->per_node && !cq_citus_node_stamped(relid);
+	if (tp->per_node)
+		tp->add_default = tp->add_node;
+	else if (tp->distributed && !tp->add_column && !tp->add_default)
 	{
 		/* distributed after it was tracked: the coordinator stamps now */
 		Relation	rel = relation_open(relid, AccessShareLock);
@@ -563,8 +579,20 @@ add_tracking(Oid relid, TrackPlan *tp)
 	if (tp->add_column)
 		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", tp->rel, CQ_TRACKING_COLUMN),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	if (tp->add_node)
+	{
+		/* ADD COLUMN then SET DEFAULT: existing rows keep NULL (history) */
+		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.int8", tp->rel, CQ_NODE_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT '0'::pg_catalog.int8",
+							 tp->rel, CQ_NODE_COLUMN),
+					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+		if (!tp->add_column)
+			cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT", tp->rel, CQ_TRACKING_COLUMN),
+						SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	}
 	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
-	if (tp->add_default)
+	else if (tp->add_default)
 		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s",
 							 tp->rel, CQ_TRACKING_COLUMN,
 							 tp->distributed ? "cq.coordinator_xact_id()" : "pg_catalog.pg_current_xact_id()"),
@@ -610,7 +638,13 @@ report_tracking(Oid relid, TrackPlan *tp)
 {
 	const char *dflt = tp->distributed ? "cq.coordinator_xact_id()" : "pg_current_xact_id()";
 
-	if (tp->add_column)
+	if (tp->add_node)
+		ereport(NOTICE,
+				(errmsg("pg_cq now tracks new rows of distributed table \"%s\"", get_rel_name(relid)),
+				 errdetail("%s column \"%s\" bigint DEFAULT 0, a BRIN index on \"%s\", the statement trigger cq_wakeup and the row trigger %s, which stamps each new row on the node that stores it with that node's transaction id and identity; existing rows are history.",
+						   tp->add_column ? "Added column \"" CQ_TRACKING_COLUMN "\" xid8 and" : "Added",
+						   CQ_NODE_COLUMN, CQ_TRACKING_COLUMN, CQ_STAMP_TRIGGER)));
+	else if (tp->add_column)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
 				 OidIsValid(tp->stamp) ?
@@ -716,6 +750,7 @@ typedef struct StampCache
 	Oid			relid;
 	AttrNumber	att;
 	bool		coordinator;	/* default cq.coordinator_xact_id(): Citus */
+	AttrNumber	node_att;		/* cq_node: stamped per node (Citus), or 0 */
 } StampCache;
 
 /*
@@ -759,6 +794,7 @@ stamp_cache(FunctionCallInfo fcinfo, Relation rel, bool insert)
 				cache->att = a->attnum;
 		}
 		cache->coordinator = cq_citus_coordinator_default(rel, cache->att);
+		cache->node_att = cq_citus_node_att(rel);
 		fcinfo->flinfo->fn_extra = cache;
 		if (insert && cq_stamp_first_row_hook)
 			cq_stamp_first_row_hook(rel);
@@ -786,6 +822,31 @@ stamp_insert(TriggerData *td, StampCache *cache)
 
 	if (cache->att == InvalidAttrNumber)
 		return PointerGetDatum(td->tg_trigtuple);
+	if (cache->node_att != InvalidAttrNumber)
+	{
+		/*
+		 * A shard of a Citus distributed source stamped per node: a new row
+		 * (cq_node is its default 0) gets this node's transaction id and
+		 * identity, whatever node the statement was issued on and whatever
+		 * cq_xid it carried.  A row with a node already set, or with NULL
+		 * (history), is a copy of a stored row (a shard move or split) and
+		 * keeps its stamp.  citus.c keeps other values of cq_node out of the
+		 * INSERTs and COPYs issued into the distributed table.
+		 */
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+		int			cols[2];
+
+		d = slot_getattr(td->tg_trigslot, cache->node_att, &isnull);
+		if (isnull || DatumGetInt64(d) != 0)
+			return PointerGetDatum(td->tg_trigtuple);
+		cols[0] = cache->att;
+		values[0] = FullTransactionIdGetDatum(GetTopFullTransactionId());
+		cols[1] = cache->node_att;
+		values[1] = Int64GetDatum((int64) GetSystemIdentifier());
+		return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
+														 2, cols, values, nulls));
+	}
 	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
 	if (cache->coordinator)
 	{
@@ -830,6 +891,21 @@ stamp_update(TriggerData *td, StampCache *cache)
 		return PointerGetDatum(td->tg_newtuple);
 	d = slot_getattr(td->tg_trigslot, cache->att, &isnull);
 	newd = slot_getattr(td->tg_newslot, cache->att, &newnull);
+	if (cache->node_att != InvalidAttrNumber && !list_member_oid(stamp_bypass, RelationGetRelid(rel)))
+	{
+		bool		n1;
+		bool		n2;
+		Datum		v1 = slot_getattr(td->tg_trigslot, cache->node_att, &n1);
+		Datum		v2 = slot_getattr(td->tg_newslot, cache->node_att, &n2);
+
+		if (n1 != n2 || (!n1 && DatumGetInt64(v1) != DatumGetInt64(v2)))
+			ereport(ERROR,
+					(errcode(ERRCODE_GENERATED_ALWAYS),
+					 errmsg("column \"%s\" of table \"%s\" cannot be changed",
+							CQ_NODE_COLUMN, RelationGetRelationName(rel)),
+					 errdetail("pg_cq stamps each row with the node and transaction that inserted it; continuous queries find new rows by them."),
+					 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
+	}
 	if (!same_stamp(isnull, d, newnull, newd) &&
 		!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
 		ereport(ERROR,

@@ -16,10 +16,25 @@ use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
 
-# new_cluster(NWORKERS) -> (coordinator, [workers])
+# Ports.  With CQ_CITUS_PORT set (scripts/test.sh sets it to CQ_TEST_PORT + 1),
+# the nodes of a test take the ports CQ_CITUS_PORT, +1, ... and its proxies
+# CQ_CITUS_PORT + 10, +11, ...: helpers sharing a machine keep to their
+# ranges.  Without it, PostgreSQL::Test::Cluster picks free ports.
+my $nodes_started = 0;
+my $proxies_started = 0;
+
+sub next_port
+{
+	my ($proxy) = @_;
+	return undef unless $ENV{CQ_CITUS_PORT};
+	return $ENV{CQ_CITUS_PORT} + ($proxy ? 10 + $proxies_started++ : $nodes_started++);
+}
+
+# new_cluster(NWORKERS, CONF) -> (coordinator, [workers]); CONF: extra
+# postgresql.conf lines for every node.
 sub new_cluster
 {
-	my ($nworkers) = @_;
+	my ($nworkers, $conf) = @_;
 	# every node listens on TCP: Citus connects to the others by host and port
 	$PostgreSQL::Test::Utils::use_tcp = 1;
 	$PostgreSQL::Test::Cluster::use_tcp = 1;
@@ -28,7 +43,7 @@ sub new_cluster
 	my @nodes;
 	for my $i (0 .. $nworkers)
 	{
-		push @nodes, new_node($i == 0 ? 'coordinator' : "worker$i");
+		push @nodes, new_node($i == 0 ? 'coordinator' : "worker$i", $conf);
 	}
 	my ($coord, @workers) = @nodes;
 	$coord->safe_psql('postgres',
@@ -44,8 +59,9 @@ sub new_cluster
 # needs WAL senders and slots.
 sub new_node
 {
-	my ($name) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my ($name, $conf) = @_;
+	my $port = next_port(0);
+	my $node = PostgreSQL::Test::Cluster->new($name, defined $port ? (port => $port) : ());
 	$node->init;
 	$node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'citus,pg_cq'
@@ -57,6 +73,7 @@ max_wal_senders = 10
 max_replication_slots = 10
 citus.node_conninfo = 'sslmode=disable'
 });
+	$node->append_conf('postgresql.conf', $conf) if $conf;
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
 	return $node;
@@ -92,7 +109,7 @@ sub start_proxy
 {
 	my ($target_port, $ctl) = @_;
 	my $listen = IO::Socket::INET->new(
-		LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 32, ReuseAddr => 1)
+		LocalAddr => '127.0.0.1', LocalPort => next_port(1) // 0, Listen => 32, ReuseAddr => 1)
 	  or die "proxy: listen: $!";
 	my $port = $listen->sockport;
 	my $pid = fork();
