@@ -1014,7 +1014,7 @@ tracking_index(Relation heap, AttrNumber att)
  * never certain to be read exactly once anyway.
  *
  * Samples (L, X) are taken at each batch (cq_source_summarize) and after
- * each filtered scan, at most one per millisecond, into a ring of this
+ * each filtered scan, at most one per millisecond, into rings of this
  * backend; a scan uses the newest sample with X <= v (the rows of a
  * batch need one taken a little before its S_prev: while transactions
  * that were running then are still running, none qualifies and nothing is
@@ -1028,19 +1028,30 @@ typedef struct HorizonSample
 	uint64		next_xid;		/* next full transaction id, read after */
 } HorizonSample;
 
-#define HORIZON_SAMPLES 1024
-#define HORIZON_SPACING_US 1000
+/*
+ * Three rings of samples, at least 1 ms, 1 s and 1 min apart, so that a
+ * backend running many batches a second (a worker) still has a sample old
+ * enough for a query whose last batch was seconds or minutes ago.
+ */
+#define HORIZON_LEVELS 3
+#define HORIZON_SAMPLES 256
 
-static HorizonSample *horizon = NULL;	/* ring, oldest overwritten */
-static int	horizon_count = 0;
-static int	horizon_newest = -1;
-static TimestampTz horizon_taken = 0;
+typedef struct HorizonRing
+{
+	int64		spacing_us;
+	int			count;
+	int			newest;
+	TimestampTz taken;
+	HorizonSample samples[HORIZON_SAMPLES];
+} HorizonRing;
+
+static HorizonRing *horizon = NULL;
 
 /*
  * cq_source_sample_horizon
- *	  Take a sample (L, X) for the scans of this backend (see above): at
- *	  most one per HORIZON_SPACING_US; when no transaction id was handed
- *	  out since the newest sample, that one gets the newer L instead.
+ *	  Take a sample (L, X) for the scans of this backend (see above) into
+ *	  each ring whose spacing has passed since its newest sample; a ring
+ *	  whose newest sample has the same X gets the newer L instead.
  */
 void
 cq_source_sample_horizon(void)
@@ -1052,24 +1063,36 @@ cq_source_sample_horizon(void)
 	if (RecoveryInProgress())
 		return;
 	now = GetCurrentTimestamp();
-	if (horizon_count > 0 && now >= horizon_taken && now - horizon_taken < HORIZON_SPACING_US)
-		return;
 	if (horizon == NULL)
-		horizon = MemoryContextAlloc(TopMemoryContext, sizeof(HorizonSample) * HORIZON_SAMPLES);
+	{
+		horizon = MemoryContextAllocZero(TopMemoryContext, sizeof(HorizonRing) * HORIZON_LEVELS);
+		horizon[0].spacing_us = 1000;
+		horizon[1].spacing_us = USECS_PER_SEC;
+		horizon[2].spacing_us = 60 * USECS_PER_SEC;
+	}
+	else if (now >= horizon[0].taken && now - horizon[0].taken < horizon[0].spacing_us)
+		return;
 	/* first the WAL position, then the next id (both read under locks: ordered) */
 	lsn = GetXLogInsertRecPtr();
 	next = U64FromFullTransactionId(ReadNextFullTransactionId());
-	horizon_taken = now;
-	if (horizon_count > 0 && horizon[horizon_newest].next_xid == next)
+	for (int l = 0; l < HORIZON_LEVELS; l++)
 	{
-		horizon[horizon_newest].lsn = lsn;
-		return;
+		HorizonRing *r = &horizon[l];
+
+		if (r->count > 0 && now >= r->taken && now - r->taken < r->spacing_us)
+			continue;
+		r->taken = now;
+		if (r->count > 0 && r->samples[r->newest].next_xid == next)
+		{
+			r->samples[r->newest].lsn = lsn;
+			continue;
+		}
+		r->newest = (r->newest + 1) % HORIZON_SAMPLES;
+		r->samples[r->newest].lsn = lsn;
+		r->samples[r->newest].next_xid = next;
+		if (r->count < HORIZON_SAMPLES)
+			r->count++;
 	}
-	horizon_newest = (horizon_newest + 1) % HORIZON_SAMPLES;
-	horizon[horizon_newest].lsn = lsn;
-	horizon[horizon_newest].next_xid = next;
-	if (horizon_count < HORIZON_SAMPLES)
-		horizon_count++;
 }
 
 /*
@@ -1082,9 +1105,10 @@ static bool
 scan_horizon(IndexScanDesc scan, Relation heap, XLogRecPtr *lsn)
 {
 	bool		bounded = false;
+	bool		found = false;
 	uint64		bound = 0;
 
-	if (horizon_count == 0 || !XLogIsNeeded() || RecoveryInProgress() ||
+	if (horizon == NULL || !XLogIsNeeded() || RecoveryInProgress() ||
 		heap->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		return false;
 	for (int i = 0; i < scan->numberOfKeys; i++)
@@ -1106,16 +1130,24 @@ scan_horizon(IndexScanDesc scan, Relation heap, XLogRecPtr *lsn)
 	}
 	if (!bounded)
 		return false;
-	for (int n = 0, i = horizon_newest; n < horizon_count;
-		 n++, i = (i + HORIZON_SAMPLES - 1) % HORIZON_SAMPLES)
+	/* samples are taken in order: the newest valid one of each ring, the latest L */
+	for (int l = 0; l < HORIZON_LEVELS; l++)
 	{
-		if (horizon[i].next_xid <= bound)
+		HorizonRing *r = &horizon[l];
+
+		for (int n = 0, i = r->newest; n < r->count;
+			 n++, i = (i + HORIZON_SAMPLES - 1) % HORIZON_SAMPLES)
 		{
-			*lsn = horizon[i].lsn;
-			return true;
+			if (r->samples[i].next_xid <= bound)
+			{
+				if (!found || r->samples[i].lsn > *lsn)
+					*lsn = r->samples[i].lsn;
+				found = true;
+				break;
+			}
 		}
 	}
-	return false;
+	return found;
 }
 
 /*
@@ -1127,7 +1159,7 @@ static int64
 horizon_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	Relation	heap;
-	XLogRecPtr	horizon_lsn;
+	XLogRecPtr	horizon_lsn = InvalidXLogRecPtr;
 	TIDBitmap  *all;
 	TBMIterator *it;
 	TBMIterateResult *page;
@@ -1182,14 +1214,38 @@ swap_getbitmap(Relation idx)
 }
 
 /*
+ * The last full page range that this backend found summarized, per BRIN
+ * index on cq_xid (and relfilenode: TRUNCATE, VACUUM FULL or REINDEX start
+ * over), so that a batch does not ask brin_summarize_range about the same
+ * range again and again (with its locks) while the table fills the next
+ * one.  A range desummarized by hand meanwhile stays so until the table
+ * grows past the next range: scans then read it whole, as they would any
+ * unsummarized range.
+ */
+typedef struct SummarizedKey
+{
+	Oid			index;
+	Oid			relfilenode;
+} SummarizedKey;
+
+typedef struct SummarizedEntry
+{
+	SummarizedKey key;
+	int64		upto;			/* first block of that range, or -1 */
+} SummarizedEntry;
+
+static HTAB *summarized = NULL;
+
+/*
  * summarize_leaf
  *	  Summarize the full, unsummarized page ranges at the end of one table,
- *	  newest first, stopping at the first one already summarized.  The
+ *	  newest first, stopping at the first one already summarized; nothing
+ *	  when the last full range is the one found summarized before.  The
  *	  table's SHARE UPDATE EXCLUSIVE lock (the one brin_summarize_range
  *	  takes, taken here only if free) is released as soon as that is done,
  *	  not at commit: summaries are not transactional, and VACUUM, ANALYZE
  *	  and autovacuum must not wait for (or skip) a source that back-to-back
- *	  batches read.
+ *	  batches read.  Also makes horizon_getbitmap the index's amgetbitmap.
  */
 static void
 summarize_leaf(Oid relid)
@@ -1200,29 +1256,55 @@ summarize_leaf(Oid relid)
 	BlockNumber nblocks;
 	BlockNumber ppr;
 	AttrNumber	att = cq_source_tracking_attnum(relid);
+	SummarizedKey key;
+	SummarizedEntry *entry;
+	bool		found;
+	int64		last;
 
-	if (att == InvalidAttrNumber ||
-		!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+	if (att == InvalidAttrNumber)
 		return;
-	heap = table_open(relid, NoLock);
+	/* the lock the batch's scan takes anyway */
+	heap = table_open(relid, AccessShareLock);
 	idx = tracking_index(heap, att);
 	nblocks = RelationGetNumberOfBlocks(heap);
 	table_close(heap, NoLock);
-	if (OidIsValid(idx))
-	{
-		irel = index_open(idx, AccessShareLock);
-		ppr = BrinGetPagesPerRange(irel);
-		swap_getbitmap(irel);
-		index_close(irel, AccessShareLock);
+	if (!OidIsValid(idx))
+		return;
+	irel = index_open(idx, AccessShareLock);
+	ppr = BrinGetPagesPerRange(irel);
+	swap_getbitmap(irel);
+	memset(&key, 0, sizeof(key));
+	key.index = idx;
+	key.relfilenode = irel->rd_node.relNode;
+	index_close(irel, AccessShareLock);
 
-		for (int64 blk = (int64) (nblocks / ppr) * ppr - ppr; blk >= 0; blk -= ppr)
-		{
-			if (DatumGetInt32(DirectFunctionCall2(brin_summarize_range, ObjectIdGetDatum(idx),
-												  Int64GetDatum(blk))) == 0)
-				break;
-		}
+	last = (int64) (nblocks / ppr) * ppr - ppr;
+	if (last < 0)
+		return;
+	if (summarized == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(SummarizedKey);
+		ctl.entrysize = sizeof(SummarizedEntry);
+		summarized = hash_create("pg_cq summarized ranges", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	entry = hash_search(summarized, &key, HASH_ENTER, &found);
+	if (!found)
+		entry->upto = -1;
+	else if (entry->upto >= last)
+		return;
+	if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+		return;
+	for (int64 blk = last; blk >= 0; blk -= ppr)
+	{
+		if (DatumGetInt32(DirectFunctionCall2(brin_summarize_range, ObjectIdGetDatum(idx),
+											  Int64GetDatum(blk))) == 0)
+			break;
 	}
 	UnlockRelationOid(relid, ShareUpdateExclusiveLock);
+	entry->upto = last;
 }
 
 /*
