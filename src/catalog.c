@@ -104,9 +104,15 @@ spi_int64(int col, int64 ifnull)
 	}
 }
 
-/* cq_catalog_version's answer, for the local transaction version_lxid */
+/*
+ * cq_catalog_version's answer, for the local transaction version_lxid; and
+ * whether it still holds for later transactions (version_valid: no
+ * relation cache invalidation came since; version_rel is cq.queries)
+ */
 static int	version_known = 0;
 static LocalTransactionId version_lxid = InvalidLocalTransactionId;
+static bool version_valid = false;
+static Oid	version_rel = InvalidOid;
 static bool version_callback = false;
 
 /*
@@ -117,6 +123,7 @@ static void
 forget_version(Datum arg, Oid relid)
 {
 	version_lxid = InvalidLocalTransactionId;
+	version_valid = false;
 }
 
 /*
@@ -142,6 +149,7 @@ cq_catalog_version(void)
 {
 	Oid			ext;
 	Oid			cq_nsp;
+	Oid			queries;
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -155,13 +163,31 @@ cq_catalog_version(void)
 	}
 	if (version_lxid == MyProc->lxid && version_lxid != InvalidLocalTransactionId)
 		return version_known;
+	if (version_valid)
+	{
+		/*
+		 * An earlier transaction's answer (a worker asks once per batch):
+		 * it holds unless cq.queries changed since.  Invalidations that
+		 * committed before this transaction began were taken at its start;
+		 * locking cq.queries waits for an update under way and takes its
+		 * invalidation (unless this transaction holds the lock already,
+		 * which keeps any update out).  Either clears version_valid.
+		 */
+		LockRelationOid(version_rel, AccessShareLock);
+		if (version_valid)
+		{
+			version_lxid = MyProc->lxid;
+			return version_known;
+		}
+	}
 
 	ext = get_extension_oid("pg_cq", true);
 	if (!OidIsValid(ext))
 		return 0;
 	cq_nsp = get_namespace_oid("cq", true);
-	if (OidIsValid(cq_nsp) && OidIsValid(get_relname_relid("queries", cq_nsp)))
-		LockRelationOid(get_relname_relid("queries", cq_nsp), AccessShareLock);
+	queries = OidIsValid(cq_nsp) ? get_relname_relid("queries", cq_nsp) : InvalidOid;
+	if (OidIsValid(queries))
+		LockRelationOid(queries, AccessShareLock);
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(ext));
@@ -186,6 +212,8 @@ cq_catalog_version(void)
 	table_close(rel, AccessShareLock);
 	version_known = version;
 	version_lxid = MyProc->lxid;
+	version_valid = OidIsValid(queries);
+	version_rel = queries;
 	return version;
 }
 
