@@ -65,7 +65,37 @@ INSERT INTO sh_src SELECT i, i % 3, i FROM generate_series(6401, 9000) i;
 CALL cq.run('sh_q');
 SELECT sh_differences() AS differences;
 
+-- the catalog version is read once, not by every batch (a relation cache
+-- invalidation, such as an ANALYZE's, makes the next batch read it again):
+-- ten batches in ten transactions, each read it (and the cluster id's
+-- extension OID) three times before
+CREATE FUNCTION sh_ext_scans() RETURNS bigint LANGUAGE sql AS $$
+  SELECT sum(pg_catalog.pg_stat_get_xact_numscans(c.oid))::bigint
+    FROM pg_catalog.pg_class c
+   WHERE c.oid = 'pg_catalog.pg_extension'::regclass
+      OR c.oid IN (SELECT indexrelid FROM pg_catalog.pg_index WHERE indrelid = 'pg_catalog.pg_extension'::regclass)
+$$;
+CREATE TABLE sh_scans (n bigint);
+DO $$
+DECLARE
+  b bigint;
+BEGIN
+  INSERT INTO sh_src VALUES (9001, 1, 1);
+  COMMIT;
+  CALL cq.run('sh_q');
+  b := sh_ext_scans();
+  FOR i IN 1 .. 10 LOOP
+    INSERT INTO sh_src VALUES (9001 + i, i % 2, i);
+    COMMIT;
+    CALL cq.run('sh_q');
+  END LOOP;
+  INSERT INTO sh_scans VALUES (sh_ext_scans() - b);
+END $$;
+SELECT n < 10 AS version_read_once FROM sh_scans;
+SELECT sh_differences() AS differences;
+
 SELECT cq.drop_query('sh_q', drop_target => true);
-DROP TABLE sh_src, sh_all;
+DROP TABLE sh_src, sh_all, sh_scans;
 DROP FUNCTION sh_differences();
+DROP FUNCTION sh_ext_scans();
 DROP FUNCTION sh_log();

@@ -113,6 +113,7 @@ static int	version_known = 0;
 static LocalTransactionId version_lxid = InvalidLocalTransactionId;
 static bool version_valid = false;
 static Oid	version_rel = InvalidOid;
+static Oid	version_ext = InvalidOid;	/* pg_extension OID of pg_cq, read with it */
 static bool version_callback = false;
 
 /*
@@ -214,6 +215,7 @@ cq_catalog_version(void)
 	version_lxid = MyProc->lxid;
 	version_valid = OidIsValid(queries);
 	version_rel = queries;
+	version_ext = ext;
 	return version;
 }
 
@@ -700,12 +702,14 @@ cq_catalog_cluster_id(void)
 {
 	static Oid	cached_ext = InvalidOid;
 	static char *cached_id = NULL;
-	Oid			ext = get_extension_oid("pg_cq", true);
+	Oid			ext;
 	CqSecurity	sec;
 	char	   *id = NULL;
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		return psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	/* the extension's OID as cq_catalog_version read it (DROP EXTENSION makes it read again) */
+	ext = version_ext;
 	if (cached_id != NULL && ext == cached_ext)
 		return pstrdup(cached_id);
 
