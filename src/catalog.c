@@ -104,9 +104,16 @@ spi_int64(int col, int64 ifnull)
 	}
 }
 
-/* cq_catalog_version's answer, for the local transaction version_lxid */
+/*
+ * cq_catalog_version's answer, for the local transaction version_lxid; and
+ * whether it still holds for later transactions (version_valid: no
+ * relation cache invalidation came since; version_rel is cq.queries)
+ */
 static int	version_known = 0;
 static LocalTransactionId version_lxid = InvalidLocalTransactionId;
+static bool version_valid = false;
+static Oid	version_rel = InvalidOid;
+static Oid	version_ext = InvalidOid;	/* pg_extension OID of pg_cq, read with it */
 static bool version_callback = false;
 
 /*
@@ -117,6 +124,7 @@ static void
 forget_version(Datum arg, Oid relid)
 {
 	version_lxid = InvalidLocalTransactionId;
+	version_valid = false;
 }
 
 /*
@@ -142,6 +150,7 @@ cq_catalog_version(void)
 {
 	Oid			ext;
 	Oid			cq_nsp;
+	Oid			queries;
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -155,13 +164,31 @@ cq_catalog_version(void)
 	}
 	if (version_lxid == MyProc->lxid && version_lxid != InvalidLocalTransactionId)
 		return version_known;
+	if (version_valid)
+	{
+		/*
+		 * An earlier transaction's answer (a worker asks once per batch):
+		 * it holds unless cq.queries changed since.  Invalidations that
+		 * committed before this transaction began were taken at its start;
+		 * locking cq.queries waits for an update under way and takes its
+		 * invalidation (unless this transaction holds the lock already,
+		 * which keeps any update out).  Either clears version_valid.
+		 */
+		LockRelationOid(version_rel, AccessShareLock);
+		if (version_valid)
+		{
+			version_lxid = MyProc->lxid;
+			return version_known;
+		}
+	}
 
 	ext = get_extension_oid("pg_cq", true);
 	if (!OidIsValid(ext))
 		return 0;
 	cq_nsp = get_namespace_oid("cq", true);
-	if (OidIsValid(cq_nsp) && OidIsValid(get_relname_relid("queries", cq_nsp)))
-		LockRelationOid(get_relname_relid("queries", cq_nsp), AccessShareLock);
+	queries = OidIsValid(cq_nsp) ? get_relname_relid("queries", cq_nsp) : InvalidOid;
+	if (OidIsValid(queries))
+		LockRelationOid(queries, AccessShareLock);
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(ext));
@@ -186,6 +213,9 @@ cq_catalog_version(void)
 	table_close(rel, AccessShareLock);
 	version_known = version;
 	version_lxid = MyProc->lxid;
+	version_valid = OidIsValid(queries);
+	version_rel = queries;
+	version_ext = ext;
 	return version;
 }
 
@@ -674,12 +704,14 @@ cq_catalog_cluster_id(void)
 {
 	static Oid	cached_ext = InvalidOid;
 	static char *cached_id = NULL;
-	Oid			ext = get_extension_oid("pg_cq", true);
+	Oid			ext;
 	CqSecurity	sec;
 	char	   *id = NULL;
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		return psprintf(UINT64_FORMAT, GetSystemIdentifier());
+	/* the extension's OID as cq_catalog_version read it (DROP EXTENSION makes it read again) */
+	ext = version_ext;
 	if (cached_id != NULL && ext == cached_ext)
 		return pstrdup(cached_id);
 

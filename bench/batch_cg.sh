@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/batch_cg.sh -- instructions per small batch (valgrind callgrind),
+# deterministic, for the many-queries and latency scenarios (issue 12
+# goals 5 and 6): what a batch costs when it has a few new rows and the
+# source's last, unsummarized BRIN range already holds many older ones.
+#
+# A single-user backend on a throwaway data directory: a source with
+# BCG_HISTORY rows (default 2000, inserted one per transaction), BCG_QUERIES
+# queries over it (default 10) of kind BCG_KIND:
+#   update: the many-queries bench's update queries (different groupings,
+#           count and sum), BCG_NEW rows per round (default 1);
+#   append: the latency bench's stateless append query, BCG_NEW rows per
+#           round (default 5);
+# each query's batch 0 runs in the set-up.  Then, for R rounds: BCG_NEW
+# single-row INSERTs, then CALL cq.run for every query.  The instructions
+# of the CALLs (callgrind --toggle-collect=cq_run) are counted for R = 3
+# and R = 6; their difference / (3 * queries) is the cost of one warm batch
+# (the first round pays the new backend's cold start and, for queries in
+# the shared-memory store, the store's rebuild).
+#
+# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW,
+#      BCG_OUT (directory for the callgrind files; default $CQ_TMPBASE/pg_cq_batch_cg).
+# Prints "instructions per batch: N".
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+
+KIND="${BCG_KIND:-update}"
+NQ="${BCG_QUERIES:-10}"
+HIST="${BCG_HISTORY:-2000}"
+if [[ "$KIND" == append ]]; then NEW="${BCG_NEW:-5}"; else NEW="${BCG_NEW:-1}"; fi
+CG="${BCG_OUT:-$CQ_TMPBASE/pg_cq_batch_cg}"
+command -v valgrind >/dev/null || die "valgrind is needed (apt-get install valgrind)"
+
+rm -rf "$CG"
+mkdir -p "$CG"
+chmod 755 "$CG"
+is_root && chown postgres:postgres "$CG"
+as_postgres "$PGBIN/initdb" -D "$CG/data" -A trust -U postgres --no-sync >/dev/null
+printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_commit = off" \
+    "full_page_writes = off" "shared_buffers = 256MB" "autovacuum = off" >>"$CG/data/postgresql.conf"
+
+row() {
+    if [[ "$KIND" == append ]]; then echo "INSERT INTO cg_src (payload) VALUES ('x')"
+    else echo "INSERT INTO cg_src (a, b, c, v) VALUES ($1 * 7919 % 1000000, $1 * 104729 % 1000000, $1 * 31 % 1000000, $1 % 1000)"; fi
+}
+# single-user mode: one statement per line
+{
+    echo "CREATE EXTENSION pg_cq"
+    if [[ "$KIND" == append ]]; then echo "CREATE TABLE cg_src (id bigserial, payload text)"
+    else echo "CREATE TABLE cg_src (id bigserial, a int, b int, c int, v int)"; fi
+    for ((i = 0; i < NQ; i++)); do
+        if [[ "$KIND" == append ]]; then
+            echo "CREATE TABLE cg_q$i WITH (cq.output_mode = 'append', cq.trigger = 'available_now') AS SELECT id, payload FROM cg_src WITH NO DATA"
+        else
+            col=$(echo "a b c" | cut -d' ' -f$((i % 3 + 1)))
+            echo "CREATE TABLE cg_q$i WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS SELECT $col % $((i / 3 + 2)) AS g, count(*) AS n, sum(v) AS s FROM cg_src GROUP BY 1"
+        fi
+    done
+    for ((k = 0; k < HIST; k++)); do row "$k"; done
+    for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+} >"$CG/setup.sql"
+as_postgres "$PGBIN/postgres" --single -D "$CG/data" postgres <"$CG/setup.sql" >"$CG/setup.log" 2>&1
+! grep -q ERROR "$CG/setup.log" || { grep ERROR "$CG/setup.log" >&2; die "set-up failed"; }
+
+# count R: instructions of R rounds, on a copy of the set-up
+count() {
+    local r="$1" i k
+    rm -rf "$CG/run" && cp -a "$CG/data" "$CG/run"
+    {
+        for ((k = 0; k < r; k++)); do
+            for ((i = 0; i < NEW; i++)); do row "$((HIST + k * NEW + i))"; done
+            for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+        done
+    } >"$CG/rounds-$r.sql"
+    as_postgres valgrind --tool=callgrind --callgrind-out-file="$CG/callgrind.$r" --toggle-collect=cq_run \
+        "$PGBIN/postgres" --single -D "$CG/run" postgres <"$CG/rounds-$r.sql" >"$CG/rounds-$r.log" 2>&1
+    ! grep -q ERROR "$CG/rounds-$r.log" || { grep ERROR "$CG/rounds-$r.log" >&2; die "rounds failed"; }
+    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$CG/rounds-$r.log"
+}
+c3="$(count 3)"
+c6="$(count 6)"
+info "kind $KIND, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c3 (3 rounds), $c6 (6 rounds)"
+echo "instructions per batch: $(( (c6 - c3) / (3 * NQ) ))"
