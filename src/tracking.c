@@ -1090,11 +1090,12 @@ xid_summary_tuple(BrinDesc *bdesc, BlockNumber heapBlk, const XidRangeSummary *s
  *	  before the pages are read; an inserter that comes later widens the
  *	  placeholder, our update then fails, and we merge its values and retry.
  *	  Returns false, doing nothing, if the range is already summarized.
- *	  The caller holds the table's SHARE UPDATE EXCLUSIVE lock and the
+ *	  *bdesc is the index's BrinDesc, built here when first needed.  The
+ *	  caller holds the table's SHARE UPDATE EXCLUSIVE lock and the
  *	  range lies below the table's end.
  */
 static bool
-summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc *bdesc,
+summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc **bdesc,
 					BrinRevmap *revmap, BlockNumber ppr, BlockNumber heapBlk)
 {
 	TupleDesc	desc = RelationGetDescr(heap);
@@ -1113,8 +1114,10 @@ summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc *bdes
 	}
 	if (BufferIsValid(buf))
 		ReleaseBuffer(buf);
+	if (*bdesc == NULL)
+		*bdesc = brin_build_desc(irel);
 
-	phtup = brin_form_placeholder_tuple(bdesc, heapBlk, &phsz);
+	phtup = brin_form_placeholder_tuple(*bdesc, heapBlk, &phsz);
 	off = brin_doinsert(irel, ppr, revmap, &phbuf, heapBlk, phtup, phsz);
 
 	for (BlockNumber blk = heapBlk; blk < heapBlk + ppr; blk++)
@@ -1149,7 +1152,7 @@ summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc *bdes
 	for (;;)
 	{
 		Size		newsz;
-		BrinTuple  *newtup = xid_summary_tuple(bdesc, heapBlk, &s, &newsz);
+		BrinTuple  *newtup = xid_summary_tuple(*bdesc, heapBlk, &s, &newsz);
 		bool		done;
 
 		CHECK_FOR_INTERRUPTS();
@@ -1166,7 +1169,7 @@ summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc *bdes
 				 heapBlk, RelationGetRelationName(irel));
 		phtup = brin_copy_tuple(phtup, phsz, NULL, NULL);
 		LockBuffer(phbuf, BUFFER_LOCK_UNLOCK);
-		xid_summary_union(bdesc, &s, phtup);
+		xid_summary_union(*bdesc, &s, phtup);
 	}
 	ReleaseBuffer(phbuf);
 	return true;
@@ -1226,12 +1229,7 @@ summarize_leaf(Oid relid)
 
 			for (int64 blk = (int64) (nblocks / ppr) * ppr - ppr; blk >= 0; blk -= ppr)
 			{
-				bool		summarized;
-
-				if (bdesc == NULL)
-					bdesc = brin_build_desc(irel);
-				summarized = summarize_xid_range(heap, att, irel, bdesc, revmap, ppr, (BlockNumber) blk);
-				if (!summarized)
+				if (!summarize_xid_range(heap, att, irel, &bdesc, revmap, ppr, (BlockNumber) blk))
 					break;
 			}
 			brinRevmapTerminate(revmap);
