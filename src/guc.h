@@ -20,6 +20,7 @@ extern bool cq_allow_source_truncate;
 extern int	cq_state_memory_kb;
 extern int	cq_state_image_batches;
 extern int	cq_state_image_interval_s;
+extern bool cq_bench_split_batch;
 
 /* cq.default_state_storage */
 typedef enum CqStorageDefault

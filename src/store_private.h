@@ -159,6 +159,5 @@ extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, Stor
 extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern void cq_store_put_owned(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
-extern double cq_store_cpu_ms(void);
 
 #endif							/* CQ_STORE_PRIVATE_H */
