@@ -32,7 +32,9 @@
  * memory only if the batch's transaction commits: at PRE_COMMIT the new
  * rows are copied into the DSA (errors are still allowed there: the
  * transaction then aborts) and the query's header is marked "publication
- * in flight"; at COMMIT pointers are swapped (nothing can fail); at abort,
+ * in flight"; at COMMIT pointers are swapped (nothing can fail), and a
+ * changed row of the same size as its published one, not copied before,
+ * is written over it under its entry's lock; at abort,
  * or at the abort of the subtransaction that opened the overlay, the
  * copies are freed and nothing changed.  Between the moment a commit
  * becomes visible (the row lock on the catalog row, which serializes
