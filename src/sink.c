@@ -365,13 +365,14 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 		 * Found through the target's index on the hash of its
 		 * keys: rows that changed are updated; the groups not
 		 * updated (their state row _sid) are looked up once
-		 * more and inserted if their row is missing.  NOT IN,
-		 * not NOT EXISTS, for the groups updated: a filter of
-		 * the scan of f (a hashed subplan: ou's estimate is a
-		 * few rows), so that only the groups not updated are
-		 * probed again; as an anti-join, the planner probed
-		 * the target first for every group (half the target
-		 * statement's index probes).  _sid is never NULL.
+		 * more and inserted if their row is missing.  NOT IN
+		 * (NOT = ANY), not NOT EXISTS, for the groups updated:
+		 * a filter of the scan of f (a hashed subplan: ou's
+		 * estimate is a few rows), so that only the groups not
+		 * updated are probed again; as an anti-join, the
+		 * planner probed the target first for every group
+		 * (half the target statement's index probes).  _sid
+		 * is never NULL.
 		 */
 		List	   *tkeys = cq_sink_target_key_columns(an);
 		StringInfoData match;
@@ -390,7 +391,7 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 							 hav, match.data, cq_sink_target_columns(an, "t.", false, true),
 							 cq_sink_output_list_part(an, viewid, false, true));
 			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins%s "
-							 "AND f._sid NOT IN (SELECT ou._sid FROM ou) "
+							 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT ou._sid FROM ou)) "
 							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
 							 target, all_cols, cq_sink_output_list(an, viewid), hav, target, match.data);
 			appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
