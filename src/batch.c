@@ -422,6 +422,111 @@ build_indexes(List *defs)
 }
 
 /*
+ * split_exec
+ *	  SPI_execute_plan of one of fold_split's statements; not inlined, so
+ *	  that a profile (callgrind) tells the two apart.
+ */
+static pg_noinline int
+split_exec_state(SPIPlanPtr plan, Datum *params, const char *nulls)
+{
+	return SPI_execute_plan(plan, params, nulls, false, 0);
+}
+
+static pg_noinline int
+split_exec_sink(SPIPlanPtr plan)
+{
+	return SPI_execute_plan(plan, NULL, NULL, false, 0);
+}
+
+/*
+ * fold_split
+ *	  fold in two statements, for measurements (cq.bench_split_batch; see
+ *	  split_sql in plan.c): the state statement, then the target statement
+ *	  reading its changed rows as the ephemeral relation m, as the store's
+ *	  does.  Reports both statements' CPU time at DEBUG1.
+ */
+static void
+fold_split(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
+	CqBatchResult *res = ob->res;
+	SPITupleTable *tt;
+	uint64		n;
+	int64		inserted = 0;
+	int			ins_att;
+	int			sid_att;
+	bool		isnull;
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+	Tuplestorestate *ts;
+	EphemeralNamedRelation enr;
+	double		t0 = cq_store_cpu_ms();
+	double		state_ms;
+	double		enr_ms;
+
+	if (split_exec_state(cq_spi_plan(in->plan->split_state_sql, 5, ob->types),
+						 ob->params, ob->nulls) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: state statement failed");
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	state_ms = cq_store_cpu_ms() - t0;
+	t0 = cq_store_cpu_ms();
+	ins_att = SPI_fnumber(tt->tupdesc, "_ins");
+	sid_att = SPI_fnumber(tt->tupdesc, "_sid");
+	/* _sid numbers the rows (int8), as in the store's m, rather than their ctid */
+	desc = CreateTupleDescCopy(tt->tupdesc);
+	if (sid_att > 0)
+		TupleDescInitEntry(desc, sid_att, "_sid", INT8OID, -1, 0);
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	ts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
+	for (uint64 i = 0; i < n; i++)
+	{
+		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, nulls);
+		if (DatumGetBool(values[ins_att - 1]))
+			inserted++;
+		if (sid_att > 0)
+			values[sid_att - 1] = Int64GetDatum((int64) i + 1);
+		tuplestore_puttuple(ts, heap_form_tuple(desc, values, nulls));
+	}
+	if (in->plan->single_scan && !ob->nodata)
+	{
+		ob->input_rows = n > 0 ? DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc,
+															 tt->tupdesc->natts, &isnull)) : 0;
+		res->has_event_time = false;
+	}
+	res->state_updated = n;
+	res->state_total += inserted;
+	res->state_removed = 0;
+	res->dropped_by_watermark = 0;
+	res->output_rows = 0;
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = "m";
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = n;
+	enr->reldata = ts;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "pg_cq: could not register relation m");
+	SPI_freetuptable(tt);
+	enr_ms = cq_store_cpu_ms() - t0;
+	t0 = cq_store_cpu_ms();
+	if (n > 0)
+	{
+		if (split_exec_sink(cq_spi_plan(in->plan->split_sink_sql, 0, NULL)) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "pg_cq: target statement failed");
+		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	(void) SPI_unregister_relation("m");
+	tuplestore_end(ts);
+	elog(DEBUG1, "pg_cq: table fold (split): state statement %.3f ms (%llu groups), m %.3f ms, target statement %.3f ms (CPU time)",
+		 state_ms, (unsigned long long) n, enr_ms, cq_store_cpu_ms() - t0);
+}
+
+/*
  * fold
  *	  The main statement: fold the new rows into state and target, read
  *	  its metrics row.
@@ -440,6 +545,7 @@ fold(OwnerBatch *ob)
 	bool		isnull;
 	List	   *index_defs = NIL;
 	List	   *target_index_defs = NIL;
+	double		t0;
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
@@ -448,6 +554,12 @@ fold(OwnerBatch *ob)
 		index_defs = unindex_state(in);
 		target_index_defs = unindex_target(in);
 	}
+	else if (cq_bench_split_batch && in->plan->split_state_sql != NULL)
+	{
+		fold_split(ob);
+		return;
+	}
+	t0 = cq_store_cpu_ms();
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
@@ -464,6 +576,7 @@ fold(OwnerBatch *ob)
 		ob->input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
 		read_event_time(res, 7);
 	}
+	elog(DEBUG1, "pg_cq: table fold: batch statement %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 	/* after reading the statement's result: these replace SPI_tuptable */
 	build_indexes(index_defs);
 	build_indexes_as_user(target_index_defs);

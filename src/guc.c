@@ -36,6 +36,9 @@ int			cq_state_memory_kb = 65536;
 int			cq_state_image_batches = 0;
 int			cq_state_image_interval_s = 300;
 
+/* measurements only: a table path batch in two statements (batch.c) */
+bool		cq_bench_split_batch = false;
+
 /* where a new query keeps its state when it does not say (options.c, api.c) */
 int			cq_default_state_storage = CQ_STORAGE_MEMORY;
 
@@ -171,6 +174,15 @@ cq_guc_init(void)
 							 &cq_citus_per_node,
 							 true,
 							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.bench_split_batch",
+							 "Runs a batch of an update query on the table path as two statements, for measurements.",
+							 "The state statement and the target statement over its changed rows; their CPU "
+							 "time is reported at DEBUG1.  Queries without windows or event time only.",
+							 &cq_bench_split_batch,
+							 false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("cq");

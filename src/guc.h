@@ -21,6 +21,7 @@ extern bool cq_citus_per_node;
 extern int	cq_state_memory_kb;
 extern int	cq_state_image_batches;
 extern int	cq_state_image_interval_s;
+extern bool cq_bench_split_batch;
 
 /* cq.default_state_storage */
 typedef enum CqStorageDefault

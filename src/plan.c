@@ -129,6 +129,38 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 }
 
 /*
+ * split_sql
+ *	  For measurements only (cq.bench_split_batch): batch_sql of a table
+ *	  path aggregation in update mode without eviction, in two statements,
+ *	  so that its state part and its target writes can be timed apart: the
+ *	  state CTEs returning m's rows (each with the batch's row count,
+ *	  _nin), and the same target-writing CTEs (sink.c) reading m as an
+ *	  ephemeral relation, as the store's target statement does.  Not built
+ *	  for other queries.
+ */
+static void
+split_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, CqPlan *plan)
+{
+	StringInfoData buf;
+	bool		has_o;
+	bool		has_o1;
+
+	plan->split_state_sql = plan->split_sink_sql = NULL;
+	if (!an->is_aggregate || an->is_dedup || an->session || an->distinct_sets != NIL ||
+		an->group_exprs == NIL || cq_state_evicts(an) || q->opts.mode != CQ_MODE_UPDATE ||
+		plan->use_store || an->join != NULL || an->et_attno != InvalidAttrNumber)
+		return;
+	plan->split_state_sql = psprintf("WITH %s SELECT m.*, (SELECT coalesce(sum(n), 0) FROM d)::int8 AS _nin FROM m",
+									 cq_state_upsert_ctes(an, cq_sql_relname_str(q->state_table),
+														  false, true, false));
+	initStringInfo(&buf);
+	cq_sink_write_ctes(&buf, an, q->opts.mode, viewid, target, false, &has_o, &has_o1);
+	plan->split_sink_sql = psprintf("WITH %s SELECT %s", buf.data + 2,
+									has_o1 ? "(SELECT count(*) FROM o) + (SELECT count(*) FROM o1)" :
+									"(SELECT count(*) FROM o)");
+}
+
+/*
  * count_statements
  *	  The statements that count a batch's rows before the main statement:
  *	  rows of the batch with event-time statistics, new rows per
@@ -251,6 +283,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 		cq_store_build_sql(an, q, viewid, &plan->store);
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
+	split_sql(an, q, viewid, target, plan);
 	if (an->session)
 		plan->rebuild_sql = cq_session_rebuild_sql(an, q->opts.mode,
 												   cq_sql_relname_str(q->state_table),
@@ -391,6 +424,8 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->store.delta_history);
 	l = lappend(l, plan->store.merge);
 	l = lappend(l, plan->store.sink);
+	l = lappend(l, plan->split_state_sql);
+	l = lappend(l, plan->split_sink_sql);
 	l = lappend(l, plan->store.sink_history);
 	l = lappend(l, plan->store.complete);
 	return l;
@@ -505,6 +540,8 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.sink_history);
 	COPY_SQL(store.complete);
 	COPY_SQL(store.merge_kinds);
+	COPY_SQL(split_state_sql);
+	COPY_SQL(split_sink_sql);
 #undef COPY_SQL
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;

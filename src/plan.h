@@ -27,6 +27,9 @@ typedef struct CqPlan
 	char	   *count_history_sql;
 	bool		use_store;		/* state in the shared-memory store (store.c) */
 	CqStoreSql	store;			/* its statements */
+	/* cq.bench_split_batch (table path, update mode): batch_sql in two */
+	char	   *split_state_sql;	/* the state CTEs: m's rows, then d's row count */
+	char	   *split_sink_sql; /* the target writes over m, an ephemeral relation */
 } CqPlan;
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);

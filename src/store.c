@@ -32,7 +32,9 @@
  * memory only if the batch's transaction commits: at PRE_COMMIT the new
  * rows are copied into the DSA (errors are still allowed there: the
  * transaction then aborts) and the query's header is marked "publication
- * in flight"; at COMMIT pointers are swapped (nothing can fail); at abort,
+ * in flight"; at COMMIT pointers are swapped (nothing can fail), and a
+ * changed row of the same size as its published one, not copied before,
+ * is written over it under its entry's lock; at abort,
  * or at the abort of the subtransaction that opened the overlay, the
  * copies are freed and nothing changed.  Between the moment a commit
  * becomes visible (the row lock on the catalog row, which serializes
@@ -330,6 +332,9 @@ setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 	st->eq = palloc0(sizeof(FmgrInfo) * ng);
 	st->hashfn = palloc0(sizeof(FmgrInfo) * ng);
 	st->coll = palloc0(sizeof(Oid) * ng);
+	st->hproc = palloc0(sizeof(FmgrInfo) * ng);
+	st->h_att = cq_store_state_att(st->desc, CQ_KEY_HASH_COLUMN);
+	st->keyless = an->group_exprs == NIL;
 	for (int g = 0; g < ng; g++)
 	{
 		Oid			type = an->group_exprs ? exprType(list_nth(an->group_exprs, g)) : BOOLOID;
@@ -340,6 +345,13 @@ setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 			elog(ERROR, "pg_cq: no extended hash function for type %s", format_type_be(type));
 		fmgr_info_cxt(get_opcode(eqop), &st->eq[g], st->cxt);
 		fmgr_info_cxt(tc->hash_extended_proc, &st->hashfn[g], st->cxt);
+		if (st->h_att != 0 && !st->keyless)
+		{
+			tc = lookup_type_cache(type, TYPECACHE_HASH_PROC);
+			if (!OidIsValid(tc->hash_proc))
+				elog(ERROR, "pg_cq: no hash function for type %s", format_type_be(type));
+			fmgr_info_cxt(tc->hash_proc, &st->hproc[g], st->cxt);
+		}
 		st->coll[g] = an->group_exprs ? exprCollation(list_nth(an->group_exprs, g)) : InvalidOid;
 	}
 }
@@ -582,6 +594,33 @@ cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
 }
 
 /*
+ * set_h
+ *	  The key hash h of a row of d (values/nulls in the state row layout),
+ *	  which the store's d statement leaves NULL: hash_record(ROW(g1, ...))
+ *	  as the SQL path computes it (cq_state_key_hash_sql) and the target's
+ *	  index is probed by: each key hashed by its type's hash function with
+ *	  its collation, NULL as 0, combined as result * 31 + hash.
+ */
+void
+cq_store_set_h(CqStore *st, Datum *values, bool *nulls)
+{
+	uint32		h = 0;
+
+	if (st->h_att == 0)
+		return;
+	for (int g = 0; g < st->ng && !st->keyless; g++)
+	{
+		uint32		k = 0;
+
+		if (!nulls[g])
+			k = DatumGetUInt32(FunctionCall1Coll(&st->hproc[g], st->coll[g], values[g]));
+		h = (h << 5) - h + k;
+	}
+	values[st->h_att - 1] = UInt32GetDatum(h);
+	nulls[st->h_att - 1] = false;
+}
+
+/*
  * keys_match
  *	  Are tup's keys those of values/nulls, by GROUP BY's equality?
  */
@@ -652,15 +691,11 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 	memset(ref, 0, sizeof(*ref));
 	ref->hash = cq_store_key_hash(st, values, nulls);
 	ref->node = InvalidDsaPointer;
-	ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
+	ov = st->items == NIL ? NULL : hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
 	if (ov)
 	{
-		ListCell   *lc;
-
-		foreach(lc, ov->items)
+		for (OvItem *it = ov->first; it != NULL; it = it->next)
 		{
-			OvItem	   *it = lfirst(lc);
-
 			if (keys_match(st, it->tup, values, nulls))
 			{
 				ref->item = it;
@@ -749,15 +784,14 @@ cq_store_put_owned(CqStore *st, StoreRef *ref, HeapTuple tup)
 		OvEntry    *ov = hash_search(st->overlay, &ref->hash, HASH_ENTER, &found);
 
 		if (!found)
-			ov->items = NIL;
+			ov->first = NULL;
 		it = palloc0(sizeof(OvItem));
 		it->hash = ref->hash;
 		it->node = ref->node;
 		it->newtuple = it->newnode = InvalidDsaPointer;
-		ov->items = lappend(ov->items, it);
+		it->next = ov->first;
+		ov->first = it;
 		st->items = lappend(st->items, it);
-		if (DsaPointerIsValid(ref->node))
-			(void) hash_search(st->touched, &ref->node, HASH_ENTER, NULL);
 		ref->item = it;
 	}
 	if (tup)
@@ -793,6 +827,14 @@ cq_store_scan_all(CqStore *st)
 	List	   *rows = NIL;
 	ListCell   *lc;
 
+	/* the published nodes the overlay replaces */
+	foreach(lc, st->items)
+	{
+		OvItem	   *it = lfirst(lc);
+
+		if (DsaPointerIsValid(it->node))
+			(void) hash_search(st->touched, &it->node, HASH_ENTER, NULL);
+	}
 	if (st->table)
 	{
 		dshash_seq_status status;
@@ -853,15 +895,14 @@ cq_store_cpu_ms(void)
 }
 
 /*
- * copy_tuple
- *	  A row as a MinimalTuple in the area.
+ * fill_tuple
+ *	  Write a row as a MinimalTuple at mt (t->t_len - MINIMAL_TUPLE_OFFSET
+ *	  bytes).
  */
-static dsa_pointer
-copy_tuple(HeapTuple t)
+static void
+fill_tuple(MinimalTuple mt, HeapTuple t)
 {
 	uint32		len = t->t_len - MINIMAL_TUPLE_OFFSET;
-	dsa_pointer p = dsa_allocate(store_area, len);
-	MinimalTuple mt = dsa_get_address(store_area, p);
 
 	/*
 	 * As minimal_tuple_from_heap_tuple, without the local copy, and with the
@@ -872,6 +913,18 @@ copy_tuple(HeapTuple t)
 	memcpy(mt, (char *) t->t_data + MINIMAL_TUPLE_OFFSET, len);
 	mt->t_len = len;
 	memset(mt->mt_padding, 0, MINIMAL_TUPLE_PADDING);
+}
+
+/*
+ * copy_tuple
+ *	  A row as a MinimalTuple in the area.
+ */
+static dsa_pointer
+copy_tuple(HeapTuple t)
+{
+	dsa_pointer p = dsa_allocate(store_area, t->t_len - MINIMAL_TUPLE_OFFSET);
+
+	fill_tuple(dsa_get_address(store_area, p), t);
 	return p;
 }
 
@@ -984,6 +1037,23 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = copy_tuple(it->tup);
 		return;
 	}
+	if (DsaPointerIsValid(it->node))
+	{
+		StoreNode  *node = dsa_get_address(store_area, it->node);
+
+		/*
+		 * A changed row of the same size (fixed-size states: counts, sums,
+		 * extremes of fixed-size types) is written over the old one at
+		 * COMMIT: nothing to allocate, nothing to free.
+		 */
+		if (DsaPointerIsValid(node->tuple) &&
+			((MinimalTuple) dsa_get_address(store_area, node->tuple))->t_len ==
+			it->tup->t_len - MINIMAL_TUPLE_OFFSET)
+		{
+			it->inplace = true;
+			return;
+		}
+	}
 	it->newtuple = copy_tuple(it->tup);
 	if (!DsaPointerIsValid(it->node))
 		it->newnode = link_node(st->table, hash, InvalidDsaPointer);
@@ -1072,7 +1142,14 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 		return;
 	}
 	e = dshash_find(st->table, &hash, true);
-	if (DsaPointerIsValid(it->node))
+	if (it->inplace)
+	{
+		/* under the entry's lock: a reader's scan sees the old row or the new */
+		StoreNode  *node = dsa_get_address(store_area, it->node);
+
+		fill_tuple(dsa_get_address(store_area, node->tuple), it->tup);
+	}
+	else if (DsaPointerIsValid(it->node))
 	{
 		StoreNode  *node = dsa_get_address(store_area, it->node);
 		dsa_pointer oldt = node->tuple;

@@ -92,6 +92,12 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			appendStringInfo(&cols, "%sd.n", i ? ", " : "");
 			appendStringInfoString(&merges, ", s.n + s._nn");
 		}
+		else if (strcmp(name, CQ_KEY_HASH_COLUMN) == 0)
+		{
+			/* computed in C (cq_store_set_h): the planner drops d's hash_record() */
+			appendStringInfo(&cols, "%sNULL::pg_catalog.int4", i ? ", " : "");
+			appendStringInfo(&merges, ", s.%s", qname);
+		}
 		else
 		{
 			appendStringInfo(&cols, "%sd.%s", i ? ", " : "", qname);
@@ -241,6 +247,7 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
 		if (late(st, values, isnull, has_wm, wm))
 			continue;
+		cq_store_set_h(st, values, isnull);
 		if (!fresh)
 			cq_store_lookup(st, values, isnull, &ref);
 		(void) put_new(st, fresh, &ref, values, isnull);
@@ -482,16 +489,50 @@ put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
 }
 
 /*
+ * MOut: the changed rows of a fold as the ephemeral relation m of the
+ * target statement (state row, _sid, _ins), written as they are made.
+ */
+typedef struct MOut
+{
+	Tuplestorestate *ts;		/* NULL: no target statement */
+	TupleDesc	desc;			/* m_desc(st, true) */
+	Datum	   *values;
+	bool	   *isnull;
+	int64		sid;
+} MOut;
+
+/*
+ * put_m
+ *	  A changed row (values/isnull in the state row layout) into m.
+ */
+static void
+put_m(CqStore *st, MOut *mo, Datum *values, bool *isnull, bool ins)
+{
+	int			natts = st->desc->natts;
+
+	if (mo == NULL || mo->ts == NULL)
+		return;
+	memcpy(mo->values, values, sizeof(Datum) * natts);
+	memcpy(mo->isnull, isnull, sizeof(bool) * natts);
+	mo->values[natts] = Int64GetDatum(++mo->sid);
+	mo->isnull[natts] = false;
+	mo->values[natts + 1] = BoolGetDatum(ins);
+	mo->isnull[natts + 1] = false;
+	tuplestore_putvalues(mo->ts, mo->desc, mo->values, mo->isnull);
+}
+
+/*
  * merge_delta
  *	  Merge the rows of a d statement (tt, n rows, state row layout) into
  *	  the overlay: late groups (e <= wm) are counted and left out, new
  *	  groups put as they are, existing ones merged in C (merge_row) when
  *	  every column allows it, else by the merge statement.  Appends the
- *	  changed rows to *m and 1 (new) or 0 to *m_ins.  Frees tt.
+ *	  changed rows to *m and 1 (new) or 0 to *m_ins, and to mo.  Frees tt.
  */
 static void
 merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
-			bool has_wm, TimestampTz wm, List **m, List **m_ins, CqStoreMetrics *metrics)
+			bool has_wm, TimestampTz wm, List **m, List **m_ins, MOut *mo,
+			CqStoreMetrics *metrics)
 {
 	int			natts = st->desc->natts;
 	Datum	   *values = palloc(sizeof(Datum) * Max(natts + 2, tt->tupdesc->natts));
@@ -521,12 +562,14 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			metrics->dropped++;
 			continue;
 		}
+		cq_store_set_h(st, values, isnull);
 		if (!fresh)
 			cq_store_lookup(st, values, isnull, ref);
 		if (fresh || ref->tup == NULL)
 		{
 			*m = lappend(*m, put_new(st, fresh, ref, values, isnull));
 			*m_ins = lappend_int(*m_ins, 1);
+			put_m(st, mo, values, isnull, true);
 			metrics->inserted++;
 		}
 		else if (st->cmerge)
@@ -536,6 +579,7 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			cq_store_put_owned(st, ref, t);
 			*m = lappend(*m, t);
 			*m_ins = lappend_int(*m_ins, 0);
+			put_m(st, mo, sv, sn, false);
 		}
 		else
 		{
@@ -584,6 +628,7 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 			cq_store_put_owned(st, ref, t);
 			*m = lappend(*m, t);
 			*m_ins = lappend_int(*m_ins, 0);
+			put_m(st, mo, values + 1, isnull + 1, false);
 		}
 		SPI_freetuptable(tt);
 	}
@@ -613,11 +658,26 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	List	   *x = NIL;		/* HeapTuple evicted */
 	ListCell   *lc;
 	double		t0 = cq_store_cpu_ms();
+	const char *sink = history ? sql->sink_history : sql->sink;
+	MOut		mo;
 
 	memset(metrics, 0, sizeof(*metrics));
+	memset(&mo, 0, sizeof(mo));
 	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
 	metrics->d_ms = cq_store_cpu_ms() - t0;
-	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, metrics);
+	if (sink != NULL)
+	{
+		/*
+		 * m's rows are in the overlay already: a copy in memory up to
+		 * maintenance_work_mem rather than one written to a temporary file
+		 * beyond work_mem (a big batch, the fold of a backlog)
+		 */
+		mo.ts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
+		mo.desc = m_desc(st, true);
+		mo.values = values;
+		mo.isnull = isnull;
+	}
+	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &mo, metrics);
 	metrics->updated = list_length(m);
 	t0 = cq_store_cpu_ms();
 
@@ -654,47 +714,31 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	metrics->evict_ms = cq_store_cpu_ms() - t0;
 	t0 = cq_store_cpu_ms();
 
-	/* write the target from m and x */
-	if ((m != NIL || x != NIL) && (history ? sql->sink_history : sql->sink) != NULL)
+	/* write the target from m (made by merge_delta) and x */
+	if ((m != NIL || x != NIL) && sink != NULL)
 	{
-		TupleDesc	md = m_desc(st, true);
 		TupleDesc	xd = m_desc(st, false);
-		/*
-		 * m's rows are in the overlay already: a copy in memory up to
-		 * maintenance_work_mem rather than one written to a temporary file
-		 * beyond work_mem (a big batch, the fold of a backlog)
-		 */
-		Tuplestorestate *mts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
 		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
-		int64		sid = 0;
 		bool		on;
 
-		foreach(lc, m)
-		{
-			heap_deform_tuple(lfirst(lc), st->desc, values, isnull);
-			values[natts] = Int64GetDatum(++sid);
-			isnull[natts] = false;
-			values[natts + 1] = BoolGetDatum(list_nth_int(m_ins, foreach_current_index(lc)) != 0);
-			isnull[natts + 1] = false;
-			tuplestore_puttuple(mts, heap_form_tuple(md, values, isnull));
-		}
 		foreach(lc, x)
 			tuplestore_puttuple(xts, lfirst(lc));
-		register_enr("m", md, mts);
+		register_enr("m", mo.desc, mo.ts);
 		register_enr("x", xd, xts);
 		metrics->enr_ms = cq_store_cpu_ms() - t0;
 		t0 = cq_store_cpu_ms();
-		if (SPI_execute_plan(cq_spi_plan(history ? sql->sink_history : sql->sink, 0, NULL),
-							 NULL, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		if (SPI_execute_plan(cq_spi_plan(sink, 0, NULL), NULL, NULL, false, 0) != SPI_OK_SELECT ||
+			SPI_processed != 1)
 			elog(ERROR, "pg_cq: target statement failed");
 		metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 														   SPI_tuptable->tupdesc, 1, &on));
 		unregister_enr("m");
 		unregister_enr("x");
-		tuplestore_end(mts);
 		tuplestore_end(xts);
 		metrics->sink_ms = cq_store_cpu_ms() - t0;
 	}
+	if (mo.ts)
+		tuplestore_end(mo.ts);
 	elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups), lookups %.3f ms, merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
 		 metrics->d_ms, (unsigned long long) n, metrics->lookup_ms, metrics->merge_ms,
 		 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
@@ -900,7 +944,7 @@ cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *n
 	CqStoreMetrics metrics;
 
 	memset(&metrics, 0, sizeof(metrics));
-	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &metrics);
+	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, NULL, &metrics);
 	return st->rows;
 }
 

@@ -78,15 +78,17 @@ typedef struct OvItem
 	uint64		hash;
 	HeapTuple	tup;			/* its row now (deleted: its last row) */
 	bool		deleted;
+	bool		inplace;		/* published over its old row, same size */
 	dsa_pointer node;			/* its node in the published table, or invalid */
 	dsa_pointer newtuple;		/* copy made at pre-commit */
 	dsa_pointer newnode;		/* node made at pre-commit for a new group */
+	struct OvItem *next;		/* next item of the same hash */
 } OvItem;
 
 typedef struct OvEntry
 {
 	uint64		hash;
-	List	   *items;			/* OvItem * */
+	OvItem	   *first;			/* its items, chained by next */
 } OvEntry;
 
 typedef struct TouchedEntry
@@ -108,6 +110,9 @@ struct CqStore
 	FmgrInfo   *eq;
 	FmgrInfo   *hashfn;
 	Oid		   *coll;
+	AttrNumber	h_att;			/* the key hash h (0: none), computed in C */
+	bool		keyless;		/* no grouping keys: h is hash_record(ROW()), 0 */
+	FmgrInfo   *hproc;			/* per key: its type's hash function (hash_record's) */
 	/* merge in C (store_fold.c): n and every part self-mergeable */
 	bool		merge_ready;	/* cq_store_setup_merge ran */
 	bool		cmerge;
@@ -120,7 +125,7 @@ struct CqStore
 	bool		replace;		/* publication replaces the whole table */
 	dshash_table *newtable;		/* replace: built at pre-commit */
 	HTAB	   *overlay;		/* uint64 -> OvEntry */
-	HTAB	   *touched;		/* published nodes the overlay replaces */
+	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
 	List	   *items;			/* every OvItem, in order */
 	int64		batch_id;		/* to publish */
 	int64		rows;
@@ -155,10 +160,10 @@ extern AttrNumber cq_store_state_att(TupleDesc desc, const char *name);
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
 extern void cq_store_setup_merge(struct CqStore *st, const char *kinds);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
+extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
 extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern void cq_store_put_owned(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
-extern double cq_store_cpu_ms(void);
 
 #endif							/* CQ_STORE_PRIVATE_H */

@@ -1314,6 +1314,8 @@ typedef struct SummarizedEntry
 } SummarizedEntry;
 
 static HTAB *summarized = NULL;
+
+/*
  * XidRangeSummary
  *	  The minmax summary of one page range of cq_xid, as BRIN keeps it
  *	  (brin.c's add_values_to_range and union_tuples for one column):
