@@ -388,7 +388,7 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 							 hav, match.data, cq_sink_target_columns(an, "t.", false, true),
 							 cq_sink_output_list_part(an, viewid, false, true));
 			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins%s "
-							 "AND NOT (f._sid OPERATOR(pg_catalog.=) ANY (SELECT ou._sid FROM ou)) "
+							 "AND NOT EXISTS (SELECT FROM ou WHERE ou._sid OPERATOR(pg_catalog.=) f._sid) "
 							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
 							 target, all_cols, cq_sink_output_list(an, viewid), hav, target, match.data);
 			appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
