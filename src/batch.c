@@ -515,7 +515,7 @@ fold_split(OwnerBatch *ob)
 	t0 = cq_store_cpu_ms();
 	if (n > 0)
 	{
-		if (split_exec_sink(cq_spi_plan(in->plan->split_sink_sql, 0, NULL)) != SPI_OK_SELECT ||
+		if (split_exec_sink(cq_spi_plan_rows(in->plan->split_sink_sql, 0, NULL, n)) != SPI_OK_SELECT ||
 			SPI_processed != 1)
 			elog(ERROR, "pg_cq: target statement failed");
 		res->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -641,6 +641,8 @@ next_watermark(CqQuery *q, CqBatchResult *res)
 static void
 refresh(CqQuery *q, CqPlan *plan, CqStore *store, CqBatchResult *res)
 {
+	int64		store_rows = -1;
+
 	if (strcmp(q->opts.complete_refresh, "delete") == 0)
 		cq_spi_exec(psprintf("DELETE FROM %s", cq_sql_relname_str(q->target)),
 					SPI_OK_DELETE, 0, NULL, NULL, NULL);
@@ -655,8 +657,9 @@ refresh(CqQuery *q, CqPlan *plan, CqStore *store, CqBatchResult *res)
 		AtEOXact_GUC(true, nest);
 	}
 	if (store)
-		(void) cq_store_refresh_begin(store);
-	if (SPI_execute_plan(cq_spi_plan(store ? plan->store.complete : plan->complete_sql, 0, NULL),
+		store_rows = (int64) cq_store_refresh_begin(store);
+	if (SPI_execute_plan(cq_spi_plan_rows(store ? plan->store.complete : plan->complete_sql, 0, NULL,
+										  store_rows),
 						 NULL, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "pg_cq: could not reload the target");
 	res->output_rows = SPI_processed;

@@ -150,10 +150,36 @@ static HTAB *plan_cache = NULL;
 SPIPlanPtr
 cq_spi_plan(const char *sql, int nargs, Oid *types)
 {
+	return cq_spi_plan_rows(sql, nargs, types, -1);
+}
+
+/*
+ * cq_spi_plan_rows
+ *	  cq_spi_plan for a statement that reads ephemeral named relations
+ *	  holding about rows rows (-1: none).  A plan over an ephemeral
+ *	  relation is made for the relation's size when it is prepared, and a
+ *	  statement without parameters keeps its generic plan forever: a plan
+ *	  made for a one-row batch (a nested loop that rescans a CTE for every
+ *	  row) turned quadratic on a 50,000-row batch, which then ran for
+ *	  minutes.  So such statements keep one plan per size class: up to 16
+ *	  rows, then classes four times as large (each prepared by the first
+ *	  batch of its class, with that batch's sizes).
+ */
+SPIPlanPtr
+cq_spi_plan_rows(const char *sql, int nargs, Oid *types, int64 rows)
+{
 	CqPlanCacheEntry *entry;
 	char		key[NAMEDATALEN];
 	bool		found;
 	SPIPlanPtr	plan;
+	int			size_class = -1;
+
+	if (rows >= 0)
+	{
+		size_class = 0;
+		for (int64 r = rows; r > 16; r >>= 2)
+			size_class++;
+	}
 
 	if (plan_cache == NULL)
 	{
@@ -165,8 +191,9 @@ cq_spi_plan(const char *sql, int nargs, Oid *types)
 		plan_cache = hash_create("pg_cq plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
 	}
 
-	snprintf(key, sizeof(key), "%08x.%zu.%d",
-			 hash_bytes((const unsigned char *) sql, strlen(sql)), strlen(sql), nargs);
+	snprintf(key, sizeof(key), "%08x.%zu.%d.%d",
+			 hash_bytes((const unsigned char *) sql, strlen(sql)), strlen(sql), nargs,
+			 size_class);
 	entry = hash_search(plan_cache, key, HASH_FIND, &found);
 	if (found && strcmp(entry->sql, sql) == 0)
 		return entry->plan;

@@ -23,6 +23,7 @@ extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
 							   Datum *values, const char *nulls);
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
+extern SPIPlanPtr cq_spi_plan_rows(const char *sql, int nargs, Oid *types, int64 rows);
 extern void cq_spi_plan_forget(const char *sql);
 
 #endif							/* CQ_SQL_BUILDER_H */

@@ -611,7 +611,8 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 	if (pairs != NIL)
 	{
 		register_enr(STORE_ENR_PAIRS, mpdesc, ts);
-		if (SPI_execute_plan(cq_spi_plan(sql->merge, 0, NULL), NULL, NULL, false, 0) != SPI_OK_SELECT ||
+		if (SPI_execute_plan(cq_spi_plan_rows(sql->merge, 0, NULL, list_length(pairs)),
+							 NULL, NULL, false, 0) != SPI_OK_SELECT ||
 			SPI_processed != list_length(pairs))
 			elog(ERROR, "pg_cq: merge statement failed");
 		unregister_enr(STORE_ENR_PAIRS);
@@ -727,7 +728,9 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		register_enr("x", xd, xts);
 		metrics->enr_ms = cq_store_cpu_ms() - t0;
 		t0 = cq_store_cpu_ms();
-		if (SPI_execute_plan(cq_spi_plan(sink, 0, NULL), NULL, NULL, false, 0) != SPI_OK_SELECT ||
+		if (SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
+											  tuplestore_tuple_count(mo.ts) + list_length(x)),
+							 NULL, NULL, false, 0) != SPI_OK_SELECT ||
 			SPI_processed != 1)
 			elog(ERROR, "pg_cq: target statement failed");
 		metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],

@@ -1,0 +1,77 @@
+# Plans over the batch's ephemeral relations follow the batch's size.  The
+# shared-memory store writes the target with one statement over m (the
+# changed groups), passed as an ephemeral relation.  The statement has no
+# parameters, so a saved plan made for a one-row batch (a nested-loop
+# anti-join that reads the CTE of updated rows again for every row) was kept
+# for every later batch, and a batch of 50,000 changed groups ran for
+# minutes (quadratic).  Now each size class has its own plan.  With
+# autovacuum off nothing else invalidates the saved plan, as in a long-lived
+# worker between two ANALYZEs of the target.
+use strict;
+use warnings;
+use lib 't';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use CqTest;
+
+my $node = cq_node('enr_plan_size', 'autovacuum = off');
+
+$node->safe_psql('postgres', q{
+  SET client_min_messages = warning;
+  CREATE EXTENSION pg_cq;
+  CREATE TABLE src (k int NOT NULL, v int NOT NULL);
+  INSERT INTO src SELECT g, g FROM generate_series(1, 20000) g;
+  SELECT cq.create_query('u1', 'SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k',
+    output_mode => 'update', "trigger" => 'available_now');
+  SELECT cq.create_query('u2', 'SELECT k % 7000 AS k7, count(*) AS n, avg(v) AS a FROM src GROUP BY 1 HAVING count(*) > 2',
+    output_mode => 'update', "trigger" => 'available_now');
+  CALL cq.run('u1');
+  CALL cq.run('u2');
+});
+is($node->safe_psql('postgres', "SELECT string_agg(name || ' ' || state_path, ', ' ORDER BY name) FROM cq.queries"),
+	'u1 memory, u2 memory', 'both queries keep their state in the store');
+
+# One session: a one-row batch, then a batch of 5,000 changed groups, each
+# target statement's plan reported by auto_explain.
+my ($out, $err) = ('', '');
+$node->psql('postgres', q{
+  LOAD 'auto_explain';
+  SET auto_explain.log_min_duration = 0;
+  SET auto_explain.log_nested_statements = on;
+  SET auto_explain.log_level = notice;
+  SET client_min_messages = notice;
+  INSERT INTO src VALUES (1, 1);
+  CALL cq.run('u1');
+  CALL cq.run('u2');
+  SET client_min_messages = warning;
+  INSERT INTO src SELECT g, 1 FROM generate_series(1, 5000) g;
+  SELECT 'big';
+  SET client_min_messages = notice;
+  CALL cq.run('u1');
+  CALL cq.run('u2');
+}, stdout => \$out, stderr => \$err, on_error_die => 1);
+
+# the plans of the target statements (those that update the target)
+my @plans = grep { /Update on public\.u[12]|Update on u[12]\b/ } split /(?=NOTICE:  duration:)/, $err;
+is(scalar(@plans), 4, 'auto_explain reported the target statements of the four batches')
+	or diag($err);
+# in order: u1 and u2 with one new row, then u1 and u2 with 5,000
+my @big = @plans[2, 3];
+ok(!grep({ /Named Tuplestore Scan[^\n]*rows=1 width/ } @big),
+	'the big batches were planned for their size (m not estimated at one row)')
+	or diag(join("\n----\n", @big));
+ok(!grep({ /Nested Loop Anti Join/ } @big), 'no nested-loop anti-join over the updated rows in a big batch')
+	or diag(join("\n----\n", @big));
+
+is($node->safe_psql('postgres', q{
+  SELECT count(*) FROM ((SELECT k, count(*), sum(v) FROM src GROUP BY k EXCEPT ALL TABLE u1)
+                  UNION ALL (TABLE u1 EXCEPT ALL SELECT k, count(*), sum(v) FROM src GROUP BY k)) x}),
+	'0', 'u1 equals the plain query');
+is($node->safe_psql('postgres', q{
+  SELECT count(*) FROM ((SELECT k % 7000, count(*), avg(v) FROM src GROUP BY 1 HAVING count(*) > 2 EXCEPT ALL TABLE u2)
+                  UNION ALL (TABLE u2 EXCEPT ALL SELECT k % 7000, count(*), avg(v) FROM src GROUP BY 1 HAVING count(*) > 2)) x}),
+	'0', 'u2 equals the plain query');
+
+$node->stop;
+done_testing();
