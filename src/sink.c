@@ -332,11 +332,13 @@ having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target
 /*
  * existing_groups_ctes
  *	  Update mode after batch 0, with grouping keys: the CTEs o1 (groups new
- *	  to the state) and o (the others).
+ *	  to the state) and o (the others).  sized: m is an ephemeral relation
+ *	  whose plan is made for its row count (cq_spi_plan_rows), not a CTE
+ *	  estimated from the source's statistics.
  */
 static void
 existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target,
-					 const char *all_cols, const char *nonkeys)
+					 const char *all_cols, const char *nonkeys, bool sized)
 {
 	/*
 	 * Groups new to the state are new to the target: a plain
@@ -364,12 +366,19 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 		/*
 		 * Found through the target's index on the hash of its
 		 * keys: rows that changed are updated; the groups not
-		 * updated (their state row _sid) are looked up once
-		 * more and inserted if their row is missing.  (NOT IN
-		 * over ou, a filter before the second probe, saves a
-		 * tenth of a small batch's target statement but turns
-		 * quadratic when ou is too large to hash: a 300k-group
-		 * batch ran for minutes.  Kept as an anti-join.)
+		 * updated are looked up once more and inserted if their
+		 * row is missing (the statement's snapshot still shows
+		 * the rows ou updates, so the second probe alone is
+		 * exact).  When m's size is known to the planner, an
+		 * anti-join with ou (by the state row _sid) first spares
+		 * the updated groups that probe (a tenth of a small
+		 * batch's target statement).  Not otherwise: estimated
+		 * from the source's statistics, the new rows of a batch
+		 * are one row as soon as their transaction ids pass the
+		 * histogram, and the planner then rescans ou for every
+		 * row of f (a nested-loop anti-join): a 5,000-group batch
+		 * took 0.7 s, a 50,000-group one minutes.  (NOT IN over
+		 * ou turns quadratic when ou is too large to hash.)
 		 */
 		List	   *tkeys = cq_sink_target_key_columns(an);
 		StringInfoData match;
@@ -388,9 +397,10 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
 							 hav, match.data, cq_sink_target_columns(an, "t.", false, true),
 							 cq_sink_output_list_part(an, viewid, false, true));
 			appendStringInfo(buf, ", oi AS (INSERT INTO %s (%s) SELECT %s FROM f WHERE NOT f._ins%s "
-							 "AND NOT EXISTS (SELECT FROM ou WHERE ou._sid OPERATOR(pg_catalog.=) f._sid) "
-							 "AND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
-							 target, all_cols, cq_sink_output_list(an, viewid), hav, target, match.data);
+							 "%sAND NOT EXISTS (SELECT FROM %s t WHERE %s) RETURNING 1)",
+							 target, all_cols, cq_sink_output_list(an, viewid), hav,
+							 sized ? "AND NOT EXISTS (SELECT FROM ou WHERE ou._sid OPERATOR(pg_catalog.=) f._sid) " : "",
+							 target, match.data);
 			appendStringInfoString(buf, ", o AS (SELECT 1 FROM ou UNION ALL SELECT 1 FROM oi)");
 		}
 		else
@@ -429,7 +439,8 @@ existing_groups_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *tar
  *	  (and o1) that write them to the target.
  */
 static void
-update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool history)
+update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool history,
+			bool sized)
 {
 	char	   *all_cols = cq_sink_target_columns(an, "", false, false);
 	char	   *nonkeys = cq_sink_target_columns(an, "", false, true);
@@ -457,7 +468,7 @@ update_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target, bool
 						 cq_sink_having_where(an, viewid));
 	}
 	else
-		existing_groups_ctes(buf, an, viewid, target, all_cols, nonkeys);
+		existing_groups_ctes(buf, an, viewid, target, all_cols, nonkeys, sized);
 }
 
 /*
@@ -472,6 +483,19 @@ void
 cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
 				   const char *target, bool history, bool *has_o, bool *has_o1)
 {
+	cq_sink_write_ctes_sized(buf, an, mode, viewid, target, history, false, has_o, has_o1);
+}
+
+/*
+ * cq_sink_write_ctes_sized
+ *	  cq_sink_write_ctes, for a statement that reads m and x as ephemeral
+ *	  relations planned for their size (sized: the shared-memory store).
+ */
+void
+cq_sink_write_ctes_sized(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
+						 const char *target, bool history, bool sized,
+						 bool *has_o, bool *has_o1)
+{
 	*has_o = *has_o1 = false;
 	switch (mode)
 	{
@@ -484,7 +508,7 @@ cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid
 			*has_o = true;
 			break;
 		case CQ_MODE_UPDATE:
-			update_ctes(buf, an, viewid, target, history);
+			update_ctes(buf, an, viewid, target, history, sized);
 			*has_o = true;
 			*has_o1 = an->group_exprs != NIL && !history;
 			break;
@@ -509,7 +533,7 @@ cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target, const
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "WITH m AS (SELECT s.*, s.ctid AS _sid, false AS _ins FROM %s s)", state);
-	update_ctes(&buf, an, viewid, target, false);
+	update_ctes(&buf, an, viewid, target, false, false);
 	appendStringInfoString(&buf, " SELECT count(*) FROM o");
 	return buf.data;
 }

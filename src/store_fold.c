@@ -144,7 +144,8 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			StringInfoData ctes;
 
 			initStringInfo(&ctes);
-			cq_sink_write_ctes(&ctes, an, q->opts.mode, viewid, target, h == 1, &has_o, &has_o1);
+			cq_sink_write_ctes_sized(&ctes, an, q->opts.mode, viewid, target, h == 1, true,
+									 &has_o, &has_o1);
 			if (strncmp(ctes.data, ", ", 2) != 0)
 				elog(ERROR, "pg_cq: unexpected target statement");
 			initStringInfo(&buf);
