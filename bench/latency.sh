@@ -155,7 +155,7 @@ TCK="$(getconf CLK_TCK)"
 {
     echo
     echo "many trigger '0' update queries over one source, $QRATE single-row commits/s for $QSECS s; latency per (row, query), $QSAMPLE rows sampled"
-    printf '%-8s %8s %10s %10s %10s %12s %14s\n' "queries" "rows" "p50 ms" "p99 ms" "max ms" "pg_cq CPU s" "CPU ms/1k rows"
+    printf '%-8s %8s %10s %10s %10s %12s %14s %8s %14s\n' "queries" "rows" "p50 ms" "p99 ms" "max ms" "pg_cq CPU s" "CPU ms/1k rows" "batches" "CPU us/batch"
 } | tee -a "$report"
 for nq in "${NQS[@]}"; do
     src="mq_src_$nq"
@@ -178,6 +178,8 @@ for nq in "${NQS[@]}"; do
     [[ "$PROBE" == trigger ]] ||
         "${PSQL[@]}" -o /dev/null -c "SELECT pg_create_logical_replication_slot('mq_probe', 'test_decoding')"
     declare -A C0=() C1=()
+    nbatches="SELECT coalesce(sum(m), 0) FROM (SELECT max(batch_id) AS m FROM cq.offsets WHERE name LIKE 'mq\\_${nq}\\_%' GROUP BY name) o"
+    b0=$("${PSQL[@]}" -c "$nbatches")
     while read -r pid t; do C0[$pid]=$t; done < <(cq_cpu)
     "$PGBENCH" -n -c 1 -j 1 -R "$QRATE" -T "$QSECS" -f "$OUT/mq_insert.sql" >"$OUT/pgbench-mq-$nq.log" 2>&1
     # until every query's last batch sees the last row (bounded: 120 s)
@@ -188,6 +190,7 @@ for nq in "${NQS[@]}"; do
         sleep 0.02
     done
     while read -r pid t; do C1[$pid]=$t; done < <(cq_cpu)
+    nb=$(($("${PSQL[@]}" -c "$nbatches") - b0))
     if [[ "$PROBE" == decode ]]; then
         # every batch's offset row, with its transaction, from the WAL
         "${PSQL[@]}" -o /dev/null <<'SQL'
@@ -218,8 +221,9 @@ SELECT count(*),
                                ORDER BY b.snap_xmax LIMIT 1) b) l;
 SQL
         rows=$("${PSQL[@]}" -c "SELECT count(*) FROM $src")
-        printf '%-8s %8s %10s %10s %10s %12s %14s%s\n' "$nq" "$rows" "$p50" "$p99" "$mx" "$cpu" \
-            "$(awk -v c="$cpu" -v r="$rows" 'BEGIN { printf "%.1f", r ? c * 1e6 / r : 0 }')" \
+        printf '%-8s %8s %10s %10s %10s %12s %14s %8s %14s%s\n' "$nq" "$rows" "$p50" "$p99" "$mx" "$cpu" \
+            "$(awk -v c="$cpu" -v r="$rows" 'BEGIN { printf "%.1f", r ? c * 1e6 / r : 0 }')" "$nb" \
+            "$(awk -v c="$cpu" -v b="$nb" 'BEGIN { printf "%.0f", b ? c * 1e6 / b : 0 }')" \
             "$( ((behind != 0)) && echo "   ($behind queries not caught up after 120 s)")$( ((lost)) && echo "   ($lost pg_cq processes exited during the run: CPU undercounted)")" | tee -a "$report"
         [[ -z "${LAT_DATA:-}" ]] || echo "queries $nq $QRATE $rows $p50 $p99 $mx $cpu $lost" >>"$LAT_DATA"
     done
