@@ -18,8 +18,15 @@
 # (mq_src_N), a writer at LAT_Q_RATE single-row commits/s for LAT_Q_SECS
 # seconds; per (sampled row, query) the latency is the commit time of the
 # first batch of that query whose end snapshot sees the row minus the row's
-# commit time.  A row trigger on cq.offsets copies every batch's end
-# snapshot into mq_batches (the catalog keeps only the last 100 batches).
+# commit time.  Every batch's offset row (the catalog keeps only the last
+# 100 batches) is read back after the run from the WAL through a logical
+# decoding slot (test_decoding; the cluster then runs wal_level = logical),
+# so the measurement adds nothing to a batch.  LAT_Q_PROBE=trigger uses the
+# earlier probe instead: a row trigger on cq.offsets copying each offset
+# row into mq_batches in the batch's transaction.  A user trigger on
+# cq.offsets makes every batch record its offset with a statement instead
+# of directly, plus a PL/pgSQL call: about a fifth of the workers' CPU at
+# 100 queries.
 # "pg_cq CPU" = utime + stime of the pg_cq worker and scheduler processes
 # over the run (/proc/PID/stat; a process that exits during the run is
 # not counted: the report says so if that happened).
@@ -29,6 +36,7 @@
 #      LAT_CLIENTS (pgbench clients; default 1 below 5,000 rows/s, else 2),
 #      LAT_QUERIES (default empty: no many-queries part), LAT_Q_RATE (1000),
 #      LAT_Q_SECS (20), LAT_Q_SAMPLE (rows sampled per N, default 2000),
+#      LAT_Q_PROBE (decode, the default, or trigger: see above),
 #      LAT_DATA (machine-readable results, appended: "rate RATE ROWS BATCHES
 #      P50 P99 MAX ACHIEVED_RATE" and "queries N RATE ROWS P50 P99 MAX
 #      CPU_S LOST_PIDS"), LAT_SAMPLES (directory: per-row latencies,
@@ -50,6 +58,9 @@ trap 'stop_cluster latency' EXIT
 
 durable=()
 [[ "${LAT_DURABLE:-}" == 1 ]] && durable=("fsync = on" "synchronous_commit = on")
+PROBE="${LAT_Q_PROBE:-decode}"
+[[ "$PROBE" == decode || "$PROBE" == trigger ]] || { echo "LAT_Q_PROBE: decode or trigger" >&2; exit 2; }
+[[ -n "${LAT_QUERIES:-}" && "$PROBE" == decode ]] && durable+=("wal_level = logical" "max_replication_slots = 4")
 start_cluster latency "$PORT" "track_commit_timestamp = on" "cq.max_workers = 2" "${durable[@]}"
 PSQL=("$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -At)
 PGBENCH="$PGBIN/pgbench"
@@ -117,15 +128,22 @@ QRATE="${LAT_Q_RATE:-1000}" QSECS="${LAT_Q_SECS:-20}" QSAMPLE="${LAT_Q_SAMPLE:-2
 "${PSQL[@]}" <<'SQL'
 SET client_min_messages = warning;
 SELECT cq.drop_query('lat_out', drop_target => true);
-CREATE TABLE mq_batches (name text, snap_xmax xid8, end_offset pg_snapshot);
+-- xid: the batch's transaction (its commit time is when the rows arrived)
+CREATE TABLE mq_batches (name text, snap_xmax xid8, end_offset pg_snapshot, xid xid, batch_id bigint);
 CREATE INDEX ON mq_batches (name, snap_xmax);
+SQL
+if [[ "$PROBE" == trigger ]]; then
+    "${PSQL[@]}" <<'SQL'
 CREATE FUNCTION public.mq_copy() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO public.mq_batches VALUES (NEW.name, pg_catalog.pg_snapshot_xmax(NEW.end_offset), NEW.end_offset);
+    INSERT INTO public.mq_batches
+      VALUES (NEW.name, pg_catalog.pg_snapshot_xmax(NEW.end_offset), NEW.end_offset,
+              pg_catalog.pg_current_xact_id()::text::xid, NEW.batch_id);
     RETURN NULL;
 END $$;
 CREATE TRIGGER mq_copy AFTER INSERT ON cq.offsets FOR EACH ROW EXECUTE FUNCTION public.mq_copy();
 SQL
+fi
 # cq_cpu: "pid ticks" of every pg_cq worker and scheduler process
 cq_cpu() {
     local pid
@@ -137,7 +155,7 @@ TCK="$(getconf CLK_TCK)"
 {
     echo
     echo "many trigger '0' update queries over one source, $QRATE single-row commits/s for $QSECS s; latency per (row, query), $QSAMPLE rows sampled"
-    printf '%-8s %8s %10s %10s %10s %12s %14s\n' "queries" "rows" "p50 ms" "p99 ms" "max ms" "pg_cq CPU s" "CPU ms/1k rows"
+    printf '%-8s %8s %10s %10s %10s %12s %14s %8s %14s\n' "queries" "rows" "p50 ms" "p99 ms" "max ms" "pg_cq CPU s" "CPU ms/1k rows" "batches" "CPU us/batch"
 } | tee -a "$report"
 for nq in "${NQS[@]}"; do
     src="mq_src_$nq"
@@ -157,17 +175,34 @@ for nq in "${NQS[@]}"; do
         [[ "$("${PSQL[@]}" -c "SELECT count(DISTINCT name) FROM cq.offsets WHERE name LIKE 'mq\_${nq}\_%'")" == "$nq" ]] && break
         sleep 0.02
     done
+    [[ "$PROBE" == trigger ]] ||
+        "${PSQL[@]}" -o /dev/null -c "SELECT pg_create_logical_replication_slot('mq_probe', 'test_decoding')"
     declare -A C0=() C1=()
+    nbatches="SELECT coalesce(sum(m), 0) FROM (SELECT max(batch_id) AS m FROM cq.offsets WHERE name LIKE 'mq\\_${nq}\\_%' GROUP BY name) o"
+    b0=$("${PSQL[@]}" -c "$nbatches")
     while read -r pid t; do C0[$pid]=$t; done < <(cq_cpu)
     "$PGBENCH" -n -c 1 -j 1 -R "$QRATE" -T "$QSECS" -f "$OUT/mq_insert.sql" >"$OUT/pgbench-mq-$nq.log" 2>&1
     # until every query's last batch sees the last row (bounded: 120 s)
     last=$("${PSQL[@]}" -c "SELECT max(cq_xid) FROM $src")
     for _ in $(seq 1 6000); do
-        behind=$("${PSQL[@]}" -c "SELECT $nq - count(DISTINCT name) FROM mq_batches WHERE name LIKE 'mq\_${nq}\_%' AND snap_xmax > '$last' AND pg_visible_in_snapshot('$last'::xid8, end_offset)")
+        behind=$("${PSQL[@]}" -c "SELECT $nq - count(*) FROM (SELECT DISTINCT ON (name) end_offset FROM cq.offsets WHERE name LIKE 'mq\_${nq}\_%' ORDER BY name, batch_id DESC) o WHERE pg_visible_in_snapshot('$last'::xid8, end_offset)")
         [[ "$behind" == 0 ]] && break
         sleep 0.02
     done
     while read -r pid t; do C1[$pid]=$t; done < <(cq_cpu)
+    nb=$(($("${PSQL[@]}" -c "$nbatches") - b0))
+    if [[ "$PROBE" == decode ]]; then
+        # every batch's offset row, with its transaction, from the WAL
+        "${PSQL[@]}" -o /dev/null <<'SQL'
+INSERT INTO mq_batches
+SELECT name, pg_snapshot_xmax(end_offset), end_offset, xid, batch_id
+  FROM (SELECT xid, substring(data FROM ' batch_id\[bigint\]:([0-9]+)')::bigint AS batch_id, substring(data FROM ' name\[text\]:''([^'']*)''') AS name,
+               substring(data FROM ' end_offset\[pg_snapshot\]:''([^'']*)''')::pg_snapshot AS end_offset
+          FROM pg_logical_slot_get_changes('mq_probe', NULL, NULL)
+         WHERE data LIKE 'table cq.offsets: INSERT:%') c;
+SELECT pg_drop_replication_slot('mq_probe');
+SQL
+    fi
     ticks=0 lost=0
     for pid in "${!C1[@]}"; do ticks=$((ticks + C1[$pid] - ${C0[$pid]:-0})); done
     for pid in "${!C0[@]}"; do [[ -n "${C1[$pid]:-}" ]] || lost=$((lost + 1)); done
@@ -177,17 +212,18 @@ SELECT count(*),
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2),
        round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 2),
        round(max(ms)::numeric, 2)
-  FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(b.xmin) - pg_xact_commit_timestamp(s.xmin)) * 1000 AS ms
+  FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(b.xid) - pg_xact_commit_timestamp(s.xmin)) * 1000 AS ms
           FROM (SELECT xmin, cq_xid FROM $src WHERE id % greatest(1, (SELECT count(*) FROM $src) / $QSAMPLE) = 0) s
           CROSS JOIN generate_series(0, $nq - 1) q(i)
-          CROSS JOIN LATERAL (SELECT b.xmin FROM mq_batches b
+          CROSS JOIN LATERAL (SELECT b.xid FROM mq_batches b
                                WHERE b.name = 'mq_${nq}_' || q.i AND b.snap_xmax > s.cq_xid
                                  AND pg_visible_in_snapshot(s.cq_xid, b.end_offset)
                                ORDER BY b.snap_xmax LIMIT 1) b) l;
 SQL
         rows=$("${PSQL[@]}" -c "SELECT count(*) FROM $src")
-        printf '%-8s %8s %10s %10s %10s %12s %14s%s\n' "$nq" "$rows" "$p50" "$p99" "$mx" "$cpu" \
-            "$(awk -v c="$cpu" -v r="$rows" 'BEGIN { printf "%.1f", r ? c * 1e6 / r : 0 }')" \
+        printf '%-8s %8s %10s %10s %10s %12s %14s %8s %14s%s\n' "$nq" "$rows" "$p50" "$p99" "$mx" "$cpu" \
+            "$(awk -v c="$cpu" -v r="$rows" 'BEGIN { printf "%.1f", r ? c * 1e6 / r : 0 }')" "$nb" \
+            "$(awk -v c="$cpu" -v b="$nb" 'BEGIN { printf "%.0f", b ? c * 1e6 / b : 0 }')" \
             "$( ((behind != 0)) && echo "   ($behind queries not caught up after 120 s)")$( ((lost)) && echo "   ($lost pg_cq processes exited during the run: CPU undercounted)")" | tee -a "$report"
         [[ -z "${LAT_DATA:-}" ]] || echo "queries $nq $QRATE $rows $p50 $p99 $mx $cpu $lost" >>"$LAT_DATA"
     done

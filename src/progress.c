@@ -418,8 +418,10 @@ cq_progress_last_offset(CqQuery *q, CqLastOffset *last)
  * rows with its query's row locked FOR NO KEY UPDATE (cq_catalog_get_query_
  * by_id, in the same transaction) and with that row's key, so the row
  * cannot go nor change its key before the batch commits, which is what the
- * check's FOR KEY SHARE lock would ensure.  The statement stays for the
- * full sweep every CQ_PROGRESS_KEEP batches and for tables that are not
+ * check's FOR KEY SHARE lock would ensure.  The full sweep every
+ * CQ_PROGRESS_KEEP batches is a direct range delete too (as a statement
+ * it made one batch in a hundred pay the executor start and the checks).
+ * The statement stays for tables that are not
  * as pg_cq made them: another access method or index, trigger (but the foreign keys' own),
  * rule, check constraint, a column not written here that has a default or
  * is NOT NULL, or a column of another type.
@@ -539,6 +541,46 @@ direct_trim(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 batch_id)
 }
 
 /*
+ * direct_sweep
+ *	  Delete every row of the query up to batch_id upto from the table of
+ *	  pk, as the statement's range DELETE would with snapshot snap (the
+ *	  full sweep every CQ_PROGRESS_KEEP batches).  A row another
+ *	  transaction changed meanwhile is left to the next sweep.
+ */
+static void
+direct_sweep(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 upto)
+{
+	ScanKeyData key[3];
+	int			n = 0;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(pk->rel, NULL);
+
+	if (pk->nkeys == 2)
+	{
+		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+							   pk->idx->rd_indcollation[n], F_NAMEEQ, schema);
+		n++;
+	}
+	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
+	n++;
+	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTLessEqualStrategyNumber, InvalidOid,
+						   pk->idx->rd_indcollation[n], F_INT8LE, Int64GetDatum(upto));
+	n++;
+	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
+	index_rescan(scan, key, n, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		TM_FailureData tmfd;
+
+		(void) table_tuple_delete(pk->rel, &slot->tts_tid, GetCurrentCommandId(true), snap,
+								  InvalidSnapshot, true, &tmfd, false);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
  * direct_insert
  *	  Insert row's tuple into its table and its primary key (a duplicate
  *	  key is the same error as the statement's), then close the table.
@@ -606,8 +648,8 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 	};
 #undef DCOL
 
-	/* the full sweep, and a 0.2 catalog without the query's schema: the statement */
-	if (r->batch_id % CQ_PROGRESS_KEEP == 0 || (v02 && n[24] == 'n'))
+	/* a 0.2 catalog without the query's schema: the statement */
+	if (v02 && n[24] == 'n')
 		return false;
 	/* a 0.1 catalog has no schema, *_ntz nor state_bytes columns */
 	if (!direct_prepare("offsets", v02, ocols + first, lengthof(ocols) - (v02 ? 0 : 3), &off))
@@ -623,8 +665,16 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	UpdateActiveSnapshotCommandId();
 	snap = GetActiveSnapshot();
-	direct_trim(&off.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
-	direct_trim(&prog.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+	if (r->batch_id % CQ_PROGRESS_KEEP == 0)
+	{
+		direct_sweep(&off.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+		direct_sweep(&prog.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+	}
+	else
+	{
+		direct_trim(&off.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+		direct_trim(&prog.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+	}
 	PopActiveSnapshot();
 
 	direct_insert(&off);
