@@ -17,11 +17,13 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "executor/tuptable.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -791,6 +793,49 @@ cq_catalog_key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
 }
 
 /*
+ * installation_id_direct
+ *	  The id of cq.installation's row as text, read with a heap scan and a
+ *	  snapshot as SPI takes one for a statement (a statement to parse and
+ *	  plan in every new backend otherwise); *id NULL when there is no row.
+ *	  False, having read nothing, when the table is not as expected (the
+ *	  statement reads it then).
+ */
+static bool
+installation_id_direct(char **id)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("installation", nsp) : InvalidOid;
+	AttrNumber	att;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	*id = NULL;
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return false;
+	att = get_attnum(relid, "id");
+	if (att == InvalidAttrNumber || get_atttype(relid, att) != UUIDOID)
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	if ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			*id = DatumGetCString(DirectFunctionCall1(uuid_out, d));
+	}
+	table_endscan(scan);
+	PopActiveSnapshot();
+	table_close(rel, NoLock);
+	return true;
+}
+
+/*
  * cq_catalog_cluster_id
  *	  The identifier of the installation a query's offsets (transaction
  *	  ids) belong to, as text.  Catalog 0.2: the id in cq.installation, made
@@ -817,11 +862,14 @@ cq_catalog_cluster_id(void)
 	if (cached_id != NULL && ext == cached_ext)
 		return pstrdup(cached_id);
 
-	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT id::pg_catalog.text FROM cq.installation", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	cq_security_restore(&sec);
-	if (SPI_processed > 0)
-		id = spi_text(1);
+	if (!installation_id_direct(&id))
+	{
+		cq_security_superuser(&sec);
+		cq_spi_exec("SELECT id::pg_catalog.text FROM cq.installation", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		cq_security_restore(&sec);
+		if (SPI_processed > 0)
+			id = spi_text(1);
+	}
 	if (id == NULL)
 		return psprintf(UINT64_FORMAT, GetSystemIdentifier());	/* row deleted by hand */
 	if (cached_id)
