@@ -133,8 +133,8 @@ m0c=$(median "${COLD0[@]}"); m0w=$(median "${CACHED0[@]}")
 x=$(calc "$mc / $mw")
 mcc=$(median "${COLDC[@]}"); mwc=$(median "${CACHEDC[@]}")
 m0cc=$(median "${COLD0C[@]}"); m0wc=$(median "${CACHED0C[@]}")
-mcf=$(median "${COLDF[@]}"); mwf=$(median "${CACHEDF[@]}")
-m0cf=$(median "${COLD0F[@]}"); m0wf=$(median "${CACHED0F[@]}")
+mcf=$(printf '%.0f' "$(median "${COLDF[@]}")"); mwf=$(printf '%.0f' "$(median "${CACHEDF[@]}")")
+m0cf=$(printf '%.0f' "$(median "${COLD0F[@]}")"); m0wf=$(printf '%.0f' "$(median "${CACHED0F[@]}")")
 [[ -z "${BENCH_DATA:-}" ]] || echo "cold $x $mc $mw" >>"$BENCH_DATA"
 mkdir -p "$(dirname "$BENCH_OUT")"
 {
