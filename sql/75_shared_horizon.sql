@@ -65,7 +65,6 @@ INSERT INTO shz_src VALUES (3004, 4, 4);
 SELECT dblink_exec(shz_conn(), 'CALL cq.run(''shz_q'')');
 INSERT INTO shz_src VALUES (3005, 5, 5);
 SELECT dblink_exec(shz_conn(), 'CALL cq.run(''shz_q'')');
-SELECT pg_sleep(0.01);
 INSERT INTO shz_src VALUES (3006, 6, 6);
 SELECT dblink_exec(shz_conn(), 'CALL cq.run(''shz_q'')');
 SELECT shz_differences() AS differences_before_commit;	-- the open rows are not in shz_all yet
