@@ -83,29 +83,43 @@ hw_ms() {
 }
 
 # call_ms SCRIPT_BEFORE: fresh session, run SCRIPT_BEFORE untimed, then time
-# one CALL cq.run('cold_agg')
+# one CALL cq.run('cold_agg').  Prints "WALL_MS CPU_MS MINFLT": psql's
+# \timing of the CALL, the backend's CPU time around it
+# (/proc/self/schedstat, ns on the CPU) and its minor page faults
+# (/proc/self/stat field 10).  The two reads are one small statement each
+# (in the cold case the one before the CALL is the session's first
+# statement: it warms up little more than the executor of a SELECT).
+STATQ="SELECT pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint AS c, pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/stat'), ' ', 10)::bigint AS f"
 call_ms() {
     local out
-    out="$(printf '%s\n\\timing on\nCALL cq.run(%s);\n' "$1" "'cold_agg'" | "${PSQL[@]}" -At 2>&1)" \
+    out="$(printf '%s\n%s \\gset s_\n\\timing on\nCALL cq.run(%s);\n\\timing off\n%s \\gset e_\n\\echo CPU :e_c :s_c :e_f :s_f\n' \
+        "$1" "$STATQ" "'cold_agg'" "$STATQ" | "${PSQL[@]}" -At 2>&1)" \
         || { printf '%s\n' "$out" >&2; die "CALL failed"; }
-    printf '%s\n' "$out" | awk '/^Time: /{v = $2} END {if (v == "") exit 1; print v}'
+    printf '%s\n' "$out" | awk '/^Time: /{v = $2} /^CPU /{c = ($2 - $3) / 1e6; f = $4 - $5}
+        END {if (v == "" || c == "") exit 1; printf "%s %.3f %d\n", v, c, f}'
 }
 
-declare -a COLD CACHED COLD0 CACHED0 HWC HWW
+declare -a COLD CACHED COLD0 CACHED0 HWC HWW COLDC CACHEDC COLD0C CACHED0C COLDF CACHEDF COLD0F CACHED0F
+# rec NAME "WALL CPU MINFLT": append to NAME, NAMEC and NAMEF
+rec() {
+    local w c f
+    read -r w c f <<<"$2"
+    eval "$1+=(\"\$w\"); ${1}C+=(\"\$c\"); ${1}F+=(\"\$f\")"
+}
 for ((r = 1; r <= BENCH_COLD_ROUNDS; r++)); do
     for which in $( ((r % 2)) && echo "cold cached" || echo "cached cold"); do
         if [[ "$which" == cold ]]; then
             psql_run "$(new_sql "$((2 * r))")" >/dev/null
-            COLD+=("$(call_ms "")")
+            rec COLD "$(call_ms "")"
             HWC+=("$(hw_ms "")")
-            COLD0+=("$(call_ms "")")
+            rec COLD0 "$(call_ms "")"
         else
-            CACHED+=("$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg'); $(new_sql "$((2 * r + 1))")")")
+            rec CACHED "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg'); $(new_sql "$((2 * r + 1))")")"
             HWW+=("$(hw_ms "${HW_STEP/%COMMIT;/ROLLBACK;}")")
-            CACHED0+=("$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg');")")
+            rec CACHED0 "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg');")"
         fi
     done
-    info "round $r: $(human "$BENCH_COLD_NEW") new rows cold $(fmt_ms "${COLD[-1]}"), cached $(fmt_ms "${CACHED[-1]}"); hand-written cold $(fmt_ms "${HWC[-1]}"), cached $(fmt_ms "${HWW[-1]}"); nothing new cold $(fmt_ms "${COLD0[-1]}"), cached $(fmt_ms "${CACHED0[-1]}")"
+    info "round $r: $(human "$BENCH_COLD_NEW") new rows cold $(fmt_ms "${COLD[-1]}"), cached $(fmt_ms "${CACHED[-1]}"); hand-written cold $(fmt_ms "${HWC[-1]}"), cached $(fmt_ms "${HWW[-1]}"); nothing new cold $(fmt_ms "${COLD0[-1]}"), cached $(fmt_ms "${CACHED0[-1]}"); backend CPU cold ${COLDC[-1]} / cached ${CACHEDC[-1]} ms, minor faults ${COLDF[-1]} / ${CACHEDF[-1]}"
 done
 # sanity: the target holds the plain query's result
 bad=$(psql_val "SELECT count(*) FROM ((TABLE cold_agg EXCEPT ALL $(agg_select cold_ev)) UNION ALL ($(agg_select cold_ev) EXCEPT ALL TABLE cold_agg)) x;")
@@ -117,6 +131,10 @@ mc=$(median "${COLD[@]}"); mw=$(median "${CACHED[@]}")
 mhc=$(median "${HWC[@]}"); mhw=$(median "${HWW[@]}")
 m0c=$(median "${COLD0[@]}"); m0w=$(median "${CACHED0[@]}")
 x=$(calc "$mc / $mw")
+mcc=$(median "${COLDC[@]}"); mwc=$(median "${CACHEDC[@]}")
+m0cc=$(median "${COLD0C[@]}"); m0wc=$(median "${CACHED0C[@]}")
+mcf=$(printf '%.0f' "$(median "${COLDF[@]}")"); mwf=$(printf '%.0f' "$(median "${CACHEDF[@]}")")
+m0cf=$(printf '%.0f' "$(median "${COLD0F[@]}")"); m0wf=$(printf '%.0f' "$(median "${CACHED0F[@]}")")
 [[ -z "${BENCH_DATA:-}" ]] || echo "cold $x $mc $mw" >>"$BENCH_DATA"
 mkdir -p "$(dirname "$BENCH_OUT")"
 {
@@ -131,6 +149,13 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "| same, hand-written upsert (baseline: PostgreSQL's own cold cost) | $(fmt_ms "$mhc") | $(fmt_ms "$mhw") | $(fmt_x "$(calc "$mhc / $mhw")") | — | — |"
     echo "| nothing new | $(fmt_ms "$m0c") | $(fmt_ms "$m0w") | $(fmt_x "$(calc "$m0c / $m0w")") | — | — |"
     echo
-    echo "Per round (ms): cold ${COLD[*]}; cached ${CACHED[*]}; hand-written cold ${HWC[*]}, cached ${HWW[*]}; nothing new cold ${COLD0[*]}, cached ${CACHED0[*]}."
+    echo "Backend CPU time of the CALL (/proc/self/schedstat) and its minor page faults (/proc/self/stat), medians:"
+    echo
+    echo "| batch | cold CPU | cached CPU | cold / cached | cold minor faults | cached minor faults |"
+    echo "|---|---|---|---|---|---|"
+    echo "| $(human "$BENCH_COLD_NEW") new rows | $(fmt_ms "$mcc") | $(fmt_ms "$mwc") | $(fmt_x "$(calc "$mcc / $mwc")") | $mcf | $mwf |"
+    echo "| nothing new | $(fmt_ms "$m0cc") | $(fmt_ms "$m0wc") | $(fmt_x "$(calc "$m0cc / $m0wc")") | $m0cf | $m0wf |"
+    echo
+    echo "Per round (ms): cold ${COLD[*]}; cached ${CACHED[*]}; hand-written cold ${HWC[*]}, cached ${HWW[*]}; nothing new cold ${COLD0[*]}, cached ${CACHED0[*]}; backend CPU cold ${COLDC[*]}, cached ${CACHEDC[*]}; minor faults cold ${COLDF[*]}, cached ${CACHEDF[*]}."
 } >"$BENCH_OUT"
 cat "$BENCH_OUT"

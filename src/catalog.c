@@ -17,11 +17,13 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "executor/tuptable.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -536,6 +538,102 @@ fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 }
 
 /*
+ * fetch_query_by_name_direct
+ *	  fetch_query for "schema = nsp AND name = name" (0.2; "name = name"
+ *	  on 0.1), unlocked, read directly as fetch_query_by_id_direct reads by
+ *	  id: through the unique index on exactly those columns (the primary
+ *	  key), with a snapshot as SPI takes one for a statement.  The name
+ *	  look-up is the first statement of CALL cq.run; in a new backend (how
+ *	  pg_cron runs it) its parse and plan were a warm-up that nothing else
+ *	  needed.  Returns false, having read nothing, when the statement must
+ *	  do it (no such index, columns of other types); else true with
+ *	  *result the query or NULL.
+ */
+static Datum name_datum(const char *s);
+
+static bool
+fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQuery **result)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("queries", nsp) : InvalidOid;
+	AttrNumber	atts[2];
+	Oid			types[2] = {NAMEOID, TEXTOID};
+	RegProcedure eqs[2] = {F_NAMEEQ, F_TEXTEQ};
+	Datum		values[2];
+	int			nkeys = v02 ? 2 : 1;
+	int			first = v02 ? 0 : 1;
+	Relation	rel;
+	Relation	idx = NULL;
+	List	   *indexes;
+	ListCell   *lc;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found;
+	CqQuery    *q = NULL;
+
+	if (!OidIsValid(relid) || (v02 && nspname == NULL))
+		return false;
+	atts[0] = get_attnum(relid, "schema");
+	atts[1] = get_attnum(relid, "name");
+	for (int k = first; k < 2; k++)
+		if (atts[k] == InvalidAttrNumber || get_atttype(relid, atts[k]) != types[k])
+			return false;
+	rel = table_open(relid, AccessShareLock);
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		match = i->rd_index->indisunique && i->rd_index->indisvalid &&
+			i->rd_index->indnkeyatts == nkeys && i->rd_rel->relam == BTREE_AM_OID &&
+			RelationGetIndexExpressions(i) == NIL && RelationGetIndexPredicate(i) == NIL;
+
+		for (int k = 0; match && k < nkeys; k++)
+			match = i->rd_index->indkey.values[k] == atts[first + k] &&
+				i->rd_opcintype[k] == types[first + k];
+		if (match)
+		{
+			idx = i;
+			break;
+		}
+		index_close(i, AccessShareLock);
+	}
+	list_free(indexes);
+	if (idx == NULL)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+
+	values[0] = v02 ? name_datum(nspname) : (Datum) 0;
+	values[1] = CStringGetTextDatum(name);
+	for (int k = 0; k < nkeys; k++)
+		ScanKeyEntryInitialize(&keys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
+							   idx->rd_indcollation[k], eqs[first + k], values[first + k]);
+
+	/* a snapshot as SPI takes one for a statement */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, idx, GetActiveSnapshot(), nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	if (found)
+		q = query_from_slot(rel, slot, v02);
+	ExecDropSingleTupleTableSlot(slot);
+	PopActiveSnapshot();
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
+	if (found && q == NULL)
+		return false;			/* columns not as expected: the statement reads it */
+	*result = q;
+	return true;
+}
+
+/*
  * name_datum
  *	  A C string as a datum of type name.
  */
@@ -608,7 +706,8 @@ cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
  * cq_catalog_get_query_in
  *	  Load the query named `name` (exactly) of schema nsp; no privilege
  *	  is checked.  On a 0.1 catalog the schema does not matter.  With
- *	  lock, see fetch_query.
+ *	  lock, see fetch_query; without, read directly
+ *	  (fetch_query_by_name_direct) when the catalog allows.
  */
 CqQuery *
 cq_catalog_get_query_in(Oid nsp, const char *name, bool missing_ok, bool lock)
@@ -616,16 +715,21 @@ cq_catalog_get_query_in(Oid nsp, const char *name, bool missing_ok, bool lock)
 	Oid			types[2] = {TEXTOID, NAMEOID};
 	Datum		values[2];
 	char	   *nspname = get_namespace_name(nsp);
+	bool		v02 = cq_catalog_version() >= CQ_CATALOG_0_2;
 	CqQuery    *q = NULL;
 
 	values[0] = CStringGetTextDatum(name);
-	if (cq_catalog_version() < CQ_CATALOG_0_2)
-		q = fetch_query("name OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
-	else if (nspname != NULL)
+	/* unlocked: read directly when the catalog is as expected */
+	if (lock || !fetch_query_by_name_direct(nspname, name, v02, &q))
 	{
-		values[1] = name_datum(nspname);
-		q = fetch_query("schema OPERATOR(pg_catalog.=) $2 AND name OPERATOR(pg_catalog.=) $1",
-						2, types, values, lock);
+		if (!v02)
+			q = fetch_query("name OPERATOR(pg_catalog.=) $1", 1, types, values, lock);
+		else if (nspname != NULL)
+		{
+			values[1] = name_datum(nspname);
+			q = fetch_query("schema OPERATOR(pg_catalog.=) $2 AND name OPERATOR(pg_catalog.=) $1",
+							2, types, values, lock);
+		}
 	}
 	if (q == NULL && !missing_ok)
 		ereport(ERROR,
@@ -689,6 +793,49 @@ cq_catalog_key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
 }
 
 /*
+ * installation_id_direct
+ *	  The id of cq.installation's row as text, read with a heap scan and a
+ *	  snapshot as SPI takes one for a statement (a statement to parse and
+ *	  plan in every new backend otherwise); *id NULL when there is no row.
+ *	  False, having read nothing, when the table is not as expected (the
+ *	  statement reads it then).
+ */
+static bool
+installation_id_direct(char **id)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("installation", nsp) : InvalidOid;
+	AttrNumber	att;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	*id = NULL;
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return false;
+	att = get_attnum(relid, "id");
+	if (att == InvalidAttrNumber || get_atttype(relid, att) != UUIDOID)
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	if ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, att, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			*id = DatumGetCString(DirectFunctionCall1(uuid_out, d));
+	}
+	table_endscan(scan);
+	PopActiveSnapshot();
+	table_close(rel, NoLock);
+	return true;
+}
+
+/*
  * cq_catalog_cluster_id
  *	  The identifier of the installation a query's offsets (transaction
  *	  ids) belong to, as text.  Catalog 0.2: the id in cq.installation, made
@@ -715,11 +862,14 @@ cq_catalog_cluster_id(void)
 	if (cached_id != NULL && ext == cached_ext)
 		return pstrdup(cached_id);
 
-	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT id::pg_catalog.text FROM cq.installation", SPI_OK_SELECT, 0, NULL, NULL, NULL);
-	cq_security_restore(&sec);
-	if (SPI_processed > 0)
-		id = spi_text(1);
+	if (!installation_id_direct(&id))
+	{
+		cq_security_superuser(&sec);
+		cq_spi_exec("SELECT id::pg_catalog.text FROM cq.installation", SPI_OK_SELECT, 0, NULL, NULL, NULL);
+		cq_security_restore(&sec);
+		if (SPI_processed > 0)
+			id = spi_text(1);
+	}
 	if (id == NULL)
 		return psprintf(UINT64_FORMAT, GetSystemIdentifier());	/* row deleted by hand */
 	if (cached_id)

@@ -21,6 +21,9 @@
 #include "catalog/pg_type.h"
 #include "nodes/tidbitmap.h"
 #include "storage/bufmgr.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/fmgroids.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -63,13 +66,23 @@
  * never certain to be read exactly once anyway.
  *
  * Samples (L, X) are taken at each batch (cq_source_summarize) and after
- * each filtered scan, at most one per millisecond, into rings of this
- * backend; a scan uses the newest sample with X <= v (the rows of a
- * batch need one taken a little before its S_prev: while transactions
- * that were running then are still running, none qualifies and nothing is
- * left out).  The BRIN indexes on cq_xid get horizon_getbitmap as their
- * amgetbitmap in this backend's relation cache (as stamp.c swaps
- * aminsert) when a batch summarizes them.
+ * each filtered scan, at most one per millisecond in the whole server,
+ * into rings in shared memory that every backend reads: a sample's
+ * statement holds for every transaction of the server, whichever backend
+ * took it (an id x >= X, in any backend, is assigned after X was read; the
+ * WAL of any backend is reserved in one order), so the first batch of a
+ * new backend (CALL cq.run from pg_cron) can use the samples its
+ * predecessors took.  Another backend's transaction that was running when
+ * a sample was taken has an id below the sample's X: its rows are not
+ * covered by that sample, only by samples whose X is at most its id (taken
+ * before it got one), whose L is before its rows.  A scan uses the newest
+ * sample with X <= v (the rows of a batch need one taken a little before
+ * its S_prev: while transactions that were running then are still running,
+ * none qualifies and nothing is left out).  A sample is read and written
+ * under the rings' lock, (L, X) as one; the rings are rebuilt empty at
+ * every start of shared memory (after a crash too).  The BRIN indexes on
+ * cq_xid get horizon_getbitmap as their amgetbitmap in this backend's
+ * relation cache (as stamp.c swaps aminsert) when a batch summarizes them.
  */
 typedef struct HorizonSample
 {
@@ -79,7 +92,7 @@ typedef struct HorizonSample
 
 /*
  * Three rings of samples, at least 1 ms, 1 s and 1 min apart, so that a
- * backend running many batches a second (a worker) still has a sample old
+ * server running many batches a second (workers) still has a sample old
  * enough for a query whose last batch was seconds or minutes ago.
  */
 #define HORIZON_LEVELS 3
@@ -94,13 +107,77 @@ typedef struct HorizonRing
 	HorizonSample samples[HORIZON_SAMPLES];
 } HorizonRing;
 
-static HorizonRing *horizon = NULL;
+/* the rings in shared memory, and their lock */
+typedef struct HorizonShared
+{
+	LWLock	   *lock;
+	HorizonRing rings[HORIZON_LEVELS];
+} HorizonShared;
+
+#define HORIZON_TRANCHE "pg_cq horizon"
+
+static HorizonShared *horizon = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/*
+ * horizon_shmem_request
+ *	  shmem_request_hook: ask for the rings and their lock.
+ */
+static void
+horizon_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(HorizonShared)));
+	RequestNamedLWLockTranche(HORIZON_TRANCHE, 1);
+}
+
+/*
+ * horizon_shmem_startup
+ *	  shmem_startup_hook: create (or attach to) the rings, empty.
+ */
+static void
+horizon_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	horizon = ShmemInitStruct(HORIZON_TRANCHE, sizeof(HorizonShared), &found);
+	if (!found)
+	{
+		memset(horizon, 0, sizeof(HorizonShared));
+		horizon->lock = &(GetNamedLWLockTranche(HORIZON_TRANCHE))->lock;
+		horizon->rings[0].spacing_us = 1000;
+		horizon->rings[1].spacing_us = USECS_PER_SEC;
+		horizon->rings[2].spacing_us = 60 * USECS_PER_SEC;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * cq_horizon_shmem_init
+ *	  Install the hooks that set up the shared rings; from _PG_init.
+ */
+void
+cq_horizon_shmem_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = horizon_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = horizon_shmem_startup;
+}
 
 /*
  * cq_source_sample_horizon
- *	  Take a sample (L, X) for the scans of this backend (see above) into
+ *	  Take a sample (L, X) for the scans of all backends (see above) into
  *	  each ring whose spacing has passed since its newest sample; a ring
- *	  whose newest sample has the same X gets the newer L instead.
+ *	  whose newest sample has the same X gets the newer L instead.  Read
+ *	  under the rings' lock, so the samples of each ring are in the order
+ *	  of their L and X.
  */
 void
 cq_source_sample_horizon(void)
@@ -109,24 +186,20 @@ cq_source_sample_horizon(void)
 	XLogRecPtr	lsn;
 	uint64		next;
 
-	if (RecoveryInProgress())
+	if (horizon == NULL || RecoveryInProgress())
 		return;
 	now = GetCurrentTimestamp();
-	if (horizon == NULL)
-	{
-		horizon = MemoryContextAllocZero(TopMemoryContext, sizeof(HorizonRing) * HORIZON_LEVELS);
-		horizon[0].spacing_us = 1000;
-		horizon[1].spacing_us = USECS_PER_SEC;
-		horizon[2].spacing_us = 60 * USECS_PER_SEC;
-	}
-	else if (now >= horizon[0].taken && now - horizon[0].taken < horizon[0].spacing_us)
+	/* an unlocked look first: most calls come within the millisecond */
+	if (horizon->rings[0].count > 0 && now >= horizon->rings[0].taken &&
+		now - horizon->rings[0].taken < horizon->rings[0].spacing_us)
 		return;
+	LWLockAcquire(horizon->lock, LW_EXCLUSIVE);
 	/* first the WAL position, then the next id (both read under locks: ordered) */
 	lsn = GetXLogInsertRecPtr();
 	next = U64FromFullTransactionId(ReadNextFullTransactionId());
 	for (int l = 0; l < HORIZON_LEVELS; l++)
 	{
-		HorizonRing *r = &horizon[l];
+		HorizonRing *r = &horizon->rings[l];
 
 		if (r->count > 0 && now >= r->taken && now - r->taken < r->spacing_us)
 			continue;
@@ -142,6 +215,7 @@ cq_source_sample_horizon(void)
 		if (r->count < HORIZON_SAMPLES)
 			r->count++;
 	}
+	LWLockRelease(horizon->lock);
 }
 
 /*
@@ -179,10 +253,11 @@ scan_horizon(IndexScanDesc scan, Relation heap, XLogRecPtr *lsn)
 	}
 	if (!bounded)
 		return false;
-	/* samples are taken in order: the newest valid one of each ring, the latest L */
+	/* samples are in order: the newest valid one of each ring, the latest L */
+	LWLockAcquire(horizon->lock, LW_SHARED);
 	for (int l = 0; l < HORIZON_LEVELS; l++)
 	{
-		HorizonRing *r = &horizon[l];
+		HorizonRing *r = &horizon->rings[l];
 
 		for (int n = 0, i = r->newest; n < r->count;
 			 n++, i = (i + HORIZON_SAMPLES - 1) % HORIZON_SAMPLES)
@@ -196,6 +271,7 @@ scan_horizon(IndexScanDesc scan, Relation heap, XLogRecPtr *lsn)
 			}
 		}
 	}
+	LWLockRelease(horizon->lock);
 	return found;
 }
 

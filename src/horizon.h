@@ -10,6 +10,7 @@
 
 #include "utils/relcache.h"
 
+extern void cq_horizon_shmem_init(void);
 extern void cq_source_sample_horizon(void);
 extern void cq_horizon_swap_getbitmap(Relation idx);
 

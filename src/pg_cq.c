@@ -15,6 +15,7 @@
 #include "miscadmin.h"
 
 #include "guc.h"
+#include "horizon.h"
 #include "shmem.h"
 #include "wakeup.h"
 #include "launcher.h"
@@ -43,6 +44,7 @@ _PG_init(void)
 
 	cq_guc_init();
 	cq_shmem_init();
+	cq_horizon_shmem_init();
 	cq_wakeup_init();
 	cq_ddl_init();
 	cq_truncate_init();
