@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -45,6 +46,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/xid8.h"
 
 #include "shard.h"
 #include "citus.h"
@@ -82,19 +84,31 @@ visible_call(Node *node, Oid visible)
 }
 
 /*
+ * xid8_operator
+ *	  The built-in xid8 operator op.
+ */
+static Oid
+xid8_operator(const char *op)
+{
+	Oid			opno = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(pstrdup(op))),
+										XID8OID, XID8OID);
+
+	if (!OidIsValid(opno))
+		elog(ERROR, "pg_cq: xid8 operator %s not found", op);
+	return opno;
+}
+
+/*
  * xid8_bound
  *	  xid <op> constant x, with the built-in xid8 operator op.
  */
 static Expr *
 xid8_bound(const char *op, Var *xid, uint64 x)
 {
-	Oid			opno = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(pstrdup(op))),
-										XID8OID, XID8OID);
+	Oid			opno = xid8_operator(op);
 	int16		len;
 	bool		byval;
 
-	if (!OidIsValid(opno))
-		elog(ERROR, "pg_cq: xid8 operator %s not found", op);
 	get_typlenbyval(XID8OID, &len, &byval);
 	return make_opclause(opno, BOOLOID, false, (Expr *) copyObject(xid),
 						 (Expr *) makeConst(XID8OID, -1, InvalidOid, len, cq_xid8_datum(x), false, byval),
@@ -105,15 +119,20 @@ xid8_bound(const char *op, Var *xid, uint64 x)
  * node_ranges
  *	  The condition implied by node_visible(end) AND NOT node_visible(start):
  *	  one arm per node of end with new transactions, constant false if none.
+ *	  Sets [*lo, *hi) to the union of the arms' ranges (empty: lo >= hi).
  */
 static Expr *
-node_ranges(const char *end_text, const char *start_text, Var *node, Var *xid)
+node_ranges(const char *end_text, const char *start_text, Var *node, Var *xid,
+			uint64 *lo_all, uint64 *hi_all)
 {
 	CqNodeSnap *end = cq_nsnap_parse(end_text);
 	CqNodeSnap *start = cq_nsnap_parse(start_text);
 	Oid			int8eq = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("=")),
 										  INT8OID, INT8OID);
 	List	   *arms = NIL;
+
+	*lo_all = PG_UINT64_MAX;
+	*hi_all = 0;
 
 	for (int i = 0; i < end->n; i++)
 	{
@@ -122,6 +141,8 @@ node_ranges(const char *end_text, const char *start_text, Var *node, Var *xid)
 
 		if (lo >= hi)
 			continue;
+		*lo_all = Min(*lo_all, lo);
+		*hi_all = Max(*hi_all, hi);
 		arms = lappend(arms, make_andclause(list_make3(
 													   make_opclause(int8eq, BOOLOID, false, (Expr *) copyObject(node),
 																	 (Expr *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
@@ -135,6 +156,32 @@ node_ranges(const char *end_text, const char *start_text, Var *node, Var *xid)
 	if (list_length(arms) == 1)
 		return linitial(arms);
 	return make_orclause(arms);
+}
+
+/*
+ * implied_bound
+ *	  Is arg "xid >= c" with c <= lo, or "xid < c" with c >= hi (xid8
+ *	  constants): implied by per-node ranges within [lo, hi)?  The batch's
+ *	  own [$1, $2) is: the planner would otherwise take that single range
+ *	  for the BRIN scan rather than the per-node arms.
+ */
+static bool
+implied_bound(Node *arg, Var *xid, uint64 lo, uint64 hi)
+{
+	OpExpr	   *op;
+	Const	   *c;
+	uint64		v;
+
+	if (arg == NULL || !IsA(arg, OpExpr) || list_length(((OpExpr *) arg)->args) != 2)
+		return false;
+	op = (OpExpr *) arg;
+	if (!equal(linitial(op->args), xid) || !IsA(lsecond(op->args), Const))
+		return false;
+	c = lsecond(op->args);
+	if (c->consttype != XID8OID || c->constisnull)
+		return false;
+	v = U64FromFullTransactionId(DatumGetFullTransactionId(c->constvalue));
+	return (op->opno == xid8_operator(">=") && v <= lo) || (op->opno == xid8_operator("<") && v >= hi);
 }
 
 /*
@@ -154,6 +201,8 @@ add_ranges(BoolExpr *and, ShardWalk *w)
 	ListCell   *lc;
 	RangeTblEntry *rte;
 	Var		   *xid;
+	uint64		lo;
+	uint64		hi;
 
 	foreach(lc, and->args)
 	{
@@ -172,10 +221,19 @@ add_ranges(BoolExpr *and, ShardWalk *w)
 	xid = lthird(end->args);
 	ranges = node_ranges(TextDatumGetCString(((Const *) linitial(end->args))->constvalue),
 						 TextDatumGetCString(((Const *) linitial(start->args))->constvalue),
-						 lsecond(end->args), xid);
+						 lsecond(end->args), xid, &lo, &hi);
 	/* the coordinator's planner may have added them (its shard query) */
 	if (!list_member(and->args, ranges))
 		and->args = lappend(and->args, ranges);
+	if (lo < hi)
+	{
+		List	   *args = NIL;
+
+		foreach(lc, and->args)
+			if (!implied_bound(lfirst(lc), xid, lo, hi))
+				args = lappend(args, lfirst(lc));
+		and->args = args;
+	}
 	if (w->query != NULL && xid->varno > 0 && xid->varno <= list_length(w->query->rtable))
 	{
 		rte = rt_fetch(xid->varno, w->query->rtable);
