@@ -219,6 +219,12 @@ add_ranges(BoolExpr *and, ShardWalk *w)
 		!equal(lsecond(end->args), lsecond(start->args)) || !equal(lthird(end->args), lthird(start->args)))
 		return;
 	xid = lthird(end->args);
+	if (w->query == NULL || xid->varno <= 0 || xid->varno > list_length(w->query->rtable))
+		return;
+	rte = rt_fetch(xid->varno, w->query->rtable);
+	/* a shard (or the shell table) of a source stamped per node only */
+	if (rte->rtekind != RTE_RELATION || !cq_citus_node_stamped(rte->relid))
+		return;
 	ranges = node_ranges(TextDatumGetCString(((Const *) linitial(end->args))->constvalue),
 						 TextDatumGetCString(((Const *) linitial(start->args))->constvalue),
 						 lsecond(end->args), xid, &lo, &hi);
@@ -234,12 +240,7 @@ add_ranges(BoolExpr *and, ShardWalk *w)
 				args = lappend(args, lfirst(lc));
 		and->args = args;
 	}
-	if (w->query != NULL && xid->varno > 0 && xid->varno <= list_length(w->query->rtable))
-	{
-		rte = rt_fetch(xid->varno, w->query->rtable);
-		if (rte->rtekind == RTE_RELATION)
-			w->shards = list_append_unique_oid(w->shards, rte->relid);
-	}
+	w->shards = list_append_unique_oid(w->shards, rte->relid);
 }
 
 /*
