@@ -95,11 +95,55 @@ time_batch() {
     psql_at $C -c "INSERT INTO $t (id, k, v) SELECT i, i % 1000, i FROM generate_series($base + 1, $base + $BATCH) i"
     psql_at $C -c '\timing on' -c "CALL cq.run('$q')" 2>/dev/null | awk '/^Time: /{print $2}'
 }
-declare -a dt lt
+# heap pages the workers' backends have read or found in shared buffers for
+# the shards of d_ev (pg_statio; a backend reports them when idle, within a
+# second: read twice, 2 s apart, until stable)
+shard_pages() {
+    local p sum a b
+    for _ in 1 2 3 4 5; do
+        a=0
+        for p in $((PORT + 1)) $((PORT + 2)); do
+            sum=$(psql_at "$p" -c "SET citus.override_table_visibility = off" -c "
+              SELECT coalesce(sum(heap_blks_read + heap_blks_hit), 0) FROM pg_statio_user_tables
+               WHERE relname ~ '^d_ev_[0-9]+\$'")
+            a=$((a + sum))
+        done
+        [[ "${b:-}" == "$a" ]] && break
+        b=$a
+        sleep 2
+    done
+    echo "$a"
+}
+local_pages() {
+    psql_at $C -c "SELECT pg_stat_force_next_flush()" >/dev/null
+    psql_at $C -c "SELECT heap_blks_read + heap_blks_hit FROM pg_statio_user_tables WHERE relname = 'l_ev'"
+}
+declare -a dt lt dn
+sp0=$(shard_pages)
 for ((r = 0; r < REPS; r++)); do
     dt+=("$(time_batch d_ev d_agg "$r")")
+done
+sp1=$(shard_pages)
+lp0=$(local_pages)
+for ((r = 0; r < REPS; r++)); do
     lt+=("$(time_batch l_ev l_agg "$r")")
 done
+lp1=$(local_pages)
+# the same batches without the shards' side (src/shard.c): the workers scan
+# every shard in full
+for p in $((PORT + 1)) $((PORT + 2)); do
+    psql_at "$p" -c "ALTER SYSTEM SET cq.citus_shard_scans = off" -c "SELECT pg_reload_conf()" >/dev/null
+done
+sleep 1
+for ((r = REPS; r < 2 * REPS; r++)); do
+    dn+=("$(time_batch d_ev d_agg "$r")")
+done
+sp2=$(shard_pages)
+for p in $((PORT + 1)) $((PORT + 2)); do
+    psql_at "$p" -c "ALTER SYSTEM RESET cq.citus_shard_scans" -c "SELECT pg_reload_conf()" >/dev/null
+done
+pages_d=$(psql_at $C -c "SELECT sum(result::bigint) FROM run_command_on_shards('d_ev', \$\$SELECT pg_relation_size('%s') / 8192\$\$)")
+pages_l=$(psql_at $C -c "SELECT pg_relation_size('l_ev') / 8192")
 # the snapshot round trip of every batch over a source stamped per node (offsets.c)
 declare -a st
 for ((r = 0; r < REPS; r++)); do
@@ -130,7 +174,7 @@ wait_caught_up() {  # seconds until d_live equals the plain query (deadline 600 
 }
 wait_caught_up >/dev/null
 printf '%s\n' '\set base random(1000000000, 2000000000)' \
-    "INSERT INTO d_ev (id, k, v) SELECT :base * 1000 + i, i % 1000, i FROM generate_series(1, $IROWS) i;" \
+    "INSERT INTO d_ev (id, k, v) SELECT :base::bigint * 1000 + i, i % 1000, i FROM generate_series(1, $IROWS) i;" \
     >"$BASE/ingest.sql"
 [[ "$(id -u)" -ne 0 ]] || chown postgres "$BASE/ingest.sql"
 # ingest PORT... : pgbench, one client per port, all at once; prints rows/s (sum)
@@ -163,12 +207,15 @@ $ROWS rows, then $REPS batches of $BATCH new rows (one multi-row INSERT through 
 each), \`GROUP BY k\` over 1,000 groups in update mode; median of \`CALL cq.run\` (a fresh
 session each, so it includes Citus opening its connections to the workers).
 
-| source | batch (median) | all batches (ms) |
-|---|---|---|
-| hash-distributed, $SHARDS shards on 2 workers, stamped per node | $(printf '%.1f' "$dm") ms | ${dt[*]} |
-| local table on the coordinator | $(printf '%.1f' "$lm") ms | ${lt[*]} |
+| source | batch (median) | heap pages read per batch (table's pages) | all batches (ms) |
+|---|---|---|---|
+| hash-distributed, $SHARDS shards on 2 workers, stamped per node | $(printf '%.1f' "$dm") ms | $(( (sp1 - sp0) / REPS )) ($pages_d) | ${dt[*]} |
+| the same, \`cq.citus_shard_scans = off\` on the workers (no per-node ranges, summarization or settings there) | $(printf '%.1f' "$(median "${dn[@]}")") ms | $(( (sp2 - sp1) / REPS )) ($pages_d) | ${dn[*]} |
+| local table on the coordinator | $(printf '%.1f' "$lm") ms | $(( (lp1 - lp0) / REPS )) ($pages_l) | ${lt[*]} |
 
 Ratio distributed / local: $(awk -v a="$dm" -v b="$lm" 'BEGIN { printf "%.1fx", a / b }').
+Pages: heap blocks the batches read or hit in shared buffers (\`pg_statio_user_tables\`), on the
+workers for the shards, on the coordinator for the local table; per batch, averaged.
 Of a distributed batch, every node's snapshot (one \`run_command_on_all_nodes\`) takes
 $(printf '%.1f' "$(median "${st[@]}")") ms (median, also from fresh sessions).
 Distributed target against the plain query after the run: $check rows differ (must be 0).

@@ -50,6 +50,7 @@
 
 #include "shard.h"
 #include "citus.h"
+#include "guc.h"
 #include "offsets.h"
 #include "tracking.h"
 
@@ -281,7 +282,7 @@ cq_shard_planner(Query *parse, const char *query_string, int cursorOptions, Para
 	PlannedStmt *result;
 	ListCell   *lc;
 
-	if (parse->commandType == CMD_SELECT && IsTransactionState() &&
+	if (parse->commandType == CMD_SELECT && cq_citus_shard_scans && IsTransactionState() &&
 		OidIsValid(w.visible = cq_citus_node_visible_function()))
 	{
 		(void) shard_walker((Node *) parse, &w);
