@@ -282,7 +282,9 @@ cq_shard_planner(Query *parse, const char *query_string, int cursorOptions, Para
 	PlannedStmt *result;
 	ListCell   *lc;
 
+	/* Citus defines its settings when loaded: without it, nothing to do */
 	if (parse->commandType == CMD_SELECT && cq_citus_shard_scans && IsTransactionState() &&
+		GetConfigOption("citus.shard_count", true, false) != NULL &&
 		OidIsValid(w.visible = cq_citus_node_visible_function()))
 	{
 		(void) shard_walker((Node *) parse, &w);
