@@ -556,6 +556,43 @@ is_unstamped(Node *expr)
 }
 
 /*
+ * column_accepted
+ *	  Does the INSERT (rewritten: defaults filled in) give column att only
+ *	  values that accept() takes, in the target list or in every row of a
+ *	  VALUES list?  A column absent from the target list is accepted.
+ */
+static bool
+column_accepted(Query *parse, AttrNumber att, bool (*accept) (Node *expr))
+{
+	ListCell   *lc;
+
+	foreach(lc, parse->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *expr = (Node *) tle->expr;
+
+		if (tle->resjunk || tle->resno != att)
+			continue;
+		if (accept(expr))
+			return true;
+		if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
+		{
+			Var		   *var = (Var *) expr;
+			RangeTblEntry *vrte = rt_fetch(var->varno, parse->rtable);
+			bool		ok = vrte->rtekind == RTE_VALUES;
+			ListCell   *row;
+
+			if (ok)
+				foreach(row, vrte->values_lists)
+					ok = ok && accept(list_nth(lfirst(row), var->varattno - 1));
+			return ok;
+		}
+		return false;
+	}
+	return true;
+}
+
+/*
  * check_insert_node
  *	  An INSERT into a distributed source stamped per node, on any node:
  *	  cq_node must be left to its default 0 (the shards' trigger stamps
@@ -566,33 +603,8 @@ is_unstamped(Node *expr)
 static void
 check_insert_node(Query *parse, Oid relid)
 {
-	AttrNumber	att = get_attnum(relid, CQ_NODE_COLUMN);
-	ListCell   *lc;
-
-	foreach(lc, parse->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-		Node	   *expr = (Node *) tle->expr;
-
-		if (tle->resjunk || tle->resno != att)
-			continue;
-		if (is_unstamped(expr))
-			break;
-		if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
-		{
-			Var		   *var = (Var *) expr;
-			RangeTblEntry *vrte = rt_fetch(var->varno, parse->rtable);
-			bool		ok = vrte->rtekind == RTE_VALUES;
-			ListCell   *row;
-
-			if (ok)
-				foreach(row, vrte->values_lists)
-					ok = ok && is_unstamped(list_nth(lfirst(row), var->varattno - 1));
-			if (ok)
-				break;
-		}
+	if (!column_accepted(parse, get_attnum(relid, CQ_NODE_COLUMN), is_unstamped))
 		refuse_given_node(relid);
-	}
 	/* Citus does not fire the shell table's statement trigger: wake here */
 	if (cq_citus_is_coordinator())
 		cq_wakeup_note_source(relid);
@@ -609,7 +621,6 @@ check_insert(Query *parse)
 {
 	RangeTblEntry *rte = rt_fetch(parse->resultRelation, parse->rtable);
 	AttrNumber	att;
-	ListCell   *lc;
 
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
 		return;
@@ -622,30 +633,8 @@ check_insert(Query *parse)
 		return;
 	if (!cq_citus_is_coordinator())
 		refuse_worker_write(rte->relid);
-	foreach(lc, parse->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-		Node	   *expr = (Node *) tle->expr;
-
-		if (tle->resjunk || tle->resno != att)
-			continue;
-		if (is_stamp_call(expr))
-			break;
-		if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
-		{
-			Var		   *var = (Var *) expr;
-			RangeTblEntry *vrte = rt_fetch(var->varno, parse->rtable);
-			bool		ok = vrte->rtekind == RTE_VALUES;
-			ListCell   *row;
-
-			if (ok)
-				foreach(row, vrte->values_lists)
-					ok = ok && is_stamp_call(list_nth(lfirst(row), var->varattno - 1));
-			if (ok)
-				break;
-		}
+	if (!column_accepted(parse, att, is_stamp_call))
 		refuse_given_stamp(rte->relid);
-	}
 	/* Citus does not fire the shell table's statement trigger: wake here */
 	cq_wakeup_note_source(rte->relid);
 }

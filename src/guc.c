@@ -32,6 +32,9 @@ bool		cq_allow_source_truncate = false;
 
 /* Citus distributed sources newly tracked are stamped per node (citus.c) */
 bool		cq_citus_per_node = true;
+
+/* measurements only: shard queries of per-node batches as they come (shard.c) */
+bool		cq_citus_shard_scans = true;
 int			cq_state_memory_kb = 65536;
 int			cq_state_image_batches = 0;
 int			cq_state_image_interval_s = 300;
@@ -174,6 +177,15 @@ cq_guc_init(void)
 							 &cq_citus_per_node,
 							 true,
 							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.citus_shard_scans",
+							 "Lets a batch's shard queries read only new rows on the nodes that store them.",
+							 "Per-node cq_xid ranges for the shards' BRIN indexes, their summarization and "
+							 "scan settings (docs/scale-out.md); off only to measure without them.",
+							 &cq_citus_shard_scans,
+							 true,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("cq.bench_split_batch",

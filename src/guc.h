@@ -18,6 +18,7 @@ extern int	cq_max_workers;
 extern int	cq_naptime_ms;
 extern bool cq_allow_source_truncate;
 extern bool cq_citus_per_node;
+extern bool cq_citus_shard_scans;
 extern int	cq_state_memory_kb;
 extern int	cq_state_image_batches;
 extern int	cq_state_image_interval_s;

@@ -601,6 +601,20 @@ cq_nsnap_low_bound(const CqNodeSnap *prev, const CqNodeSnap *cur)
 }
 
 /*
+ * cq_nsnap_node_low_bound
+ *	  cq_snap_low_bound for node i of cur alone: every transaction of that
+ *	  node new between prev and cur is at least this, and below its xmax in
+ *	  cur (the per-node ranges of a shard's scan, shard.c).
+ */
+uint64
+cq_nsnap_node_low_bound(const CqNodeSnap *prev, const CqNodeSnap *cur, int i)
+{
+	CqSnap	   *p = cq_nsnap_get(prev, cur->node[i]);
+
+	return cq_snap_low_bound(p ? p : earliest(), cur->snap[i]);
+}
+
+/*
  * cq_nsnap_xmax
  *	  The largest xmax of m's nodes (1 when it knows none).
  */

@@ -48,6 +48,7 @@ extern CqSnap *cq_nsnap_get(const CqNodeSnap *m, int64 node);
 extern void cq_nsnap_set(CqNodeSnap *m, int64 node, CqSnap *s);
 extern bool cq_nsnap_visible(const CqNodeSnap *m, int64 node, uint64 x);
 extern uint64 cq_nsnap_low_bound(const CqNodeSnap *prev, const CqNodeSnap *cur);
+extern uint64 cq_nsnap_node_low_bound(const CqNodeSnap *prev, const CqNodeSnap *cur, int i);
 extern uint64 cq_nsnap_xmax(const CqNodeSnap *m);
 extern bool cq_nsnap_nothing_new(const CqNodeSnap *prev, const CqNodeSnap *cur);
 extern bool cq_nsnap_covers(const CqNodeSnap *end, const CqNodeSnap *target);

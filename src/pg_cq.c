@@ -23,6 +23,7 @@
 #include "truncate.h"
 #include "stamp.h"
 #include "citus.h"
+#include "shard.h"
 
 PG_MODULE_MAGIC;
 
@@ -50,5 +51,6 @@ _PG_init(void)
 	cq_truncate_init();
 	cq_stamp_init();
 	cq_citus_init();
+	cq_shard_init();
 	cq_launcher_register();
 }

@@ -945,6 +945,9 @@ cq_scheduler_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			trim_workers();
+			/* a shorter cq.naptime applies now, not after the old period */
+			if (next_reload > GetCurrentTimestamp() + cq_naptime_ms * (int64) 1000)
+				next_reload = GetCurrentTimestamp() + cq_naptime_ms * (int64) 1000;
 		}
 
 		now = GetCurrentTimestamp();

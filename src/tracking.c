@@ -1307,11 +1307,11 @@ fast_summary_ok(Relation irel)
  *	  not at commit: summaries are not transactional, and VACUUM, ANALYZE
  *	  and autovacuum must not wait for (or skip) a source that back-to-back
  *	  batches read (summarize_xid_range when the index is pg_cq's own,
- *	  else brin_summarize_range).  Also makes horizon_getbitmap the index's
- *	  amgetbitmap.
+ *	  else brin_summarize_range).  With horizon, also makes
+ *	  horizon_getbitmap the index's amgetbitmap.
  */
 static void
-summarize_leaf(Oid relid)
+summarize_leaf(Oid relid, bool horizon)
 {
 	Relation	heap;
 	Relation	irel;
@@ -1335,7 +1335,8 @@ summarize_leaf(Oid relid)
 		return;
 	irel = index_open(idx, AccessShareLock);
 	ppr = BrinGetPagesPerRange(irel);
-	cq_horizon_swap_getbitmap(irel);
+	if (horizon)
+		cq_horizon_swap_getbitmap(irel);
 	memset(&key, 0, sizeof(key));
 	key.index = idx;
 	key.relfilenode = irel->rd_node.relNode;
@@ -1462,10 +1463,29 @@ cq_source_summarize(Oid relid)
 
 		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
 			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
-				summarize_leaf(lfirst_oid(lc));
+				summarize_leaf(lfirst_oid(lc), true);
 	}
 	else
-		summarize_leaf(relid);
+		summarize_leaf(relid, true);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_source_summarize_shard
+ *	  cq_source_summarize for a shard of a Citus source stamped per node,
+ *	  on the node that stores it (shard.c), without the scan horizon: a
+ *	  shard holds rows stamped by other nodes (moves, splits), whose ids
+ *	  cannot be compared with this node's WAL positions.
+ */
+void
+cq_source_summarize_shard(Oid relid)
+{
+	CqSecurity	sec;
+
+	if (get_rel_relkind(relid) != RELKIND_RELATION)
+		return;
+	cq_security_superuser(&sec);
+	summarize_leaf(relid, false);
 	cq_security_restore(&sec);
 }
 

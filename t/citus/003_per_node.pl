@@ -151,8 +151,9 @@ my ($pport, $ppid) = CqCitus::start_proxy($w1->port, $ctl);
 END { kill 'KILL', $ppid if $ppid; }
 $coord->safe_psql('postgres', qq{
   SELECT citus_update_node(nodeid, '127.0.0.1', $pport) FROM pg_dist_node WHERE nodeport = } . $w1->port);
-CqCitus::touch("$ctl/hold");
 my $writer = $coord->background_psql('postgres', on_error_stop => 0);
+# only the writer's COMMIT PREPARED (CqCitus::hold_gid says why)
+CqCitus::touch("$ctl/hold", CqCitus::hold_gid($writer));
 $writer->{stdin} .= "INSERT INTO ev SELECT i, i % 7, i FROM generate_series(20001, 20400) i;\n";
 $writer->{run}->pump_nb;
 my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
