@@ -25,6 +25,8 @@ extern char *cq_sink_target_columns(CqAnalysis *an, const char *prefix, bool key
 extern char *cq_sink_stateless_sql(CqAnalysis *an, const char *target, bool history);
 extern void cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
 							   const char *target, bool history, bool *has_o, bool *has_o1);
+extern void cq_sink_having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid,
+									  const char *target, const char *match);
 extern char *cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target,
 										const char *state);
 
