@@ -705,7 +705,7 @@ fold_store(OwnerBatch *ob)
 	res->state_total -= res->state_removed;
 	res->dropped_by_watermark = m.dropped;
 	res->output_rows = m.output_rows;
-	if (in->plan->store.sink_merge != NULL && !in->history)
+	if (in->plan->store.sink_merge != NULL && !in->history && m.wrote)
 		cq_merge_note(in->q->id, m.by_merge, m.updated);
 	if (in->plan->single_scan && !ob->nodata)
 	{

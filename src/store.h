@@ -37,7 +37,8 @@ typedef struct CqStoreMetrics
 	int64		removed;		/* evicted (x) */
 	int64		dropped;		/* late groups of the delta */
 	int64		output_rows;
-	bool		by_merge;		/* the target statement was sink_merge */
+	bool		wrote;			/* a target statement ran */
+	bool		by_merge;		/* and it was sink_merge */
 	/* CqStoreSql.counts: the batch's rows and event-time statistics */
 	int64		input_rows;
 	bool		has_event_time;

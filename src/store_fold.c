@@ -729,6 +729,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		metrics->enr_ms = cq_store_cpu_ms() - t0;
 		t0 = cq_store_cpu_ms();
 		/* update mode, keys NOT NULL, a small batch: MERGE (merge.c) */
+		metrics->wrote = true;
 		if (!history && sql->sink_merge != NULL && cq_merge_chosen(list_length(m)))
 		{
 			if (SPI_execute_plan(cq_spi_plan(sql->sink_merge, 0, NULL), NULL, NULL, false, 0) != SPI_OK_MERGE)
