@@ -39,7 +39,7 @@ int			cq_state_image_interval_s = 300;
 /* measurements only: a table path batch in two statements (batch.c) */
 bool		cq_bench_split_batch = false;
 /* update mode: batches changing at most this many groups use MERGE (merge.c) */
-int			cq_merge_max_groups = 10000;
+int			cq_merge_max_groups = 100000;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
 char	   *cq_batch_metrics = NULL;
 
@@ -195,7 +195,7 @@ cq_guc_init(void)
 							"batches take the upsert, which is faster for them.  On the table path the "
 							"batch's new rows are compared with it.  -1 = always MERGE, 0 = never.",
 							&cq_merge_max_groups,
-							10000, -1, INT_MAX,
+							100000, -1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
