@@ -283,7 +283,7 @@ fi
 # The implementation: pg_cq's MERGE path against its upsert, CALL cq.run.
 # Four queries over one source, the same text: on the store (the default)
 # and on a state table (state_storage 'unlogged'), each run with
-# cq.merge_max_groups = -1 (MERGE for every batch: "merge") and 0 (the
+# cq.merge_max_groups at its default ("merge": MERGE up to it) and 0 (the
 # upsert: "upsert").  Each round inserts one batch (C groups changed: 90%
 # existing, 10% new), then runs the four CALLs, each in a fresh session, in
 # an order that alternates round by round; each CALL's backend CPU time
@@ -293,7 +293,10 @@ fi
 # targets equal the plain query at the end.
 # ---------------------------------------------------------------------------
 IARMS=(sm su tm tu)
-declare -A IGUC=([sm]=-1 [su]=0 [tm]=-1 [tu]=0)
+# merge: cq.merge_max_groups at its default (batches up to it take MERGE;
+# the table path counts a batch's new rows first, a cost the figures
+# include); upsert: 0
+declare -A IGUC=([sm]=DEFAULT [su]=0 [tm]=DEFAULT [tu]=0)
 declare -A IMED
 declare -a ICONFIGS=()
 # call_cpu Q GUC: "CPU_MS WALL_MS PATH" of CALL cq.run(Q) in a fresh session
@@ -375,7 +378,7 @@ DEFAULT_MAX=$(psql_val "SELECT boot_val FROM pg_settings WHERE name = 'cq.merge_
 {
     echo "### pg_cq's MERGE path against its upsert (bench/merge.sh, implementation)"
     echo
-    echo "\`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\` (k NOT NULL), update mode; \`CALL cq.run\` in a fresh session per batch; backend CPU time (/proc/self/schedstat), medians of $BENCH_MERGE_IMPL_ROUNDS interleaved rounds on the same batches; merge = \`cq.merge_max_groups = -1\`, upsert = 0. Ratio = merge / upsert (< 1: MERGE faster). cq.merge_max_groups defaults to $DEFAULT_MAX."
+    echo "\`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\` (k NOT NULL), update mode; \`CALL cq.run\` in a fresh session per batch; backend CPU time (/proc/self/schedstat), medians of $BENCH_MERGE_IMPL_ROUNDS interleaved rounds on the same batches; merge = \`cq.merge_max_groups\` at its default (MERGE up to it; the paths column says which each batch took), upsert = 0. Ratio = merge / upsert (< 1: MERGE faster). cq.merge_max_groups defaults to $DEFAULT_MAX."
     echo
     echo "| target groups | changed groups | store: upsert | store: merge | ratio | store, target statement alone: upsert / merge | ratio | table: upsert | table: merge | ratio | wall ratio store / table | paths (store merge, table merge) |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
