@@ -192,7 +192,7 @@ cq_guc_init(void)
 	DefineCustomIntVariable("cq.merge_max_groups",
 							"Changed groups up to which a batch of an update query writes its target by MERGE.",
 							"Only for queries whose keys are all NOT NULL (cq.explain says which); larger "
-							"batches take the upsert, which is faster for them.  On the table path the "
+							"batches take the upsert (MERGE was measured at least as fast up to 100000).  On the table path the "
 							"batch's new rows are compared with it.  -1 = always MERGE, 0 = never.",
 							&cq_merge_max_groups,
 							100000, -1, INT_MAX,
