@@ -63,6 +63,7 @@
 #include "status.h"
 #include "join.h"
 #include "store.h"
+#include "merge.h"
 #include "store_fold.h"
 #include "objects.h"
 #include "citus.h"
@@ -239,6 +240,18 @@ cut(OwnerBatch *ob)
 }
 
 /*
+ * merge_needs_count
+ *	  Does the table path need the batch's row count before its statement,
+ *	  to choose between MERGE and the upsert (merge.c)?
+ */
+static bool
+merge_needs_count(BatchInput *in)
+{
+	return !in->history && in->store == NULL && in->plan->batch_sql_merge != NULL &&
+		cq_merge_max_groups > 0;
+}
+
+/*
  * count
  *	  The source rows of the batch (Spark's numInputRows) and event-time
  *	  statistics, from the count statement, unless the main statement
@@ -250,7 +263,11 @@ count(OwnerBatch *ob)
 	BatchInput *in = ob->in;
 	CqPlan	   *plan = in->plan;
 
-	if (ob->nodata || plan->single_scan)
+	/*
+	 * A single scan counts its rows itself, but the MERGE path needs the
+	 * count first to choose (merge.c)
+	 */
+	if (ob->nodata || (plan->single_scan && !merge_needs_count(in)))
 		return;
 	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, ob->types),
 						 ob->params, ob->nulls, false, 1) != SPI_OK_SELECT)
@@ -527,6 +544,79 @@ fold_split(OwnerBatch *ob)
 }
 
 /*
+ * metric_value
+ *	  The next value of cq.batch_metrics (see batch_sql_merge in plan.c):
+ *	  false for N (NULL).  Event times come in microseconds since 1970.
+ */
+static bool
+metric_value(char **pos, bool is_time, int64 *value)
+{
+	char	   *tok = *pos;
+	char	   *end = tok ? strchr(tok, ' ') : NULL;
+
+	*pos = end ? end + 1 : NULL;
+	if (end)
+		*end = '\0';
+	if (tok == NULL || tok[0] == '\0')
+		elog(ERROR, "pg_cq: the batch statement left no statistics");
+	if (strcmp(tok, "N") == 0)
+		return false;
+	if (is_time && strcmp(tok, "infinity") == 0)
+		*value = DT_NOEND;
+	else if (is_time && strcmp(tok, "-infinity") == 0)
+		*value = DT_NOBEGIN;
+	else
+	{
+		*value = strtoi64(tok, NULL, 10);
+		if (is_time)
+			*value -= (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+	}
+	return true;
+}
+
+/*
+ * fold_merge
+ *	  fold by the MERGE statement (plan.c's batch_sql_merge): the same
+ *	  metrics, from cq.batch_metrics, and the rows written from MERGE's
+ *	  row count.
+ */
+static void
+fold_merge(OwnerBatch *ob)
+{
+	BatchInput *in = ob->in;
+	CqBatchResult *res = ob->res;
+	char	   *pos;
+	int64		v[9];
+	bool		has[9];
+
+	(void) set_config_option("cq.batch_metrics", "", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	if (SPI_execute_plan(cq_spi_plan(in->plan->batch_sql_merge, 5, ob->types),
+						 ob->params, ob->nulls, false, 0) != SPI_OK_MERGE)
+		elog(ERROR, "pg_cq: batch statement failed");
+	res->output_rows = (int64) SPI_processed;
+	pos = pstrdup(cq_batch_metrics ? cq_batch_metrics : "");
+	for (int i = 0; i < 9; i++)
+		has[i] = metric_value(&pos, i >= 6, &v[i]);
+	res->state_updated = v[0];
+	res->state_total += v[1];
+	res->state_removed = v[2];
+	res->state_total -= res->state_removed;
+	res->dropped_by_watermark = v[3];
+	if (in->plan->single_scan && !ob->nodata)
+	{
+		ob->input_rows = v[5];
+		res->has_event_time = has[6];
+		if (has[6])
+		{
+			res->et_min = v[6];
+			res->et_max = v[7];
+			res->et_avg = v[8];
+		}
+	}
+}
+
+/*
  * fold
  *	  The main statement: fold the new rows into state and target, read
  *	  its metrics row.
@@ -560,6 +650,18 @@ fold(OwnerBatch *ob)
 		return;
 	}
 	t0 = cq_store_cpu_ms();
+	if (!in->history && in->plan->batch_sql_merge != NULL)
+	{
+		bool		merge = cq_merge_chosen(ob->nodata ? 0 : ob->input_rows);
+
+		cq_merge_note(in->q->id, merge, ob->nodata ? 0 : ob->input_rows);
+		if (merge)
+		{
+			fold_merge(ob);
+			elog(DEBUG1, "pg_cq: table fold: batch statement (MERGE) %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
+			return;
+		}
+	}
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_cq: batch statement failed");
@@ -603,6 +705,8 @@ fold_store(OwnerBatch *ob)
 	res->state_total -= res->state_removed;
 	res->dropped_by_watermark = m.dropped;
 	res->output_rows = m.output_rows;
+	if (in->plan->store.sink_merge != NULL && !in->history && m.wrote)
+		cq_merge_note(in->q->id, m.by_merge, m.updated);
 	if (in->plan->single_scan && !ob->nodata)
 	{
 		ob->input_rows = m.input_rows;

@@ -48,6 +48,7 @@
 #include "store_fold.h"
 #include "state.h"
 #include "store.h"
+#include "merge.h"
 
 PG_FUNCTION_INFO_V1(cq_explain);
 
@@ -99,6 +100,9 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
 	append_state_path(&buf, q);
+	if (cq_merge_applies(an, q))
+		appendStringInfoString(&buf, cq_merge_explain(q->id, plan->batch_sql_merge != NULL,
+													  plan->merge_why, false));
 	append_settings(&buf, q, "this statement");
 	if (cq_citus_node_source(q->source))
 		appendStringInfoString(&buf,
@@ -125,6 +129,10 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 		appendStringInfo(&buf, "-- then, complete mode: the target is emptied and reloaded by\n--   %s\n",
 						 plan->complete_sql);
 	appendStringInfo(&buf, "%s", plan->batch_sql);
+	if (plan->batch_sql_merge != NULL)
+		appendStringInfo(&buf, ";\n\n-- the MERGE path: the same, writing the target by MERGE; it returns no row (MERGE\n"
+						 "-- has no RETURNING in PostgreSQL 15): the statistics go to cq.batch_metrics and\n"
+						 "-- the rows written are MERGE's row count\n%s", plan->batch_sql_merge);
 	return buf.data;
 }
 
@@ -220,6 +228,9 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
 	append_state_path(&buf, q);
+	if (cq_merge_applies(an, q))
+		appendStringInfoString(&buf, cq_merge_explain(q->id, sql->sink_merge != NULL,
+													  plan->merge_why, true));
 	appendStringInfo(&buf, "-- the groups' state rows (of the row type of %s, which holds the\n"
 					 "-- store's image) are in pg_cq's shared-memory store\n", state);
 	append_store_now(&buf, q);
@@ -279,6 +290,14 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 						 "-- CREATE TEMP TABLE x AS SELECT * FROM %s WITH NO DATA\n",
 						 step++, state, state);
 		appendStringInfo(&buf, "%s;\n", sql->sink);
+		if (sql->sink_merge != NULL)
+		{
+			appendStringInfo(&buf, "\n-- %d. MERGE: instead of statement %d when the batch changed at most\n"
+							 "-- cq.merge_max_groups groups: the same rows written, from the same m\n",
+							 step, step - 1);
+			step++;
+			appendStringInfo(&buf, "%s;\n", sql->sink_merge);
+		}
 	}
 	appendStringInfoString(&buf, "\n-- at commit the batch's changes are published to the store (discarded at abort)\n");
 	return buf.data;

@@ -41,6 +41,10 @@ int			cq_state_image_interval_s = 300;
 
 /* measurements only: a table path batch in two statements (batch.c) */
 bool		cq_bench_split_batch = false;
+/* update mode: batches changing at most this many groups use MERGE (merge.c) */
+int			cq_merge_max_groups = 100000;
+/* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
+char	   *cq_batch_metrics = NULL;
 
 /* where a new query keeps its state when it does not say (options.c, api.c) */
 int			cq_default_state_storage = CQ_STORAGE_MEMORY;
@@ -196,6 +200,25 @@ cq_guc_init(void)
 							 false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.merge_max_groups",
+							"Changed groups up to which a batch of an update query writes its target by MERGE.",
+							"Only for queries whose keys are all NOT NULL (cq.explain says which); larger "
+							"batches take the upsert (MERGE was measured at least as fast up to 100000).  On the table path the "
+							"batch's new rows are compared with it.  -1 = always MERGE, 0 = never.",
+							&cq_merge_max_groups,
+							100000, -1, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("cq.batch_metrics",
+							   "Internal: the statistics of a batch statement that returns no row (MERGE).",
+							   NULL,
+							   &cq_batch_metrics,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("cq");
 }

@@ -65,6 +65,7 @@
 #include "dedup.h"
 #include "session.h"
 #include "store_fold.h"
+#include "merge.h"
 
 
 /*
@@ -125,6 +126,39 @@ batch_sql(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target, bool histo
 	appendStringInfo(&buf, "WITH %s", cq_state_upsert_ctes(an, state, history, true, history));
 	cq_sink_write_ctes(&buf, an, q->opts.mode, viewid, target, history, &has_o, &has_o1);
 	appendStringInfoString(&buf, metrics_select(an, has_o, has_o1));
+	return buf.data;
+}
+
+/*
+ * batch_sql_merge
+ *	  batch_sql (batch 1 on) writing the target by MERGE (merge.c): the same
+ *	  state CTEs, then f, od and MERGE.  MERGE returns no row in
+ *	  PostgreSQL 15, so the metrics row's values (but the rows written,
+ *	  MERGE's row count) go to cq.batch_metrics from CTE st, as integers
+ *	  separated by spaces (event times in microseconds since 1970, or
+ *	  infinity, -infinity; N for NULL), for fold() in batch.c.
+ */
+static char *
+batch_sql_merge(CqAnalysis *an, CqQuery *q, Oid viewid, const char *target)
+{
+	StringInfoData buf;
+	StringInfoData st;
+
+	initStringInfo(&st);
+	appendStringInfoString(&st, "st AS MATERIALIZED (SELECT pg_catalog.set_config('cq.batch_metrics', "
+						   "pg_catalog.concat_ws(' '");
+	for (int c = 1; c <= 6; c++)
+		appendStringInfo(&st, ", COALESCE(r.c%d::pg_catalog.text, 'N')", c);
+	for (int c = 7; c <= 9; c++)
+		appendStringInfo(&st, ", CASE WHEN r.c%1$d IS NULL THEN 'N' WHEN pg_catalog.isfinite(r.c%1$d) "
+						 "THEN ((EXTRACT(epoch FROM r.c%1$d) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8)::pg_catalog.text "
+						 "ELSE r.c%1$d::pg_catalog.text END", c);
+	appendStringInfo(&st, "), true) AS c FROM (%s) r(c1, c2, c3, c4, c5, c6, c7, c8, c9))",
+					 metrics_select(an, false, false));
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "WITH %s", cq_state_upsert_ctes(an, cq_sql_relname_str(q->state_table),
+														   false, true, false));
+	cq_merge_append(&buf, an, viewid, target, ", ", st.data);
 	return buf.data;
 }
 
@@ -279,8 +313,28 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 									  cq_sql_relname_str(q->state_table),
 									  cq_sink_having_where(an, viewid));
 	}
+	plan->merge_eligible = cq_merge_eligible(an, q, &plan->merge_why);
 	if (plan->use_store)
+	{
 		cq_store_build_sql(an, q, viewid, &plan->store);
+		if (plan->merge_eligible)
+		{
+			StringInfoData buf;
+
+			initStringInfo(&buf);
+			appendStringInfoString(&buf, "WITH ");
+			cq_merge_append(&buf, an, viewid, target, "", NULL);
+			plan->store.sink_merge = buf.data;
+		}
+	}
+	else if (plan->merge_eligible && cq_merge_groups_bounded(an))
+		plan->batch_sql_merge = batch_sql_merge(an, q, viewid, target);
+	else if (plan->merge_eligible)
+	{
+		plan->merge_eligible = false;
+		plan->merge_why = "on the table path a batch is sized by its new rows, which do not bound "
+			"the groups it changes in a query with joins or functions in FROM (cq.window)";
+	}
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
 	split_sql(an, q, viewid, target, plan);
@@ -428,6 +482,8 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->split_sink_sql);
 	l = lappend(l, plan->store.sink_history);
 	l = lappend(l, plan->store.complete);
+	l = lappend(l, plan->store.sink_merge);
+	l = lappend(l, plan->batch_sql_merge);
 	return l;
 }
 
@@ -542,7 +598,11 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.merge_kinds);
 	COPY_SQL(split_state_sql);
 	COPY_SQL(split_sink_sql);
+	COPY_SQL(store.sink_merge);
+	COPY_SQL(batch_sql_merge);
+	COPY_SQL(merge_why);
 #undef COPY_SQL
+	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;
 	copy_plan->store.et_stats = new_plan->store.et_stats;

@@ -30,6 +30,12 @@ typedef struct CqPlan
 	/* cq.bench_split_batch (table path, update mode): batch_sql in two */
 	char	   *split_state_sql;	/* the state CTEs: m's rows, then d's row count */
 	char	   *split_sink_sql; /* the target writes over m, an ephemeral relation */
+	/* update mode's MERGE path (merge.c) */
+	bool		merge_eligible; /* every key NOT NULL, a plain target... */
+	char	   *merge_why;		/* why (not), for cq.explain */
+	char	   *batch_sql_merge;	/* table path: batch_sql with MERGE, statistics
+									 * through cq.batch_metrics; NULL when the new
+									 * rows do not bound the changed groups */
 } CqPlan;
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);

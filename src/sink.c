@@ -330,6 +330,18 @@ having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target
 }
 
 /*
+ * cq_sink_having_delete_cte
+ *	  having_delete_cte for the MERGE path (merge.c): the same deletion of
+ *	  changed groups that left HAVING, before its MERGE.
+ */
+void
+cq_sink_having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target,
+						  const char *match)
+{
+	having_delete_cte(buf, an, viewid, target, match);
+}
+
+/*
  * existing_groups_ctes
  *	  Update mode after batch 0, with grouping keys: the CTEs o1 (groups new
  *	  to the state) and o (the others).  sized: m is an ephemeral relation

@@ -22,6 +22,7 @@ typedef struct CqStoreSql
 	char	   *merge;			/* merged state rows of the pairs in cq_mp */
 	char	   *sink;			/* target writes over m and x (none: complete) */
 	char	   *sink_history;	/* same, batch 0 */
+	char	   *sink_merge;		/* update mode: sink by MERGE (merge.c), or NULL */
 	char	   *complete;		/* complete mode: reload the target from cq_all */
 	char	   *merge_kinds;	/* per part p<i>, char i-1: its CqMergeKind + 'A' */
 	bool		counts;			/* single scan: d's rows give the batch's row count */
@@ -36,6 +37,8 @@ typedef struct CqStoreMetrics
 	int64		removed;		/* evicted (x) */
 	int64		dropped;		/* late groups of the delta */
 	int64		output_rows;
+	bool		wrote;			/* a target statement ran */
+	bool		by_merge;		/* and it was sink_merge */
 	/* CqStoreSql.counts: the batch's rows and event-time statistics */
 	int64		input_rows;
 	bool		has_event_time;

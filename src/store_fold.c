@@ -50,6 +50,7 @@
 #include "aggregates.h"
 #include "state.h"
 #include "sink.h"
+#include "merge.h"
 
 /*
  * cq_store_build_sql
@@ -729,13 +730,27 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		register_enr("x", xd, xts);
 		metrics->enr_ms = cq_store_cpu_ms() - t0;
 		t0 = cq_store_cpu_ms();
-		if (SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
-											  tuplestore_tuple_count(mo.ts) + list_length(x)),
-							 NULL, NULL, false, 0) != SPI_OK_SELECT ||
-			SPI_processed != 1)
-			elog(ERROR, "pg_cq: target statement failed");
-		metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 1, &on));
+		/* update mode, keys NOT NULL, a small batch: MERGE (merge.c) */
+		metrics->wrote = true;
+		if (!history && sql->sink_merge != NULL && cq_merge_chosen(list_length(m)))
+		{
+			if (SPI_execute_plan(cq_spi_plan_rows(sql->sink_merge, 0, NULL,
+												  tuplestore_tuple_count(mo.ts) + list_length(x)),
+								 NULL, NULL, false, 0) != SPI_OK_MERGE)
+				elog(ERROR, "pg_cq: target statement failed");
+			metrics->output_rows = (int64) SPI_processed;
+			metrics->by_merge = true;
+		}
+		else
+		{
+			if (SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
+												  tuplestore_tuple_count(mo.ts) + list_length(x)),
+								 NULL, NULL, false, 0) != SPI_OK_SELECT ||
+				SPI_processed != 1)
+				elog(ERROR, "pg_cq: target statement failed");
+			metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1, &on));
+		}
 		unregister_enr("m");
 		unregister_enr("x");
 		tuplestore_end(xts);
