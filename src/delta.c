@@ -89,18 +89,20 @@ visible_in(Var *xid, int param)
 
 /*
  * cq_delta_xid_new_function
- *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot), or InvalidOid
- *	  before the 0.2 catalog (then the batch predicate keeps its two
- *	  pg_visible_in_snapshot() calls).  Looked up whenever SQL is built
- *	  (not cached: an extension dropped and created again gets a new OID).
+ *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot) for the predicate
+ *	  over source, or InvalidOid before the 0.2 catalog and for a Citus
+ *	  table (whose predicate runs on the workers, which need not have it):
+ *	  then the batch predicate keeps its two pg_visible_in_snapshot()
+ *	  calls.  Looked up whenever SQL is built (not cached: an extension
+ *	  dropped and created again gets a new OID).
  */
 Oid
-cq_delta_xid_new_function(void)
+cq_delta_xid_new_function(Oid source)
 {
 	Oid			nsp;
 	Oid			types[3] = {XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
 
-	if (cq_catalog_version() < CQ_CATALOG_0_2)
+	if (cq_catalog_version() < CQ_CATALOG_0_2 || cq_citus_kind(source) != CQ_CITUS_NONE)
 		return InvalidOid;
 	nsp = get_namespace_oid("cq", true);
 	if (!OidIsValid(nsp))
@@ -111,17 +113,18 @@ cq_delta_xid_new_function(void)
 
 /*
  * cq_delta_pred_sql
- *	  cq_delta_quals as text over the column cq_xid, for the statements
- *	  that count a batch's rows (plan.c); not for sources stamped per node.
+ *	  cq_delta_quals as text over the column cq_xid of source, for the
+ *	  statements that count a batch's rows (plan.c); not for sources
+ *	  stamped per node.
  */
 char *
-cq_delta_pred_sql(bool history)
+cq_delta_pred_sql(Oid source, bool history)
 {
 	const char *x = CQ_TRACKING_COLUMN;
 
 	if (history)
 		return psprintf("%s IS NULL OR pg_catalog.pg_visible_in_snapshot(%s, $3)", x, x);
-	if (OidIsValid(cq_delta_xid_new_function()))
+	if (OidIsValid(cq_delta_xid_new_function(source)))
 		return psprintf("%1$s >= $1 AND %1$s < $2 AND cq.xid_new(%1$s, $3, $4)", x);
 	return psprintf("%1$s >= $1 AND %1$s < $2 AND pg_catalog.pg_visible_in_snapshot(%1$s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(%1$s, $4)", x);
@@ -214,7 +217,7 @@ cq_delta_quals(CqAnalysis *an, bool history)
 	 * the catalog has it.
 	 */
 	{
-		Oid			xid_new = cq_delta_xid_new_function();
+		Oid			xid_new = cq_delta_xid_new_function(an->source_relid);
 
 		if (OidIsValid(xid_new))
 			return (Node *) make_andclause(list_make3(xid8_op(">=", xid, 1),

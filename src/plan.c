@@ -180,13 +180,13 @@ count_statements(CqAnalysis *an, CqPlan *plan, const char *only, const char *sou
 						"AND NOT cq.node_visible($4, %2$s, %1$s)",
 						CQ_TRACKING_COLUMN, CQ_NODE_COLUMN);
 	else
-		pred = cq_delta_pred_sql(false);
+		pred = cq_delta_pred_sql(an->source_relid, false);
 	{
 		/* rows of the batch, and event-time statistics of the rows the query reads */
 		const char *pred_history = per_node ?
 			psprintf("%1$s IS NULL OR (%1$s < $2 AND cq.node_visible($3, %2$s, %1$s))",
 					 CQ_TRACKING_COLUMN, CQ_NODE_COLUMN) :
-			cq_delta_pred_sql(true);
+			cq_delta_pred_sql(an->source_relid, true);
 
 		if (an->et_attno != InvalidAttrNumber)
 		{
