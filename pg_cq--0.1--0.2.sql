@@ -464,3 +464,12 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cq.node_visible(pg_catalog.text, bigint, pg_catalog.xid8)
   IS 'pg_cq internal: is transaction xid of node node visible in the per-node offset?';
 GRANT EXECUTE ON FUNCTION cq.node_visible(pg_catalog.text, bigint, pg_catalog.xid8) TO PUBLIC;
+
+-- issue 12 part: the per-row test of a batch's new rows in one call
+-- (pg_visible_in_snapshot(xid, cur) AND NOT pg_visible_in_snapshot(xid, prev))
+CREATE FUNCTION cq.xid_new(pg_catalog.xid8, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot) RETURNS boolean
+AS 'MODULE_PATHNAME', 'cq_xid_new'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cq.xid_new(pg_catalog.xid8, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot)
+  IS 'pg_cq internal: is transaction xid visible in snapshot cur and not in snapshot prev?';
+GRANT EXECUTE ON FUNCTION cq.xid_new(pg_catalog.xid8, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot) TO PUBLIC;

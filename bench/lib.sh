@@ -27,6 +27,17 @@ time_sql() {
         || die "no timing in output of: $1"
 }
 
+# cpu_sql SCRIPT    run a psql script in a fresh session; print "CPU_MS WALL_MS":
+#                   the backend's CPU time (/proc/self/schedstat: robust to a
+#                   loaded machine) and the wall time around SCRIPT
+cpu_sql() {
+    local out sched="pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint"
+    out="$(printf '%s\n' "SELECT $sched AS c0, pg_catalog.clock_timestamp() AS t0 \\gset" "$1" \
+        "SELECT 'cpu_sql ' || (($sched - :c0) / 1e6)::numeric(14,3) || ' ' || (extract(epoch FROM pg_catalog.clock_timestamp() - :'t0') * 1000)::numeric(14,3);" \
+        | "${PSQL[@]}" -At 2>&1)" || { printf '%s\n' "$out" >&2; die "timed script failed: $1"; }
+    grep -oE '^cpu_sql [0-9.]+ [0-9.]+' <<<"$out" | tail -1 | cut -d' ' -f2- | grep . || die "no CPU time in output of: $1"
+}
+
 # median V...       median of numbers (mean of the middle two for an even count)
 median() {
     printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {

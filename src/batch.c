@@ -687,7 +687,10 @@ fold(OwnerBatch *ob)
 /*
  * fold_store
  *	  fold for a query whose state is in the shared-memory store
- *	  (store.c): the same metrics from the store's fold.
+ *	  (store.c): the same metrics from the store's fold.  Batch 0 over
+ *	  history writes every group to the empty target with a plain INSERT,
+ *	  as on the table path: the target's index is built after that load
+ *	  (unindex_target).
  */
 static void
 fold_store(OwnerBatch *ob)
@@ -696,9 +699,11 @@ fold_store(OwnerBatch *ob)
 	CqBatchResult *res = ob->res;
 	CqStoreMetrics m;
 	bool		has_wm = res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE;
+	List	   *target_index_defs = in->history ? unindex_target(in) : NIL;
 
 	cq_store_fold(in->store, &in->plan->store, in->history, ob->params, ob->nulls,
 				  has_wm, res->watermark, true, &m);
+	build_indexes_as_user(target_index_defs);
 	res->state_updated = m.updated;
 	res->state_total += m.inserted;
 	res->state_removed = m.removed;

@@ -17,6 +17,7 @@
 #include "access/sysattr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -38,6 +39,7 @@
 #include "analyze.h"
 #include "tracking.h"
 #include "citus.h"
+#include "catalog.h"
 
 /*
  * cq_make_param
@@ -83,6 +85,49 @@ visible_in(Var *xid, int param)
 	return (Expr *) makeFuncExpr(F_PG_VISIBLE_IN_SNAPSHOT, BOOLOID,
 								 list_make2(xid, cq_make_param(param, PG_SNAPSHOTOID)),
 								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * cq_delta_xid_new_function
+ *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot) for the predicate
+ *	  over source, or InvalidOid before the 0.2 catalog and for a Citus
+ *	  table (whose predicate runs on the workers, which need not have it):
+ *	  then the batch predicate keeps its two pg_visible_in_snapshot()
+ *	  calls.  Looked up whenever SQL is built (not cached: an extension
+ *	  dropped and created again gets a new OID).
+ */
+Oid
+cq_delta_xid_new_function(Oid source)
+{
+	Oid			nsp;
+	Oid			types[3] = {XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2 || cq_citus_kind(source) != CQ_CITUS_NONE)
+		return InvalidOid;
+	nsp = get_namespace_oid("cq", true);
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("xid_new"),
+						   PointerGetDatum(buildoidvector(types, 3)), ObjectIdGetDatum(nsp));
+}
+
+/*
+ * cq_delta_pred_sql
+ *	  cq_delta_quals as text over the column cq_xid of source, for the
+ *	  statements that count a batch's rows (plan.c); not for sources
+ *	  stamped per node.
+ */
+char *
+cq_delta_pred_sql(Oid source, bool history)
+{
+	const char *x = CQ_TRACKING_COLUMN;
+
+	if (history)
+		return psprintf("%s IS NULL OR pg_catalog.pg_visible_in_snapshot(%s, $3)", x, x);
+	if (OidIsValid(cq_delta_xid_new_function(source)))
+		return psprintf("%1$s >= $1 AND %1$s < $2 AND cq.xid_new(%1$s, $3, $4)", x);
+	return psprintf("%1$s >= $1 AND %1$s < $2 AND pg_catalog.pg_visible_in_snapshot(%1$s, $3) "
+					"AND NOT pg_catalog.pg_visible_in_snapshot(%1$s, $4)", x);
 }
 
 /*
@@ -147,25 +192,47 @@ cq_delta_quals(CqAnalysis *an, bool history)
 		}
 		return (Node *) range;
 	}
-	range = make_andclause(list_make4(xid8_op(">=", xid, 1),
-									  xid8_op("<", xid, 2),
-									  visible_in(xid, 3),
-									  make_notclause(visible_in(xid, 4))));
 	if (history)
 	{
 		/*
 		 * Batch 0 with starting = earliest: S_prev sees nothing, so the rows
 		 * are the history rows (NULL) and those visible in S_cur; testing
-		 * NULL first keeps the per-row cost of a large backlog low.
+		 * NULL first keeps the per-row cost of a large backlog low.  No
+		 * range: the batch reads the whole table, and visible in S_cur
+		 * implies cq_xid < xmax(S_cur) = $2.
 		 */
 		NullTest   *nt = makeNode(NullTest);
 
-		nt->arg = (Expr *) copyObject(xid);
+		nt->arg = (Expr *) xid;
 		nt->nulltesttype = IS_NULL;
 		nt->location = -1;
-		range = make_orclause(list_make2(nt, make_andclause(list_make2(xid8_op("<", xid, 2),
-																		visible_in(xid, 3)))));
+		return (Node *) make_orclause(list_make2(nt, visible_in(copyObject(xid), 3)));
 	}
+
+	/*
+	 * [$1, $2) bounds the scan (the BRIN index); the snapshots decide.  The
+	 * range is implied by them (visible in S_cur: below its xmax, $2; not
+	 * visible in S_prev: at or above its xmax, or running then and so not
+	 * below the low bound $1), so the test is one call to cq.xid_new when
+	 * the catalog has it.
+	 */
+	{
+		Oid			xid_new = cq_delta_xid_new_function(an->source_relid);
+
+		if (OidIsValid(xid_new))
+			return (Node *) make_andclause(list_make3(xid8_op(">=", xid, 1),
+													  xid8_op("<", xid, 2),
+													  makeFuncExpr(xid_new, BOOLOID,
+																   list_make3(copyObject(xid),
+																			  cq_make_param(3, PG_SNAPSHOTOID),
+																			  cq_make_param(4, PG_SNAPSHOTOID)),
+																   InvalidOid, InvalidOid,
+																   COERCE_EXPLICIT_CALL)));
+	}
+	range = make_andclause(list_make4(xid8_op(">=", xid, 1),
+									  xid8_op("<", xid, 2),
+									  visible_in(xid, 3),
+									  make_notclause(visible_in(xid, 4))));
 	return (Node *) range;
 }
 

@@ -809,3 +809,68 @@ cq_node_visible(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_BOOL(cq_nsnap_visible(cache->map, node, x));
 }
+
+/* ---- the batch predicate ---- */
+
+/*
+ * The layout of a pg_snapshot datum (xid8funcs.c keeps it private; the
+ * same since PostgreSQL 13).
+ */
+typedef struct CqPgSnapshot
+{
+	int32		vl_len_;
+	uint32		nxip;
+	FullTransactionId xmin;
+	FullTransactionId xmax;
+	FullTransactionId xip[FLEXIBLE_ARRAY_MEMBER];
+} CqPgSnapshot;
+
+/*
+ * snapshot_sees
+ *	  pg_visible_in_snapshot(x, s): x finished (committed or aborted) as
+ *	  of s.  xip is sorted (pg_snapshot_in and pg_current_snapshot make it
+ *	  so).
+ */
+static inline bool
+snapshot_sees(const CqPgSnapshot *s, uint64 x)
+{
+	uint32		lo = 0;
+	uint32		hi = s->nxip;
+
+	if (x < U64FromFullTransactionId(s->xmin))
+		return true;
+	if (x >= U64FromFullTransactionId(s->xmax))
+		return false;
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+		uint64		m = U64FromFullTransactionId(s->xip[mid]);
+
+		if (m == x)
+			return false;
+		if (m < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(cq_xid_new);
+
+/*
+ * cq_xid_new
+ *	  cq.xid_new(xid xid8, cur pg_snapshot, prev pg_snapshot): is xid
+ *	  visible in cur and not in prev?  Exactly
+ *	  pg_visible_in_snapshot(xid, cur) AND NOT pg_visible_in_snapshot(xid,
+ *	  prev), in one call: the per-row predicate of a batch's new rows.
+ */
+Datum
+cq_xid_new(PG_FUNCTION_ARGS)
+{
+	uint64		x = U64FromFullTransactionId(PG_GETARG_FULLTRANSACTIONID(0));
+	const CqPgSnapshot *cur = (const CqPgSnapshot *) PG_GETARG_VARLENA_P(1);
+	const CqPgSnapshot *prev = (const CqPgSnapshot *) PG_GETARG_VARLENA_P(2);
+
+	PG_RETURN_BOOL(snapshot_sees(cur, x) && !snapshot_sees(prev, x));
+}

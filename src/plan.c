@@ -214,16 +214,13 @@ count_statements(CqAnalysis *an, CqPlan *plan, const char *only, const char *sou
 						"AND NOT cq.node_visible($4, %2$s, %1$s)",
 						CQ_TRACKING_COLUMN, CQ_NODE_COLUMN);
 	else
-		pred = psprintf("%s >= $1 AND %s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3) "
-						"AND NOT pg_catalog.pg_visible_in_snapshot(%s, $4)",
-						CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+		pred = cq_delta_pred_sql(an->source_relid, false);
 	{
 		/* rows of the batch, and event-time statistics of the rows the query reads */
 		const char *pred_history = per_node ?
 			psprintf("%1$s IS NULL OR (%1$s < $2 AND cq.node_visible($3, %2$s, %1$s))",
 					 CQ_TRACKING_COLUMN, CQ_NODE_COLUMN) :
-			psprintf("%s IS NULL OR (%s < $2 AND pg_catalog.pg_visible_in_snapshot(%s, $3))",
-					 CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN, CQ_TRACKING_COLUMN);
+			cq_delta_pred_sql(an->source_relid, true);
 
 		if (an->et_attno != InvalidAttrNumber)
 		{

@@ -158,6 +158,16 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			else
 				sql->sink = buf.data;
 		}
+		/*
+		 * Batch 0 over history in update mode writes every group to the
+		 * empty target (sink.c's history CTEs): a plain INSERT, whose row
+		 * count is the output, without the RETURNING rows of a CTE
+		 */
+		if (q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL)
+			sql->sink_history = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM m s) f%s",
+										 target, cq_sink_target_columns(an, "", false, false),
+										 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
+										 cq_sink_having_where(an, viewid));
 	}
 	sql->complete = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
 							 target, cq_sink_target_columns(an, "", false, false),
@@ -723,6 +733,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		TupleDesc	xd = m_desc(st, false);
 		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
 		bool		on;
+		int			rc;
 
 		foreach(lc, x)
 			tuplestore_puttuple(xts, lfirst(lc));
@@ -743,13 +754,16 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		}
 		else
 		{
-			if (SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
-												  tuplestore_tuple_count(mo.ts) + list_length(x)),
-								 NULL, NULL, false, 0) != SPI_OK_SELECT ||
-				SPI_processed != 1)
+			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
+												   tuplestore_tuple_count(mo.ts) + list_length(x)),
+								  NULL, NULL, false, 0);
+			if (rc == SPI_OK_INSERT)
+				metrics->output_rows = SPI_processed;	/* a plain INSERT (batch 0) */
+			else if (rc == SPI_OK_SELECT && SPI_processed == 1)
+				metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+																   SPI_tuptable->tupdesc, 1, &on));
+			else
 				elog(ERROR, "pg_cq: target statement failed");
-			metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 1, &on));
 		}
 		unregister_enr("m");
 		unregister_enr("x");
