@@ -413,6 +413,40 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 }
 
 /*
+ * unique_btree_index
+ *	  The valid unique btree index of rel on exactly the columns atts (in
+ *	  that order, of operator classes for types when types is not NULL; no
+ *	  expressions, no predicate), opened with AccessShareLock; NULL if none.
+ */
+static Relation
+unique_btree_index(Relation rel, int nkeys, const AttrNumber *atts, const Oid *types)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Relation	idx = NULL;
+
+	foreach(lc, indexes)
+	{
+		Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
+		bool		match = i->rd_index->indisunique && i->rd_index->indisvalid &&
+			i->rd_index->indnkeyatts == nkeys && i->rd_rel->relam == BTREE_AM_OID &&
+			RelationGetIndexExpressions(i) == NIL && RelationGetIndexPredicate(i) == NIL;
+
+		for (int k = 0; match && k < nkeys; k++)
+			match = i->rd_index->indkey.values[k] == atts[k] &&
+				(types == NULL || i->rd_opcintype[k] == types[k]);
+		if (match)
+		{
+			idx = i;
+			break;
+		}
+		index_close(i, AccessShareLock);
+	}
+	list_free(indexes);
+	return idx;
+}
+
+/*
  * fetch_query_by_id_direct
  *	  fetch_query for "id = id" read directly (see above).  Returns false,
  *	  having read and locked nothing, when the statement must do it; else
@@ -426,8 +460,6 @@ fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 	AttrNumber	idatt;
 	Relation	rel;
 	Relation	idx = NULL;
-	List	   *indexes;
-	ListCell   *lc;
 	ScanKeyData key;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
@@ -442,22 +474,7 @@ fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 		return false;
 	/* the table lock of the statement: RowShareLock with FOR ... UPDATE */
 	rel = table_open(relid, lock ? RowShareLock : AccessShareLock);
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
-	{
-		Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
-
-		if (i->rd_index->indisunique && i->rd_index->indisvalid &&
-			i->rd_index->indnkeyatts == 1 && i->rd_index->indkey.values[0] == idatt &&
-			i->rd_rel->relam == BTREE_AM_OID &&
-			RelationGetIndexExpressions(i) == NIL && RelationGetIndexPredicate(i) == NIL)
-		{
-			idx = i;
-			break;
-		}
-		index_close(i, AccessShareLock);
-	}
-	list_free(indexes);
+	idx = unique_btree_index(rel, 1, &idatt, NULL);
 	if (idx == NULL)
 	{
 		table_close(rel, NoLock);
@@ -564,8 +581,6 @@ fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQu
 	int			first = v02 ? 0 : 1;
 	Relation	rel;
 	Relation	idx = NULL;
-	List	   *indexes;
-	ListCell   *lc;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
@@ -580,25 +595,7 @@ fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQu
 		if (atts[k] == InvalidAttrNumber || get_atttype(relid, atts[k]) != types[k])
 			return false;
 	rel = table_open(relid, AccessShareLock);
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
-	{
-		Relation	i = index_open(lfirst_oid(lc), AccessShareLock);
-		bool		match = i->rd_index->indisunique && i->rd_index->indisvalid &&
-			i->rd_index->indnkeyatts == nkeys && i->rd_rel->relam == BTREE_AM_OID &&
-			RelationGetIndexExpressions(i) == NIL && RelationGetIndexPredicate(i) == NIL;
-
-		for (int k = 0; match && k < nkeys; k++)
-			match = i->rd_index->indkey.values[k] == atts[first + k] &&
-				i->rd_opcintype[k] == types[first + k];
-		if (match)
-		{
-			idx = i;
-			break;
-		}
-		index_close(i, AccessShareLock);
-	}
-	list_free(indexes);
+	idx = unique_btree_index(rel, nkeys, atts + first, types + first);
 	if (idx == NULL)
 	{
 		table_close(rel, NoLock);
