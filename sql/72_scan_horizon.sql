@@ -47,19 +47,25 @@ COMMIT;
 SELECT hz_differences() AS differences;
 
 -- free space in the first pages: new rows go there
--- (VACUUM frees the deleted rows' space only once no other backend's
--- snapshot is older than the DELETE: a batch of another test's query may
--- hold one for a moment; waited for, with a deadline.  Autovacuum's VACUUM
--- does not hold VACUUM back, so it is not waited for.)
+-- (VACUUM frees the deleted rows' space only once no other backend of
+-- the database runs a transaction older than the DELETE or holds a
+-- snapshot that predates it: a batch of another test's query, or
+-- autovacuum's ANALYZE, may for a moment; waited for, with a deadline.
+-- Autovacuum's plain VACUUM does not hold VACUUM back.  The activity view
+-- is read afresh at each try: within a transaction it is read once.)
 CREATE FUNCTION hz_wait_horizon(del xid8) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   deadline timestamptz := clock_timestamp() + interval '60 seconds';
 BEGIN
   LOOP
+    PERFORM pg_stat_clear_snapshot();
     IF NOT EXISTS (SELECT 1 FROM pg_stat_activity
-                    WHERE pid <> pg_backend_pid() AND backend_xmin IS NOT NULL
-                      AND backend_xmin::text::bigint <= (del::text::bigint % 4294967296)
-                      AND NOT (backend_type = 'autovacuum worker' AND query LIKE 'autovacuum: VACUUM%')) THEN
+                    WHERE pid <> pg_backend_pid()
+                      AND (datid IS NULL OR datid = (SELECT oid FROM pg_database WHERE datname = current_database()))
+                      AND (backend_xmin::text::bigint <= (del::text::bigint % 4294967296)
+                           OR backend_xid::text::bigint <= (del::text::bigint % 4294967296))
+                      AND NOT (backend_type = 'autovacuum worker' AND query LIKE 'autovacuum: VACUUM%'
+                               AND query NOT LIKE '%ANALYZE%')) THEN
       RETURN true;
     END IF;
     IF clock_timestamp() > deadline THEN

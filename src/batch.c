@@ -56,6 +56,7 @@
 #include "progress.h"
 #include "analyze.h"
 #include "tracking.h"
+#include "summarize.h"
 #include "offsets.h"
 #include "timeexpr.h"
 #include "plan.h"

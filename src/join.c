@@ -92,6 +92,7 @@
 #include "catalog.h"
 #include "progress.h"
 #include "tracking.h"
+#include "summarize.h"
 #include "offsets.h"
 #include "timeexpr.h"
 #include "restore.h"

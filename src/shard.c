@@ -53,6 +53,7 @@
 #include "guc.h"
 #include "offsets.h"
 #include "tracking.h"
+#include "summarize.h"
 
 static planner_hook_type prev_planner = NULL;
 

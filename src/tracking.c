@@ -2,7 +2,8 @@
  *
  * tracking.c
  *	  Tracking a source: the cq_xid column, its BRIN index, the stamp
- *	  trigger and the wake-up trigger.
+ *	  trigger and the wake-up trigger (summarize.c keeps the index
+ *	  summarized).
  *
  * Tracking adds one column, cq_xid xid8, whose default is the inserting
  * transaction's id; rows that existed before are NULL ("history").  The row
@@ -19,19 +20,12 @@
 #include "access/xlog.h"
 
 #include "access/brin.h"
-#include "access/brin_internal.h"
-#include "access/brin_pageops.h"
-#include "access/brin_revmap.h"
-#include "access/brin_tuple.h"
 #include "access/genam.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/transam.h"
-#include "access/xact.h"
 #include "access/table.h"
-#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -63,8 +57,6 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
-#include "nodes/tidbitmap.h"
-#include "access/skey.h"
 #include "utils/memutils.h"
 
 #include "tracking.h"
@@ -90,7 +82,6 @@ cq_source_tracking_attnum(Oid relid)
 	return get_attnum(relid, CQ_TRACKING_COLUMN);
 }
 
-static Oid	tracking_index(Relation heap, AttrNumber att);
 static void desummarize_last_range(Oid relid);
 
 /*
@@ -101,7 +92,7 @@ static bool
 has_tracking_index(Oid relid, AttrNumber att)
 {
 	Relation	heap = table_open(relid, AccessShareLock);
-	bool		result = OidIsValid(tracking_index(heap, att));
+	bool		result = OidIsValid(cq_tracking_index(heap, att));
 
 	table_close(heap, AccessShareLock);
 	return result;
@@ -1023,11 +1014,11 @@ cq_source_forget_stamps(Oid relid, Oid owner)
 }
 
 /*
- * tracking_index
+ * cq_tracking_index
  *	  The BRIN index on cq_xid of a (leaf) table, or InvalidOid.
  */
-static Oid
-tracking_index(Relation heap, AttrNumber att)
+Oid
+cq_tracking_index(Relation heap, AttrNumber att)
 {
 	List	   *indexes = RelationGetIndexList(heap);
 	ListCell   *lc;
@@ -1062,338 +1053,6 @@ tracking_index(Relation heap, AttrNumber att)
 }
 
 /*
- * The last full page range that this backend found summarized, per BRIN
- * index on cq_xid (and relfilenode: TRUNCATE, VACUUM FULL or REINDEX start
- * over), so that a batch does not ask brin_summarize_range about the same
- * range again and again (with its locks) while the table fills the next
- * one.  A range desummarized by hand meanwhile stays so until the table
- * grows past the next range: scans then read it whole, as they would any
- * unsummarized range.
- */
-typedef struct SummarizedKey
-{
-	Oid			index;
-	Oid			relfilenode;
-} SummarizedKey;
-
-typedef struct SummarizedEntry
-{
-	SummarizedKey key;
-	int64		upto;			/* first block of that range, or -1 */
-} SummarizedEntry;
-
-static HTAB *summarized = NULL;
-
-/*
- * XidRangeSummary
- *	  The minmax summary of one page range of cq_xid, as BRIN keeps it
- *	  (brin.c's add_values_to_range and union_tuples for one column):
- *	  empty = no tuple seen, allnulls = no non-null value seen.
- */
-typedef struct XidRangeSummary
-{
-	bool		empty;
-	bool		allnulls;
-	bool		hasnulls;
-	uint64		min;
-	uint64		max;
-} XidRangeSummary;
-
-/*
- * xid_summary_add
- *	  Widen s by one value (or NULL).
- */
-static inline void
-xid_summary_add(XidRangeSummary *s, uint64 x, bool isnull)
-{
-	s->empty = false;
-	if (isnull)
-		s->hasnulls = true;
-	else if (s->allnulls)
-	{
-		s->allnulls = false;
-		s->min = s->max = x;
-	}
-	else if (x < s->min)
-		s->min = x;
-	else if (x > s->max)
-		s->max = x;
-}
-
-/*
- * xid_summary_union
- *	  Widen s by the summary an index tuple holds (what concurrent
- *	  inserters added to the placeholder), as union_tuples does.
- */
-static void
-xid_summary_union(BrinDesc *bdesc, XidRangeSummary *s, BrinTuple *tup)
-{
-	BrinMemTuple *d = brin_deform_tuple(bdesc, tup, NULL);
-	BrinValues *col = &d->bt_columns[0];
-
-	if (d->bt_empty_range)
-		return;
-	if (s->empty)
-	{
-		s->empty = false;
-		s->allnulls = col->bv_allnulls;
-		s->hasnulls = col->bv_hasnulls;
-		if (!col->bv_allnulls)
-		{
-			s->min = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[0]));
-			s->max = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[1]));
-		}
-		return;
-	}
-	if (!s->allnulls && (col->bv_hasnulls || col->bv_allnulls))
-		s->hasnulls = true;
-	if (col->bv_allnulls)
-		return;
-	if (s->allnulls)
-	{
-		s->allnulls = false;
-		s->hasnulls = true;
-		s->min = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[0]));
-		s->max = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[1]));
-		return;
-	}
-	s->min = Min(s->min, U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[0])));
-	s->max = Max(s->max, U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[1])));
-}
-
-/*
- * xid_summary_tuple
- *	  The index tuple of summary s for the range starting at heapBlk.
- */
-static BrinTuple *
-xid_summary_tuple(BrinDesc *bdesc, BlockNumber heapBlk, const XidRangeSummary *s, Size *size)
-{
-	BrinMemTuple *d = brin_new_memtuple(bdesc);
-	BrinValues *col = &d->bt_columns[0];
-
-	d->bt_empty_range = s->empty;
-	col->bv_allnulls = s->allnulls;
-	col->bv_hasnulls = s->hasnulls;
-	if (!s->allnulls)
-	{
-		col->bv_values[0] = FullTransactionIdGetDatum(FullTransactionIdFromU64(s->min));
-		col->bv_values[1] = FullTransactionIdGetDatum(FullTransactionIdFromU64(s->max));
-	}
-	return brin_form_tuple(bdesc, heapBlk, d, size);
-}
-
-/*
- * summarize_xid_range
- *	  What brin_summarize_range does for one full range of the cq_xid
- *	  index, at a fraction of its cost: brin.c reads the range through an
- *	  index build scan (a visibility test, a slot and an expression context
- *	  per tuple: about 1,600 instructions a row, a fifth of a 10k-row
- *	  batch).  Here each page is read once under a share lock and cq_xid is
- *	  taken from every stored tuple, dead ones included: the summary can
- *	  only be wider than brin.c's (it leaves out tuples dead to everyone),
- *	  never narrower, so every scan still finds every row.  Concurrent
- *	  inserts follow brin.c's protocol: a placeholder tuple is inserted
- *	  before the pages are read; an inserter that comes later widens the
- *	  placeholder, our update then fails, and we merge its values and retry.
- *	  Returns false, doing nothing, if the range is already summarized.
- *	  *bdesc is the index's BrinDesc, built here when first needed.  The
- *	  caller holds the table's SHARE UPDATE EXCLUSIVE lock and the
- *	  range lies below the table's end.
- */
-static bool
-summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc **bdesc,
-					BrinRevmap *revmap, BlockNumber ppr, BlockNumber heapBlk)
-{
-	TupleDesc	desc = RelationGetDescr(heap);
-	XidRangeSummary s = {true, true, false, 0, 0};
-	Buffer		buf = InvalidBuffer;
-	Buffer		phbuf = InvalidBuffer;
-	OffsetNumber off;
-	BrinTuple  *phtup;
-	Size		phsz;
-
-	if (brinGetTupleForHeapBlock(revmap, heapBlk, &buf, &off, NULL, BUFFER_LOCK_SHARE, NULL) != NULL)
-	{
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		ReleaseBuffer(buf);
-		return false;
-	}
-	if (BufferIsValid(buf))
-		ReleaseBuffer(buf);
-	if (*bdesc == NULL)
-		*bdesc = brin_build_desc(irel);
-
-	phtup = brin_form_placeholder_tuple(*bdesc, heapBlk, &phsz);
-	off = brin_doinsert(irel, ppr, revmap, &phbuf, heapBlk, phtup, phsz);
-
-	for (BlockNumber blk = heapBlk; blk < heapBlk + ppr; blk++)
-	{
-		Buffer		hbuf = ReadBufferExtended(heap, MAIN_FORKNUM, blk, RBM_NORMAL, NULL);
-		Page		page;
-		OffsetNumber maxoff;
-
-		CHECK_FOR_INTERRUPTS();
-		LockBuffer(hbuf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(hbuf);
-		maxoff = PageIsNew(page) ? InvalidOffsetNumber : PageGetMaxOffsetNumber(page);
-		for (OffsetNumber o = FirstOffsetNumber; o <= maxoff; o = OffsetNumberNext(o))
-		{
-			ItemId		lp = PageGetItemId(page, o);
-			HeapTupleData tup;
-			Datum		d;
-			bool		isnull;
-
-			if (!ItemIdIsNormal(lp))
-				continue;
-			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-			tup.t_len = ItemIdGetLength(lp);
-			tup.t_tableOid = RelationGetRelid(heap);
-			ItemPointerSet(&tup.t_self, blk, o);
-			d = heap_getattr(&tup, att, desc, &isnull);
-			xid_summary_add(&s, isnull ? 0 : U64FromFullTransactionId(DatumGetFullTransactionId(d)), isnull);
-		}
-		UnlockReleaseBuffer(hbuf);
-	}
-
-	for (;;)
-	{
-		Size		newsz;
-		BrinTuple  *newtup = xid_summary_tuple(*bdesc, heapBlk, &s, &newsz);
-		bool		done;
-
-		CHECK_FOR_INTERRUPTS();
-		done = brin_doupdate(irel, ppr, revmap, heapBlk, phbuf, off, phtup, phsz, newtup, newsz,
-							 brin_can_do_samepage_update(phbuf, phsz, newsz));
-		brin_free_tuple(phtup);
-		brin_free_tuple(newtup);
-		if (done)
-			break;
-		/* an inserter changed the placeholder (or it moved): merge and retry */
-		phtup = brinGetTupleForHeapBlock(revmap, heapBlk, &phbuf, &off, &phsz, BUFFER_LOCK_SHARE, NULL);
-		if (phtup == NULL)
-			elog(ERROR, "pg_cq: missing BRIN placeholder tuple for block %u of \"%s\"",
-				 heapBlk, RelationGetRelationName(irel));
-		phtup = brin_copy_tuple(phtup, phsz, NULL, NULL);
-		LockBuffer(phbuf, BUFFER_LOCK_UNLOCK);
-		xid_summary_union(*bdesc, &s, phtup);
-	}
-	ReleaseBuffer(phbuf);
-	return true;
-}
-
-/*
- * fast_summary_ok
- *	  Can summarize_xid_range summarize this index: one xid8 column with
- *	  the minmax support functions (pg_cq's own cq.xid8_minmax_ops), valid,
- *	  not in recovery?  Otherwise brin_summarize_range does it.
- */
-static bool
-fast_summary_ok(Relation irel)
-{
-	return !RecoveryInProgress() &&
-		irel->rd_index->indisvalid &&
-		RelationGetDescr(irel)->natts == 1 &&
-		TupleDescAttr(RelationGetDescr(irel), 0)->atttypid == XID8OID &&
-		index_getprocid(irel, 1, BRIN_PROCNUM_OPCINFO) == F_BRIN_MINMAX_OPCINFO;
-}
-
-/*
- * summarize_leaf
- *	  Summarize the full, unsummarized page ranges at the end of one table,
- *	  newest first, stopping at the first one already summarized; nothing
- *	  when the last full range is the one found summarized before.  The
- *	  table's SHARE UPDATE EXCLUSIVE lock (the one brin_summarize_range
- *	  takes, taken here only if free) is released as soon as that is done,
- *	  not at commit: summaries are not transactional, and VACUUM, ANALYZE
- *	  and autovacuum must not wait for (or skip) a source that back-to-back
- *	  batches read (summarize_xid_range when the index is pg_cq's own,
- *	  else brin_summarize_range).  With horizon, also makes
- *	  horizon_getbitmap the index's amgetbitmap.
- */
-static void
-summarize_leaf(Oid relid, bool horizon)
-{
-	Relation	heap;
-	Relation	irel;
-	Oid			idx;
-	BlockNumber nblocks;
-	BlockNumber ppr;
-	AttrNumber	att = cq_source_tracking_attnum(relid);
-	SummarizedKey key;
-	SummarizedEntry *entry;
-	bool		found;
-	int64		last;
-
-	if (att == InvalidAttrNumber)
-		return;
-	/* the lock the batch's scan takes anyway */
-	heap = table_open(relid, AccessShareLock);
-	idx = tracking_index(heap, att);
-	nblocks = RelationGetNumberOfBlocks(heap);
-	table_close(heap, NoLock);
-	if (!OidIsValid(idx))
-		return;
-	irel = index_open(idx, AccessShareLock);
-	ppr = BrinGetPagesPerRange(irel);
-	if (horizon)
-		cq_horizon_swap_getbitmap(irel);
-	memset(&key, 0, sizeof(key));
-	key.index = idx;
-	key.relfilenode = irel->rd_node.relNode;
-	index_close(irel, AccessShareLock);
-
-	last = (int64) (nblocks / ppr) * ppr - ppr;
-	if (last < 0)
-		return;
-	if (summarized == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(SummarizedKey);
-		ctl.entrysize = sizeof(SummarizedEntry);
-		summarized = hash_create("pg_cq summarized ranges", 16, &ctl, HASH_ELEM | HASH_BLOBS);
-	}
-	entry = hash_search(summarized, &key, HASH_ENTER, &found);
-	if (!found)
-		entry->upto = -1;
-	else if (entry->upto >= last)
-		return;
-	if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
-		return;
-	heap = table_open(relid, NoLock);
-	irel = index_open(idx, ShareUpdateExclusiveLock);
-	if (fast_summary_ok(irel))
-	{
-		BrinRevmap *revmap = brinRevmapInitialize(irel, &ppr, NULL);
-		BrinDesc   *bdesc = NULL;
-
-		for (int64 blk = last; blk >= 0; blk -= ppr)
-		{
-			if (!summarize_xid_range(heap, att, irel, &bdesc, revmap, ppr, (BlockNumber) blk))
-				break;
-		}
-		brinRevmapTerminate(revmap);
-		if (bdesc)
-			brin_free_desc(bdesc);
-		index_close(irel, ShareUpdateExclusiveLock);
-	}
-	else
-	{
-		index_close(irel, ShareUpdateExclusiveLock);
-		for (int64 blk = last; blk >= 0; blk -= ppr)
-		{
-			if (DatumGetInt32(DirectFunctionCall2(brin_summarize_range, ObjectIdGetDatum(idx),
-												  Int64GetDatum(blk))) == 0)
-				break;
-		}
-	}
-	table_close(heap, NoLock);
-	UnlockRelationOid(relid, ShareUpdateExclusiveLock);
-	entry->upto = last;
-}
-
-/*
  * desummarize_last_range
  *	  A BRIN index build summarizes every range, the last, partial one too
  *	  (range 0 of an empty table: an empty summary); every row then
@@ -1425,7 +1084,7 @@ desummarize_last_range(Oid relid)
 			(att = cq_source_tracking_attnum(leaf)) == InvalidAttrNumber)
 			continue;
 		heap = table_open(leaf, NoLock);
-		idx = tracking_index(heap, att);
+		idx = cq_tracking_index(heap, att);
 		nblocks = RelationGetNumberOfBlocks(heap);
 		table_close(heap, NoLock);
 		if (!OidIsValid(idx))
@@ -1439,55 +1098,6 @@ desummarize_last_range(Oid relid)
 	}
 }
 
-/*
- * cq_source_summarize
- *	  Keep the BRIN index on cq_xid summarized up to the last full page
- *	  range.  An unsummarized range matches every scan, so without this each
- *	  batch would read every row inserted since autovacuum last summarized
- *	  the index.  The last, partial range is left alone: summarizing it would
- *	  make every insert into it update the summary.  Skipped when another
- *	  process holds the table's SHARE UPDATE EXCLUSIVE lock (autovacuum is
- *	  then on it).  Runs as superuser (summarizing requires ownership);
- *	  the lock is released before returning.
- */
-void
-cq_source_summarize(Oid relid)
-{
-	CqSecurity	sec;
-
-	cq_source_sample_horizon();
-	cq_security_superuser(&sec);
-	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
-	{
-		ListCell   *lc;
-
-		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
-			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
-				summarize_leaf(lfirst_oid(lc), true);
-	}
-	else
-		summarize_leaf(relid, true);
-	cq_security_restore(&sec);
-}
-
-/*
- * cq_source_summarize_shard
- *	  cq_source_summarize for a shard of a Citus source stamped per node,
- *	  on the node that stores it (shard.c), without the scan horizon: a
- *	  shard holds rows stamped by other nodes (moves, splits), whose ids
- *	  cannot be compared with this node's WAL positions.
- */
-void
-cq_source_summarize_shard(Oid relid)
-{
-	CqSecurity	sec;
-
-	if (get_rel_relkind(relid) != RELKIND_RELATION)
-		return;
-	cq_security_superuser(&sec);
-	summarize_leaf(relid, false);
-	cq_security_restore(&sec);
-}
 
 /*
  * cq_tracking_dropping_stamp

@@ -19,8 +19,7 @@
 
 extern AttrNumber cq_source_track(Oid relid);
 extern AttrNumber cq_source_tracking_attnum(Oid relid);
-extern void cq_source_summarize(Oid relid);
-extern void cq_source_summarize_shard(Oid relid);
+extern Oid	cq_tracking_index(Relation heap, AttrNumber att);
 extern void cq_source_forget_stamps(Oid relid, Oid owner);
 extern Oid	cq_source_reached(Oid relid);
 extern void cq_source_check_logged(Oid relid, Oid source);
