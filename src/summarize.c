@@ -380,22 +380,18 @@ summarize_leaf(Oid relid, bool horizon)
 }
 
 /*
- * cq_source_summarize
- *	  Keep the BRIN index on cq_xid summarized up to the last full page
- *	  range.  An unsummarized range matches every scan, so without this each
- *	  batch would read every row inserted since autovacuum last summarized
- *	  the index.  The last, partial range is left alone: summarizing it would
- *	  make every insert into it update the summary.  Skipped when another
- *	  process holds the table's SHARE UPDATE EXCLUSIVE lock (autovacuum is
- *	  then on it).  Runs as superuser (summarizing requires ownership);
- *	  the lock is released before returning.
+ * summarize_source
+ *	  Summarize the leaves of relid (itself, or a partitioned table's
+ *	  partitions) as superuser (summarizing requires ownership), with or
+ *	  without the scan horizon (summarize_leaf).
  */
-void
-cq_source_summarize(Oid relid)
+static void
+summarize_source(Oid relid, bool horizon)
 {
 	CqSecurity	sec;
 
-	cq_source_sample_horizon();
+	if (horizon)
+		cq_source_sample_horizon();
 	cq_security_superuser(&sec);
 	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 	{
@@ -403,11 +399,27 @@ cq_source_summarize(Oid relid)
 
 		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
 			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
-				summarize_leaf(lfirst_oid(lc), true);
+				summarize_leaf(lfirst_oid(lc), horizon);
 	}
-	else
-		summarize_leaf(relid, true);
+	else if (get_rel_relkind(relid) == RELKIND_RELATION)
+		summarize_leaf(relid, horizon);
 	cq_security_restore(&sec);
+}
+
+/*
+ * cq_source_summarize
+ *	  Keep the BRIN index on cq_xid summarized up to the last full page
+ *	  range.  An unsummarized range matches every scan, so without this each
+ *	  batch would read every row inserted since autovacuum last summarized
+ *	  the index.  The last, partial range is left alone: summarizing it would
+ *	  make every insert into it update the summary.  Skipped when another
+ *	  process holds the table's SHARE UPDATE EXCLUSIVE lock (autovacuum is
+ *	  then on it).  The lock is released before returning.
+ */
+void
+cq_source_summarize(Oid relid)
+{
+	summarize_source(relid, true);
 }
 
 /*
@@ -420,11 +432,5 @@ cq_source_summarize(Oid relid)
 void
 cq_source_summarize_shard(Oid relid)
 {
-	CqSecurity	sec;
-
-	if (get_rel_relkind(relid) != RELKIND_RELATION)
-		return;
-	cq_security_superuser(&sec);
-	summarize_leaf(relid, false);
-	cq_security_restore(&sec);
+	summarize_source(relid, false);
 }
