@@ -55,21 +55,8 @@ ALTER POLICY offsets_of_my_roles ON cq.offsets
 ALTER POLICY progress_of_my_roles ON cq.progress
     USING (EXISTS (SELECT 1 FROM cq.queries q WHERE q.schema OPERATOR(pg_catalog.=) progress.schema
                                                 AND q.name OPERATOR(pg_catalog.=) progress.name));
-CREATE OR REPLACE VIEW cq.status WITH (security_invoker = true) AS
-SELECT q.name,
-       CASE WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
-            ELSE coalesce(s.message, 'Stopped') END AS message,
-       coalesce(s.is_data_available, false) AS is_data_available,
-       coalesce(s.is_trigger_active, false) AS is_trigger_active,
-       s.worker_pid,
-       coalesce(s.watermark, o.watermark) AS watermark,
-       coalesce(s.last_batch_id, o.batch_id) AS last_batch_id,
-       q.schema
-  FROM cq.queries q
-  LEFT JOIN cq.status_slots() s ON s.query_id = q.id
-  LEFT JOIN LATERAL (SELECT batch_id, watermark FROM cq.offsets
-                      WHERE offsets.schema = q.schema AND offsets.name = q.name
-                      ORDER BY batch_id DESC LIMIT 1) o ON true;
+-- (cq.status gains the column schema, after last_batch_id, and is joined
+-- with cq.offsets by schema and name: the view is replaced once, below)
 
 -- issue 9 item 10: every row that reaches a source is stamped with the id of
 -- the transaction that inserted it, whatever the statement gave cq_xid (an
@@ -347,22 +334,8 @@ UPDATE cq.queries SET state_path = CASE WHEN state_storage OPERATOR(pg_catalog.=
                                         THEN 'memory: requested'
                                         ELSE 'table: created before pg_cq 0.2' END
  WHERE state_table IS NOT NULL;
-CREATE OR REPLACE VIEW cq.status WITH (security_invoker = true) AS
-SELECT q.name,
-       CASE WHEN q.state <> 'active' OR q."trigger" = 'available_now' THEN 'Stopped'
-            ELSE coalesce(s.message, 'Stopped') END AS message,
-       coalesce(s.is_data_available, false) AS is_data_available,
-       coalesce(s.is_trigger_active, false) AS is_trigger_active,
-       s.worker_pid,
-       coalesce(s.watermark, o.watermark) AS watermark,
-       coalesce(s.last_batch_id, o.batch_id) AS last_batch_id,
-       q.schema,
-       q.state_path
-  FROM cq.queries q
-  LEFT JOIN cq.status_slots() s ON s.query_id = q.id
-  LEFT JOIN LATERAL (SELECT batch_id, watermark FROM cq.offsets
-                      WHERE offsets.schema = q.schema AND offsets.name = q.name
-                      ORDER BY batch_id DESC LIMIT 1) o ON true;
+-- (cq.status gains state_path as its column after schema: the view is
+-- replaced once, below, with state_bytes)
 
 -- issue 14 part: Citus hash-distributed tables as sources, in the
 -- coordinator's transaction-id space (docs/scale-out.md).  The cq_xid default
