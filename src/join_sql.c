@@ -111,6 +111,21 @@ source_column_list(CqJoinSide *side)
 }
 
 /*
+ * new_in_range_sql
+ *	  "visible in $3 and not in $4" for the cq_xid column x of relid: one
+ *	  call of cq.xid_new when the catalog has it (delta.c), else two of
+ *	  pg_visible_in_snapshot.
+ */
+static char *
+new_in_range_sql(Oid relid, const char *x)
+{
+	if (OidIsValid(cq_delta_xid_new_function(relid)))
+		return psprintf("cq.xid_new(s.%1$s, $3, $4)", x);
+	return psprintf("pg_catalog.pg_visible_in_snapshot(s.%1$s, $3) "
+					"AND NOT pg_catalog.pg_visible_in_snapshot(s.%1$s, $4)", x);
+}
+
+/*
  * range_sql
  *	  The rows of alias s in the offset range $1..$4 (delta.c's predicate,
  *	  as text); history: batch 0 also reads rows from before tracking.
@@ -123,9 +138,8 @@ range_sql(Oid relid, bool history)
 	if (history)
 		return psprintf("(s.%1$s IS NULL OR (s.%1$s OPERATOR(pg_catalog.<) $2 "
 						"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3)))", x);
-	return psprintf("s.%1$s OPERATOR(pg_catalog.>=) $1 AND s.%1$s OPERATOR(pg_catalog.<) $2 "
-					"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3) "
-					"AND NOT pg_catalog.pg_visible_in_snapshot(s.%1$s, $4)", x);
+	return psprintf("s.%1$s OPERATOR(pg_catalog.>=) $1 AND s.%1$s OPERATOR(pg_catalog.<) $2 AND %2$s",
+					x, new_in_range_sql(relid, x));
 }
 
 /*
@@ -545,8 +559,7 @@ cq_join_sql_build(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, CqJ
 		 */
 		js->rebuild[s] = psprintf("WITH r AS (INSERT INTO %1$s (%2$s, %3$s) SELECT %4$s, 0 FROM "
 								  "(SELECT %5$s, %6$s AS et, s.%7$s AS x FROM %8$s s WHERE %9$s(s.%7$s OPERATOR(pg_catalog.>=) $1 "
-								  "  AND s.%7$s OPERATOR(pg_catalog.<) $2 AND pg_catalog.pg_visible_in_snapshot(s.%7$s, $3) "
-								  "  AND NOT pg_catalog.pg_visible_in_snapshot(s.%7$s, $4))) n "
+								  "  AND s.%7$s OPERATOR(pg_catalog.<) $2 AND %12$s)) n "
 								  "WHERE ($5 IS NULL OR n.et OPERATOR(pg_catalog.>) $5) "
 								  "AND NOT EXISTS (SELECT 1 FROM %10$s l WHERE l.side OPERATOR(pg_catalog.=) %11$d::pg_catalog.int2 "
 								  "  AND l.xid OPERATOR(pg_catalog.=) n.x AND l.ts OPERATOR(pg_catalog.=) n.et) RETURNING 1) "
@@ -557,7 +570,7 @@ cq_join_sql_build(CqAnalysis *an, CqQuery *q, Oid bufs[2], const char *late, CqJ
 								  src_et_sql(side),
 								  xcol, src,
 								  reads_history ? psprintf("s.%s IS NULL OR ", xcol) : "",
-								  late, s);
+								  late, s, new_in_range_sql(side->relid, xcol));
 	}
 	js->fold = js->close = js->output = NULL;
 	if (an->is_aggregate)
