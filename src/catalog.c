@@ -31,6 +31,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
 #include "commands/extension.h"
 #include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
@@ -44,6 +45,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -127,6 +129,25 @@ forget_version(Datum arg, Oid relid)
 {
 	version_lxid = InvalidLocalTransactionId;
 	version_valid = false;
+}
+
+/*
+ * cq_catalog_function
+ *	  OID of pg_cq's function cq.<name>(argtypes), or InvalidOid when the
+ *	  installed catalog has none (functions that came with a later version
+ *	  than the database's) or the extension is not there.  Not cached: an
+ *	  extension dropped and created again gives its functions new OIDs.
+ */
+Oid
+cq_catalog_function(const char *name, int nargs, const Oid *argtypes)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
+						   PointerGetDatum(buildoidvector(argtypes, nargs)),
+						   ObjectIdGetDatum(nsp));
 }
 
 /*

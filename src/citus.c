@@ -69,6 +69,7 @@
 #include "utils/xid8.h"
 
 #include "citus.h"
+#include "catalog.h"
 #include "guc.h"
 #include "security.h"
 #include "sql_builder.h"
@@ -123,15 +124,7 @@ Oid
 cq_citus_stamp_function(void)
 {
 	if (!OidIsValid(stamp_func))
-	{
-		Oid			nsp = get_namespace_oid("cq", true);
-
-		if (OidIsValid(nsp))
-			stamp_func = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-										 CStringGetDatum("coordinator_xact_id"),
-										 PointerGetDatum(buildoidvector(NULL, 0)),
-										 ObjectIdGetDatum(nsp));
-	}
+		stamp_func = cq_catalog_function("coordinator_xact_id", 0, NULL);
 	return stamp_func;
 }
 
@@ -143,17 +136,10 @@ cq_citus_stamp_function(void)
 Oid
 cq_citus_node_visible_function(void)
 {
-	if (!OidIsValid(node_visible_func))
-	{
-		Oid			nsp = get_namespace_oid("cq", true);
-		Oid			args[3] = {TEXTOID, INT8OID, XID8OID};
+	static const Oid args[3] = {TEXTOID, INT8OID, XID8OID};
 
-		if (OidIsValid(nsp))
-			node_visible_func = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-												CStringGetDatum("node_visible"),
-												PointerGetDatum(buildoidvector(args, 3)),
-												ObjectIdGetDatum(nsp));
-	}
+	if (!OidIsValid(node_visible_func))
+		node_visible_func = cq_catalog_function("node_visible", 3, args);
 	return node_visible_func;
 }
 

@@ -99,16 +99,11 @@ visible_in(Var *xid, int param)
 Oid
 cq_delta_xid_new_function(Oid source)
 {
-	Oid			nsp;
 	Oid			types[3] = {XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2 || cq_citus_kind(source) != CQ_CITUS_NONE)
 		return InvalidOid;
-	nsp = get_namespace_oid("cq", true);
-	if (!OidIsValid(nsp))
-		return InvalidOid;
-	return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("xid_new"),
-						   PointerGetDatum(buildoidvector(types, 3)), ObjectIdGetDatum(nsp));
+	return cq_catalog_function("xid_new", 3, types);
 }
 
 /*

@@ -106,12 +106,7 @@ has_tracking_index(Oid relid, AttrNumber att)
 Oid
 cq_tracking_trigger_function(const char *name)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-
-	if (!OidIsValid(nsp))
-		return InvalidOid;
-	return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
-						   PointerGetDatum(buildoidvector(NULL, 0)), ObjectIdGetDatum(nsp));
+	return cq_catalog_function(name, 0, NULL);
 }
 
 /*
