@@ -1008,8 +1008,26 @@ brin_swap_insert(QueryDesc *queryDesc)
 			MemoryContextSwitchTo(old);
 		}
 		for (int i = 0; i < rri->ri_NumIndices; i++)
-			if (rri->ri_IndexRelationDescs[i] != NULL)
-				brin_swap_aminsert(rri->ri_IndexRelationDescs[i]);
+		{
+			Relation	idx = rri->ri_IndexRelationDescs[i];
+			IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+			if (idx == NULL)
+				continue;
+			brin_swap_aminsert(idx);
+
+			/*
+			 * The statement's cache, made now: FormIndexDatum skips the
+			 * column from the first row on (values_from_heap).
+			 */
+			if (idx->rd_indam->aminsert == cq_brininsert && ii->ii_AmCache == NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+
+				values_from_heap(brin_cache_make(idx, rel, ii), rel, ii);
+				MemoryContextSwitchTo(old);
+			}
+		}
 	}
 }
 
