@@ -4,21 +4,22 @@
 -- deform of the row); a row whose range has a summary reads its value back from the
 -- table (heap_value).  A wrong value there would leave the summary without the row's
 -- stamp, and a batch's index scan would miss the row.  So: rows of many statements
--- (INSERT ... SELECT, COPY, single-row and explicit-value INSERTs, an UPDATE, a
--- subtransaction, rows in pages freed by VACUUM) go into summarized ranges, and every
--- summary must equal the one a fresh BRIN index (built by brin.c over the same rows)
--- gives; every row is found by an index scan for its own stamp, and the batch counts
--- every row.
+-- (INSERT ... SELECT, COPY, single-row and explicit-value INSERTs, INSERT ... ON
+-- CONFLICT, an UPDATE, a subtransaction, rows in pages freed by VACUUM) go into
+-- summarized ranges, and every summary must equal the one a fresh BRIN index (built by
+-- brin.c over the same rows) gives; every row is found by an index scan for its own
+-- stamp, and the batch counts every row.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
 SET client_min_messages = warning;
 
-CREATE TABLE bval_src (k int, pad text);
+CREATE TABLE bval_src (k int, pad text, UNIQUE (k, pad));
 CREATE TABLE bval_q WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
   AS SELECT count(*) AS n, sum(k) AS s FROM bval_src;
 CREATE FUNCTION bval_index() RETURNS regclass LANGUAGE sql
-  AS $$ SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'bval_src'::regclass AND
-               indexrelid::regclass::text <> 'bval_ref' $$;
+  AS $$ SELECT c.oid::regclass FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid = 'bval_src'::regclass AND c.relname <> 'bval_ref'
+           AND c.relam = (SELECT oid FROM pg_am WHERE amname = 'brin') $$;
 
 -- three transactions: ~2.5 ranges of 32 pages (40 rows a page); every range summarized,
 -- the last, partial one too
@@ -43,6 +44,10 @@ INSERT INTO bval_src SELECT g, 'h' FROM generate_series(1, 50) g;
 RELEASE SAVEPOINT s;
 INSERT INTO bval_src SELECT g, 'i' FROM generate_series(1, 50) g;
 COMMIT;
+-- INSERT ... ON CONFLICT: new rows, and new versions of rows (not HOT: the unique index
+-- changes)
+INSERT INTO bval_src SELECT g, repeat('d', 150) FROM generate_series(251, 350) g
+  ON CONFLICT (k, pad) DO UPDATE SET pad = 'o' || excluded.pad;
 -- new versions of rows of the first range (not HOT: its pages are full)
 UPDATE bval_src SET pad = 'u' || pad WHERE pad LIKE 'b%' AND k <= 100;
 -- rows into pages of the first range, which VACUUM freed: the first range was
