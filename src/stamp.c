@@ -553,6 +553,14 @@ leaves_default(Plan *sub, AttrNumber att)
  * grows: pages past the cached last revmap page mean the metapage is read
  * again, never that the range is unsummarized.
  *
+ * Nor does a row hand over its cq_xid: the statement's IndexInfo (its own
+ * copy) names the row's tableoid as the index's column (values_from_heap),
+ * so ExecInsertIndexTuples does not deform the stored row up to cq_xid, the
+ * last column; a row whose range has an index tuple reads cq_xid back from
+ * the table (heap_value) before brininsert widens the summary with it.
+ * INSERT makes the cache at ExecutorStart (every row skips the deform),
+ * COPY at its first row (which hands over its real value).
+ *
  * It replaces aminsert in the relation cache entry of each BRIN index whose
  * key is of type xid8 (pg_cq's operator class cq.xid8_minmax_ops), when an
  * INSERT or COPY is about to write the table (the entry keeps it until it
