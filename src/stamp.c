@@ -37,10 +37,13 @@
 #include "access/brin.h"
 #include "access/brin_internal.h"
 #include "access/brin_page.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
@@ -62,6 +65,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "stamp.h"
@@ -549,6 +553,14 @@ leaves_default(Plan *sub, AttrNumber att)
  * grows: pages past the cached last revmap page mean the metapage is read
  * again, never that the range is unsummarized.
  *
+ * Nor does a row hand over its cq_xid: the statement's IndexInfo (its own
+ * copy) names the row's tableoid as the index's column (values_from_heap),
+ * so ExecInsertIndexTuples does not deform the stored row up to cq_xid, the
+ * last column; a row whose range has an index tuple reads cq_xid back from
+ * the table (heap_value) before brininsert widens the summary with it.
+ * INSERT makes the cache at ExecutorStart (every row skips the deform),
+ * COPY at its first row (which hands over its real value).
+ *
  * It replaces aminsert in the relation cache entry of each BRIN index whose
  * key is of type xid8 (pg_cq's operator class cq.xid8_minmax_ops), when an
  * INSERT or COPY is about to write the table (the entry keeps it until it
@@ -572,6 +584,12 @@ typedef struct BrinInsertCache
 	uint64		seq;			/* creation order (end of a COPY) */
 	dlist_node	node;			/* in pinned_caches while pinned */
 	MemoryContextCallback reset;	/* on ii_Context */
+	bool		autosummarize;	/* the index's option, at the first row */
+	AttrNumber	heap_att;		/* > 0: later rows' values are read from
+								 * the heap (values_from_heap) */
+	BlockNumber range_start;	/* first heap block of the range whose... */
+	volatile ItemPointerData *entry;	/* ...revmap entry (in revmap_buf) was
+										 * read last, or NULL */
 } BrinInsertCache;
 
 static const char brin_cache_magic[] = "pg_cq brin insert cache";
@@ -589,6 +607,18 @@ static Buffer recent_meta = InvalidBuffer;
 static Buffer recent_revmap = InvalidBuffer;
 
 /*
+ * The metapage's figures of the index written last, and the storage they
+ * were read from: pages per range is fixed when the index's storage is
+ * built (a rebuild, ALTER INDEX ... SET included, makes new storage), and
+ * the last revmap page only grows, so a single-row INSERT after another
+ * does not read the metapage again (a range past the figure read it again:
+ * range_has_tuple).
+ */
+static RelFileNode recent_node;
+static BlockNumber recent_pages_per_range = 0;
+static BlockNumber recent_last_revmap_page = 0;
+
+/*
  * brin_cache_unpin
  *	  Release the cache's revmap pin, as the resource owner that took it.
  */
@@ -601,6 +631,7 @@ brin_cache_unpin(BrinInsertCache *c)
 	if (!BufferIsValid(buf))
 		return;
 	c->revmap_buf = InvalidBuffer;
+	c->entry = NULL;
 	dlist_delete(&c->node);
 	CurrentResourceOwner = c->owner;
 	ReleaseBuffer(buf);
@@ -637,6 +668,7 @@ brin_cache_resowner(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, 
 		if (c->owner == CurrentResourceOwner)
 		{
 			c->revmap_buf = InvalidBuffer;
+			c->entry = NULL;
 			dlist_delete(&c->node);
 		}
 	}
@@ -694,6 +726,27 @@ brin_read_meta(BrinInsertCache *c, Relation idx)
 	c->pages_per_range = md->pagesPerRange;
 	c->last_revmap_page = md->lastRevmapPage;
 	UnlockReleaseBuffer(meta);
+	recent_node = idx->rd_node;
+	recent_pages_per_range = c->pages_per_range;
+	recent_last_revmap_page = c->last_revmap_page;
+}
+
+/*
+ * brin_recent_meta
+ *	  The metapage's figures, from what was read last if it was read from
+ *	  the same storage, else from the metapage.
+ */
+static void
+brin_recent_meta(BrinInsertCache *c, Relation idx)
+{
+	if (recent_index == RelationGetRelid(idx) && recent_pages_per_range > 0 &&
+		RelFileNodeEquals(recent_node, idx->rd_node))
+	{
+		c->pages_per_range = recent_pages_per_range;
+		c->last_revmap_page = recent_last_revmap_page;
+		return;
+	}
+	brin_read_meta(c, idx);
 }
 
 /*
@@ -701,7 +754,7 @@ brin_read_meta(BrinInsertCache *c, Relation idx)
  *	  Does the revmap point the range of heap block blk at an index tuple
  *	  (a summary or a placeholder)?
  */
-static bool
+static pg_noinline bool
 range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 {
 	BlockNumber range = blk / c->pages_per_range;
@@ -741,16 +794,120 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 	 * (the revmap only grows) and is not evicted.
 	 */
 	contents = (RevmapContents *) PageGetContents(BufferGetPage(c->revmap_buf));
+	c->entry = (volatile ItemPointerData *) &contents->rm_tids[range % REVMAP_PAGE_MAXITEMS];
+	c->range_start = range * c->pages_per_range;
 	pg_memory_barrier();
-	return ((volatile ItemPointerData *) &contents->rm_tids[range % REVMAP_PAGE_MAXITEMS])->ip_posid !=
-		InvalidOffsetNumber;
+	return c->entry->ip_posid != InvalidOffsetNumber;
+}
+
+static bool brin_insert_slow(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
+							 Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+							 IndexInfo *indexInfo);
+
+/*
+ * values_from_heap
+ *	  Stop FormIndexDatum from reading the indexed column of later rows
+ *	  (which, being the table's last column as cq_xid usually is, costs a
+ *	  deform of the whole stored row, a third of what the index adds to an
+ *	  insert): the statement's IndexInfo (its own copy, built by
+ *	  ExecOpenIndices) takes the row's tableoid instead, which the slot
+ *	  holds.  Nearly every row lands in a range without an index tuple and
+ *	  needs no value; the others read it from the row in the table
+ *	  (heap_value).  Only for a plain column of a heap table, by value, and
+ *	  not for CREATE INDEX CONCURRENTLY's validation (ii_Concurrent), whose
+ *	  TIDs are the roots of HOT chains.
+ */
+static pg_noinline void
+values_from_heap(BrinInsertCache *c, Relation heap, IndexInfo *indexInfo)
+{
+	AttrNumber	att = indexInfo->ii_IndexAttrNumbers[0];
+
+	if (heap == NULL || heap->rd_rel->relam != HEAP_TABLE_AM_OID || indexInfo->ii_NumIndexAttrs != 1 ||
+		att <= 0 || att > RelationGetDescr(heap)->natts || indexInfo->ii_Expressions != NIL ||
+		indexInfo->ii_Concurrent || !TupleDescAttr(RelationGetDescr(heap), att - 1)->attbyval)
+		return;
+	c->heap_att = att;
+	indexInfo->ii_IndexAttrNumbers[0] = TableOidAttributeNumber;
+}
+
+/*
+ * heap_value
+ *	  The indexed column of the row at tid, which this backend has just
+ *	  written (so it is there, and stays while its transaction runs).
+ */
+static Datum
+heap_value(BrinInsertCache *c, Relation heap, ItemPointer tid, bool *isnull)
+{
+	HeapTupleData tuple;
+	Buffer		buf;
+	Datum		value;
+
+	tuple.t_self = *tid;
+	if (!heap_fetch(heap, SnapshotAny, &tuple, &buf, true))
+		elog(ERROR, "pg_cq: row (%u,%u) of table \"%s\" not found",
+			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid), RelationGetRelationName(heap));
+	value = heap_getattr(&tuple, c->heap_att, RelationGetDescr(heap), isnull);
+	ReleaseBuffer(buf);			/* the value is by value */
+	return value;
+}
+
+/*
+ * brin_cache_make
+ *	  The statement's cache, at its first row (for the index in indexInfo).
+ */
+static pg_noinline BrinInsertCache *
+brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
+{
+	BrinInsertCache *c = MemoryContextAllocZero(indexInfo->ii_Context, sizeof(BrinInsertCache));
+
+	c->magic = brin_cache_magic;
+	c->revmap_buf = InvalidBuffer;
+	c->seq = ++brin_cache_seq;
+	brin_recent_meta(c, idx);
+	c->autosummarize = BrinGetAutoSummarize(idx);
+	c->reset.func = brin_cache_reset;
+	c->reset.arg = c;
+	MemoryContextRegisterResetCallback(indexInfo->ii_Context, &c->reset);
+	indexInfo->ii_AmCache = c;
+	return c;
+}
+
+/*
+ * brin_insert_summary
+ *	  brininsert, for a row whose range has an index tuple (or whose insert
+ *	  asks for autosummarization): with the row's value read from the table
+ *	  unless values[] hold it (the statement's first row).
+ */
+static pg_noinline bool
+brin_insert_summary(BrinInsertCache *c, bool values_given, Relation idx, Datum *values, bool *isnull,
+					ItemPointer heaptid, Relation heap, IndexUniqueCheck checkUnique,
+					bool indexUnchanged, IndexInfo *indexInfo)
+{
+	Datum		value;
+	bool		null;
+	bool		result;
+
+	if (c->heap_att > 0 && !values_given)
+	{
+		value = heap_value(c, heap, heaptid, &null);
+		values = &value;
+		isnull = &null;
+	}
+	indexInfo->ii_AmCache = c->brin_cache;
+	result = brininsert(idx, values, isnull, heaptid, heap, checkUnique, indexUnchanged, indexInfo);
+	c->brin_cache = indexInfo->ii_AmCache;
+	indexInfo->ii_AmCache = c;
+	return result;
 }
 
 /*
  * cq_brininsert
  *	  aminsert of a BRIN index on xid8: brininsert, which does nothing when
  *	  the row's range has no index tuple, without reading the metapage and
- *	  the revmap page for every row.
+ *	  the revmap page for every row, and without the row's value unless the
+ *	  range has an index tuple (values_from_heap).  The revmap entry of the
+ *	  range read last is kept: a row in the same range reads it again, and
+ *	  nothing else.
  */
 static bool
 cq_brininsert(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
@@ -758,20 +915,37 @@ cq_brininsert(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
 			  IndexInfo *indexInfo)
 {
 	BrinInsertCache *c = indexInfo->ii_AmCache;
+
+	/* a row in the range of the row before: read its entry again */
+	if (likely(c != NULL && c->magic == brin_cache_magic && c->entry != NULL && !c->autosummarize &&
+			   ItemPointerGetBlockNumber(heaptid) - c->range_start < c->pages_per_range))
+	{
+		pg_memory_barrier();
+		if (c->entry->ip_posid == InvalidOffsetNumber)
+			return false;
+	}
+	return brin_insert_slow(idx, values, isnull, heaptid, heap, checkUnique, indexUnchanged, indexInfo);
+}
+
+/*
+ * brin_insert_slow
+ *	  cq_brininsert, for the first row of a statement and rows in another
+ *	  range than the row before, or in a range with an index tuple.
+ */
+static pg_noinline bool
+brin_insert_slow(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
+				 Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+				 IndexInfo *indexInfo)
+{
+	BrinInsertCache *c = indexInfo->ii_AmCache;
 	BlockNumber blk = ItemPointerGetBlockNumber(heaptid);
-	bool		result;
+	bool		first_row = false;
 
 	if (c == NULL)
 	{
-		c = MemoryContextAllocZero(indexInfo->ii_Context, sizeof(BrinInsertCache));
-		c->magic = brin_cache_magic;
-		c->revmap_buf = InvalidBuffer;
-		c->seq = ++brin_cache_seq;
-		brin_read_meta(c, idx);
-		c->reset.func = brin_cache_reset;
-		c->reset.arg = c;
-		MemoryContextRegisterResetCallback(indexInfo->ii_Context, &c->reset);
-		indexInfo->ii_AmCache = c;
+		c = brin_cache_make(idx, heap, indexInfo);
+		values_from_heap(c, heap, indexInfo);
+		first_row = true;		/* values[] are this row's */
 	}
 	else if (c->magic != brin_cache_magic)
 		/* brininsert's cache: the statement began before the swap */
@@ -781,16 +955,21 @@ cq_brininsert(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
 	 * The first row of a range's first page, with autosummarize: brininsert
 	 * asks autovacuum to summarize the previous range.
 	 */
-	if (!(BrinGetAutoSummarize(idx) && blk > 0 && blk % c->pages_per_range == 0 &&
-		  ItemPointerGetOffsetNumber(heaptid) == FirstOffsetNumber) &&
-		!range_has_tuple(c, idx, blk))
-		return false;
-
-	indexInfo->ii_AmCache = c->brin_cache;
-	result = brininsert(idx, values, isnull, heaptid, heap, checkUnique, indexUnchanged, indexInfo);
-	c->brin_cache = indexInfo->ii_AmCache;
-	indexInfo->ii_AmCache = c;
-	return result;
+	if (!(c->autosummarize && blk > 0 && blk % c->pages_per_range == 0 &&
+		  ItemPointerGetOffsetNumber(heaptid) == FirstOffsetNumber))
+	{
+		if (c->entry != NULL && blk - c->range_start < c->pages_per_range)
+		{
+			/* the range of the row before: read its entry again */
+			pg_memory_barrier();
+			if (c->entry->ip_posid == InvalidOffsetNumber)
+				return false;
+		}
+		else if (!range_has_tuple(c, idx, blk))
+			return false;
+	}
+	return brin_insert_summary(c, first_row, idx, values, isnull, heaptid, heap, checkUnique,
+							   indexUnchanged, indexInfo);
 }
 
 /*
@@ -837,8 +1016,26 @@ brin_swap_insert(QueryDesc *queryDesc)
 			MemoryContextSwitchTo(old);
 		}
 		for (int i = 0; i < rri->ri_NumIndices; i++)
-			if (rri->ri_IndexRelationDescs[i] != NULL)
-				brin_swap_aminsert(rri->ri_IndexRelationDescs[i]);
+		{
+			Relation	idx = rri->ri_IndexRelationDescs[i];
+			IndexInfo  *ii = rri->ri_IndexRelationInfo[i];
+
+			if (idx == NULL)
+				continue;
+			brin_swap_aminsert(idx);
+
+			/*
+			 * The statement's cache, made now: FormIndexDatum skips the
+			 * column from the first row on (values_from_heap).
+			 */
+			if (idx->rd_indam->aminsert == cq_brininsert && ii->ii_AmCache == NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+
+				values_from_heap(brin_cache_make(idx, rel, ii), rel, ii);
+				MemoryContextSwitchTo(old);
+			}
+		}
 	}
 }
 
