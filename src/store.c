@@ -16,9 +16,9 @@
  * key's collation: the equality GROUP BY uses hashes consistently with
  * it); each entry holds a chain of nodes, one per group with that hash,
  * and each node the group's state row (keys, n, [e], partials, [h]: the
- * row type of the state table) as a MinimalTuple.  Groups are matched by
- * hash, then by their keys with each key's GROUP BY equality (NULL keys
- * match NULL keys).
+ * row type of the state table) as a MinimalTuple right after the node, in
+ * its allocation (alloc_node).  Groups are matched by hash, then by their
+ * keys with each key's GROUP BY equality (NULL keys match NULL keys).
  *
  * A batch (batch.c) runs the partial aggregation of its new rows (d) as a
  * statement, looks every group up in the store, merges the existing ones
@@ -103,6 +103,7 @@ static List *xact_stores = NIL;
 static bool callbacks_registered = false;
 
 #define NODE_OVERHEAD ((int64) sizeof(StoreNode))
+#define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
 
 static dshash_parameters dir_params = {
 	sizeof(StoreKey), sizeof(StoreDirEntry), dshash_memcmp, dshash_memhash, 0
@@ -920,40 +921,43 @@ fill_tuple(MinimalTuple mt, HeapTuple t)
 }
 
 /*
- * copy_tuple
- *	  A row as a MinimalTuple in the area.
+ * alloc_node
+ *	  A node (not linked) with a copy of row t right after it, in one
+ *	  allocation: a new process pays for the first touch of each page, and
+ *	  a lookup then touches one place for both, not two allocations of
+ *	  different size classes far apart.  *row: the row; the node's tuple is
+ *	  *row when visible, else invalid (not yet published).
  */
 static dsa_pointer
-copy_tuple(HeapTuple t)
+alloc_node(HeapTuple t, bool visible, dsa_pointer *row)
 {
-	dsa_pointer p = dsa_allocate(store_area, t->t_len - MINIMAL_TUPLE_OFFSET);
+	dsa_pointer np = dsa_allocate(store_area, NODE_ROW_OFFSET + t->t_len - MINIMAL_TUPLE_OFFSET);
+	StoreNode  *node = dsa_get_address(store_area, np);
 
-	fill_tuple(dsa_get_address(store_area, p), t);
-	return p;
+	*row = np + NODE_ROW_OFFSET;
+	fill_tuple((MinimalTuple) ((char *) node + NODE_ROW_OFFSET), t);
+	node->next = InvalidDsaPointer;
+	node->tuple = visible ? *row : InvalidDsaPointer;
+	return np;
 }
 
 /*
  * link_node
- *	  A new node (tuple invalid until published, unless tuple is given)
- *	  at the head of the chain of hash in table.
+ *	  Put node np at the head of the chain of hash in table.
  */
-static dsa_pointer
-link_node(dshash_table *table, uint64 hash, dsa_pointer tuple)
+static void
+link_node(dshash_table *table, uint64 hash, dsa_pointer np)
 {
-	dsa_pointer np = dsa_allocate(store_area, sizeof(StoreNode));
 	StoreNode  *node = dsa_get_address(store_area, np);
 	bool		found;
 	StoreEntry *e;
 
-	node->tuple = tuple;
-	node->next = InvalidDsaPointer;
 	e = dshash_find_or_insert(table, &hash, &found);
 	if (!found)
 		e->head = InvalidDsaPointer;
 	node->next = e->head;
 	e->head = np;
 	dshash_release_lock(table, e);
-	return np;
 }
 
 /*
@@ -975,8 +979,6 @@ unlink_node(dshash_table *table, uint64 hash, dsa_pointer np)
 		if (*link == np)
 		{
 			*link = node->next;
-			if (DsaPointerIsValid(node->tuple))
-				dsa_free(store_area, node->tuple);
 			dsa_free(store_area, np);
 			break;
 		}
@@ -1003,11 +1005,8 @@ destroy_table(dshash_table *table)
 	{
 		for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
 		{
-			StoreNode  *node = dsa_get_address(store_area, np);
-			dsa_pointer next = node->next;
+			dsa_pointer next = ((StoreNode *) dsa_get_address(store_area, np))->next;
 
-			if (DsaPointerIsValid(node->tuple))
-				dsa_free(store_area, node->tuple);
 			dsa_free(store_area, np);
 			np = next;
 		}
@@ -1037,8 +1036,9 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 		return;
 	if (st->replace)
 	{
-		it->newnode = link_node(st->newtable, hash, InvalidDsaPointer);
-		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = copy_tuple(it->tup);
+		/* the new table is invisible until publish: its rows visible in it */
+		it->newnode = alloc_node(it->tup, true, &it->newtuple);
+		link_node(st->newtable, hash, it->newnode);
 		return;
 	}
 	if (DsaPointerIsValid(it->node))
@@ -1057,10 +1057,14 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 			it->inplace = true;
 			return;
 		}
+		/* another size: a new node, put in the old one's place by publish */
+		it->newnode = alloc_node(it->tup, true, &it->newtuple);
+		it->swap = true;
+		return;
 	}
-	it->newtuple = copy_tuple(it->tup);
-	if (!DsaPointerIsValid(it->node))
-		it->newnode = link_node(st->table, hash, InvalidDsaPointer);
+	/* a new group: its node linked now, its row invisible until publish */
+	it->newnode = alloc_node(it->tup, false, &it->newtuple);
+	link_node(st->table, hash, it->newnode);
 }
 
 /*
@@ -1153,14 +1157,22 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 
 		fill_tuple(dsa_get_address(store_area, node->tuple), it->tup);
 	}
-	else if (DsaPointerIsValid(it->node))
+	else if (it->swap)
 	{
-		StoreNode  *node = dsa_get_address(store_area, it->node);
-		dsa_pointer oldt = node->tuple;
+		/* under the entry's lock: the new node takes the old one's place */
+		dsa_pointer *link = e ? &e->head : NULL;
 
-		node->tuple = it->newtuple;
-		if (DsaPointerIsValid(oldt))
-			dsa_free(store_area, oldt);
+		while (link && DsaPointerIsValid(*link) && *link != it->node)
+			link = &((StoreNode *) dsa_get_address(store_area, *link))->next;
+		if (link && *link == it->node)
+		{
+			((StoreNode *) dsa_get_address(store_area, it->newnode))->next =
+				((StoreNode *) dsa_get_address(store_area, it->node))->next;
+			*link = it->newnode;
+			dsa_free(store_area, it->node);
+		}
+		else
+			dsa_free(store_area, it->newnode);	/* not reached: batches are serialized */
 	}
 	else
 		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = it->newtuple;
@@ -1238,10 +1250,10 @@ discard_item(CqStore *st, uint64 hash, OvItem *it)
 {
 	if (st->replace)
 		return;
-	if (DsaPointerIsValid(it->newnode))
+	if (it->swap)
+		dsa_free(store_area, it->newnode);
+	else if (DsaPointerIsValid(it->newnode))
 		unlink_node(st->table, hash, it->newnode);
-	if (DsaPointerIsValid(it->newtuple))
-		dsa_free(store_area, it->newtuple);
 }
 
 /*

@@ -69,7 +69,8 @@ typedef struct StoreEntry
 typedef struct StoreNode
 {
 	dsa_pointer next;
-	dsa_pointer tuple;			/* MinimalTuple; invalid while being published */
+	dsa_pointer tuple;			/* MinimalTuple right after the node
+								 * (alloc_node); invalid until published */
 } StoreNode;
 
 /* A changed group in the overlay. */
@@ -80,8 +81,9 @@ typedef struct OvItem
 	bool		deleted;
 	bool		inplace;		/* published over its old row, same size */
 	dsa_pointer node;			/* its node in the published table, or invalid */
-	dsa_pointer newtuple;		/* copy made at pre-commit */
-	dsa_pointer newnode;		/* node made at pre-commit for a new group */
+	dsa_pointer newtuple;		/* copy made at pre-commit (newnode's row) */
+	dsa_pointer newnode;		/* node made at pre-commit with that copy */
+	bool		swap;			/* newnode replaces node at publish */
 	struct OvItem *next;		/* next item of the same hash */
 } OvItem;
 
