@@ -1244,6 +1244,42 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 }
 
 /*
+ * sentinel_direct
+ *	  Has cq.state_sentinel a row for query id (*found)?  Read with a heap
+ *	  scan and a snapshot as SPI takes one for a statement (a statement to
+ *	  parse and plan in every new backend otherwise: the first batch of a
+ *	  pg_cron CALL).  False, having read nothing, when the table is not as
+ *	  expected (the statement reads it then).
+ */
+static bool
+sentinel_direct(int32 id, bool *found)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("state_sentinel", nsp) : InvalidOid;
+	AttrNumber	att;
+	Relation	rel;
+	TableScanDesc scan;
+	ScanKeyData key;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return false;
+	att = get_attnum(relid, "query_id");
+	if (att == InvalidAttrNumber || get_atttype(relid, att) != INT4OID)
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	ScanKeyInit(&key, att, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(id));
+	scan = table_beginscan(rel, GetActiveSnapshot(), 1, &key);
+	*found = heap_getnext(scan, ForwardScanDirection) != NULL;
+	table_endscan(scan);
+	PopActiveSnapshot();
+	table_close(rel, NoLock);
+	return true;
+}
+
+/*
  * cq_catalog_state_lost
  *	  Has the query's unlogged state been emptied by a crash-restart?
  */
@@ -1253,7 +1289,10 @@ cq_catalog_state_lost(int32 id)
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(id)};
 	CqSecurity	sec;
+	bool		found;
 
+	if (sentinel_direct(id, &found))
+		return !found;
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached("SELECT 1 FROM cq.state_sentinel WHERE query_id OPERATOR(pg_catalog.=) $1",
 					   SPI_OK_SELECT, 1, types, values, NULL);
