@@ -3,24 +3,24 @@
  * bulkload.c
  *	  Batch 0 over history on the table path, loaded directly (issue 12
  *	  goal 2): one scan of the source's aggregated groups writes each group
- *	  to the state table and its row to the target through bulk-insert
- *	  state, as COPY and CREATE TABLE AS write, instead of the batch
- *	  statement's INSERT ... RETURNING chain.
+ *	  to the state table and its row to the target by a heap insert, as
+ *	  COPY and CREATE TABLE AS write, instead of the batch statement's
+ *	  INSERT ... RETURNING chain.
  *
  * The batch statement of batch 0 (plan.c's batch_sql with history) inserts
  * d, the partial aggregates of every group, into the empty state with
  * RETURNING, keeps those rows (CTE m, spilled to a temporary file beyond
  * work_mem), and inserts the target rows computed from them; d itself is
- * kept too, to count the rows read.  At a million groups those two copies
- * cost as much as the aggregation, and the two INSERTs take a fresh shared
- * buffer per page written, which this backend touches for the first time
- * (a page fault each; bench/README.md "Fold efficiency").  Here a SELECT of
- * d's rows, each with the target row computed from it (the final values,
- * the query's outputs and its HAVING, as the statement computes them),
- * goes to a DestReceiver that inserts the state tuple and, where HAVING
- * holds, the target tuple, each through a BulkInsertState (a ring of
- * buffers reused rather than a fresh buffer per page); the rows read are
- * the sum of the groups' counts.  Nothing is kept in between.
+ * kept too, to count the rows read.  At a million groups those copies
+ * (written to and read back from temporary files) and the executor's
+ * per-row INSERT work made the fold about twice the plain GROUP BY's CPU
+ * (bench/README.md, "Fold efficiency").  Here a SELECT of d's rows, each
+ * with the target row computed from it (the final values, the query's
+ * outputs and its HAVING, as the statement computes them), goes to a
+ * DestReceiver that inserts the state tuple and, where HAVING holds, the
+ * target tuple, each through a BulkInsertState (the page being filled
+ * stays pinned); the rows read are the sum of the groups' counts.
+ * Nothing is kept in between, and no executor INSERT runs per row.
  *
  * The tuples are formed from the SELECT's columns without the coercions
  * of an INSERT, so the path is taken only when that changes nothing: the
@@ -38,6 +38,8 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "access/hio.h"
+#include "storage/bufmgr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -222,6 +224,27 @@ store_row(BulkDest *d, Relation rel, TupleTableSlot *slot, int *map, TupleTableS
 }
 
 /*
+ * unringed_bulk_insert_state
+ *	  A BulkInsertState that keeps the page being filled pinned from one
+ *	  row to the next, without the ring of buffers COPY's has: with the
+ *	  ring the pages written leave shared buffers at once (the backend
+ *	  writing them out, the target's WAL flushed first), and the index
+ *	  builds after the load read them back from the kernel into other
+ *	  buffers.  Measured on the loaded machine, the same CPU time and page
+ *	  faults either way (bench/README.md, "Fold efficiency"); without the
+ *	  ring the write-out is left to the checkpointer, as for an INSERT.
+ */
+static BulkInsertState
+unringed_bulk_insert_state(void)
+{
+	BulkInsertState bis = GetBulkInsertState();
+
+	FreeAccessStrategy(bis->strategy);
+	bis->strategy = NULL;
+	return bis;
+}
+
+/*
  * bulk_startup, bulk_receive, bulk_shutdown, bulk_destroy
  *	  The DestReceiver: every group to the state, those HAVING keeps to the
  *	  target.
@@ -350,8 +373,8 @@ cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
 	d.tslot = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
 	d.ncol = ngroups;
 	d.having_col = an->query->havingQual ? nstate + nout : -1;
-	d.sbis = GetBulkInsertState();
-	d.tbis = GetBulkInsertState();
+	d.sbis = unringed_bulk_insert_state();
+	d.tbis = unringed_bulk_insert_state();
 	d.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq bulk load row",
 									 ALLOCSET_DEFAULT_SIZES);
 	d.res = res;
