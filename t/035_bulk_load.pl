@@ -11,7 +11,9 @@
 #     itself, after batch 0 and after a second batch over new rows of old
 #     and new groups (the state's rebuilt index finds every group: a lost
 #     or doubled group makes a duplicate or wrong target row);
-#   - the batch's statistics (rows read, state rows, rows written).
+#   - the batch's statistics (rows read, state rows, rows written);
+#   - the state and target analyzed after the load (on both paths), so
+#     that the next batches are planned with statistics.
 use strict;
 use warnings;
 use lib 't';
@@ -121,6 +123,16 @@ is($node->safe_psql('postgres', q{
 	'batch 0 statistics: rows read, state rows, rows written (same on both paths)');
 is($node->safe_psql('postgres', qq{SELECT indexdef IS NOT NULL FROM pg_indexes WHERE tablename = 's_$id_on'}),
 	't', 'b_on: the state\'s index was built after the load');
+
+# statistics for the next batches' plans: the state and the target analyzed
+for my $name (qw(b_on b_off))
+{
+	my $id = $sid->($name);
+	is($node->safe_psql('postgres', qq{
+	  SELECT (SELECT count(*) > 0 FROM pg_stats WHERE schemaname = 'cq_state' AND tablename = 's_$id') AND
+	         (SELECT count(*) > 0 FROM pg_stats WHERE schemaname = 'public' AND tablename = '$name')}),
+		't', "$name: batch 0 analyzed its state and its target");
+}
 
 # batch 1: new rows of old and new groups, then every group again
 $node->safe_psql('postgres', q{
