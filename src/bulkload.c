@@ -56,6 +56,7 @@
 #include "utils/rel.h"
 
 #include "bulkload.h"
+#include "citus.h"
 #include "guc.h"
 #include "sql_builder.h"
 #include "state.h"
@@ -129,9 +130,9 @@ cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid)
 /*
  * plain_table
  *	  rel takes an INSERT as a heap insert and nothing else: a plain table
- *	  without indexes, triggers, rules, row-level security, CHECK
- *	  constraints, generated or identity columns, on which the current user
- *	  holds INSERT.
+ *	  (not a Citus table, whose rows live in its shards) without indexes,
+ *	  triggers, rules, row-level security, CHECK constraints, generated or
+ *	  identity columns, on which the current user holds INSERT.
  */
 static bool
 plain_table(Relation rel)
@@ -140,6 +141,7 @@ plain_table(Relation rel)
 	List	   *indexes;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
+		cq_citus_kind(RelationGetRelid(rel)) != CQ_CITUS_NONE ||
 		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
 		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
 		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
@@ -321,7 +323,8 @@ cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
 	ListCell   *lc;
 
 	memset(res, 0, sizeof(*res));
-	if (!cq_bulk_load || sql == NULL)
+	/* (a Citus source: its distributed SELECT is left to the statement) */
+	if (!cq_bulk_load || sql == NULL || cq_citus_kind(an->source_relid) != CQ_CITUS_NONE)
 		return false;
 	plan = cq_spi_plan(sql, nargs, types);
 	sources = SPI_plan_get_plan_sources(plan);
