@@ -13,7 +13,7 @@
 #          history rows (inserted before the query, cq_xid NULL), over
 #          FCG_SPANS minutes (default "80 N": ~4k groups, and ~FCG_ROWS / 5
 #          groups as fold.sh's 5M rows into 1M), the query's default
-#          state storage.
+#          state storage, or FCG_STORAGE (unlogged: the state table).
 # Each measured statement runs alone in a valgrind run on a copy of the
 # set-up (--toggle-collect=PortalRun: the statement, not the start-up):
 # the plain GROUP BY with its outputs consumed (bench/store.sh's form for
@@ -25,6 +25,7 @@
 #
 # Env: PGBIN, CQ_TMPBASE, FCG_ROWS (1000000), FCG_GROUPS (20000),
 #      FCG_SPANS ("80 4000"), FCG_WORK_MEM (4MB), FCG_WHICH ("store fold"),
+#      FCG_STORAGE (state_storage of the fold query; default: its default),
 #      FCG_OUT (directory; default $CQ_TMPBASE/pg_cq_fold_cg).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -37,6 +38,7 @@ GROUPS_="${FCG_GROUPS:-20000}"
 SPANS="${FCG_SPANS:-80 4000}"
 WM="${FCG_WORK_MEM:-4MB}"
 WHICH="${FCG_WHICH:-store fold}"
+STORAGE_OPT="${FCG_STORAGE:+, cq.state_storage = '$FCG_STORAGE'}"
 CG="${FCG_OUT:-$CQ_TMPBASE/pg_cq_fold_cg}"
 command -v valgrind >/dev/null || die "valgrind is needed (apt-get install valgrind)"
 
@@ -50,7 +52,7 @@ setup() {
     as_postgres "$PGBIN/initdb" -D "$CG/$1" -A trust -U postgres -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
     printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_commit = off" \
         "full_page_writes = off" "shared_buffers = 512MB" "autovacuum = off" "cq.state_memory = 1GB" \
-        "max_parallel_workers_per_gather = 0" "jit = off" "work_mem = '$WM'" "cq.work_mem = '$WM'" \
+        "max_parallel_workers_per_gather = 0" "max_parallel_maintenance_workers = 0" "jit = off" "work_mem = '$WM'" "cq.work_mem = '$WM'" \
         "maintenance_work_mem = 256MB" >>"$CG/$1/postgresql.conf"
     cat >"$CG/$1.setup.sql"
     as_postgres "$PGBIN/postgres" --single -D "$CG/$1" postgres <"$CG/$1.setup.sql" >"$CG/$1.setup.log" 2>&1
@@ -98,7 +100,7 @@ CREATE TABLE fold_ev (ts timestamptz, device_id int, category text, amount numer
 SELECT setseed(0.5)
 $(gen_rows fold_ev "$ROWS" '2024-01-01' "$span minutes")
 VACUUM ANALYZE fold_ev
-CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select fold_ev) WITH NO DATA
+CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now'$STORAGE_OPT) AS $(agg_select fold_ev) WITH NO DATA
 CHECKPOINT
 EOF
         gb=$(count "fold$span" "fold${span}_gb" "$(groupby_sql fold_ev)")

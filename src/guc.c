@@ -41,6 +41,7 @@ int			cq_state_image_interval_s = 300;
 
 /* measurements only: a table path batch in two statements (batch.c) */
 bool		cq_bench_split_batch = false;
+bool		cq_bulk_load = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c) */
 int			cq_merge_max_groups = 1000;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -199,6 +200,16 @@ cq_guc_init(void)
 							 &cq_bench_split_batch,
 							 false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.bulk_load",
+							 "Loads batch 0 over history of an update query on the state table path directly.",
+							 "Each group goes to the state table and its row to the target by a heap insert, "
+							 "as COPY writes, where the tables allow it (docs/reference.md); off runs the "
+							 "batch statement instead.  The results are the same.",
+							 &cq_bulk_load,
+							 true,
+							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
 	DefineCustomIntVariable("cq.merge_max_groups",

@@ -66,6 +66,7 @@
 #include "session.h"
 #include "store_fold.h"
 #include "merge.h"
+#include "bulkload.h"
 
 
 /*
@@ -335,6 +336,8 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	plan->batch_sql = batch_sql(an, q, viewid, target, false);
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
 	split_sql(an, q, viewid, target, plan);
+	if (!plan->use_store)
+		plan->bulk_sql = cq_bulk_sql(an, q, viewid);
 	if (an->session)
 		plan->rebuild_sql = cq_session_rebuild_sql(an, q->opts.mode,
 												   cq_sql_relname_str(q->state_table),
@@ -481,6 +484,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->store.complete);
 	l = lappend(l, plan->store.sink_merge);
 	l = lappend(l, plan->batch_sql_merge);
+	l = lappend(l, plan->bulk_sql);
 	return l;
 }
 
@@ -598,6 +602,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.sink_merge);
 	COPY_SQL(batch_sql_merge);
 	COPY_SQL(merge_why);
+	COPY_SQL(bulk_sql);
 #undef COPY_SQL
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;

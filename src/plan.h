@@ -36,6 +36,8 @@ typedef struct CqPlan
 	char	   *batch_sql_merge;	/* table path: batch_sql with MERGE, statistics
 									 * through cq.batch_metrics; NULL when the new
 									 * rows do not bound the changed groups */
+	char	   *bulk_sql;		/* batch 0 over history loaded directly (bulkload.c),
+								 * or NULL */
 } CqPlan;
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);

@@ -1,0 +1,411 @@
+/*-------------------------------------------------------------------------
+ *
+ * bulkload.c
+ *	  Batch 0 over history on the table path, loaded directly (issue 12
+ *	  goal 2): one scan of the source's aggregated groups writes each group
+ *	  to the state table and its row to the target by a heap insert, as
+ *	  COPY and CREATE TABLE AS write, instead of the batch statement's
+ *	  INSERT ... RETURNING chain.
+ *
+ * The batch statement of batch 0 (plan.c's batch_sql with history) inserts
+ * d, the partial aggregates of every group, into the empty state with
+ * RETURNING, keeps those rows (CTE m, spilled to a temporary file beyond
+ * work_mem), and inserts the target rows computed from them; d itself is
+ * kept too, to count the rows read.  At a million groups those copies
+ * (written to and read back from temporary files) and the executor's
+ * per-row INSERT work made the fold about twice the plain GROUP BY's CPU
+ * (bench/README.md, "Fold efficiency").  Here a SELECT of d's rows, each
+ * with the target row computed from it (the final values, the query's
+ * outputs and its HAVING, as the statement computes them), goes to a
+ * DestReceiver that inserts the state tuple and, where HAVING holds, the
+ * target tuple, each through a BulkInsertState (the page being filled
+ * stays pinned); the rows read are the sum of the groups' counts.
+ * Nothing is kept in between, and no executor INSERT runs per row.
+ *
+ * The tuples are formed from the SELECT's columns without the coercions
+ * of an INSERT, so the path is taken only when that changes nothing: the
+ * columns' types agree, and the tables run nothing an INSERT would run
+ * besides the heap insert: no index (batch.c dropped them for the load,
+ * to build them after it), no trigger, rule, row-level security, CHECK
+ * constraint, generated or identity column, every column of the target
+ * one of the query's outputs, and the current user (the query's owner)
+ * holds INSERT on both; NOT NULL is checked here as the executor checks
+ * it.  Otherwise (cq_bulk_fold returns false before it runs anything) the
+ * batch statement runs as before.  cq.bulk_load = off turns the path off.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/hio.h"
+#include "storage/bufmgr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/params.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/rel.h"
+
+#include "bulkload.h"
+#include "citus.h"
+#include "guc.h"
+#include "sql_builder.h"
+#include "state.h"
+#include "sink.h"
+
+/* The receiver of the load's SELECT. */
+typedef struct BulkDest
+{
+	DestReceiver pub;
+	Relation	state;
+	Relation	target;
+	TupleTableSlot *sslot;		/* a state row */
+	TupleTableSlot *tslot;		/* a target row */
+	int		   *smap;			/* per state attribute: its SELECT column (0-based), -1 dropped */
+	int		   *tmap;			/* the same per target attribute */
+	int			ncol;			/* SELECT column of the group's row count n */
+	int			having_col;		/* SELECT column of HAVING, -1 without */
+	BulkInsertState sbis;
+	BulkInsertState tbis;
+	CommandId	cid;
+	MemoryContext rowcxt;
+	CqBulkResult *res;
+} BulkDest;
+
+/*
+ * cq_bulk_sql
+ *	  The SELECT of a direct load of batch 0 over history, or NULL when the
+ *	  query is not one the path serves: an update-mode aggregation with
+ *	  GROUP BY on the table path without event time, windows the
+ *	  watermark closes, DISTINCT aggregates, session windows or a join of
+ *	  streams.  Its columns: the state row (g1..gN, n, p1..pK, h when the
+ *	  state is keyed by a hash), the query's outputs, then HAVING as a
+ *	  boolean (when the query has one), all over d, the batch statement's
+ *	  partial aggregates.
+ */
+char *
+cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid)
+{
+	StringInfoData buf;
+	char	   *having;
+	int			nparts = list_length(an->parts);
+
+	if (!an->is_aggregate || an->is_dedup || an->session || an->distinct_sets != NIL ||
+		an->group_exprs == NIL || cq_state_evicts(an) || q->opts.mode != CQ_MODE_UPDATE ||
+		an->join != NULL || an->et_attno != InvalidAttrNumber ||
+		!OidIsValid(q->state_table) || !OidIsValid(viewid))
+		return NULL;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "WITH ");
+	cq_state_delta_cte(&buf, an, true);
+	appendStringInfoString(&buf, " SELECT ");
+	cq_state_append_group_cols(&buf, an, "f.", ", ");
+	appendStringInfoString(&buf, ", f._s_n");
+	for (int p = 1; p <= nparts; p++)
+		appendStringInfo(&buf, ", f._s_p%d", p);
+	if (an->hash_keys)
+		appendStringInfo(&buf, ", f._s_%s", CQ_KEY_HASH_COLUMN);
+	appendStringInfo(&buf, ", %s", cq_sink_output_list(an, viewid));
+	having = cq_sink_having_sql(an, viewid);
+	if (having)
+		appendStringInfo(&buf, ", ((%s) IS TRUE)", having);
+	appendStringInfo(&buf, " FROM (SELECT %s, s.n AS _s_n", cq_state_final_select_list(an));
+	for (int p = 1; p <= nparts; p++)
+		appendStringInfo(&buf, ", s.p%d AS _s_p%d", p, p);
+	if (an->hash_keys)
+		appendStringInfo(&buf, ", s.%s AS _s_%s", CQ_KEY_HASH_COLUMN, CQ_KEY_HASH_COLUMN);
+	appendStringInfoString(&buf, " FROM d s) f");
+	return buf.data;
+}
+
+/*
+ * plain_table
+ *	  rel takes an INSERT as a heap insert and nothing else: a plain table
+ *	  (not a Citus table, whose rows live in its shards) without indexes,
+ *	  triggers, rules, row-level security, CHECK constraints, generated or
+ *	  identity columns, on which the current user holds INSERT.
+ */
+static bool
+plain_table(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *indexes;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
+		cq_citus_kind(RelationGetRelid(rel)) != CQ_CITUS_NONE ||
+		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
+		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		return false;
+	indexes = RelationGetIndexList(rel);
+	if (indexes != NIL)
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->attidentity != '\0')
+			return false;
+	return true;
+}
+
+/*
+ * map_columns
+ *	  For each attribute of rel, the SELECT column (of result, from first
+ *	  on, names[k] the name of column first + k) that gives it, by name;
+ *	  false unless every attribute is given exactly one and the types agree
+ *	  (same type; same type modifier unless the attribute has none).
+ */
+static bool
+map_columns(Relation rel, TupleDesc result, int first, char **names, int nnames, int *map)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			used = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Form_pg_attribute col;
+		int			k;
+
+		map[i] = -1;
+		if (att->attisdropped)
+			continue;
+		for (k = 0; k < nnames; k++)
+			if (strcmp(names[k], NameStr(att->attname)) == 0)
+				break;
+		if (k == nnames || first + k >= result->natts)
+			return false;
+		col = TupleDescAttr(result, first + k);
+		if (col->atttypid != att->atttypid ||
+			(att->atttypmod != -1 && col->atttypmod != att->atttypmod))
+			return false;
+		map[i] = first + k;
+		used++;
+	}
+	return used == nnames;
+}
+
+/*
+ * store_row
+ *	  Form rel's row in slot from the SELECT's columns (map) and insert it,
+ *	  after the executor's NOT NULL check.
+ */
+static void
+store_row(BulkDest *d, Relation rel, TupleTableSlot *slot, int *map, TupleTableSlot *in,
+		  BulkInsertState bis, int options)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	ExecClearTuple(slot);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (map[i] < 0)
+		{
+			slot->tts_values[i] = (Datum) 0;
+			slot->tts_isnull[i] = true;
+			continue;
+		}
+		slot->tts_values[i] = in->tts_values[map[i]];
+		slot->tts_isnull[i] = in->tts_isnull[map[i]];
+		if (slot->tts_isnull[i] && TupleDescAttr(desc, i)->attnotnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+							NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
+					 errtablecol(rel, i + 1)));
+	}
+	ExecStoreVirtualTuple(slot);
+	table_tuple_insert(rel, slot, d->cid, options, bis);
+}
+
+/*
+ * unringed_bulk_insert_state
+ *	  A BulkInsertState that keeps the page being filled pinned from one
+ *	  row to the next, without the ring of buffers COPY's has: with the
+ *	  ring the pages written leave shared buffers at once (the backend
+ *	  writing them out, the target's WAL flushed first), and the index
+ *	  builds after the load read them back from the kernel into other
+ *	  buffers.  Measured on the loaded machine, the same CPU time and page
+ *	  faults either way (bench/README.md, "Fold efficiency"); without the
+ *	  ring the write-out is left to the checkpointer, as for an INSERT.
+ */
+static BulkInsertState
+unringed_bulk_insert_state(void)
+{
+	BulkInsertState bis = GetBulkInsertState();
+
+	FreeAccessStrategy(bis->strategy);
+	bis->strategy = NULL;
+	return bis;
+}
+
+/*
+ * bulk_startup, bulk_receive, bulk_shutdown, bulk_destroy
+ *	  The DestReceiver: every group to the state, those HAVING keeps to the
+ *	  target.
+ */
+static void
+bulk_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	BulkDest   *d = (BulkDest *) self;
+
+	d->cid = GetCurrentCommandId(true);
+}
+
+static bool
+bulk_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	BulkDest   *d = (BulkDest *) self;
+	MemoryContext old = MemoryContextSwitchTo(d->rowcxt);
+
+	slot_getallattrs(slot);
+	store_row(d, d->state, d->sslot, d->smap, slot, d->sbis, TABLE_INSERT_SKIP_FSM);
+	d->res->groups++;
+	d->res->input_rows += DatumGetInt64(slot->tts_values[d->ncol]);
+	if (d->having_col < 0 ||
+		(!slot->tts_isnull[d->having_col] && DatumGetBool(slot->tts_values[d->having_col])))
+	{
+		store_row(d, d->target, d->tslot, d->tmap, slot, d->tbis, 0);
+		d->res->output_rows++;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(d->rowcxt);
+	return true;
+}
+
+static void
+bulk_shutdown(DestReceiver *self)
+{
+}
+
+static void
+bulk_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * cq_bulk_fold
+ *	  Run batch 0 over history of the query as a direct load: sql is its
+ *	  cq_bulk_sql, run with the batch statement's parameters.  Returns
+ *	  false, having done nothing, when the path does not apply now
+ *	  (cq.bulk_load off, or the state or target not as the file header
+ *	  says; indexes still there when batch.c could not drop them).  Runs
+ *	  as the query's owner, in the batch's SPI connection; the state and
+ *	  target are empty.
+ */
+bool
+cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
+			 Datum *values, const char *nulls, CqBulkResult *res)
+{
+	SPIPlanPtr	plan;
+	List	   *sources;
+	TupleDesc	result;
+	Relation	state;
+	Relation	target;
+	int			ngroups = list_length(an->group_exprs);
+	int			nparts = list_length(an->parts);
+	int			nstate = ngroups + 1 + nparts + (an->hash_keys ? 1 : 0);
+	int			nout = list_length(an->outputs);
+	char	  **snames;
+	char	  **tnames;
+	int			k = 0;
+	bool		ok;
+	BulkDest	d;
+	ParamListInfo params;
+	SPIExecuteOptions opts;
+	ListCell   *lc;
+
+	memset(res, 0, sizeof(*res));
+	/* (a Citus source: its distributed SELECT is left to the statement) */
+	if (!cq_bulk_load || sql == NULL || cq_citus_kind(an->source_relid) != CQ_CITUS_NONE)
+		return false;
+	plan = cq_spi_plan(sql, nargs, types);
+	sources = SPI_plan_get_plan_sources(plan);
+	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
+		return false;
+	result = ((CachedPlanSource *) linitial(sources))->resultDesc;
+	if (result->natts != nstate + nout + (an->query->havingQual ? 1 : 0))
+		return false;
+
+	/* the SELECT's columns for the state, then the target */
+	snames = palloc(sizeof(char *) * nstate);
+	for (int g = 1; g <= ngroups; g++)
+		snames[k++] = psprintf("g%d", g);
+	snames[k++] = "n";
+	for (int p = 1; p <= nparts; p++)
+		snames[k++] = psprintf("p%d", p);
+	if (an->hash_keys)
+		snames[k++] = CQ_KEY_HASH_COLUMN;
+	tnames = palloc(sizeof(char *) * nout);
+	k = 0;
+	foreach(lc, an->outputs)
+		tnames[k++] = ((TargetEntry *) lfirst(lc))->resname;
+
+	state = table_open(q->state_table, RowExclusiveLock);
+	target = table_open(q->target, RowExclusiveLock);
+	memset(&d, 0, sizeof(d));
+	d.smap = palloc(sizeof(int) * RelationGetDescr(state)->natts);
+	d.tmap = palloc(sizeof(int) * RelationGetDescr(target)->natts);
+	ok = plain_table(state) && plain_table(target) &&
+		map_columns(state, result, 0, snames, nstate, d.smap) &&
+		map_columns(target, result, nstate, tnames, nout, d.tmap) &&
+		TupleDescAttr(result, ngroups)->atttypid == INT8OID &&
+		(an->query->havingQual == NULL || TupleDescAttr(result, nstate + nout)->atttypid == BOOLOID);
+	if (!ok)
+	{
+		table_close(target, NoLock);
+		table_close(state, NoLock);
+		return false;
+	}
+
+	d.pub.receiveSlot = bulk_receive;
+	d.pub.rStartup = bulk_startup;
+	d.pub.rShutdown = bulk_shutdown;
+	d.pub.rDestroy = bulk_destroy;
+	d.pub.mydest = DestNone;
+	d.state = state;
+	d.target = target;
+	d.sslot = MakeSingleTupleTableSlot(RelationGetDescr(state), &TTSOpsVirtual);
+	d.tslot = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
+	d.ncol = ngroups;
+	d.having_col = an->query->havingQual ? nstate + nout : -1;
+	d.sbis = unringed_bulk_insert_state();
+	d.tbis = unringed_bulk_insert_state();
+	d.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq bulk load row",
+									 ALLOCSET_DEFAULT_SIZES);
+	d.res = res;
+
+	params = makeParamList(nargs);
+	for (int i = 0; i < nargs; i++)
+	{
+		params->params[i].value = values[i];
+		params->params[i].isnull = nulls[i] == 'n';
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = types[i];
+	}
+	memset(&opts, 0, sizeof(opts));
+	opts.params = params;
+	opts.read_only = false;
+	opts.dest = (DestReceiver *) &d;
+	if (SPI_execute_plan_extended(plan, &opts) < 0)
+		elog(ERROR, "pg_cq: the direct load of batch 0 failed");
+
+	FreeBulkInsertState(d.sbis);
+	FreeBulkInsertState(d.tbis);
+	table_finish_bulk_insert(state, TABLE_INSERT_SKIP_FSM);
+	table_finish_bulk_insert(target, 0);
+	ExecDropSingleTupleTableSlot(d.sslot);
+	ExecDropSingleTupleTableSlot(d.tslot);
+	MemoryContextDelete(d.rowcxt);
+	table_close(target, NoLock);
+	table_close(state, NoLock);
+	CommandCounterIncrement();
+	return true;
+}

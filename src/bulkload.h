@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * bulkload.h
+ *	  Batch 0 over history on the table path, loaded directly (bulkload.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_BULKLOAD_H
+#define CQ_BULKLOAD_H
+
+#include "postgres.h"
+#include "analyze.h"
+#include "catalog.h"
+
+/* What a direct load of batch 0 did. */
+typedef struct CqBulkResult
+{
+	int64		groups;			/* state rows inserted */
+	int64		input_rows;		/* source rows folded (sum of their counts) */
+	int64		output_rows;	/* target rows inserted */
+} CqBulkResult;
+
+extern char *cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid);
+extern bool cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
+						 Datum *values, const char *nulls, CqBulkResult *res);
+
+#endif							/* CQ_BULKLOAD_H */
