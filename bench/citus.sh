@@ -16,7 +16,8 @@
 #      connections) and without the shards' side (cq.citus_shard_scans =
 #      off); also the snapshot round trip of run_command_on_all_nodes;
 #   2. the same batches from one warm session (as a scheduler's worker runs
-#      them), probes on and off: wall time per batch and the CPU of the
+#      them; inserts by INSERT ... VALUES), probes on and off, and with
+#      citus.max_adaptive_executor_pool_size = 1: wall time per batch and the CPU of the
 #      whole cluster per insert + batch (the postmasters' reaped children:
 #      the session, its Citus connections and any connection opened and
 #      closed meanwhile);
@@ -133,7 +134,12 @@ warm() {
         echo '\timing on'
         for ((r = r0; r < r0 + REPS; r++)); do
             base=$((ROWS + r * BATCH))
-            echo "INSERT INTO $t (id, k, v) SELECT i, i % 1000, i FROM generate_series($base + 1, $base + $BATCH) i;"
+            # INSERT ... VALUES: Citus routes it over the session's connections
+            # (an INSERT ... SELECT would open one per shard: not the batch's cost)
+            awk -v b="$base" -v n="$BATCH" -v t="$t" 'BEGIN {
+                printf "INSERT INTO %s (id, k, v) VALUES ", t
+                for (i = 1; i <= n; i++) printf "(%d, %d, %d)%s", b + i, (b + i) % 1000, b + i, (i < n ? ", " : ";\n")
+            }'
             echo "CALL cq.run('$q');"
         done
     } >"$f"
@@ -202,6 +208,7 @@ lp1=$(local_rows)
 # warm sessions: probes on, off, and the local table
 read -r w_on c_on < <(warm d_ev d_agg $((5 * REPS)))
 read -r w_off c_off < <(warm d_ev d_agg $((6 * REPS)) 'SET cq.citus_snapshot_probes = off')
+read -r w_p1 c_p1 < <(warm d_ev d_agg $((7 * REPS)) 'SET citus.max_adaptive_executor_pool_size = 1')
 read -r w_l c_l < <(warm l_ev l_agg $((5 * REPS)))
 pages_d=$(psql_at $C -c "SELECT sum(result::bigint) FROM run_command_on_shards('d_ev', \$\$SELECT pg_relation_size('%s') / 8192\$\$)")
 pages_l=$(psql_at $C -c "SELECT pg_relation_size('l_ev') / 8192")
@@ -302,13 +309,15 @@ Of a distributed batch, every node's snapshot (one \`run_command_on_all_nodes\`)
 $(printf '%.1f' "$(median "${st[@]}")") ms (median, also from fresh sessions).
 Distributed target against the plain query after the run: $check rows differ (must be 0).
 
-The same batches from one warm session ($REPS each; wall: median of \`CALL cq.run\`; CPU: the
-whole cluster's, per insert of $BATCH rows + batch, from the postmasters' exited children):
+The same batches from one warm session ($REPS each, after an \`INSERT ... VALUES\` of $BATCH rows;
+wall: median of \`CALL cq.run\`; CPU: the whole cluster's per insert + batch, from the
+postmasters' exited children, so it counts the connections opened and closed meanwhile):
 
 | source | batch (median) | cluster CPU per insert + batch |
 |---|---|---|
 | distributed, nodes' snapshots through the batch's Citus connections | $(printf '%.1f' "$w_on") ms | $c_on ms |
 | distributed, through new connections (\`cq.citus_snapshot_probes = off\`) | $(printf '%.1f' "$w_off") ms | $c_off ms |
+| distributed, probes, \`citus.max_adaptive_executor_pool_size = 1\` (no extra connection per worker for parallel shard tasks) | $(printf '%.1f' "$w_p1") ms | $c_p1 ms |
 | local table | $(printf '%.1f' "$w_l") ms | $c_l ms |
 
 Ingest with a live trigger-'0' query over the distributed table ($IROWS-row \`INSERT ... VALUES\`,
