@@ -148,4 +148,34 @@ is($coord->safe_psql('postgres', q{
 	'4', 'the end offset has the snapshots of all four nodes');
 $session->quit;
 
+# a query owned by a role that is not a superuser: its probes run as that
+# role, over the connections its batches use
+$coord->safe_psql('postgres', q{
+  SET client_min_messages = warning;
+  CREATE ROLE alice LOGIN;
+  GRANT CREATE ON SCHEMA public TO alice;
+  SET ROLE alice;
+  CREATE TABLE oev (id bigint, k int, v int);
+  SELECT create_distributed_table('oev', 'id', shard_count := 4);
+  INSERT INTO oev SELECT i, i % 5, i FROM generate_series(1, 100) i;
+  CREATE TABLE oagg WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+    AS SELECT k, count(*) AS n FROM oev GROUP BY k;
+});
+$w1->safe_psql('postgres', q{INSERT INTO oev SELECT i, i % 5, i FROM generate_series(101, 150) i});
+$w2->safe_psql('postgres', q{INSERT INTO oev SELECT i, i % 5, i FROM generate_series(151, 180) i});
+my $alice = $coord->background_psql('postgres', on_error_stop => 1);
+$alice->query_safe('SET client_min_messages = warning');
+$alice->query_safe('SET ROLE alice');
+$gpid = $alice->query_safe('SELECT citus_backend_gpid()');
+$alice->query_safe(q{CALL cq.run('oagg')});
+$before = connections();
+$w1->safe_psql('postgres', q{INSERT INTO oev SELECT i, i % 5, i FROM generate_series(181, 220) i});
+$alice->query_safe(q{CALL cq.run('oagg')});
+is(connections() - $before, 0, 'a query owned by a role without superuser rights: snapshots over its own connections');
+is($coord->safe_psql('postgres', q{
+  SELECT count(*) FROM ((TABLE oagg EXCEPT ALL SELECT k, count(*) FROM oev GROUP BY k)
+    UNION ALL (SELECT k, count(*) FROM oev GROUP BY k EXCEPT ALL TABLE oagg)) x}),
+	'0', 'and its target equals the plain query');
+$alice->quit;
+
 done_testing();
