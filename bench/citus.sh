@@ -10,20 +10,33 @@
 # coordinator, then:
 #   1. batch cost: for each table, inserts BENCH_BATCH rows through the
 #      coordinator and times CALL cq.run (a batch of an update-mode GROUP BY
-#      query), BENCH_REPS times; also the snapshot round trip a batch over a
-#      distributed source makes (run_command_on_all_nodes);
-#   2. ingest: a trigger '0' query over the distributed table, pgbench
-#      inserting BENCH_INGEST_ROWS-row statements for BENCH_INGEST_SECS
-#      seconds through the coordinator, then through both workers; rows/s,
-#      and the time the live query takes to catch up after each run (writes
-#      on workers do not wake it: polled, cq.naptime = 1s here).
+#      query), BENCH_REPS times, each from a fresh session; for the
+#      distributed table also with the nodes' snapshots taken the old way
+#      (cq.citus_snapshot_probes = off: run_command_on_all_nodes, new
+#      connections) and without the shards' side (cq.citus_shard_scans =
+#      off); also the snapshot round trip of run_command_on_all_nodes;
+#   2. the same batches from one warm session (as a scheduler's worker runs
+#      them; inserts by INSERT ... VALUES), probes on and off, and with
+#      citus.max_adaptive_executor_pool_size = 1: wall time per batch and the CPU of the
+#      whole cluster per insert + batch (the postmasters' reaped children:
+#      the session, its Citus connections and any connection opened and
+#      closed meanwhile);
+#   3. ingest: a trigger '0' query over the distributed table, pgbench
+#      running BENCH_INGEST_ROWS-row INSERT ... VALUES statements for
+#      BENCH_INGEST_SECS seconds through the coordinator, then through both
+#      workers; rows/s, and the time the live query takes to catch up after
+#      each run (writes on workers do not wake it: polled, cq.naptime = 1s
+#      here).  (An INSERT ... SELECT from generate_series, the shape used
+#      before, is run by Citus as a COPY over one new connection per shard,
+#      opened and closed in every transaction: BENCH_INGEST_SELECT=1 also
+#      measures that shape, through the coordinator.)
 # Prints markdown (also to BENCH_OUT if set) and checks both targets against
 # the plain query.  Needs Citus built for $PG_CONFIG (docs/scale-out.md).  As
 # root the nodes run as user postgres.
 #
 #   PGBIN=... PG_CONFIG=... bench/citus.sh
 #   BENCH_ROWS=1000000 BENCH_BATCH=1000 BENCH_REPS=7 BENCH_SHARDS=32 BENCH_PORT=55490
-#   BENCH_INGEST_SECS=20 BENCH_INGEST_ROWS=100
+#   BENCH_INGEST_SECS=20 BENCH_INGEST_ROWS=100 BENCH_INGEST_SELECT=0
 set -euo pipefail
 
 PGBIN="${PGBIN:-$(${PG_CONFIG:-pg_config} --bindir)}"
@@ -37,6 +50,7 @@ BASE="${CQ_TMPBASE:-/tmp}/pg_cq_bench_citus"
 OUT="${BENCH_OUT:-}"
 ISECS="${BENCH_INGEST_SECS:-20}"
 IROWS="${BENCH_INGEST_ROWS:-100}"
+ISELECT="${BENCH_INGEST_SELECT:-0}"
 
 [[ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]] || { echo "citus.sh: Citus is not installed for $PG_CONFIG" >&2; exit 1; }
 as_pg() { if [[ "$(id -u)" -eq 0 ]]; then (cd "$BASE" && runuser -u postgres -- "$@"); else "$@"; fi; }
@@ -90,12 +104,51 @@ for t in d_ev l_ev; do
 done
 psql_at $C -c "CALL cq.run('d_agg')" -c "CALL cq.run('l_agg')" 2>/dev/null
 
-# time_batch TABLE QUERY REP: insert BATCH rows (one multi-row INSERT), then time the batch (ms)
+# time_batch TABLE QUERY REP [SET...]: insert BATCH rows (one INSERT ... SELECT),
+# then time the batch (ms) in a fresh session, after the settings given
 time_batch() {
     local t=$1 q=$2 rep=$3 base
+    shift 3
     base=$((ROWS + rep * BATCH))
     psql_at $C -c "INSERT INTO $t (id, k, v) SELECT i, i % 1000, i FROM generate_series($base + 1, $base + $BATCH) i"
-    psql_at $C -c '\timing on' -c "CALL cq.run('$q')" 2>/dev/null | awk '/^Time: /{print $2}'
+    psql_at $C "${@/#/-c}" -c '\timing on' -c "CALL cq.run('$q')" 2>/dev/null | awk '/^Time: /{print $2}'
+}
+# cluster_cpu: CPU (ms) of the three nodes' exited backends so far
+cluster_cpu() {
+    local i pm s=0 t
+    t=$(getconf CLK_TCK)
+    for i in 0 1 2; do
+        pm=$(head -n 1 "$BASE/n$i/postmaster.pid")
+        s=$((s + $(awk '{print $16 + $17}' "/proc/$pm/stat")))
+    done
+    echo $((s * 1000 / t))
+}
+# warm TABLE QUERY REP0 [SET]: REPS batches in one session (insert BATCH rows,
+# CALL cq.run), after a first one not counted; prints "median_ms cpu_ms",
+# cpu: the cluster's per insert + batch, read after the session ended
+warm() {
+    local t=$1 q=$2 r0=$3 set=${4:-} f="$BASE/warm.sql" c0 c1 base r
+    {
+        [[ -z "$set" ]] || echo "$set;"
+        echo "CALL cq.run('$q');"
+        echo '\timing on'
+        for ((r = r0; r < r0 + REPS; r++)); do
+            base=$((ROWS + r * BATCH))
+            # INSERT ... VALUES: Citus routes it over the session's connections
+            # (an INSERT ... SELECT would open one per shard: not the batch's cost)
+            awk -v b="$base" -v n="$BATCH" -v t="$t" 'BEGIN {
+                printf "INSERT INTO %s (id, k, v) VALUES ", t
+                for (i = 1; i <= n; i++) printf "(%d, %d, %d)%s", b + i, (b + i) % 1000, b + i, (i < n ? ", " : ";\n")
+            }'
+            echo "CALL cq.run('$q');"
+        done
+    } >"$f"
+    [[ "$(id -u)" -ne 0 ]] || chown postgres "$f"
+    c0=$(cluster_cpu)
+    mapfile -t wt < <(psql_at $C -f "$f" 2>/dev/null | awk '/^Time: /{print $2}' | awk 'NR % 2 == 0')
+    sleep 2
+    c1=$(cluster_cpu)
+    echo "$(median "${wt[@]}") $(((c1 - c0) / REPS))"
 }
 # rows the scans of the shards of d_ev read (pg_stat_user_tables.seq_tup_read +
 # idx_tup_fetch on the workers: rows the batches' scans read, not writes; a
@@ -143,11 +196,20 @@ for ((r = 0; r < REPS; r++)); do
     dt+=("$(time_batch d_ev d_agg "$r")")
 done
 sp3=$(shard_rows)
+declare -a dp
+for ((r = 4 * REPS; r < 5 * REPS; r++)); do
+    dp+=("$(time_batch d_ev d_agg "$r" 'SET cq.citus_snapshot_probes = off')")
+done
 lp0=$(local_rows)
 for ((r = 0; r < REPS; r++)); do
     lt+=("$(time_batch l_ev l_agg "$r")")
 done
 lp1=$(local_rows)
+# warm sessions: probes on, off, and the local table
+read -r w_on c_on < <(warm d_ev d_agg $((5 * REPS)))
+read -r w_off c_off < <(warm d_ev d_agg $((6 * REPS)) 'SET cq.citus_snapshot_probes = off')
+read -r w_p1 c_p1 < <(warm d_ev d_agg $((7 * REPS)) 'SET citus.max_adaptive_executor_pool_size = 1')
+read -r w_l c_l < <(warm l_ev l_agg $((5 * REPS)))
 pages_d=$(psql_at $C -c "SELECT sum(result::bigint) FROM run_command_on_shards('d_ev', \$\$SELECT pg_relation_size('%s') / 8192\$\$)")
 pages_l=$(psql_at $C -c "SELECT pg_relation_size('l_ev') / 8192")
 # the snapshot round trip of every batch over a source stamped per node (offsets.c)
@@ -179,15 +241,28 @@ wait_caught_up() {  # seconds until d_live equals the plain query (deadline 600 
     awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
 }
 wait_caught_up >/dev/null
+# 100-row INSERT ... VALUES (Citus routes the rows of each shard over the
+# connections it keeps; an INSERT ... SELECT would be a COPY over a new
+# connection per shard in every transaction: ingest_select.sql)
+{
+    echo '\set base random(1000000000, 2000000000)'
+    printf 'INSERT INTO d_ev (id, k, v) VALUES '
+    for ((i = 1; i <= IROWS; i++)); do
+        printf '(:base::bigint * 1000 + %d, %d, %d)' "$i" $((i % 1000)) "$i"
+        ((i == IROWS)) || printf ', '
+    done
+    echo ';'
+} >"$BASE/ingest.sql"
 printf '%s\n' '\set base random(1000000000, 2000000000)' \
     "INSERT INTO d_ev (id, k, v) SELECT :base::bigint * 1000 + i, i % 1000, i FROM generate_series(1, $IROWS) i;" \
-    >"$BASE/ingest.sql"
-[[ "$(id -u)" -ne 0 ]] || chown postgres "$BASE/ingest.sql"
-# ingest PORT... : pgbench, one client per port, all at once; prints rows/s (sum)
+    >"$BASE/ingest_select.sql"
+[[ "$(id -u)" -ne 0 ]] || chown postgres "$BASE/ingest.sql" "$BASE/ingest_select.sql"
+# ingest SCRIPT PORT... : pgbench, one client per port, all at once; prints rows/s (sum)
 ingest() {
-    local p pids=() f sum=0 tps
+    local script=$1 p pids=() f sum=0 tps
+    shift
     for p in "$@"; do
-        as_pg "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$p" -U postgres -c 1 -T "$ISECS" -f "$BASE/ingest.sql" postgres \
+        as_pg "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$p" -U postgres -c 1 -T "$ISECS" -f "$BASE/$script" postgres \
             >"$BASE/pgbench.$p.out" 2>&1 &
         pids+=($!)
     done
@@ -199,10 +274,16 @@ ingest() {
     done
     echo "$sum"
 }
-ic=$(ingest "$C")
+ic=$(ingest ingest.sql "$C")
 cc=$(wait_caught_up)
-iw=$(ingest $((PORT + 1)) $((PORT + 2)))
+iw=$(ingest ingest.sql $((PORT + 1)) $((PORT + 2)))
 cw=$(wait_caught_up)
+is="not run"
+cs="-"
+if [[ "$ISELECT" == 1 ]]; then
+    is=$(ingest ingest_select.sql "$C")
+    cs="$(wait_caught_up) s"
+fi
 live_check=$(oracle d_live)
 total=$(psql_at $C -c "SELECT count(*) FROM d_ev")
 
@@ -216,6 +297,7 @@ session each, so it includes Citus opening its connections to the workers).
 | source | batch (median) | rows its scans read (table's pages) | all batches (ms) |
 |---|---|---|---|
 | hash-distributed, $SHARDS shards on 2 workers, stamped per node | $(printf '%.1f' "$dm") ms | $(( (sp3 - sp2) / REPS )) ($pages_d) | ${dt[*]} |
+| the same, nodes' snapshots through new connections (\`cq.citus_snapshot_probes = off\`, as before) | $(printf '%.1f' "$(median "${dp[@]}")") ms | | ${dp[*]} |
 | the same before, \`cq.citus_shard_scans = off\` (no per-node ranges, summarization or settings on the workers) | $(printf '%.1f' "$(median "${dn[@]}")") ms | $(( (sp1 - sp0) / REPS )) ($pages_d) | ${dn[*]} |
 | local table on the coordinator | $(printf '%.1f' "$lm") ms | $(( (lp1 - lp0) / REPS )) ($pages_l) | ${lt[*]} |
 
@@ -227,13 +309,25 @@ Of a distributed batch, every node's snapshot (one \`run_command_on_all_nodes\`)
 $(printf '%.1f' "$(median "${st[@]}")") ms (median, also from fresh sessions).
 Distributed target against the plain query after the run: $check rows differ (must be 0).
 
-Ingest with a live trigger-'0' query over the distributed table ($IROWS-row INSERTs, pgbench,
-$ISECS s, one client per node written to):
+The same batches from one warm session ($REPS each, after an \`INSERT ... VALUES\` of $BATCH rows;
+wall: median of \`CALL cq.run\`; CPU: the whole cluster's per insert + batch, from the
+postmasters' exited children, so it counts the connections opened and closed meanwhile):
+
+| source | batch (median) | cluster CPU per insert + batch |
+|---|---|---|
+| distributed, nodes' snapshots through the batch's Citus connections | $(printf '%.1f' "$w_on") ms | $c_on ms |
+| distributed, through new connections (\`cq.citus_snapshot_probes = off\`) | $(printf '%.1f' "$w_off") ms | $c_off ms |
+| distributed, probes, \`citus.max_adaptive_executor_pool_size = 1\` (no extra connection per worker for parallel shard tasks) | $(printf '%.1f' "$w_p1") ms | $c_p1 ms |
+| local table | $(printf '%.1f' "$w_l") ms | $c_l ms |
+
+Ingest with a live trigger-'0' query over the distributed table ($IROWS-row \`INSERT ... VALUES\`,
+pgbench, $ISECS s, one client per node written to):
 
 | written through | rows/s | live query caught up after the run |
 |---|---|---|
 | the coordinator (1 client) | $ic | $cc s (woken at commit) |
 | both workers (1 client each) | $iw | $cw s (cq.naptime poll, 1 s here) |
+| the coordinator, $IROWS-row \`INSERT ... SELECT\` from generate_series (a COPY over a new connection per shard) | $is | $cs |
 
 Live target against the plain query at the end ($total rows): $live_check rows differ (must be 0).
 EOF

@@ -1138,7 +1138,7 @@ cq_run(PG_FUNCTION_ARGS)
 	target = cq_snap_parse(cq_snap_current());
 
 	q = cq_api_owned_query(name, false);
-	node_target = cq_batch_node_goal(q->source);	/* a source stamped per node */
+	node_target = cq_batch_node_goal(q->source, q->owner);	/* a source stamped per node */
 	was_failed = strcmp(q->state, "failed") == 0;
 	outer_cxt = CurrentMemoryContext;	/* SPI's procedure context: survives SPI_commit */
 

@@ -184,7 +184,7 @@ end_offset(OwnerBatch *ob)
 	{
 		/* every node's snapshot, each taken before the batch reads it */
 		ob->nprev = cq_nsnap_parse(in->prev_text);
-		ob->cur_text = cq_nsnap_current(in->q->source, in->prev_text);
+		ob->cur_text = cq_nsnap_current(in->q->source, in->q->owner, in->prev_text);
 		ob->ncur = cq_nsnap_parse(ob->cur_text);
 		ob->params[0] = cq_xid8_datum(cq_nsnap_low_bound(ob->nprev, ob->ncur));
 		ob->params[1] = cq_xid8_datum(cq_nsnap_xmax(ob->ncur));
@@ -1268,21 +1268,21 @@ cq_batch_node_start(Oid source, int32 id, bool latest)
 {
 	if (!OidIsValid(source) || !cq_citus_node_source(source))
 		return;
-	cq_progress_reset_node_offsets(id, latest ? cq_nsnap_current(source, "") : NULL);
+	cq_progress_reset_node_offsets(id, latest ? cq_nsnap_current(source, InvalidOid, "") : NULL);
 }
 
 /*
  * cq_batch_node_goal
  *	  For cq.run over a source stamped per node: every node's current
- *	  snapshot (what the batches must cover), else NULL.  Caller has SPI
- *	  connected.
+ *	  snapshot (what the batches must cover), else NULL; owner: the
+ *	  query's owner.  Caller has SPI connected.
  */
 char *
-cq_batch_node_goal(Oid source)
+cq_batch_node_goal(Oid source, Oid owner)
 {
 	if (!OidIsValid(source) || !cq_citus_node_source(source))
 		return NULL;
-	return cq_nsnap_current(source, "");
+	return cq_nsnap_current(source, owner, "");
 }
 
 /*

@@ -44,6 +44,7 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
@@ -61,6 +62,10 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/array.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -207,15 +212,14 @@ cq_citus_node_stamped(Oid relid)
 }
 
 /*
- * cq_citus_node_snapshots
- *	  Every other node's current snapshot, as "node=snapshot" (node: its
- *	  system identifier), asked through Citus (run_command_on_all_nodes,
- *	  its own connections, as superuser with search_path pinned).  A node
- *	  that does not answer fails the batch: without its snapshot the rows
- *	  stored there cannot be judged.  Caller has SPI connected.
+ * all_nodes_snapshots
+ *	  Every node's "node=snapshot" (node: its system identifier) through
+ *	  run_command_on_all_nodes: Citus opens a new connection to each node
+ *	  (this one too) and closes it after.  The fallback of
+ *	  cq_citus_node_snapshots.  As superuser with search_path pinned.
  */
-List *
-cq_citus_node_snapshots(void)
+static List *
+all_nodes_snapshots(void)
 {
 	List	   *result = NIL;
 	CqSecurity	sec;
@@ -249,6 +253,365 @@ cq_citus_node_snapshots(void)
 		old = MemoryContextSwitchTo(cxt);
 		result = lappend(result, pstrdup(res));
 		MemoryContextSwitchTo(old);
+	}
+	return result;
+}
+
+/*
+ * A value of a source's distribution column that Citus routes to a given
+ * shard, found once per shard and backend (probe_value): a shard id names
+ * one hash range for good (a split makes new ids), so it stays valid.
+ */
+typedef struct ProbeValue
+{
+	int64		shardid;		/* hash key */
+	char	   *value;			/* text of the value, NULL when none found */
+} ProbeValue;
+
+static HTAB *probe_values = NULL;
+
+/*
+ * probe_candidates
+ *	  An SQL expression of integer i giving distinct texts that the input
+ *	  function of type accepts, or NULL when pg_cq has none for it: only
+ *	  built-in base types of the numeric, string, date and time categories,
+ *	  and uuid (a type of an extension may hash or compare otherwise).
+ *	  *max_i: how many to try.
+ */
+static const char *
+probe_candidates(Oid type, int *max_i)
+{
+	char		category;
+	bool		preferred;
+
+	*max_i = 99999;
+	if (type >= FirstNormalObjectId || get_typtype(type) != TYPTYPE_BASE)
+		return NULL;
+	switch (type)
+	{
+		case INT2OID:
+			*max_i = 32767;
+			return "i::pg_catalog.text";
+		case UUIDOID:
+			return "pg_catalog.lpad(pg_catalog.to_hex(i), 32, '0')";
+		case DATEOID:
+		case TIMESTAMPOID:
+			return "(DATE '2000-01-01' OPERATOR(pg_catalog.+) i)::pg_catalog.text";
+		case TIMESTAMPTZOID:
+			return "(DATE '2000-01-01' OPERATOR(pg_catalog.+) i)::pg_catalog.text OPERATOR(pg_catalog.||) ' 00:00:00+00'";
+		case CHAROID:
+		case BOOLOID:
+			return NULL;
+		default:
+			break;
+	}
+	get_type_category_preferred(type, &category, &preferred);
+	if (category == TYPCATEGORY_NUMERIC || category == TYPCATEGORY_STRING)
+		return "i::pg_catalog.text";
+	return NULL;
+}
+
+/*
+ * probe_value
+ *	  The text of a value of source's distribution column (of type) that
+ *	  Citus routes to shardid (get_shard_id_for_distribution_column over
+ *	  candidate texts), or NULL.  Found once per shard and backend.  The
+ *	  search runs as superuser in a subtransaction: a candidate the type
+ *	  refuses ends it with no value rather than failing the batch.
+ *	  Caller has SPI connected.
+ */
+static char *
+probe_value(Oid source, int64 shardid, Oid type)
+{
+	ProbeValue *entry;
+	bool		found;
+	const char *candidates;
+	int			max_i;
+	char	   *volatile value = NULL;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	if (probe_values == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(ProbeValue);
+		ctl.hcxt = TopMemoryContext;
+		probe_values = hash_create("pg_cq Citus probe values", 256, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(probe_values, &shardid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry->value;
+	candidates = probe_candidates(type, &max_i);
+	if (candidates != NULL)
+	{
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			CqSecurity	sec;
+			Oid			types[2] = {REGCLASSOID, INT8OID};
+			Datum		args[2] = {ObjectIdGetDatum(source), Int64GetDatum(shardid)};
+			char	   *sql = psprintf("SELECT g.c FROM pg_catalog.generate_series(0, %d) i, "
+									   "LATERAL (SELECT %s AS c) g "
+									   "WHERE pg_catalog.get_shard_id_for_distribution_column($1, g.c) "
+									   "OPERATOR(pg_catalog.=) $2 LIMIT 1",
+									   max_i, candidates);
+
+			cq_security_superuser(&sec);
+			cq_spi_exec(sql, SPI_OK_SELECT, 2, types, args, NULL);
+			cq_security_restore(&sec);
+			if (SPI_processed == 1)
+				value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			value = NULL;
+		}
+		PG_END_TRY();
+	}
+	entry = hash_search(probe_values, &shardid, HASH_ENTER, &found);
+	entry->value = value ? MemoryContextStrdup(TopMemoryContext, value) : NULL;
+	return entry->value;
+}
+
+/*
+ * probe_node
+ *	  One node's "node=snapshot" through the batch's own Citus connections:
+ *	  a query over source that Citus routes to the shard its value (of
+ *	  column att, type) falls in, so that the whole query runs on the node
+ *	  that stores it.  Its scan, under LIMIT 0, never runs (and would be a
+ *	  TID scan of an item that cannot exist: no page read).  As the
+ *	  query's owner (the user whose connections the batch's shard queries
+ *	  use), or as superuser when owner is invalid.  NULL when the answer
+ *	  did not come from another node (Citus did not route it).  Caller has
+ *	  SPI connected.
+ */
+static char *
+probe_node(Oid source, AttrNumber att, Oid type, const char *value, Oid owner)
+{
+	CqSecurity	sec;
+	Oid			typinput;
+	Oid			typioparam;
+	Datum		arg;
+	char	   *sql;
+	char	   *res = NULL;
+	char	   *self;
+
+	getTypeInputInfo(type, &typinput, &typioparam);
+	arg = OidInputFunctionCall(typinput, (char *) value, typioparam, -1);
+	sql = psprintf("SELECT pg_catalog.concat(cq.node_id(), '=', pg_catalog.pg_current_snapshot()) "
+				   "WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s OPERATOR(pg_catalog.=) $1 "
+				   "AND ctid OPERATOR(pg_catalog.=) '(0,0)' LIMIT 0)",
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+											  get_rel_name(source)),
+				   quote_identifier(get_attname(source, att, false)));
+	if (OidIsValid(owner))
+		cq_security_owner(owner, &sec);
+	else
+		cq_security_superuser(&sec);
+	cq_spi_exec(sql, SPI_OK_SELECT, 1, &type, &arg, NULL);
+	cq_security_restore(&sec);
+	if (SPI_processed == 1)
+		res = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	self = psprintf(INT64_FORMAT "=", (int64) GetSystemIdentifier());
+	if (res == NULL || strncmp(res, self, strlen(self)) == 0)
+		return NULL;
+	return res;
+}
+
+/*
+ * some_nodes_snapshots
+ *	  The "node=snapshot" of the nodes named (host, port) through
+ *	  master_run_on_worker: new connections, closed after.  As superuser
+ *	  with search_path pinned.  Appends to result.
+ */
+static List *
+some_nodes_snapshots(List *hosts, List *ports, List *result)
+{
+	CqSecurity	sec;
+	MemoryContext cxt = CurrentMemoryContext;
+	int			n = list_length(hosts);
+	Datum	   *h = palloc(sizeof(Datum) * n);
+	Datum	   *p = palloc(sizeof(Datum) * n);
+	Oid			types[2] = {TEXTARRAYOID, INT4ARRAYOID};
+	Datum		args[2];
+	uint64		nrows;
+
+	for (int i = 0; i < n; i++)
+	{
+		h[i] = CStringGetTextDatum((char *) list_nth(hosts, i));
+		p[i] = Int32GetDatum(list_nth_int(ports, i));
+	}
+	args[0] = PointerGetDatum(construct_array(h, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[1] = PointerGetDatum(construct_array(p, n, INT4OID, 4, true, TYPALIGN_INT));
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT r.node_name, r.node_port, r.success, r.result "
+				"FROM pg_catalog.master_run_on_worker($1, $2, pg_catalog.array_fill("
+				"'SELECT pg_catalog.concat(cq.node_id(), ''='', pg_catalog.pg_current_snapshot())'::pg_catalog.text, "
+				"ARRAY[pg_catalog.cardinality($1)]), true) r",
+				SPI_OK_SELECT, 2, types, args, NULL);
+	cq_security_restore(&sec);
+	nrows = SPI_processed;
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		char	   *host = SPI_getvalue(t, d, 1);
+		char	   *port = SPI_getvalue(t, d, 2);
+		char	   *ok = SPI_getvalue(t, d, 3);
+		char	   *res = SPI_getvalue(t, d, 4);
+		MemoryContext old;
+
+		if (ok == NULL || strcmp(ok, "t") != 0 || res == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not read the snapshot of Citus node %s:%s", host ? host : "?", port ? port : "?"),
+					 errdetail("A batch over a distributed source reads each node's rows against that node's snapshot: %s",
+							   res ? res : "no answer."),
+					 errhint("The batch runs again once the node answers.")));
+		old = MemoryContextSwitchTo(cxt);
+		result = lappend(result, pstrdup(res));
+		MemoryContextSwitchTo(old);
+	}
+	return result;
+}
+
+/*
+ * cq_citus_node_snapshots
+ *	  Every other node's current snapshot, as "node=snapshot" (node: its
+ *	  system identifier, given by the node itself), for a batch over source
+ *	  run by owner (InvalidOid: superuser).
+ *
+ *	  Each node that stores a shard of source is asked through the batch
+ *	  transaction's own Citus connections (probe_node: one round trip per
+ *	  node, over the connection Citus keeps open between transactions), so
+ *	  that a batch opens no connection of its own.  The snapshot is the one
+ *	  of that statement on the node.  The batch's shard queries, later
+ *	  statements of the same READ COMMITTED transaction, read under later
+ *	  snapshots on whichever connection Citus picks, and those see every
+ *	  transaction that this one sees as finished: each node's snapshot is
+ *	  taken before the batch reads that node, as when it came from a
+ *	  connection of its own.  A node with no shard of source (just added,
+ *	  or drained) is asked through a new connection (some_nodes_snapshots),
+ *	  and every node is when a probe is not possible (a distribution column
+ *	  of a type pg_cq has no values for, cq.citus_snapshot_probes off) or
+ *	  the answers are not one per node (a shard moved in between):
+ *	  run_command_on_all_nodes, as before.  A node that does not answer
+ *	  fails the batch: without its snapshot the rows stored there cannot be
+ *	  judged.  Caller has SPI connected.
+ */
+List *
+cq_citus_node_snapshots(Oid source, Oid owner)
+{
+	List	   *result = NIL;
+	CqSecurity	sec;
+	MemoryContext cxt = CurrentMemoryContext;
+	AttrNumber	att = InvalidAttrNumber;
+	Oid			type = InvalidOid;
+	Oid			types[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(source)};
+	List	   *hosts = NIL;	/* every other node: host, port, first shard */
+	List	   *ports = NIL;
+	List	   *shards = NIL;
+	List	   *other_hosts = NIL;	/* those without a shard of source */
+	List	   *other_ports = NIL;
+	ListCell   *lc;
+
+	if (!cq_citus_snapshot_probes || !OidIsValid(source))
+		return all_nodes_snapshots();
+
+	/* the source's distribution column, and every other node's shards of it */
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) "
+				"FROM pg_catalog.pg_dist_partition p "
+				"WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1 AND p.partmethod OPERATOR(pg_catalog.=) 'h'",
+				SPI_OK_SELECT, 1, types, args, NULL);
+	if (SPI_processed == 1)
+	{
+		char	   *col = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		att = col ? get_attnum(source, col) : InvalidAttrNumber;
+		if (att != InvalidAttrNumber)
+			type = get_atttype(source, att);
+	}
+	cq_spi_exec("SELECT n.nodename, n.nodeport, "
+				"       (SELECT pg_catalog.min(p.shardid) "
+				"          FROM pg_catalog.pg_dist_placement p "
+				"          JOIN pg_catalog.pg_dist_shard s ON s.shardid OPERATOR(pg_catalog.=) p.shardid "
+				"         WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1 "
+				"           AND p.groupid OPERATOR(pg_catalog.=) n.groupid "
+				"           AND p.shardstate OPERATOR(pg_catalog.=) 1) "
+				"FROM pg_catalog.pg_dist_node n "
+				"WHERE n.isactive "
+				"  AND n.nodecluster OPERATOR(pg_catalog.=) pg_catalog.current_setting('citus.cluster_name') "
+				"  AND n.noderole::pg_catalog.text OPERATOR(pg_catalog.=) "
+				"      CASE WHEN pg_catalog.current_setting('citus.use_secondary_nodes') OPERATOR(pg_catalog.=) 'always' "
+				"           THEN 'secondary' ELSE 'primary' END "
+				"  AND n.groupid OPERATOR(pg_catalog.<>) ALL (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) "
+				"ORDER BY n.nodename, n.nodeport",
+				SPI_OK_SELECT, 1, types, args, NULL);
+	cq_security_restore(&sec);
+	if (!OidIsValid(type))
+		return all_nodes_snapshots();
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		hosts = lappend(hosts, SPI_getvalue(t, d, 1));
+		ports = lappend_int(ports, DatumGetInt32(SPI_getbinval(t, d, 2, &isnull)));
+		shards = lappend(shards, SPI_getvalue(t, d, 3));	/* NULL: none */
+	}
+
+	/* each node with a shard of source: one routed probe */
+	for (int i = 0; i < list_length(hosts); i++)
+	{
+		char	   *shard = list_nth(shards, i);
+		char	   *value;
+		char	   *answer;
+		MemoryContext old;
+
+		if (shard == NULL)
+		{
+			other_hosts = lappend(other_hosts, list_nth(hosts, i));
+			other_ports = lappend_int(other_ports, list_nth_int(ports, i));
+			continue;
+		}
+		value = probe_value(source, strtoi64(shard, NULL, 10), type);
+		answer = value ? probe_node(source, att, type, value, owner) : NULL;
+		if (answer == NULL)
+			return all_nodes_snapshots();
+		old = MemoryContextSwitchTo(cxt);
+		result = lappend(result, pstrdup(answer));
+		MemoryContextSwitchTo(old);
+	}
+	if (other_hosts != NIL)
+		result = some_nodes_snapshots(other_hosts, other_ports, result);
+
+	/* one answer per node: a node twice means a shard moved meanwhile */
+	foreach(lc, result)
+	{
+		const char *a = lfirst(lc);
+		const char *eq = strchr(a, '=');
+		ListCell   *lc2;
+
+		for_each_from(lc2, result, foreach_current_index(lc) + 1)
+		{
+			if (eq == NULL || strncmp((const char *) lfirst(lc2), a, eq - a + 1) == 0)
+				return all_nodes_snapshots();
+		}
 	}
 	return result;
 }

@@ -40,7 +40,7 @@ extern Oid	cq_citus_node_visible_function(void);
 extern AttrNumber cq_citus_node_att(Relation rel);
 extern bool cq_citus_node_stamped(Oid relid);
 extern bool cq_citus_node_source(Oid relid);
-extern List *cq_citus_node_snapshots(void);
+extern List *cq_citus_node_snapshots(Oid source, Oid owner);
 extern CqCitusKind cq_citus_kind(Oid relid);
 extern bool cq_citus_is_coordinator(void);
 extern Oid	cq_citus_stamp_function(void);

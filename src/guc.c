@@ -35,6 +35,9 @@ bool		cq_citus_per_node = true;
 
 /* measurements only: shard queries of per-node batches as they come (shard.c) */
 bool		cq_citus_shard_scans = true;
+
+/* every node's snapshot through the batch's own Citus connections (citus.c) */
+bool		cq_citus_snapshot_probes = true;
 int			cq_state_memory_kb = 65536;
 int			cq_state_image_batches = 0;
 int			cq_state_image_interval_s = 300;
@@ -189,6 +192,15 @@ cq_guc_init(void)
 							 "Per-node cq_xid ranges for the shards' BRIN indexes, their summarization and "
 							 "scan settings (docs/scale-out.md); off only to measure without them.",
 							 &cq_citus_shard_scans,
+							 true,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.citus_snapshot_probes",
+							 "Takes the Citus nodes' snapshots of a batch through its own Citus connections.",
+							 "One routed query per node over a shard of the source (docs/scale-out.md); off, "
+							 "through run_command_on_all_nodes, which opens new connections: only to measure.",
+							 &cq_citus_snapshot_probes,
 							 true,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);

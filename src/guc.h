@@ -19,6 +19,7 @@ extern int	cq_naptime_ms;
 extern bool cq_allow_source_truncate;
 extern bool cq_citus_per_node;
 extern bool cq_citus_shard_scans;
+extern bool cq_citus_snapshot_probes;
 extern int	cq_state_memory_kb;
 extern int	cq_state_image_batches;
 extern int	cq_state_image_interval_s;

@@ -679,17 +679,18 @@ cq_node_self(void)
  *	  cq_snap_current, with our own transaction in progress), each taken
  *	  before the batch reads that node.  A node of S_prev that did not
  *	  answer because it left the cluster keeps its snapshot of S_prev.
- *	  Caller has SPI connected.
+ *	  owner: the query's owner, whose Citus connections the batch uses
+ *	  (InvalidOid: superuser).  Caller has SPI connected.
  */
 char *
-cq_nsnap_current(Oid source, const char *prev_text)
+cq_nsnap_current(Oid source, Oid owner, const char *prev_text)
 {
 	CqNodeSnap *prev = cq_nsnap_parse(prev_text);
 	CqNodeSnap *cur = palloc0(sizeof(CqNodeSnap));
 	int64		self = cq_node_self();
 	ListCell   *lc;
 
-	foreach(lc, cq_citus_node_snapshots())
+	foreach(lc, cq_citus_node_snapshots(source, owner))
 	{
 		CqNodeSnap *one = cq_nsnap_parse((char *) lfirst(lc));
 

@@ -52,7 +52,7 @@ extern uint64 cq_nsnap_node_low_bound(const CqNodeSnap *prev, const CqNodeSnap *
 extern uint64 cq_nsnap_xmax(const CqNodeSnap *m);
 extern bool cq_nsnap_nothing_new(const CqNodeSnap *prev, const CqNodeSnap *cur);
 extern bool cq_nsnap_covers(const CqNodeSnap *end, const CqNodeSnap *target);
-extern char *cq_nsnap_current(Oid source, const char *prev_text);
+extern char *cq_nsnap_current(Oid source, Oid owner, const char *prev_text);
 extern char *cq_offsets_limit_nodes(const char *count_xids_sql, CqNodeSnap *prev, CqNodeSnap *cur,
 									const char *prev_text, int64 limit, int64 already, int64 *nrows);
 extern char *cq_snap_text(const CqSnap *s);
