@@ -48,7 +48,7 @@ typedef struct CqStoreMetrics
 	TimestampTz et_avg;
 	/* the fold's phases, in this backend's CPU time (ms; DEBUG1 report) */
 	double		d_ms;			/* the d statement */
-	double		lookup_ms;		/* unused: lookups and puts run inside d (d_ms) */
+	double		lookup_ms;		/* lookups, puts (cq.bench_split_batch; else inside d_ms) */
 	double		merge_ms;		/* the merge statement and its results */
 	double		evict_ms;		/* eviction */
 	double		enr_ms;			/* building m and x */
