@@ -727,6 +727,10 @@ typedef struct FoldReceiver
 	FoldState  *fs;
 } FoldReceiver;
 
+/*
+ * fold_receive
+ *	  receiveSlot of FoldReceiver: fold one row of d.
+ */
 static bool
 fold_receive(TupleTableSlot *slot, DestReceiver *self)
 {
@@ -744,6 +748,11 @@ fold_receive(TupleTableSlot *slot, DestReceiver *self)
 	return true;
 }
 
+/*
+ * fold_startup
+ *	  rStartup of FoldReceiver: d's rows must be the state row (and its
+ *	  four event-time statistics), as fold_row reads them.
+ */
 static void
 fold_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
@@ -753,6 +762,11 @@ fold_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 		elog(ERROR, "pg_cq: unexpected row of the delta statement");
 }
 
+/*
+ * fold_shutdown, fold_destroy
+ *	  rShutdown and rDestroy of FoldReceiver: nothing to release (the
+ *	  receiver lives on fold_delta's stack, its state in the caller's).
+ */
 static void
 fold_shutdown(DestReceiver *self)
 {
