@@ -608,6 +608,7 @@ copy_plan_sql(CqPlan *new_plan)
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;
 	copy_plan->store.et_stats = new_plan->store.et_stats;
+	copy_plan->store.sink_history_plain = new_plan->store.sink_history_plain;
 	copy_plan->single_scan = new_plan->single_scan;
 	return copy_plan;
 }

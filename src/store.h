@@ -22,6 +22,7 @@ typedef struct CqStoreSql
 	char	   *merge;			/* merged state rows of the pairs in cq_mp */
 	char	   *sink;			/* target writes over m and x (none: complete) */
 	char	   *sink_history;	/* same, batch 0 */
+	bool		sink_history_plain; /* it reads m's state columns only (no _sid, _ins) */
 	char	   *sink_merge;		/* update mode: sink by MERGE (merge.c), or NULL */
 	char	   *complete;		/* complete mode: reload the target from cq_all */
 	char	   *merge_kinds;	/* per part p<i>, char i-1: its CqMergeKind + 'A' */
@@ -47,7 +48,7 @@ typedef struct CqStoreMetrics
 	TimestampTz et_avg;
 	/* the fold's phases, in this backend's CPU time (ms; DEBUG1 report) */
 	double		d_ms;			/* the d statement */
-	double		lookup_ms;		/* lookups, overlay puts, pairs */
+	double		lookup_ms;		/* lookups, puts (cq.bench_split_batch; else inside d_ms) */
 	double		merge_ms;		/* the merge statement and its results */
 	double		evict_ms;		/* eviction */
 	double		enr_ms;			/* building m and x */

@@ -23,6 +23,7 @@
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "nodes/params.h"
 #include "lib/dshash.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -138,6 +139,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 						  q->state_table);
 
 	sql->sink = sql->sink_history = NULL;
+	sql->sink_history_plain = false;
 	if (q->opts.mode != CQ_MODE_COMPLETE)
 	{
 		for (int h = 0; h < 2; h++)
@@ -163,7 +165,8 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 		 * empty target (sink.c's history CTEs): a plain INSERT, whose row
 		 * count is the output, without the RETURNING rows of a CTE
 		 */
-		if (q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL)
+		sql->sink_history_plain = q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL;
+		if (sql->sink_history_plain)
 			sql->sink_history = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM m s) f%s",
 										 target, cq_sink_target_columns(an, "", false, false),
 										 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
@@ -502,12 +505,14 @@ put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
 
 /*
  * MOut: the changed rows of a fold as the ephemeral relation m of the
- * target statement (state row, _sid, _ins), written as they are made.
+ * target statement (state row, _sid, _ins; plain: the state row alone,
+ * for batch 0's INSERT, which reads no flag), written as they are made.
  */
 typedef struct MOut
 {
 	Tuplestorestate *ts;		/* NULL: no target statement */
-	TupleDesc	desc;			/* m_desc(st, true) */
+	TupleDesc	desc;			/* m_desc(st, !plain) */
+	bool		plain;			/* no _sid, _ins: the state row copied */
 	Datum	   *values;
 	bool	   *isnull;
 	int64		sid;
@@ -515,15 +520,22 @@ typedef struct MOut
 
 /*
  * put_m
- *	  A changed row (values/isnull in the state row layout) into m.
+ *	  A changed row (values/isnull in the state row layout, formed as t in
+ *	  the state row layout) into m.
  */
 static void
-put_m(CqStore *st, MOut *mo, Datum *values, bool *isnull, bool ins)
+put_m(CqStore *st, MOut *mo, HeapTuple t, Datum *values, bool *isnull, bool ins)
 {
 	int			natts = st->desc->natts;
 
 	if (mo == NULL || mo->ts == NULL)
 		return;
+	if (mo->plain)
+	{
+		/* the row made for the overlay, copied: not formed a second time */
+		tuplestore_puttuple(mo->ts, t);
+		return;
+	}
 	memcpy(mo->values, values, sizeof(Datum) * natts);
 	memcpy(mo->isnull, isnull, sizeof(bool) * natts);
 	mo->values[natts] = Int64GetDatum(++mo->sid);
@@ -534,98 +546,150 @@ put_m(CqStore *st, MOut *mo, Datum *values, bool *isnull, bool ins)
 }
 
 /*
- * merge_delta
- *	  Merge the rows of a d statement (tt, n rows, state row layout) into
- *	  the overlay: late groups (e <= wm) are counted and left out, new
- *	  groups put as they are, existing ones merged in C (merge_row) when
- *	  every column allows it, else by the merge statement.  Appends the
- *	  changed rows to *m and 1 (new) or 0 to *m_ins, and to mo.  Frees tt.
+ * FoldState: the merge of a d statement's rows into the overlay, row by
+ * row as the statement makes them (fold_row, called by FoldReceiver),
+ * then the merge statement over the pairs (fold_end).
+ */
+typedef struct FoldState
+{
+	CqStore    *st;
+	const CqStoreSql *sql;
+	bool		has_wm;
+	TimestampTz wm;
+	MOut	   *mo;				/* NULL: no target statement */
+	CqStoreMetrics *metrics;
+	MemoryContext cxt;			/* where the fold's rows and lists live */
+	Datum	   *values;			/* a row of d, then room for m's flags */
+	bool	   *isnull;
+	Datum	   *sv;				/* merge_row's stored row */
+	bool	   *sn;
+	BatchCount	count;
+	bool		fresh;			/* no published table, empty overlay: no lookups */
+	List	   *pairs;			/* StoreRef * of existing groups for the merge statement */
+	TupleDesc	mpdesc;
+	Tuplestorestate *ts;		/* their rows (cq_mp) */
+	uint64		rows;			/* rows of d */
+	int64		changed;		/* groups put (m) */
+} FoldState;
+
+/*
+ * fold_begin
+ *	  Start the merge of a d statement's rows (see merge_row and fold_row).
  */
 static void
-merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
-			bool has_wm, TimestampTz wm, List **m, List **m_ins, MOut *mo,
-			CqStoreMetrics *metrics)
+fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, TimestampTz wm,
+		   MOut *mo, CqStoreMetrics *metrics)
 {
 	int			natts = st->desc->natts;
-	Datum	   *values = palloc(sizeof(Datum) * Max(natts + 2, tt->tupdesc->natts));
-	bool	   *isnull = palloc(sizeof(bool) * Max(natts + 2, tt->tupdesc->natts));
-	BatchCount	count;
-	List	   *pairs = NIL;	/* StoreRef * of existing groups */
-	TupleDesc	mpdesc = pairs_desc(st);
-	Tuplestorestate *ts = NULL;
-	double		t0 = cq_store_cpu_ms();
-	bool		fresh = st->table == NULL && st->items == NIL;
-	Datum	   *sv;
-	bool	   *sn = palloc(sizeof(bool) * natts);
-	StoreRef	local;
+	int			room = natts + 2 + (sql->et_stats ? 4 : 0);
 
+	memset(fs, 0, sizeof(*fs));
+	fs->st = st;
+	fs->sql = sql;
+	fs->has_wm = has_wm;
+	fs->wm = wm;
+	fs->mo = mo;
+	fs->metrics = metrics;
+	fs->cxt = CurrentMemoryContext;
+	fs->values = palloc(sizeof(Datum) * room);
+	fs->isnull = palloc(sizeof(bool) * room);
+	fs->sv = palloc(sizeof(Datum) * natts);
+	fs->sn = palloc(sizeof(bool) * natts);
+	fs->fresh = st->table == NULL && st->items == NIL;
+	fs->mpdesc = pairs_desc(st);
 	cq_store_setup_merge(st, sql->merge_kinds);
-	sv = palloc(sizeof(Datum) * natts);
-	memset(&count, 0, sizeof(count));
-	for (uint64 i = 0; i < n; i++)
+}
+
+/*
+ * fold_row
+ *	  One row of d (values/isnull: the state row, then with et_stats its
+ *	  four statistics; writable, room for m's flags): counted, then left
+ *	  out when late (e <= wm), put as it is when its group is new, merged
+ *	  in C (merge_row) when every column allows it, else kept for the
+ *	  merge statement.  d has one row per group by GROUP BY's equality,
+ *	  the store's: a fresh store needs no lookup.
+ */
+static void
+fold_row(FoldState *fs, Datum *values, bool *isnull)
+{
+	CqStore    *st = fs->st;
+	int			natts = st->desc->natts;
+	StoreRef	local;
+	StoreRef   *ref = st->cmerge ? &local : palloc(sizeof(StoreRef));
+
+	fs->rows++;
+	if (fs->sql->counts)
+		count_row(st, fs->sql, &fs->count, values, isnull);
+	if (late(st, values, isnull, fs->has_wm, fs->wm))
 	{
-		StoreRef   *ref = st->cmerge ? &local : palloc(sizeof(StoreRef));
-
-		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-		if (sql->counts)
-			count_row(st, sql, &count, values, isnull);
-		if (late(st, values, isnull, has_wm, wm))
-		{
-			metrics->dropped++;
-			continue;
-		}
-		cq_store_set_h(st, values, isnull);
-		if (!fresh)
-			cq_store_lookup(st, values, isnull, ref);
-		if (fresh || ref->tup == NULL)
-		{
-			*m = lappend(*m, put_new(st, fresh, ref, values, isnull));
-			*m_ins = lappend_int(*m_ins, 1);
-			put_m(st, mo, values, isnull, true);
-			metrics->inserted++;
-		}
-		else if (st->cmerge)
-		{
-			HeapTuple	t = merge_row(st, ref->tup, values, isnull, sv, sn);
-
-			cq_store_put_owned(st, ref, t);
-			*m = lappend(*m, t);
-			*m_ins = lappend_int(*m_ins, 0);
-			put_m(st, mo, sv, sn, false);
-		}
-		else
-		{
-			Datum	   *pv = palloc(sizeof(Datum) * mpdesc->natts);
-			bool	   *pn = palloc(sizeof(bool) * mpdesc->natts);
-
-			pv[0] = Int32GetDatum(list_length(pairs));
-			pn[0] = false;
-			heap_deform_tuple(ref->tup, st->desc, pv + 1, pn + 1);
-			pv[natts + 1] = values[st->n_att - 1];
-			pn[natts + 1] = isnull[st->n_att - 1];
-			for (int p = 0; p < st->nparts; p++)
-			{
-				pv[natts + 2 + p] = values[st->p_att[p] - 1];
-				pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
-			}
-			if (ts == NULL)
-				ts = tuplestore_begin_heap(false, false, work_mem);
-			tuplestore_puttuple(ts, heap_form_tuple(mpdesc, pv, pn));
-			pairs = lappend(pairs, ref);
-		}
+		fs->metrics->dropped++;
+		return;
 	}
-	SPI_freetuptable(tt);
-	count_done(&count, metrics);
-	metrics->lookup_ms = cq_store_cpu_ms() - t0;
-	t0 = cq_store_cpu_ms();
-
-	/* merge the existing groups with their aggregates' own merge expressions */
-	if (pairs != NIL)
+	cq_store_set_h(st, values, isnull);
+	if (!fs->fresh)
+		cq_store_lookup(st, values, isnull, ref);
+	if (fs->fresh || ref->tup == NULL)
 	{
-		register_enr(STORE_ENR_PAIRS, mpdesc, ts);
-		if (SPI_execute_plan(cq_spi_plan_rows(sql->merge, 0, NULL, list_length(pairs)),
+		HeapTuple	t = put_new(st, fs->fresh, ref, values, isnull);
+
+		fs->changed++;
+		put_m(st, fs->mo, t, values, isnull, true);
+		fs->metrics->inserted++;
+	}
+	else if (st->cmerge)
+	{
+		HeapTuple	t = merge_row(st, ref->tup, values, isnull, fs->sv, fs->sn);
+
+		cq_store_put_owned(st, ref, t);
+		fs->changed++;
+		put_m(st, fs->mo, t, fs->sv, fs->sn, false);
+	}
+	else
+	{
+		TupleDesc	mpdesc = fs->mpdesc;
+		Datum	   *pv = palloc(sizeof(Datum) * mpdesc->natts);
+		bool	   *pn = palloc(sizeof(bool) * mpdesc->natts);
+
+		pv[0] = Int32GetDatum(list_length(fs->pairs));
+		pn[0] = false;
+		heap_deform_tuple(ref->tup, st->desc, pv + 1, pn + 1);
+		pv[natts + 1] = values[st->n_att - 1];
+		pn[natts + 1] = isnull[st->n_att - 1];
+		for (int p = 0; p < st->nparts; p++)
+		{
+			pv[natts + 2 + p] = values[st->p_att[p] - 1];
+			pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
+		}
+		if (fs->ts == NULL)
+			fs->ts = tuplestore_begin_heap(false, false, work_mem);
+		tuplestore_puttuple(fs->ts, heap_form_tuple(mpdesc, pv, pn));
+		fs->pairs = lappend(fs->pairs, ref);
+	}
+}
+
+/*
+ * fold_end
+ *	  The batch's counts, then the existing groups not merged in C merged
+ *	  by the merge statement (the aggregates' own merge expressions).
+ *	  Returns the number of groups put (m).
+ */
+static int64
+fold_end(FoldState *fs)
+{
+	CqStore    *st = fs->st;
+	Datum	   *values = fs->values;
+	bool	   *isnull = fs->isnull;
+	double		t0 = cq_store_cpu_ms();
+
+	count_done(&fs->count, fs->metrics);
+	if (fs->pairs != NIL)
+	{
+		SPITupleTable *tt;
+
+		register_enr(STORE_ENR_PAIRS, fs->mpdesc, fs->ts);
+		if (SPI_execute_plan(cq_spi_plan_rows(fs->sql->merge, 0, NULL, list_length(fs->pairs)),
 							 NULL, NULL, false, 0) != SPI_OK_SELECT ||
-			SPI_processed != list_length(pairs))
+			SPI_processed != list_length(fs->pairs))
 			elog(ERROR, "pg_cq: merge statement failed");
 		unregister_enr(STORE_ENR_PAIRS);
 		tt = SPI_tuptable;
@@ -633,21 +697,119 @@ merge_delta(CqStore *st, const CqStoreSql *sql, SPITupleTable *tt, uint64 n,
 		{
 			bool		kn;
 			int			k = DatumGetInt32(heap_getattr(tt->vals[i], 1, tt->tupdesc, &kn));
-			StoreRef   *ref = list_nth(pairs, k);
+			StoreRef   *ref = list_nth(fs->pairs, k);
 			HeapTuple	t;
 
 			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
 			t = new_row(st, values + 1, isnull + 1);
 			cq_store_put_owned(st, ref, t);
-			*m = lappend(*m, t);
-			*m_ins = lappend_int(*m_ins, 0);
-			put_m(st, mo, values + 1, isnull + 1, false);
+			fs->changed++;
+			put_m(st, fs->mo, t, values + 1, isnull + 1, false);
 		}
 		SPI_freetuptable(tt);
 	}
-	if (ts)
-		tuplestore_end(ts);
-	metrics->merge_ms = cq_store_cpu_ms() - t0;
+	if (fs->ts)
+		tuplestore_end(fs->ts);
+	fs->metrics->merge_ms = cq_store_cpu_ms() - t0;
+	return fs->changed;
+}
+
+/*
+ * FoldReceiver: the DestReceiver of a d statement, which folds each row
+ * into the store as the executor makes it (fold_row) instead of
+ * collecting d's result in an SPI tuple table first.  An error raised
+ * meanwhile aborts the batch's (sub)transaction, which discards the
+ * overlay with every row put so far (store.c).
+ */
+typedef struct FoldReceiver
+{
+	DestReceiver pub;
+	FoldState  *fs;
+} FoldReceiver;
+
+/*
+ * fold_receive
+ *	  receiveSlot of FoldReceiver: fold one row of d.
+ */
+static bool
+fold_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	FoldState  *fs = ((FoldReceiver *) self)->fs;
+	int			natts = slot->tts_tupleDescriptor->natts;
+	MemoryContext old;
+
+	slot_getallattrs(slot);
+	/* pass-by-reference values stay in the slot's row until the next one */
+	memcpy(fs->values, slot->tts_values, sizeof(Datum) * natts);
+	memcpy(fs->isnull, slot->tts_isnull, sizeof(bool) * natts);
+	old = MemoryContextSwitchTo(fs->cxt);
+	fold_row(fs, fs->values, fs->isnull);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * fold_startup
+ *	  rStartup of FoldReceiver: d's rows must be the state row (and its
+ *	  four event-time statistics), as fold_row reads them.
+ */
+static void
+fold_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	FoldState  *fs = ((FoldReceiver *) self)->fs;
+
+	if (typeinfo->natts != fs->st->desc->natts + (fs->sql->et_stats ? 4 : 0))
+		elog(ERROR, "pg_cq: unexpected row of the delta statement");
+}
+
+/*
+ * fold_shutdown, fold_destroy
+ *	  rShutdown and rDestroy of FoldReceiver: nothing to release (the
+ *	  receiver lives on fold_delta's stack, its state in the caller's).
+ */
+static void
+fold_shutdown(DestReceiver *self)
+{
+}
+
+static void
+fold_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * fold_delta
+ *	  Run a d statement (sql, parameters $1..$4 as run_delta's) and fold
+ *	  its rows into the overlay as they come (fold_begin must have run).
+ */
+static void
+fold_delta(FoldState *fs, const char *sql, Datum *params, const char *nulls)
+{
+	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
+	FoldReceiver recv;
+	SPIExecuteOptions options;
+	ParamListInfo pl = makeParamList(4);
+
+	for (int i = 0; i < 4; i++)
+	{
+		pl->params[i].value = params[i];
+		pl->params[i].isnull = nulls != NULL && nulls[i] == 'n';
+		pl->params[i].pflags = PARAM_FLAG_CONST;
+		pl->params[i].ptype = types[i];
+	}
+	memset(&recv, 0, sizeof(recv));
+	recv.pub.receiveSlot = fold_receive;
+	recv.pub.rStartup = fold_startup;
+	recv.pub.rShutdown = fold_shutdown;
+	recv.pub.rDestroy = fold_destroy;
+	/* any tag but DestNone and DestSPI: SPI reports SPI_OK_SELECT, keeps no rows */
+	recv.pub.mydest = DestTuplestore;
+	recv.fs = fs;
+	memset(&options, 0, sizeof(options));
+	options.params = pl;
+	options.dest = (DestReceiver *) &recv;
+	if (SPI_execute_plan_extended(cq_spi_plan(sql, 4, types), &options) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: delta statement failed");
 }
 
 /*
@@ -662,22 +824,18 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			  CqStoreMetrics *metrics)
 {
 	int			natts = st->desc->natts;
-	uint64		n;
-	SPITupleTable *tt;
 	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
 	bool	   *isnull = palloc(sizeof(bool) * (natts + 2));
-	List	   *m = NIL;		/* HeapTuple of changed groups */
-	List	   *m_ins = NIL;	/* int: 1 for a new group */
+	int64		m;				/* changed groups */
 	List	   *x = NIL;		/* HeapTuple evicted */
 	ListCell   *lc;
 	double		t0 = cq_store_cpu_ms();
 	const char *sink = history ? sql->sink_history : sql->sink;
 	MOut		mo;
+	FoldState	fs;
 
 	memset(metrics, 0, sizeof(*metrics));
 	memset(&mo, 0, sizeof(mo));
-	tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
-	metrics->d_ms = cq_store_cpu_ms() - t0;
 	if (sink != NULL)
 	{
 		/*
@@ -686,12 +844,39 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		 * beyond work_mem (a big batch, the fold of a backlog)
 		 */
 		mo.ts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
-		mo.desc = m_desc(st, true);
+		mo.plain = history && sql->sink_history_plain;
+		mo.desc = m_desc(st, !mo.plain);
 		mo.values = values;
 		mo.isnull = isnull;
 	}
-	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, &mo, metrics);
-	metrics->updated = list_length(m);
+	fold_begin(&fs, st, sql, has_wm, wm, &mo, metrics);
+	if (cq_bench_split_batch)
+	{
+		/*
+		 * For measurements (cq.bench_split_batch): d's rows collected first,
+		 * then folded, so that d and the lookups are timed apart
+		 */
+		uint64		n;
+		SPITupleTable *tt = run_delta(history ? sql->delta_history : sql->delta, params, nulls, &n);
+
+		metrics->d_ms = cq_store_cpu_ms() - t0;
+		t0 = cq_store_cpu_ms();
+		for (uint64 i = 0; i < n; i++)
+		{
+			heap_deform_tuple(tt->vals[i], tt->tupdesc, fs.values, fs.isnull);
+			fold_row(&fs, fs.values, fs.isnull);
+		}
+		SPI_freetuptable(tt);
+		metrics->lookup_ms = cq_store_cpu_ms() - t0;
+	}
+	else
+	{
+		/* d, each of its rows folded as it comes (the lookups are in d's time) */
+		fold_delta(&fs, history ? sql->delta_history : sql->delta, params, nulls);
+		metrics->d_ms = cq_store_cpu_ms() - t0;
+	}
+	m = fold_end(&fs);
+	metrics->updated = m;
 	t0 = cq_store_cpu_ms();
 
 	/* windows the watermark closed leave the state */
@@ -727,8 +912,8 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	metrics->evict_ms = cq_store_cpu_ms() - t0;
 	t0 = cq_store_cpu_ms();
 
-	/* write the target from m (made by merge_delta) and x */
-	if ((m != NIL || x != NIL) && sink != NULL)
+	/* write the target from m (made by fold_row and fold_end) and x */
+	if ((m != 0 || x != NIL) && sink != NULL)
 	{
 		TupleDesc	xd = m_desc(st, false);
 		Tuplestorestate *xts = tuplestore_begin_heap(false, false, work_mem);
@@ -743,7 +928,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		t0 = cq_store_cpu_ms();
 		/* update mode, keys NOT NULL, a small batch: MERGE (merge.c) */
 		metrics->wrote = true;
-		if (!history && sql->sink_merge != NULL && cq_merge_chosen(list_length(m)))
+		if (!history && sql->sink_merge != NULL && cq_merge_chosen(m))
 		{
 			if (SPI_execute_plan(cq_spi_plan_rows(sql->sink_merge, 0, NULL,
 												  tuplestore_tuple_count(mo.ts) + list_length(x)),
@@ -772,9 +957,14 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	}
 	if (mo.ts)
 		tuplestore_end(mo.ts);
-	elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups), lookups %.3f ms, merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
-		 metrics->d_ms, (unsigned long long) n, metrics->lookup_ms, metrics->merge_ms,
-		 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
+	if (cq_bench_split_batch)
+		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups), lookups %.3f ms, merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+			 metrics->d_ms, (unsigned long long) fs.rows, metrics->lookup_ms, metrics->merge_ms,
+			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
+	else
+		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+			 metrics->d_ms, (unsigned long long) fs.rows, metrics->merge_ms,
+			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 }
 
 /*
@@ -970,14 +1160,13 @@ int64
 cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *nulls,
 				bool has_wm, TimestampTz wm)
 {
-	uint64		n;
-	SPITupleTable *tt = run_delta(sql->delta, params, nulls, &n);
-	List	   *m = NIL;
-	List	   *m_ins = NIL;
 	CqStoreMetrics metrics;
+	FoldState	fs;
 
 	memset(&metrics, 0, sizeof(metrics));
-	merge_delta(st, sql, tt, n, has_wm, wm, &m, &m_ins, NULL, &metrics);
+	fold_begin(&fs, st, sql, has_wm, wm, NULL, &metrics);
+	fold_delta(&fs, sql->delta, params, nulls);
+	(void) fold_end(&fs);
 	return st->rows;
 }
 
