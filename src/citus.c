@@ -212,6 +212,51 @@ cq_citus_node_stamped(Oid relid)
 }
 
 /*
+ * snapshot_rows
+ *	  Append to result (in cxt) the "node=snapshot" answers of the SPI
+ *	  result just read: per row, name_cols columns naming the node, then
+ *	  whether it answered (success) and its answer.  An error for a node
+ *	  that did not answer.
+ */
+static List *
+snapshot_rows(List *result, MemoryContext cxt, int name_cols)
+{
+	uint64		nrows = SPI_processed;
+
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		char	   *ok = SPI_getvalue(t, d, name_cols + 1);
+		char	   *res = SPI_getvalue(t, d, name_cols + 2);
+		MemoryContext old;
+
+		if (ok == NULL || strcmp(ok, "t") != 0 || res == NULL)
+		{
+			StringInfoData node;
+
+			initStringInfo(&node);
+			for (int c = 1; c <= name_cols; c++)
+			{
+				char	   *v = SPI_getvalue(t, d, c);
+
+				appendStringInfo(&node, "%s%s", c > 1 ? ":" : "", v ? v : "?");
+			}
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not read the snapshot of Citus node %s", node.data),
+					 errdetail("A batch over a distributed source reads each node's rows against that node's snapshot: %s",
+							   res ? res : "no answer."),
+					 errhint("The batch runs again once the node answers.")));
+		}
+		old = MemoryContextSwitchTo(cxt);
+		result = lappend(result, pstrdup(res));
+		MemoryContextSwitchTo(old);
+	}
+	return result;
+}
+
+/*
  * all_nodes_snapshots
  *	  Every node's "node=snapshot" (node: its system identifier) through
  *	  run_command_on_all_nodes: Citus opens a new connection to each node
@@ -224,7 +269,6 @@ all_nodes_snapshots(void)
 	List	   *result = NIL;
 	CqSecurity	sec;
 	MemoryContext cxt = CurrentMemoryContext;
-	uint64		nrows;
 
 	cq_security_superuser(&sec);
 	cq_spi_exec("SELECT r.nodeid, r.success, r.result "
@@ -233,28 +277,7 @@ all_nodes_snapshots(void)
 				" FROM pg_catalog.pg_control_system() s') r",
 				SPI_OK_SELECT, 0, NULL, NULL, NULL);
 	cq_security_restore(&sec);
-	nrows = SPI_processed;
-	for (uint64 i = 0; i < nrows; i++)
-	{
-		HeapTuple	t = SPI_tuptable->vals[i];
-		TupleDesc	d = SPI_tuptable->tupdesc;
-		char	   *node = SPI_getvalue(t, d, 1);
-		char	   *ok = SPI_getvalue(t, d, 2);
-		char	   *res = SPI_getvalue(t, d, 3);
-		MemoryContext old;
-
-		if (ok == NULL || strcmp(ok, "t") != 0 || res == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not read the snapshot of Citus node %s", node ? node : "?"),
-					 errdetail("A batch over a distributed source reads each node's rows against that node's snapshot: %s",
-							   res ? res : "no answer."),
-					 errhint("The batch runs again once the node answers.")));
-		old = MemoryContextSwitchTo(cxt);
-		result = lappend(result, pstrdup(res));
-		MemoryContextSwitchTo(old);
-	}
-	return result;
+	return snapshot_rows(result, cxt, 1);
 }
 
 /*
@@ -446,7 +469,6 @@ some_nodes_snapshots(List *hosts, List *ports, List *result)
 	Datum	   *p = palloc(sizeof(Datum) * n);
 	Oid			types[2] = {TEXTARRAYOID, INT4ARRAYOID};
 	Datum		args[2];
-	uint64		nrows;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -462,29 +484,7 @@ some_nodes_snapshots(List *hosts, List *ports, List *result)
 				"ARRAY[pg_catalog.cardinality($1)]), true) r",
 				SPI_OK_SELECT, 2, types, args, NULL);
 	cq_security_restore(&sec);
-	nrows = SPI_processed;
-	for (uint64 i = 0; i < nrows; i++)
-	{
-		HeapTuple	t = SPI_tuptable->vals[i];
-		TupleDesc	d = SPI_tuptable->tupdesc;
-		char	   *host = SPI_getvalue(t, d, 1);
-		char	   *port = SPI_getvalue(t, d, 2);
-		char	   *ok = SPI_getvalue(t, d, 3);
-		char	   *res = SPI_getvalue(t, d, 4);
-		MemoryContext old;
-
-		if (ok == NULL || strcmp(ok, "t") != 0 || res == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not read the snapshot of Citus node %s:%s", host ? host : "?", port ? port : "?"),
-					 errdetail("A batch over a distributed source reads each node's rows against that node's snapshot: %s",
-							   res ? res : "no answer."),
-					 errhint("The batch runs again once the node answers.")));
-		old = MemoryContextSwitchTo(cxt);
-		result = lappend(result, pstrdup(res));
-		MemoryContextSwitchTo(old);
-	}
-	return result;
+	return snapshot_rows(result, cxt, 2);
 }
 
 /*
