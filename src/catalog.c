@@ -468,6 +468,20 @@ unique_btree_index(Relation rel, int nkeys, const AttrNumber *atts, const Oid *t
 }
 
 /*
+ * push_statement_snapshot
+ *	  Push a snapshot as SPI takes one for a statement (seeing this
+ *	  transaction's earlier commands), for the direct catalog reads below
+ *	  that replace statements; PopActiveSnapshot ends it.
+ */
+static void
+push_statement_snapshot(void)
+{
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+}
+
+/*
  * fetch_query_by_id_direct
  *	  fetch_query for "id = id" read directly (see above).  Returns false,
  *	  having read and locked nothing, when the statement must do it; else
@@ -502,10 +516,7 @@ fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 		return false;
 	}
 
-	/* a snapshot as SPI takes one for a statement */
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	UpdateActiveSnapshotCommandId();
+	push_statement_snapshot();
 	snap = GetActiveSnapshot();
 
 	slot = table_slot_create(rel, NULL);
@@ -629,10 +640,7 @@ fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQu
 		ScanKeyEntryInitialize(&keys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
 							   idx->rd_indcollation[k], eqs[first + k], values[first + k]);
 
-	/* a snapshot as SPI takes one for a statement */
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	UpdateActiveSnapshotCommandId();
+	push_statement_snapshot();
 
 	slot = table_slot_create(rel, NULL);
 	scan = index_beginscan(rel, idx, GetActiveSnapshot(), nkeys, 0);
@@ -811,6 +819,42 @@ cq_catalog_key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
 }
 
 /*
+ * direct_open
+ *	  Open pg_cq's table cq.<relname> for a heap scan (the caller's) with a
+ *	  snapshot pushed as SPI takes one for a statement, *att its column
+ *	  <column>; NULL, having opened nothing, unless the table is there with
+ *	  that column of that type (callers then read it by a statement).
+ *	  direct_close ends it.
+ */
+static Relation
+direct_open(const char *relname, const char *column, Oid type, AttrNumber *att)
+{
+	Oid			nsp = get_namespace_oid("cq", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+	Relation	rel;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return NULL;
+	*att = get_attnum(relid, column);
+	if (*att == InvalidAttrNumber || get_atttype(relid, *att) != type)
+		return NULL;
+	rel = table_open(relid, AccessShareLock);
+	push_statement_snapshot();
+	return rel;
+}
+
+/*
+ * direct_close
+ *	  Pop direct_open's snapshot and close the table (its lock kept).
+ */
+static void
+direct_close(Relation rel)
+{
+	PopActiveSnapshot();
+	table_close(rel, NoLock);
+}
+
+/*
  * installation_id_direct
  *	  The id of cq.installation's row as text, read with a heap scan and a
  *	  snapshot as SPI takes one for a statement (a statement to parse and
@@ -821,23 +865,14 @@ cq_catalog_key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
 static bool
 installation_id_direct(char **id)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("installation", nsp) : InvalidOid;
 	AttrNumber	att;
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tup;
 
 	*id = NULL;
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+	if ((rel = direct_open("installation", "id", UUIDOID, &att)) == NULL)
 		return false;
-	att = get_attnum(relid, "id");
-	if (att == InvalidAttrNumber || get_atttype(relid, att) != UUIDOID)
-		return false;
-	rel = table_open(relid, AccessShareLock);
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	UpdateActiveSnapshotCommandId();
 	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
 	if ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
 	{
@@ -848,8 +883,7 @@ installation_id_direct(char **id)
 			*id = DatumGetCString(DirectFunctionCall1(uuid_out, d));
 	}
 	table_endscan(scan);
-	PopActiveSnapshot();
-	table_close(rel, NoLock);
+	direct_close(rel);
 	return true;
 }
 
@@ -1254,28 +1288,18 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 static bool
 sentinel_direct(int32 id, bool *found)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("state_sentinel", nsp) : InvalidOid;
 	AttrNumber	att;
 	Relation	rel;
 	TableScanDesc scan;
 	ScanKeyData key;
 
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+	if ((rel = direct_open("state_sentinel", "query_id", INT4OID, &att)) == NULL)
 		return false;
-	att = get_attnum(relid, "query_id");
-	if (att == InvalidAttrNumber || get_atttype(relid, att) != INT4OID)
-		return false;
-	rel = table_open(relid, AccessShareLock);
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	UpdateActiveSnapshotCommandId();
 	ScanKeyInit(&key, att, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(id));
 	scan = table_beginscan(rel, GetActiveSnapshot(), 1, &key);
 	*found = heap_getnext(scan, ForwardScanDirection) != NULL;
 	table_endscan(scan);
-	PopActiveSnapshot();
-	table_close(rel, NoLock);
+	direct_close(rel);
 	return true;
 }
 
