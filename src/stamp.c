@@ -97,6 +97,9 @@ typedef struct StampSwap
 
 static HTAB *fast_tables = NULL;
 
+/* bumped by every invalidation of fast_tables: an entry found before is still there */
+static uint64 fast_tables_inval_count = 0;
+
 /* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
 static StampSwap *active_swap = NULL;
 
@@ -268,6 +271,7 @@ drop_fast_table(FastTable *e)
 static void
 fast_tables_inval(Datum arg, Oid relid)
 {
+	fast_tables_inval_count++;
 	if (fast_tables == NULL)
 		return;
 	if (OidIsValid(relid))
@@ -1139,14 +1143,25 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	if (OidIsValid(relid))
 	{
 		FastTable  *e = fast_tables ? hash_search(fast_tables, &relid, HASH_FIND, NULL) : NULL;
+		bool		leaves = false;
 
 		/* a table known not to qualify costs one lookup */
-		if (e == NULL || (e->fast && !e->in_use && leaves_default(sub, e->att)))
+		if (e == NULL || (e->fast && !e->in_use && (leaves = leaves_default(sub, e->att))))
 		{
+			uint64		invals = fast_tables_inval_count;
 			Relation	rel = relation_open(relid, NoLock);	/* the plan holds its lock */
 
-			e = fast_table(rel);
-			if (e != NULL && e->fast && leaves_default(sub, e->att))
+			/*
+			 * The entry found is current unless opening the table processed
+			 * an invalidation or the table's triggers changed: else it is
+			 * made again (fast_table).
+			 */
+			if (!(leaves && invals == fast_tables_inval_count && e->made_from == rel->trigdesc))
+			{
+				e = fast_table(rel);
+				leaves = e != NULL && e->fast && leaves_default(sub, e->att);
+			}
+			if (leaves)
 			{
 				swap_begin(&swap, rel, e);
 				active_swap = &swap;
