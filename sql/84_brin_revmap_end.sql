@@ -12,21 +12,12 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
 SET client_min_messages = warning;
+\i sql/include/helpers.sql
 
 CREATE TABLE brev_x (x xid8, pad text);
 ALTER TABLE brev_x ALTER pad SET STORAGE PLAIN;
 CREATE INDEX brev_idx ON brev_x USING brin (x cq.xid8_minmax_ops) WITH (pages_per_range = 1);
 
-CREATE FUNCTION brev_items(idx regclass)
-RETURNS TABLE (blknum bigint, allnulls bool, hasnulls bool, lo xid8, hi xid8)
-LANGUAGE sql AS $$
-  SELECT i.blknum, i.allnulls, i.hasnulls,
-         (regexp_match(i.value, '^\{(\d+) \.\. (\d+)\}$'))[1]::xid8,
-         (regexp_match(i.value, '^\{(\d+) \.\. (\d+)\}$'))[2]::xid8
-    FROM generate_series(1, pg_relation_size(idx) / current_setting('block_size')::int - 1) b,
-         LATERAL brin_page_items(get_raw_page(idx::text, b::int), idx) i
-   WHERE brin_page_type(get_raw_page(idx::text, b::int)) = 'regular' AND NOT i.placeholder
-$$;
 -- the revmap pages of an index (the metapage's last revmap page)
 CREATE FUNCTION brev_revmap_pages(idx regclass) RETURNS int LANGUAGE sql
   AS $$ SELECT lastrevmappage FROM brin_metapage_info(get_raw_page(idx::text, 0)) $$;
@@ -38,7 +29,7 @@ BEGIN
   RETURN QUERY
     SELECT count(*),
            count(*) FILTER (WHERE (r.allnulls, r.hasnulls, r.lo, r.hi) IS DISTINCT FROM (c.allnulls, c.hasnulls, c.lo, c.hi))
-      FROM brev_items('brev_ref') r JOIN brev_items('brev_idx') c USING (blknum);
+      FROM brin_summaries('brev_ref') r JOIN brin_summaries('brev_idx') c USING (blknum);
   DROP INDEX brev_ref;
 END $$;
 -- summarize the new ranges when asked, between two rows of the statement that calls it
