@@ -844,8 +844,8 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 /*
  * cached_range_empty
  *	  Is heap block blk in the range read last (range_has_tuple), which has
- *	  no index tuple still?  1: yes; 0: it has one (or may have: the revmap
- *	  grew); -1: another range.
+ *	  no index tuple still?  1: yes; 0: it has one; -1: another range, or
+ *	  the revmap grew since it had no page for the range (read it again).
  */
 static inline int
 cached_range_empty(BrinInsertCache *c, BlockNumber blk)
