@@ -109,6 +109,7 @@ cq_shmem_startup(void)
 		cq_shared->ndbs = max_worker_processes;
 		cq_shared->nworkers = max_worker_processes;
 		cq_shared->nqueries = cq_max_queries;
+		pg_atomic_init_u32(&cq_shared->wake_slots, 0);
 		p = (char *) cq_shared + MAXALIGN(sizeof(CqShared));
 		cq_shared->dbs = (CqDbSlot *) p;
 		p += MAXALIGN(mul_size(max_worker_processes, sizeof(CqDbSlot)));
@@ -193,16 +194,23 @@ cq_shmem_find_query(Oid dboid, int32 query_id)
  *	  Query slots were taken or freed: lower or raise queries_used to just
  *	  past the last slot in use, so that the scans of every commit into a
  *	  tracked source (wakeup.c) read only the slots ever used, not all
- *	  cq.max_queries of them.  Caller holds the lock exclusively.
+ *	  cq.max_queries of them; and count the slots that commits wake
+ *	  (wake_slots: with none, a commit takes no lock).  Caller holds the
+ *	  lock exclusively.
  */
 void
 cq_shmem_queries_changed(void)
 {
 	int			n = cq_shared->nqueries;
+	uint32		wake = 0;
 
 	while (n > 0 && !cq_shared->queries[n - 1].in_use)
 		n--;
 	cq_shared->queries_used = n;
+	for (int i = 0; i < n; i++)
+		if (cq_shared->queries[i].in_use && cq_shared->queries[i].wake_on_commit)
+			wake++;
+	pg_atomic_write_u32(&cq_shared->wake_slots, wake);
 }
 
 /*

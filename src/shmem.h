@@ -13,6 +13,7 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/nodes.h"
+#include "port/atomics.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
@@ -128,6 +129,10 @@ typedef struct CqShared
 	int			queries_used;	/* no query slot at or above is in_use: the
 								 * bound of every scan of queries, kept by
 								 * cq_shmem_queries_changed() */
+	pg_atomic_uint32 wake_slots;	/* slots in use with wake_on_commit, also
+									 * kept by cq_shmem_queries_changed(); read
+									 * without the lock by committing writers
+									 * (wakeup.c) */
 	CqDbSlot   *dbs;
 	CqWorkerSlot *workers;
 	CqQuerySlot *queries;

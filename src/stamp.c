@@ -97,6 +97,9 @@ typedef struct StampSwap
 
 static HTAB *fast_tables = NULL;
 
+/* bumped by every invalidation of fast_tables: an entry found before is still there */
+static uint64 fast_tables_inval_count = 0;
+
 /* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
 static StampSwap *active_swap = NULL;
 
@@ -268,6 +271,7 @@ drop_fast_table(FastTable *e)
 static void
 fast_tables_inval(Datum arg, Oid relid)
 {
+	fast_tables_inval_count++;
 	if (fast_tables == NULL)
 		return;
 	if (OidIsValid(relid))
@@ -590,6 +594,10 @@ typedef struct BrinInsertCache
 	BlockNumber range_start;	/* first heap block of the range whose... */
 	volatile ItemPointerData *entry;	/* ...revmap entry (in revmap_buf) was
 										 * read last, or NULL */
+	volatile BlockNumber *last_revmap;	/* or: the metapage's lastRevmapPage
+										 * (revmap_buf is the metapage), when
+										 * no revmap page covered that range */
+	BlockNumber range_mapblk;	/* the revmap page that would cover it */
 } BrinInsertCache;
 
 static const char brin_cache_magic[] = "pg_cq brin insert cache";
@@ -632,6 +640,7 @@ brin_cache_unpin(BrinInsertCache *c)
 		return;
 	c->revmap_buf = InvalidBuffer;
 	c->entry = NULL;
+	c->last_revmap = NULL;
 	dlist_delete(&c->node);
 	CurrentResourceOwner = c->owner;
 	ReleaseBuffer(buf);
@@ -669,6 +678,7 @@ brin_cache_resowner(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, 
 		{
 			c->revmap_buf = InvalidBuffer;
 			c->entry = NULL;
+			c->last_revmap = NULL;
 			dlist_delete(&c->node);
 		}
 	}
@@ -750,9 +760,34 @@ brin_recent_meta(BrinInsertCache *c, Relation idx)
 }
 
 /*
+ * cache_pin
+ *	  Make block blk of the index (the metapage or a revmap page) the one
+ *	  the cache keeps pinned, held by the current resource owner.
+ */
+static void
+cache_pin(BrinInsertCache *c, Relation idx, BlockNumber blk)
+{
+	if (BufferIsValid(c->revmap_buf) && BufferGetBlockNumber(c->revmap_buf) == blk)
+		return;
+	brin_cache_unpin(c);
+	c->revmap_buf = read_recent(idx, blk, blk == BRIN_METAPAGE_BLKNO ? &recent_meta : &recent_revmap);
+	c->owner = CurrentResourceOwner;
+	dlist_push_head(&pinned_caches, &c->node);
+}
+
+/*
  * range_has_tuple
  *	  Does the revmap point the range of heap block blk at an index tuple
  *	  (a summary or a placeholder)?
+ *
+ * Past the heap blocks the revmap's pages cover (1,360 ranges a page: 43,520
+ * heap pages, 340 MB, at pg_cq's 32 pages per range) no range has a tuple
+ * until a summarization extends the revmap, which pg_cq's batches do only
+ * for full ranges: every row of a growing table lands there.  Such a range
+ * is kept with a pin on the metapage, and later rows in it read the
+ * metapage's last revmap page without the page's lock (cached_range_empty),
+ * instead of pinning, locking and reading the metapage each (which also
+ * made two writers of a table contend for its buffer).
  */
 static pg_noinline bool
 range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
@@ -763,21 +798,25 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 
 	if (mapblk > c->last_revmap_page)
 	{
-		/* the revmap may have grown since it was read: read it again */
-		brin_read_meta(c, idx);
-		if (mapblk > c->last_revmap_page)
-			return false;		/* no revmap page covers the range yet */
-	}
-	if (!BufferIsValid(c->revmap_buf) || BufferGetBlockNumber(c->revmap_buf) != mapblk)
-	{
-		Buffer		buf;
+		BrinMetaPageData *md;
 
-		brin_cache_unpin(c);
-		buf = read_recent(idx, mapblk, &recent_revmap);
-		c->revmap_buf = buf;
-		c->owner = CurrentResourceOwner;
-		dlist_push_head(&pinned_caches, &c->node);
+		/*
+		 * The revmap may have grown since it was read: look at the metapage
+		 * (pinned for the range's later rows), as cached_range_empty does
+		 * and for the reason the entry is read without a lock below.
+		 */
+		cache_pin(c, idx, BRIN_METAPAGE_BLKNO);
+		md = (BrinMetaPageData *) PageGetContents(BufferGetPage(c->revmap_buf));
+		c->last_revmap = (volatile BlockNumber *) &md->lastRevmapPage;
+		c->range_mapblk = mapblk;
+		c->range_start = range * c->pages_per_range;
+		pg_memory_barrier();
+		if (mapblk > *c->last_revmap)
+			return false;		/* no revmap page covers the range yet */
+		brin_read_meta(c, idx);
 	}
+	cache_pin(c, idx, mapblk);
+	c->last_revmap = NULL;
 
 	/*
 	 * The entry is read without the page's content lock (which every
@@ -791,13 +830,39 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 	 * the page first, the placeholder was set before this backend locked
 	 * the page, so the read below (after a full barrier) sees it;
 	 * otherwise the scan sees the row.  The pinned page stays a revmap page
-	 * (the revmap only grows) and is not evicted.
+	 * (the revmap only grows) and is not evicted.  The same holds for the
+	 * metapage's last revmap page, which a summarizer extending the revmap
+	 * sets (under the metapage's exclusive lock) before the placeholder.
 	 */
 	contents = (RevmapContents *) PageGetContents(BufferGetPage(c->revmap_buf));
 	c->entry = (volatile ItemPointerData *) &contents->rm_tids[range % REVMAP_PAGE_MAXITEMS];
 	c->range_start = range * c->pages_per_range;
 	pg_memory_barrier();
 	return c->entry->ip_posid != InvalidOffsetNumber;
+}
+
+/*
+ * cached_range_empty
+ *	  Is heap block blk in the range read last (range_has_tuple), which has
+ *	  no index tuple still?  1: yes; 0: it has one; -1: another range, or
+ *	  the revmap grew since it had no page for the range (read it again).
+ */
+static inline int
+cached_range_empty(BrinInsertCache *c, BlockNumber blk)
+{
+	if (blk - c->range_start >= c->pages_per_range)
+		return -1;
+	if (c->entry != NULL)
+	{
+		pg_memory_barrier();
+		return c->entry->ip_posid == InvalidOffsetNumber;
+	}
+	if (c->last_revmap != NULL)
+	{
+		pg_memory_barrier();
+		return *c->last_revmap < c->range_mapblk ? 1 : -1;
+	}
+	return -1;
 }
 
 static bool brin_insert_slow(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
@@ -917,13 +982,9 @@ cq_brininsert(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
 	BrinInsertCache *c = indexInfo->ii_AmCache;
 
 	/* a row in the range of the row before: read its entry again */
-	if (likely(c != NULL && c->magic == brin_cache_magic && c->entry != NULL && !c->autosummarize &&
-			   ItemPointerGetBlockNumber(heaptid) - c->range_start < c->pages_per_range))
-	{
-		pg_memory_barrier();
-		if (c->entry->ip_posid == InvalidOffsetNumber)
-			return false;
-	}
+	if (likely(c != NULL && c->magic == brin_cache_magic && !c->autosummarize &&
+			   cached_range_empty(c, ItemPointerGetBlockNumber(heaptid)) == 1))
+		return false;
 	return brin_insert_slow(idx, values, isnull, heaptid, heap, checkUnique, indexUnchanged, indexInfo);
 }
 
@@ -958,14 +1019,10 @@ brin_insert_slow(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
 	if (!(c->autosummarize && blk > 0 && blk % c->pages_per_range == 0 &&
 		  ItemPointerGetOffsetNumber(heaptid) == FirstOffsetNumber))
 	{
-		if (c->entry != NULL && blk - c->range_start < c->pages_per_range)
-		{
-			/* the range of the row before: read its entry again */
-			pg_memory_barrier();
-			if (c->entry->ip_posid == InvalidOffsetNumber)
-				return false;
-		}
-		else if (!range_has_tuple(c, idx, blk))
+		int			known = cached_range_empty(c, blk);
+
+		/* the range of the row before: its entry was read again */
+		if (known == 1 || (known == -1 && !range_has_tuple(c, idx, blk)))
 			return false;
 	}
 	return brin_insert_summary(c, first_row, idx, values, isnull, heaptid, heap, checkUnique,
@@ -1086,14 +1143,25 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	if (OidIsValid(relid))
 	{
 		FastTable  *e = fast_tables ? hash_search(fast_tables, &relid, HASH_FIND, NULL) : NULL;
+		bool		leaves = false;
 
 		/* a table known not to qualify costs one lookup */
-		if (e == NULL || (e->fast && !e->in_use && leaves_default(sub, e->att)))
+		if (e == NULL || (e->fast && !e->in_use && (leaves = leaves_default(sub, e->att))))
 		{
+			uint64		invals = fast_tables_inval_count;
 			Relation	rel = relation_open(relid, NoLock);	/* the plan holds its lock */
 
-			e = fast_table(rel);
-			if (e != NULL && e->fast && leaves_default(sub, e->att))
+			/*
+			 * The entry found is current unless opening the table processed
+			 * an invalidation or the table's triggers changed: else it is
+			 * made again (fast_table).
+			 */
+			if (!(leaves && invals == fast_tables_inval_count && e->made_from == rel->trigdesc))
+			{
+				e = fast_table(rel);
+				leaves = e != NULL && e->fast && leaves_default(sub, e->att);
+			}
+			if (leaves)
 			{
 				swap_begin(&swap, rel, e);
 				active_swap = &swap;

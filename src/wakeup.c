@@ -85,6 +85,14 @@ wants_wakeup(CqQuerySlot *q)
  *	  visit, which then collects the outcome before it looks at pending).  Setting another process's latch is a kill() system call,
  *	  the most expensive part of a single-row INSERT's commit otherwise;
  *	  the first pass, under a shared lock, finds out whether it is needed.
+ *	  Before it, when no query of the cluster is woken by commits (paused,
+ *	  available-now or no queries), wake_slots says so without the lock,
+ *	  whose cache line every committing writer would otherwise write.
+ *	  Reading it without the lock is reading it just before taking the
+ *	  lock: the scheduler sets the slots and the count together, under the
+ *	  exclusive lock, and a query given wake_on_commit later finds the
+ *	  rows committed before by itself (a new or resumed query is due at
+ *	  once).
  */
 static void
 notify_at_commit(void)
@@ -101,6 +109,9 @@ notify_at_commit(void)
 	{
 		bool		mark = false;
 
+		pg_memory_barrier();
+		if (pg_atomic_read_u32(&cq_shared->wake_slots) == 0)
+			return;
 		LWLockAcquire(cq_shared->lock, LW_SHARED);
 		for (int i = 0; i < cq_shared->queries_used && !mark; i++)
 			if (!cq_shared->queries[i].pending && wants_wakeup(&cq_shared->queries[i]))

@@ -57,4 +57,20 @@ BEGIN
   RETURN t || ' ' || s || ' ' || o || ' ' || (SELECT count(*) FROM cq.progress WHERE name = qname);
 END $$;
 
+-- brin_summaries(idx): the summaries of a BRIN index on xid8 (minmax), read by
+-- pageinspect (which the calling file creates), placeholders left out
+CREATE OR REPLACE FUNCTION public.brin_summaries(idx regclass)
+RETURNS TABLE (blknum bigint, allnulls bool, hasnulls bool, lo xid8, hi xid8)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY
+    SELECT i.blknum, i.allnulls, i.hasnulls,
+           (regexp_match(i.value, '^\{(\d+) \.\. (\d+)\}$'))[1]::xid8,
+           (regexp_match(i.value, '^\{(\d+) \.\. (\d+)\}$'))[2]::xid8
+      FROM generate_series(1, pg_relation_size(idx) / current_setting('block_size')::int - 1) b,
+           LATERAL brin_page_items(get_raw_page(idx::text, b::int), idx) i
+     WHERE brin_page_type(get_raw_page(idx::text, b::int)) = 'regular' AND NOT i.placeholder;
+END $$;
+
 \set ECHO all
+
