@@ -978,7 +978,7 @@ unlink_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 		link = &node->next;
 	}
 	if (!DsaPointerIsValid(*head))
-		cq_gt_delete(table, hash);
+		cq_gt_delete(table, head);
 }
 
 /*

@@ -249,23 +249,21 @@ cq_gt_insert(CqGroupTable *t, uint64 hash)
 
 /*
  * cq_gt_delete
- *	  Remove the slot of hash (its chain is empty), moving back the slots
+ *	  Remove a slot whose chain is now empty (head: what cq_gt_find or
+ *	  cq_gt_insert returned for it, now invalid), moving back the slots
  *	  after it that would no longer be found (deletion without tombstones,
  *	  Knuth's algorithm R).  Allocates nothing, raises no error.
  */
 void
-cq_gt_delete(CqGroupTable *t, uint64 hash)
+cq_gt_delete(CqGroupTable *t, dsa_pointer *head)
 {
 	uint64		mask;
 	CqGroupSlot *slots = cq_gt_slots(t, &mask);
-	dsa_pointer *head = cq_gt_find(t, hash);
-	uint64		i;
+	uint64		i = (CqGroupSlot *) ((char *) head - offsetof(CqGroupSlot, head)) - slots;
 	uint64		j;
 
-	if (head == NULL)
-		return;
+	Assert(!DsaPointerIsValid(*head));
 	mask--;
-	i = (CqGroupSlot *) ((char *) head - offsetof(CqGroupSlot, head)) - slots;
 	for (j = (i + 1) & mask; DsaPointerIsValid(slots[j].head); j = (j + 1) & mask)
 	{
 		uint64		k = home(slots[j].hash, mask);
