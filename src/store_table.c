@@ -11,11 +11,13 @@
  * one slot (the probes that follow are in the same or the next cache
  * line), then the node.  A backend pays for the first touch of every page
  * of shared memory it reads (the page-table entries of a new process; on
- * a virtual machine with shadow page tables some 10-20 us a page), and a
- * batch run in a new session (pg_cron's CALL cq.run) reads a page or more
- * per group it looks up: one place fewer per group, and a slot array half
- * the size of dshash's buckets and items together, is that many pages
- * fewer to touch (bench/store.sh; sql/82_store_table.sql tests the table).
+ * a virtual machine with shadow page tables some 8-20 us a page, in a DSM
+ * segment or in the main shared memory alike), and a batch run in a new
+ * session (pg_cron's CALL cq.run) reads a page or more per group it looks
+ * up: one place fewer per group, and 2 MB of slots at 100k groups where a
+ * dshash's buckets and items take 5 MB, are that many pages fewer to touch
+ * (bench/README.md, Cold first batch; sql/82_store_table.sql tests the
+ * table).
  *
  * Locking: the table's lock is taken exclusively by the backend that
  * changes it (a batch of the query at pre-commit and commit, a drop) and
