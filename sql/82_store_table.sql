@@ -12,6 +12,7 @@
 -- reads them) equal its state-table twin's state rows, and the targets are
 -- equal row for row.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
+\i sql/include/helpers.sql
 SET client_min_messages = warning;
 SET timezone = 'UTC';
 SELECT setseed(0.82);
@@ -39,13 +40,6 @@ BEGIN
                  mid, 's_' || mid, 's_' || tid, 's_' || tid, mid, 's_' || mid) INTO n;
   RETURN n;
 END $$;
-CREATE FUNCTION gt_target_bad(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
-                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
 
 -- history before the queries exist: batch 0 folds ~1,200 groups
 SELECT gt_rows(6000, 1200, '2024-01-01 00:00:08+00');
@@ -59,7 +53,7 @@ SELECT s.name,
 SELECT name, state_path FROM cq.queries WHERE name LIKE 'gt\__' ORDER BY name;
 CALL cq.run('gt_m');
 CALL cq.run('gt_t');
-SELECT gt_state_bad('gt_m', 'gt_t') AS state_bad, gt_target_bad('gt_m', 'gt_t') AS target_bad,
+SELECT gt_state_bad('gt_m', 'gt_t') AS state_bad, twin_bad('gt_m', 'gt_t') AS target_bad,
        (SELECT state_rows FROM cq.state_store_info('gt_m')) > 1000 AS many_groups;
 
 -- 30 batches: windows open and close, groups come and go
@@ -75,7 +69,7 @@ BEGIN
     CALL cq.run('gt_m');
     CALL cq.run('gt_t');
     INSERT INTO gt_log
-    SELECT b, gt_state_bad('gt_m', 'gt_t'), gt_target_bad('gt_m', 'gt_t'),
+    SELECT b, gt_state_bad('gt_m', 'gt_t'), twin_bad('gt_m', 'gt_t'),
            (SELECT state_rows FROM cq.state_store_info('gt_m')),
            (SELECT num_state_rows_removed FROM cq.progress WHERE name = 'gt_m' ORDER BY batch_id DESC LIMIT 1);
     COMMIT;
@@ -104,7 +98,7 @@ COMMIT;
 SELECT (SELECT state_rows FROM cq.state_store_info('gt_m')) = :rows_before AS store_unchanged;
 CALL cq.run('gt_m');
 CALL cq.run('gt_t');
-SELECT gt_state_bad('gt_m', 'gt_t') AS state_bad_after_discard, gt_target_bad('gt_m', 'gt_t') AS target_bad_after_discard;
+SELECT gt_state_bad('gt_m', 'gt_t') AS state_bad_after_discard, twin_bad('gt_m', 'gt_t') AS target_bad_after_discard;
 
 -- cq.reset: a new table, rebuilt from the source
 SELECT cq.reset('gt_m');
@@ -112,8 +106,8 @@ CALL cq.run('gt_m');
 SELECT gt_rows(500, 600, '2024-01-01 00:02:24+00');
 CALL cq.run('gt_m');
 CALL cq.run('gt_t');
-SELECT gt_state_bad('gt_m', 'gt_t') AS state_bad_after_reset, gt_target_bad('gt_m', 'gt_t') AS target_bad_after_reset;
+SELECT gt_state_bad('gt_m', 'gt_t') AS state_bad_after_reset, twin_bad('gt_m', 'gt_t') AS target_bad_after_reset;
 
 SELECT cq.drop_query(name) FROM cq.queries WHERE name LIKE 'gt\_%' ORDER BY name;
 DROP TABLE gt_src, gt_big_src, gt_log;
-DROP FUNCTION gt_rows(int, int, timestamptz), gt_state_bad(text, text), gt_target_bad(regclass, regclass);
+DROP FUNCTION gt_rows(int, int, timestamptz), gt_state_bad(text, text);
