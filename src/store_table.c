@@ -68,13 +68,27 @@ home(uint64 hash, uint64 mask)
 
 /*
  * alloc_slots
- *	  A zeroed (all empty) slot array of 2^size_log2 slots.
+ *	  A zeroed (all empty) slot array of 2^size_log2 slots; out of memory,
+ *	  an error after freeing also (when valid) the control block ctlp.
  */
 static dsa_pointer
-alloc_slots(dsa_area *area, int size_log2)
+alloc_slots(dsa_area *area, int size_log2, dsa_pointer ctlp)
 {
-	return dsa_allocate_extended(area, sizeof(CqGroupSlot) << size_log2,
-								 DSA_ALLOC_HUGE | DSA_ALLOC_ZERO);
+	size_t		size = sizeof(CqGroupSlot) << size_log2;
+	dsa_pointer p = dsa_allocate_extended(area, size,
+										  DSA_ALLOC_HUGE | DSA_ALLOC_ZERO | DSA_ALLOC_NO_OOM);
+
+	if (!DsaPointerIsValid(p))
+	{
+		if (DsaPointerIsValid(ctlp))
+			dsa_free(area, ctlp);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of shared memory for the group table of the state store"),
+				 errdetail("Failed on a request of size %zu.", size),
+				 errhint("Free memory on the server, or keep the state of large queries in tables (state_storage = 'unlogged').")));
+	}
+	return p;
 }
 
 /*
@@ -90,9 +104,9 @@ cq_gt_create(dsa_area *area, int tranche, uint64 expected)
 
 	while (expected * GT_FILL_DEN > (UINT64CONST(1) << size_log2) * GT_FILL_NUM)
 		size_log2++;
-	slots = alloc_slots(area, size_log2);
 	t->area = area;
 	t->ctlp = dsa_allocate(area, sizeof(GroupTableCtl));
+	slots = alloc_slots(area, size_log2, t->ctlp);
 	t->ctl = dsa_get_address(area, t->ctlp);
 	LWLockInitialize(&t->ctl->lock, tranche);
 	t->ctl->size_log2 = size_log2;
@@ -211,7 +225,7 @@ grow(CqGroupTable *t)
 	uint64		n;
 	CqGroupSlot *old = cq_gt_slots(t, &n);
 	dsa_pointer oldp = t->ctl->slots;
-	dsa_pointer newp = alloc_slots(t->area, t->ctl->size_log2 + 1);
+	dsa_pointer newp = alloc_slots(t->area, t->ctl->size_log2 + 1, InvalidDsaPointer);
 	CqGroupSlot *slots = dsa_get_address(t->area, newp);
 	uint64		mask = n * 2 - 1;
 
