@@ -11,10 +11,11 @@
  * segment (shmem.c), guarded by the lock "pg_cq store".  A query's
  * directory entry points to its header (StoreHeader): the handle of its
  * group table, the batch id the table reflects, row and byte counts, and
- * a condition variable.  The group table is a dshash keyed by a 64-bit
- * hash of the grouping keys (each key's extended hash function, with the
- * key's collation: the equality GROUP BY uses hashes consistently with
- * it); each entry holds a chain of nodes, one per group with that hash,
+ * a condition variable.  The group table (store_table.c: open addressing,
+ * one slot per hash, fewer pages to touch than a dshash) is keyed by a
+ * 64-bit hash of the grouping keys (each key's extended hash function,
+ * with the key's collation: the equality GROUP BY uses hashes consistently
+ * with it); each slot holds a chain of nodes, one per group with that hash,
  * and each node the group's state row (keys, n, [e], partials, [h]: the
  * row type of the state table) as a MinimalTuple right after the node, in
  * its allocation (alloc_node).  Groups are matched by hash, then by their
@@ -108,9 +109,6 @@ static bool callbacks_registered = false;
 static dshash_parameters dir_params = {
 	sizeof(StoreKey), sizeof(StoreDirEntry), dshash_memcmp, dshash_memhash, 0
 };
-static dshash_parameters table_params = {
-	sizeof(uint64), sizeof(StoreEntry), dshash_memcmp, dshash_memhash, 0
-};
 
 static void store_xact_callback(XactEvent event, void *arg);
 static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -160,7 +158,6 @@ store_attach(void)
 		store_dir = dshash_attach(area, &dir_params, cq_shared->store_dir, NULL);
 		store_area = area;
 	}
-	table_params.tranche_id = cq_shared->store_tranche;
 	LWLockRegisterTranche(cq_shared->store_tranche, "pg_cq store");
 	LWLockRelease(cq_shared->store_lock);
 	MemoryContextSwitchTo(old);
@@ -478,7 +475,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	ListCell   *lc;
 	bool		valid;
 	int64		published;
-	dshash_table_handle table = 0;
+	dsa_pointer table = InvalidDsaPointer;
 
 	*lost = false;
 	foreach(lc, xact_stores)
@@ -551,7 +548,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	if (valid && last->found && published == last->batch_id)
 	{
 		old = MemoryContextSwitchTo(st->cxt);
-		st->table = dshash_attach(store_area, &table_params, table, NULL);
+		st->table = cq_gt_attach(store_area, table);
 		MemoryContextSwitchTo(old);
 	}
 	else
@@ -687,7 +684,7 @@ void
 cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 {
 	OvEntry    *ov;
-	StoreEntry *e;
+	dsa_pointer *head;
 
 	memset(ref, 0, sizeof(*ref));
 	ref->hash = cq_store_key_hash(st, values, nulls);
@@ -708,10 +705,11 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 	}
 	if (st->table == NULL)
 		return;
-	e = dshash_find(st->table, &ref->hash, false);
-	if (e == NULL)
+	/* no lock: only this batch changes the table until it commits */
+	head = cq_gt_find(st->table, ref->hash);
+	if (head == NULL)
 		return;
-	for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+	for (dsa_pointer np = *head; DsaPointerIsValid(np);)
 	{
 		StoreNode  *node = dsa_get_address(store_area, np);
 
@@ -729,7 +727,6 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		}
 		np = node->next;
 	}
-	dshash_release_lock(st->table, e);
 }
 
 /*
@@ -838,13 +835,13 @@ cq_store_scan_all(CqStore *st)
 	}
 	if (st->table)
 	{
-		dshash_seq_status status;
-		StoreEntry *e;
+		uint64		n;
+		CqGroupSlot *slots = cq_gt_slots(st->table, &n);
 
-		dshash_seq_init(&status, st->table, false);
-		while ((e = dshash_seq_next(&status)) != NULL)
+		/* no lock: only this batch changes the table until it commits */
+		for (uint64 i = 0; i < n; i++)
 		{
-			for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+			for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 			{
 				StoreNode  *node = dsa_get_address(store_area, np);
 
@@ -853,7 +850,7 @@ cq_store_scan_all(CqStore *st)
 				{
 					ScanRow    *r = palloc0(sizeof(ScanRow));
 
-					r->ref.hash = e->hash;
+					r->ref.hash = slots[i].hash;
 					r->ref.node = np;
 					r->ref.tup = shared_tuple(node->tuple);
 					rows = lappend(rows, r);
@@ -861,7 +858,6 @@ cq_store_scan_all(CqStore *st)
 				np = node->next;
 			}
 		}
-		dshash_seq_term(&status);
 	}
 	foreach(lc, st->items)
 	{
@@ -943,36 +939,33 @@ alloc_node(HeapTuple t, bool visible, dsa_pointer *row)
 
 /*
  * link_node
- *	  Put node np at the head of the chain of hash in table.
+ *	  Put node np at the head of the chain of hash in table (its lock held
+ *	  exclusively, or the table not visible yet).  May raise an error.
  */
 static void
-link_node(dshash_table *table, uint64 hash, dsa_pointer np)
+link_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 {
 	StoreNode  *node = dsa_get_address(store_area, np);
-	bool		found;
-	StoreEntry *e;
+	dsa_pointer *head = cq_gt_insert(table, hash);
 
-	e = dshash_find_or_insert(table, &hash, &found);
-	if (!found)
-		e->head = InvalidDsaPointer;
-	node->next = e->head;
-	e->head = np;
-	dshash_release_lock(table, e);
+	node->next = *head;
+	*head = np;
 }
 
 /*
  * unlink_node
- *	  Remove a node from its chain and free it and its tuple.
+ *	  Remove a node from its chain and free it and its tuple (the table's
+ *	  lock held exclusively).  Raises no error.
  */
 static void
-unlink_node(dshash_table *table, uint64 hash, dsa_pointer np)
+unlink_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 {
-	StoreEntry *e = dshash_find(table, &hash, true);
+	dsa_pointer *head = cq_gt_find(table, hash);
 	dsa_pointer *link;
 
-	if (e == NULL)
+	if (head == NULL)
 		return;
-	for (link = &e->head; DsaPointerIsValid(*link);)
+	for (link = head; DsaPointerIsValid(*link);)
 	{
 		StoreNode  *node = dsa_get_address(store_area, *link);
 
@@ -984,10 +977,8 @@ unlink_node(dshash_table *table, uint64 hash, dsa_pointer np)
 		}
 		link = &node->next;
 	}
-	if (!DsaPointerIsValid(e->head))
-		dshash_delete_entry(table, e);
-	else
-		dshash_release_lock(table, e);
+	if (!DsaPointerIsValid(*head))
+		cq_gt_delete(table, head);
 }
 
 /*
@@ -995,25 +986,22 @@ unlink_node(dshash_table *table, uint64 hash, dsa_pointer np)
  *	  Free a group table with its nodes and rows.
  */
 static void
-destroy_table(dshash_table *table)
+destroy_table(CqGroupTable *table)
 {
-	dshash_seq_status status;
-	StoreEntry *e;
+	uint64		n;
+	CqGroupSlot *slots = cq_gt_slots(table, &n);
 
-	dshash_seq_init(&status, table, true);
-	while ((e = dshash_seq_next(&status)) != NULL)
+	for (uint64 i = 0; i < n; i++)
 	{
-		for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 		{
 			dsa_pointer next = ((StoreNode *) dsa_get_address(store_area, np))->next;
 
 			dsa_free(store_area, np);
 			np = next;
 		}
-		e->head = InvalidDsaPointer;
 	}
-	dshash_seq_term(&status);
-	dshash_destroy(table);
+	cq_gt_destroy(table);
 }
 
 /*
@@ -1108,7 +1096,7 @@ prepare(CqStore *st)
 			return;
 		old = MemoryContextSwitchTo(st->cxt);
 		if (st->table == NULL && header_of(st)->valid)
-			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
+			st->table = cq_gt_attach(store_area, header_of(st)->table);
 		MemoryContextSwitchTo(old);
 		return;
 	}
@@ -1125,12 +1113,17 @@ prepare(CqStore *st)
 	old = MemoryContextSwitchTo(st->cxt);
 	if (st->replace)
 	{
-		st->newtable = dshash_create(store_area, &table_params, NULL);
+		st->newtable = cq_gt_create(store_area, cq_shared->store_tranche, (uint64) st->rows);
 		if (st->table == NULL && header_of(st)->valid)
-			st->table = dshash_attach(store_area, &table_params, header_of(st)->table, NULL);
+			st->table = cq_gt_attach(store_area, header_of(st)->table);
 	}
 	t0 = cq_store_cpu_ms();
+	/* new groups are linked into the published table now (rows invisible) */
+	if (st->table && !st->replace)
+		cq_gt_lock(st->table, LW_EXCLUSIVE);
 	for_each_item(st, prepare_item);
+	if (st->table && !st->replace)
+		cq_gt_unlock(st->table);
 	MemoryContextSwitchTo(old);
 	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": %d rows copied in %.3f ms (CPU time)",
 		 st->batch_id, list_length(st->items), cq_store_cpu_ms() - t0);
@@ -1139,7 +1132,7 @@ prepare(CqStore *st)
 static void
 publish_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	StoreEntry *e;
+	dsa_pointer *head;
 
 	if (st->replace)
 		return;
@@ -1149,18 +1142,18 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 			unlink_node(st->table, hash, it->node);
 		return;
 	}
-	e = dshash_find(st->table, &hash, true);
+	head = cq_gt_find(st->table, hash);
 	if (it->inplace)
 	{
-		/* under the entry's lock: a reader's scan sees the old row or the new */
+		/* under the table's lock: a reader's scan sees the old row or the new */
 		StoreNode  *node = dsa_get_address(store_area, it->node);
 
 		fill_tuple(dsa_get_address(store_area, node->tuple), it->tup);
 	}
 	else if (it->swap)
 	{
-		/* under the entry's lock: the new node takes the old one's place */
-		dsa_pointer *link = e ? &e->head : NULL;
+		/* under the table's lock: the new node takes the old one's place */
+		dsa_pointer *link = head;
 
 		while (link && DsaPointerIsValid(*link) && *link != it->node)
 			link = &((StoreNode *) dsa_get_address(store_area, *link))->next;
@@ -1176,8 +1169,6 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 	}
 	else
 		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = it->newtuple;
-	if (e)
-		dshash_release_lock(st->table, e);
 }
 
 /*
@@ -1189,7 +1180,7 @@ publish(CqStore *st)
 {
 	StoreDirEntry *d;
 	StoreHeader *h;
-	dshash_table *old_table = NULL;
+	CqGroupTable *old_table = NULL;
 
 	if (!st->prepared)
 		return;
@@ -1214,7 +1205,12 @@ publish(CqStore *st)
 			destroy_table(old_table);
 		return;
 	}
-	for_each_item(st, publish_item);
+	if (st->table && !st->replace)
+	{
+		cq_gt_lock(st->table, LW_EXCLUSIVE);
+		for_each_item(st, publish_item);
+		cq_gt_unlock(st->table);
+	}
 	d = dshash_find(store_dir, &st->key, true);
 	if (d == NULL || d->header != st->header)
 	{
@@ -1226,7 +1222,7 @@ publish(CqStore *st)
 	if (st->replace)
 	{
 		old_table = h->valid ? st->table : NULL;
-		h->table = dshash_get_hash_table_handle(st->newtable);
+		h->table = cq_gt_handle(st->newtable);
 	}
 	h->valid = true;
 	h->published = st->batch_id;
@@ -1267,8 +1263,12 @@ discard(CqStore *st)
 
 	if (!st->prepared)
 		return;
-	if (!st->switched)
+	if (!st->switched && st->table && !st->replace)
+	{
+		cq_gt_lock(st->table, LW_EXCLUSIVE);
 		for_each_item(st, discard_item);
+		cq_gt_unlock(st->table);
+	}
 	if (st->replace && st->newtable)
 		destroy_table(st->newtable);
 	d = dshash_find(store_dir, &st->key, true);
@@ -1384,7 +1384,7 @@ cq_store_forget(Oid dboid, int32 query_id)
 		return;
 	}
 	if (h->valid)
-		destroy_table(dshash_attach(store_area, &table_params, h->table, NULL));
+		destroy_table(cq_gt_attach(store_area, h->table));
 	dsa_free(store_area, d->header);
 	dshash_delete_entry(store_dir, d);
 }
@@ -1435,9 +1435,9 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	StoreKey	key = {dboid, query_id};
 	StoreDirEntry *d;
 	StoreHeader *h;
-	dshash_table *table;
-	dshash_seq_status status;
-	StoreEntry *e;
+	CqGroupTable *table;
+	CqGroupSlot *slots;
+	uint64		n;
 	ListCell   *lc;
 
 	foreach(lc, xact_stores)
@@ -1465,11 +1465,12 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	}
 	h = dsa_get_address(store_area, d->header);
 	/* the directory entry stays locked: the table cannot be replaced meanwhile */
-	table = dshash_attach(store_area, &table_params, h->table, NULL);
-	dshash_seq_init(&status, table, false);
-	while ((e = dshash_seq_next(&status)) != NULL)
+	table = cq_gt_attach(store_area, h->table);
+	cq_gt_lock(table, LW_SHARED);
+	slots = cq_gt_slots(table, &n);
+	for (uint64 i = 0; i < n; i++)
 	{
-		for (dsa_pointer np = e->head; DsaPointerIsValid(np);)
+		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 		{
 			StoreNode  *node = dsa_get_address(store_area, np);
 
@@ -1483,8 +1484,8 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 			np = node->next;
 		}
 	}
-	dshash_seq_term(&status);
-	dshash_detach(table);
+	cq_gt_unlock(table);
+	pfree(table);
 	dshash_release_lock(store_dir, d);
 	return true;
 }

@@ -18,6 +18,7 @@
 #include "aggregates.h"
 #include "fmgr.h"
 #include "lib/dshash.h"
+#include "store_table.h"
 #include "nodes/pg_list.h"
 #include "storage/condition_variable.h"
 #include "utils/dsa.h"
@@ -45,7 +46,7 @@ typedef struct StoreDirEntry
 typedef struct StoreHeader
 {
 	bool		valid;			/* table reflects batch `published` */
-	dshash_table_handle table;	/* groups (valid only) */
+	dsa_pointer table;			/* groups, a CqGroupTable (valid only) */
 	int64		published;		/* batch id the table reflects, -1: before batch 0 */
 	int64		inflight;		/* batch being published, -1: none */
 	int64		rows;
@@ -58,13 +59,6 @@ typedef struct StoreHeader
 	TimestampTz min_e;			/* no row has e < min_e (PG_INT64_MAX: none has e) */
 	ConditionVariable cv;		/* broadcast when inflight is cleared */
 } StoreHeader;
-
-/* A hash value of the group table, and its groups. */
-typedef struct StoreEntry
-{
-	uint64		hash;
-	dsa_pointer head;			/* StoreNode chain */
-} StoreEntry;
 
 typedef struct StoreNode
 {
@@ -123,9 +117,9 @@ struct CqStore
 	FmgrInfo   *pfn;			/* per part: + or the type's comparison */
 	Oid		   *pcoll;			/* per part: its collation */
 	dsa_pointer header;
-	dshash_table *table;		/* published table, or NULL */
+	CqGroupTable *table;		/* published table, or NULL */
 	bool		replace;		/* publication replaces the whole table */
-	dshash_table *newtable;		/* replace: built at pre-commit */
+	CqGroupTable *newtable;		/* replace: built at pre-commit */
 	HTAB	   *overlay;		/* uint64 -> OvEntry */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
 	List	   *items;			/* every OvItem, in order */

@@ -72,5 +72,17 @@ BEGIN
      WHERE brin_page_type(get_raw_page(idx::text, b::int)) = 'regular' AND NOT i.placeholder;
 END $$;
 
+-- twin_bad(a, b): rows of relation a that are not rows of b and the other
+-- way, compared as text (0 = equal as multisets; a query and its twin on
+-- the other state path)
+CREATE OR REPLACE FUNCTION public.twin_bad(a regclass, b regclass) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
+                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
+  RETURN n;
+END $$;
+
 \set ECHO all
 
