@@ -367,7 +367,6 @@ cq_agg_nparts(const CqAgg *a)
 void
 cq_agg_generic_check(Aggref *agg)
 {
-	char	   *fname = format_procedure(agg->aggfnoid);
 	HeapTuple	tup;
 	Form_pg_aggregate aggform;
 	const char *why = NULL;
@@ -383,25 +382,25 @@ cq_agg_generic_check(Aggref *agg)
 		elog(ERROR, "cache lookup failed for aggregate %u", agg->aggfnoid);
 	aggform = (Form_pg_aggregate) GETSTRUCT(tup);
 	if (!OidIsValid(aggform->aggcombinefn))
-		why = psprintf("Aggregate %s has no combine function, so the partial results of two batches cannot be merged.", fname);
+		why = psprintf("Aggregate %s has no combine function, so the partial results of two batches cannot be merged.", format_procedure(agg->aggfnoid));
 	else if (aggform->aggtranstype == INTERNALOID &&
 			 (!OidIsValid(aggform->aggserialfn) || !OidIsValid(aggform->aggdeserialfn)))
-		why = psprintf("The state of aggregate %s is of type internal and it has no serialization functions, so it cannot be stored between batches.", fname);
+		why = psprintf("The state of aggregate %s is of type internal and it has no serialization functions, so it cannot be stored between batches.", format_procedure(agg->aggfnoid));
 	else if (variadic)
-		why = psprintf("Aggregate %s is variadic.", fname);
+		why = psprintf("Aggregate %s is variadic.", format_procedure(agg->aggfnoid));
 	else if (agg->args == NIL)
-		why = psprintf("Aggregate %s has no arguments; of those, only count(*) is supported.", fname);
+		why = psprintf("Aggregate %s has no arguments; of those, only count(*) is supported.", format_procedure(agg->aggfnoid));
 	ReleaseSysCache(tup);
 	if (why)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregate %s is not supported in continuous queries", fname),
+				 errmsg("aggregate %s is not supported in continuous queries", format_procedure(agg->aggfnoid)),
 				 errdetail_internal("%s", why),
 				 errhint("Use an aggregate that PostgreSQL can combine (pg_aggregate.aggcombinefn), as for parallel aggregation.")));
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregate %s needs version 0.2 of extension pg_cq", fname),
+				 errmsg("aggregate %s needs version 0.2 of extension pg_cq", format_procedure(agg->aggfnoid)),
 				 errdetail("The database's pg_cq catalog is version 0.1, which computes only count, sum, avg, min, max, the variance and stddev family and the boolean and bitwise aggregates."),
 				 errhint("Run ALTER EXTENSION pg_cq UPDATE.")));
 }

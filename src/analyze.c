@@ -81,6 +81,20 @@ add_expr_once(List **list, Node *expr)
 }
 
 /*
+ * has_btree_opclass
+ *	  Has type a default btree operator class (GetDefaultOpClass)?  Asked
+ *	  through the type cache, which keeps the answer for the backend and
+ *	  which the batch's own statements ask for the same types anyway: a
+ *	  new backend's first batch then scans pg_opclass once per type, not
+ *	  twice.
+ */
+static bool
+has_btree_opclass(Oid type)
+{
+	return OidIsValid(lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY)->btree_opf);
+}
+
+/*
  * check_distinct_agg
  *	  agg(DISTINCT x) keeps the (group, value) pairs seen in a table whose
  *	  unique index finds them again (state.c): the aggregate must be one
@@ -91,7 +105,7 @@ static void
 check_distinct_agg(Aggref *agg, const struct CqAggKind *kind, Oid argtype)
 {
 	SortGroupClause *sgc = linitial(agg->aggdistinct);
-	Oid			opclass;
+	TypeCacheEntry *tc;
 	Oid			eqop = InvalidOid;
 
 	if (kind == NULL)
@@ -111,10 +125,10 @@ check_distinct_agg(Aggref *agg, const struct CqAggKind *kind, Oid argtype)
 				 errdetail("The values seen are kept in a table, and a column cannot have pseudo-type %s.",
 						   format_type_be(argtype)),
 				 errhint("Aggregate DISTINCT over a column, or over a value of a composite type created with CREATE TYPE.")));
-	opclass = GetDefaultOpClass(argtype, BTREE_AM_OID);
-	if (OidIsValid(opclass))
-		eqop = get_opfamily_member(get_opclass_family(opclass), get_opclass_input_type(opclass),
-								   get_opclass_input_type(opclass), BTEqualStrategyNumber);
+	tc = lookup_type_cache(argtype, TYPECACHE_BTREE_OPFAMILY);
+	if (OidIsValid(tc->btree_opf))
+		eqop = get_opfamily_member(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
+								   BTEqualStrategyNumber);
 	if (!OidIsValid(eqop) || eqop != sgc->eqop)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -168,7 +182,6 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 	if (IsA(node, Aggref))
 	{
 		Aggref	   *agg = (Aggref *) node;
-		char	   *fname = format_procedure(agg->aggfnoid);
 		Oid			argtype = InvalidOid;
 		const struct CqAggKind *kind;
 		CqAgg	   *a;
@@ -181,12 +194,14 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		if (agg->aggkind != AGGKIND_NORMAL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("ordered-set aggregate %s is not supported in continuous queries", fname),
+					 errmsg("ordered-set aggregate %s is not supported in continuous queries",
+							format_procedure(agg->aggfnoid)),
 					 errdetail("Ordered-set and hypothetical-set aggregates cannot be merged from partial results.")));
 		if (agg->aggorder != NIL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("aggregate %s with ORDER BY is not supported in continuous queries", fname),
+					 errmsg("aggregate %s with ORDER BY is not supported in continuous queries",
+							format_procedure(agg->aggfnoid)),
 					 errdetail("An aggregate whose result depends on input order cannot be merged from partial results.")));
 		if (list_length(agg->args) == 1)
 			argtype = exprType((Node *) ((TargetEntry *) linitial(agg->args))->expr);
@@ -1075,7 +1090,7 @@ collect_group_keys(CqAnalysis *an)
 		Node	   *expr = get_sortgroupclause_expr(sgc, q->targetList);
 		Oid			type = exprType(expr);
 
-		if (!OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
+		if (!has_btree_opclass(type))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot group by type %s in a continuous query", format_type_be(type)),
@@ -1330,7 +1345,7 @@ analyze_distinct(CqAnalysis *an, CqOptions *opts, const char *name)
 		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
 		Oid			type = exprType((Node *) tle->expr);
 
-		if (!OidIsValid(sgc->sortop) || !OidIsValid(GetDefaultOpClass(type, BTREE_AM_OID)))
+		if (!OidIsValid(sgc->sortop) || !has_btree_opclass(type))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot use type %s in SELECT DISTINCT of a continuous query", format_type_be(type)),

@@ -337,7 +337,7 @@ static bool
 query_col(Relation rel, TupleTableSlot *slot, const char *name, QueryColKind kind,
 		  char **str, int64 *num, int64 ifnull)
 {
-	AttrNumber	att = get_attnum(RelationGetRelid(rel), name);
+	AttrNumber	att = cq_rel_attnum(rel, name);
 	Oid			type;
 	bool		isnull;
 	Datum		d;
@@ -504,12 +504,10 @@ fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 
 	if (!OidIsValid(relid))
 		return false;
-	idatt = get_attnum(relid, "id");
-	if (idatt == InvalidAttrNumber || get_atttype(relid, idatt) != INT4OID)
-		return false;
 	/* the table lock of the statement: RowShareLock with FOR ... UPDATE */
 	rel = table_open(relid, lock ? RowShareLock : AccessShareLock);
-	idx = unique_btree_index(rel, 1, &idatt, NULL);
+	idatt = cq_rel_column(rel, "id", INT4OID);
+	idx = idatt == InvalidAttrNumber ? NULL : unique_btree_index(rel, 1, &idatt, NULL);
 	if (idx == NULL)
 	{
 		table_close(rel, NoLock);
@@ -621,13 +619,11 @@ fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQu
 
 	if (!OidIsValid(relid) || (v02 && nspname == NULL))
 		return false;
-	atts[0] = get_attnum(relid, "schema");
-	atts[1] = get_attnum(relid, "name");
-	for (int k = first; k < 2; k++)
-		if (atts[k] == InvalidAttrNumber || get_atttype(relid, atts[k]) != types[k])
-			return false;
 	rel = table_open(relid, AccessShareLock);
-	idx = unique_btree_index(rel, nkeys, atts + first, types + first);
+	atts[0] = cq_rel_column(rel, "schema", types[0]);
+	atts[1] = cq_rel_column(rel, "name", types[1]);
+	if (atts[first] != InvalidAttrNumber && atts[1] != InvalidAttrNumber)
+		idx = unique_btree_index(rel, nkeys, atts + first, types + first);
 	if (idx == NULL)
 	{
 		table_close(rel, NoLock);
@@ -835,10 +831,13 @@ direct_open(const char *relname, const char *column, Oid type, AttrNumber *att)
 
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 		return NULL;
-	*att = get_attnum(relid, column);
-	if (*att == InvalidAttrNumber || get_atttype(relid, *att) != type)
-		return NULL;
 	rel = table_open(relid, AccessShareLock);
+	*att = cq_rel_column(rel, column, type);
+	if (*att == InvalidAttrNumber)
+	{
+		table_close(rel, AccessShareLock);
+		return NULL;
+	}
 	push_statement_snapshot();
 	return rel;
 }

@@ -193,7 +193,7 @@ pk_open(const char *relname, bool v02, PkScan *pk, LOCKMODE lockmode)
 	pk->nkeys = 2 - first;
 	ok = pk->idx->rd_index->indnkeyatts == 3 - first;
 	for (int i = first; i < 3 && ok; i++)
-		ok = pk->idx->rd_index->indkey.values[i - first] == get_attnum(relid, cols[i]);
+		ok = pk->idx->rd_index->indkey.values[i - first] == cq_rel_attnum(pk->rel, cols[i]);
 	if (!ok)
 	{
 		index_close(pk->idx, NoLock);
@@ -251,7 +251,7 @@ pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch
 static Datum
 pk_col(PkScan *pk, TupleTableSlot *slot, const char *col, bool *isnull)
 {
-	AttrNumber	att = get_attnum(RelationGetRelid(pk->rel), col);
+	AttrNumber	att = cq_rel_attnum(pk->rel, col);
 
 	if (att == InvalidAttrNumber)
 	{

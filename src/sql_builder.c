@@ -241,3 +241,40 @@ cq_spi_plan_forget(const char *sql)
 		(void) hash_search(plan_cache, entry->key, HASH_REMOVE, NULL);
 	}
 }
+
+/*
+ * cq_rel_attnum
+ *	  The number of rel's column name (not dropped), or InvalidAttrNumber:
+ *	  get_attnum read from the open relation's descriptor, so that a new
+ *	  backend reading pg_cq's catalog tables by column name does not look
+ *	  each column up in pg_attribute (and cache it) once more.
+ */
+AttrNumber
+cq_rel_attnum(Relation rel, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	return InvalidAttrNumber;
+}
+
+/*
+ * cq_rel_column
+ *	  cq_rel_attnum of a column of type type; InvalidAttrNumber when there
+ *	  is no such column or it has another type.
+ */
+AttrNumber
+cq_rel_column(Relation rel, const char *name, Oid type)
+{
+	AttrNumber	att = cq_rel_attnum(rel, name);
+
+	if (att == InvalidAttrNumber || TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid != type)
+		return InvalidAttrNumber;
+	return att;
+}

@@ -12,6 +12,7 @@
 #include "postgres.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "utils/rel.h"
 
 extern void cq_sql_ident(StringInfo buf, const char *ident);
 extern void cq_sql_relname(StringInfo buf, Oid relid);
@@ -25,5 +26,7 @@ extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *ty
 extern SPIPlanPtr cq_spi_plan(const char *sql, int nargs, Oid *types);
 extern SPIPlanPtr cq_spi_plan_rows(const char *sql, int nargs, Oid *types, int64 rows);
 extern void cq_spi_plan_forget(const char *sql);
+extern AttrNumber cq_rel_attnum(Relation rel, const char *name);
+extern AttrNumber cq_rel_column(Relation rel, const char *name, Oid type);
 
 #endif							/* CQ_SQL_BUILDER_H */
