@@ -1370,6 +1370,59 @@ cq_catalog_state_path(int32 id)
 }
 
 /*
+ * cq_catalog_read_relation
+ *	  The relation batches of query id read for its source
+ *	  (cq.queries.read_relation: the coordinator's copy of a Citus
+ *	  reference or local table, citus_copy.c), or InvalidOid.  Caller has
+ *	  SPI connected.
+ */
+Oid
+cq_catalog_read_relation(int32 id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	CqSecurity	sec;
+	Oid			result = InvalidOid;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return InvalidOid;
+	cq_security_superuser(&sec);
+	cq_spi_exec("SELECT read_relation FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = DatumGetObjectId(d);
+	}
+	cq_security_restore(&sec);
+	return result;
+}
+
+/*
+ * cq_catalog_set_read_relation
+ *	  Record the relation batches of query id read (InvalidOid: NULL, the
+ *	  source itself).  Only on a 0.2 catalog.  Caller has SPI connected.
+ */
+void
+cq_catalog_set_read_relation(int32 id, Oid relid)
+{
+	Oid			types[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(relid)};
+	char		nulls[2] = {' ', OidIsValid(relid) ? ' ' : 'n'};
+	CqSecurity	sec;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return;
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET read_relation = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 2, types, values, nulls);
+	cq_security_restore(&sec);
+}
+
+/*
  * cq_catalog_set_state_storage
  *	  Record where query id keeps its state (state_storage) and why
  *	  (state_path, since 0.2).
