@@ -44,6 +44,8 @@
 #include "citus_copy.h"
 #include "citus.h"
 #include "catalog.h"
+#include "security.h"
+#include "sql_builder.h"
 
 /*
  * citus_catalog_scan
@@ -191,17 +193,58 @@ cq_citus_copy_relation(Oid source, bool missing_ok)
 }
 
 /*
+ * check_foreign_stamps
+ *	  The coordinator's copy may hold rows stamped on other nodes: copied
+ *	  with their stamps when the copy was made (the coordinator added to
+ *	  the metadata after they were written).  One stamped with an id below
+ *	  the coordinator's current xmin is judged old and committed by every
+ *	  later snapshot of the coordinator, as it is (history for
+ *	  starting = earliest, never new for latest); one at or above it could
+ *	  be taken for a new row of the coordinator later.  A query is not
+ *	  created while such rows exist.  Caller has SPI connected.
+ */
+static void
+check_foreign_stamps(Oid source, Oid copy)
+{
+	CqSecurity	sec;
+	char	   *max = NULL;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("SELECT pg_catalog.max(cq_xid)::pg_catalog.text, "
+						 "pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::pg_catalog.text "
+						 "FROM ONLY %s WHERE cq_node OPERATOR(pg_catalog.<>) cq.node_id() "
+						 "AND cq_xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())",
+						 cq_sql_relname_str(copy)),
+				SPI_OK_SELECT, 0, NULL, NULL, NULL);
+	if (SPI_processed == 1)
+		max = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (max != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the coordinator's copy of \"%s\" holds rows stamped on other nodes with transaction ids the coordinator has not passed",
+						get_rel_name(source)),
+				 errdetail("The copy was made from another node's copy after those rows were written there (the coordinator added to the metadata later); they keep that node's stamps, up to %s, and the coordinator's own transaction ids are at %s.  A batch judges the copy's rows by the coordinator's snapshots, which could take them for new rows.",
+						   max, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
+				 errhint("Create the query once the coordinator's transaction ids (pg_current_xact_id()) have passed %s.", max)));
+	cq_security_restore(&sec);
+}
+
+/*
  * cq_citus_copy_start
  *	  A query over source was created: record the copy its batches read
- *	  (nothing for other sources).  Caller has SPI connected.
+ *	  (nothing for other sources), which must not hold rows stamped on
+ *	  other nodes that the coordinator's snapshots cannot judge.  Caller
+ *	  has SPI connected.
  */
 void
 cq_citus_copy_start(Oid source, int32 id)
 {
 	Oid			copy = cq_citus_copy_relation(source, true);
 
-	if (OidIsValid(copy))
-		cq_catalog_set_read_relation(id, copy);
+	if (!OidIsValid(copy))
+		return;
+	check_foreign_stamps(source, copy);
+	cq_catalog_set_read_relation(id, copy);
 }
 
 /*
