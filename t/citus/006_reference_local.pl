@@ -97,6 +97,41 @@ isnt($w1->safe_psql('postgres', "SELECT count(DISTINCT cq_node) FROM $ref_copy W
 is($w1->safe_psql('postgres', "SELECT count(*) FROM $ref_copy WHERE id >= 1000 AND cq_node = $node_id"), '0',
 	"... with its own node id");
 
+# ---- the two-phase-commit window, with the coordinator's COMMIT PREPARED
+# held: a write issued on worker 1 commits there first, then sends COMMIT
+# PREPARED to the other nodes.  The workers reach the coordinator through a
+# proxy that holds that message: the coordinator's part is still prepared,
+# in progress in its snapshots, so a batch does not read those rows yet
+# (although worker 1 shows them) and reads them once it commits.
+my $ctl = PostgreSQL::Test::Utils::tempdir();
+my ($pport, $ppid) = CqCitus::start_proxy($coord->port, $ctl);
+END { kill 'KILL', $ppid if $ppid; }
+$coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', $pport)");
+my $writer = $w1->background_psql('postgres', on_error_stop => 0);
+my $wpid = $writer->query_safe('SELECT pg_backend_pid()');
+$wpid =~ s/\s+//g;
+my $wgroup = $w1->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group');
+CqCitus::touch("$ctl/hold", "citus_${wgroup}_${wpid}_");
+$writer->{stdin} .= "INSERT INTO ref (id, k, v) SELECT i, 4, 100 FROM generate_series(4000, 4099) i;\n";
+$writer->{run}->pump_nb;
+my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+while (!-e "$ctl/held" && time() < $deadline) { select(undef, undef, undef, 0.05); $writer->{run}->pump_nb; }
+ok(-e "$ctl/held", 'the COMMIT PREPARED to the coordinator of a write issued on worker 1 is held');
+CqCitus::wait_for($w1, q{SELECT count(*) FROM ref WHERE id BETWEEN 4000 AND 4099}, '100',
+	'worker 1 has committed its part: its copy shows the rows');
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '1',
+	'the coordinator\'s part is prepared');
+check('a batch in the window');
+is($coord->safe_psql('postgres', q{SELECT n FROM ref_agg WHERE k = 4}),
+	$coord->safe_psql('postgres', q{SELECT count(*) FROM ref WHERE k = 4 AND id NOT BETWEEN 4000 AND 4099}),
+	'... which does not count the held rows');
+unlink("$ctl/hold");
+$writer->quit;
+CqCitus::wait_for($coord, q{SELECT count(*) FROM ref WHERE id BETWEEN 4000 AND 4099}, '100',
+	'the coordinator\'s part committed once COMMIT PREPARED arrived');
+check('the held COMMIT PREPARED arrived');
+$coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ")");
+
 # a transaction prepared on the coordinator's copy (the coordinator's part
 # of a two-phase commit whose COMMIT PREPARED has not arrived yet): not read
 # until it commits, then read once
