@@ -157,6 +157,23 @@ $w3->safe_psql('postgres', "INSERT INTO ref (id, k, v) SELECT i, i % 5, 1 FROM g
 $w3->safe_psql('postgres', "INSERT INTO loc (id, k, v) SELECT i, i % 5, 1 FROM generate_series(6000, 6099) i");
 check('a node added and written to');
 
+# ---- kill -9 of the coordinator in the middle of a batch ----
+$w2->safe_psql('postgres', q{INSERT INTO ref (id, k, v) SELECT i, i % 5, 1 FROM generate_series(100001, 300000) i});
+my $victim = $coord->background_psql('postgres', on_error_stop => 0);
+$victim->{stdin} .= "CALL cq.run('ref_agg');\n";
+$victim->{run}->pump_nb;
+CqCitus::wait_for($coord, q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL cq.run(%' AND state = 'active'},
+	'1', 'a batch is running');
+$coord->kill9;
+$victim->{run}->kill_kill;
+my $restart_deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+until (do { $coord->{_pid} = undef; $coord->start(fail_ok => 1) })    # a failed start leaves _pid set
+{
+	die 'the coordinator did not restart' if time() > $restart_deadline;
+	select(undef, undef, undef, 0.5);
+}
+check('kill -9 of the coordinator mid-batch');
+
 # TRUNCATE on a worker is refused
 my ($rc, $out, $err) = $w1->psql('postgres', 'TRUNCATE ref', extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/55006: cannot truncate "ref" on a Citus worker/, 'TRUNCATE of a reference source on a worker is refused');
