@@ -178,6 +178,21 @@ check('kill -9 of the coordinator mid-batch');
 my ($rc, $out, $err) = $w1->psql('postgres', 'TRUNCATE ref', extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/55006: cannot truncate "ref" on a Citus worker/, 'TRUNCATE of a reference source on a worker is refused');
 
+# a local source whose query began, then made a reference table: refused at
+# the next batch (its offsets were taken over the table itself)
+$coord->safe_psql('postgres', q{
+  SET client_min_messages = warning;
+  CREATE TABLE pl (id bigint, k int);
+  CREATE TABLE pl_agg WITH (cq.trigger = '1 hour', cq.output_mode = 'update') AS SELECT k, count(*) AS n FROM pl GROUP BY k;
+  INSERT INTO pl VALUES (1, 1);
+  SET citus.enable_unsafe_triggers = on;
+  SELECT create_reference_table('pl');
+});
+($rc, $out, $err) = $coord->psql('postgres', "CALL cq.run('pl_agg')", extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/55000: source "pl" of continuous query "pl_agg" became a Citus reference table or Citus local table after the query began to read it/,
+	'a local source made a reference table after its query began: the batch fails with SQLSTATE 55000');
+$coord->safe_psql('postgres', q{SET client_min_messages = warning; SELECT cq.drop_query('pl_agg')});
+
 # the internal objects stay on the coordinator
 is($w1->safe_psql('postgres', q{SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'cq_state'}),
 	'0', "the queries' internal objects are not propagated to the workers");
