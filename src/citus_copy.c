@@ -16,10 +16,12 @@
  * same copy, so every row is read once: the one-server argument.
  *
  * The copy a query began with is recorded (cq.queries.read_relation); a
- * batch fails when it is gone or was replaced (the coordinator removed,
- * undistribute_table, alter_distributed_table, a Citus local table made
- * distributed): a new copy holds rows stamped elsewhere, which the
- * coordinator's offsets cannot judge.
+ * batch fails when it is gone (the coordinator removed from the metadata)
+ * or was replaced (added again: the new copy holds rows stamped elsewhere,
+ * which the coordinator's offsets cannot judge).  Citus' table conversions
+ * (undistribute_table, alter_distributed_table, create_distributed_table
+ * of a Citus local table) replace the table and drop the old one with
+ * CASCADE, which drops its queries.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,7 +35,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -252,8 +253,8 @@ cq_citus_copy_start(Oid source, int32 id)
  *	  The relation a batch of query id (name) reads for source: the source
  *	  itself, or the coordinator's copy of a reference table or Citus local
  *	  table, which must be the copy the query began with.  An error when
- *	  that copy is gone or was replaced, or when the source became or
- *	  stopped being such a table.  Caller has SPI connected.
+ *	  that copy is gone or was replaced, or when the source became such a
+ *	  table after the query began.  Caller has SPI connected.
  */
 Oid
 cq_citus_read_relation(Oid source, int32 id, const char *name)
@@ -265,15 +266,18 @@ cq_citus_read_relation(Oid source, int32 id, const char *name)
 	if (!OidIsValid(source) || !OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
 		return source;
 	kind = cq_citus_kind(source);
-	/* only sources stamped per node can have a recorded copy */
-	if (kind != CQ_CITUS_REFERENCE && kind != CQ_CITUS_LOCAL && !cq_citus_node_stamped(source))
+
+	/*
+	 * Only these kinds have a recorded copy: Citus' conversions to another
+	 * kind (undistribute_table, alter_distributed_table,
+	 * create_distributed_table) replace the table and drop its queries.
+	 */
+	if (kind != CQ_CITUS_REFERENCE && kind != CQ_CITUS_LOCAL)
 		return source;
 	recorded = cq_catalog_read_relation(id);
 	copy = cq_citus_copy_relation(source, true);
 	if (OidIsValid(copy) && copy == recorded)
 		return copy;
-	if (!OidIsValid(copy) && !OidIsValid(recorded))
-		return source;			/* neither now nor at creation */
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg(!OidIsValid(recorded) ?
@@ -286,7 +290,7 @@ cq_citus_read_relation(Oid source, int32 id, const char *name)
 					   !OidIsValid(recorded) ?
 					   "this query's offsets were taken over the table itself." :
 					   !OidIsValid(copy) ?
-					   "it was dropped (the coordinator removed from the metadata, undistribute_table, alter_distributed_table, or the table made distributed)." :
+					   "it was dropped (the coordinator removed from Citus' metadata)." :
 					   "a new copy holds rows stamped on other nodes, which those offsets cannot judge."),
 			 errhint("Drop and recreate the continuous query.")));
 	return InvalidOid;			/* keep the compiler quiet */

@@ -158,14 +158,20 @@ $w3->safe_psql('postgres', "INSERT INTO loc (id, k, v) SELECT i, i % 5, 1 FROM g
 check('a node added and written to');
 
 # ---- kill -9 of the coordinator in the middle of a batch ----
-$w2->safe_psql('postgres', q{INSERT INTO ref (id, k, v) SELECT i, i % 5, 1 FROM generate_series(100001, 300000) i});
+# The batch is held inside its transaction: another session locks the
+# query's target, which the batch statement writes.
+$w2->safe_psql('postgres', q{INSERT INTO ref (id, k, v) SELECT i, i % 5, 1 FROM generate_series(100001, 120000) i});
+my $locker = $coord->background_psql('postgres', on_error_stop => 0);
+$locker->query_safe('BEGIN; LOCK TABLE ref_agg IN ACCESS EXCLUSIVE MODE');
 my $victim = $coord->background_psql('postgres', on_error_stop => 0);
 $victim->{stdin} .= "CALL cq.run('ref_agg');\n";
 $victim->{run}->pump_nb;
-CqCitus::wait_for($coord, q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL cq.run(%' AND state = 'active'},
-	'1', 'a batch is running');
+CqCitus::wait_for($coord,
+	q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL cq.run(%' AND wait_event_type = 'Lock'},
+	'1', 'a batch is running (waiting for the target)');
 $coord->kill9;
 $victim->{run}->kill_kill;
+$locker->{run}->kill_kill;
 my $restart_deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 until (do { $coord->{_pid} = undef; $coord->start(fail_ok => 1) })    # a failed start leaves _pid set
 {
@@ -178,8 +184,14 @@ check('kill -9 of the coordinator mid-batch');
 my ($rc, $out, $err) = $w1->psql('postgres', 'TRUNCATE ref', extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($err, qr/55006: cannot truncate "ref" on a Citus worker/, 'TRUNCATE of a reference source on a worker is refused');
 
+# the internal objects stay on the coordinator
+is($w1->safe_psql('postgres', q{SELECT coalesce(string_agg(c.relname, ' '), '') FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'cq_state'}),
+	'', "the queries' internal objects are not propagated to the workers");
+
 # a local source whose query began, then made a reference table: refused at
-# the next batch (its offsets were taken over the table itself)
+# the next batch (its offsets were taken over the table itself).  (Citus
+# propagates the query's view, which depends on the table, to the workers
+# when it distributes the table: after the check above.)
 $coord->safe_psql('postgres', q{
   SET client_min_messages = warning;
   CREATE TABLE pl (id bigint, k int);
@@ -192,10 +204,6 @@ $coord->safe_psql('postgres', q{
 like($err, qr/55000: source "pl" of continuous query "pl_agg" became a Citus reference table or Citus local table after the query began to read it/,
 	'a local source made a reference table after its query began: the batch fails with SQLSTATE 55000');
 $coord->safe_psql('postgres', q{SET client_min_messages = warning; SELECT cq.drop_query('pl_agg')});
-
-# the internal objects stay on the coordinator
-is($w1->safe_psql('postgres', q{SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'cq_state'}),
-	'0', "the queries' internal objects are not propagated to the workers");
 
 # a stream-static join reads a reference table as its static side
 $coord->safe_psql('postgres', q{
