@@ -1346,13 +1346,13 @@ cq_catalog_state_valid(int32 id, double rebuild_ms)
 }
 
 /*
- * query_value
+ * cq_catalog_query_value
  *	  Column `column` (a fixed name) of query id's cq.queries row as text,
  *	  or NULL (null, no such query).  For the 0.2 columns read only where
  *	  needed.  Caller has SPI connected.
  */
-static char *
-query_value(int32 id, const char *column)
+char *
+cq_catalog_query_value(int32 id, const char *column)
 {
 	Oid			types[1] = {INT4OID};
 	Datum		values[1] = {Int32GetDatum(id)};
@@ -1378,46 +1378,7 @@ cq_catalog_state_path(int32 id)
 {
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		return NULL;
-	return query_value(id, "state_path");
-}
-
-/*
- * cq_catalog_read_relation
- *	  The relation batches of query id read for its source
- *	  (cq.queries.read_relation: the coordinator's copy of a Citus
- *	  reference or local table, citus_copy.c), or InvalidOid.  Caller has
- *	  SPI connected.
- */
-Oid
-cq_catalog_read_relation(int32 id)
-{
-	char	   *value;
-
-	if (cq_catalog_version() < CQ_CATALOG_0_2)
-		return InvalidOid;
-	value = query_value(id, "read_relation");
-	return value ? atooid(value) : InvalidOid;
-}
-
-/*
- * cq_catalog_set_read_relation
- *	  Record the relation batches of query id read (InvalidOid: NULL, the
- *	  source itself).  Only on a 0.2 catalog.  Caller has SPI connected.
- */
-void
-cq_catalog_set_read_relation(int32 id, Oid relid)
-{
-	Oid			types[2] = {INT4OID, OIDOID};
-	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(relid)};
-	char		nulls[2] = {' ', OidIsValid(relid) ? ' ' : 'n'};
-	CqSecurity	sec;
-
-	if (cq_catalog_version() < CQ_CATALOG_0_2)
-		return;
-	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.queries SET read_relation = $2 WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 2, types, values, nulls);
-	cq_security_restore(&sec);
+	return cq_catalog_query_value(id, "state_path");
 }
 
 /*

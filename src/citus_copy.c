@@ -49,6 +49,42 @@
 #include "sql_builder.h"
 
 /*
+ * recorded_copy
+ *	  The copy query id began to read (cq.queries.read_relation), or
+ *	  InvalidOid.  Caller has SPI connected.
+ */
+static Oid
+recorded_copy(int32 id)
+{
+	char	   *value;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return InvalidOid;
+	value = cq_catalog_query_value(id, "read_relation");
+	return value ? atooid(value) : InvalidOid;
+}
+
+/*
+ * record_copy
+ *	  Record the copy query id reads (cq.queries.read_relation).  Caller
+ *	  has SPI connected.
+ */
+static void
+record_copy(int32 id, Oid copy)
+{
+	Oid			types[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(copy)};
+	CqSecurity	sec;
+
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return;
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET read_relation = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_security_restore(&sec);
+}
+
+/*
  * citus_catalog_scan
  *	  Open Citus' catalog table pg_catalog.<name> and begin a heap scan of
  *	  the rows whose column col equals value (an int8 or oid column); NULL
@@ -245,7 +281,7 @@ cq_citus_copy_start(Oid source, int32 id)
 	if (!OidIsValid(copy))
 		return;
 	check_foreign_stamps(source, copy);
-	cq_catalog_set_read_relation(id, copy);
+	record_copy(id, copy);
 }
 
 /*
@@ -274,7 +310,7 @@ cq_citus_read_relation(Oid source, int32 id, const char *name)
 	 */
 	if (kind != CQ_CITUS_REFERENCE && kind != CQ_CITUS_LOCAL)
 		return source;
-	recorded = cq_catalog_read_relation(id);
+	recorded = recorded_copy(id);
 	copy = cq_citus_copy_relation(source, true);
 	if (OidIsValid(copy) && copy == recorded)
 		return copy;
