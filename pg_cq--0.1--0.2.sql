@@ -446,3 +446,11 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION cq.xid_new(pg_catalog.xid8, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot)
   IS 'pg_cq internal: is transaction xid visible in snapshot cur and not in snapshot prev?';
 GRANT EXECUTE ON FUNCTION cq.xid_new(pg_catalog.xid8, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot) TO PUBLIC;
+
+-- issue 14 part: reference tables and Citus local tables as sources.  A batch
+-- reads the coordinator's own copy of such a source (its shard placed in
+-- group 0) as a plain local table; the copy a query began to read is kept
+-- here, so that a batch fails clearly when that copy was dropped or replaced
+-- (docs/scale-out.md).  NULL for every other source.
+ALTER TABLE cq.queries ADD COLUMN read_relation oid;
+COMMENT ON COLUMN cq.queries.read_relation IS 'pg_cq internal: the coordinator''s copy (shard) of a Citus reference or local source that batches read, or NULL';

@@ -46,6 +46,7 @@
 
 #include "analyze.h"
 #include "citus.h"
+#include "citus_copy.h"
 #include "security.h"
 #include "options.h"
 #include "aggregates.h"
@@ -483,8 +484,10 @@ find_source(CqAnalysis *an, CqOptions *opts, const char *name)
  *	  A Citus table as a source (docs/scale-out.md, issue 14): a
  *	  hash-distributed table is read on the coordinator, whose transaction
  *	  ids stamp every row (citus.c), once the catalog has
- *	  cq.coordinator_xact_id() (0.2).  Reference tables, Citus local tables
- *	  and the other kinds are refused.
+ *	  cq.coordinator_xact_id() (0.2).  A reference table or a Citus local
+ *	  table is read through the coordinator's copy (citus_copy.c), which
+ *	  must exist.  The other kinds (single-shard, append, range) are
+ *	  refused.
  */
 static void
 check_citus_source(Oid relid)
@@ -493,13 +496,13 @@ check_citus_source(Oid relid)
 
 	if (kind == CQ_CITUS_NONE)
 		return;
-	if (kind == CQ_CITUS_REFERENCE || kind == CQ_CITUS_OTHER)
+	if (kind == CQ_CITUS_OTHER)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg(kind == CQ_CITUS_REFERENCE ? "source \"%s\" is a Citus reference table" :
-						"source \"%s\" is a Citus table that is not hash-distributed", get_rel_name(relid)),
-				 errdetail("Only hash-distributed tables can be the source of a continuous query: Citus cannot run a batch's statements over a reference table or a Citus local table (\"relation is not distributed\"), and other kinds are untested."),
-				 errhint("Stream from a hash-distributed table (create_distributed_table) or a local table; see docs/scale-out.md.")));
+				 errmsg("source \"%s\" is a Citus table that is not hash-distributed, a reference table or a Citus local table",
+						get_rel_name(relid)),
+				 errdetail("Single-shard, append- and range-distributed tables are untested as sources of continuous queries."),
+				 errhint("Stream from a hash-distributed table (create_distributed_table), a reference table, a Citus local table or a local table; see docs/scale-out.md.")));
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -512,6 +515,8 @@ check_citus_source(Oid relid)
 				 errmsg("source \"%s\" is a Citus distributed table and this node is a worker", get_rel_name(relid)),
 				 errdetail("Continuous queries over a distributed table run on the Citus coordinator, in its transaction-id space."),
 				 errhint("Create the query on the coordinator.")));
+	if (kind == CQ_CITUS_REFERENCE || kind == CQ_CITUS_LOCAL)
+		(void) cq_citus_copy_relation(relid, false);
 }
 
 /*

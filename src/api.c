@@ -68,6 +68,7 @@
 #include "plan.h"
 #include "join.h"
 #include "citus.h"
+#include "citus_copy.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
@@ -459,6 +460,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 								 query_text ? query_text : cq_objects_deparse_query(an->query),
 								 opts, nodeToString(an->query), start_offset);
 	cq_batch_node_start(an->source_relid, id, strcmp(opts->starting, "earliest") != 0);
+	cq_citus_copy_start(an->source_relid, id);
 	cq_objects_create(an, id, GetUserId(), target, opts);
 	if (an->join)
 		cq_join_create(an, name, id, GetUserId(), opts);

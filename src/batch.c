@@ -1125,7 +1125,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	in.history = !last.found && cq_query_reads_history(in.q);
 	in.prev_text = last.found ? last.end_offset : in.q->start_offset;
 	in.start_text = in.q->start_offset;
-	in.per_node = OidIsValid(in.q->source) && cq_citus_node_source(in.q->source);
+	in.per_node = OidIsValid(in.q->source) && cq_citus_per_node_offsets(in.q->source);
 	if (in.per_node)
 	{
 		/* per-node offsets: cq.offsets has the coordinator's snapshots only */
@@ -1179,7 +1179,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 
 	/* bound the scan of new rows to unsummarized pages of this batch */
 	if (!in.history)
-		cq_source_summarize(in.q->source);
+		cq_source_summarize(in.an->source_relid);	/* a Citus copy: plan.c */
 
 	/* unlogged state emptied by a crash-restart: rebuild it first */
 	res->rebuild_ms = -1;
@@ -1266,7 +1266,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 void
 cq_batch_node_start(Oid source, int32 id, bool latest)
 {
-	if (!OidIsValid(source) || !cq_citus_node_source(source))
+	if (!OidIsValid(source) || !cq_citus_per_node_offsets(source))
 		return;
 	cq_progress_reset_node_offsets(id, latest ? cq_nsnap_current(source, InvalidOid, "") : NULL);
 }
@@ -1280,7 +1280,7 @@ cq_batch_node_start(Oid source, int32 id, bool latest)
 char *
 cq_batch_node_goal(Oid source, Oid owner)
 {
-	if (!OidIsValid(source) || !cq_citus_node_source(source))
+	if (!OidIsValid(source) || !cq_citus_per_node_offsets(source))
 		return NULL;
 	return cq_nsnap_current(source, owner, "");
 }

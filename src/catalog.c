@@ -1345,6 +1345,29 @@ cq_catalog_state_valid(int32 id, double rebuild_ms)
 }
 
 /*
+ * cq_catalog_query_value
+ *	  Column `column` (a fixed name) of query id's cq.queries row as text,
+ *	  or NULL (null, no such query).  For the 0.2 columns read only where
+ *	  needed.  Caller has SPI connected.
+ */
+char *
+cq_catalog_query_value(int32 id, const char *column)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	CqSecurity	sec;
+	char	   *value = NULL;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec(psprintf("SELECT %s FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1", column),
+				SPI_OK_SELECT, 1, types, values, NULL);
+	if (SPI_processed == 1)
+		value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	cq_security_restore(&sec);
+	return value;
+}
+
+/*
  * cq_catalog_state_path
  *	  Where query id keeps its state and why (cq.queries.state_path), or
  *	  NULL: a stateless query, one created before 0.2 or a 0.1 catalog.
@@ -1352,20 +1375,9 @@ cq_catalog_state_valid(int32 id, double rebuild_ms)
 char *
 cq_catalog_state_path(int32 id)
 {
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(id)};
-	CqSecurity	sec;
-	char	   *path = NULL;
-
 	if (cq_catalog_version() < CQ_CATALOG_0_2)
 		return NULL;
-	cq_security_superuser(&sec);
-	cq_spi_exec("SELECT state_path FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_SELECT, 1, types, values, NULL);
-	if (SPI_processed == 1)
-		path = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	cq_security_restore(&sec);
-	return path;
+	return cq_catalog_query_value(id, "state_path");
 }
 
 /*

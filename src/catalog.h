@@ -69,6 +69,7 @@ extern uint64 cq_catalog_rename_event_time(List *relids, const char *oldname, co
 extern bool cq_catalog_state_lost(int32 id);
 extern void cq_catalog_state_valid(int32 id, double rebuild_ms);
 extern char *cq_catalog_state_path(int32 id);
+extern char *cq_catalog_query_value(int32 id, const char *column);
 extern void cq_catalog_set_state_storage(int32 id, const char *storage, const char *path);
 extern void cq_catalog_set_state(int32 id, const char *state, const char *error,
 								 const char *only_if);

@@ -619,7 +619,7 @@ cq_citus_node_snapshots(Oid source, Oid owner)
 /*
  * cq_citus_kind
  *	  What pg_dist_partition says of the table: hash-distributed, reference,
- *	  another kind, or not a Citus table.
+ *	  Citus local, another kind, or not a Citus table.
  */
 CqCitusKind
 cq_citus_kind(Oid relid)
@@ -629,6 +629,7 @@ cq_citus_kind(Oid relid)
 	AttrNumber	att;
 	AttrNumber	method_att;
 	AttrNumber	model_att;
+	AttrNumber	coloc_att;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
@@ -640,7 +641,9 @@ cq_citus_kind(Oid relid)
 	att = attnameAttNum(rel, "logicalrelid", false);
 	method_att = attnameAttNum(rel, "partmethod", false);
 	model_att = attnameAttNum(rel, "repmodel", false);
-	if (att == InvalidAttrNumber || method_att == InvalidAttrNumber || model_att == InvalidAttrNumber)
+	coloc_att = attnameAttNum(rel, "colocationid", false);
+	if (att == InvalidAttrNumber || method_att == InvalidAttrNumber || model_att == InvalidAttrNumber ||
+		coloc_att == InvalidAttrNumber)
 	{
 		table_close(rel, AccessShareLock);
 		return CQ_CITUS_NONE;
@@ -653,11 +656,14 @@ cq_citus_kind(Oid relid)
 		bool		isnull;
 		char		method = DatumGetChar(heap_getattr(tup, method_att, RelationGetDescr(rel), &isnull));
 		char		model = DatumGetChar(heap_getattr(tup, model_att, RelationGetDescr(rel), &isnull));
+		int32		coloc = DatumGetInt32(heap_getattr(tup, coloc_att, RelationGetDescr(rel), &isnull));
 
 		if (method == 'h')
 			kind = CQ_CITUS_HASH;
 		else if (method == 'n' && model == 't')
 			kind = CQ_CITUS_REFERENCE;
+		else if (method == 'n' && model == 's' && coloc == 0)
+			kind = CQ_CITUS_LOCAL;	/* a single-shard table has a colocation group */
 		else
 			kind = CQ_CITUS_OTHER;
 	}
@@ -873,6 +879,19 @@ bool
 cq_citus_node_source(Oid relid)
 {
 	return cq_citus_node_stamped(relid) && cq_citus_kind(relid) != CQ_CITUS_NONE;
+}
+
+/*
+ * cq_citus_per_node_offsets
+ *	  Is relid a hash-distributed source stamped per node, whose batches
+ *	  keep an offset per node?  A reference table or a Citus local table,
+ *	  also stamped per node, is read through the coordinator's copy with
+ *	  the coordinator's offsets (citus_copy.c).
+ */
+bool
+cq_citus_per_node_offsets(Oid relid)
+{
+	return cq_citus_node_stamped(relid) && cq_citus_kind(relid) == CQ_CITUS_HASH;
 }
 
 /*

@@ -20,7 +20,8 @@ typedef enum CqCitusKind
 	CQ_CITUS_NONE,				/* not a Citus table (or no Citus) */
 	CQ_CITUS_HASH,				/* hash-distributed */
 	CQ_CITUS_REFERENCE,			/* reference table */
-	CQ_CITUS_OTHER				/* Citus local, single-shard, append, range */
+	CQ_CITUS_LOCAL,				/* Citus local table (coordinator only) */
+	CQ_CITUS_OTHER				/* single-shard, append, range */
 } CqCitusKind;
 
 /* a committed pg_dist_transaction record: a 2PC of the coordinator */
@@ -40,6 +41,7 @@ extern Oid	cq_citus_node_visible_function(void);
 extern AttrNumber cq_citus_node_att(Relation rel);
 extern bool cq_citus_node_stamped(Oid relid);
 extern bool cq_citus_node_source(Oid relid);
+extern bool cq_citus_per_node_offsets(Oid relid);
 extern List *cq_citus_node_snapshots(Oid source, Oid owner);
 extern CqCitusKind cq_citus_kind(Oid relid);
 extern bool cq_citus_is_coordinator(void);

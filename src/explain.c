@@ -104,7 +104,7 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 		appendStringInfoString(&buf, cq_merge_explain(q->id, plan->batch_sql_merge != NULL,
 													  plan->merge_why, false));
 	append_settings(&buf, q, "this statement");
-	if (cq_citus_node_source(q->source))
+	if (cq_citus_per_node_offsets(q->source))
 		appendStringInfoString(&buf,
 							   "-- parameters (a Citus source stamped per node: offsets per node):\n"
 							   "--   $1 xid8         lowest transaction id that can be new on any node\n"

@@ -34,6 +34,8 @@
  */
 #include "postgres.h"
 
+#include "access/attmap.h"
+#include "access/relation.h"
 #include "access/sysattr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
@@ -41,6 +43,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "rewrite/rewriteManip.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
@@ -50,6 +53,7 @@
 #include "utils/ruleutils.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
 
@@ -59,6 +63,7 @@
 #include "analyze.h"
 #include "tracking.h"
 #include "citus.h"
+#include "citus_copy.h"
 #include "delta.h"
 #include "state.h"
 #include "sink.h"
@@ -614,6 +619,50 @@ copy_plan_sql(CqPlan *new_plan)
 }
 
 /*
+ * read_copy
+ *	  The query tree of a query over source, reading the relation read
+ *	  instead (the coordinator's copy of a Citus reference or local source,
+ *	  citus_copy.c), before it is analyzed: the source's range-table entry
+ *	  names the copy, and the source's columns are renumbered by name (a
+ *	  shard table and its shell table number their columns differently
+ *	  when columns were dropped before one of them was made).  Tracking,
+ *	  DDL and TRUNCATE guards stay on the source (the query's catalog row).
+ */
+static Query *
+read_copy(Query *query, Oid source, Oid read)
+{
+	Relation	srel = relation_open(source, AccessShareLock);
+	Relation	crel = relation_open(read, AccessShareLock);
+	AttrMap    *map = build_attrmap_by_name_if_req(RelationGetDescr(crel), RelationGetDescr(srel));
+	ListCell   *lc;
+	int			rti = 0;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		bool		whole_row = false;
+
+		rti++;
+		if (rte->rtekind != RTE_RELATION || rte->relid != source)
+			continue;
+		if (map != NULL)
+			query = (Query *) map_variable_attnos((Node *) query, rti, 0, map, InvalidOid, &whole_row);
+		if (whole_row)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a continuous query over \"%s\" cannot use its whole row",
+							RelationGetRelationName(srel)),
+					 errdetail("Its batches read the coordinator's copy \"%s\", whose columns are numbered differently.",
+							   RelationGetRelationName(crel)),
+					 errhint("Name the columns.")));
+		rt_fetch(rti, query->rtable)->relid = read;	/* query may be a new copy */
+	}
+	relation_close(crel, AccessShareLock);
+	relation_close(srel, AccessShareLock);
+	return query;
+}
+
+/*
  * cq_plan_get
  *	  The analysis and SQL of a query, from the cache or built now.
  *
@@ -636,6 +685,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	CqAnalysis *copy_an;
 	CqPlan	   *copy_plan;
 	char	   *copy_key;
+	Oid			read = cq_citus_read_relation(q->source, q->id, q->name);
 
 	plan_cache_init();
 
@@ -649,7 +699,16 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	/* build in the caller's context */
 	gen = plan_generation;
-	new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	if (read == q->source)
+		new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+	else
+	{
+		CqOptions	opts = q->opts;
+
+		opts.source_relid = read;
+		new_an = cq_analyze_query(read_copy((Query *) stringToNode(q->query_tree), q->source, read),
+								  &opts, q->name);
+	}
 	new_plan = cq_plan_build(new_an, q);
 
 	/* the copy to keep, in a context freed with the caller's until it is complete */

@@ -35,6 +35,7 @@
 #include "utils/lsyscache.h"
 
 #include "restore.h"
+#include "citus_copy.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
@@ -150,6 +151,8 @@ cq_restore_if_moved(CqQuery *q)
 						 cq_catalog_rows_of("offsets", 1, 3), cq_catalog_rows_of("progress", 1, 3)),
 				SPI_OK_UPDATE, 4, types, values, nulls);
 	cq_security_restore(&sec);
+	/* a Citus reference or local source: the copy in this cluster (citus_copy.c) */
+	cq_citus_copy_start(q->source, q->id);
 	CommandCounterIncrement();
 
 	q = cq_catalog_get_query_by_id(q->id, false, true);

@@ -462,7 +462,7 @@ typedef struct TrackPlan
 	bool		add_stamp;
 	bool		add_default;
 	bool		fresh;			/* a column nobody stamped */
-	bool		distributed;	/* a Citus hash-distributed table */
+	bool		distributed;	/* a Citus table (hash, reference, local) */
 	bool		per_node;		/* ... stamped where its rows are stored */
 	bool		add_node;		/* add cq_node (per_node) */
 	List	   *children;		/* inheriting tables without the stamp trigger */
@@ -475,6 +475,8 @@ typedef struct TrackPlan
 static void
 plan_tracking(Oid relid, TrackPlan *tp)
 {
+	CqCitusKind kind;
+
 	tp->att = cq_source_tracking_attnum(relid);
 	tp->rel = cq_sql_relname_str(relid);
 	tp->stamp = cq_tracking_trigger_function("stamp");
@@ -502,16 +504,21 @@ plan_tracking(Oid relid, TrackPlan *tp)
 		 !cq_catalog_relation_is_source(relid));
 	/* without the stamp trigger (catalog 0.1) the default is all there is */
 	tp->add_default = tp->fresh || (!OidIsValid(tp->stamp) && !column_has_default(relid, tp->att));
-	tp->distributed = cq_citus_kind(relid) == CQ_CITUS_HASH;
+	kind = cq_citus_kind(relid);
+	tp->distributed = kind != CQ_CITUS_NONE;
 	/*
 	 * Stamped per node (citus.c, offsets.c): a distributed table tracked
 	 * now, or one that already has cq_node.  Its cq_xid has no default
 	 * (the shards' trigger stamps every new row, so the write-path shortcut
 	 * of stamp.c, which skips the trigger for the canonical default, never
-	 * applies); cq_node's default 0 marks a row to stamp.
+	 * applies); cq_node's default 0 marks a row to stamp.  A reference
+	 * table or a Citus local table always (whatever cq.citus_per_node
+	 * says): batches read the coordinator's copy, which only the copy's
+	 * own trigger stamps with the coordinator's ids (citus_copy.c).
 	 */
 	tp->per_node = tp->distributed &&
-		(cq_citus_node_stamped(relid) || (tp->fresh && cq_citus_per_node_available()));
+		(cq_citus_node_stamped(relid) || (tp->fresh && cq_citus_per_node_available()) ||
+		 kind == CQ_CITUS_REFERENCE || kind == CQ_CITUS_LOCAL);
 	tp->add_node = tp->per_node && !cq_citus_node_stamped(relid);
 	if (tp->per_node)
 		tp->add_default = tp->add_node;

@@ -148,7 +148,7 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 		return false;
 	if (!last->found && cq_query_reads_history(q))
 		return false;
-	if (cq_citus_node_source(q->source))
+	if (cq_citus_per_node_offsets(q->source))
 		return false;			/* the batch asks every node (per-node offsets) */
 	prev = last->found ? last->end_offset : q->start_offset;
 	return cq_snap_nothing_new(cq_snap_parse(prev), cq_snap_parse(cq_snap_current()));

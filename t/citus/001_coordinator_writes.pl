@@ -2,8 +2,8 @@
 #
 # A local table on the coordinator streams exactly as without Citus (Citus
 # loaded first, queries planned by Citus' planner hook); reference tables and
-# Citus local tables are refused as sources with a clear error (Citus cannot
-# run a batch's statements over them).
+# Citus local tables are sources (a batch reads the coordinator's copy);
+# single-shard distributed tables are refused with a clear error.
 use strict;
 use warnings;
 use FindBin;
@@ -54,7 +54,9 @@ for my $w (@writes)
 }
 is($coord->safe_psql('postgres', q{SELECT count(*) FROM ev}), '1305', 'every row written is in the source');
 
-# ---- reference and Citus local tables are refused as sources ----
+# ---- reference and Citus local tables are sources (read through the
+# coordinator's copy: t/citus/006_reference_local.pl); single-shard tables
+# are refused ----
 # (hash-distributed tables are sources: t/citus/002_distributed.pl)
 $coord->safe_psql('postgres', q{
   CREATE TABLE dist (id bigint, k int);
@@ -63,17 +65,35 @@ $coord->safe_psql('postgres', q{
   SELECT create_reference_table('ref');
   CREATE TABLE loc (id bigint, k int);
   SELECT citus_add_local_table_to_metadata('loc');
+  CREATE TABLE single (id bigint, k int);
+  SELECT create_distributed_table('single', null);
 });
-for my $t ([ 'ref', 'a Citus reference table' ], [ 'loc', 'a Citus table that is not hash-distributed' ])
+for my $t ('ref', 'loc')
+{
+	$coord->safe_psql('postgres', qq{
+	  SET client_min_messages = warning;
+	  CREATE TABLE ${t}_agg WITH (cq.trigger = '1 hour', cq.output_mode = 'update')
+	    AS SELECT k, count(*) AS n FROM $t GROUP BY k;
+	  INSERT INTO $t SELECT i, i % 3 FROM generate_series(1, 30) i;
+	  CALL cq.run('${t}_agg');
+	  INSERT INTO $t SELECT i, i % 4 FROM generate_series(31, 40) i;
+	  CALL cq.run('${t}_agg');
+	});
+	is($coord->safe_psql('postgres', qq{
+	  SELECT count(*) FROM ((TABLE ${t}_agg EXCEPT ALL SELECT k, count(*) FROM $t GROUP BY k)
+	    UNION ALL (SELECT k, count(*) FROM $t GROUP BY k EXCEPT ALL TABLE ${t}_agg)) x}),
+		'0', "a query over the Citus table $t runs its second batch and equals the plain query");
+}
 {
 	my ($rc, $out, $err) = $coord->psql('postgres',
-		"CREATE TABLE $t->[0]_agg WITH (cq.trigger = 'available_now') AS SELECT k, count(*) FROM $t->[0] GROUP BY k",
+		"CREATE TABLE single_agg WITH (cq.trigger = 'available_now') AS SELECT k, count(*) FROM single GROUP BY k",
 		on_error_stop => 1, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	isnt($rc, 0, "a query over the Citus table $t->[0] is refused");
-	like($err, qr/0A000: source "$t->[0]" is $t->[1]/, "... with SQLSTATE 0A000 and the reason ($t->[0])");
+	isnt($rc, 0, "a query over a single-shard distributed table is refused");
+	like($err, qr/0A000: source "single" is a Citus table that is not hash-distributed, a reference table or a Citus local table/,
+		"... with SQLSTATE 0A000 and the reason");
 	is($coord->safe_psql('postgres',
-		"SELECT count(*) FROM pg_catalog.pg_attribute WHERE attrelid = '$t->[0]'::regclass AND attname = 'cq_xid'"),
-		'0', "... and the table $t->[0] is left untouched");
+		"SELECT count(*) FROM pg_catalog.pg_attribute WHERE attrelid = 'single'::regclass AND attname = 'cq_xid'"),
+		'0', "... and the table is left untouched");
 }
 
 # a stream-static join may read a distributed static table
