@@ -24,6 +24,20 @@ LANGUAGE sql AS $$
     FROM cq.queries q WHERE q.name LIKE 'up\_%' ORDER BY q.name
 $$;
 
+-- each target against its plain query (0: equal)
+CREATE FUNCTION up_mismatches(OUT big bigint, OUT bucket bigint, OUT small bigint, OUT hour bigint,
+                              OUT expr bigint, OUT asked bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+SELECT mismatches('up_big', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k'),
+       mismatches('up_bucket', 'SELECT date_trunc(''minute'', ts), c, count(*), max(v) FROM up_src GROUP BY 1, 2'),
+       mismatches('up_small', 'SELECT c, count(*), sum(v) FROM up_src GROUP BY c'),
+       mismatches('up_hour', 'SELECT date_bin(''1 hour'', ts, ''2000-01-01''), c, count(*) FROM up_src GROUP BY 1, 2'),
+       mismatches('up_expr', 'SELECT k % 7, count(*) FROM up_src GROUP BY 1'),
+       mismatches('up_asked', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k')
+  INTO big, bucket, small, hour, expr, asked;
+END $$;
+
 -- up_big: 20,000 groups (k is unique), ~1 MB in the store: the table path up front
 SELECT cq.create_query('up_big', 'SELECT k, count(*) AS n, sum(v) AS s FROM up_src GROUP BY k',
                        output_mode => 'update', "trigger" => 'available_now') IS NOT NULL AS created;
@@ -62,12 +76,7 @@ SELECT name, regexp_replace(state_path, 'groups of [0-9]+ bytes', 'groups of B b
 -- the state table holds up_big's state: one row per group, counts summing to the source
 SELECT format('SELECT count(*) AS state_rows, sum(n) AS state_n FROM %s', state_table::regclass)
   FROM cq.queries WHERE name = 'up_big' \gexec
-SELECT mismatches('up_big', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k') AS big,
-       mismatches('up_bucket', 'SELECT date_trunc(''minute'', ts), c, count(*), max(v) FROM up_src GROUP BY 1, 2') AS bucket,
-       mismatches('up_small', 'SELECT c, count(*), sum(v) FROM up_src GROUP BY c') AS small,
-       mismatches('up_hour', 'SELECT date_bin(''1 hour'', ts, ''2000-01-01''), c, count(*) FROM up_src GROUP BY 1, 2') AS hour,
-       mismatches('up_expr', 'SELECT k % 7, count(*) FROM up_src GROUP BY 1') AS expr,
-       mismatches('up_asked', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k') AS asked;
+SELECT * FROM up_mismatches();
 
 -- the next batches, on each query's path: still the plain query's results
 INSERT INTO up_src SELECT i % 25000, timestamptz '2024-01-01' + i * interval '1 second', 'c' || (i % 7), i % 100
@@ -78,15 +87,10 @@ CALL cq.run('up_small');
 CALL cq.run('up_hour');
 CALL cq.run('up_expr');
 CALL cq.run('up_asked');
-SELECT mismatches('up_big', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k') AS big,
-       mismatches('up_bucket', 'SELECT date_trunc(''minute'', ts), c, count(*), max(v) FROM up_src GROUP BY 1, 2') AS bucket,
-       mismatches('up_small', 'SELECT c, count(*), sum(v) FROM up_src GROUP BY c') AS small,
-       mismatches('up_hour', 'SELECT date_bin(''1 hour'', ts, ''2000-01-01''), c, count(*) FROM up_src GROUP BY 1, 2') AS hour,
-       mismatches('up_expr', 'SELECT k % 7, count(*) FROM up_src GROUP BY 1') AS expr,
-       mismatches('up_asked', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k') AS asked;
+SELECT * FROM up_mismatches();
 SELECT * FROM up_paths();
 
 RESET cq.state_memory;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'up\_%' ORDER BY name;
 DROP TABLE up_src;
-DROP FUNCTION up_paths();
+DROP FUNCTION up_paths(), up_mismatches();
