@@ -38,6 +38,15 @@ SELECT mismatches('up_big', 'SELECT k, count(*), sum(v) FROM up_src GROUP BY k')
   INTO big, bucket, small, hour, expr, asked;
 END $$;
 
+-- the rows of a query's state table and their counts' sum
+CREATE FUNCTION up_state(name text, OUT state_rows bigint, OUT state_n numeric)
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('SELECT count(*), sum(n) FROM %s',
+                 (SELECT state_table::regclass FROM cq.queries q WHERE q.name = up_state.name))
+    INTO state_rows, state_n;
+END $$;
+
 -- up_big: 20,000 groups (k is unique), ~1 MB in the store: the table path up front
 SELECT cq.create_query('up_big', 'SELECT k, count(*) AS n, sum(v) AS s FROM up_src GROUP BY k',
                        output_mode => 'update', "trigger" => 'available_now') IS NOT NULL AS created;
@@ -74,8 +83,7 @@ SELECT * FROM up_paths();
 SELECT name, regexp_replace(state_path, 'groups of [0-9]+ bytes', 'groups of B bytes') AS state_path
   FROM cq.status WHERE name IN ('up_big', 'up_bucket') ORDER BY name;
 -- the state table holds up_big's state: one row per group, counts summing to the source
-SELECT format('SELECT count(*) AS state_rows, sum(n) AS state_n FROM %s', state_table::regclass)
-  FROM cq.queries WHERE name = 'up_big' \gexec
+SELECT * FROM up_state('up_big');
 SELECT * FROM up_mismatches();
 
 -- the next batches, on each query's path: still the plain query's results
@@ -93,4 +101,4 @@ SELECT * FROM up_paths();
 RESET cq.state_memory;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'up\_%' ORDER BY name;
 DROP TABLE up_src;
-DROP FUNCTION up_paths(), up_mismatches();
+DROP FUNCTION up_paths(), up_mismatches(), up_state(text);
