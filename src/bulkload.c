@@ -18,8 +18,11 @@
  * with the target row computed from it (the final values, the query's
  * outputs and its HAVING, as the statement computes them), goes to a
  * DestReceiver that inserts the state tuple and, where HAVING holds, the
- * target tuple, each through a BulkInsertState (the page being filled
- * stays pinned); the rows read are the sum of the groups' counts.
+ * target tuple, as COPY inserts: buffered, a thousand rows (or 64 kB) at a
+ * time written by table_multi_insert (each page filled under one lock, one
+ * WAL record per page of the logged target instead of one per row),
+ * through a BulkInsertState (the page being filled stays pinned); the
+ * rows read are the sum of the groups' counts.
  * Nothing is kept in between, and no executor INSERT runs per row.
  *
  * The tuples are formed from the SELECT's columns without the coercions
@@ -62,22 +65,41 @@
 #include "state.h"
 #include "sink.h"
 
+/*
+ * Rows are inserted as COPY inserts them: buffered, up to BULK_MAX_ROWS rows
+ * or BULK_MAX_BYTES of their data per table, then written together by
+ * table_multi_insert, which fills each page under one lock and, for a
+ * logged table, writes one WAL record per page rather than one per row.
+ */
+#define BULK_MAX_ROWS 1000
+#define BULK_MAX_BYTES 65535
+
+typedef struct BulkBuffer
+{
+	Relation	rel;
+	int			options;		/* table_multi_insert's */
+	TupleTableSlot *slots[BULK_MAX_ROWS];	/* created as needed */
+	int			nused;
+	Size		bytes;
+} BulkBuffer;
+
 /* The receiver of the load's SELECT. */
 typedef struct BulkDest
 {
 	DestReceiver pub;
 	Relation	state;
 	Relation	target;
-	TupleTableSlot *sslot;		/* a state row */
-	TupleTableSlot *tslot;		/* a target row */
 	int		   *smap;			/* per state attribute: its SELECT column (0-based), -1 dropped */
 	int		   *tmap;			/* the same per target attribute */
 	int			ncol;			/* SELECT column of the group's row count n */
 	int			having_col;		/* SELECT column of HAVING, -1 without */
 	BulkInsertState sbis;
 	BulkInsertState tbis;
+	BulkBuffer	sbuf;			/* state rows waiting for their multi-insert */
+	BulkBuffer	tbuf;			/* target rows waiting for theirs */
 	CommandId	cid;
 	MemoryContext rowcxt;
+	MemoryContext cxt;			/* of the buffers' slots and their tuples */
 	CqBulkResult *res;
 } BulkDest;
 
@@ -193,16 +215,44 @@ map_columns(Relation rel, TupleDesc result, int first, char **names, int nnames,
 }
 
 /*
- * store_row
- *	  Form rel's row in slot from the SELECT's columns (map) and insert it,
- *	  after the executor's NOT NULL check.
+ * flush_rows
+ *	  Insert the rows buffered for one table.
  */
 static void
-store_row(BulkDest *d, Relation rel, TupleTableSlot *slot, int *map, TupleTableSlot *in,
-		  BulkInsertState bis, int options)
+flush_rows(BulkDest *d, BulkBuffer *buf, BulkInsertState bis)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
+	if (buf->nused == 0)
+		return;
+	table_multi_insert(buf->rel, buf->slots, buf->nused, d->cid, buf->options, bis);
+	for (int i = 0; i < buf->nused; i++)
+		ExecClearTuple(buf->slots[i]);
+	buf->nused = 0;
+	buf->bytes = 0;
+}
 
+/*
+ * store_row
+ *	  Form the row of buf's table from the SELECT's columns (map), after
+ *	  the executor's NOT NULL check, as a tuple of its own (the SELECT's
+ *	  values last until the next row only), and insert the buffered rows
+ *	  when the buffer is full.
+ */
+static void
+store_row(BulkDest *d, BulkBuffer *buf, int *map, TupleTableSlot *in, BulkInsertState bis)
+{
+	Relation	rel = buf->rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleTableSlot *slot;
+	MemoryContext old;
+
+	if (buf->slots[buf->nused] == NULL)
+	{
+		/* in the receiver's context: the slot's tuple is made in it */
+		old = MemoryContextSwitchTo(d->cxt);
+		buf->slots[buf->nused] = table_slot_create(rel, NULL);
+		MemoryContextSwitchTo(old);
+	}
+	slot = buf->slots[buf->nused];
 	ExecClearTuple(slot);
 	for (int i = 0; i < desc->natts; i++)
 	{
@@ -221,8 +271,11 @@ store_row(BulkDest *d, Relation rel, TupleTableSlot *slot, int *map, TupleTableS
 							NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
 					 errtablecol(rel, i + 1)));
 	}
+	buf->bytes += heap_compute_data_size(desc, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
-	table_tuple_insert(rel, slot, d->cid, options, bis);
+	ExecMaterializeSlot(slot);
+	if (++buf->nused == BULK_MAX_ROWS || buf->bytes >= BULK_MAX_BYTES)
+		flush_rows(d, buf, bis);
 }
 
 /*
@@ -266,13 +319,13 @@ bulk_receive(TupleTableSlot *slot, DestReceiver *self)
 	MemoryContext old = MemoryContextSwitchTo(d->rowcxt);
 
 	slot_getallattrs(slot);
-	store_row(d, d->state, d->sslot, d->smap, slot, d->sbis, TABLE_INSERT_SKIP_FSM);
+	store_row(d, &d->sbuf, d->smap, slot, d->sbis);
 	d->res->groups++;
 	d->res->input_rows += DatumGetInt64(slot->tts_values[d->ncol]);
 	if (d->having_col < 0 ||
 		(!slot->tts_isnull[d->having_col] && DatumGetBool(slot->tts_values[d->having_col])))
 	{
-		store_row(d, d->target, d->tslot, d->tmap, slot, d->tbis, 0);
+		store_row(d, &d->tbuf, d->tmap, slot, d->tbis);
 		d->res->output_rows++;
 	}
 	MemoryContextSwitchTo(old);
@@ -372,8 +425,11 @@ cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
 	d.pub.mydest = DestNone;
 	d.state = state;
 	d.target = target;
-	d.sslot = MakeSingleTupleTableSlot(RelationGetDescr(state), &TTSOpsVirtual);
-	d.tslot = MakeSingleTupleTableSlot(RelationGetDescr(target), &TTSOpsVirtual);
+	d.cxt = CurrentMemoryContext;
+	d.sbuf.rel = state;
+	d.sbuf.options = TABLE_INSERT_SKIP_FSM;
+	d.tbuf.rel = target;
+	d.tbuf.options = 0;
 	d.ncol = ngroups;
 	d.having_col = an->query->havingQual ? nstate + nout : -1;
 	d.sbis = unringed_bulk_insert_state();
@@ -396,13 +452,20 @@ cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
 	opts.dest = (DestReceiver *) &d;
 	if (SPI_execute_plan_extended(plan, &opts) < 0)
 		elog(ERROR, "pg_cq: the direct load of batch 0 failed");
+	flush_rows(&d, &d.sbuf, d.sbis);
+	flush_rows(&d, &d.tbuf, d.tbis);
 
 	FreeBulkInsertState(d.sbis);
 	FreeBulkInsertState(d.tbis);
 	table_finish_bulk_insert(state, TABLE_INSERT_SKIP_FSM);
 	table_finish_bulk_insert(target, 0);
-	ExecDropSingleTupleTableSlot(d.sslot);
-	ExecDropSingleTupleTableSlot(d.tslot);
+	for (int i = 0; i < BULK_MAX_ROWS; i++)
+	{
+		if (d.sbuf.slots[i])
+			ExecDropSingleTupleTableSlot(d.sbuf.slots[i]);
+		if (d.tbuf.slots[i])
+			ExecDropSingleTupleTableSlot(d.tbuf.slots[i]);
+	}
 	MemoryContextDelete(d.rowcxt);
 	table_close(target, NoLock);
 	table_close(state, NoLock);
