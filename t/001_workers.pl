@@ -8,6 +8,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use CqTest qw(wait_accepting);
 use Time::HiRes qw(time);
 
 my $node = PostgreSQL::Test::Cluster->new('workers');
@@ -107,7 +110,7 @@ my @pids = worker_pids('db1');
 ok(@pids > 0, 'a worker to kill');
 insert_rows('db1', 25);
 kill 'KILL', $pids[0];
-$node->poll_query_until('postgres', 'SELECT 1', '1');
+ok(wait_accepting($node, 'postgres'), 'the server is back after the crash-restart');
 insert_rows('db1', 25);
 wait_exact('db1', 'after SIGKILL of a worker (crash-restart)');
 wait_exact('db2', 'after the crash-restart');

@@ -81,7 +81,7 @@ my $batches_before = $node->safe_psql($db, "SELECT count(*) FROM cq.offsets WHER
 ok(kill('KILL', $pid), "kill -9 of worker $pid");
 
 # the postmaster reinitializes: wait for it to accept connections again
-ok($node->poll_query_until($db, 'SELECT 1', '1'), 'server is back after the crash-restart');
+ok(wait_accepting($node, $db), 'server is back after the crash-restart');
 is($node->safe_psql($db, "SELECT count(*) FROM cq.offsets WHERE name = 'q_slow'"), $batches_before,
 	'the interrupted batch left no offset');
 ok($node->log_contains(qr/terminated by signal 9/), 'the postmaster saw the killed worker');

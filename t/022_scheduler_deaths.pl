@@ -9,6 +9,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use CqTest qw(wait_accepting);
 
 my $node = PostgreSQL::Test::Cluster->new('scheduler_deaths');
 $node->init;
@@ -69,7 +72,7 @@ for my $round (1 .. 6)
 # kill -9: the postmaster crash-restarts; shared memory starts over
 my $pid = scheduler_pid();
 ok(kill('KILL', $pid), "kill -9 of scheduler $pid");
-ok($node->poll_query_until($db, 'SELECT 1', '1'), 'the server is back after the crash-restart');
+ok(wait_accepting($node, $db), 'the server is back after the crash-restart');
 insert_and_wait('after the crash-restart');
 
 $node->stop;

@@ -130,7 +130,7 @@ my $pid = $node->safe_psql($db, q{
 $committed = batches('su');
 my $log_offset = -s $node->logfile;
 ok(kill('KILL', $pid), "kill -9 of worker $pid");
-ok($node->poll_query_until($db, 'SELECT 1', '1'), 'the server is back after the crash-restart');
+ok(wait_accepting($node, $db), 'the server is back after the crash-restart');
 ok($node->log_contains(qr/terminated by signal 9/, $log_offset), 'the postmaster saw the killed worker');
 is(batches('su'), $committed, 'the interrupted batch left no offset');
 $node->safe_psql($db, 'UPDATE gate SET open = true');

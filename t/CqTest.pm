@@ -13,7 +13,7 @@ use IPC::Run;
 use Time::HiRes qw(usleep time);
 use Exporter 'import';
 
-our @EXPORT = qw(cq_node writers_sql start_writer stop_writers caught_up_sql
+our @EXPORT = qw(cq_node wait_accepting writers_sql start_writer stop_writers caught_up_sql
   wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target);
 
 # A started node with pg_cq preloaded and crash-restart on.
@@ -245,6 +245,28 @@ sub crash_restart
 		$node->{_pid} = undef;    # the killed postmaster's pid file is stale
 		return 1 if $node->start(fail_ok => 1);
 		usleep(200_000);
+	}
+	return 0;
+}
+
+
+# wait, with a deadline, until the node accepts connections again after a
+# crash-restart.  poll_query_until is not used for this: it writes its
+# query to psql's stdin, and a psql that gives up at once (the server still
+# in recovery) may close that pipe first, which IPC::Run reports as a fatal
+# "Broken pipe"; here that error only means another try.  Returns true once
+# a connection to $db answers.
+sub wait_accepting
+{
+	my ($node, $db) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+
+	while (time() < $deadline)
+	{
+		my ($ret, $out) = (1, '');
+		eval { ($ret, $out) = $node->psql($db, 'SELECT 1'); };
+		return 1 if !$@ && $ret == 0 && $out eq '1';
+		usleep(100_000);
 	}
 	return 0;
 }
