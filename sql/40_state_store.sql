@@ -13,16 +13,6 @@ SET client_min_messages = warning;
 SET timezone = 'UTC';
 SELECT setseed(0.40);
 
--- twin_mismatches(a, b): rows that differ as text, both ways (0 = the same
--- rows, byte for byte as they print)
-CREATE FUNCTION ss_twin_mismatches(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
-                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
-
 CREATE TABLE ss_src (k1 int, k2 text, x int, v numeric(8,2), u text, ts timestamptz);
 -- n random rows around event time t (some late by up to a minute)
 CREATE FUNCTION ss_rows(n int, t timestamptz) RETURNS void LANGUAGE sql AS $$
@@ -84,7 +74,7 @@ BEGIN
       bad := CASE WHEN q.oracle THEN mismatches((q.name || '_m')::regclass, q.sql) END;
       EXECUTE format('SELECT count(*) FROM %I', q.name || '_m') INTO n;
       INSERT INTO ss_log
-      SELECT b, q.name, bad, ss_twin_mismatches((q.name || '_m')::regclass, (q.name || '_t')::regclass),
+      SELECT b, q.name, bad, twin_bad((q.name || '_m')::regclass, (q.name || '_t')::regclass),
              NOT EXISTS (SELECT num_input_rows, num_state_rows_total, num_state_rows_updated, num_state_rows_removed,
                                 num_rows_dropped_by_watermark, num_output_rows, batch_id, watermark
                            FROM cq.progress WHERE name = q.name || '_m'
@@ -216,11 +206,11 @@ SELECT cq.alter_query(name, query => 'SELECT k2, k1, count(*) AS n, sum(v) AS sv
                                      'HAVING count(*) > 3')
   FROM (VALUES ('ss_cmp_m'), ('ss_cmp_t')) v(name);
 SELECT mismatches('ss_hav_m', 'SELECT k1, count(*), sum(x) FROM ss_src GROUP BY k1 HAVING count(*) > 2') AS hav_mismatches,
-       ss_twin_mismatches('ss_hav_m', 'ss_hav_t') AS hav_twin_mismatches,
+       twin_bad('ss_hav_m', 'ss_hav_t') AS hav_twin_mismatches,
        mismatches('ss_cmp_m', 'SELECT k2, k1, count(*), sum(v), bool_or(x > 90), '
                               'hll_cardinality(hll_add_agg(hll_hash_text(u))) FROM ss_src GROUP BY k2, k1 HAVING count(*) > 3')
          AS cmp_mismatches,
-       ss_twin_mismatches('ss_cmp_m', 'ss_cmp_t') AS cmp_twin_mismatches,
+       twin_bad('ss_cmp_m', 'ss_cmp_t') AS cmp_twin_mismatches,
        (SELECT count(*) FROM ss_hav_m) AS hav_rows, (SELECT count(*) FROM ss_cmp_m) AS cmp_rows;
 
 -- 6. Beyond cq.state_memory, a query moves its state to its state table

@@ -21,14 +21,7 @@ CREATE FUNCTION si_rows(n int, t timestamptz) RETURNS void LANGUAGE sql AS $$
          t - make_interval(secs => random() * 8)
     FROM (SELECT random() AS r FROM generate_series(1, n)) g
 $$;
-CREATE FUNCTION si_twin_bad(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
-                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
-
+\i sql/include/helpers.sql
 CREATE TABLE si_queries (name text PRIMARY KEY, sql text, mode text);
 INSERT INTO si_queries VALUES
   ('si_app', 'SELECT w.window_start, w.window_end, k, count(*) AS n, sum(x) AS sx, min(x) AS mn, max(k) AS mk '
@@ -58,7 +51,7 @@ BEGIN
       CALL cq.run(q.name || '_t');
       EXECUTE format('SELECT count(*) FROM %I', q.name || '_m') INTO n;
       INSERT INTO si_log
-      SELECT b, q.name, si_twin_bad((q.name || '_m')::regclass, (q.name || '_t')::regclass),
+      SELECT b, q.name, twin_bad((q.name || '_m')::regclass, (q.name || '_t')::regclass),
              NOT EXISTS (SELECT num_input_rows, num_state_rows_total, num_state_rows_updated, num_state_rows_removed,
                                 num_rows_dropped_by_watermark, num_output_rows, batch_id, watermark
                            FROM cq.progress WHERE name = q.name || '_m'
@@ -86,4 +79,4 @@ SELECT m.state_rows > 0 AS has_open_windows,
 SELECT cq.drop_query(name || s.suffix, drop_target => true) IS NOT NULL AS dropped
   FROM si_queries, (VALUES ('_m'), ('_t')) s(suffix) ORDER BY name, suffix;
 DROP TABLE si_src, si_queries, si_log;
-DROP FUNCTION si_rows(int, timestamptz), si_twin_bad(regclass, regclass);
+DROP FUNCTION si_rows(int, timestamptz), twin_bad(regclass, regclass);

@@ -28,14 +28,6 @@ CREATE FUNCTION sm_rows(n int, t0 timestamptz) RETURNS void LANGUAGE sql AS $$
          t0 - make_interval(secs => CASE WHEN random() < 0.2 THEN random() * 30 ELSE random() * 4 END)
     FROM generate_series(1, n)
 $$;
-CREATE FUNCTION sm_twin_bad(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
-                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
-
 CREATE TABLE sm_queries (name text PRIMARY KEY, sql text, mode text, wm boolean);
 INSERT INTO sm_queries VALUES
   -- every part merged in C: count, sum (int8, numeric, float4, float8, interval), min/max
@@ -74,7 +66,7 @@ BEGIN
       CALL cq.run(q.name || '_t');
       EXECUTE format('SELECT count(*) FROM %I', q.name || '_m') INTO n;
       INSERT INTO sm_log
-      SELECT b, q.name, sm_twin_bad((q.name || '_m')::regclass, (q.name || '_t')::regclass),
+      SELECT b, q.name, twin_bad((q.name || '_m')::regclass, (q.name || '_t')::regclass),
              NOT EXISTS (SELECT num_input_rows, num_state_rows_total, num_state_rows_updated, num_state_rows_removed,
                                 num_rows_dropped_by_watermark, num_output_rows, batch_id, watermark,
                                 event_time_min, event_time_max, event_time_avg

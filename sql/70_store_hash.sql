@@ -31,13 +31,7 @@ BEGIN
                  'WHERE s.h IS DISTINCT FROM pg_catalog.hash_record(ROW(s.g1, s.g2, s.g3))', qid, st) INTO n;
   RETURN n;
 END $$;
-CREATE FUNCTION sh_twin_bad(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
-                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
+\i sql/include/helpers.sql
 -- target rows of a query that are not the plain query's rows, or repeated
 CREATE FUNCTION sh_oracle_bad(target regclass) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint;
@@ -59,12 +53,12 @@ INSERT INTO sh_src VALUES ('b', 0, 1, 1), ('A', 1, 2, 1);
 SELECT sh_rows(300);
 CALL cq.run('sh_m');
 CALL cq.run('sh_t');
-SELECT sh_bad_h('sh_m') AS bad_h_m, sh_bad_h('sh_t') AS bad_h_t, sh_twin_bad('sh_m', 'sh_t') AS twins,
+SELECT sh_bad_h('sh_m') AS bad_h_m, sh_bad_h('sh_t') AS bad_h_t, twin_bad('sh_m', 'sh_t') AS twins,
        sh_oracle_bad('sh_m') AS oracle_m, (SELECT count(*) > 20 FROM sh_m) AS groups;
 SELECT sh_rows(200);
 CALL cq.run('sh_m');
 CALL cq.run('sh_t');
-SELECT sh_bad_h('sh_m') AS bad_h_m, sh_bad_h('sh_t') AS bad_h_t, sh_twin_bad('sh_m', 'sh_t') AS twins,
+SELECT sh_bad_h('sh_m') AS bad_h_m, sh_bad_h('sh_t') AS bad_h_t, twin_bad('sh_m', 'sh_t') AS twins,
        sh_oracle_bad('sh_m') AS oracle_m;
 
 -- a target row deleted by hand is written again by the next batch that
@@ -84,13 +78,13 @@ UNION ALL
 SELECT 'sh_t', sh_oracle_bad('sh_t'),
        (SELECT count(*) FROM sh_t WHERE t = 'b' AND v = 0 AND k = 1),
        (SELECT count(*) FROM sh_t WHERE t = 'A' AND v = 1 AND k = 2);
-SELECT sh_bad_h('sh_m') AS bad_h_m, sh_twin_bad('sh_m', 'sh_t') AS twins;
+SELECT sh_bad_h('sh_m') AS bad_h_m, twin_bad('sh_m', 'sh_t') AS twins;
 
 -- more random batches
 SELECT sh_rows(150), sh_rows(150), sh_rows(150);
 CALL cq.run('sh_m');
 CALL cq.run('sh_t');
-SELECT sh_bad_h('sh_m') AS bad_h_m, sh_twin_bad('sh_m', 'sh_t') AS twins, sh_oracle_bad('sh_m') AS oracle_m,
+SELECT sh_bad_h('sh_m') AS bad_h_m, twin_bad('sh_m', 'sh_t') AS twins, sh_oracle_bad('sh_m') AS oracle_m,
        sh_oracle_bad('sh_t') AS oracle_t;
 
 SELECT cq.drop_query('sh_m'), cq.drop_query('sh_t');

@@ -27,13 +27,6 @@ CREATE FUNCTION mp_rows(n int, t0 timestamptz) RETURNS void LANGUAGE sql AS $$
          t0 - make_interval(secs => CASE WHEN random() < 0.2 THEN random() * 30 ELSE random() * 4 END)
     FROM generate_series(1, n)
 $$;
-CREATE FUNCTION mp_twin_bad(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %s x EXCEPT ALL SELECT y::text FROM %s y) '
-                 'UNION ALL (SELECT y::text FROM %s y EXCEPT ALL SELECT x::text FROM %s x)) z', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
 -- the path of a query's last batch in this session, as cq.explain says
 CREATE FUNCTION mp_path(qname text) RETURNS text LANGUAGE sql AS $$
   SELECT (regexp_match(cq.explain(qname), '-- last batch in this session: (MERGE|the upsert)'))[1]
@@ -107,7 +100,7 @@ BEGIN
       END LOOP;
       PERFORM set_config('cq.merge_max_groups', '10000', false);
       INSERT INTO mp_bad
-      SELECT b, q.name, x.twin, mp_twin_bad((q.name || '_m')::regclass, (q.name || x.twin)::regclass)
+      SELECT b, q.name, x.twin, twin_bad((q.name || '_m')::regclass, (q.name || x.twin)::regclass)
         FROM (VALUES ('_mu'), ('_t'), ('_tu')) x(twin);
     END LOOP;
     COMMIT;
@@ -182,4 +175,4 @@ SELECT mp_path('mp_n') AS path, mismatches('mp_n', 'SELECT a + 0 AS a, count(*) 
 SELECT cq.drop_query(name, drop_target => true) IS NOT NULL AS dropped
   FROM cq.queries WHERE name LIKE 'mp\_%' ORDER BY name;
 DROP TABLE mp_src, mp_src2, mp_src3, mp_dim, mp_queries, mp_log, mp_bad, mp_xmin;
-DROP FUNCTION mp_rows(int, timestamptz), mp_twin_bad(regclass, regclass), mp_path(text), mp_metrics(text);
+DROP FUNCTION mp_rows(int, timestamptz), mp_path(text), mp_metrics(text);
