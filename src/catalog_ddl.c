@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_ddl.c
+ *	  The changes of cq.queries that DDL on a query's relations makes
+ *	  (ddl.c's hooks, tracking.c's guards): a new owner, the rename of an
+ *	  event-time column, and whether a table is some query's source.
+ *
+ * As in catalog.c: callers have SPI connected and are inside a
+ * transaction, and every statement runs in a superuser section
+ * (security.c: search_path pinned, operators spelled
+ * OPERATOR(pg_catalog.x)).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "catalog.h"
+#include "security.h"
+#include "sql_builder.h"
+
+/*
+ * cq_catalog_set_owner
+ *	  Record a query's new owner (its query view changed owner).
+ */
+void
+cq_catalog_set_owner(int32 id, Oid owner)
+{
+	Oid			types[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(owner)};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET owner = $2::pg_catalog.regrole "
+				"WHERE id OPERATOR(pg_catalog.=) $1 AND owner OPERATOR(pg_catalog.<>) $2::pg_catalog.regrole",
+				SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_catalog_relation_is_source
+ *	  Is relid the source of some continuous query (of any owner)?
+ */
+bool
+cq_catalog_relation_is_source(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	CqSecurity	sec;
+
+	cq_security_superuser(&sec);
+	/* since 0.2, the second stream of a join (join_source) is a source too */
+	cq_spi_exec(cq_catalog_version() >= CQ_CATALOG_0_2 ?
+				"SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+				"OR join_source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1" :
+				"SELECT 1 FROM cq.queries WHERE source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+				SPI_OK_SELECT, 1, types, values, NULL);
+	cq_security_restore(&sec);
+	return SPI_processed > 0;
+}
+
+/*
+ * cq_catalog_rename_event_time
+ *	  A column named oldname of the tables relids was renamed newname: the
+ *	  queries reading one of them whose event-time column it was name it
+ *	  by its new name (cq.queries.event_time always shows the current
+ *	  name, and a dump restores it).  Returns the number of queries.  With
+ *	  newname NULL, only lock their rows, as a batch does before it locks
+ *	  its tables: called before the rename locks the tables, a rename waits
+ *	  for a running batch instead of deadlocking with it.
+ */
+uint64
+cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newname)
+{
+	Oid			types[3] = {OIDARRAYOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	Datum	   *oids = palloc(sizeof(Datum) * Max(list_length(relids), 1));
+	CqSecurity	sec;
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, relids)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	values[1] = CStringGetTextDatum(oldname);
+	values[2] = newname ? CStringGetTextDatum(newname) : (Datum) 0;
+
+	cq_security_superuser(&sec);
+	if (newname == NULL)
+		cq_spi_exec("SELECT 1 FROM cq.queries "
+					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
+					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) FOR NO KEY UPDATE",
+					SPI_OK_SELECT, 2, types, values, NULL);
+	else
+		cq_spi_exec("UPDATE cq.queries SET event_time = $3 "
+					"WHERE event_time OPERATOR(pg_catalog.=) $2 "
+					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					SPI_OK_UPDATE, 3, types, values, NULL);
+	n = (int) SPI_processed;
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+	{
+		/* the event-time column of the second stream of a join */
+		if (newname == NULL)
+			cq_spi_exec("SELECT 1 FROM cq.queries "
+						"WHERE join_event_time OPERATOR(pg_catalog.=) $2 "
+						"AND join_source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) FOR NO KEY UPDATE",
+						SPI_OK_SELECT, 2, types, values, NULL);
+		else
+			cq_spi_exec("UPDATE cq.queries SET join_event_time = $3 "
+						"WHERE join_event_time OPERATOR(pg_catalog.=) $2 "
+						"AND join_source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+						SPI_OK_UPDATE, 3, types, values, NULL);
+		n += (int) SPI_processed;
+	}
+	cq_security_restore(&sec);
+	return n;
+}
