@@ -84,7 +84,7 @@ call_ms() {
 }
 
 declare -A W C F W0 C0 F0
-sizes=($BENCH_HIST_SIZES)
+read -r -a sizes <<<"$BENCH_HIST_SIZES"
 for ((r = 1; r <= BENCH_HIST_ROUNDS; r++)); do
     for ((i = 0; i < ${#sizes[@]}; i++)); do
         n="${sizes[$(((i + r) % ${#sizes[@]}))]}"
@@ -119,7 +119,7 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     for n in $BENCH_HIST_SIZES; do
         h="$(human "$n")"; h="${h,,}"
         # shellcheck disable=SC2086
-        echo "| $(human "$n") | $(fmt_ms "$(median ${W[$h]})") | $(fmt_ms "$(median ${C[$h]})") | $(median ${F[$h]}) | $(fmt_ms "$(median ${W0[$h]})") | $(fmt_ms "$(median ${C0[$h]})") | $(median ${F0[$h]}) |"
+        echo "| $(human "$n") | $(fmt_ms "$(median ${W[$h]})") | $(fmt_ms "$(median ${C[$h]})") | $(printf '%.0f' "$(median ${F[$h]})") | $(fmt_ms "$(median ${W0[$h]})") | $(fmt_ms "$(median ${C0[$h]})") | $(printf '%.0f' "$(median ${F0[$h]})") |"
     done
     echo
     for n in $BENCH_HIST_SIZES; do
