@@ -12,8 +12,11 @@
 # Then BENCH_HIST_ROUNDS rounds; each round, for every size (the order
 # rotates round by round), inserts BENCH_HIST_NEW rows (another session) and
 # times one CALL cq.run as the first statement of a fresh session, then a
-# CALL with nothing new in a fresh session.  Per CALL: psql \timing, the
-# backend's CPU time (/proc/self/schedstat) and minor page faults.  Also,
+# CALL with nothing new in a fresh session, then folds the same rows with
+# bench/run.sh's hand-written upsert (hw_SIZE by id, a fresh session: the
+# control, which does nothing proportional to history).  Per CALL: psql
+# \timing, the backend's CPU time (/proc/self/schedstat) and minor page
+# faults; per hand-written step its backend CPU and wall time.  Also,
 # with BENCH_HIST_ANALYZE=1, ANALYZE each source first (bench/run.sh's
 # phase B).  With BENCH_HIST_REFRESH=1 each timed CALL follows a REFRESH
 # MATERIALIZED VIEW of the same query and the plain GROUP BY over that
@@ -62,6 +65,10 @@ else
             "$(gen_rows "ev_$h" "$n" '2024-01-01' '3 days')" \
             "CREATE INDEX ON ev_$h (id);" \
             "CREATE TABLE agg_$h WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select "ev_$h");" \
+            "CREATE TABLE hw_$h (minute timestamptz, category text, n bigint, total numeric, avg_amount numeric, max_amount numeric);" \
+            "CREATE UNIQUE INDEX ON hw_$h (minute, category);" \
+            "INSERT INTO hw_$h $(agg_select "ev_$h");" \
+            "CREATE TABLE hw_off_$h AS SELECT max(id) AS last_id FROM ev_$h;" \
             "VACUUM ev_$h;" "CHECKPOINT;" >/dev/null
         info "ev_$h: $(psql_val "SELECT pg_size_pretty(pg_total_relation_size('ev_$h'))"), $(psql_val "SELECT count(*) FROM agg_$h") groups"
     done
@@ -83,7 +90,23 @@ call_ms() {
         END {if (v == "" || c == "") exit 1; printf "%s %.3f %d\n", v, c, f}'
 }
 
-declare -A W C F W0 C0 F0
+# hw_sql SIZE: bench/run.sh's hand-written incremental step
+hw_sql() {
+    cat <<EOF
+BEGIN;
+SELECT last_id AS lo, (SELECT max(id) FROM ev_$1) AS hi FROM hw_off_$1 \gset
+INSERT INTO hw_$1 AS s (minute, category, n, total, avg_amount, max_amount)
+SELECT date_bin('1 minute', ts, '2000-01-01'), category, count(*), sum(amount), avg(amount), max(amount)
+FROM ev_$1 WHERE id > :lo AND id <= :hi GROUP BY 1, 2
+ON CONFLICT (minute, category) DO UPDATE SET n = s.n + excluded.n, total = s.total + excluded.total,
+    avg_amount = (s.total + excluded.total) / (s.n + excluded.n),
+    max_amount = greatest(s.max_amount, excluded.max_amount);
+UPDATE hw_off_$1 SET last_id = :hi;
+COMMIT;
+EOF
+}
+
+declare -A W C F W0 C0 F0 HC HW
 read -r -a sizes <<<"$BENCH_HIST_SIZES"
 for ((r = 1; r <= BENCH_HIST_ROUNDS; r++)); do
     for ((i = 0; i < ${#sizes[@]}; i++)); do
@@ -99,13 +122,17 @@ for ((r = 1; r <= BENCH_HIST_ROUNDS; r++)); do
         W[$h]+="$w "; C[$h]+="$c "; F[$h]+="$f "
         read -r w c f <<<"$(call_ms "agg_$h")"
         W0[$h]+="$w "; C0[$h]+="$c "; F0[$h]+="$f "
-        info "round $r $h: new rows wall $(awk '{print $NF}' <<<"${W[$h]}") ms, CPU $(awk '{print $NF}' <<<"${C[$h]}") ms, faults $(awk '{print $NF}' <<<"${F[$h]}"); nothing new CPU $(awk '{print $NF}' <<<"${C0[$h]}") ms"
+        read -r c w <<<"$(cpu_sql "$(hw_sql "$h")")"
+        HC[$h]+="$c "; HW[$h]+="$w "
+        info "round $r $h: new rows wall $(awk '{print $NF}' <<<"${W[$h]}") ms, CPU $(awk '{print $NF}' <<<"${C[$h]}") ms, faults $(awk '{print $NF}' <<<"${F[$h]}"); nothing new CPU $(awk '{print $NF}' <<<"${C0[$h]}") ms; hand-written CPU $(awk '{print $NF}' <<<"${HC[$h]}") ms"
     done
 done
 for n in $BENCH_HIST_SIZES; do
     h="$(human "$n")"; h="${h,,}"
     bad=$(psql_val "SELECT count(*) FROM ((TABLE agg_$h EXCEPT ALL $(agg_select "ev_$h")) UNION ALL ($(agg_select "ev_$h") EXCEPT ALL TABLE agg_$h)) x;")
     [[ "$bad" == 0 ]] || die "agg_$h differs from its query in $bad rows"
+    bad=$(psql_val "SELECT count(*) FROM ((TABLE hw_$h EXCEPT ALL TABLE agg_$h) UNION ALL (TABLE agg_$h EXCEPT ALL TABLE hw_$h)) x;")
+    [[ "$bad" == 0 ]] || die "hw_$h differs from agg_$h in $bad rows"
 done
 
 mkdir -p "$(dirname "$BENCH_OUT")"
@@ -114,17 +141,17 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo
     echo "$(human "$BENCH_HIST_NEW") new rows per batch; each CALL the first statement of a new session; medians of $BENCH_HIST_ROUNDS rounds (sizes interleaved); ANALYZE of the sources: $BENCH_HIST_ANALYZE; REFRESH + GROUP BY before each CALL: $BENCH_HIST_REFRESH; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
     echo
-    echo "| history | wall 10k | CPU 10k | minor faults 10k | wall nothing new | CPU nothing new | faults nothing new |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| history | wall 10k | CPU 10k | minor faults 10k | wall nothing new | CPU nothing new | faults nothing new | hand-written CPU (control) | hand-written wall |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for n in $BENCH_HIST_SIZES; do
         h="$(human "$n")"; h="${h,,}"
         # shellcheck disable=SC2086
-        echo "| $(human "$n") | $(fmt_ms "$(median ${W[$h]})") | $(fmt_ms "$(median ${C[$h]})") | $(printf '%.0f' "$(median ${F[$h]})") | $(fmt_ms "$(median ${W0[$h]})") | $(fmt_ms "$(median ${C0[$h]})") | $(printf '%.0f' "$(median ${F0[$h]})") |"
+        echo "| $(human "$n") | $(fmt_ms "$(median ${W[$h]})") | $(fmt_ms "$(median ${C[$h]})") | $(printf '%.0f' "$(median ${F[$h]})") | $(fmt_ms "$(median ${W0[$h]})") | $(fmt_ms "$(median ${C0[$h]})") | $(printf '%.0f' "$(median ${F0[$h]})") | $(fmt_ms "$(median ${HC[$h]})") | $(fmt_ms "$(median ${HW[$h]})") |"
     done
     echo
     for n in $BENCH_HIST_SIZES; do
         h="$(human "$n")"; h="${h,,}"
-        echo "- $(human "$n") per round: wall ${W[$h]}; CPU ${C[$h]}; faults ${F[$h]}; nothing new CPU ${C0[$h]}"
+        echo "- $(human "$n") per round: wall ${W[$h]}; CPU ${C[$h]}; faults ${F[$h]}; nothing new CPU ${C0[$h]}; hand-written CPU ${HC[$h]}, wall ${HW[$h]}"
     done
 } >"$BENCH_OUT"
 cat "$BENCH_OUT"
