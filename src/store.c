@@ -676,33 +676,42 @@ cq_store_own_tuple(HeapTuple t, bool shared)
 }
 
 /*
- * lookup
- *	  The current row of the group with these keys: the overlay's, else
- *	  the published one.
+ * index_overlay
+ *	  Enter the items put since the last lookup into the overlay's hash
+ *	  table.  A batch's fold puts each group of its d statement once and
+ *	  looks none of them up again (d has one row per group: see
+ *	  cq_store_lookup_published), so the index is made only when a later
+ *	  lookup needs it, not once per group put.
  */
-void
-cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+static void
+index_overlay(CqStore *st)
 {
-	OvEntry    *ov;
+	int			n = list_length(st->items);
+
+	for (int i = st->n_indexed; i < n; i++)
+	{
+		OvItem	   *it = list_nth(st->items, i);
+		bool		found;
+		OvEntry    *ov = hash_search(st->overlay, &it->hash, HASH_ENTER, &found);
+
+		if (!found)
+			ov->first = NULL;
+		it->next = ov->first;
+		ov->first = it;
+	}
+	st->n_indexed = n;
+}
+
+/*
+ * find_published
+ *	  The published row of the group with these keys (ref->hash set), if
+ *	  any, into ref.
+ */
+static void
+find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+{
 	dsa_pointer *head;
 
-	memset(ref, 0, sizeof(*ref));
-	ref->hash = cq_store_key_hash(st, values, nulls);
-	ref->node = InvalidDsaPointer;
-	ov = st->items == NIL ? NULL : hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
-	if (ov)
-	{
-		for (OvItem *it = ov->first; it != NULL; it = it->next)
-		{
-			if (keys_match(st, it->tup, values, nulls))
-			{
-				ref->item = it;
-				ref->node = it->node;
-				ref->tup = it->deleted ? NULL : it->tup;
-				return;
-			}
-		}
-	}
 	if (st->table == NULL)
 		return;
 	/* no lock: only this batch changes the table until it commits */
@@ -721,12 +730,61 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 			{
 				ref->tup = t;
 				ref->node = np;
+				ref->tuple = node->tuple;
 				break;
 			}
 			pfree(t);
 		}
 		np = node->next;
 	}
+}
+
+/*
+ * lookup
+ *	  The current row of the group with these keys: the overlay's, else
+ *	  the published one.
+ */
+void
+cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+{
+	memset(ref, 0, sizeof(*ref));
+	ref->hash = cq_store_key_hash(st, values, nulls);
+	ref->node = InvalidDsaPointer;
+	ref->tuple = InvalidDsaPointer;
+	if (st->items != NIL)
+	{
+		OvEntry    *ov;
+
+		index_overlay(st);
+		ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
+		for (OvItem *it = ov ? ov->first : NULL; it != NULL; it = it->next)
+		{
+			if (keys_match(st, it->tup, values, nulls))
+			{
+				ref->item = it;
+				ref->node = it->node;
+				ref->tup = it->deleted ? NULL : it->tup;
+				return;
+			}
+		}
+	}
+	find_published(st, values, nulls, ref);
+}
+
+/*
+ * lookup_published
+ *	  lookup of a group the overlay does not hold (the caller knows: the
+ *	  groups of one d statement are distinct, and the overlay held none
+ *	  when its fold began): the published row only.
+ */
+void
+cq_store_lookup_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+{
+	memset(ref, 0, sizeof(*ref));
+	ref->hash = cq_store_key_hash(st, values, nulls);
+	ref->node = InvalidDsaPointer;
+	ref->tuple = InvalidDsaPointer;
+	find_published(st, values, nulls, ref);
 }
 
 /*
@@ -778,17 +836,24 @@ cq_store_put_owned(CqStore *st, StoreRef *ref, HeapTuple tup)
 	}
 	if (it == NULL)
 	{
-		bool		found;
-		OvEntry    *ov = hash_search(st->overlay, &ref->hash, HASH_ENTER, &found);
-
-		if (!found)
-			ov->first = NULL;
-		it = palloc0(sizeof(OvItem));
+		/* a new item, entered into the overlay's index by the next lookup */
+		if (st->chunk_left == 0)
+		{
+			st->item_chunk = palloc0(sizeof(OvItem) * 64);
+			st->chunk_left = 64;
+		}
+		it = st->item_chunk++;
+		st->chunk_left--;
 		it->hash = ref->hash;
 		it->node = ref->node;
 		it->newtuple = it->newnode = InvalidDsaPointer;
-		it->next = ov->first;
-		ov->first = it;
+		it->pub_tuple = InvalidDsaPointer;
+		if (existed && DsaPointerIsValid(ref->tuple))
+		{
+			/* prepare_item then knows its size without reading it again */
+			it->pub_len = ref->tup->t_len - MINIMAL_TUPLE_OFFSET;
+			it->pub_tuple = ref->tuple;
+		}
 		st->items = lappend(st->items, it);
 		ref->item = it;
 	}
@@ -852,6 +917,7 @@ cq_store_scan_all(CqStore *st)
 
 					r->ref.hash = slots[i].hash;
 					r->ref.node = np;
+					r->ref.tuple = node->tuple;
 					r->ref.tup = shared_tuple(node->tuple);
 					rows = lappend(rows, r);
 				}
@@ -1031,16 +1097,23 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 	}
 	if (DsaPointerIsValid(it->node))
 	{
-		StoreNode  *node = dsa_get_address(store_area, it->node);
-
 		/*
 		 * A changed row of the same size (fixed-size states: counts, sums,
 		 * extremes of fixed-size types) is written over the old one at
-		 * COMMIT: nothing to allocate, nothing to free.
+		 * COMMIT: nothing to allocate, nothing to free.  The old row's size
+		 * is known from the lookup that found it (put_owned), else read.
 		 */
-		if (DsaPointerIsValid(node->tuple) &&
-			((MinimalTuple) dsa_get_address(store_area, node->tuple))->t_len ==
-			it->tup->t_len - MINIMAL_TUPLE_OFFSET)
+		if (it->pub_len == 0)
+		{
+			StoreNode  *node = dsa_get_address(store_area, it->node);
+
+			if (DsaPointerIsValid(node->tuple))
+			{
+				it->pub_tuple = node->tuple;
+				it->pub_len = ((MinimalTuple) dsa_get_address(store_area, node->tuple))->t_len;
+			}
+		}
+		if (it->pub_len != 0 && it->pub_len == it->tup->t_len - MINIMAL_TUPLE_OFFSET)
 		{
 			it->inplace = true;
 			return;
@@ -1132,8 +1205,6 @@ prepare(CqStore *st)
 static void
 publish_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	dsa_pointer *head;
-
 	if (st->replace)
 		return;
 	if (it->deleted)
@@ -1142,17 +1213,15 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 			unlink_node(st->table, hash, it->node);
 		return;
 	}
-	head = cq_gt_find(st->table, hash);
 	if (it->inplace)
 	{
 		/* under the table's lock: a reader's scan sees the old row or the new */
-		StoreNode  *node = dsa_get_address(store_area, it->node);
-
-		fill_tuple(dsa_get_address(store_area, node->tuple), it->tup);
+		fill_tuple(dsa_get_address(store_area, it->pub_tuple), it->tup);
 	}
 	else if (it->swap)
 	{
 		/* under the table's lock: the new node takes the old one's place */
+		dsa_pointer *head = cq_gt_find(st->table, hash);
 		dsa_pointer *link = head;
 
 		while (link && DsaPointerIsValid(*link) && *link != it->node)

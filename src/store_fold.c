@@ -565,6 +565,7 @@ typedef struct FoldState
 	bool	   *sn;
 	BatchCount	count;
 	bool		fresh;			/* no published table, empty overlay: no lookups */
+	bool		ov_empty;		/* empty overlay: lookups in the published table only */
 	List	   *pairs;			/* StoreRef * of existing groups for the merge statement */
 	TupleDesc	mpdesc;
 	Tuplestorestate *ts;		/* their rows (cq_mp) */
@@ -596,6 +597,7 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
 	fs->sv = palloc(sizeof(Datum) * natts);
 	fs->sn = palloc(sizeof(bool) * natts);
 	fs->fresh = st->table == NULL && st->items == NIL;
+	fs->ov_empty = st->items == NIL;
 	fs->mpdesc = pairs_desc(st);
 	cq_store_setup_merge(st, sql->merge_kinds);
 }
@@ -607,7 +609,8 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
  *	  out when late (e <= wm), put as it is when its group is new, merged
  *	  in C (merge_row) when every column allows it, else kept for the
  *	  merge statement.  d has one row per group by GROUP BY's equality,
- *	  the store's: a fresh store needs no lookup.
+ *	  the store's: a fresh store needs no lookup, and when the overlay was
+ *	  empty as the fold began, none of d's groups can be in it.
  */
 static void
 fold_row(FoldState *fs, Datum *values, bool *isnull)
@@ -626,7 +629,9 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 		return;
 	}
 	cq_store_set_h(st, values, isnull);
-	if (!fs->fresh)
+	if (!fs->fresh && fs->ov_empty)
+		cq_store_lookup_published(st, values, isnull, ref);
+	else if (!fs->fresh)
 		cq_store_lookup(st, values, isnull, ref);
 	if (fs->fresh || ref->tup == NULL)
 	{

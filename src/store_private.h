@@ -78,7 +78,9 @@ typedef struct OvItem
 	dsa_pointer newtuple;		/* copy made at pre-commit (newnode's row) */
 	dsa_pointer newnode;		/* node made at pre-commit with that copy */
 	bool		swap;			/* newnode replaces node at publish */
-	struct OvItem *next;		/* next item of the same hash */
+	uint32		pub_len;		/* the published row's length (0: not read) */
+	dsa_pointer pub_tuple;		/* and where it is (with pub_len) */
+	struct OvItem *next;		/* next item of the same hash (once indexed) */
 } OvItem;
 
 typedef struct OvEntry
@@ -120,9 +122,12 @@ struct CqStore
 	CqGroupTable *table;		/* published table, or NULL */
 	bool		replace;		/* publication replaces the whole table */
 	CqGroupTable *newtable;		/* replace: built at pre-commit */
-	HTAB	   *overlay;		/* uint64 -> OvEntry */
+	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
 	List	   *items;			/* every OvItem, in order */
+	int			n_indexed;		/* items in overlay (indexed when a lookup needs it) */
+	OvItem	   *item_chunk;		/* items are allocated in chunks */
+	int			chunk_left;
 	int64		batch_id;		/* to publish */
 	int64		rows;
 	int64		bytes;
@@ -143,6 +148,7 @@ typedef struct StoreRef
 	uint64		hash;
 	HeapTuple	tup;			/* NULL: not found */
 	dsa_pointer node;
+	dsa_pointer tuple;			/* a published row (item NULL): where tup is */
 	OvItem	   *item;
 } StoreRef;
 
@@ -158,6 +164,8 @@ extern void cq_store_setup_merge(struct CqStore *st, const char *kinds);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
+extern void cq_store_lookup_published(struct CqStore *st, Datum *values, bool *nulls,
+									  StoreRef *ref);
 extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern void cq_store_put_owned(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
