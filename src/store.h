@@ -12,6 +12,7 @@
 #include "analyze.h"
 #include "catalog.h"
 #include "progress.h"
+#include "store_setup.h"
 #include "utils/tuplestore.h"
 
 /* The statements a batch of a query on the store runs (built by plan.c). */
@@ -55,15 +56,10 @@ typedef struct CqStoreMetrics
 	double		sink_ms;		/* the target statement */
 } CqStoreMetrics;
 
-typedef struct CqStore CqStore;
-
-extern bool cq_store_supported(CqAnalysis *an, Oid state_table, const char **why);
-extern bool cq_store_used(CqQuery *q, CqAnalysis *an);
 extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost);
 extern void cq_store_forget(Oid dboid, int32 query_id);
 extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern double cq_store_cpu_ms(void);
 extern bool cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *bytes);
-extern bool cq_store_merges_in_c(Oid state_table, const char *kinds);
 
 #endif							/* CQ_STORE_H */

@@ -158,9 +158,7 @@ typedef struct ScanRow
 	StoreRef	ref;
 } ScanRow;
 
-extern AttrNumber cq_store_state_att(TupleDesc desc, const char *name);
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
-extern void cq_store_setup_merge(struct CqStore *st, const char *kinds);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);

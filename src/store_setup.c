@@ -1,0 +1,262 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_setup.c
+ *	  What a query's shared-memory store is made of, decided from its
+ *	  analysis and state table: whether the query can use the store, the
+ *	  state row's layout, the keys' hash and equality functions, and whether
+ *	  existing groups are merged in C (store.c keeps the store itself).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/value.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "store_setup.h"
+#include "citus.h"
+#include "state.h"
+
+/*
+ * cq_store_used
+ *	  Does this query keep its state in the store?
+ */
+bool
+cq_store_used(CqQuery *q, CqAnalysis *an)
+{
+	return cq_options_in_memory(&q->opts) && an->is_aggregate && !an->is_dedup;
+}
+
+/*
+ * cq_store_supported
+ *	  Can this aggregation keep its state in the store?  If not, *why says
+ *	  why (a sentence).
+ */
+bool
+cq_store_supported(CqAnalysis *an, Oid state_table, const char **why)
+{
+	ListCell   *lc;
+
+	if (an->is_dedup)
+	{
+		*why = "SELECT DISTINCT keeps its state in a table.";
+		return false;
+	}
+	if (cq_citus_node_source(an->source_relid))
+	{
+		*why = "A query over a Citus distributed source keeps its state in a table.";
+		return false;
+	}
+	if (an->session)
+	{
+		*why = "Session windows keep their sessions in a table.";
+		return false;
+	}
+	if (an->join != NULL)
+	{
+		*why = "A join of two streams keeps its buffered rows in tables.";
+		return false;
+	}
+	if (an->distinct_sets != NIL)
+	{
+		*why = "DISTINCT aggregates keep the values they have seen in a table.";
+		return false;
+	}
+	foreach(lc, an->group_exprs)
+	{
+		Oid			type = exprType(lfirst(lc));
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC | TYPECACHE_HASH_OPFAMILY);
+		Oid			eqop = list_nth_oid(an->group_eqops, foreach_current_index(lc));
+
+		if (!OidIsValid(tc->hash_extended_proc) || !OidIsValid(tc->hash_opf) ||
+			!op_in_opfamily(eqop, tc->hash_opf))
+		{
+			*why = psprintf("Grouping key type %s has no hash function consistent with its equality.",
+							format_type_be(type));
+			return false;
+		}
+	}
+	if (cq_state_evicts(an))
+	{
+		Oid			type = exprType(list_nth(an->group_exprs, an->wm_key));
+
+		if (type != TIMESTAMPOID && type != TIMESTAMPTZOID)
+		{
+			*why = psprintf("The window end of the watermark key is of type %s.", format_type_be(type));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * state_att
+ *	  Attribute number of a state table column, or 0.
+ */
+AttrNumber
+cq_store_state_att(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i + 1;
+	return 0;
+}
+
+/*
+ * setup_layout
+ *	  The state row's layout: its type (the state table's row type), n
+ *	  and the parts.
+ */
+static void
+setup_layout(CqStore *st, Oid state_table)
+{
+	Relation	rel = table_open(state_table, AccessShareLock);
+
+	st->desc = CreateTupleDescCopy(RelationGetDescr(rel));
+	table_close(rel, AccessShareLock);
+	st->n_att = cq_store_state_att(st->desc, "n");
+	st->nparts = 0;
+	st->p_att = palloc0(sizeof(AttrNumber) * st->desc->natts);
+	for (int i = 0; i < st->desc->natts; i++)
+	{
+		const char *name = NameStr(TupleDescAttr(st->desc, i)->attname);
+
+		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
+			st->p_att[st->nparts++] = i + 1;
+	}
+}
+
+/*
+ * cq_store_setup_keys
+ *	  The state row's layout and the keys' hash and equality functions.
+ */
+void
+cq_store_setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
+{
+	int			ng = cq_state_ngroup_cols(an);
+
+	setup_layout(st, q->state_table);
+	st->ng = ng;
+	st->e_att = cq_state_evicts(an) ? cq_store_state_att(st->desc, "e") : 0;
+	st->eq = palloc0(sizeof(FmgrInfo) * ng);
+	st->hashfn = palloc0(sizeof(FmgrInfo) * ng);
+	st->coll = palloc0(sizeof(Oid) * ng);
+	st->hproc = palloc0(sizeof(FmgrInfo) * ng);
+	st->h_att = cq_store_state_att(st->desc, CQ_KEY_HASH_COLUMN);
+	st->keyless = an->group_exprs == NIL;
+	for (int g = 0; g < ng; g++)
+	{
+		Oid			type = an->group_exprs ? exprType(list_nth(an->group_exprs, g)) : BOOLOID;
+		Oid			eqop = an->group_exprs ? list_nth_oid(an->group_eqops, g) : BooleanEqualOperator;
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			elog(ERROR, "pg_cq: no extended hash function for type %s", format_type_be(type));
+		fmgr_info_cxt(get_opcode(eqop), &st->eq[g], st->cxt);
+		fmgr_info_cxt(tc->hash_extended_proc, &st->hashfn[g], st->cxt);
+		if (st->h_att != 0 && !st->keyless)
+		{
+			tc = lookup_type_cache(type, TYPECACHE_HASH_PROC);
+			if (!OidIsValid(tc->hash_proc))
+				elog(ERROR, "pg_cq: no hash function for type %s", format_type_be(type));
+			fmgr_info_cxt(tc->hash_proc, &st->hproc[g], st->cxt);
+		}
+		st->coll[g] = an->group_exprs ? exprCollation(list_nth(an->group_exprs, g)) : InvalidOid;
+	}
+}
+
+/*
+ * plus_proc
+ *	  The function of pg_catalog's operator + for (type, type) returning
+ *	  type (what "a + b" of a merge template resolves to, search_path being
+ *	  pinned to pg_catalog first), or InvalidOid.
+ */
+static Oid
+plus_proc(Oid type)
+{
+	Oid			opr;
+
+	opr = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString("+")), type, type);
+	if (!OidIsValid(opr) || get_op_rettype(opr) != type)
+		return InvalidOid;
+	return get_opcode(opr);
+}
+
+/*
+ * setup_merge
+ *	  Can existing groups be merged in C (merge_row in store_fold.c) rather
+ *	  than by the merge statement?  Yes when n and every part use a merge
+ *	  of CqMergeKind other than CQ_MERGE_OTHER (kinds: per part p<i>, char
+ *	  i-1, the kind + 'A', from CqStoreSql) over a plain base type without
+ *	  typmod (the statement's CAST back to the column's type is then a
+ *	  no-op): + is pg_catalog's operator for the type, least()/greatest()
+ *	  compare with the type's default btree comparison and the column's
+ *	  collation, as ExecEvalMinMax does.  Once per store and transaction.
+ */
+void
+cq_store_setup_merge(CqStore *st, const char *kinds)
+{
+	Oid			proc;
+
+	if (st->merge_ready)
+		return;
+	st->merge_ready = true;
+	st->cmerge = false;
+	if (st->n_att == 0 || kinds == NULL)
+		return;
+	proc = plus_proc(TupleDescAttr(st->desc, st->n_att - 1)->atttypid);
+	if (!OidIsValid(proc))
+		return;
+	fmgr_info_cxt(proc, &st->nplus, st->cxt);
+	st->pkind = MemoryContextAllocZero(st->cxt, sizeof(CqMergeKind) * Max(st->nparts, 1));
+	st->pfn = MemoryContextAllocZero(st->cxt, sizeof(FmgrInfo) * Max(st->nparts, 1));
+	st->pcoll = MemoryContextAllocZero(st->cxt, sizeof(Oid) * Max(st->nparts, 1));
+	for (int p = 0; p < st->nparts; p++)
+	{
+		Form_pg_attribute att = TupleDescAttr(st->desc, st->p_att[p] - 1);
+		int			part_no = atoi(NameStr(att->attname) + 1);
+
+		if (part_no < 1 || part_no > (int) strlen(kinds) || att->atttypmod != -1 ||
+			get_typtype(att->atttypid) != TYPTYPE_BASE)
+			return;
+		st->pkind[p] = (CqMergeKind) (kinds[part_no - 1] - 'A');
+		st->pcoll[p] = att->attcollation;
+		if (st->pkind[p] == CQ_MERGE_ADD || st->pkind[p] == CQ_MERGE_SUM)
+			proc = plus_proc(att->atttypid);
+		else if (st->pkind[p] == CQ_MERGE_LEAST || st->pkind[p] == CQ_MERGE_GREATEST)
+			proc = lookup_type_cache(att->atttypid, TYPECACHE_CMP_PROC)->cmp_proc;
+		else
+			proc = InvalidOid;
+		if (!OidIsValid(proc))
+			return;
+		fmgr_info_cxt(proc, &st->pfn[p], st->cxt);
+	}
+	st->cmerge = true;
+}
+
+/*
+ * cq_store_merges_in_c
+ *	  Are the existing groups of a query on the store merged in C rather
+ *	  than by its merge statement (cq_store_setup_merge's choice, for the
+ *	  query's state row and merge kinds)?  For cq.explain.
+ */
+bool
+cq_store_merges_in_c(Oid state_table, const char *kinds)
+{
+	CqStore		st;
+
+	memset(&st, 0, sizeof(st));
+	st.cxt = CurrentMemoryContext;
+	setup_layout(&st, state_table);
+	cq_store_setup_merge(&st, kinds);
+	return st.cmerge;
+}
