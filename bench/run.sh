@@ -31,7 +31,7 @@
 # The report starts with one table of issue 12's eight goals (target,
 # figure, met/missed, the profile that explains a miss) and gnuplot charts
 # (PNG) go next to it (goal 8).  The default run takes ~20 min on a quiet
-# 2-core machine, ~50 min on a loaded one (bench/README.md, "How long").
+# 2-core machine, ~55 min on a loaded one (bench/README.md, "How long").
 # Every figure is a ratio against a baseline measured in the same run
 # (the machine is small and noisy); repeated measurements report the median.
 # Output: a markdown report printed at the end and written to
