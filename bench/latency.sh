@@ -38,12 +38,15 @@
 #      LAT_Q_SECS (20), LAT_Q_SAMPLE (rows sampled per N, default 2000),
 #      LAT_Q_PROBE (decode, the default, or trigger: see above),
 #      LAT_DATA (machine-readable results, appended: "rate RATE ROWS BATCHES
-#      P50 P99 MAX ACHIEVED_RATE" and "queries N RATE ROWS P50 P99 MAX
+#      P50 P99 MAX ACHIEVED_RATE CPU_S" and "queries N RATE ROWS P50 P99 MAX
 #      CPU_S LOST_PIDS"), LAT_SAMPLES (directory: per-row latencies,
 #      samples-RATE.txt, one ms value a line),
 #      LAT_DURABLE=1: fsync = on, synchronous_commit = on (default: the test
 #      clusters' fsync = off, synchronous_commit = off),
-#      LAT_REPORT (report file; default bench/results/latency-<time>.txt).
+#      LAT_REPORT (report file; default bench/results/latency-<time>.txt),
+#      LAT_WORK (directory for pgbench scripts and logs; default bench/results).
+# "pg_cq CPU" is measured for the rates too (their profile: the share of a
+# core the workers took, CPU per batch); LAT_DATA's rate lines end with it.
 # Needs pg_cq installed for $PGBIN (make install, or scripts/test.sh's build).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -52,7 +55,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 PORT="${CQ_BENCH_PORT:-55462}"
 read -r -a RATES <<<"${LAT_RATES:-1 100 1000}"
 read -r -a SECS <<<"${LAT_SECONDS:-60 20 20}"
-OUT="$REPO_ROOT/bench/results"
+OUT="${LAT_WORK:-$REPO_ROOT/bench/results}"
 mkdir -p "$OUT"
 trap 'stop_cluster latency' EXIT
 
@@ -75,12 +78,30 @@ SQL
 printf "INSERT INTO lat_src (payload) VALUES ('x');\n" >"$OUT/latency_insert.sql"
 chmod 644 "$OUT/latency_insert.sql"
 
+# cq_cpu: "pid ticks" of every pg_cq worker and scheduler process
+cq_cpu() {
+    local pid
+    for pid in $("${PSQL[@]}" -c "SELECT pid FROM pg_stat_activity WHERE backend_type IN ('pg_cq worker', 'pg_cq scheduler')"); do
+        awk -v p="$pid" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || true
+    done
+}
+TCK="$(getconf CLK_TCK)"
+# cpu_delta: CPU_S = seconds of CPU of the pg_cq processes from the C0
+# snapshot to C1; LOST = processes of C0 gone since (their CPU is missing)
+cpu_delta() {
+    local pid ticks=0
+    LOST=0
+    for pid in "${!C1[@]}"; do ticks=$((ticks + C1[$pid] - ${C0[$pid]:-0})); done
+    for pid in "${!C0[@]}"; do [[ -n "${C1[$pid]:-}" ]] || LOST=$((LOST + 1)); done
+    CPU_S=$(awk -v t="$ticks" -v h="$TCK" 'BEGIN { printf "%.2f", t / h }')
+}
+
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 report="${LAT_REPORT:-$OUT/latency-$(date -u +%Y%m%dT%H%M%SZ).txt}"
 {
     echo "pg_cq commit-to-target latency, trigger '0', append query; $machine"
     echo "server: $("${PSQL[@]}" -c "SELECT string_agg(name || '=' || setting, ', ') FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'track_commit_timestamp')")"
-    printf '%-10s %8s %8s %10s %10s %10s\n' "rate/s" "rows" "batches" "p50 ms" "p99 ms" "max ms"
+    printf '%-10s %8s %8s %10s %10s %10s %12s %10s %12s %10s\n' "rate/s" "rows" "batches" "p50 ms" "p99 ms" "max ms" "pg_cq CPU s" "% of core" "CPU us/batch" "rows/batch"
 } | tee "$report"
 
 for i in "${!RATES[@]}"; do
@@ -93,6 +114,8 @@ for i in "${!RATES[@]}"; do
     done
     b0=$("${PSQL[@]}" -c "SELECT coalesce(max(batch_id), 0) FROM cq.offsets WHERE name = 'lat_out'")
     clients="${LAT_CLIENTS:-$(( (rate + 2499) / 2500 ))}"
+    declare -A C0=() C1=()
+    while read -r pid t; do C0[$pid]=$t; done < <(cq_cpu)
     "$PGBENCH" -n -c "$clients" -j "$clients" -R "$rate" -T "$secs" -f "$OUT/latency_insert.sql" >"$OUT/pgbench-$rate.log" 2>&1
     # wait (bounded) until every row reached the target
     for _ in $(seq 1 1500); do
@@ -100,6 +123,9 @@ for i in "${!RATES[@]}"; do
         [[ "$done_" == t ]] && break
         sleep 0.02
     done
+    while read -r pid t; do C1[$pid]=$t; done < <(cq_cpu)
+    cpu_delta; cpu=$CPU_S
+    unset C0 C1
     "${PSQL[@]}" -F ' ' <<SQL | while read -r n p50 p99 mx; do
 SELECT count(*),
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2),
@@ -110,9 +136,12 @@ SELECT count(*),
 SQL
         batches=$("${PSQL[@]}" -c "SELECT max(batch_id) - $b0 FROM cq.offsets WHERE name = 'lat_out'")
         achieved=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
-        printf '%-10s %8s %8s %10s %10s %10s%s\n' "$rate" "$n" "$batches" "$p50" "$p99" "$mx" \
-            "$( ((achieved < rate * 9 / 10)) && echo "   (reached ~$achieved/s)")" | tee -a "$report"
-        [[ -z "${LAT_DATA:-}" ]] || echo "rate $rate $n $batches $p50 $p99 $mx $achieved" >>"$LAT_DATA"
+        printf '%-10s %8s %8s %10s %10s %10s %12s %10s %12s %10s%s\n' "$rate" "$n" "$batches" "$p50" "$p99" "$mx" "$cpu" \
+            "$(awk -v c="$cpu" -v s="$secs" 'BEGIN { printf "%.0f", 100 * c / s }')" \
+            "$(awk -v c="$cpu" -v b="$batches" 'BEGIN { printf "%.0f", b ? c * 1e6 / b : 0 }')" \
+            "$(awk -v n="$n" -v b="$batches" 'BEGIN { printf "%.1f", b ? n / b : 0 }')" \
+            "$( ((achieved < rate * 9 / 10)) && echo "   (reached ~$achieved/s)")$( ((LOST)) && echo "   ($LOST pg_cq processes exited: CPU undercounted)")" | tee -a "$report"
+        [[ -z "${LAT_DATA:-}" ]] || echo "rate $rate $n $batches $p50 $p99 $mx $achieved $cpu" >>"$LAT_DATA"
     done
     if [[ -n "${LAT_SAMPLES:-}" ]]; then
         mkdir -p "$LAT_SAMPLES"
@@ -144,14 +173,6 @@ END $$;
 CREATE TRIGGER mq_copy AFTER INSERT ON cq.offsets FOR EACH ROW EXECUTE FUNCTION public.mq_copy();
 SQL
 fi
-# cq_cpu: "pid ticks" of every pg_cq worker and scheduler process
-cq_cpu() {
-    local pid
-    for pid in $("${PSQL[@]}" -c "SELECT pid FROM pg_stat_activity WHERE backend_type IN ('pg_cq worker', 'pg_cq scheduler')"); do
-        awk -v p="$pid" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || true
-    done
-}
-TCK="$(getconf CLK_TCK)"
 {
     echo
     echo "many trigger '0' update queries over one source, $QRATE single-row commits/s for $QSECS s; latency per (row, query), $QSAMPLE rows sampled"
@@ -203,10 +224,7 @@ SELECT name, pg_snapshot_xmax(end_offset), end_offset, xid, batch_id
 SELECT pg_drop_replication_slot('mq_probe');
 SQL
     fi
-    ticks=0 lost=0
-    for pid in "${!C1[@]}"; do ticks=$((ticks + C1[$pid] - ${C0[$pid]:-0})); done
-    for pid in "${!C0[@]}"; do [[ -n "${C1[$pid]:-}" ]] || lost=$((lost + 1)); done
-    cpu=$(awk -v t="$ticks" -v h="$TCK" 'BEGIN { printf "%.2f", t / h }')
+    cpu_delta; cpu=$CPU_S lost=$LOST
     "${PSQL[@]}" -F ' ' <<SQL | while read -r n p50 p99 mx; do
 SELECT count(*),
        round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2),

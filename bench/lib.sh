@@ -29,13 +29,49 @@ time_sql() {
 
 # cpu_sql SCRIPT    run a psql script in a fresh session; print "CPU_MS WALL_MS":
 #                   the backend's CPU time (/proc/self/schedstat: robust to a
-#                   loaded machine) and the wall time around SCRIPT
+#                   loaded machine) and the wall time around SCRIPT.  With
+#                   CPU_SQL_LOG=FILE the session's whole output (its notices
+#                   and DEBUG messages too) goes to FILE.
 cpu_sql() {
     local out sched="pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint"
     out="$(printf '%s\n' "SELECT $sched AS c0, pg_catalog.clock_timestamp() AS t0 \\gset" "$1" \
         "SELECT 'cpu_sql ' || (($sched - :c0) / 1e6)::numeric(14,3) || ' ' || (extract(epoch FROM pg_catalog.clock_timestamp() - :'t0') * 1000)::numeric(14,3);" \
         | "${PSQL[@]}" -At 2>&1)" || { printf '%s\n' "$out" >&2; die "timed script failed: $1"; }
+    [[ -z "${CPU_SQL_LOG:-}" ]] || printf '%s\n' "$out" >"$CPU_SQL_LOG"
     grep -oE '^cpu_sql [0-9.]+ [0-9.]+' <<<"$out" | tail -1 | cut -d' ' -f2- | grep . || die "no CPU time in output of: $1"
+}
+
+# CPU time of processes, from /proc/PID/stat (fields utime stime cutime
+# cstime), in ms; 0 for a process that is gone
+CLK_TCK="$(getconf CLK_TCK)"
+# proc_cpu_ms PID: utime + stime of PID
+proc_cpu_ms() {
+    awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); print ($12 + $13) * 1000 / t }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+# children_cpu_ms PID: cutime + cstime of PID, i.e. of its exited children
+# that it reaped (for a postmaster: the backends of finished sessions)
+children_cpu_ms() {
+    awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); print ($14 + $15) * 1000 / t }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+# wait_reaped PM_PID "PIDS BEFORE": until every child of PM_PID not in the
+# list (but pg_cq's background processes) has exited and been reaped, so
+# that its CPU is in children_cpu_ms (at most 10 s)
+wait_reaped() {
+    local pm="$1" before=" $2 " deadline=$((SECONDS + 10)) p busy
+    while ((SECONDS < deadline)); do
+        busy=0
+        for p in $(pgrep -P "$pm" || true); do
+            [[ "$before" == *" $p "* ]] && continue
+            grep -qa 'pg_cq' "/proc/$p/cmdline" 2>/dev/null && continue
+            busy=1; break
+        done
+        ((busy)) || return 0
+        sleep 0.01
+    done
+}
+# cq_procs: "PID" lines of the pg_cq worker and scheduler processes
+cq_procs() {
+    psql_val "SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type IN ('pg_cq worker', 'pg_cq scheduler')"
 }
 
 # median V...       median of numbers (mean of the middle two for an even count)
@@ -118,8 +154,13 @@ gen_rows() {
 #              aggregate under CTE m when d is inlined);
 #   m        = state upsert, without the time of its input (d);
 #   o        = target upsert, without the time of its input (m);
+#   other    = the other statements auto_explain logged (e.g. the target
+#              statement of a query on the shared-memory store), each named
+#              by its first two words;
 #   rest     = CALL time outside those statements (catalog reads, SQL
-#              generation, parse/plan, bookkeeping).
+#              generation, parse/plan, bookkeeping, the store's fold in C);
+#   DEBUG1   = pg_cq's own CPU split of a store or table fold, when the
+#              session ran at client_min_messages = debug1.
 # Node times are auto_explain's "actual time" end values (log_timing on).
 profile_summary() {
     awk -v seg="${2:-1}" '
@@ -133,7 +174,10 @@ profile_summary() {
         want_text = 0; inbatch = 0
         if ($0 ~ /^Query Text: SELECT count\(\*\)/) count += dur
         else if ($0 ~ /^Query Text: WITH d AS/) { batch += dur; inbatch = 1; sect = "" }
+        else { q = $0; sub(/^Query Text: +/, "", q); n = split(q, w, / +/); q = w[1] (n > 1 ? " " w[2] : ""); sub(/[(,].*/, "", q)
+               other += dur; others = others sprintf("%s%s %.1f", (others == "" ? "" : ", "), q, dur) }
         next }
+    /pg_cq: (store|table) fold/ { x = $0; sub(/^.*pg_cq: /, "", x); sub(/ \(CPU time\)/, "", x); folds = folds (folds == "" ? "" : "; ") x; next }
     /^Time: / { call = $2; next }
     !inbatch { next }
     /^  CTE [a-z0-9_]+$/ { sect = $2; want_cte = 1; order[++nc] = sect; next }
@@ -155,6 +199,8 @@ profile_summary() {
             v = T[c] - ((c in child) ? child[c] : (agg_sect == c ? agg_t : 0))
             name = (c == "m") ? "m: state upsert" : (c ~ /^o/) ? c ": target write" : (c == "f") ? "f: final values" : c
             parts = parts sprintf("; %s %.1f", name, v) }
-        printf "CALL %.1f ms = %sbatch statement %.1f [%s] + rest %.1f; plan: %s → %s\n",
-            call, (count > 0 ? sprintf("separate count(*) pre-scan %.1f + ", count) : ""), batch, parts, call - count - batch, scan (hb != "" ? " (" hb ")" : ""), agg }' "$1"
+        printf "CALL %.1f ms = %sbatch statement %.1f [%s] + %srest %.1f; plan: %s → %s%s\n",
+            call, (count > 0 ? sprintf("separate count(*) pre-scan %.1f + ", count) : ""), batch, parts,
+            (other > 0 ? sprintf("other statements %.1f [%s] + ", other, others) : ""), call - count - batch - other,
+            scan (hb != "" ? " (" hb ")" : ""), agg, (folds != "" ? "; DEBUG1: " folds : "") }' "$1"
 }
