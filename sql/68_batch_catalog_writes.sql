@@ -28,15 +28,29 @@ BEGIN;
 SELECT cw_queries_scans() AS before \gset
 CALL cq.run('cw_q');
 SELECT count(*) AS batches FROM cq.offsets WHERE name = 'cw_q';
+SELECT cw_queries_scans() - :before AS scans1 \gset
+COMMIT;
+-- the same again, five batches more: an invalidation that arrives during
+-- a run (any relation's relcache entry, e.g. autovacuum's statistics of a
+-- table of another test in this database) makes the next batch rebuild
+-- its plan, which reads cq.queries once more; of two runs one is clean
+DO $$ BEGIN FOR i IN 6 .. 10 LOOP
+  INSERT INTO cw_src VALUES (i % 2, i);
+  COMMIT;
+END LOOP; END $$;
+BEGIN;
+SELECT cw_queries_scans() AS before \gset
+CALL cq.run('cw_q');
+SELECT cw_queries_scans() - :before AS scans2 \gset
+COMMIT;
 -- 7 (17 with a statement and two foreign-key checks per batch; 9 when
 -- batch 0, a sweeping batch, still recorded through the statement): the
 -- name look-up of CALL cq.run, one read per batch and the last with nothing new
-SELECT cw_queries_scans() - :before AS queries_scans;
-COMMIT;
+SELECT least(:scans1, :scans2) AS queries_scans;
 
 -- 205 batches of one row: the last 100 are kept in both tables, the
 -- oldest trimmed by exact key and, every 100 batches, by the full sweep
-DO $$ BEGIN FOR i IN 6 .. 205 LOOP
+DO $$ BEGIN FOR i IN 11 .. 205 LOOP
   INSERT INTO cw_src VALUES (i % 2, i);
   COMMIT;
 END LOOP; END $$;
