@@ -1082,7 +1082,8 @@ image_table_plain(CqStore *st, Relation rel)
  *	  table (PostgreSQL's reindex_relation, as TRUNCATE builds them empty):
  *	  an index insert per row in the store's hash order was most of the
  *	  image write's cost (issue 15; bench/results/image-s25.md).  The rows
- *	  go as COPY writes them (bulkload.c): a thousand at a time by
+ *	  (copies of the store's tuples, the same columns) go as COPY writes
+ *	  them (bulkload.c): a thousand at a time by
  *	  table_multi_insert, each page filled under one lock and, for a logged
  *	  table, one WAL record per page; the index build of a logged table is
  *	  WAL-logged as REINDEX's.  The sort of the build within the batch's
@@ -1118,17 +1119,16 @@ load_image(CqStore *st, Oid relid)
 		if (nused == nslots)
 			slots[nslots++] = table_slot_create(rel, NULL);
 		slot = slots[nused];
-		ExecClearTuple(slot);
-		heap_deform_tuple(tup, st->desc, slot->tts_values, slot->tts_isnull);
-		for (int i = 0; i < desc->natts; i++)
-			if (slot->tts_isnull[i] && TupleDescAttr(desc, i)->attnotnull)
-				ereport(ERROR,
-						(errcode(ERRCODE_NOT_NULL_VIOLATION),
-						 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-								NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
-						 errtablecol(rel, i + 1)));
-		ExecStoreVirtualTuple(slot);
-		ExecMaterializeSlot(slot);
+		if (HeapTupleHasNulls(tup))
+			for (int i = 0; i < desc->natts; i++)
+				if (TupleDescAttr(desc, i)->attnotnull && heap_attisnull(tup, i + 1, st->desc))
+					ereport(ERROR,
+							(errcode(ERRCODE_NOT_NULL_VIOLATION),
+							 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+									NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
+							 errtablecol(rel, i + 1)));
+		/* a copy of the store's tuple (its columns are the table's) */
+		ExecForceStoreHeapTuple(tup, slot, false);
 		if (++nused == IMAGE_MAX_ROWS)
 		{
 			table_multi_insert(rel, slots, nused, cid, TABLE_INSERT_SKIP_FSM, bis);
