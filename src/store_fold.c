@@ -20,14 +20,14 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
-#include "access/xact.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
-#include "executor/tuptable.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "nodes/params.h"
 #include "lib/dshash.h"
 #include "miscadmin.h"
@@ -1083,9 +1083,9 @@ image_table_plain(CqStore *st, Relation rel)
  *	  an index insert per row in the store's hash order was most of the
  *	  image write's cost (issue 15; bench/results/image-s25.md).  The rows
  *	  (copies of the store's tuples, the same columns) go as COPY writes
- *	  them (bulkload.c): a thousand at a time by
- *	  table_multi_insert, each page filled under one lock and, for a logged
- *	  table, one WAL record per page; the index build of a logged table is
+ *	  them (bulkload.c): a thousand at a time by table_multi_insert, each
+ *	  page filled under one lock and, for a logged table, one WAL record
+ *	  per page; the index build of a logged table is
  *	  WAL-logged as REINDEX's.  The sort of the build within the batch's
  *	  memory budget, maintenance_work_mem = work_mem, as batch.c's
  *	  build_index.  Returns false, having done nothing, when the table is
