@@ -218,7 +218,8 @@ cq_guc_init(void)
 							 "Loads batch 0 over history of an update query on the state table path directly.",
 							 "Each group goes to the state table and its row to the target by a heap insert, "
 							 "as COPY writes, where the tables allow it (docs/reference.md); off runs the "
-							 "batch statement instead.  The results are the same.",
+							 "batch statement instead.  Likewise the state table image of a query on the "
+							 "store, its indexes built after the load.  The results are the same.",
 							 &cq_bulk_load,
 							 true,
 							 PGC_USERSET, 0,

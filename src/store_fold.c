@@ -16,13 +16,18 @@
 
 #include <time.h>
 
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "nodes/params.h"
 #include "lib/dshash.h"
 #include "miscadmin.h"
@@ -31,6 +36,7 @@
 #include "storage/lwlock.h"
 #include "utils/builtins.h"
 #include "utils/dsa.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -1044,6 +1050,115 @@ cq_store_image_table(CqQuery *q)
 }
 
 /*
+ * image_table_plain
+ *	  The state table takes the store's rows as they are by heap inserts:
+ *	  a plain table without triggers, rules, row-level security, CHECK
+ *	  constraints, generated or identity columns, its columns those of the
+ *	  store (none dropped, the same types).  pg_cq made it so; otherwise
+ *	  the image is written by an INSERT.
+ */
+static bool
+image_table_plain(CqStore *st, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
+		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
+		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
+		desc->natts != st->desc->natts)
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || att->attidentity != '\0' ||
+			att->atttypid != TupleDescAttr(st->desc, i)->atttypid)
+			return false;
+	}
+	return true;
+}
+
+#define IMAGE_MAX_ROWS 1000
+
+/*
+ * load_image
+ *	  Write the store's rows to the state table, truncated in this
+ *	  transaction, without touching its indexes, then build them from the
+ *	  table (PostgreSQL's reindex_relation, as TRUNCATE builds them empty):
+ *	  an index insert per row in the store's hash order was most of the
+ *	  image write's cost (issue 15; bench/results/image-s25.md).  The rows
+ *	  (copies of the store's tuples, the same columns) go as COPY writes
+ *	  them (bulkload.c): a thousand at a time by table_multi_insert, each
+ *	  page filled under one lock and, for a logged table, one WAL record
+ *	  per page; the index build of a logged table is
+ *	  WAL-logged as REINDEX's.  The sort of the build within the batch's
+ *	  memory budget, maintenance_work_mem = work_mem, as batch.c's
+ *	  build_index.  Returns false, having done nothing, when the table is
+ *	  not plain (image_table_plain) or cq.bulk_load is off.
+ */
+static bool
+load_image(CqStore *st, Oid relid)
+{
+	Relation	rel = table_open(relid, RowExclusiveLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleTableSlot *slots[IMAGE_MAX_ROWS];
+	int			nused = 0;
+	int			nslots = 0;
+	CommandId	cid = GetCurrentCommandId(true);
+	BulkInsertState bis;
+	ReindexParams params = {0};
+	int			nest;
+	ListCell   *lc;
+
+	if (!cq_bulk_load || !image_table_plain(st, rel))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	bis = GetBulkInsertState();
+	foreach(lc, cq_store_scan_all(st))
+	{
+		HeapTuple	tup = ((ScanRow *) lfirst(lc))->ref.tup;
+		TupleTableSlot *slot;
+
+		if (nused == nslots)
+			slots[nslots++] = table_slot_create(rel, NULL);
+		slot = slots[nused];
+		if (HeapTupleHasNulls(tup))
+			for (int i = 0; i < desc->natts; i++)
+				if (TupleDescAttr(desc, i)->attnotnull && heap_attisnull(tup, i + 1, st->desc))
+					ereport(ERROR,
+							(errcode(ERRCODE_NOT_NULL_VIOLATION),
+							 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+									NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
+							 errtablecol(rel, i + 1)));
+		/* a copy of the store's tuple (its columns are the table's) */
+		ExecForceStoreHeapTuple(tup, slot, false);
+		if (++nused == IMAGE_MAX_ROWS)
+		{
+			table_multi_insert(rel, slots, nused, cid, TABLE_INSERT_SKIP_FSM, bis);
+			nused = 0;
+		}
+	}
+	if (nused > 0)
+		table_multi_insert(rel, slots, nused, cid, TABLE_INSERT_SKIP_FSM, bis);
+	FreeBulkInsertState(bis);
+	table_finish_bulk_insert(rel, TABLE_INSERT_SKIP_FSM);
+	for (int i = 0; i < nslots; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+
+	nest = NewGUCNestLevel();
+	(void) set_config_option("maintenance_work_mem", psprintf("%d", Max(work_mem, 1024)),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) reindex_relation(relid, REINDEX_REL_CHECK_CONSTRAINTS, &params);
+	AtEOXact_GUC(true, nest);
+	CommandCounterIncrement();
+	return true;
+}
+
+/*
  * cq_store_write_image
  *	  Replace the state table's rows by the store's (as this transaction
  *	  sees it: the batch's) and record the batch it reflects (end_offset
@@ -1057,6 +1172,8 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	Oid			types[4] = {INT4OID, TEXTOID, INT8OID, TEXTOID};
 	Datum		values[4];
 	char	   *state = cq_sql_relname_str(q->state_table);
+	double		t0 = cq_store_cpu_ms();
+	bool		loaded;
 
 	values[0] = Int32GetDatum(q->id);
 	values[1] = CStringGetTextDatum(q->run_id);
@@ -1064,10 +1181,17 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	values[3] = end_offset ? CStringGetTextDatum(end_offset) : (Datum) 0;
 	cq_security_superuser(&sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	(void) cq_store_refresh_begin(st);
-	cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
-				SPI_OK_INSERT, 0, NULL, NULL, NULL);
-	cq_store_refresh_end();
+	loaded = load_image(st, q->state_table);
+	if (!loaded)
+	{
+		(void) cq_store_refresh_begin(st);
+		cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
+					SPI_OK_INSERT, 0, NULL, NULL, NULL);
+		cq_store_refresh_end();
+	}
+	elog(DEBUG1, "pg_cq: state image: %lld rows %s in %.3f ms (CPU time)",
+		 (long long) st->rows, loaded ? "loaded, indexes built after" : "inserted",
+		 cq_store_cpu_ms() - t0);
 	if (end_offset == NULL)
 	{
 		/* the table is the state itself now (cq_store_switch_to_table) */
