@@ -1102,6 +1102,7 @@ load_image(CqStore *st, Oid relid)
 	Relation	rel = table_open(relid, RowExclusiveLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	TupleTableSlot *slots[IMAGE_MAX_ROWS];
+	TupleDesc	slotdesc = NULL;
 	int			nused = 0;
 	int			nslots = 0;
 	CommandId	cid = GetCurrentCommandId(true);
@@ -1122,7 +1123,17 @@ load_image(CqStore *st, Oid relid)
 		TupleTableSlot *slot;
 
 		if (nused == nslots)
-			slots[nslots++] = table_slot_create(rel, NULL);
+		{
+			/*
+			 * Over an unpinned copy of the table's descriptor: a thousand
+			 * slots pinning the relation's own would make one long run in
+			 * the resource owner's table of references (see bulkload.c's
+			 * store_row).
+			 */
+			if (slotdesc == NULL)
+				slotdesc = CreateTupleDescCopy(desc);
+			slots[nslots++] = MakeSingleTupleTableSlot(slotdesc, table_slot_callbacks(rel));
+		}
 		slot = slots[nused];
 		if (HeapTupleHasNulls(tup))
 			for (int i = 0; i < desc->natts; i++)
