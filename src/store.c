@@ -504,6 +504,19 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 }
 
 /*
+ * ref_init
+ *	  A reference to the group with these keys, not found yet.
+ */
+static inline void
+ref_init(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
+{
+	memset(ref, 0, sizeof(*ref));
+	ref->hash = cq_store_key_hash(st, values, nulls);
+	ref->node = InvalidDsaPointer;
+	ref->tuple = InvalidDsaPointer;
+}
+
+/*
  * lookup
  *	  The current row of the group with these keys: the overlay's, else
  *	  the published one.
@@ -511,10 +524,7 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 void
 cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 {
-	memset(ref, 0, sizeof(*ref));
-	ref->hash = cq_store_key_hash(st, values, nulls);
-	ref->node = InvalidDsaPointer;
-	ref->tuple = InvalidDsaPointer;
+	ref_init(st, values, nulls, ref);
 	if (st->items != NIL)
 	{
 		OvEntry    *ov;
@@ -544,10 +554,7 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 void
 cq_store_lookup_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 {
-	memset(ref, 0, sizeof(*ref));
-	ref->hash = cq_store_key_hash(st, values, nulls);
-	ref->node = InvalidDsaPointer;
-	ref->tuple = InvalidDsaPointer;
+	ref_init(st, values, nulls, ref);
 	find_published(st, values, nulls, ref);
 }
 
