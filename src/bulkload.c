@@ -160,22 +160,10 @@ cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid)
 static bool
 plain_table(Relation rel)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	List	   *indexes;
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
-		cq_citus_kind(RelationGetRelid(rel)) != CQ_CITUS_NONE ||
-		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
-		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
-		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
-		return false;
-	indexes = RelationGetIndexList(rel);
-	if (indexes != NIL)
-		return false;
-	for (int i = 0; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->attidentity != '\0')
-			return false;
-	return true;
+	return cq_rel_takes_heap_inserts(rel) &&
+		cq_citus_kind(RelationGetRelid(rel)) == CQ_CITUS_NONE &&
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) == ACLCHECK_OK &&
+		RelationGetIndexList(rel) == NIL;
 }
 
 /*

@@ -17,6 +17,7 @@
 
 #include "catalog/namespace.h"
 #include "utils/memutils.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -262,6 +263,28 @@ cq_rel_attnum(Relation rel, const char *name)
 			return att->attnum;
 	}
 	return InvalidAttrNumber;
+}
+
+/*
+ * cq_rel_takes_heap_inserts
+ *	  Is a heap insert of a row all an INSERT into rel would do, besides
+ *	  its indexes: a plain table without triggers, rules, row-level
+ *	  security, CHECK constraints, generated or identity columns?  (The
+ *	  direct loads of bulkload.c and of the store's image.)
+ */
+bool
+cq_rel_takes_heap_inserts(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
+		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
+		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)))
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->attidentity != '\0')
+			return false;
+	return true;
 }
 
 /*

@@ -28,5 +28,6 @@ extern SPIPlanPtr cq_spi_plan_rows(const char *sql, int nargs, Oid *types, int64
 extern void cq_spi_plan_forget(const char *sql);
 extern AttrNumber cq_rel_attnum(Relation rel, const char *name);
 extern AttrNumber cq_rel_column(Relation rel, const char *name, Oid type);
+extern bool cq_rel_takes_heap_inserts(Relation rel);
 
 #endif							/* CQ_SQL_BUILDER_H */

@@ -1062,17 +1062,13 @@ image_table_plain(CqStore *st, Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
-		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
-		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)) ||
-		desc->natts != st->desc->natts)
+	if (!cq_rel_takes_heap_inserts(rel) || desc->natts != st->desc->natts)
 		return false;
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attisdropped || att->attidentity != '\0' ||
-			att->atttypid != TupleDescAttr(st->desc, i)->atttypid)
+		if (att->attisdropped || att->atttypid != TupleDescAttr(st->desc, i)->atttypid)
 			return false;
 	}
 	return true;
