@@ -86,6 +86,9 @@ typedef struct FastTable
 	TriggerDesc *copy;			/* what a swap puts in rel->trigdesc */
 	bool		in_use;			/* swapped in now */
 	bool		stale;			/* invalidated while swapped in */
+	bool		index_known;	/* index is set (open_sole_index) */
+	Oid			index;			/* the table's only index, or InvalidOid */
+	IndexInfo  *index_info;		/* BuildIndexInfo's of it, when plain */
 } FastTable;
 
 /* a swap in progress */
@@ -263,35 +266,34 @@ drop_fast_table(FastTable *e)
 	}
 	if (e->copy != NULL)
 		FreeTriggerDesc(e->copy);
+	if (e->index_info != NULL)
+		pfree(e->index_info);
 	hash_search(fast_tables, &relid, HASH_REMOVE, NULL);
 }
 
 /*
  * fast_tables_inval
- *	  Relation cache invalidation callback: forget the table (or all).
+ *	  Relation cache invalidation callback: forget the table (or all), or
+ *	  the table whose only index it is (open_sole_index).
  */
 static void
 fast_tables_inval(Datum arg, Oid relid)
 {
+	FastTable  *e = NULL;
+	HASH_SEQ_STATUS status;
+
 	fast_tables_inval_count++;
 	if (fast_tables == NULL)
 		return;
-	if (OidIsValid(relid))
+	if (OidIsValid(relid) && (e = hash_search(fast_tables, &relid, HASH_FIND, NULL)) != NULL)
 	{
-		FastTable  *e = hash_search(fast_tables, &relid, HASH_FIND, NULL);
-
-		if (e != NULL)
-			drop_fast_table(e);
+		drop_fast_table(e);
+		return;
 	}
-	else
-	{
-		HASH_SEQ_STATUS status;
-		FastTable  *e;
-
-		hash_seq_init(&status, fast_tables);
-		while ((e = hash_seq_search(&status)) != NULL)
+	hash_seq_init(&status, fast_tables);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || (e->index_known && e->index == relid))
 			drop_fast_table(e);
-	}
 }
 
 /*
@@ -342,7 +344,9 @@ fast_table(Relation rel)
 	 * callback from removing the entry meanwhile (it marks it stale).
 	 */
 	e->in_use = true;
-	e->stale = e->fast = e->wakeup = false;
+	e->stale = e->fast = e->wakeup = e->index_known = false;
+	e->index = InvalidOid;
+	e->index_info = NULL;
 	e->copy = NULL;
 	e->made_from = rel->trigdesc;
 	PG_TRY();
@@ -957,13 +961,14 @@ brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
  * ii_Predicate is not empty) is a function of ours: it reads the inserted
  * row's block from the slot (ExecInsertIndexTuples sets it as the scan tuple
  * of the expression context, its tts_tid set by the insert) and says false
- * for a row in the range read last that still has no index tuple (what
+ * for a row in the range read last that still has no index tuple, or in
+ * another range whose revmap entry it then reads and finds empty (what
  * cq_brininsert answers without calling brininsert), after doing what
  * index_insert does before it calls the access method (the serializable
  * conflict check on the index, the reindex check); true sends the row on to
  * index_insert and cq_brininsert as before.  The decision is
- * cached_range_empty's, so the reasons it is safe against a concurrent
- * summarization are those given at range_has_tuple.  Not with
+ * cached_range_empty's and range_has_tuple's, so the reasons it is safe
+ * against a concurrent summarization are those given at range_has_tuple.  Not with
  * autosummarize (brininsert is asked at the first row of every range), for
  * a partial index, or for CREATE INDEX CONCURRENTLY's validation.  The
  * state lives in the statement's cache (BrinInsertCache.gate).
@@ -972,22 +977,29 @@ static Datum
 brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
 {
 	BrinInsertCache *c = (BrinInsertCache *) ((char *) state - offsetof(BrinInsertCache, gate));
+	BlockNumber blk = ItemPointerGetBlockNumber(&econtext->ecxt_scantuple->tts_tid);
+	int			known = cached_range_empty(c, blk);
 
 	*isnull = false;
-	if (likely(cached_range_empty(c, ItemPointerGetBlockNumber(&econtext->ecxt_scantuple->tts_tid)) == 1 &&
-			   !ReindexIsProcessingIndex(RelationGetRelid(c->index))))
+	if (unlikely(known != 1))
 	{
-		CheckForSerializableConflictIn(c->index, NULL, InvalidBlockNumber);
-		return BoolGetDatum(false);
+		/* another range (or the statement's first row): read its entry */
+		if (known == 0 || ReindexIsProcessingIndex(RelationGetRelid(c->index)) ||
+			range_has_tuple(c, c->index, blk))
+			return BoolGetDatum(true);
 	}
-	return BoolGetDatum(true);
+	else if (unlikely(ReindexIsProcessingIndex(RelationGetRelid(c->index))))
+		return BoolGetDatum(true);
+	CheckForSerializableConflictIn(c->index, NULL, InvalidBlockNumber);
+	return BoolGetDatum(false);
 }
 
 /*
  * brin_gate_rows
- *	  Gate the statement's later rows (brin_row_gate): at its first row
- *	  that reaches cq_brininsert, so a single-row statement does not pay
- *	  for it.
+ *	  Gate the statement's rows (brin_row_gate): an INSERT's from its
+ *	  ExecutorStart on (so the row of a single-row INSERT reads its revmap
+ *	  entry in the gate, without FormIndexDatum and index_insert), a COPY's
+ *	  from its first row that reaches cq_brininsert.
  */
 static pg_noinline void
 brin_gate_rows(BrinInsertCache *c, Relation idx, IndexInfo *indexInfo)
@@ -1135,14 +1147,82 @@ brin_swap_aminsert(Relation idx)
 }
 
 /*
+ * open_sole_index
+ *	  ExecOpenIndices, for the table of a swap (a plain INSERT that leaves
+ *	  cq_xid to its default) whose only index is the one its fast_tables
+ *	  entry names (a tracked source's BRIN index on cq_xid, usually): the
+ *	  index opened and locked the same way, without the list of the table's
+ *	  indexes and, for an index on plain columns without a predicate, with
+ *	  a copy of the IndexInfo that BuildIndexInfo made for the entry's
+ *	  first statement (about 600 of the 2,100 instructions ExecOpenIndices
+ *	  costs a single-row INSERT).  The entry goes with any invalidation of
+ *	  the table or the index (fast_tables_inval): creating or dropping an
+ *	  index, changing its pg_index row or options, all send one.  If one
+ *	  came while the statement started, the list is taken again
+ *	  (ExecOpenIndices: false), or, while the index's lock was taken, its
+ *	  IndexInfo is made again, as ExecOpenIndices makes it after the lock.
+ *	  In the statement's memory.
+ */
+static bool
+open_sole_index(ResultRelInfo *rri, FastTable *e)
+{
+	struct
+	{
+		Relation	idx;
+		IndexInfo  *iip;
+		IndexInfo	ii;
+	}		   *arrays;			/* the executor's arrays, and the copy: one palloc */
+	Relation	idx;
+	IndexInfo  *ii;
+
+	if (e->stale)
+		return false;
+	if (!e->index_known)
+	{
+		List	   *indexes = RelationGetIndexList(rri->ri_RelationDesc);
+
+		e->index = list_length(indexes) == 1 ? linitial_oid(indexes) : InvalidOid;
+		e->index_known = true;
+		list_free(indexes);
+	}
+	if (!OidIsValid(e->index))
+		return false;
+	idx = index_open(e->index, RowExclusiveLock);
+	arrays = palloc(sizeof(*arrays));
+	if (e->index_info != NULL && !e->stale)
+	{
+		ii = &arrays->ii;
+		memcpy(ii, e->index_info, sizeof(IndexInfo));
+		ii->ii_Context = CurrentMemoryContext;
+	}
+	else
+	{
+		ii = BuildIndexInfo(idx);
+		if (!e->stale && ii->ii_Expressions == NIL && ii->ii_Predicate == NIL &&
+			ii->ii_OpclassOptions == NULL && ii->ii_ExclusionOps == NULL && ii->ii_UniqueOps == NULL)
+		{
+			e->index_info = MemoryContextAlloc(TopMemoryContext, sizeof(IndexInfo));
+			memcpy(e->index_info, ii, sizeof(IndexInfo));
+		}
+	}
+	arrays->idx = idx;
+	arrays->iip = ii;
+	rri->ri_NumIndices = 1;
+	rri->ri_IndexRelationDescs = &arrays->idx;
+	rri->ri_IndexRelationInfo = &arrays->iip;
+	return true;
+}
+
+/*
  * brin_swap_insert
  *	  brin_swap_aminsert for the indexes of the table an INSERT writes.
  *	  The executor opens them at the first row (ExecInsert): they are opened
- *	  here instead, the same way, in the statement's memory.  (Partitions
- *	  that rows are routed to are opened later, untouched.)
+ *	  here instead, the same way, in the statement's memory (the table of a
+ *	  swap, if any, by open_sole_index).  (Partitions that rows are routed
+ *	  to are opened later, untouched.)
  */
 static void
-brin_swap_insert(QueryDesc *queryDesc)
+brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap)
 {
 	ModifyTableState *mts = (ModifyTableState *) queryDesc->planstate;
 	ModifyTable *mt;
@@ -1161,7 +1241,9 @@ brin_swap_insert(QueryDesc *queryDesc)
 		{
 			MemoryContext old = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
 
-			ExecOpenIndices(rri, mt->onConflictAction != ONCONFLICT_NONE);
+			if (swap->rel == NULL || RelationGetRelid(swap->rel) != RelationGetRelid(rel) ||
+				!open_sole_index(rri, swap->entry))
+				ExecOpenIndices(rri, mt->onConflictAction != ONCONFLICT_NONE);
 			MemoryContextSwitchTo(old);
 		}
 		for (int i = 0; i < rri->ri_NumIndices; i++)
@@ -1174,14 +1256,15 @@ brin_swap_insert(QueryDesc *queryDesc)
 			brin_swap_aminsert(idx);
 
 			/*
-			 * The statement's cache, made now: FormIndexDatum skips the
-			 * column from the first row on (values_from_heap).
+			 * The statement's cache and gate, made now: FormIndexDatum skips
+			 * the column from the first row on (values_from_heap), and the
+			 * gate decides from the first row on (brin_row_gate).
 			 */
 			if (idx->rd_indam->aminsert == cq_brininsert && ii->ii_AmCache == NULL)
 			{
 				MemoryContext old = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
 
-				brin_statement_cache(idx, rel, ii);
+				brin_gate_rows(brin_statement_cache(idx, rel, ii), idx, ii);
 				MemoryContextSwitchTo(old);
 			}
 		}
@@ -1269,7 +1352,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		else
 			standard_ExecutorStart(queryDesc, eflags);
 		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-			brin_swap_insert(queryDesc);
+			brin_swap_insert(queryDesc, &swap);
 	}
 	PG_FINALLY();
 	{
