@@ -90,6 +90,9 @@ typedef struct CqWorkerSlot
 	bool		failed[CQ_WORKER_GROUP_MAX];	/* the batch failed (recorded in the
 												 * catalog) */
 	bool		more[CQ_WORKER_GROUP_MAX];	/* a row limit ended the batch early */
+	TimestampTz ended[CQ_WORKER_GROUP_MAX]; /* when the batch ended */
+	int64		cpu_us[CQ_WORKER_GROUP_MAX];	/* and the CPU time it took (the
+												 * trigger '0' hold, scheduler.c) */
 } CqWorkerSlot;
 
 /* Live status of one query (cq.status). */

@@ -46,6 +46,9 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
+#include <time.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -73,6 +76,7 @@
 #include "status.h"
 #include "batch.h"
 #include "runner.h"
+#include "scheduler.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
@@ -221,6 +225,32 @@ batch_body(void *arg)
 }
 
 /*
+ * cpu_now_us
+ *	  CPU time of this process so far, in microseconds.  A batch runs in
+ *	  the worker itself (SPI), so the difference around it is the batch's
+ *	  cost, without the time the process waited for a core on a busy
+ *	  machine (which the trigger '0' hold would multiply).
+ */
+static int64
+cpu_now_us(void)
+{
+#ifdef CLOCK_PROCESS_CPUTIME_ID
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
+		return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+#endif
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) != 0)
+			return 0;
+		return (int64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+			ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+	}
+}
+
+/*
  * run_batch
  *	  One batch of the assigned query (see file header), through the
  *	  runner: a failure is recorded there, a cancel or lock timeout is not
@@ -318,7 +348,10 @@ running_elsewhere(int32 id)
  *	  taken (pending cleared, as the scheduler does when it assigns, before
  *	  their batches take their snapshots) and not done again.  A batch the
  *	  scheduler has already collected is not run again (it may have given
- *	  the query to another worker).
+ *	  the query to another worker).  A query still in its hold after its
+ *	  last batch (cq.coalesce_max_delay, scheduler.c) is not run either: it
+ *	  stays pending, and when nothing else runs the visit ends and the
+ *	  scheduler starts its next batch when the hold is over.
  */
 static bool
 continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
@@ -326,6 +359,7 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
 	bool		any = false;
 	CqDbSlot   *db;
 	CqQuerySlot *qs[CQ_WORKER_GROUP_MAX];
+	TimestampTz now;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	db = cq_shmem_find_db(my_dboid);
@@ -346,10 +380,12 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
 		if (!mine && !running_elsewhere(s->query_id))
 			goto done;			/* it waits for a worker: back to the scheduler */
 	}
+	now = GetCurrentTimestamp();
 	for (int k = 0; k < n; k++)
 	{
 		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
-		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k];
+		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k] &&
+			now >= cq_coalesce_hold_until(slot->ended[k], slot->cpu_us[k]);
 		any |= run[k];
 	}
 	for (int k = 0; k < n && any; k++)
@@ -401,6 +437,7 @@ run_assigned(CqWorkerSlot *slot)
 			bool		ran,
 						failed,
 						more;
+			int64		cpu0;
 
 			if (!run[k])
 				continue;
@@ -410,13 +447,18 @@ run_assigned(CqWorkerSlot *slot)
 				ConfigReloadPending = false;
 				ProcessConfigFile(PGC_SIGHUP);
 			}
+			cpu0 = cpu_now_us();
 			run_batch(ids[k], names[k], &ran, &failed, &more);
+			cpu0 = cpu_now_us() - cpu0;
 			MemoryContextReset(worker_context);
 			total++;
 			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 			slot->ran[k] = ran;
 			slot->failed[k] = failed;
 			slot->more[k] = more;
+			/* no hold after a batch that found nothing (a poll, an idle tick) */
+			slot->ended[k] = ran ? GetCurrentTimestamp() : 0;
+			slot->cpu_us[k] = cpu0;
 			slot->done[k] = true;
 			db = cq_shmem_find_db(my_dboid);
 			stop = slot->stop || db == NULL || db->pid == 0;
