@@ -23,7 +23,8 @@
  *	   factor would multiply into the latency.  No hold after a row limit
  *	   (backlog), a failure, a dead worker or a resume; the reload does not
  *	   shorten it.  Workers apply the same rule to the reruns of their
- *	   visit (worker.c);
+ *	   visit and wait out a hold themselves (worker.c), unless due queries
+ *	   wait for a worker (nudge_workers);
  *	 - interval: due at the next multiple of the interval (Unix epoch
  *	   aligned); when a batch overruns the next tick it is due at once,
  *	   missed ticks are not replayed.  A tick is taken only when something
@@ -825,6 +826,33 @@ want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
 }
 
 /*
+ * nudge_workers
+ *	  Due queries wait for a worker: ask busy workers to end their visit
+ *	  after the current round, and wake those that wait out a trigger '0'
+ *	  hold of their group (worker.c, continue_group).
+ */
+static void
+nudge_workers(void)
+{
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		CqWorkerSlot *slot;
+
+		if (my_workers[k] < 0)
+			continue;
+		slot = &cq_shared->workers[my_workers[k]];
+		if (slot->busy && !slot->yield)
+		{
+			slot->yield = true;
+			if (slot->latch)
+				SetLatch(slot->latch);
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
  * assign
  *	  Give the group of n queries (indexes into queries[]) to worker w.
  */
@@ -858,6 +886,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		}
 	}
 	slot->busy = true;
+	slot->yield = false;
 	latch = slot->latch;
 	LWLockRelease(cq_shared->lock);
 	if (latch)
@@ -919,7 +948,10 @@ dispatch(TimestampTz now)
 			continue;			/* in an earlier group */
 		w = idle_worker(now);
 		if (w < 0)
+		{
+			nudge_workers();
 			break;				/* a worker's latch will bring us back */
+		}
 		group[n++] = wanted[a];
 		for (int b = a + 1; b < nwanted && n < share; b++)
 		{

@@ -72,6 +72,8 @@ typedef struct CqWorkerSlot
 	Latch	   *latch;
 	bool		stop;			/* scheduler asks the worker to exit */
 	bool		busy;			/* a group is assigned and not finished */
+	bool		yield;			/* scheduler: due queries wait for a worker,
+								 * end the visit after the round */
 	int32		query_id;		/* first query of the group, 0 = none assigned */
 	/*
 	 * The group: due queries of one source, each run as a batch (one

@@ -349,21 +349,26 @@ running_elsewhere(int32 id)
  *	  their batches take their snapshots) and not done again.  A batch the
  *	  scheduler has already collected is not run again (it may have given
  *	  the query to another worker).  A query still in its hold after its
- *	  last batch (cq.coalesce_max_delay, scheduler.c) is not run either: it
- *	  stays pending, and when nothing else runs the visit ends and the
- *	  scheduler starts its next batch when the hold is over.
+ *	  last batch (cq.coalesce_max_delay, scheduler.c) is not run yet: it
+ *	  stays pending, and when no query of the group can run now *wait is
+ *	  set to the end of the first hold (0 = none: the visit ends), which
+ *	  the caller waits for here rather than going back to the scheduler
+ *	  (two latch round trips per batch under a stream).  The scheduler
+ *	  sets yield when a due query finds no idle worker: then the visit
+ *	  ends after the round (or the wait).
  */
 static bool
-continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
+continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, TimestampTz *wait)
 {
 	bool		any = false;
 	CqDbSlot   *db;
 	CqQuerySlot *qs[CQ_WORKER_GROUP_MAX];
 	TimestampTz now;
 
+	*wait = 0;
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	db = cq_shmem_find_db(my_dboid);
-	if (slot->stop || db == NULL || db->pid == 0)
+	if (slot->stop || slot->yield || db == NULL || db->pid == 0)
 		goto done;
 	for (int k = 0; k < n; k++)
 		if (!slot->done[k] || slot->failed[k] || slot->more[k])
@@ -383,9 +388,17 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
 	now = GetCurrentTimestamp();
 	for (int k = 0; k < n; k++)
 	{
+		TimestampTz until;
+
 		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
-		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k] &&
-			now >= cq_coalesce_hold_until(slot->ended[k], slot->cpu_us[k]);
+		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k];
+		until = cq_coalesce_hold_until(slot->ended[k], slot->cpu_us[k]);
+		if (run[k] && now < until)
+		{
+			run[k] = false;
+			if (*wait == 0 || until < *wait)
+				*wait = until;
+		}
 		any |= run[k];
 	}
 	for (int k = 0; k < n && any; k++)
@@ -405,7 +418,8 @@ done:
  *	  each, in order; write each outcome into the slot as its batch ends
  *	  (the scheduler may take it before the group is over).  Then, while
  *	  continue_group says so, the group's queries that commits made
- *	  pending again, at most CQ_WORKER_VISIT_MAX batches in all; then
+ *	  pending again (after waiting out a trigger '0' hold here), at most
+ *	  CQ_WORKER_VISIT_MAX batches in all; then
  *	  clear busy and wake the scheduler once.  A stop request (our
  *	  scheduler exits) ends the visit early: the batches not run are
  *	  simply not done.
@@ -430,8 +444,10 @@ run_assigned(CqWorkerSlot *slot)
 	for (int k = 0; k < n; k++)
 		run[k] = true;
 
-	do
+	for (;;)
 	{
+		bool		again = false;
+
 		for (int k = 0; k < n && !stop; k++)
 		{
 			bool		ran,
@@ -465,7 +481,31 @@ run_assigned(CqWorkerSlot *slot)
 			LWLockRelease(cq_shared->lock);
 			QueryCancelPending = false; /* a cancel between batches has nothing to cancel */
 		}
-	} while (!stop && total < CQ_WORKER_VISIT_MAX && continue_group(slot, ids, n, run));
+		if (stop || total >= CQ_WORKER_VISIT_MAX)
+			break;
+		/* again at once, or after the hold of a query of the group */
+		for (;;)
+		{
+			TimestampTz wait;
+			long		ms;
+
+			if (continue_group(slot, ids, n, run, &wait))
+			{
+				again = true;
+				break;
+			}
+			if (wait == 0)
+				break;
+			ms = (long) ((wait - GetCurrentTimestamp()) / 1000) + 1;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Max(ms, 1), PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			QueryCancelPending = false; /* nothing to cancel between batches */
+			CHECK_FOR_INTERRUPTS();
+		}
+		if (!again)
+			break;
+	}
 
 	ereport(DEBUG1, (errmsg_internal("pg_cq: worker visit ran %d batches of a group of %d queries",
 									 total, n)));
