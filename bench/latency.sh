@@ -41,6 +41,8 @@
 #      P50 P99 MAX ACHIEVED_RATE CPU_S" and "queries N RATE ROWS P50 P99 MAX
 #      CPU_S LOST_PIDS"), LAT_SAMPLES (directory: per-row latencies,
 #      samples-RATE.txt, one ms value a line),
+#      LAT_CONF: more postgresql.conf lines, ';'-separated (e.g.
+#      "cq.coalesce_max_delay = 0"),
 #      LAT_DURABLE=1: fsync = on, synchronous_commit = on (default: the test
 #      clusters' fsync = off, synchronous_commit = off),
 #      LAT_REPORT (report file; default bench/results/latency-<time>.txt),
@@ -64,7 +66,8 @@ durable=()
 PROBE="${LAT_Q_PROBE:-decode}"
 [[ "$PROBE" == decode || "$PROBE" == trigger ]] || { echo "LAT_Q_PROBE: decode or trigger" >&2; exit 2; }
 [[ -n "${LAT_QUERIES:-}" && "$PROBE" == decode ]] && durable+=("wal_level = logical" "max_replication_slots = 4")
-start_cluster latency "$PORT" "track_commit_timestamp = on" "cq.max_workers = 2" "${durable[@]}"
+IFS=';' read -r -a extra <<<"${LAT_CONF:-}"
+start_cluster latency "$PORT" "track_commit_timestamp = on" "cq.max_workers = 2" "${durable[@]}" "${extra[@]}"
 PSQL=("$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -At)
 PGBENCH="$PGBIN/pgbench"
 

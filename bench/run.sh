@@ -65,6 +65,8 @@
 #   BENCH_MEM_GROUPS=1000000 BENCH_MEM_ROWS=5000000 BENCH_MEM_WORK_MEM=4MB   scenario 6
 #   BENCH_AUTOVACUUM=off    autovacuum_enabled of the scenario 1-2 sources
 #   BENCH_PROFILE=1         capture auto_explain plans of extra, untimed batches
+#   BENCH_EXTRA_CONF=""     more postgresql.conf lines of the bench cluster, ';'-separated
+#                           (e.g. "cq.coalesce_max_delay = 0" to measure without coalescing)
 #   BENCH_PORT=55450        port of the throwaway cluster /tmp/pg_cq_bench; the
 #                           other clusters take BENCH_PORT+1 .. BENCH_PORT+9
 # plus scripts/common.sh's CQ_SKIP_APT, CQ_SKIP_BUILD, CQ_KEEP_CLUSTER, PGBIN.
@@ -120,6 +122,9 @@ BENCH_CONF=(
     "max_wal_size = 4GB"
     "checkpoint_timeout = 30min"
 )
+# BENCH_EXTRA_CONF: more lines, separated by ';' (e.g. "cq.coalesce_max_delay = 0")
+IFS=';' read -r -a _extra <<<"${BENCH_EXTRA_CONF:-}"
+BENCH_CONF+=("${_extra[@]}")
 
 # scenario numbers of the built-in scenarios (BENCH_ONLY/BENCH_SKIP take both)
 declare -A SCEN_NUM=([incremental]="1 2" [fold]=3 [ingest]=4 [latency]=5 [memory]=6)

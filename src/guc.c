@@ -26,6 +26,8 @@ int			cq_work_mem_kb = 4096;
 int			cq_max_queries = 1024;	/* status slots in shared memory */
 int			cq_max_workers = 2;	/* batch workers per database */
 int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
+int			cq_coalesce_max_delay_ms = 20;	/* trigger '0': longest hold after a batch */
+int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time */
 
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
@@ -166,6 +168,27 @@ cq_guc_init(void)
 							&cq_naptime_ms,
 							5000, 100, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.coalesce_max_delay",
+							"Longest time a trigger '0' query waits after a batch before the next one.",
+							"After a batch that took D, the next batch starts no earlier than its end "
+							"plus the smaller of this and cq.coalesce_factor x D, so that under a stream "
+							"of commits batches grow and their fixed cost is shared by more rows; a commit "
+							"after that runs at once. 0 = no wait.",
+							&cq_coalesce_max_delay_ms,
+							20, 0, 10000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.coalesce_factor",
+							"Wait of a trigger '0' query after a batch, in multiples of the batch's time.",
+							"Bounds the share of a worker one query's batches take under a stream of "
+							"commits to about 1/(factor + 1), until cq.coalesce_max_delay caps the wait. "
+							"0 = no wait.",
+							&cq_coalesce_factor,
+							4, 0, 1000,
+							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("cq.allow_source_truncate",

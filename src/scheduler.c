@@ -12,7 +12,19 @@
  * process-local memory, one SchedQuery per query:
  *	 - trigger '0': due when a commit to its source marked its shared slot
  *	   pending (wakeup.c), after a batch cut short by max_rows_per_trigger,
- *	   and on every catalog reload (the fallback poll);
+ *	   and on every catalog reload (the fallback poll); but after a batch
+ *	   that read rows and took D of the worker's CPU, not before its end +
+ *	   min(cq.coalesce_factor x D, cq.coalesce_max_delay) (the hold): under
+ *	   a stream of commits batches then grow and their fixed cost is shared
+ *	   by more rows, one query takes at most ~1/(factor + 1) of a worker
+ *	   until the cap, and a commit after the hold runs at once (a sparse
+ *	   stream keeps its latency).  D is CPU time, not wall time: on a busy
+ *	   machine a batch's wall time includes waiting for a core, which the
+ *	   factor would multiply into the latency.  No hold after a row limit
+ *	   (backlog), a failure, a dead worker or a resume; the reload does not
+ *	   shorten it.  Workers apply the same rule to the reruns of their
+ *	   visit and wait out a hold themselves (worker.c), unless due queries
+ *	   wait for a worker (nudge_workers);
  *	 - interval: due at the next multiple of the interval (Unix epoch
  *	   aligned); when a batch overruns the next tick it is due at once,
  *	   missed ticks are not replayed.  A tick is taken only when something
@@ -103,6 +115,8 @@ typedef struct SchedQuery
 	TimestampTz retry_at;
 	int64		last_batch_id;
 	int			slot;			/* its status slot (cq_shared->queries), -1 = none */
+	TimestampTz last_end;		/* trigger '0': its last batch ended then (0 = */
+	int64		last_cpu_us;	/* no hold) and took this much CPU (the hold) */
 } SchedQuery;
 
 static Oid	my_dboid = InvalidOid;
@@ -137,6 +151,41 @@ next_tick_after(TimestampTz t, int64 interval_us)
 	int64		u = unix_us(t);
 
 	return t + (interval_us - (u % interval_us));
+}
+
+/*
+ * cq_coalesce_hold_until
+ *	  The earliest start of a trigger '0' query's next batch after one that
+ *	  ended at `ended` and took cpu_us (the worker's CPU time): its end plus the
+ *	  smaller of cq.coalesce_factor x cpu_us and cq.coalesce_max_delay (0
+ *	  when either is off, or ended is 0: a batch cut short by a row limit,
+ *	  a resumed or new query).  See the file header.  Also the worker's
+ *	  rule for running a query again in the same visit.
+ */
+TimestampTz
+cq_coalesce_hold_until(TimestampTz ended, int64 cpu_us)
+{
+	int64		hold;
+
+	if (ended == 0 || cq_coalesce_max_delay_ms <= 0 || cq_coalesce_factor <= 0)
+		return 0;
+	hold = Min((int64) cq_coalesce_max_delay_ms * 1000,
+			   Max(cpu_us, 0) * cq_coalesce_factor);
+	return ended + hold;
+}
+
+/*
+ * held
+ *	  Is trigger '0' query q still in its hold after its last batch?
+ *	  Computed with the settings of now, so that a reload applies at once.
+ */
+static bool
+held(SchedQuery *q, TimestampTz now, TimestampTz *until)
+{
+	if (q->trigger != TRIG_ZERO)
+		return false;
+	*until = cq_coalesce_hold_until(q->last_end, q->last_cpu_us);
+	return now < *until;
 }
 
 /*
@@ -353,6 +402,7 @@ update_query(uint64 r, TimestampTz now)
 		q->nfailures = 0;
 		q->retry_at = 0;
 		q->due = true;
+		q->last_end = 0;
 	}
 	if (q->state == 'f' && q->nfailures == 0)
 	{
@@ -489,8 +539,8 @@ reload(TimestampTz now)
 
 /*
  * collect_pending
- *	  Take the commit wake-ups: '0' queries are due, interval queries take
- *	  their next tick.
+ *	  Take the commit wake-ups: '0' queries are due (when their hold is
+ *	  over), interval queries take their next tick.
  */
 static void
 collect_pending(TimestampTz now)
@@ -498,14 +548,21 @@ collect_pending(TimestampTz now)
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < nqueries; i++)
 	{
-		CqQuerySlot *s = query_slot(&queries[i]);
+		SchedQuery *q = &queries[i];
+		CqQuerySlot *s = query_slot(q);
+		TimestampTz until;
 
 		if (s && s->pending)
 		{
-			s->pending = false;
-			if (queries[i].trigger == TRIG_ZERO)
-				queries[i].due = true;
-			mark_maybe_new(&queries[i], now);
+			/*
+			 * A '0' query in its hold stays pending: the commits until its
+			 * batch need not wake us again (assign clears it).
+			 */
+			if (!held(q, now, &until))
+				s->pending = false;
+			if (q->trigger == TRIG_ZERO)
+				q->due = true;
+			mark_maybe_new(q, now);
 		}
 	}
 	LWLockRelease(cq_shared->lock);
@@ -514,17 +571,22 @@ collect_pending(TimestampTz now)
 /*
  * batch_done
  *	  A worker finished (or died running) a batch of query query_id: retry
- *	  it, back off after a failure, or run it again when more is left; show
- *	  it idle in cq.status.
+ *	  it, back off after a failure, or run it again when more is left; note
+ *	  when it ended and how long it took (the hold of a trigger '0' query);
+ *	  show it idle in cq.status.
  */
 static void
-batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz now)
+batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
+		   int64 cpu_us, TimestampTz now)
 {
 	SchedQuery *q = find_query(query_id);
 
 	if (q == NULL)
 		return;
 	q->worker = -1;
+	/* the hold after a batch; none after a row limit (backlog) or a death */
+	q->last_end = (dead || failed || more) ? 0 : ended;
+	q->last_cpu_us = cpu_us;
 	if (dead)
 		q->due = true;			/* killed mid-batch: it rolled back, run again */
 	else if (failed)
@@ -577,6 +639,8 @@ collect_results(TimestampTz now)
 		bool		dead_q[CQ_WORKER_GROUP_MAX];
 		bool		failed[CQ_WORKER_GROUP_MAX];
 		bool		more[CQ_WORKER_GROUP_MAX];
+		TimestampTz ended[CQ_WORKER_GROUP_MAX];
+		int64		cpu_us[CQ_WORKER_GROUP_MAX];
 
 		if (w < 0)
 			continue;
@@ -597,6 +661,8 @@ collect_results(TimestampTz now)
 				dead_q[n] = !slot->done[j];
 				failed[n] = slot->done[j] && slot->failed[j];
 				more[n] = slot->done[j] && slot->more[j];
+				ended[n] = slot->done[j] ? slot->ended[j] : 0;
+				cpu_us[n] = slot->cpu_us[j];
 				n++;
 			}
 			if (dead || !slot->busy)
@@ -617,7 +683,7 @@ collect_results(TimestampTz now)
 			my_handles[k] = NULL;
 		}
 		for (int j = 0; j < n; j++)
-			batch_done(ids[j], dead_q[j], failed[j], more[j], now);
+			batch_done(ids[j], dead_q[j], failed[j], more[j], ended[j], cpu_us[j], now);
 	}
 }
 
@@ -720,7 +786,7 @@ idle_worker(TimestampTz now)
 /*
  * want_query
  *	  Is query q to run now?  Lowers *next to its next timed event (tick,
- *	  retry) when it is not.
+ *	  retry, end of a hold) when it is not.
  */
 static bool
 want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
@@ -736,7 +802,17 @@ want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
 			*next = q->retry_at;
 	}
 	else if (q->trigger == TRIG_ZERO)
+	{
+		TimestampTz until;
+
 		want = q->due;
+		if (want && held(q, now, &until))
+		{
+			want = false;
+			if (*next == 0 || until < *next)
+				*next = until;
+		}
+	}
 	else
 	{
 		/* an idle tick is skipped, with no timer (see file header) */
@@ -747,6 +823,33 @@ want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
 			*next = q->next_tick;
 	}
 	return want;
+}
+
+/*
+ * nudge_workers
+ *	  Due queries wait for a worker: ask busy workers to end their visit
+ *	  after the current round, and wake those that wait out a trigger '0'
+ *	  hold of their group (worker.c, continue_group).
+ */
+static void
+nudge_workers(void)
+{
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		CqWorkerSlot *slot;
+
+		if (my_workers[k] < 0)
+			continue;
+		slot = &cq_shared->workers[my_workers[k]];
+		if (slot->busy && !slot->yield)
+		{
+			slot->yield = true;
+			if (slot->latch)
+				SetLatch(slot->latch);
+		}
+	}
+	LWLockRelease(cq_shared->lock);
 }
 
 /*
@@ -773,6 +876,8 @@ assign(const int *group, int n, int w, TimestampTz now)
 		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
 		slot->done[j] = slot->collected[j] = false;
 		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
+		slot->ended[j] = 0;
+		slot->cpu_us[j] = 0;
 		if (s)
 		{
 			s->is_trigger_active = true;
@@ -781,6 +886,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		}
 	}
 	slot->busy = true;
+	slot->yield = false;
 	latch = slot->latch;
 	LWLockRelease(cq_shared->lock);
 	if (latch)
@@ -842,7 +948,10 @@ dispatch(TimestampTz now)
 			continue;			/* in an earlier group */
 		w = idle_worker(now);
 		if (w < 0)
+		{
+			nudge_workers();
 			break;				/* a worker's latch will bring us back */
+		}
 		group[n++] = wanted[a];
 		for (int b = a + 1; b < nwanted && n < share; b++)
 		{

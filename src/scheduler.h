@@ -10,6 +10,9 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 PGDLLEXPORT extern void cq_scheduler_main(Datum arg);
+extern TimestampTz cq_coalesce_hold_until(TimestampTz ended, int64 cpu_us);
 
 #endif							/* CQ_SCHEDULER_H */

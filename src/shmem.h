@@ -72,6 +72,8 @@ typedef struct CqWorkerSlot
 	Latch	   *latch;
 	bool		stop;			/* scheduler asks the worker to exit */
 	bool		busy;			/* a group is assigned and not finished */
+	bool		yield;			/* scheduler: due queries wait for a worker,
+								 * end the visit after the round */
 	int32		query_id;		/* first query of the group, 0 = none assigned */
 	/*
 	 * The group: due queries of one source, each run as a batch (one
@@ -90,6 +92,9 @@ typedef struct CqWorkerSlot
 	bool		failed[CQ_WORKER_GROUP_MAX];	/* the batch failed (recorded in the
 												 * catalog) */
 	bool		more[CQ_WORKER_GROUP_MAX];	/* a row limit ended the batch early */
+	TimestampTz ended[CQ_WORKER_GROUP_MAX]; /* when the batch ended */
+	int64		cpu_us[CQ_WORKER_GROUP_MAX];	/* and the CPU time it took (the
+												 * trigger '0' hold, scheduler.c) */
 } CqWorkerSlot;
 
 /* Live status of one query (cq.status). */

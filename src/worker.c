@@ -46,6 +46,9 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
+#include <time.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -73,6 +76,7 @@
 #include "status.h"
 #include "batch.h"
 #include "runner.h"
+#include "scheduler.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
@@ -221,6 +225,32 @@ batch_body(void *arg)
 }
 
 /*
+ * cpu_now_us
+ *	  CPU time of this process so far, in microseconds.  A batch runs in
+ *	  the worker itself (SPI), so the difference around it is the batch's
+ *	  cost, without the time the process waited for a core on a busy
+ *	  machine (which the trigger '0' hold would multiply).
+ */
+static int64
+cpu_now_us(void)
+{
+#ifdef CLOCK_PROCESS_CPUTIME_ID
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
+		return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+#endif
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) != 0)
+			return 0;
+		return (int64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+			ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+	}
+}
+
+/*
  * run_batch
  *	  One batch of the assigned query (see file header), through the
  *	  runner: a failure is recorded there, a cancel or lock timeout is not
@@ -318,18 +348,27 @@ running_elsewhere(int32 id)
  *	  taken (pending cleared, as the scheduler does when it assigns, before
  *	  their batches take their snapshots) and not done again.  A batch the
  *	  scheduler has already collected is not run again (it may have given
- *	  the query to another worker).
+ *	  the query to another worker).  A query still in its hold after its
+ *	  last batch (cq.coalesce_max_delay, scheduler.c) is not run yet: it
+ *	  stays pending, and when no query of the group can run now *wait is
+ *	  set to the end of the first hold (0 = none: the visit ends), which
+ *	  the caller waits for here rather than going back to the scheduler
+ *	  (two latch round trips per batch under a stream).  The scheduler
+ *	  sets yield when a due query finds no idle worker: then the visit
+ *	  ends after the round (or the wait).
  */
 static bool
-continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
+continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, TimestampTz *wait)
 {
 	bool		any = false;
 	CqDbSlot   *db;
 	CqQuerySlot *qs[CQ_WORKER_GROUP_MAX];
+	TimestampTz now;
 
+	*wait = 0;
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	db = cq_shmem_find_db(my_dboid);
-	if (slot->stop || db == NULL || db->pid == 0)
+	if (slot->stop || slot->yield || db == NULL || db->pid == 0)
 		goto done;
 	for (int k = 0; k < n; k++)
 		if (!slot->done[k] || slot->failed[k] || slot->more[k])
@@ -346,10 +385,20 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run)
 		if (!mine && !running_elsewhere(s->query_id))
 			goto done;			/* it waits for a worker: back to the scheduler */
 	}
+	now = GetCurrentTimestamp();
 	for (int k = 0; k < n; k++)
 	{
+		TimestampTz until;
+
 		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
 		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k];
+		until = cq_coalesce_hold_until(slot->ended[k], slot->cpu_us[k]);
+		if (run[k] && now < until)
+		{
+			run[k] = false;
+			if (*wait == 0 || until < *wait)
+				*wait = until;
+		}
 		any |= run[k];
 	}
 	for (int k = 0; k < n && any; k++)
@@ -369,7 +418,8 @@ done:
  *	  each, in order; write each outcome into the slot as its batch ends
  *	  (the scheduler may take it before the group is over).  Then, while
  *	  continue_group says so, the group's queries that commits made
- *	  pending again, at most CQ_WORKER_VISIT_MAX batches in all; then
+ *	  pending again (after waiting out a trigger '0' hold here), at most
+ *	  CQ_WORKER_VISIT_MAX batches in all; then
  *	  clear busy and wake the scheduler once.  A stop request (our
  *	  scheduler exits) ends the visit early: the batches not run are
  *	  simply not done.
@@ -394,13 +444,16 @@ run_assigned(CqWorkerSlot *slot)
 	for (int k = 0; k < n; k++)
 		run[k] = true;
 
-	do
+	for (;;)
 	{
+		bool		again = false;
+
 		for (int k = 0; k < n && !stop; k++)
 		{
 			bool		ran,
 						failed,
 						more;
+			int64		cpu0;
 
 			if (!run[k])
 				continue;
@@ -410,20 +463,49 @@ run_assigned(CqWorkerSlot *slot)
 				ConfigReloadPending = false;
 				ProcessConfigFile(PGC_SIGHUP);
 			}
+			cpu0 = cpu_now_us();
 			run_batch(ids[k], names[k], &ran, &failed, &more);
+			cpu0 = cpu_now_us() - cpu0;
 			MemoryContextReset(worker_context);
 			total++;
 			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 			slot->ran[k] = ran;
 			slot->failed[k] = failed;
 			slot->more[k] = more;
+			/* no hold after a batch that found nothing (a poll, an idle tick) */
+			slot->ended[k] = ran ? GetCurrentTimestamp() : 0;
+			slot->cpu_us[k] = cpu0;
 			slot->done[k] = true;
 			db = cq_shmem_find_db(my_dboid);
 			stop = slot->stop || db == NULL || db->pid == 0;
 			LWLockRelease(cq_shared->lock);
 			QueryCancelPending = false; /* a cancel between batches has nothing to cancel */
 		}
-	} while (!stop && total < CQ_WORKER_VISIT_MAX && continue_group(slot, ids, n, run));
+		if (stop || total >= CQ_WORKER_VISIT_MAX)
+			break;
+		/* again at once, or after the hold of a query of the group */
+		for (;;)
+		{
+			TimestampTz wait;
+			long		ms;
+
+			if (continue_group(slot, ids, n, run, &wait))
+			{
+				again = true;
+				break;
+			}
+			if (wait == 0)
+				break;
+			ms = (long) ((wait - GetCurrentTimestamp()) / 1000) + 1;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Max(ms, 1), PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			QueryCancelPending = false; /* nothing to cancel between batches */
+			CHECK_FOR_INTERRUPTS();
+		}
+		if (!again)
+			break;
+	}
 
 	ereport(DEBUG1, (errmsg_internal("pg_cq: worker visit ran %d batches of a group of %d queries",
 									 total, n)));

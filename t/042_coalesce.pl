@@ -1,0 +1,162 @@
+# Trigger '0' batches coalesce under a stream of commits (issue 12 goal 3,
+# cq.coalesce_max_delay / cq.coalesce_factor): after a batch that took D the
+# next one starts no earlier than its end + min(max_delay, factor x D).
+#   - a stream of commits is folded in fewer batches than commits, every row
+#     exactly once, although the fallback poll (cq.naptime) comes every
+#     100 ms;
+#   - a lone commit after idle runs at once (no hold);
+#   - a batch cut short by cq.max_rows_per_trigger is followed at once;
+#   - cq.coalesce_max_delay = 0 is the old behaviour: one batch per commit
+#     when commits are further apart than a batch takes.
+# D is the batch's CPU time in the worker.  A statement trigger on the
+# targets spins for 30 ms, so that every batch that writes rows takes a few
+# ms of CPU even on a busy machine and, with factor 1000, the hold is
+# cq.coalesce_max_delay (3 s): the counts below hold on a slow machine too.
+# Every wait polls with a deadline.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = PostgreSQL::Test::Cluster->new('coalesce');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_cq'
+max_worker_processes = 16
+cq.naptime = 100
+cq.max_workers = 2
+cq.coalesce_max_delay = 3000
+cq.coalesce_factor = 1000
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+	SET client_min_messages = warning;
+	CREATE EXTENSION pg_cq;
+	CREATE FUNCTION slow_batch() RETURNS trigger LANGUAGE plpgsql
+	  AS $$ DECLARE t0 timestamptz := clock_timestamp();
+	        BEGIN WHILE clock_timestamp() < t0 + interval '30 ms' LOOP END LOOP; RETURN NULL; END $$;
+	CREATE TABLE src (id bigint);
+	CREATE TABLE out WITH (cq.output_mode = 'append') AS SELECT id FROM src;
+	CREATE TRIGGER slow AFTER INSERT ON out FOR EACH STATEMENT EXECUTE FUNCTION slow_batch();
+	CREATE TABLE src2 (id bigint);
+	CREATE TABLE out2 WITH (cq.output_mode = 'append', cq.max_rows_per_trigger = 5)
+	  AS SELECT id FROM src2;
+	CREATE TRIGGER slow AFTER INSERT ON out2 FOR EACH STATEMENT EXECUTE FUNCTION slow_batch();
+});
+
+my $next_id = 1;
+
+# n single-row commits, gap_ms apart, from one session; returns the
+# seconds it took
+sub stream
+{
+	my ($n, $gap_ms) = @_;
+	my $first = $next_id;
+	my $t0 = time;
+	$next_id += $n;
+	$node->safe_psql('postgres', qq{
+		DO \$\$ BEGIN
+		  FOR i IN $first .. $first + $n - 1 LOOP
+		    INSERT INTO src VALUES (i);
+		    COMMIT;
+		    PERFORM pg_sleep($gap_ms / 1000.0);
+		  END LOOP;
+		END \$\$});
+	return time - $t0;
+}
+
+# every row of src in out exactly once
+my $exact = q{SELECT (SELECT count(*) FROM out) = (SELECT count(*) FROM src)
+                 AND (SELECT count(DISTINCT id) FROM out) = (SELECT count(*) FROM src)
+                 AND NOT EXISTS (SELECT id FROM src EXCEPT SELECT id FROM out)};
+
+# batches of out that read rows, after batch $after
+sub batches_since
+{
+	my ($after) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM cq.progress WHERE name = 'out' AND batch_id > $after AND num_input_rows > 0");
+}
+
+sub last_batch
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(max(batch_id), -1) FROM cq.progress WHERE name = '$name'");
+}
+
+# no batch for more than the hold: the query is idle
+sub wait_idle
+{
+	my ($name) = @_;
+	ok($node->poll_query_until('postgres',
+		"SELECT coalesce(max(started_at + duration_ms * interval '1 ms'), '-infinity') < now() - interval '3500 ms' "
+		  . "FROM cq.progress WHERE name = '$name'"), "$name idle for longer than the hold");
+}
+
+# time from the commit of a row (inserted by $sql) until $cond holds
+sub arrival_s
+{
+	my ($sql, $cond) = @_;
+	$node->safe_psql('postgres', $sql);
+	my $t0 = time;
+	ok($node->poll_query_until('postgres', $cond), "arrived: $cond");
+	return time - $t0;
+}
+
+# --- batch 0 and idle
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM cq.progress WHERE name = 'out'"),
+	'first batch of out');
+wait_idle('out');
+
+# --- a lone commit after idle: at once, not after the 3 s hold
+my $lone = arrival_s("INSERT INTO src VALUES (" . $next_id++ . ")", $exact);
+cmp_ok($lone, '<', 2, "a lone commit after idle arrives without the hold ("
+	  . sprintf('%.3f', $lone) . " s)");
+
+# --- a stream: 30 commits 100 ms apart (3 s) with a 3 s hold after each batch
+my $b0 = last_batch('out');
+my $secs = stream(30, 100);
+ok($node->poll_query_until('postgres', $exact), 'stream: every row exactly once');
+my $nb = batches_since($b0);
+# one batch at once, then one per 3 s hold while commits keep coming
+my $most = int($secs / 3) + 2;
+note(sprintf('stream of 30 commits in %.1f s with the hold: %d batches', $secs, $nb));
+cmp_ok($nb, '<=', $most, "30 commits in at most $most batches ($nb), despite the 100 ms poll");
+cmp_ok($nb, '<', 15, 'fewer batches than half the commits');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM cq.queries WHERE state = 'active'}), '2',
+	'both queries active');
+
+# --- a row limit: the backlog's batches follow each other at once
+wait_idle('out2');
+my $b2 = last_batch('out2');
+# 40 commits while paused (a row limit does not split a transaction)
+$node->safe_psql('postgres', "SELECT cq.pause('out2')");
+$node->safe_psql('postgres', "INSERT INTO src2 VALUES ($_)") for (1 .. 40);
+my $limit_s = arrival_s("SELECT cq.resume('out2')",
+	"SELECT count(*) = 40 AND count(DISTINCT id) = 40 FROM out2");
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM cq.progress WHERE name = 'out2' AND batch_id > $b2 AND num_input_rows > 0"),
+	'8', '40 rows in 8 batches of 5');
+cmp_ok($limit_s, '<', 10, "the 8 batches follow each other without the hold ("
+	  . sprintf('%.3f', $limit_s) . " s; with it at least 21 s)");
+
+# --- cq.coalesce_max_delay = 0: one batch per commit as before
+$node->safe_psql('postgres', 'ALTER SYSTEM SET cq.coalesce_max_delay = 0');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok($node->poll_query_until('postgres', "SELECT current_setting('cq.coalesce_max_delay') = '0'"),
+	'reloaded');
+wait_idle('out');
+$b0 = last_batch('out');
+$secs = stream(20, 200);
+note(sprintf('stream of 20 commits in %.1f s', $secs));
+ok($node->poll_query_until('postgres', $exact), 'stream without hold: every row exactly once');
+$nb = batches_since($b0);
+note("stream of 20 commits without the hold: $nb batches");
+cmp_ok($nb, '>=', 12, "20 commits 200 ms apart in at least 12 batches ($nb)");
+
+$node->stop;
+done_testing();
