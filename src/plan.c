@@ -481,6 +481,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->rebuild_sql);
 	l = lappend(l, plan->store.delta);
 	l = lappend(l, plan->store.delta_history);
+	l = lappend(l, plan->store.delta_history_all);
 	l = lappend(l, plan->store.merge);
 	l = lappend(l, plan->store.sink);
 	l = lappend(l, plan->split_state_sql);
@@ -597,6 +598,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(rebuild_sql);
 	COPY_SQL(store.delta);
 	COPY_SQL(store.delta_history);
+	COPY_SQL(store.delta_history_all);
 	COPY_SQL(store.merge);
 	COPY_SQL(store.sink);
 	COPY_SQL(store.sink_history);
@@ -613,6 +615,7 @@ copy_plan_sql(CqPlan *new_plan)
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;
 	copy_plan->store.et_stats = new_plan->store.et_stats;
+	copy_plan->store.source = new_plan->store.source;
 	copy_plan->store.sink_history_plain = new_plan->store.sink_history_plain;
 	copy_plan->single_scan = new_plan->single_scan;
 	return copy_plan;
