@@ -482,6 +482,26 @@ cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred, boo
 }
 
 /*
+ * cq_delta_history_all_settings
+ *	  For a statement over cq_delta_history_all_sql: sorting off.  Without
+ *	  the test of cq_xid the planner takes the whole table's rows for the
+ *	  groups of an expression it has no statistics on (as many groups as
+ *	  rows) and would sort them all, where the statement with the test
+ *	  (estimated to keep a third of them) hashes, as the plain GROUP BY
+ *	  does: 2.7x the GROUP BY's CPU for 5M rows into 4k groups.  Returns
+ *	  the GUC nest level to restore (AtEOXact_GUC).
+ */
+int
+cq_delta_history_all_settings(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+/*
  * cq_delta_scan_settings
  *	  New rows are found through the BRIN index on cq_xid.  Until the
  *	  source is analyzed after tracking began, the planner has no

@@ -342,7 +342,10 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
 	split_sql(an, q, viewid, target, plan);
 	if (!plan->use_store)
-		plan->bulk_sql = cq_bulk_sql(an, q, viewid);
+	{
+		plan->bulk_sql = cq_bulk_sql(an, q, viewid, false);
+		plan->bulk_sql_all = cq_bulk_sql(an, q, viewid, true);
+	}
 	if (an->session)
 		plan->rebuild_sql = cq_session_rebuild_sql(an, q->opts.mode,
 												   cq_sql_relname_str(q->state_table),
@@ -491,6 +494,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->store.sink_merge);
 	l = lappend(l, plan->batch_sql_merge);
 	l = lappend(l, plan->bulk_sql);
+	l = lappend(l, plan->bulk_sql_all);
 	return l;
 }
 
@@ -610,6 +614,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(batch_sql_merge);
 	COPY_SQL(merge_why);
 	COPY_SQL(bulk_sql);
+	COPY_SQL(bulk_sql_all);
 #undef COPY_SQL
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;

@@ -868,8 +868,15 @@ fold_history(FoldState *fs, const CqStoreSql *sql, Datum *params, const char *nu
 	PG_TRY();
 	{
 		fs->metrics->untested = cq_tracking_history_all(sql->source, params[2], GetActiveSnapshot());
-		fold_delta_ext(fs, fs->metrics->untested ? sql->delta_history_all : sql->delta_history,
-					   params, nulls, true);
+		if (fs->metrics->untested)
+		{
+			int			nest = cq_delta_history_all_settings();
+
+			fold_delta_ext(fs, sql->delta_history_all, params, nulls, true);
+			AtEOXact_GUC(true, nest);
+		}
+		else
+			fold_delta_ext(fs, sql->delta_history, params, nulls, true);
 	}
 	PG_FINALLY();
 	{
