@@ -254,7 +254,8 @@ cq_delta_inner_sql(CqAnalysis *an, bool history)
  *	  Can batch 0 read the history without the test of cq_xid when every
  *	  row passes it (cq_delta_history_all_sql)?  A plain table read alone:
  *	  its BRIN summaries and blocks are those of the rows read
- *	  (cq_tracking_history_all), not a partitioned or per-node source.
+ *	  (cq_tracking_history_all), not a partitioned or Citus table (whose
+ *	  rows are elsewhere).  Checked again when the batch runs.
  */
 bool
 cq_delta_history_all_ok(CqAnalysis *an)
@@ -262,7 +263,7 @@ cq_delta_history_all_ok(CqAnalysis *an)
 	return an->is_aggregate && an->join_delta_sql == NULL && !an->distinct_sets &&
 		list_length(an->query->rtable) == 1 &&
 		get_rel_relkind(an->source_relid) == RELKIND_RELATION &&
-		!cq_citus_node_source(an->source_relid);
+		cq_citus_kind(an->source_relid) == CQ_CITUS_NONE;
 }
 
 /*

@@ -61,6 +61,7 @@
 #include "merge.h"
 #include "delta.h"
 #include "tracking.h"
+#include "citus.h"
 
 /*
  * cq_store_build_sql
@@ -867,7 +868,8 @@ fold_history(FoldState *fs, const CqStoreSql *sql, Datum *params, const char *nu
 	PushActiveSnapshot(GetTransactionSnapshot());
 	PG_TRY();
 	{
-		fs->metrics->untested = cq_tracking_history_all(sql->source, params[2], GetActiveSnapshot());
+		fs->metrics->untested = cq_citus_kind(sql->source) == CQ_CITUS_NONE &&
+			cq_tracking_history_all(sql->source, params[2], GetActiveSnapshot());
 		if (fs->metrics->untested)
 		{
 			int			nest = cq_delta_history_all_settings();
