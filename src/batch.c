@@ -718,7 +718,8 @@ fold(OwnerBatch *ob)
 		index_defs = unindex_state(in);
 		target_index_defs = unindex_target(in);
 		t0 = cq_store_cpu_ms();
-		if (cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, 5, ob->types, ob->params, ob->nulls, &bulk))
+		if (cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, in->plan->bulk_sql_all, 5, ob->types,
+						 ob->params, ob->nulls, &bulk))
 		{
 			res->state_updated = bulk.groups;
 			res->state_total += bulk.groups;

@@ -57,13 +57,16 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "bulkload.h"
 #include "citus.h"
+#include "delta.h"
 #include "guc.h"
 #include "sql_builder.h"
 #include "state.h"
 #include "sink.h"
+#include "tracking.h"
 
 /*
  * Rows are inserted as COPY inserts them: buffered, up to BULK_MAX_ROWS rows
@@ -113,10 +116,11 @@ typedef struct BulkDest
  *	  streams.  Its columns: the state row (g1..gN, n, p1..pK, h when the
  *	  state is keyed by a hash), the query's outputs, then HAVING as a
  *	  boolean (when the query has one), all over d, the batch statement's
- *	  partial aggregates.
+ *	  partial aggregates.  untested: over the history without the test of
+ *	  cq_xid (cq_delta_history_all_sql; NULL where that cannot be).
  */
 char *
-cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid)
+cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid, bool untested)
 {
 	StringInfoData buf;
 	char	   *having;
@@ -125,11 +129,15 @@ cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid)
 	if (!an->is_aggregate || an->is_dedup || an->session || an->distinct_sets != NIL ||
 		an->group_exprs == NIL || cq_state_evicts(an) || q->opts.mode != CQ_MODE_UPDATE ||
 		an->join != NULL || an->et_attno != InvalidAttrNumber ||
-		!OidIsValid(q->state_table) || !OidIsValid(viewid))
+		!OidIsValid(q->state_table) || !OidIsValid(viewid) ||
+		(untested && !cq_delta_history_all_ok(an)))
 		return NULL;
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "WITH ");
-	cq_state_delta_cte(&buf, an, true);
+	if (untested)
+		cq_state_delta_cte_all(&buf, an);
+	else
+		cq_state_delta_cte(&buf, an, true);
 	appendStringInfoString(&buf, " SELECT ");
 	cq_state_append_group_cols(&buf, an, "f.", ", ");
 	appendStringInfoString(&buf, ", f._s_n");
@@ -345,10 +353,16 @@ bulk_destroy(DestReceiver *self)
 {
 }
 
+static bool bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs,
+					  Oid *types, Datum *values, const char *nulls, CqBulkResult *res);
+
 /*
  * cq_bulk_fold
  *	  Run batch 0 over history of the query as a direct load: sql is its
- *	  cq_bulk_sql, run with the batch statement's parameters.  Returns
+ *	  cq_bulk_sql, run with the batch statement's parameters, or sql_all
+ *	  (cq_bulk_sql untested, or NULL) when every row of the source passes
+ *	  the test of cq_xid (cq_tracking_history_all, in the snapshot the
+ *	  statement then reads with, as store_fold.c's fold_history).  Returns
  *	  false, having done nothing, when the path does not apply now
  *	  (cq.bulk_load off, or the state or target not as the file header
  *	  says; indexes still there when batch.c could not drop them).  Runs
@@ -356,8 +370,48 @@ bulk_destroy(DestReceiver *self)
  *	  target are empty.
  */
 bool
-cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
-			 Datum *values, const char *nulls, CqBulkResult *res)
+cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, const char *sql_all, int nargs,
+			 Oid *types, Datum *values, const char *nulls, CqBulkResult *res)
+{
+	bool		untested;
+	bool		done;
+
+	if (sql_all == NULL || !cq_bulk_load || nargs < 3)
+		return bulk_fold(an, q, sql, false, nargs, types, values, nulls, res);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	PG_TRY();
+	{
+		untested = cq_tracking_history_all(an->source_relid, values[2], GetActiveSnapshot());
+		if (untested)
+		{
+			int			nest = cq_delta_history_all_settings();
+
+			done = bulk_fold(an, q, sql_all, true, nargs, types, values, nulls, res);
+			AtEOXact_GUC(true, nest);
+		}
+		else
+			done = bulk_fold(an, q, sql, true, nargs, types, values, nulls, res);
+		res->untested = done && untested;
+	}
+	PG_FINALLY();
+	{
+		PopActiveSnapshot();
+	}
+	PG_END_TRY();
+	if (res->untested)
+		elog(DEBUG1, "pg_cq: table fold: batch 0 read the history's rows without testing cq_xid");
+	return done;
+}
+
+/*
+ * bulk_fold
+ *	  cq_bulk_fold with the statement sql; read_only: in the active
+ *	  snapshot rather than a new one.
+ */
+static bool
+bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs, Oid *types,
+		  Datum *values, const char *nulls, CqBulkResult *res)
 {
 	SPIPlanPtr	plan;
 	List	   *sources;
@@ -450,7 +504,7 @@ cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
 	}
 	memset(&opts, 0, sizeof(opts));
 	opts.params = params;
-	opts.read_only = false;
+	opts.read_only = read_only;
 	opts.dest = (DestReceiver *) &d;
 	if (SPI_execute_plan_extended(plan, &opts) < 0)
 		elog(ERROR, "pg_cq: the direct load of batch 0 failed");

@@ -18,10 +18,12 @@ typedef struct CqBulkResult
 	int64		groups;			/* state rows inserted */
 	int64		input_rows;		/* source rows folded (sum of their counts) */
 	int64		output_rows;	/* target rows inserted */
+	bool		untested;		/* the history's rows read without testing cq_xid */
 } CqBulkResult;
 
-extern char *cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid);
-extern bool cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, int nargs, Oid *types,
-						 Datum *values, const char *nulls, CqBulkResult *res);
+extern char *cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid, bool untested);
+extern bool cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, const char *sql_all,
+						 int nargs, Oid *types, Datum *values, const char *nulls,
+						 CqBulkResult *res);
 
 #endif							/* CQ_BULKLOAD_H */

@@ -16,6 +16,9 @@ extern Oid	cq_delta_xid_new_function(Oid source);
 extern char *cq_delta_pred_sql(Oid source, bool history);
 extern Node *cq_delta_quals(CqAnalysis *an, bool history);
 extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
+extern bool cq_delta_history_all_ok(CqAnalysis *an);
+extern char *cq_delta_history_all_sql(CqAnalysis *an);
+extern int	cq_delta_history_all_settings(void);
 extern int	cq_delta_scan_settings(bool history, bool no_sort);
 extern char *cq_delta_avg_time_sql(const char *epoch);
 extern char *cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred,

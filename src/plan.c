@@ -342,7 +342,10 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 	plan->batch_sql_history = batch_sql(an, q, viewid, target, true);
 	split_sql(an, q, viewid, target, plan);
 	if (!plan->use_store)
-		plan->bulk_sql = cq_bulk_sql(an, q, viewid);
+	{
+		plan->bulk_sql = cq_bulk_sql(an, q, viewid, false);
+		plan->bulk_sql_all = cq_bulk_sql(an, q, viewid, true);
+	}
 	if (an->session)
 		plan->rebuild_sql = cq_session_rebuild_sql(an, q->opts.mode,
 												   cq_sql_relname_str(q->state_table),
@@ -481,6 +484,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->rebuild_sql);
 	l = lappend(l, plan->store.delta);
 	l = lappend(l, plan->store.delta_history);
+	l = lappend(l, plan->store.delta_history_all);
 	l = lappend(l, plan->store.merge);
 	l = lappend(l, plan->store.sink);
 	l = lappend(l, plan->split_state_sql);
@@ -490,6 +494,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->store.sink_merge);
 	l = lappend(l, plan->batch_sql_merge);
 	l = lappend(l, plan->bulk_sql);
+	l = lappend(l, plan->bulk_sql_all);
 	return l;
 }
 
@@ -597,6 +602,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(rebuild_sql);
 	COPY_SQL(store.delta);
 	COPY_SQL(store.delta_history);
+	COPY_SQL(store.delta_history_all);
 	COPY_SQL(store.merge);
 	COPY_SQL(store.sink);
 	COPY_SQL(store.sink_history);
@@ -608,11 +614,13 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(batch_sql_merge);
 	COPY_SQL(merge_why);
 	COPY_SQL(bulk_sql);
+	COPY_SQL(bulk_sql_all);
 #undef COPY_SQL
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;
 	copy_plan->store.et_stats = new_plan->store.et_stats;
+	copy_plan->store.source = new_plan->store.source;
 	copy_plan->store.sink_history_plain = new_plan->store.sink_history_plain;
 	copy_plan->single_scan = new_plan->single_scan;
 	return copy_plan;

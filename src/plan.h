@@ -38,6 +38,7 @@ typedef struct CqPlan
 									 * rows do not bound the changed groups */
 	char	   *bulk_sql;		/* batch 0 over history loaded directly (bulkload.c),
 								 * or NULL */
+	char	   *bulk_sql_all;	/* the same without the test of cq_xid, or NULL */
 } CqPlan;
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);

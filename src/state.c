@@ -527,6 +527,8 @@ distinct_source(CqAnalysis *an)
 	return buf.data;
 }
 
+static void delta_cte_from(StringInfo buf, CqAnalysis *an, const char *inner);
+
 /*
  * delta_cte
  *	  "d AS (...)": the partial aggregates of the new rows per group (with
@@ -535,6 +537,16 @@ distinct_source(CqAnalysis *an)
  */
 static void
 delta_cte(StringInfo buf, CqAnalysis *an, bool history)
+{
+	delta_cte_from(buf, an, an->distinct_sets ? distinct_source(an) : cq_delta_inner_sql(an, history));
+}
+
+/*
+ * delta_cte_from
+ *	  delta_cte over the given new rows (SQL of cq_delta_inner_sql's shape).
+ */
+static void
+delta_cte_from(StringInfo buf, CqAnalysis *an, const char *inner)
 {
 	ListCell   *lc;
 
@@ -561,8 +573,7 @@ delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 	}
 	if (an->hash_keys)
 		appendStringInfo(buf, ", %s AS %s", cq_state_key_hash_sql(an, "i.", NIL), CQ_KEY_HASH_COLUMN);
-	appendStringInfo(buf, " FROM (%s) i",
-					 an->distinct_sets ? distinct_source(an) : cq_delta_inner_sql(an, history));
+	appendStringInfo(buf, " FROM (%s) i", inner);
 	if (an->group_exprs != NIL)
 	{
 		appendStringInfoString(buf, " GROUP BY ");
@@ -580,6 +591,17 @@ void
 cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 {
 	delta_cte(buf, an, history);
+}
+
+/*
+ * cq_state_delta_cte_all
+ *	  cq_state_delta_cte(buf, an, true) over cq_delta_history_all_sql: the
+ *	  history without the test of cq_xid.
+ */
+void
+cq_state_delta_cte_all(StringInfo buf, CqAnalysis *an)
+{
+	delta_cte_from(buf, an, cq_delta_history_all_sql(an));
 }
 
 /*

@@ -24,6 +24,7 @@ extern char *cq_state_key_hash_sql(CqAnalysis *an, const char *prefix, List *col
 extern bool cq_state_hashed(Oid state_table);
 extern bool cq_state_evicts(CqAnalysis *an);
 extern void cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history);
+extern void cq_state_delta_cte_all(StringInfo buf, CqAnalysis *an);
 extern const char *cq_state_wm_param(CqAnalysis *an);
 extern char *cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
 extern char *cq_state_distinct_table_sql(CqAnalysis *an, const char *qualname, bool logged);

@@ -20,6 +20,8 @@ typedef struct CqStoreSql
 {
 	char	   *delta;			/* d: the new rows' partial state rows ($1..$4) */
 	char	   *delta_history;	/* same, batch 0 reading history rows */
+	char	   *delta_history_all;	/* same without the test of cq_xid, or NULL
+									 * (cq_delta_history_all_sql) */
 	char	   *merge;			/* merged state rows of the pairs in cq_mp */
 	char	   *sink;			/* target writes over m and x (none: complete) */
 	char	   *sink_history;	/* same, batch 0 */
@@ -29,6 +31,7 @@ typedef struct CqStoreSql
 	char	   *merge_kinds;	/* per part p<i>, char i-1: its CqMergeKind + 'A' */
 	bool		counts;			/* single scan: d's rows give the batch's row count */
 	bool		et_stats;		/* and its event-time statistics (4 columns after the state row) */
+	Oid			source;			/* the source table, read by delta_history_all */
 } CqStoreSql;
 
 /* What a fold on the store did (the metrics the SQL path's statement returns). */
@@ -54,6 +57,7 @@ typedef struct CqStoreMetrics
 	double		evict_ms;		/* eviction */
 	double		enr_ms;			/* building m and x */
 	double		sink_ms;		/* the target statement */
+	bool		untested;		/* d read the history without testing cq_xid */
 } CqStoreMetrics;
 
 extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost);

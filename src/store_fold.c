@@ -41,6 +41,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
@@ -58,6 +59,9 @@
 #include "state.h"
 #include "sink.h"
 #include "merge.h"
+#include "delta.h"
+#include "tracking.h"
+#include "citus.h"
 
 /*
  * cq_store_build_sql
@@ -134,6 +138,16 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			sql->delta_history = buf.data;
 		else
 			sql->delta = buf.data;
+	}
+	sql->delta_history_all = NULL;
+	sql->source = an->source_relid;
+	if (cq_delta_history_all_ok(an))
+	{
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "WITH ");
+		cq_state_delta_cte_all(&buf, an);
+		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
+		sql->delta_history_all = buf.data;
 	}
 	/*
 	 * Saved plans are found by their text (cq_spi_plan), and a plan over an
@@ -793,8 +807,23 @@ fold_destroy(DestReceiver *self)
  *	  Run a d statement (sql, parameters $1..$4 as run_delta's) and fold
  *	  its rows into the overlay as they come (fold_begin must have run).
  */
+static void fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
+						   bool read_only);
+
 static void
 fold_delta(FoldState *fs, const char *sql, Datum *params, const char *nulls)
+{
+	fold_delta_ext(fs, sql, params, nulls, false);
+}
+
+/*
+ * fold_delta_ext
+ *	  fold_delta, when read_only in the active snapshot rather than a new
+ *	  one.
+ */
+static void
+fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
+			   bool read_only)
 {
 	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
 	FoldReceiver recv;
@@ -818,9 +847,44 @@ fold_delta(FoldState *fs, const char *sql, Datum *params, const char *nulls)
 	recv.fs = fs;
 	memset(&options, 0, sizeof(options));
 	options.params = pl;
+	options.read_only = read_only;
 	options.dest = (DestReceiver *) &recv;
 	if (SPI_execute_plan_extended(cq_spi_plan(sql, 4, types), &options) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: delta statement failed");
+}
+
+/*
+ * fold_history
+ *	  Batch 0's d over the history: without the test of cq_xid
+ *	  (sql->delta_history_all) when every row the statement sees passes it
+ *	  (cq_tracking_history_all, which reads the BRIN summaries after the
+ *	  snapshot that d then reads with: SPI read-only in the active
+ *	  snapshot), else with it.
+ */
+static void
+fold_history(FoldState *fs, const CqStoreSql *sql, Datum *params, const char *nulls)
+{
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	PG_TRY();
+	{
+		fs->metrics->untested = cq_citus_kind(sql->source) == CQ_CITUS_NONE &&
+			cq_tracking_history_all(sql->source, params[2], GetActiveSnapshot());
+		if (fs->metrics->untested)
+		{
+			int			nest = cq_delta_history_all_settings();
+
+			fold_delta_ext(fs, sql->delta_history_all, params, nulls, true);
+			AtEOXact_GUC(true, nest);
+		}
+		else
+			fold_delta_ext(fs, sql->delta_history, params, nulls, true);
+	}
+	PG_FINALLY();
+	{
+		PopActiveSnapshot();
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -883,7 +947,10 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	else
 	{
 		/* d, each of its rows folded as it comes (the lookups are in d's time) */
-		fold_delta(&fs, history ? sql->delta_history : sql->delta, params, nulls);
+		if (history && sql->delta_history_all != NULL)
+			fold_history(&fs, sql, params, nulls);
+		else
+			fold_delta(&fs, history ? sql->delta_history : sql->delta, params, nulls);
 		metrics->d_ms = cq_store_cpu_ms() - t0;
 	}
 	m = fold_end(&fs);
@@ -973,8 +1040,10 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			 metrics->d_ms, (unsigned long long) fs.rows, metrics->lookup_ms, metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 	else
-		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
-			 metrics->d_ms, (unsigned long long) fs.rows, metrics->merge_ms,
+		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+			 metrics->d_ms, (unsigned long long) fs.rows,
+			 metrics->untested ? "; the history's rows read without testing cq_xid" : "",
+			 metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 }
 

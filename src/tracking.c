@@ -20,7 +20,12 @@
 #include "access/xlog.h"
 
 #include "access/brin.h"
+#include "access/brin_internal.h"
+#include "access/brin_revmap.h"
+#include "access/brin_tuple.h"
 #include "access/genam.h"
+#include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/htup_details.h"
@@ -1052,6 +1057,129 @@ cq_tracking_index(Relation heap, AttrNumber att)
 	}
 	list_free(indexes);
 	return result;
+}
+
+/*
+ * Past this many unsummarized blocks at the end of the table,
+ * cq_tracking_history_all does not read them to test their rows: the
+ * batch's statement then tests them (a backlog stamped since tracking began
+ * and not yet summarized).
+ */
+#define CQ_HISTORY_TAIL_BLOCKS (4 * CQ_BRIN_PAGES_PER_RANGE)
+
+/*
+ * cq_tracking_history_all
+ *	  Does every row of the table relid that the snapshot sees pass batch
+ *	  0's test of cq_xid (NULL: history, or visible in the end offset cur,
+ *	  a pg_snapshot)?  The leading ranges by their BRIN summaries of cq_xid
+ *	  (all NULL, or a highest id below cur's xmin: visible in cur whatever
+ *	  it is); the unsummarized tail after them (the range being filled is
+ *	  left so: desummarize_last_range, cq_source_summarize), up to
+ *	  CQ_HISTORY_TAIL_BLOCKS, by reading its rows.  False at the first
+ *	  placeholder or range with another id.
+ *
+ *	  Exact for a snapshot taken before this call: a row's inserter widens
+ *	  the summary of its range before it commits (the guarantee bitmap scans
+ *	  of BRIN indexes rely on), and extends the table before that (blocks
+ *	  past the ones counted here hold no row the snapshot sees).  The
+ *	  caller's statement must read with that snapshot.  False without a
+ *	  valid tracking index, or with inheritance children.
+ */
+bool
+cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
+{
+	AttrNumber	att = cq_source_tracking_attnum(relid);
+	Relation	heap;
+	Relation	irel;
+	Oid			idx;
+	BrinDesc   *bdesc;
+	BrinRevmap *revmap;
+	BlockNumber ppr;
+	BlockNumber nblocks;
+	BlockNumber blk;
+	Buffer		buf = InvalidBuffer;
+	FullTransactionId xmin;
+	bool		all = true;
+
+	AcceptInvalidationMessages();
+	if (att == InvalidAttrNumber || has_subclass(relid))
+		return false;
+	heap = table_open(relid, AccessShareLock);
+	idx = cq_tracking_index(heap, att);
+	if (!OidIsValid(idx) || heap->rd_rel->relam != HEAP_TABLE_AM_OID)
+	{
+		table_close(heap, AccessShareLock);
+		return false;
+	}
+	irel = index_open(idx, AccessShareLock);
+	/* the summaries are read as minmax's: the highest id is bv_values[1] */
+	if (!irel->rd_index->indisvalid || !irel->rd_index->indisready ||
+		index_getprocid(irel, 1, BRIN_PROCNUM_OPCINFO) != F_BRIN_MINMAX_OPCINFO)
+	{
+		index_close(irel, AccessShareLock);
+		table_close(heap, AccessShareLock);
+		return false;
+	}
+	xmin = FullTransactionIdFromU64(DatumGetUInt64(DirectFunctionCall1(pg_snapshot_xmin, cur)));
+	nblocks = RelationGetNumberOfBlocks(heap);
+	bdesc = brin_build_desc(irel);
+	revmap = brinRevmapInitialize(irel, &ppr, snapshot);
+	for (blk = 0; blk < nblocks; blk += ppr)
+	{
+		OffsetNumber off;
+		Size		size;
+		BrinTuple  *tup;
+		BrinMemTuple *dt;
+		BrinValues *bv;
+
+		CHECK_FOR_INTERRUPTS();
+		tup = brinGetTupleForHeapBlock(revmap, blk, &buf, &off, &size, BUFFER_LOCK_SHARE, snapshot);
+		if (tup == NULL)
+			break;				/* not summarized: the tail */
+		tup = brin_copy_tuple(tup, size, NULL, NULL);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		dt = brin_deform_tuple(bdesc, tup, NULL);
+		bv = &dt->bt_columns[0];
+		if (dt->bt_placeholder ||
+			!(bv->bv_allnulls ||
+			  FullTransactionIdPrecedes(DatumGetFullTransactionId(bv->bv_values[1]), xmin)))
+		{
+			all = false;
+			break;
+		}
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	brinRevmapTerminate(revmap);
+	brin_free_desc(bdesc);
+	index_close(irel, AccessShareLock);
+
+	/* the tail: its rows that the snapshot sees, tested one by one */
+	if (all && blk < nblocks)
+	{
+		TableScanDesc scan;
+		TupleTableSlot *slot;
+
+		if (nblocks - blk > CQ_HISTORY_TAIL_BLOCKS)
+			all = false;
+		else
+		{
+			scan = table_beginscan_strat(heap, snapshot, 0, NULL, false, false);
+			heap_setscanlimits(scan, blk, nblocks - blk);
+			slot = table_slot_create(heap, NULL);
+			while (all && table_scan_getnextslot(scan, ForwardScanDirection, slot))
+			{
+				bool		isnull;
+				Datum		x = slot_getattr(slot, att, &isnull);
+
+				all = isnull || DatumGetBool(DirectFunctionCall2(pg_visible_in_snapshot, x, cur));
+			}
+			ExecDropSingleTupleTableSlot(slot);
+			table_endscan(scan);
+		}
+	}
+	table_close(heap, AccessShareLock);
+	return all;
 }
 
 /*

@@ -12,6 +12,7 @@
 #include "postgres.h"
 #include "access/attnum.h"
 #include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 #define CQ_TRACKING_COLUMN "cq_xid"
 #define CQ_STAMP_TRIGGER "zz_cq_stamp"	/* row trigger that stamps cq_xid */
@@ -20,6 +21,7 @@
 extern AttrNumber cq_source_track(Oid relid);
 extern AttrNumber cq_source_tracking_attnum(Oid relid);
 extern Oid	cq_tracking_index(Relation heap, AttrNumber att);
+extern bool cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot);
 extern void cq_source_forget_stamps(Oid relid, Oid owner);
 extern Oid	cq_source_reached(Oid relid);
 extern void cq_source_check_logged(Oid relid, Oid source);
