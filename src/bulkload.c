@@ -57,7 +57,6 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "bulkload.h"
 #include "citus.h"
@@ -66,7 +65,6 @@
 #include "sql_builder.h"
 #include "state.h"
 #include "sink.h"
-#include "tracking.h"
 
 /*
  * Rows are inserted as COPY inserts them: buffered, up to BULK_MAX_ROWS rows
@@ -356,13 +354,33 @@ bulk_destroy(DestReceiver *self)
 static bool bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs,
 					  Oid *types, Datum *values, const char *nulls, CqBulkResult *res);
 
+/* cq_bulk_fold's run: the direct load, read-only in cq_delta_run_history's snapshot */
+typedef struct BulkRun
+{
+	CqAnalysis *an;
+	CqQuery    *q;
+	int			nargs;
+	Oid		   *types;
+	Datum	   *values;
+	const char *nulls;
+	CqBulkResult *res;
+} BulkRun;
+
+static bool
+bulk_run(const char *sql, void *arg)
+{
+	BulkRun    *r = (BulkRun *) arg;
+
+	return bulk_fold(r->an, r->q, sql, true, r->nargs, r->types, r->values, r->nulls, r->res);
+}
+
 /*
  * cq_bulk_fold
  *	  Run batch 0 over history of the query as a direct load: sql is its
  *	  cq_bulk_sql, run with the batch statement's parameters, or sql_all
  *	  (cq_bulk_sql untested, or NULL) when every row of the source passes
- *	  the test of cq_xid (cq_tracking_history_all, in the snapshot the
- *	  statement then reads with, as store_fold.c's fold_history).  Returns
+ *	  the test of cq_xid (cq_delta_run_history decides, as for the store's
+ *	  batch 0).  Returns
  *	  false, having done nothing, when the path does not apply now
  *	  (cq.bulk_load off, or the state or target not as the file header
  *	  says; indexes still there when batch.c could not drop them).  Runs
@@ -373,32 +391,15 @@ bool
 cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, const char *sql_all, int nargs,
 			 Oid *types, Datum *values, const char *nulls, CqBulkResult *res)
 {
+	BulkRun		r = {an, q, nargs, types, values, nulls, res};
 	bool		untested;
 	bool		done;
 
 	if (sql_all == NULL || !cq_bulk_load || nargs < 3)
 		return bulk_fold(an, q, sql, false, nargs, types, values, nulls, res);
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	PG_TRY();
-	{
-		untested = cq_tracking_history_all(an->source_relid, values[2], GetActiveSnapshot());
-		if (untested)
-		{
-			int			nest = cq_delta_history_all_settings();
-
-			done = bulk_fold(an, q, sql_all, true, nargs, types, values, nulls, res);
-			AtEOXact_GUC(true, nest);
-		}
-		else
-			done = bulk_fold(an, q, sql, true, nargs, types, values, nulls, res);
-		res->untested = done && untested;
-	}
-	PG_FINALLY();
-	{
-		PopActiveSnapshot();
-	}
-	PG_END_TRY();
+	done = cq_delta_run_history(an->source_relid, values[2], sql, sql_all, bulk_run, &r,
+								&untested);
+	res->untested = done && untested;
 	if (res->untested)
 		elog(DEBUG1, "pg_cq: table fold: batch 0 read the history's rows without testing cq_xid");
 	return done;

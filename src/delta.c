@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/sysattr.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_operator.h"
@@ -30,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/snapmgr.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -483,7 +485,7 @@ cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred, boo
 }
 
 /*
- * cq_delta_history_all_settings
+ * history_all_settings
  *	  For a statement over cq_delta_history_all_sql: sorting off.  Without
  *	  the test of cq_xid the planner takes the whole table's rows for the
  *	  groups of an expression it has no statistics on (as many groups as
@@ -492,14 +494,58 @@ cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred, boo
  *	  does: 2.7x the GROUP BY's CPU for 5M rows into 4k groups.  Returns
  *	  the GUC nest level to restore (AtEOXact_GUC).
  */
-int
-cq_delta_history_all_settings(void)
+static int
+history_all_settings(void)
 {
 	int			nest = NewGUCNestLevel();
 
 	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	return nest;
+}
+
+/*
+ * cq_delta_run_history
+ *	  Batch 0 over the history of source, with end offset cur (a
+ *	  pg_snapshot): run(sql_all, arg) when sql_all is given and every row
+ *	  the statement will see passes the test of cq_xid
+ *	  (cq_tracking_history_all, not for a Citus table: its rows are on the
+ *	  workers), with history_all_settings; else run(sql, arg).  Either
+ *	  runs read-only in the snapshot pushed here, before the BRIN summaries
+ *	  are read (what makes the check exact): run must execute its SPI
+ *	  statement with read_only.  *untested: whether sql_all ran.  Returns
+ *	  run's result.  The one place store_fold.c's and bulkload.c's batch 0
+ *	  decide it.
+ */
+bool
+cq_delta_run_history(Oid source, Datum cur, const char *sql, const char *sql_all,
+					 CqHistoryRun run, void *arg, bool *untested)
+{
+	volatile bool result = false;
+
+	*untested = false;
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	PG_TRY();
+	{
+		*untested = sql_all != NULL && cq_citus_kind(source) == CQ_CITUS_NONE &&
+			cq_tracking_history_all(source, cur, GetActiveSnapshot());
+		if (*untested)
+		{
+			int			nest = history_all_settings();
+
+			result = run(sql_all, arg);
+			AtEOXact_GUC(true, nest);
+		}
+		else
+			result = run(sql, arg);
+	}
+	PG_FINALLY();
+	{
+		PopActiveSnapshot();
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /*

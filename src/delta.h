@@ -18,7 +18,10 @@ extern Node *cq_delta_quals(CqAnalysis *an, bool history);
 extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
 extern bool cq_delta_history_all_ok(CqAnalysis *an);
 extern char *cq_delta_history_all_sql(CqAnalysis *an);
-extern int	cq_delta_history_all_settings(void);
+/* runs a statement of batch 0 (cq_delta_run_history); returns the caller's result */
+typedef bool (*CqHistoryRun) (const char *sql, void *arg);
+extern bool cq_delta_run_history(Oid source, Datum cur, const char *sql, const char *sql_all,
+								 CqHistoryRun run, void *arg, bool *untested);
 extern int	cq_delta_scan_settings(bool history, bool no_sort);
 extern char *cq_delta_avg_time_sql(const char *epoch);
 extern char *cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred,

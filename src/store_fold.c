@@ -41,7 +41,6 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
@@ -60,8 +59,6 @@
 #include "sink.h"
 #include "merge.h"
 #include "delta.h"
-#include "tracking.h"
-#include "citus.h"
 
 /*
  * cq_store_build_sql
@@ -853,38 +850,37 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 		elog(ERROR, "pg_cq: delta statement failed");
 }
 
+/* fold_history's run: d read-only in cq_delta_run_history's snapshot */
+typedef struct HistoryFold
+{
+	FoldState  *fs;
+	Datum	   *params;
+	const char *nulls;
+} HistoryFold;
+
+static bool
+history_fold_run(const char *sql, void *arg)
+{
+	HistoryFold *h = (HistoryFold *) arg;
+
+	fold_delta_ext(h->fs, sql, h->params, h->nulls, true);
+	return true;
+}
+
 /*
  * fold_history
  *	  Batch 0's d over the history: without the test of cq_xid
- *	  (sql->delta_history_all) when every row the statement sees passes it
- *	  (cq_tracking_history_all, which reads the BRIN summaries after the
- *	  snapshot that d then reads with: SPI read-only in the active
- *	  snapshot), else with it.
+ *	  (sql->delta_history_all) when every row the statement sees passes it,
+ *	  else with it (cq_delta_run_history decides, as for bulkload.c).
  */
 static void
 fold_history(FoldState *fs, const CqStoreSql *sql, Datum *params, const char *nulls)
 {
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	PG_TRY();
-	{
-		fs->metrics->untested = cq_citus_kind(sql->source) == CQ_CITUS_NONE &&
-			cq_tracking_history_all(sql->source, params[2], GetActiveSnapshot());
-		if (fs->metrics->untested)
-		{
-			int			nest = cq_delta_history_all_settings();
+	HistoryFold h = {fs, params, nulls};
 
-			fold_delta_ext(fs, sql->delta_history_all, params, nulls, true);
-			AtEOXact_GUC(true, nest);
-		}
-		else
-			fold_delta_ext(fs, sql->delta_history, params, nulls, true);
-	}
-	PG_FINALLY();
-	{
-		PopActiveSnapshot();
-	}
-	PG_END_TRY();
+	(void) cq_delta_run_history(sql->source, params[2], sql->delta_history,
+								sql->delta_history_all, history_fold_run, &h,
+								&fs->metrics->untested);
 }
 
 /*
