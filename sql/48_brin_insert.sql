@@ -1,6 +1,6 @@
 -- Issue 12 goal 1: rows inserted into a BRIN index on xid8 (the index on cq_xid of a
 -- tracked source) read the revmap entry of their range and nothing else unless the range
--- is summarized (src/stamp.c, cq_brininsert).  Whatever the path (INSERT, INSERT ...
+-- is summarized (src/brin_insert.c, cq_brininsert).  Whatever the path (INSERT, INSERT ...
 -- SELECT, COPY, prepared statements, errors in the middle of a statement, subtransactions,
 -- partitions, autosummarize), an index scan finds every row, and no buffer pin leaks (a
 -- leak would show as a WARNING).  The last, partial range of a fresh tracking index is

@@ -1,5 +1,5 @@
 -- Issue 12 goal 1: the rows a statement writes into a tracked source no longer hand their
--- cq_xid to the BRIN index (src/stamp.c, values_from_heap: the statement's IndexInfo
+-- cq_xid to the BRIN index (src/brin_insert.c, values_from_heap: the statement's IndexInfo
 -- takes the row's tableoid, which costs no deform of the row; INSERT from its first row,
 -- COPY and routed rows after theirs); a row whose range has a summary reads its value
 -- back from the table (heap_value).  A wrong value there would leave the summary without

@@ -1,7 +1,7 @@
 -- Issue 12 goal 1: rows past the heap blocks that the revmap of a BRIN index on xid8
 -- covers (one revmap page: 1,360 ranges; 340 MB of a tracked source at 32 pages per
 -- range) have no summary until a summarization extends the revmap.  cq_brininsert
--- (src/stamp.c) keeps such a range with a pin on the metapage and reads, for each later
+-- (src/brin_insert.c) keeps such a range with a pin on the metapage and reads, for each later
 -- row in it, only the metapage's last revmap page, without the page's lock; before, each
 -- such row pinned, locked and read the metapage.  If a summarization extends the revmap
 -- and summarizes the range between two rows of one statement, the later rows must widen
