@@ -206,17 +206,25 @@ plain_table(Relation rel, Oid index)
  *	  it writes, rather than batch.c dropping it and building it again by
  *	  a scan?  True when rel has no index (*index InvalidOid: nothing to
  *	  build), or exactly one, a btree as pg_cq makes it on the key hash
- *	  (the state's column h; the target's hash_record(ROW(keys))), and rel
- *	  is empty, with no writer but this transaction from now on: ShareLock
- *	  on rel and AccessExclusiveLock on the index, each only if free at
- *	  once, held to the end of the transaction (the lock the index build
- *	  needs, which batch.c's DROP INDEX took on the whole table; readers
- *	  planning a query on the table wait for it, as they did for that).
+ *	  (the state's column h; the target's hash_record(ROW(keys))), rel is
+ *	  empty, and nobody but this transaction writes it from now on.
+ *
+ *	  Locks: only if no other transaction holds rel at all (the
+ *	  AccessExclusiveLock batch.c's DROP INDEX needed, taken only if free
+ *	  at once, as there), ShareLock on rel (no writer but this
+ *	  transaction) and AccessExclusiveLock on the index (the build's),
+ *	  both to the end of the transaction; the AccessExclusiveLock on rel is
+ *	  let go at once.  So a reader already holding rel keeps batch 0 from
+ *	  this path, as it kept batch.c from dropping the index, and a reader
+ *	  coming later waits only if it opens the index (planning a query
+ *	  does), where it waited for the whole table before.
  */
 static bool
 buildable_index(Relation rel, List *keys, Oid *index)
 {
 	List	   *indexes = RelationGetIndexList(rel);
+	Oid			relid = RelationGetRelid(rel);
+	Oid			idxid;
 	Relation	idx;
 	Form_pg_index ix;
 	bool		ok;
@@ -224,12 +232,10 @@ buildable_index(Relation rel, List *keys, Oid *index)
 	*index = InvalidOid;
 	if (indexes == NIL)
 		return true;
-	if (list_length(indexes) != 1 ||
-		!ConditionalLockRelationOid(RelationGetRelid(rel), ShareLock) ||
-		RelationGetNumberOfBlocks(rel) != 0 ||
-		!ConditionalLockRelationOid(linitial_oid(indexes), AccessExclusiveLock))
+	if (list_length(indexes) != 1)
 		return false;
-	idx = index_open(linitial_oid(indexes), NoLock);
+	idxid = linitial_oid(indexes);
+	idx = index_open(idxid, AccessShareLock);
 	ix = idx->rd_index;
 	ok = idx->rd_rel->relam == BTREE_AM_OID && !ix->indisunique && !ix->indisexclusion &&
 		ix->indnatts == 1 && ix->indisvalid && ix->indisready && ix->indislive &&
@@ -238,8 +244,17 @@ buildable_index(Relation rel, List *keys, Oid *index)
 		 (ix->indkey.values[0] == cq_rel_attnum(rel, CQ_KEY_HASH_COLUMN) &&
 		  RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL));
 	index_close(idx, NoLock);
+	if (!ok || RelationGetNumberOfBlocks(rel) != 0 ||
+		!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+		return false;
+	/* nobody else holds rel: the rest is granted at once */
+	ok = RelationGetNumberOfBlocks(rel) == 0 && ConditionalLockRelationOid(idxid, AccessExclusiveLock);
 	if (ok)
-		*index = linitial_oid(indexes);
+	{
+		LockRelationOid(relid, ShareLock);
+		*index = idxid;
+	}
+	UnlockRelationOid(relid, AccessExclusiveLock);
 	return ok;
 }
 
