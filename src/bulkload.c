@@ -409,9 +409,10 @@ store_row(BulkDest *d, BulkBuffer *buf, int *map, TupleTableSlot *in, BulkInsert
 	}
 	if (buf->keys)
 		buf->h[buf->nused] = DatumGetInt32(in->tts_values[d->hcol]);
-	buf->bytes += heap_compute_data_size(desc, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
 	ExecMaterializeSlot(slot);
+	/* the tuple just formed (not a second pass over the values to size them) */
+	buf->bytes += ExecFetchSlotHeapTuple(slot, false, NULL)->t_len;
 	if (++buf->nused == BULK_MAX_ROWS || buf->bytes >= BULK_MAX_BYTES)
 		flush_rows(d, buf, bis);
 }
