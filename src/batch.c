@@ -696,7 +696,9 @@ fold_merge(OwnerBatch *ob)
  *	  Batch 0 over history folds into an empty state with plain INSERTs
  *	  (state.c): its indexes are dropped for the load and built after it
  *	  (unindex_state), and so is the target's (unindex_target).  Where
- *	  bulkload.c's direct load applies, it replaces the statement.
+ *	  bulkload.c's direct load applies, it replaces the statement, and
+ *	  where it can build the key-hash indexes itself from what it writes
+ *	  (cq_bulk_index_plan) they are not dropped.
  */
 static void
 fold(OwnerBatch *ob)

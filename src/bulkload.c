@@ -29,7 +29,9 @@
  * of an INSERT, so the path is taken only when that changes nothing: the
  * columns' types agree, and the tables run nothing an INSERT would run
  * besides the heap insert: no index (batch.c dropped them for the load,
- * to build them after it), no trigger, rule, row-level security, CHECK
+ * to build them after it) but pg_cq's own on the key hash, which the load
+ * builds itself after it from the hashes and TIDs of the rows it wrote
+ * (cq_bulk_index_plan, build_index), no trigger, rule, row-level security, CHECK
  * constraint, generated or identity column, every column of the target
  * one of the query's outputs, and the current user (the query's owner)
  * holds INSERT on both; NOT NULL is checked here as the executor checks
