@@ -467,8 +467,9 @@ build_indexes(List *defs)
 /*
  * analyze_loaded
  *	  After batch 0's load: ANALYZE the state table (as superuser, see
- *	  unindex_state) when its indexes were rebuilt, and the target when
- *	  unindex_target rebuilt its index (the owner's table then), so that
+ *	  unindex_state) when its indexes were rebuilt (state), and the target
+ *	  when its index was (target: unindex_target or the direct load built
+ *	  it, the owner's table then), so that
  *	  the next batches are planned for their real sizes.  Without it the
  *	  state's index on the key hash was estimated to return 0.5% of the
  *	  rows per value (no statistics yet), and each group of a batch probed
@@ -488,14 +489,14 @@ build_indexes(List *defs)
  *	  next ANALYZE uses the usual target.  Replaces SPI_tuptable.
  */
 static void
-analyze_loaded(BatchInput *in, List *index_defs, List *target_index_defs)
+analyze_loaded(BatchInput *in, bool state, bool target)
 {
 	CqSecurity	sec;
 	int			nest = NewGUCNestLevel();
 
 	(void) set_config_option("default_statistics_target", "10", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (index_defs != NIL)
+	if (state)
 	{
 		cq_security_superuser(&sec);
 		cq_spi_exec(psprintf("ANALYZE %s%s", cq_sql_relname_str(in->q->state_table),
@@ -503,7 +504,7 @@ analyze_loaded(BatchInput *in, List *index_defs, List *target_index_defs)
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		cq_security_restore(&sec);
 	}
-	if (target_index_defs != NIL)
+	if (target)
 		cq_spi_exec(psprintf("ANALYZE %s", cq_sql_relname_str(in->q->target)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	AtEOXact_GUC(true, nest);
@@ -695,7 +696,9 @@ fold_merge(OwnerBatch *ob)
  *	  Batch 0 over history folds into an empty state with plain INSERTs
  *	  (state.c): its indexes are dropped for the load and built after it
  *	  (unindex_state), and so is the target's (unindex_target).  Where
- *	  bulkload.c's direct load applies, it replaces the statement.
+ *	  bulkload.c's direct load applies, it replaces the statement, and
+ *	  where it can build the key-hash indexes itself from what it writes
+ *	  (cq_bulk_index_plan) they are not dropped.
  */
 static void
 fold(OwnerBatch *ob)
@@ -714,12 +717,27 @@ fold(OwnerBatch *ob)
 	if (in->history)
 	{
 		CqBulkResult bulk;
+		CqBulkIndexes ix;
+		bool		built_by_load = in->plan->bulk_sql != NULL && cq_bulk_index_plan(in->an, in->q, &ix);
+		bool		loaded;
 
-		index_defs = unindex_state(in);
-		target_index_defs = unindex_target(in);
+		if (!built_by_load)
+		{
+			index_defs = unindex_state(in);
+			target_index_defs = unindex_target(in);
+		}
 		t0 = cq_store_cpu_ms();
-		if (cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, in->plan->bulk_sql_all, 5, ob->types,
-						 ob->params, ob->nulls, &bulk))
+		loaded = cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, in->plan->bulk_sql_all, 5, ob->types,
+							  ob->params, ob->nulls, built_by_load ? &ix : NULL, &bulk);
+		if (!loaded && built_by_load)
+		{
+			/* the load refused after all (types or collations): as before */
+			index_defs = unindex_state(in);
+			target_index_defs = unindex_target(in);
+			loaded = cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, in->plan->bulk_sql_all, 5,
+								  ob->types, ob->params, ob->nulls, NULL, &bulk);
+		}
+		if (loaded)
 		{
 			res->state_updated = bulk.groups;
 			res->state_total += bulk.groups;
@@ -737,7 +755,8 @@ fold(OwnerBatch *ob)
 			build_indexes_as_user(target_index_defs);
 			elog(DEBUG1, "pg_cq: table fold: batch 0's indexes built %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 			t0 = cq_store_cpu_ms();
-			analyze_loaded(in, index_defs, target_index_defs);
+			analyze_loaded(in, index_defs != NIL || bulk.state_index_built,
+						   target_index_defs != NIL || bulk.target_index_built);
 			elog(DEBUG1, "pg_cq: table fold: state and target analyzed %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 			return;
 		}
@@ -780,7 +799,7 @@ fold(OwnerBatch *ob)
 	/* after reading the statement's result: these replace SPI_tuptable */
 	build_indexes(index_defs);
 	build_indexes_as_user(target_index_defs);
-	analyze_loaded(in, index_defs, target_index_defs);
+	analyze_loaded(in, index_defs != NIL, target_index_defs != NIL);
 }
 
 /*

@@ -29,7 +29,9 @@
  * of an INSERT, so the path is taken only when that changes nothing: the
  * columns' types agree, and the tables run nothing an INSERT would run
  * besides the heap insert: no index (batch.c dropped them for the load,
- * to build them after it), no trigger, rule, row-level security, CHECK
+ * to build them after it) but pg_cq's own on the key hash, which the load
+ * builds itself after it from the hashes and TIDs of the rows it wrote
+ * (cq_bulk_index_plan, build_index), no trigger, rule, row-level security, CHECK
  * constraint, generated or identity column, every column of the target
  * one of the query's outputs, and the current user (the query's owner)
  * holds INSERT on both; NOT NULL is checked here as the executor checks
@@ -40,23 +42,32 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/hio.h"
 #include "storage/bufmgr.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/tablecmds.h"
+#include "storage/buffile.h"
+#include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/params.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 
 #include "bulkload.h"
 #include "citus.h"
@@ -65,6 +76,7 @@
 #include "sql_builder.h"
 #include "state.h"
 #include "sink.h"
+#include "store.h"
 
 /*
  * Rows are inserted as COPY inserts them: buffered, up to BULK_MAX_ROWS rows
@@ -83,7 +95,16 @@ typedef struct BulkBuffer
 	TupleTableSlot *slots[BULK_MAX_ROWS];	/* created as needed */
 	int			nused;
 	Size		bytes;
+	BufFile    *keys;			/* (h, TID) of each row written, for its index; or NULL */
+	int32		h[BULK_MAX_ROWS];	/* the rows' key hashes, when keys */
 } BulkBuffer;
+
+/* What keys holds per row: the index key and the row's TID. */
+typedef struct BulkKey
+{
+	int32		h;
+	ItemPointerData tid;
+} BulkKey;
 
 /* The receiver of the load's SELECT. */
 typedef struct BulkDest
@@ -94,6 +115,7 @@ typedef struct BulkDest
 	int		   *smap;			/* per state attribute: its SELECT column (0-based), -1 dropped */
 	int		   *tmap;			/* the same per target attribute */
 	int			ncol;			/* SELECT column of the group's row count n */
+	int			hcol;			/* SELECT column of the key hash h, -1 without */
 	int			having_col;		/* SELECT column of HAVING, -1 without */
 	BulkInsertState sbis;
 	BulkInsertState tbis;
@@ -159,17 +181,113 @@ cq_bulk_sql(CqAnalysis *an, CqQuery *q, Oid viewid, bool untested)
 /*
  * plain_table
  *	  rel takes an INSERT as a heap insert and nothing else: a plain table
- *	  (not a Citus table, whose rows live in its shards) without indexes,
- *	  triggers, rules, row-level security, CHECK constraints, generated or
- *	  identity columns, on which the current user holds INSERT.
+ *	  (not a Citus table, whose rows live in its shards) without triggers,
+ *	  rules, row-level security, CHECK constraints, generated or identity
+ *	  columns, on which the current user holds INSERT, and without indexes
+ *	  but index (the one cq_bulk_index_plan found, which the load builds
+ *	  from the keys it writes).
  */
 static bool
-plain_table(Relation rel)
+plain_table(Relation rel, Oid index)
 {
-	return cq_rel_takes_heap_inserts(rel) &&
-		cq_citus_kind(RelationGetRelid(rel)) == CQ_CITUS_NONE &&
-		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) == ACLCHECK_OK &&
-		RelationGetIndexList(rel) == NIL;
+	List	   *indexes;
+
+	if (!cq_rel_takes_heap_inserts(rel) ||
+		cq_citus_kind(RelationGetRelid(rel)) != CQ_CITUS_NONE ||
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		return false;
+	indexes = RelationGetIndexList(rel);
+	return indexes == NIL ||
+		(OidIsValid(index) && list_length(indexes) == 1 && linitial_oid(indexes) == index);
+}
+
+/*
+ * buildable_index
+ *	  Can batch 0's load build the index of rel (the state when keys is
+ *	  NIL, else the target with its key columns keys) from the key hashes
+ *	  it writes, rather than batch.c dropping it and building it again by
+ *	  a scan?  True when rel has no index (*index InvalidOid: nothing to
+ *	  build), or exactly one, a btree as pg_cq makes it on the key hash
+ *	  (the state's column h; the target's hash_record(ROW(keys))), rel is
+ *	  empty, and nobody but this transaction writes it from now on.
+ *
+ *	  Locks: only if no other transaction holds rel at all (the
+ *	  AccessExclusiveLock batch.c's DROP INDEX needed, taken only if free
+ *	  at once, as there), ShareLock on rel (no writer but this
+ *	  transaction) and AccessExclusiveLock on the index (the build's),
+ *	  both to the end of the transaction; the AccessExclusiveLock on rel is
+ *	  let go at once.  So a reader already holding rel keeps batch 0 from
+ *	  this path, as it kept batch.c from dropping the index, and a reader
+ *	  coming later waits only if it opens the index (planning a query
+ *	  does), where it waited for the whole table before.
+ */
+static bool
+buildable_index(Relation rel, List *keys, Oid *index)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Oid			relid = RelationGetRelid(rel);
+	Oid			idxid;
+	Relation	idx;
+	Form_pg_index ix;
+	bool		ok;
+
+	*index = InvalidOid;
+	if (indexes == NIL)
+		return true;
+	if (list_length(indexes) != 1)
+		return false;
+	idxid = linitial_oid(indexes);
+	idx = index_open(idxid, AccessShareLock);
+	ix = idx->rd_index;
+	ok = idx->rd_rel->relam == BTREE_AM_OID && !ix->indisunique && !ix->indisexclusion &&
+		ix->indnatts == 1 && ix->indisvalid && ix->indisready && ix->indislive &&
+		TupleDescAttr(RelationGetDescr(idx), 0)->atttypid == INT4OID &&
+		(keys != NIL ? cq_sink_is_key_hash_index(idx, keys) :
+		 (ix->indkey.values[0] == cq_rel_attnum(rel, CQ_KEY_HASH_COLUMN) &&
+		  RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL));
+	index_close(idx, NoLock);
+	if (!ok || RelationGetNumberOfBlocks(rel) != 0 ||
+		!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+		return false;
+	/* nobody else holds rel: the rest is granted at once */
+	ok = RelationGetNumberOfBlocks(rel) == 0 && ConditionalLockRelationOid(idxid, AccessExclusiveLock);
+	if (ok)
+	{
+		LockRelationOid(relid, ShareLock);
+		*index = idxid;
+	}
+	UnlockRelationOid(relid, AccessExclusiveLock);
+	return ok;
+}
+
+/*
+ * cq_bulk_index_plan
+ *	  Before batch 0 over history of a query whose direct load may run
+ *	  (cq_bulk_sql): can that load build the indexes of the state and the
+ *	  target itself (buildable_index)?  Then *ix names them, their locks
+ *	  are taken, and batch.c leaves them in place; otherwise false, and
+ *	  batch.c drops them for the load and builds them after it by their
+ *	  definitions, as before.  Only for a state keyed by the key hash h, on
+ *	  a target the current user (the query's owner) owns.
+ */
+bool
+cq_bulk_index_plan(CqAnalysis *an, CqQuery *q, CqBulkIndexes *ix)
+{
+	Relation	state;
+	Relation	target;
+	bool		ok;
+
+	memset(ix, 0, sizeof(*ix));
+	if (!cq_bulk_load || !an->hash_keys || !OidIsValid(q->state_table) || !OidIsValid(q->target) ||
+		get_rel_relkind(q->target) != RELKIND_RELATION || !pg_class_ownercheck(q->target, GetUserId()))
+		return false;
+	state = table_open(q->state_table, RowExclusiveLock);
+	target = table_open(q->target, RowExclusiveLock);
+	ok = buildable_index(target, cq_sink_target_key_attnums(an, target), &ix->target_index) &&
+		buildable_index(state, NIL, &ix->state_index);
+	table_close(target, NoLock);
+	table_close(state, NoLock);
+	return ok;
 }
 
 /*
@@ -211,7 +329,8 @@ map_columns(Relation rel, TupleDesc result, int first, char **names, int nnames,
 
 /*
  * flush_rows
- *	  Insert the rows buffered for one table.
+ *	  Insert the rows buffered for one table; with keys, note each row's
+ *	  key hash and TID there for its index.
  */
 static void
 flush_rows(BulkDest *d, BulkBuffer *buf, BulkInsertState bis)
@@ -219,6 +338,17 @@ flush_rows(BulkDest *d, BulkBuffer *buf, BulkInsertState bis)
 	if (buf->nused == 0)
 		return;
 	table_multi_insert(buf->rel, buf->slots, buf->nused, d->cid, buf->options, bis);
+	if (buf->keys)
+	{
+		BulkKey		keys[BULK_MAX_ROWS];
+
+		for (int i = 0; i < buf->nused; i++)
+		{
+			keys[i].h = buf->h[i];
+			keys[i].tid = buf->slots[i]->tts_tid;
+		}
+		BufFileWrite(buf->keys, keys, sizeof(BulkKey) * buf->nused);
+	}
 	for (int i = 0; i < buf->nused; i++)
 		ExecClearTuple(buf->slots[i]);
 	buf->nused = 0;
@@ -279,9 +409,12 @@ store_row(BulkDest *d, BulkBuffer *buf, int *map, TupleTableSlot *in, BulkInsert
 							NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
 					 errtablecol(rel, i + 1)));
 	}
-	buf->bytes += heap_compute_data_size(desc, slot->tts_values, slot->tts_isnull);
+	if (buf->keys)
+		buf->h[buf->nused] = DatumGetInt32(in->tts_values[d->hcol]);
 	ExecStoreVirtualTuple(slot);
 	ExecMaterializeSlot(slot);
+	/* the tuple just formed (not a second pass over the values to size them) */
+	buf->bytes += ExecFetchSlotHeapTuple(slot, false, NULL)->t_len;
 	if (++buf->nused == BULK_MAX_ROWS || buf->bytes >= BULK_MAX_BYTES)
 		flush_rows(d, buf, bis);
 }
@@ -305,6 +438,139 @@ unringed_bulk_insert_state(void)
 	FreeAccessStrategy(bis->strategy);
 	bis->strategy = NULL;
 	return bis;
+}
+
+/*
+ * The index builds of a load (cq_bulk_index_plan): the btree's own build
+ * (index_build, as REINDEX runs it: a new empty file, then ambuild) reads
+ * the table through its access method's index_build_range_scan, which
+ * evaluates the index's expression on every row (the target's
+ * hash_record(ROW(keys)): 27% of the builds' instructions at 183k groups,
+ * bench/README.md, "Fold efficiency").  The load has those values already,
+ * as the column h of each row it wrote, with the rows' TIDs (BulkBuffer's
+ * keys): for the build, the table's relation descriptor points to a copy
+ * of its access method whose index_build_range_scan hands the btree those
+ * (h, TID) pairs instead, the rows the scan would have found (the table
+ * was empty, and nobody else writes it: buildable_index).  The descriptor
+ * is restored right after; if it is rebuilt in between (an invalidation),
+ * the build scans the table as usual and gets the same index.
+ */
+typedef struct KeyFeed
+{
+	Oid			index;			/* the index being built */
+	BufFile    *keys;
+	const TableAmRoutine *am;	/* the table's own */
+} KeyFeed;
+
+static KeyFeed feed;
+static TableAmRoutine feed_am;
+
+static double
+feed_range_scan(Relation table_rel, Relation index_rel, IndexInfo *index_info, bool allow_sync,
+				bool anyvisible, bool progress, BlockNumber start_blockno, BlockNumber numblocks,
+				IndexBuildCallback callback, void *callback_state, TableScanDesc scan)
+{
+	BulkKey		keys[BULK_MAX_ROWS];
+	double		n = 0;
+	size_t		got;
+
+	if (feed.keys == NULL || RelationGetRelid(index_rel) != feed.index || scan != NULL ||
+		start_blockno != 0 || numblocks != InvalidBlockNumber)
+		return feed.am->index_build_range_scan(table_rel, index_rel, index_info, allow_sync,
+												anyvisible, progress, start_blockno, numblocks,
+												callback, callback_state, scan);
+	if (BufFileSeek(feed.keys, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("pg_cq: could not rewind the key hashes of batch 0's load: %m")));
+	while ((got = BufFileRead(feed.keys, keys, sizeof(keys))) > 0)
+	{
+		if (got % sizeof(BulkKey) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("pg_cq: could not read the key hashes of batch 0's load")));
+		for (int i = 0; i < got / sizeof(BulkKey); i++)
+		{
+			Datum		value = Int32GetDatum(keys[i].h);
+			bool		isnull = false;
+
+			callback(index_rel, &keys[i].tid, &value, &isnull, true, callback_state);
+		}
+		n += got / sizeof(BulkKey);
+		CHECK_FOR_INTERRUPTS();
+	}
+	elog(DEBUG1, "pg_cq: index \"%s\" built from the %.0f key hashes of batch 0's load",
+		 RelationGetRelationName(index_rel), n);
+	return n;
+}
+
+/*
+ * build_index
+ *	  Build index of heap from the key hashes and TIDs in keys, as REINDEX
+ *	  builds it (a new file, the old one dropped at commit, kept if the
+ *	  batch fails), its sort within the batch's memory budget
+ *	  (maintenance_work_mem = work_mem, as batch.c's build_index).
+ */
+static void
+build_index(Relation heap, Oid index, BufFile *keys)
+{
+	Relation	idx = index_open(index, NoLock);	/* locked: buildable_index */
+	IndexInfo  *info;
+	const TableAmRoutine *am = heap->rd_tableam;
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("maintenance_work_mem", psprintf("%d", Max(work_mem, 1024)),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	CheckTableNotInUse(idx, "REINDEX INDEX");
+	TransferPredicateLocksToHeapRelation(idx);
+	RelationSetNewRelfilenode(idx, idx->rd_rel->relpersistence);
+	info = BuildIndexInfo(idx);
+	feed_am = *am;
+	feed_am.index_build_range_scan = feed_range_scan;
+	feed.index = index;
+	feed.keys = keys;
+	feed.am = am;
+	heap->rd_tableam = &feed_am;
+	PG_TRY();
+	{
+		index_build(heap, idx, info, true, false);
+	}
+	PG_FINALLY();
+	{
+		if (heap->rd_tableam == &feed_am)
+			heap->rd_tableam = am;
+		feed.keys = NULL;
+	}
+	PG_END_TRY();
+	index_close(idx, NoLock);
+	AtEOXact_GUC(true, nest);
+}
+
+/*
+ * same_key_columns
+ *	  Does each key column of the target (in grouping order) hash as the
+ *	  load's key hash h hashes that key: the SELECT's column g<i> of result,
+ *	  over whose values d computes h (same type, same collation: a
+ *	  nondeterministic collation hashes by it)?
+ */
+static bool
+same_key_columns(CqAnalysis *an, Relation target, TupleDesc result)
+{
+	List	   *keys = cq_sink_target_key_attnums(an, target);
+	ListCell   *lc;
+
+	foreach(lc, keys)
+	{
+		Form_pg_attribute t;
+		Form_pg_attribute g = TupleDescAttr(result, foreach_current_index(lc));
+
+		if (lfirst_int(lc) <= 0)
+			return false;
+		t = TupleDescAttr(RelationGetDescr(target), lfirst_int(lc) - 1);
+		if (t->atttypid != g->atttypid || t->attcollation != g->attcollation)
+			return false;
+	}
+	return list_length(keys) == list_length(an->group_exprs);
 }
 
 /*
@@ -352,7 +618,8 @@ bulk_destroy(DestReceiver *self)
 }
 
 static bool bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs,
-					  Oid *types, Datum *values, const char *nulls, CqBulkResult *res);
+					  Oid *types, Datum *values, const char *nulls, const CqBulkIndexes *ix,
+					  CqBulkResult *res);
 
 /* cq_bulk_fold's run: the direct load, read-only in cq_delta_run_history's snapshot */
 typedef struct BulkRun
@@ -363,6 +630,7 @@ typedef struct BulkRun
 	Oid		   *types;
 	Datum	   *values;
 	const char *nulls;
+	const CqBulkIndexes *ix;
 	CqBulkResult *res;
 } BulkRun;
 
@@ -371,7 +639,7 @@ bulk_run(const char *sql, void *arg)
 {
 	BulkRun    *r = (BulkRun *) arg;
 
-	return bulk_fold(r->an, r->q, sql, true, r->nargs, r->types, r->values, r->nulls, r->res);
+	return bulk_fold(r->an, r->q, sql, true, r->nargs, r->types, r->values, r->nulls, r->ix, r->res);
 }
 
 /*
@@ -389,14 +657,15 @@ bulk_run(const char *sql, void *arg)
  */
 bool
 cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, const char *sql_all, int nargs,
-			 Oid *types, Datum *values, const char *nulls, CqBulkResult *res)
+			 Oid *types, Datum *values, const char *nulls, const CqBulkIndexes *ix,
+			 CqBulkResult *res)
 {
-	BulkRun		r = {an, q, nargs, types, values, nulls, res};
+	BulkRun		r = {an, q, nargs, types, values, nulls, ix, res};
 	bool		untested;
 	bool		done;
 
 	if (sql_all == NULL || !cq_bulk_load || nargs < 3)
-		return bulk_fold(an, q, sql, false, nargs, types, values, nulls, res);
+		return bulk_fold(an, q, sql, false, nargs, types, values, nulls, ix, res);
 	done = cq_delta_run_history(an->source_relid, values[2], sql, sql_all, bulk_run, &r,
 								&untested);
 	res->untested = done && untested;
@@ -412,8 +681,9 @@ cq_bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, const char *sql_all, i
  */
 static bool
 bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs, Oid *types,
-		  Datum *values, const char *nulls, CqBulkResult *res)
+		  Datum *values, const char *nulls, const CqBulkIndexes *ix, CqBulkResult *res)
 {
+	CqBulkIndexes none = {InvalidOid, InvalidOid};
 	SPIPlanPtr	plan;
 	List	   *sources;
 	TupleDesc	result;
@@ -463,11 +733,14 @@ bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs
 	memset(&d, 0, sizeof(d));
 	d.smap = palloc(sizeof(int) * RelationGetDescr(state)->natts);
 	d.tmap = palloc(sizeof(int) * RelationGetDescr(target)->natts);
-	ok = plain_table(state) && plain_table(target) &&
+	if (ix == NULL || !an->hash_keys)
+		ix = &none;
+	ok = plain_table(state, ix->state_index) && plain_table(target, ix->target_index) &&
 		map_columns(state, result, 0, snames, nstate, d.smap) &&
 		map_columns(target, result, nstate, tnames, nout, d.tmap) &&
 		TupleDescAttr(result, ngroups)->atttypid == INT8OID &&
-		(an->query->havingQual == NULL || TupleDescAttr(result, nstate + nout)->atttypid == BOOLOID);
+		(an->query->havingQual == NULL || TupleDescAttr(result, nstate + nout)->atttypid == BOOLOID) &&
+		(!OidIsValid(ix->target_index) || same_key_columns(an, target, result));
 	if (!ok)
 	{
 		table_close(target, NoLock);
@@ -488,6 +761,11 @@ bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs
 	d.tbuf.rel = target;
 	d.tbuf.options = 0;
 	d.ncol = ngroups;
+	d.hcol = an->hash_keys ? nstate - 1 : -1;
+	if (OidIsValid(ix->state_index))
+		d.sbuf.keys = BufFileCreateTemp(false);
+	if (OidIsValid(ix->target_index))
+		d.tbuf.keys = BufFileCreateTemp(false);
 	d.having_col = an->query->havingQual ? nstate + nout : -1;
 	d.sbis = unringed_bulk_insert_state();
 	d.tbis = unringed_bulk_insert_state();
@@ -524,8 +802,27 @@ bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs
 			ExecDropSingleTupleTableSlot(d.tbuf.slots[i]);
 	}
 	MemoryContextDelete(d.rowcxt);
+	CommandCounterIncrement();
+	if (d.sbuf.keys || d.tbuf.keys)
+	{
+		double		t0 = cq_store_cpu_ms();
+
+		if (d.sbuf.keys)
+		{
+			build_index(state, ix->state_index, d.sbuf.keys);
+			BufFileClose(d.sbuf.keys);
+			res->state_index_built = true;
+		}
+		if (d.tbuf.keys)
+		{
+			build_index(target, ix->target_index, d.tbuf.keys);
+			BufFileClose(d.tbuf.keys);
+			res->target_index_built = true;
+		}
+		elog(DEBUG1, "pg_cq: table fold: batch 0's indexes built from the load's key hashes %.3f ms (CPU time)",
+			 cq_store_cpu_ms() - t0);
+	}
 	table_close(target, NoLock);
 	table_close(state, NoLock);
-	CommandCounterIncrement();
 	return true;
 }

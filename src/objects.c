@@ -104,39 +104,6 @@ add_auto_dependency(Oid dependent, Oid referenced)
 }
 
 /*
- * is_key_hash_index
- *	  Is this index expression hash_record(ROW(c1, ..., cn)) over exactly
- *	  the target columns keys, in that order?
- */
-static bool
-is_key_hash_index(Relation idx, List *keys)
-{
-	List	   *exprs = RelationGetIndexExpressions(idx);
-	FuncExpr   *fe;
-	RowExpr    *row;
-	ListCell   *lc,
-			   *lk;
-
-	if (idx->rd_index->indnkeyatts != 1 || list_length(exprs) != 1 ||
-		RelationGetIndexPredicate(idx) != NIL || idx->rd_rel->relam != BTREE_AM_OID)
-		return false;
-	fe = linitial(exprs);
-	if (!IsA(fe, FuncExpr) || fe->funcid != F_HASH_RECORD || list_length(fe->args) != 1)
-		return false;
-	row = linitial(fe->args);
-	if (!IsA(row, RowExpr) || list_length(row->args) != list_length(keys))
-		return false;
-	forboth(lc, row->args, lk, keys)
-	{
-		Var		   *v = lfirst(lc);
-
-		if (!IsA(v, Var) || v->varattno != lfirst_int(lk))
-			return false;
-	}
-	return true;
-}
-
-/*
  * cq_objects_ensure_key_index
  *	  Update mode finds a group's row in the target by its keys: with a
  *	  hashed state, through an index on the hash of the key columns (in
@@ -160,18 +127,7 @@ cq_objects_ensure_key_index(CqAnalysis *an, Oid target, bool hashed)
 	rel = table_open(target, AccessShareLock);
 	if (hashed)
 	{
-		/* the first output column of each key, in grouping order */
-		for (int g = 0; g < list_length(an->group_exprs); g++)
-		{
-			forboth(lc, an->outputs, lk, an->output_key)
-			{
-				if (lfirst_int(lk) == g)
-				{
-					keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
-					break;
-				}
-			}
-		}
+		keys = cq_sink_target_key_attnums(an, rel);
 	}
 	else
 	{
@@ -188,7 +144,7 @@ cq_objects_ensure_key_index(CqAnalysis *an, Oid target, bool hashed)
 		Form_pg_index ix = idx->rd_index;
 
 		if (hashed)
-			found |= is_key_hash_index(idx, keys);
+			found |= cq_sink_is_key_hash_index(idx, keys);
 		else if (ix->indisunique && ix->indnullsnotdistinct && ix->indnkeyatts == list_length(keys) &&
 				 RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL)
 		{

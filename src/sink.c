@@ -16,12 +16,14 @@
 
 #include "access/sysattr.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_oper.h"
+#include "parser/parse_relation.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -30,6 +32,7 @@
 #include "utils/ruleutils.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
 
@@ -78,6 +81,69 @@ cq_sink_target_key_columns(CqAnalysis *an)
 		cols = lappend(cols, col);
 	}
 	return cols;
+}
+
+/*
+ * cq_sink_target_key_attnums
+ *	  The attribute number in rel (the target) of each grouping key's
+ *	  column, in grouping order (the first output that is that key): the
+ *	  columns of the index cq_sink_target_key_index_sql makes for a hashed
+ *	  state.
+ */
+List *
+cq_sink_target_key_attnums(CqAnalysis *an, Relation rel)
+{
+	List	   *keys = NIL;
+
+	for (int g = 0; g < list_length(an->group_exprs); g++)
+	{
+		ListCell   *lc,
+				   *lk;
+
+		forboth(lc, an->outputs, lk, an->output_key)
+		{
+			if (lfirst_int(lk) == g)
+			{
+				keys = lappend_int(keys, attnameAttNum(rel, ((TargetEntry *) lfirst(lc))->resname, false));
+				break;
+			}
+		}
+	}
+	return keys;
+}
+
+/*
+ * cq_sink_is_key_hash_index
+ *	  Is this index a btree on the one expression hash_record(ROW(c1, ...,
+ *	  cn)) over exactly the target columns keys, in that order (the index
+ *	  cq_sink_target_key_index_sql makes for a hashed state)?
+ */
+bool
+cq_sink_is_key_hash_index(Relation idx, List *keys)
+{
+	List	   *exprs = RelationGetIndexExpressions(idx);
+	FuncExpr   *fe;
+	RowExpr    *row;
+	ListCell   *lc,
+			   *lk;
+
+	if (idx->rd_index->indnkeyatts != 1 || list_length(exprs) != 1 ||
+		RelationGetIndexPredicate(idx) != NIL || idx->rd_rel->relam != BTREE_AM_OID)
+		return false;
+	fe = linitial(exprs);
+	if (!IsA(fe, FuncExpr) || fe->funcid != F_HASH_RECORD || list_length(fe->args) != 1)
+		return false;
+	row = linitial(fe->args);
+	if (!IsA(row, RowExpr) || list_length(row->args) != list_length(keys))
+		return false;
+	forboth(lc, row->args, lk, keys)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (!IsA(v, Var) || v->varattno != lfirst_int(lk))
+			return false;
+	}
+	return true;
 }
 
 /*

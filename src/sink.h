@@ -10,9 +10,12 @@
 
 #include "postgres.h"
 #include "lib/stringinfo.h"
+#include "utils/relcache.h"
 #include "analyze.h"
 
 extern List *cq_sink_target_key_columns(CqAnalysis *an);
+extern List *cq_sink_target_key_attnums(CqAnalysis *an, Relation rel);
+extern bool cq_sink_is_key_hash_index(Relation idx, List *keys);
 extern char *cq_sink_target_key_index_sql(CqAnalysis *an, const char *qualname, bool hashed);
 extern char *cq_sink_target_table_sql(CqAnalysis *an, const char *qualname);
 extern char *cq_sink_output_list_part(CqAnalysis *an, Oid viewid, bool keys_only,
