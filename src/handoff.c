@@ -682,6 +682,7 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 	ProtocolVersion save_protocol = FrontendProtocol;
 	MemoryContext call_cxt;
 	List	   *volatile names = NIL;
+	volatile Portal portal = NULL;
 	CqCallRun	r;
 	Latch	   *volatile latch = NULL;
 	Latch	   *sched;
@@ -720,8 +721,6 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 		h->started = true;
 		PG_TRY();
 		{
-			Portal		portal;
-
 			names = apply_settings(base + h->settings_off);
 			SetCurrentStatementStartTimestamp();
 			StartTransactionCommand();
@@ -738,22 +737,30 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 			MarkPortalActive(portal);
 			ActivePortal = portal;
 			PortalContext = portal->portalContext;
+			/* the first transaction's snapshot is the portal's, as for a CALL */
+			PushActiveSnapshot(GetTransactionSnapshot());
+			portal->portalSnapshot = GetActiveSnapshot();
 			if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 				elog(ERROR, "pg_cq: SPI_connect failed");
 			cq_callrun_loop(&r, false);
 			SPI_finish();
+			if (portal->portalSnapshot != NULL && ActiveSnapshotSet())
+				PopActiveSnapshot();
+			portal->portalSnapshot = NULL;
 			ActivePortal = NULL;
 			PortalContext = NULL;
 			MarkPortalDone(portal);
 			PortalDrop(portal, false);
-			while (ActiveSnapshotSet())
-				PopActiveSnapshot();
+			portal = NULL;
 			CommitTransactionCommand();
 		}
 		PG_CATCH();
 		{
 			/* to the caller, through the queue (and to the log) */
 			EmitErrorReport();
+			/* as PortalRun does: an active portal outlives the abort */
+			if (portal != NULL)
+				MarkPortalFailed(portal);
 			AbortCurrentTransaction();
 			FlushErrorState();
 		}
