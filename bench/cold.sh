@@ -198,7 +198,7 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "| $(human "$BENCH_COLD_NEW") new rows, cached rows from another session | $(fmt_ms "$mcc") | $(fmt_ms "$mwoc") | $(fmt_x "$(calc "$mcc / $mwoc")") | $mcf | $mwof |"
     echo "| nothing new | $(fmt_ms "$m0cc") | $(fmt_ms "$m0wc") | $(fmt_x "$(calc "$m0cc / $m0wc")") | $m0cf | $m0wf |"
     echo
-    echo "Hand-off off (\\`cq.run_in_worker = off\\`: the batches in the caller's process, before session 27) against on (the default: an idle pool worker runs them), interleaved in the same rounds; CPU = the caller's + the pg_cq workers':"
+    echo "Hand-off off (\`cq.run_in_worker = off\`: the batches in the caller's process, before session 27) against on (the default: an idle pool worker runs them), interleaved in the same rounds; CPU = the caller's + the pg_cq workers':"
     echo
     echo "| batch | | cold wall | cached wall | cold / cached wall | cold CPU | cached CPU | cold / cached CPU |"
     echo "|---|---|---|---|---|---|---|---|"

@@ -88,55 +88,38 @@ is(mismatches($node, 'postgres', $oracle, 'q'), '0', '1: the target is the query
 $caller->quit;
 $locker->quit;
 
+# an interrupted call (2-4): the caller's error, then no trace of the
+# batch (checked at once when the caller returned: no poll), the query
+# not failed, and the next call counts every row once
+sub interrupted
+{
+	my ($label, $interrupt, $setup, $error) = @_;
+	my $before = $node->safe_psql('postgres', $batches);
+	my ($locker, $caller, $pid, $worker) = blocked_call($setup);
+	my $lpid = $locker->query_safe('SELECT pg_backend_pid()');
+	$node->safe_psql('postgres', $interrupt->($pid, $worker)) if $interrupt;
+	$caller->query_until(qr/done/, '');
+	is($node->safe_psql('postgres', sprintf($target_locks, $lpid)), '0',
+		"$label: when the caller returns, the worker holds and waits for nothing");
+	like($caller->{stderr}, $error, "$label: the caller's error");
+	is($node->safe_psql('postgres', $state), 'active', "$label: the query is not failed");
+	is($node->safe_psql('postgres', $batches), $before, "$label: the batch rolled back");
+	$locker->query_safe('COMMIT;');
+	$node->safe_psql('postgres', "CALL cq.run('q')");
+	is(mismatches($node, 'postgres', $oracle, 'q'), '0', "$label: the next call counts every row once");
+	$caller->quit;
+	$locker->quit;
+}
+
 # 2. cancel of the caller
-$before = $node->safe_psql('postgres', $batches);
-($locker, $caller, $pid, $worker) = blocked_call('');
-my $lpid = $locker->query_safe('SELECT pg_backend_pid()');
-$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
-$caller->query_until(qr/done/, '');
-# no poll: when the caller has returned, the worker's batch is gone
-is($node->safe_psql('postgres', sprintf($target_locks, $lpid)), '0',
-	'2: when the cancelled caller returns, the worker holds and waits for nothing');
-like($caller->{stderr}, qr/canceling statement due to user request/, '2: the caller gets the cancel');
-is($node->safe_psql('postgres', $state), 'active', '2: a cancel is no failure');
-is($node->safe_psql('postgres', $batches), $before, '2: the batch rolled back');
-$locker->query_safe('COMMIT;');
-$node->safe_psql('postgres', "CALL cq.run('q')");
-is(mismatches($node, 'postgres', $oracle, 'q'), '0', '2: the next call counts every row once');
-$caller->quit;
-$locker->quit;
-
+interrupted('2 (cancel)', sub { "SELECT pg_cancel_backend($_[0])" }, '',
+	qr/canceling statement due to user request/);
 # 3. statement_timeout of the caller
-$before = $node->safe_psql('postgres', $batches);
-($locker, $caller, $pid, $worker) = blocked_call("SET statement_timeout = '2s';");
-$lpid = $locker->query_safe('SELECT pg_backend_pid()');
-$caller->query_until(qr/done/, '');
-is($node->safe_psql('postgres', sprintf($target_locks, $lpid)), '0',
-	'3: when the timed-out caller returns, the worker holds and waits for nothing');
-like($caller->{stderr}, qr/canceling statement due to statement timeout/, '3: the caller gets its timeout');
-is($node->safe_psql('postgres', $state), 'active', '3: a timeout is no failure');
-is($node->safe_psql('postgres', $batches), $before, '3: the batch rolled back');
-$locker->query_safe('COMMIT;');
-$node->safe_psql('postgres', "CALL cq.run('q')");
-is(mismatches($node, 'postgres', $oracle, 'q'), '0', '3: the next call counts every row once');
-$caller->quit;
-$locker->quit;
-
-# 4. the worker terminated mid-call
-$before = $node->safe_psql('postgres', $batches);
-($locker, $caller, $pid, $worker) = blocked_call('');
-$node->safe_psql('postgres', "SELECT pg_terminate_backend($worker)");
-$caller->query_until(qr/done/, '');
-like($caller->{stderr}, qr/lost the pg_cq worker running continuous query "q" for this call/,
-	'4: the caller gets a clear error');
-like($caller->{stderr}, qr/HINT:\s+Call cq.run again/, '4: with a hint');
-is($node->safe_psql('postgres', $state), 'active', '4: the query is not failed');
-is($node->safe_psql('postgres', $batches), $before, '4: the batch rolled back');
-$locker->query_safe('COMMIT;');
-$node->safe_psql('postgres', "CALL cq.run('q')");
-is(mismatches($node, 'postgres', $oracle, 'q'), '0', '4: the next call counts every row once');
-$caller->quit;
-$locker->quit;
+interrupted('3 (statement_timeout)', undef, "SET statement_timeout = '2s';",
+	qr/canceling statement due to statement timeout/);
+# 4. the worker terminated mid-call: a clear error with a hint
+interrupted('4 (worker terminated)', sub { "SELECT pg_terminate_backend($_[1])" }, '\\set VERBOSITY verbose',
+	qr/ERROR:  08006: lost the pg_cq worker running continuous query "q" for this call.*HINT:  Call cq.run again/s);
 
 # 5. the only worker busy: another CALL does not wait for it
 $node->safe_psql('postgres', 'ALTER SYSTEM SET cq.max_workers = 1; SELECT pg_reload_conf();');
