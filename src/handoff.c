@@ -614,25 +614,22 @@ cq_handoff_run(const CqCallRun *r)
 
 /*
  * apply_settings
- *	  The caller's settings, at session level; returns their names (to
- *	  RESET after the call).
+ *	  The caller's settings, at session level; each name goes to *names as
+ *	  it is set (to RESET after the call, also when one fails).
  */
-static List *
-apply_settings(const char *p)
+static void
+apply_settings(const char *p, List *volatile *names)
 {
-	List	   *names = NIL;
-
 	while (*p != '\0')
 	{
 		const char *name = p;
 		const char *value = name + strlen(name) + 1;
 
 		p = value + strlen(value) + 1;
-		names = lappend(names, pstrdup(name));
+		*names = lappend(*names, pstrdup(name));
 		(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET,
 								 true, ERROR, false);
 	}
-	return names;
 }
 
 /*
@@ -721,7 +718,7 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 		h->started = true;
 		PG_TRY();
 		{
-			names = apply_settings(base + h->settings_off);
+			apply_settings(base + h->settings_off, &names);
 			SetCurrentStatementStartTimestamp();
 			StartTransactionCommand();
 
