@@ -22,9 +22,12 @@
  *		once, the target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
  *	 3. waits, relaying every NOTICE (and WARNING ...) the worker sends as
- *		it comes and keeping its error; lets go of its own snapshots
- *		(ForgetPortalSnapshots, as SPI_commit does) so that a long call
- *		does not hold back vacuum;
+ *		it comes and keeping its error.  Its transaction stays open (it
+ *		wrote nothing; committing it would commit what an enclosing
+ *		procedure did before, which the in-process path commits only with
+ *		a batch), so its snapshot holds back vacuum's horizon for the
+ *		call, as the first batch of an in-process call does for the
+ *		batch;
  *	 4. when the worker is done (it cleared call_pid): re-throws the
  *		worker's error, if any (same SQLSTATE, message, detail, hint,
  *		context), or returns.
@@ -773,6 +776,8 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 		FrontendProtocol = save_protocol;
 	}
 
+	/* idle before the caller returns (pg_stat_activity shows the call's end) */
+	pgstat_report_activity(STATE_IDLE, NULL);
 	/* free the call, then let go of the segment (the caller waits for both) */
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	if (w->call_pid == caller && w->call_dsm == handle)
@@ -796,7 +801,6 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 		SetLatch(sched);
 	QueryCancelPending = false; /* a late cancel of the caller has nothing to cancel */
 	pgstat_report_stat(true);
-	pgstat_report_activity(STATE_IDLE, NULL);
 	MemoryContextSwitchTo(worker_cxt);
 	MemoryContextDelete(call_cxt);
 }
