@@ -95,6 +95,7 @@
 #include "handoff.h"
 #include "guc.h"
 #include "shmem.h"
+#include "security.h"
 #include "callrun.h"
 
 #define HANDOFF_MAGIC	0x63716866
@@ -135,7 +136,7 @@ static bool exit_registered = false;
 
 /* Settings never passed (see file header). */
 static const char *const unpassed[] = {
-	"role", "session_authorization", "search_path", "client_encoding", "application_name",
+	"role", "session_authorization", "client_encoding", "application_name",
 	"transaction_isolation", "transaction_read_only", "transaction_deferrable",
 	"default_transaction_isolation", "cq.run_in_worker", "cq.batch_metrics", NULL
 };
@@ -152,6 +153,8 @@ passed_setting(struct config_generic *g)
 	/* the config file, the server's command line and database defaults: the worker has them too */
 	if (g->source < PGC_S_USER || g->source == PGC_S_OVERRIDE || g->source == PGC_S_TEST)
 		return false;
+	if (cq_security_is_pinned_setting(g->name))
+		return false;			/* search_path: a batch pins its own */
 	for (int i = 0; unpassed[i] != NULL; i++)
 		if (pg_strcasecmp(g->name, unpassed[i]) == 0)
 			return false;
