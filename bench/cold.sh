@@ -21,6 +21,13 @@
 # Report: medians over BENCH_COLD_ROUNDS rounds and the cold/cached ratio
 # (goal ≤ 1.3x).
 #
+# Since session 27 a CALL hands its batches to an idle pool worker
+# (cq.run_in_worker, src/handoff.c): the batch's CPU is then the worker's,
+# so the CPU reported is the caller's plus that of the database's pg_cq
+# workers (/proc/PID/schedstat around the CALL), and every CALL is also
+# timed with the hand-off off (PGOPTIONS -c cq.run_in_worker=off: the
+# in-process path, "before"), interleaved with the default ("after").
+#
 # Env: BENCH_PORT (default 55453), BENCH_COLD_HISTORY (1000000),
 # BENCH_COLD_NEW (10000), BENCH_COLD_ROUNDS (9),
 # BENCH_OUT (bench/results/cold.md), BENCH_DATA (file: appends "cold RATIO
@@ -93,17 +100,27 @@ hw_ms() {
 # (/proc/self/stat field 10).  The two reads are one small statement each
 # (in the cold case the one before the CALL is the session's first
 # statement: it warms up little more than the executor of a SELECT).
-STATQ="SELECT pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint AS c, pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/stat'), ' ', 10)::bigint AS f"
+# With a second argument "off", the session runs with cq.run_in_worker off
+# (in-process).  The CPU printed is the caller's plus the pg_cq workers'.
+STATQ="SELECT pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint AS c, pg_catalog.split_part(pg_catalog.pg_read_file('/proc/self/stat'), ' ', 10)::bigint AS f, (SELECT coalesce(sum(pg_catalog.split_part(pg_catalog.pg_read_file('/proc/' || pid || '/schedstat'), ' ', 1)::bigint), 0) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_cq worker') AS w"
 call_ms() {
-    local out
-    out="$(printf '%s\n%s \\gset s_\n\\timing on\nCALL cq.run(%s);\n\\timing off\n%s \\gset e_\n\\echo CPU :e_c :s_c :e_f :s_f\n' \
-        "$1" "$STATQ" "'cold_agg'" "$STATQ" | "${PSQL[@]}" -At 2>&1)" \
+    local out opts=""
+    [[ "${2:-}" == off ]] && opts="-c cq.run_in_worker=off"
+    out="$(printf '%s\n%s \\gset s_\n\\timing on\nCALL cq.run(%s);\n\\timing off\n%s \\gset e_\n\\echo CPU :e_c :s_c :e_f :s_f :e_w :s_w\n' \
+        "$1" "$STATQ" "'cold_agg'" "$STATQ" | PGOPTIONS="$opts" "${PSQL[@]}" -At 2>&1)" \
         || { printf '%s\n' "$out" >&2; die "CALL failed"; }
-    printf '%s\n' "$out" | awk '/^Time: /{v = $2} /^CPU /{c = ($2 - $3) / 1e6; f = $4 - $5}
+    printf '%s\n' "$out" | awk '/^Time: /{v = $2} /^CPU /{c = ($2 - $3 + $6 - $7) / 1e6; f = $4 - $5}
         END {if (v == "" || c == "") exit 1; printf "%s %.3f %d\n", v, c, f}'
 }
 
 declare -a COLD CACHED COLD0 CACHED0 HWC HWW COLDC CACHEDC COLD0C CACHED0C COLDF CACHEDF COLD0F CACHED0F CACHEDO CACHEDOC CACHEDOF
+declare -a XCOLD XCOLDC XCOLDF XCACHED XCACHEDC XCACHEDF XCOLD0 XCOLD0C XCOLD0F XCACHED0 XCACHED0C XCACHED0F
+# an idle pool worker for the hand-off: a CALL that finds none asks for one
+psql_run "SET client_min_messages = warning;" "CALL cq.run('cold_agg');" >/dev/null
+for ((i = 0; i < 300; i++)); do
+    [[ "$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_cq worker'")" -gt 0 ]] && break
+    sleep 0.1
+done
 NEWFILE="$CQ_TMPBASE/cold_new_rows.sql"
 # rec NAME "WALL CPU MINFLT": append to NAME, NAMEC and NAMEF
 rec() {
@@ -114,20 +131,28 @@ rec() {
 for ((r = 1; r <= BENCH_COLD_ROUNDS; r++)); do
     for which in $( ((r % 2)) && echo "cold cached" || echo "cached cold"); do
         if [[ "$which" == cold ]]; then
-            psql_run "$(new_sql "$((2 * r))")" >/dev/null
-            rec COLD "$(call_ms "")"
+            # in-process ("X", before) and handed off (after), in alternating order
+            for m in $( ((r % 2)) && echo "off on" || echo "on off"); do
+                k=$((2 * r)); [[ "$m" == off ]] && k=$((2 * r + 1000))
+                psql_run "$(new_sql "$k")" >/dev/null
+                if [[ "$m" == off ]]; then rec XCOLD "$(call_ms "" off)"; else rec COLD "$(call_ms "")"; fi
+            done
             HWC+=("$(hw_ms "")")
             rec COLD0 "$(call_ms "")"
+            rec XCOLD0 "$(call_ms "" off)"
         else
             rec CACHED "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg'); $(new_sql "$((2 * r + 1))")")"
+            rec XCACHED "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg'); $(new_sql "$((2 * r + 2001))")" off)"
             HWW+=("$(hw_ms "${HW_STEP/%COMMIT;/ROLLBACK;}")")
             rec CACHED0 "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg');")"
+            rec XCACHED0 "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg');" off)"
             new_sql "$((2 * r + 500))" >"$NEWFILE"
             rec CACHEDO "$(call_ms "SET client_min_messages = warning; CALL cq.run('cold_agg');
 \\! \"$PGBIN/psql\" -X -q -v ON_ERROR_STOP=1 -f \"$NEWFILE\"")"
             psql_run "$HW_STEP" >/dev/null # the hand-written target folds them too, untimed
         fi
     done
+    info "round $r: in-process cold $(fmt_ms "${XCOLD[-1]}") / cached $(fmt_ms "${XCACHED[-1]}"), CPU ${XCOLDC[-1]} / ${XCACHEDC[-1]} ms"
     info "round $r: $(human "$BENCH_COLD_NEW") new rows cold $(fmt_ms "${COLD[-1]}"), cached $(fmt_ms "${CACHED[-1]}"); hand-written cold $(fmt_ms "${HWC[-1]}"), cached $(fmt_ms "${HWW[-1]}"); nothing new cold $(fmt_ms "${COLD0[-1]}"), cached $(fmt_ms "${CACHED0[-1]}"); backend CPU cold ${COLDC[-1]} / cached ${CACHEDC[-1]} ms, minor faults ${COLDF[-1]} / ${CACHEDF[-1]}"
 done
 # sanity: the target holds the plain query's result
@@ -146,6 +171,10 @@ mwo=$(median "${CACHEDO[@]}"); mwoc=$(median "${CACHEDOC[@]}")
 mwof=$(printf '%.0f' "$(median "${CACHEDOF[@]}")")
 mcf=$(printf '%.0f' "$(median "${COLDF[@]}")"); mwf=$(printf '%.0f' "$(median "${CACHEDF[@]}")")
 m0cf=$(printf '%.0f' "$(median "${COLD0F[@]}")"); m0wf=$(printf '%.0f' "$(median "${CACHED0F[@]}")")
+xmc=$(median "${XCOLD[@]}"); xmw=$(median "${XCACHED[@]}")
+xmcc=$(median "${XCOLDC[@]}"); xmwc=$(median "${XCACHEDC[@]}")
+xm0c=$(median "${XCOLD0[@]}"); xm0w=$(median "${XCACHED0[@]}")
+xm0cc=$(median "${XCOLD0C[@]}"); xm0wc=$(median "${XCACHED0C[@]}")
 [[ -z "${BENCH_DATA:-}" ]] || echo "cold $x $mc $mw" >>"$BENCH_DATA"
 mkdir -p "$(dirname "$BENCH_OUT")"
 {
@@ -161,13 +190,24 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo "| same, hand-written upsert (baseline: PostgreSQL's own cold cost) | $(fmt_ms "$mhc") | $(fmt_ms "$mhw") | $(fmt_x "$(calc "$mhc / $mhw")") | — | — |"
     echo "| nothing new | $(fmt_ms "$m0c") | $(fmt_ms "$m0w") | $(fmt_x "$(calc "$m0c / $m0w")") | — | — |"
     echo
-    echo "Backend CPU time of the CALL (/proc/self/schedstat) and its minor page faults (/proc/self/stat), medians:"
+    echo "CPU time of the CALL (/proc/PID/schedstat: the caller and the pg_cq workers) and the caller's minor page faults (/proc/self/stat), medians:"
     echo
     echo "| batch | cold CPU | cached CPU | cold / cached | cold minor faults | cached minor faults |"
     echo "|---|---|---|---|---|---|"
     echo "| $(human "$BENCH_COLD_NEW") new rows | $(fmt_ms "$mcc") | $(fmt_ms "$mwc") | $(fmt_x "$(calc "$mcc / $mwc")") | $mcf | $mwf |"
     echo "| $(human "$BENCH_COLD_NEW") new rows, cached rows from another session | $(fmt_ms "$mcc") | $(fmt_ms "$mwoc") | $(fmt_x "$(calc "$mcc / $mwoc")") | $mcf | $mwof |"
     echo "| nothing new | $(fmt_ms "$m0cc") | $(fmt_ms "$m0wc") | $(fmt_x "$(calc "$m0cc / $m0wc")") | $m0cf | $m0wf |"
+    echo
+    echo "Hand-off off (\`cq.run_in_worker = off\`: the batches in the caller's process, before session 27) against on (the default: an idle pool worker runs them), interleaved in the same rounds; CPU = the caller's + the pg_cq workers':"
+    echo
+    echo "| batch | | cold wall | cached wall | cold / cached wall | cold CPU | cached CPU | cold / cached CPU |"
+    echo "|---|---|---|---|---|---|---|---|"
+    echo "| $(human "$BENCH_COLD_NEW") new rows | in-process (off) | $(fmt_ms "$xmc") | $(fmt_ms "$xmw") | $(fmt_x "$(calc "$xmc / $xmw")") | $(fmt_ms "$xmcc") | $(fmt_ms "$xmwc") | $(fmt_x "$(calc "$xmcc / $xmwc")") |"
+    echo "| $(human "$BENCH_COLD_NEW") new rows | handed off (on) | $(fmt_ms "$mc") | $(fmt_ms "$mw") | $(fmt_x "$x") | $(fmt_ms "$mcc") | $(fmt_ms "$mwc") | $(fmt_x "$(calc "$mcc / $mwc")") |"
+    echo "| nothing new | in-process (off) | $(fmt_ms "$xm0c") | $(fmt_ms "$xm0w") | $(fmt_x "$(calc "$xm0c / $xm0w")") | $(fmt_ms "$xm0cc") | $(fmt_ms "$xm0wc") | $(fmt_x "$(calc "$xm0cc / $xm0wc")") |"
+    echo "| nothing new | handed off (on) | $(fmt_ms "$m0c") | $(fmt_ms "$m0w") | $(fmt_x "$(calc "$m0c / $m0w")") | $(fmt_ms "$m0cc") | $(fmt_ms "$m0wc") | $(fmt_x "$(calc "$m0cc / $m0wc")") |"
+    echo
+    echo "In-process per round (ms): cold ${XCOLD[*]}; cached ${XCACHED[*]}; CPU cold ${XCOLDC[*]}, cached ${XCACHEDC[*]}."
     echo
     echo "Per round (ms): cold ${COLD[*]}; cached ${CACHED[*]}; cached, rows from another session ${CACHEDO[*]}; hand-written cold ${HWC[*]}, cached ${HWW[*]}; nothing new cold ${COLD0[*]}, cached ${CACHED0[*]}; backend CPU cold ${COLDC[*]}, cached ${CACHEDC[*]}, cached with rows from another session ${CACHEDOC[*]}; minor faults cold ${COLDF[*]}, cached ${CACHEDF[*]}."
 } >"$BENCH_OUT"

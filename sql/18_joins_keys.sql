@@ -153,6 +153,9 @@ SELECT state, last_error FROM cq.queries WHERE name = 'jk_big_u';
 -- rebuilt leaves no broken entry behind (create, break, retry); the cached
 -- analysis and the saved plans of a dropped query are freed.
 ------------------------------------------------------------------------------
+-- The caches are this backend's: its batches run here, not in a pool
+-- worker (cq.run_in_worker hands them to one, sql/91_run_handoff.sql).
+SET cq.run_in_worker = off;
 CREATE TABLE jk_cache_src (k int, v int);
 CREATE TABLE jk_cache_other (k int, v int);
 CREATE TABLE jk_cache WITH (cq.output_mode = 'update', cq.trigger = 'available_now')

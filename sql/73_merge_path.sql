@@ -11,6 +11,9 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 \i sql/include/helpers.sql
 SET client_min_messages = warning;
+-- mp_path reads which path this session's last batch took (cq.explain): the
+-- batches run here, not in a pool worker (cq.run_in_worker, sql/91_run_handoff.sql)
+SET cq.run_in_worker = off;
 SET timezone = 'UTC';
 SELECT setseed(0.73);
 

@@ -6,6 +6,9 @@
 -- removes every row older than the window, also rows left behind.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+-- the reads are counted in this session's statistics: the batches run here,
+-- not in a pool worker (cq.run_in_worker, sql/91_run_handoff.sql)
+SET cq.run_in_worker = off;
 
 CREATE TABLE sw_src (k int, v int);
 SELECT cq.create_query('sw_q', 'SELECT k, count(*) AS n, sum(v) AS s FROM sw_src GROUP BY k',

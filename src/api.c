@@ -64,7 +64,8 @@
 #include "sink.h"
 #include "objects.h"
 #include "batch.h"
-#include "runner.h"
+#include "callrun.h"
+#include "handoff.h"
 #include "plan.h"
 #include "join.h"
 #include "citus.h"
@@ -1005,85 +1006,6 @@ cq_alter_query(PG_FUNCTION_ARGS)
 }
 
 /*
- * timestamp_str
- *	  A timestamp (without time zone) in ISO format, as timestamptz_to_str
- *	  shows a timestamptz.
- */
-static const char *
-timestamp_str(Timestamp t)
-{
-	struct pg_tm tm;
-	fsec_t		fsec;
-	char	   *buf = palloc(MAXDATELEN + 1);
-
-	if (TIMESTAMP_NOT_FINITE(t))
-		EncodeSpecialTimestamp(t, buf);
-	else if (timestamp2tm(t, NULL, &tm, &fsec, NULL, NULL) == 0)
-		EncodeDateTime(&tm, fsec, false, 0, NULL, USE_ISO_DATES, buf);
-	else
-		strlcpy(buf, "(timestamp out of range)", MAXDATELEN + 1);
-	return buf;
-}
-
-/*
- * report_batch
- *	  The NOTICE cq.run gives per batch.  The watermark of a timestamp
- *	  event-time column is shown as such a value (batches compute it at
- *	  UTC; cq.offsets.watermark_ntz holds it so).
- */
-static void
-report_batch(const char *name, CqBatchResult *res)
-{
-	if (res->nodata)
-		ereport(NOTICE,
-				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": no new data, watermark %s, %lld output rows",
-						name, res->batch_id,
-						res->et_utc ? timestamp_str(res->watermark) : timestamptz_to_str(res->watermark),
-						(long long) res->output_rows)));
-	else
-		ereport(NOTICE,
-				(errmsg("continuous query \"%s\": batch " INT64_FORMAT ": %lld input rows, %lld output rows",
-						name, res->batch_id, (long long) res->input_rows, (long long) res->output_rows)));
-}
-
-/* Arguments of run_body. */
-typedef struct RunArgs
-{
-	int32		id;
-	int			flags;
-	CqBatchResult *res;
-} RunArgs;
-
-/* The batch proper, for the runner. */
-static void
-run_body(void *arg)
-{
-	RunArgs    *a = (RunArgs *) arg;
-
-	cq_batch_run_ext(a->id, a->flags, a->res);
-}
-
-/*
- * run_batch
- *	  One batch for cq.run, through the runner: in non-atomic mode a
- *	  failure is recorded; in atomic mode the error just propagates.  A
- *	  batch that runs makes a 'failed' query 'active' again, in its
- *	  transaction.
- */
-static void
-run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed)
-{
-	RunArgs		a = {id, flags, res};
-
-	(void) cq_runner_run(id, atomic ? CQ_RUN_ATOMIC : CQ_RUN_SUBXACT, run_body, &a);
-	if (res->ran && *was_failed)
-	{
-		cq_catalog_set_state(id, "active", NULL, "failed");
-		*was_failed = false;
-	}
-}
-
-/*
  * check_run
  *	  cq.run needs a name, and a READ COMMITTED transaction: a batch must see
  *	  the batches that committed while it waited for the query's row lock;
@@ -1111,11 +1033,15 @@ check_run(const char *name)
  * cq_run
  *	  CALL cq.run(name, once): available-now.  Processes everything
  *	  committed before the call, one transaction per batch (when called
- *	  outside a transaction block), a NOTICE per batch.  once => one batch,
- *	  ignoring max_rows_per_trigger.  Outside a transaction block a failing
- *	  batch leaves the query 'failed' with last_error (committed) before the
- *	  error reaches the caller; a batch that runs clears an earlier failure.
- *	  Refused in REPEATABLE READ and SERIALIZABLE transactions.
+ *	  outside a transaction block), a NOTICE per batch (callrun.c).  once
+ *	  => one batch, ignoring max_rows_per_trigger.  Outside a transaction
+ *	  block a failing batch leaves the query 'failed' with last_error
+ *	  (committed) before the error reaches the caller; a batch that runs
+ *	  clears an earlier failure.  Refused in REPEATABLE READ and
+ *	  SERIALIZABLE transactions.  The checks and the target are the
+ *	  caller's; outside a transaction block the batches run in an idle
+ *	  pool worker when there is one (cq.run_in_worker, handoff.c), else
+ *	  here.
  */
 Datum
 cq_run(PG_FUNCTION_ARGS)
@@ -1124,70 +1050,25 @@ cq_run(PG_FUNCTION_ARGS)
 	bool		once = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
 	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
 						   !castNode(CallContext, fcinfo->context)->atomic);
-	CqSnap	   *target;
-	char	   *node_target;
+	CqCallRun	r;
 	CqQuery    *q;
-	bool		was_failed;
-	int			nbatches = 0;
-	MemoryContext outer_cxt;
-	MemoryContext batch_cxt;
 
 	check_run(name);
 	if (SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 
 	/* everything committed before the call */
-	target = cq_snap_parse(cq_snap_current());
+	r.target = cq_snap_current();
 
 	q = cq_api_owned_query(name, false);
-	node_target = cq_batch_node_goal(q->source, q->owner);	/* a source stamped per node */
-	was_failed = strcmp(q->state, "failed") == 0;
-	outer_cxt = CurrentMemoryContext;	/* SPI's procedure context: survives SPI_commit */
-
-	/* each batch's leftovers are freed before the next one */
-	batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq batch", ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(batch_cxt);
-	for (;;)
-	{
-		CqBatchResult res;
-		bool		done;
-
-		CHECK_FOR_INTERRUPTS();
-		MemoryContextReset(batch_cxt);
-		run_batch(q->id, once ? CQ_BATCH_UNLIMITED : 0, atomic, &res, &was_failed);
-		if (!res.ran)
-			break;
-		nbatches++;
-		report_batch(name, &res);
-		done = once ||
-			(node_target ? cq_nsnap_covers(cq_nsnap_parse(res.node_end_offset), cq_nsnap_parse(node_target)) :
-			 cq_snap_covers(cq_snap_parse(res.end_offset), target));
-		if (!atomic)
-			SPI_commit();
-		if (done)
-		{
-			/*
-			 * the no-data batch that lets the last watermark close windows
-			 * (only queries with a watermark can need one)
-			 */
-			if (!once && q->opts.watermark != NULL)
-			{
-				run_batch(q->id, CQ_BATCH_NODATA_ONLY, atomic, &res, &was_failed);
-				if (res.ran)
-				{
-					report_batch(name, &res);
-					if (!atomic)
-						SPI_commit();
-				}
-			}
-			break;
-		}
-	}
-	MemoryContextSwitchTo(outer_cxt);
-	MemoryContextDelete(batch_cxt);
-	if (nbatches == 0)
-		ereport(NOTICE,
-				(errmsg("continuous query \"%s\": no new data", name)));
+	r.name = name;
+	r.id = q->id;
+	r.once = once;
+	r.has_watermark = q->opts.watermark != NULL;
+	r.was_failed = strcmp(q->state, "failed") == 0;
+	r.node_target = cq_batch_node_goal(q->source, q->owner);	/* a source stamped per node */
+	if (atomic || !cq_handoff_run(&r))
+		cq_callrun_loop(&r, atomic);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

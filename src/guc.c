@@ -29,6 +29,9 @@ int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 int			cq_coalesce_max_delay_ms = 20;	/* trigger '0': longest hold after a batch */
 int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time */
 
+/* CALL cq.run hands its batches to an idle pool worker (handoff.c) */
+bool		cq_run_in_worker = true;
+
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
 
@@ -170,6 +173,15 @@ cq_guc_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("cq.run_in_worker",
+							 "Lets CALL cq.run run its batches in an idle worker of the database's pool.",
+							 "Outside a transaction block, when a worker is idle, the batches run in that "
+							 "long-lived process (warm caches and plans) while the caller waits and gets "
+							 "its NOTICEs and errors; otherwise, or off, in the caller's own process.",
+							 &cq_run_in_worker,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("cq.coalesce_max_delay",
 							"Longest time a trigger '0' query waits after a batch before the next one.",
 							"After a batch that took D, the next batch starts no earlier than its end "

@@ -46,7 +46,8 @@
  * over.  A query is never given to two workers at once (and the catalog
  * row lock serializes it against CALL cq.run anyway).
  *
- * Workers are started on demand, up to cq.max_workers, and stay; extra
+ * Workers are started on demand, up to cq.max_workers, and stay (also
+ * when a CALL cq.run found none idle to hand its batches to, handoff.c); extra
  * ones are stopped when the setting is lowered.  When the scheduler exits
  * it asks its workers to exit too.  When pg_cq is dropped from the
  * database the scheduler marks its slot ABSENT and exits.
@@ -775,7 +776,8 @@ idle_worker(TimestampTz now)
 			continue;
 		}
 		count++;
-		if (cq_shared->workers[w].query_id == 0 && !cq_shared->workers[w].stop)
+		if (cq_shared->workers[w].query_id == 0 && !cq_shared->workers[w].stop &&
+			cq_shared->workers[w].call_pid == 0)
 			return w;
 	}
 	if (free_k >= 0 && count < cq_max_workers)
@@ -855,14 +857,21 @@ nudge_workers(void)
 /*
  * assign
  *	  Give the group of n queries (indexes into queries[]) to worker w.
+ *	  Returns false when a CALL cq.run claimed the worker meanwhile
+ *	  (handoff.c; idle_worker read the slot without the lock).
  */
-static void
+static bool
 assign(const int *group, int n, int w, TimestampTz now)
 {
 	CqWorkerSlot *slot = &cq_shared->workers[w];
 	Latch	   *latch;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	if (slot->call_pid != 0)
+	{
+		LWLockRelease(cq_shared->lock);
+		return false;
+	}
 	slot->query_id = queries[group[0]].id;
 	slot->nqueries = n;
 	for (int j = 0; j < n; j++)
@@ -902,6 +911,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		if (q->trigger == TRIG_INTERVAL)
 			q->next_tick = next_tick_after(now, q->interval_us);
 	}
+	return true;
 }
 
 /*
@@ -960,11 +970,31 @@ dispatch(TimestampTz now)
 			if (o->worker < 0 && o->source == q->source)
 				group[n++] = wanted[b];
 		}
-		assign(group, n, w, now);
+		if (!assign(group, n, w, now))
+			break;				/* its call's end wakes us */
 		rr_next = (group[n - 1] + 1) % nqueries;
 	}
 	pfree(wanted);
 	return next;
+}
+
+/*
+ * call_worker
+ *	  A CALL cq.run found no idle worker (handoff.c): have one for the
+ *	  next call, started if the pool is not full.  It stays, as workers
+ *	  started for due queries do.
+ */
+static void
+call_worker(CqDbSlot *db, TimestampTz now)
+{
+	bool		wanted;
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	wanted = db->call_wanted;
+	db->call_wanted = false;
+	LWLockRelease(cq_shared->lock);
+	if (wanted)
+		(void) idle_worker(now);
 }
 
 /*
@@ -984,7 +1014,7 @@ trim_workers(void)
 		if (w < 0)
 			continue;
 		if (++count > cq_max_workers && cq_shared->workers[w].query_id == 0 &&
-			!cq_shared->workers[w].stop)
+			cq_shared->workers[w].call_pid == 0 && !cq_shared->workers[w].stop)
 		{
 			cq_shared->workers[w].stop = true;
 			if (cq_shared->workers[w].latch)
@@ -1072,6 +1102,7 @@ cq_scheduler_main(Datum arg)
 		}
 		collect_pending(now);
 		next = dispatch(now);
+		call_worker(db, now);
 
 		if (next == 0 || next > next_reload)
 			next = next_reload;

@@ -116,6 +116,18 @@ cq_security_pin_process(void)
 }
 
 /*
+ * cq_security_is_pinned_setting
+ *	  Is this the setting security.c pins for every batch (search_path)?
+ *	  A CALL cq.run handed to a worker does not pass the caller's value
+ *	  (handoff.c): the batch pins its own either way.
+ */
+bool
+cq_security_is_pinned_setting(const char *name)
+{
+	return pg_strcasecmp(name, "search_path") == 0;
+}
+
+/*
  * cq_security_deparse_begin / cq_security_deparse_end
  *	  Deparse under search_path = pg_catalog so that every user object is
  *	  printed schema-qualified.

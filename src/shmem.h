@@ -14,6 +14,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/nodes.h"
 #include "port/atomics.h"
+#include "storage/dsm_impl.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/dsa.h"
@@ -49,6 +50,8 @@ typedef struct CqDbSlot
 	uint32		catalog_gen;	/* bumped when cq.queries changed */
 	TimestampTz blocked_until;	/* no scheduler before (DROP/CREATE DATABASE) */
 	TimestampTz restart_at;		/* launcher: earliest restart after a crash */
+	bool		call_wanted;	/* a CALL cq.run found no idle worker: start
+								 * one for the next call (handoff.c) */
 } CqDbSlot;
 
 /* Most batches a worker is given at once (scheduler.c, "groups"). */
@@ -95,6 +98,17 @@ typedef struct CqWorkerSlot
 	TimestampTz ended[CQ_WORKER_GROUP_MAX]; /* when the batch ended */
 	int64		cpu_us[CQ_WORKER_GROUP_MAX];	/* and the CPU time it took (the
 												 * trigger '0' hold, scheduler.c) */
+
+	/*
+	 * A CALL cq.run handed to this worker (handoff.c): the caller claims an
+	 * idle worker (no group, not busy) by setting call_pid, then posts its
+	 * request (call_dsm); the worker clears both when done.  The scheduler
+	 * assigns no group to a worker with a call.
+	 */
+	pid_t		call_pid;		/* caller, 0 = none */
+	Latch	   *call_latch;		/* the caller's latch */
+	dsm_handle	call_dsm;		/* the request, DSM_HANDLE_INVALID until posted */
+	int32		call_last_query;	/* query of its last call (the caller's choice) */
 } CqWorkerSlot;
 
 /* Live status of one query (cq.status). */

@@ -36,6 +36,10 @@
  * Batches run READ COMMITTED, whatever the database's default (see
  * cq_worker_main).
  *
+ * Between groups the worker may serve a CALL cq.run handed to it
+ * (handoff.c): the caller claimed it while it was idle, and the scheduler
+ * assigns it nothing until the call is over.
+ *
  * SIGTERM (pg_terminate_backend, DROP DATABASE) exits at once through
  * die(); the open batch rolls back and the scheduler runs it again.
  *
@@ -77,6 +81,7 @@
 #include "batch.h"
 #include "runner.h"
 #include "scheduler.h"
+#include "handoff.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
@@ -117,12 +122,16 @@ worker_exit(int code, Datum arg)
 {
 	CqDbSlot   *db;
 	Latch	   *latch = NULL;
+	Latch	   *caller;
 
 	if (cq_shared == NULL || my_slot < 0)
 		return;
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	cq_shared->workers[my_slot].pid = 0;
 	cq_shared->workers[my_slot].latch = NULL;
+	/* a caller waiting for a call we serve: we are gone (handoff.c) */
+	caller = cq_shared->workers[my_slot].call_pid != 0 ?
+		cq_shared->workers[my_slot].call_latch : NULL;
 	if (cq_shared->workers[my_slot].orphaned)
 		cq_shared->workers[my_slot].in_use = false; /* our scheduler is gone */
 	db = cq_shmem_find_db(my_dboid);
@@ -131,6 +140,8 @@ worker_exit(int code, Datum arg)
 	LWLockRelease(cq_shared->lock);
 	if (latch)
 		SetLatch(latch);
+	if (caller)
+		SetLatch(caller);
 }
 
 /*
@@ -561,7 +572,8 @@ cq_worker_main(Datum arg)
 	{
 		CqWorkerSlot *slot = &cq_shared->workers[my_slot];
 		bool		stop,
-					busy;
+					busy,
+					call;
 
 		/* a cancel between batches has nothing to cancel (as for an idle session) */
 		QueryCancelPending = false;
@@ -576,11 +588,19 @@ cq_worker_main(Datum arg)
 		db = cq_shmem_find_db(my_dboid);
 		stop = slot->stop || db == NULL || db->pid == 0;
 		busy = slot->busy;
+		call = cq_handoff_pending(my_slot);
 		LWLockRelease(cq_shared->lock);
 
 		if (busy)
 		{
 			run_assigned(slot);
+			continue;
+		}
+		if (call)
+		{
+			/* a CALL cq.run handed to us, even when asked to stop after it */
+			cq_handoff_serve(my_slot, worker_context);
+			MemoryContextReset(worker_context);
 			continue;
 		}
 		if (stop)

@@ -138,11 +138,13 @@ ok($node->log_contains(qr/rebuilt lost state of continuous query "by_k"/, $off),
 gate_target($node, 'postgres', 'by_k');
 add_rows(1901, 2100, 5);
 my $bg = start_writer($node, 'postgres', "CALL cq.run('by_k')");
+# (the process running the batch: the caller, or the pool worker it handed the
+# batch to, whose query reads "pg_cq: CALL cq.run('by_k') for PID n")
 ok($node->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE 'CALL cq.run(''by_k'')%' AND wait_event = 'PgSleep'"),
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE '%CALL cq.run(''by_k'')%' AND wait_event = 'PgSleep'"),
 	'a batch is in the middle of writing its target');
 my $pid = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE query LIKE 'CALL cq.run(''by_k'')%' AND wait_event = 'PgSleep'");
+	"SELECT pid FROM pg_stat_activity WHERE query LIKE '%CALL cq.run(''by_k'')%' AND wait_event = 'PgSleep'");
 kill 'KILL', $pid;
 stop_writers($bg);
 # the postmaster resets shared memory and restarts: wait until it serves again

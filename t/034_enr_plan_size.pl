@@ -48,6 +48,7 @@ my ($out, $err) = ('', '');
 # (the upsert: keys that are NOT NULL would take MERGE, cq.merge_max_groups)
 $node->psql('postgres', q{
   SET cq.merge_max_groups = 0;
+  SET cq.run_in_worker = off;  -- auto_explain is loaded in this session only: batches here
   LOAD 'auto_explain';
   SET auto_explain.log_min_duration = 0;
   SET auto_explain.log_nested_statements = on;

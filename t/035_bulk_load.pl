@@ -63,7 +63,8 @@ sub batch0
 	my ($out, $err) = ('', '');
 	$node->psql('postgres', qq{
 	  SET cq.bulk_load = $bulk;
-	  LOAD 'auto_explain';
+	  SET cq.run_in_worker = off;  -- auto_explain is loaded in this session only: batches here
+  LOAD 'auto_explain';
 	  SET auto_explain.log_min_duration = 0;
 	  SET auto_explain.log_nested_statements = on;
 	  SET auto_explain.log_level = notice;

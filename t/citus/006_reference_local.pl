@@ -167,7 +167,7 @@ my $victim = $coord->background_psql('postgres', on_error_stop => 0);
 $victim->{stdin} .= "CALL cq.run('ref_agg');\n";
 $victim->{run}->pump_nb;
 CqCitus::wait_for($coord,
-	q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL cq.run(%' AND wait_event_type = 'Lock'},
+	q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%CALL cq.run(%' AND wait_event_type = 'Lock'},
 	'1', 'a batch is running (waiting for the target)');
 $coord->kill9;
 $victim->{run}->kill_kill;

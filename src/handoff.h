@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * handoff.h
+ *	  CALL cq.run's batches in an idle pool worker (handoff.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_HANDOFF_H
+#define CQ_HANDOFF_H
+
+#include "postgres.h"
+
+#include "callrun.h"
+
+extern bool cq_handoff_run(const CqCallRun *r);
+extern bool cq_handoff_pending(int slot);
+extern void cq_handoff_serve(int slot, MemoryContext worker_cxt);
+
+#endif							/* CQ_HANDOFF_H */
