@@ -503,13 +503,19 @@ new_row(CqStore *st, Datum *values, bool *isnull)
  *	  Put the row of a group of a d statement's result, which lookup did
  *	  not find, or without lookup when the store is empty (fresh: no
  *	  published table, nothing in the overlay): d has one row per group by
- *	  GROUP BY's equality, the store's.
+ *	  GROUP BY's equality, the store's.  A store that started empty in
+ *	  this transaction takes the row straight into the table it builds
+ *	  (cq_store_put_built); the row returned is then valid until the next
+ *	  put.
  */
 static HeapTuple
 put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
 {
-	HeapTuple	t = new_row(st, values, isnull);
+	HeapTuple	t;
 
+	if (fresh && (t = cq_store_put_built(st, values, isnull)) != NULL)
+		return t;
+	t = new_row(st, values, isnull);
 	if (fresh)
 	{
 		memset(ref, 0, sizeof(*ref));
