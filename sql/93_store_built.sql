@@ -7,8 +7,9 @@
 --     trigger of the target raises), at top level and inside a block;
 -- (2) batch 0 rolled back with its transaction; (3) batch 0 in a
 --     savepoint rolled back, then again in the same transaction;
--- (4) batch 0 whose groups pass cq.state_memory partway: the rest go to
---     the overlay, and the batch moves the query to the table path;
+-- (4) batch 0 writing its target rows as d makes them (store_load.c),
+--     failing midway; (5) batch 0 whose groups pass cq.state_memory
+--     partway: the rest go to the overlay, the query moves to the table path;
 -- after each, the next batch equals the plain query.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
@@ -16,13 +17,13 @@ SET client_min_messages = warning;
 CREATE TABLE sb_src (k int, v int);
 INSERT INTO sb_src SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 700 END, g % 1000
   FROM generate_series(1, 7000) g;
-CREATE FUNCTION sb_bad(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE FUNCTION sb_bad(q text, oracle text DEFAULT 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m FROM sb_src GROUP BY k')
+RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint;
 BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %I x EXCEPT ALL SELECT y::text FROM ('
-                 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m FROM sb_src GROUP BY k) y) '
-                 'UNION ALL (SELECT y::text FROM (SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m '
-                 'FROM sb_src GROUP BY k) y EXCEPT ALL SELECT x::text FROM %I x)) z', q, q) INTO n;
+  EXECUTE format('SELECT count(*) FROM ((SELECT x::text FROM %I x EXCEPT ALL SELECT y::text FROM (%s) y) '
+                 'UNION ALL (SELECT y::text FROM (%s) y EXCEPT ALL SELECT x::text FROM %I x)) z',
+                 q, oracle, oracle, q) INTO n;
   RETURN n;
 END $$;
 -- what a query left: its store (none: NULL), target rows, batches
@@ -95,7 +96,37 @@ CALL cq.run('sb_3');
 COMMIT;
 SELECT sb_bad('sb_3') AS bad_rows, l.* FROM sb_left('sb_3') l;
 
--- (4) past cq.state_memory partway through batch 0 (asked for the store:
+-- (4) batch 0 writing its target rows as d makes them (the store's load
+-- statement: a plain target, its index dropped for the load), with HAVING
+-- and an output that fails for one group, the last in key order (hash
+-- aggregation off: d sorts, then aggregates in key order): the error comes
+-- after 2,000 rows were written to the target (a thousand at a time) and
+-- groups to the store, and nothing of the batch remains; without the
+-- failing group the batch equals the plain query, and the target's index
+-- is there again
+CREATE TABLE sb_src5 (k int, v int);
+INSERT INTO sb_src5 SELECT CASE WHEN g % 101 = 0 THEN NULL ELSE g % 3000 END, g % 1000
+  FROM generate_series(1, 12000) g;
+SELECT cq.create_query('sb_5', 'SELECT k, count(*) AS n, sum(v) / (k - 2999) AS r FROM sb_src5 GROUP BY k HAVING count(*) > 3',
+                       output_mode => 'update', "trigger" => 'available_now', state_storage => 'memory') IS NOT NULL AS created;
+SET enable_hashagg = off;
+\set VERBOSITY terse
+CALL cq.run('sb_5');
+\set VERBOSITY default
+RESET enable_hashagg;
+SELECT * FROM sb_left('sb_5');
+DELETE FROM sb_src5 WHERE k = 2999;
+SELECT cq.resume('sb_5');
+CALL cq.run('sb_5');
+SELECT sb_bad('sb_5', 'SELECT k, count(*) AS n, sum(v) / (k - 2999) AS r FROM sb_src5 GROUP BY k HAVING count(*) > 3') AS bad_rows,
+       l.*, (SELECT count(*) FROM pg_index WHERE indrelid = 'sb_5'::regclass) AS target_indexes
+  FROM sb_left('sb_5') l;
+INSERT INTO sb_src5 SELECT g % 3100, g FROM generate_series(1, 2000) g WHERE g % 3100 <> 2999;
+CALL cq.run('sb_5');
+SELECT sb_bad('sb_5', 'SELECT k, count(*) AS n, sum(v) / (k - 2999) AS r FROM sb_src5 GROUP BY k HAVING count(*) > 3') AS bad_rows,
+       l.* FROM sb_left('sb_5') l;
+
+-- (5) past cq.state_memory partway through batch 0 (asked for the store:
 -- no move up front): the batch moves the query to the table path
 INSERT INTO sb_src SELECT 1000 + g % 2500, g FROM generate_series(1, 5000) g;
 SET cq.state_memory = '64kB';
@@ -108,9 +139,9 @@ INSERT INTO sb_src SELECT g % 1100, g FROM generate_series(1, 500) g;
 CALL cq.run('sb_4');
 SELECT sb_bad('sb_4') AS bad_rows, l.* FROM sb_left('sb_4') l;
 
-SELECT cq.drop_query(q, drop_target => true) FROM (VALUES ('sb_1'), ('sb_2'), ('sb_3'), ('sb_4')) v(q);
-DROP TABLE sb_src, sb_fail;
-DROP FUNCTION sb_bad(text);
+SELECT cq.drop_query(q, drop_target => true) FROM (VALUES ('sb_1'), ('sb_2'), ('sb_3'), ('sb_4'), ('sb_5')) v(q);
+DROP TABLE sb_src, sb_src5, sb_fail;
+DROP FUNCTION sb_bad(text, text);
 DROP FUNCTION sb_left(text);
 DROP FUNCTION sb_create(text);
 DROP FUNCTION sb_raise();

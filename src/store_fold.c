@@ -40,6 +40,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -59,6 +60,71 @@
 #include "sink.h"
 #include "merge.h"
 #include "delta.h"
+#include "store_load.h"
+
+/*
+ * load_column
+ *	  A column of the state row (or an event-time statistic) through the
+ *	  layers of the load statement: s.<name> AS _s_<name> in f, then
+ *	  f._s_<name> in its result.
+ */
+static void
+load_column(StringInfo scols, StringInfo fcols, const char *name)
+{
+	char	   *alias = (char *) quote_identifier(psprintf("_s_%s", name));
+
+	appendStringInfo(scols, ", s.%s AS %s", quote_identifier(name), alias);
+	appendStringInfo(fcols, "%sf.%s", fcols->len ? ", " : "", alias);
+}
+
+/*
+ * build_load_sql
+ *	  Batch 0's load statements (store_load.c): d's rows as the store
+ *	  takes them (the state row in s, its columns acols, with the
+ *	  event-time statistics), then each group's target row as
+ *	  sink_history's INSERT computes it from the state row (the final
+ *	  values f, the outputs over f, HAVING as a boolean): the result is
+ *	  fcols, the outputs, HAVING.
+ */
+static void
+build_load_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql, const char *acols,
+			   const char *scols, const char *fcols)
+{
+	char	   *having = cq_sink_having_sql(an, viewid);
+	StringInfoData buf;
+	ListCell   *lc;
+	int			k = 0;
+
+	for (int h = 0; h < 2; h++)
+	{
+		if (h == 1 && !cq_delta_history_all_ok(an))
+		{
+			sql->load_history_all = NULL;
+			break;
+		}
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "WITH ");
+		if (h == 1)
+			cq_state_delta_cte_all(&buf, an);
+		else
+			cq_state_delta_cte(&buf, an, true);
+		appendStringInfo(&buf, " SELECT %s, %s", fcols, cq_sink_output_list(an, viewid));
+		if (having)
+			appendStringInfo(&buf, ", ((%s) IS TRUE)", having);
+		appendStringInfo(&buf, " FROM (SELECT %s%s FROM (SELECT %s FROM d) s) f",
+						 cq_state_final_select_list(an), scols, acols);
+		if (h == 1)
+			sql->load_history_all = buf.data;
+		else
+			sql->load_history = buf.data;
+	}
+	sql->target = q->target;
+	sql->having = having != NULL;
+	sql->nout = list_length(an->outputs);
+	sql->out_names = palloc(sizeof(char *) * sql->nout);
+	foreach(lc, an->outputs)
+		sql->out_names[k++] = pstrdup(((TargetEntry *) lfirst(lc))->resname);
+}
 
 /*
  * cq_store_build_sql
@@ -72,6 +138,9 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	StringInfoData buf;
 	StringInfoData cols;
 	StringInfoData merges;
+	StringInfoData acols;
+	StringInfoData scols;
+	StringInfoData fcols;
 	char	   *target = cq_sql_relname_str(q->target);
 	bool		has_o;
 	bool		has_o1;
@@ -79,11 +148,15 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	/* d in the state row's layout, partials in the state columns' types */
 	initStringInfo(&cols);
 	initStringInfo(&merges);
+	initStringInfo(&acols);
+	initStringInfo(&scols);
+	initStringInfo(&fcols);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		const char *name = NameStr(att->attname);
 		char	   *qname = (char *) quote_identifier(name);
+		int			len = cols.len;
 
 		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
 		{
@@ -112,6 +185,9 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			appendStringInfo(&cols, "%sd.%s", i ? ", " : "", qname);
 			appendStringInfo(&merges, ", s.%s", qname);
 		}
+		/* the load statement's layers: the column named, then passed on */
+		appendStringInfo(&acols, "%s%s AS %s", i ? ", " : "", cols.data + len + (i ? 2 : 0), qname);
+		load_column(&scols, &fcols, name);
 	}
 	table_close(rel, AccessShareLock);
 
@@ -124,7 +200,14 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	sql->counts = an->single_scan;
 	sql->et_stats = an->single_scan && an->et_attno != InvalidAttrNumber;
 	if (sql->et_stats)
+	{
 		appendStringInfoString(&cols, ", d.et_min, d.et_max, d.et_sum, d.et_n");
+		appendStringInfoString(&acols, ", d.et_min, d.et_max, d.et_sum, d.et_n");
+		load_column(&scols, &fcols, "et_min");
+		load_column(&scols, &fcols, "et_max");
+		load_column(&scols, &fcols, "et_sum");
+		load_column(&scols, &fcols, "et_n");
+	}
 	for (int h = 0; h < 2; h++)
 	{
 		initStringInfo(&buf);
@@ -156,6 +239,11 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 						  q->state_table);
 
 	sql->sink = sql->sink_history = NULL;
+	sql->load_history = sql->load_history_all = NULL;
+	sql->target = InvalidOid;
+	sql->out_names = NULL;
+	sql->nout = 0;
+	sql->having = false;
 	sql->sink_history_plain = false;
 	if (q->opts.mode != CQ_MODE_COMPLETE)
 	{
@@ -184,10 +272,13 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 		 */
 		sql->sink_history_plain = q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL;
 		if (sql->sink_history_plain)
+		{
 			sql->sink_history = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM m s) f%s",
 										 target, cq_sink_target_columns(an, "", false, false),
 										 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
 										 cq_sink_having_where(an, viewid));
+			build_load_sql(an, q, viewid, sql, acols.data, scols.data, fcols.data);
+		}
 	}
 	sql->complete = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
 							 target, cq_sink_target_columns(an, "", false, false),
@@ -594,6 +685,8 @@ typedef struct FoldState
 	Tuplestorestate *ts;		/* their rows (cq_mp) */
 	uint64		rows;			/* rows of d */
 	int64		changed;		/* groups put (m) */
+	int			nstate;			/* d's columns the store takes (state row, statistics) */
+	CqTargetLoad *tl;			/* batch 0's target rows after them (store_load.c), or NULL */
 } FoldState;
 
 /*
@@ -622,6 +715,7 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
 	fs->fresh = st->table == NULL && st->items == NIL;
 	fs->ov_empty = st->items == NIL;
 	fs->mpdesc = pairs_desc(st);
+	fs->nstate = natts + (sql->et_stats ? 4 : 0);
 	cq_store_setup_merge(st, sql->merge_kinds);
 }
 
@@ -629,13 +723,13 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
  * fold_row
  *	  One row of d (values/isnull: the state row, then with et_stats its
  *	  four statistics; writable, room for m's flags): counted, then left
- *	  out when late (e <= wm), put as it is when its group is new, merged
+ *	  out when late (e <= wm; returns false), put as it is when its group is new, merged
  *	  in C (merge_row) when every column allows it, else kept for the
  *	  merge statement.  d has one row per group by GROUP BY's equality,
  *	  the store's: a fresh store needs no lookup, and when the overlay was
  *	  empty as the fold began, none of d's groups can be in it.
  */
-static void
+static bool
 fold_row(FoldState *fs, Datum *values, bool *isnull)
 {
 	CqStore    *st = fs->st;
@@ -649,7 +743,7 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 	if (late(st, values, isnull, fs->has_wm, fs->wm))
 	{
 		fs->metrics->dropped++;
-		return;
+		return false;
 	}
 	cq_store_set_h(st, values, isnull);
 	if (!fs->fresh && fs->ov_empty)
@@ -693,6 +787,7 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 		tuplestore_puttuple(fs->ts, heap_form_tuple(mpdesc, pv, pn));
 		fs->pairs = lappend(fs->pairs, ref);
 	}
+	return true;
 }
 
 /*
@@ -757,22 +852,25 @@ typedef struct FoldReceiver
 
 /*
  * fold_receive
- *	  receiveSlot of FoldReceiver: fold one row of d.
+ *	  receiveSlot of FoldReceiver: fold one row of d; then, with a target
+ *	  load, write the group's target row (the columns after d's).
  */
 static bool
 fold_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	FoldState  *fs = ((FoldReceiver *) self)->fs;
-	int			natts = slot->tts_tupleDescriptor->natts;
 	MemoryContext old;
+	bool		put;
 
 	slot_getallattrs(slot);
 	/* pass-by-reference values stay in the slot's row until the next one */
-	memcpy(fs->values, slot->tts_values, sizeof(Datum) * natts);
-	memcpy(fs->isnull, slot->tts_isnull, sizeof(bool) * natts);
+	memcpy(fs->values, slot->tts_values, sizeof(Datum) * fs->nstate);
+	memcpy(fs->isnull, slot->tts_isnull, sizeof(bool) * fs->nstate);
 	old = MemoryContextSwitchTo(fs->cxt);
-	fold_row(fs, fs->values, fs->isnull);
+	put = fold_row(fs, fs->values, fs->isnull);
 	MemoryContextSwitchTo(old);
+	if (put && fs->tl)
+		cq_target_load_row(fs->tl, slot->tts_values, slot->tts_isnull);
 	return true;
 }
 
@@ -786,7 +884,8 @@ fold_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
 	FoldState  *fs = ((FoldReceiver *) self)->fs;
 
-	if (typeinfo->natts != fs->st->desc->natts + (fs->sql->et_stats ? 4 : 0))
+	if (typeinfo->natts != fs->nstate +
+		(fs->tl ? fs->sql->nout + (fs->sql->having ? 1 : 0) : 0))
 		elog(ERROR, "pg_cq: unexpected row of the delta statement");
 }
 
@@ -875,18 +974,42 @@ history_fold_run(const char *sql, void *arg)
 
 /*
  * fold_history
- *	  Batch 0's d over the history: without the test of cq_xid
- *	  (sql->delta_history_all) when every row the statement sees passes it,
- *	  else with it (cq_delta_run_history decides, as for bulkload.c).
+ *	  Batch 0's d over the history (delta, or with a target load its load
+ *	  statement): without the test of cq_xid (delta_all) when every row the
+ *	  statement sees passes it, else with it (cq_delta_run_history decides,
+ *	  as for bulkload.c).
  */
 static void
-fold_history(FoldState *fs, const CqStoreSql *sql, Datum *params, const char *nulls)
+fold_history(FoldState *fs, const CqStoreSql *sql, const char *delta, const char *delta_all,
+			 Datum *params, const char *nulls)
 {
 	HistoryFold h = {fs, params, nulls};
 
-	(void) cq_delta_run_history(sql->source, params[2], sql->delta_history,
-								sql->delta_history_all, history_fold_run, &h,
+	(void) cq_delta_run_history(sql->source, params[2], delta, delta_all, history_fold_run, &h,
 								&fs->metrics->untested);
+}
+
+/*
+ * target_load
+ *	  Batch 0 writing every group to the empty target: its target rows
+ *	  by the load statement and store_load.c rather than m and the INSERT,
+ *	  when that path applies (cq_target_load_begin), else NULL.
+ */
+static CqTargetLoad *
+target_load(const CqStoreSql *sql)
+{
+	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
+	List	   *sources;
+	TupleDesc	result;
+
+	if (!cq_bulk_load || cq_bench_split_batch || sql->load_history == NULL)
+		return NULL;
+	sources = SPI_plan_get_plan_sources(cq_spi_plan(sql->load_history, 4, types));
+	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
+		return NULL;
+	result = ((CachedPlanSource *) linitial(sources))->resultDesc;
+	return cq_target_load_begin(sql->target, result, result->natts - sql->nout - (sql->having ? 1 : 0),
+								sql->out_names, sql->nout, sql->having);
 }
 
 /*
@@ -910,10 +1033,13 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	const char *sink = history ? sql->sink_history : sql->sink;
 	MOut		mo;
 	FoldState	fs;
+	CqTargetLoad *tl = NULL;
 
 	memset(metrics, 0, sizeof(*metrics));
 	memset(&mo, 0, sizeof(mo));
-	if (sink != NULL)
+	if (history && sql->sink_history_plain)
+		tl = target_load(sql);
+	if (sink != NULL && tl == NULL)
 	{
 		/*
 		 * m's rows are in the overlay already: a copy in memory up to
@@ -927,6 +1053,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		mo.isnull = isnull;
 	}
 	fold_begin(&fs, st, sql, has_wm, wm, &mo, metrics);
+	fs.tl = tl;
 	if (cq_bench_split_batch)
 	{
 		/*
@@ -949,8 +1076,10 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	else
 	{
 		/* d, each of its rows folded as it comes (the lookups are in d's time) */
-		if (history && sql->delta_history_all != NULL)
-			fold_history(&fs, sql, params, nulls);
+		if (tl)
+			fold_history(&fs, sql, sql->load_history, sql->load_history_all, params, nulls);
+		else if (history && sql->delta_history_all != NULL)
+			fold_history(&fs, sql, sql->delta_history, sql->delta_history_all, params, nulls);
 		else
 			fold_delta(&fs, history ? sql->delta_history : sql->delta, params, nulls);
 		metrics->d_ms = cq_store_cpu_ms() - t0;
@@ -958,6 +1087,15 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	m = fold_end(&fs);
 	metrics->updated = m;
 	t0 = cq_store_cpu_ms();
+	if (tl)
+	{
+		/* the target rows are written: no target statement */
+		metrics->output_rows = cq_target_load_end(tl);
+		metrics->wrote = true;
+		sink = NULL;
+		metrics->sink_ms = cq_store_cpu_ms() - t0;
+		t0 = cq_store_cpu_ms();
+	}
 
 	/* windows the watermark closed leave the state */
 	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
@@ -1042,9 +1180,10 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			 metrics->d_ms, (unsigned long long) fs.rows, metrics->lookup_ms, metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 	else
-		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
 			 metrics->d_ms, (unsigned long long) fs.rows,
 			 metrics->untested ? "; the history's rows read without testing cq_xid" : "",
+			 tl ? "; its target rows loaded as it made them" : "",
 			 metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 }
