@@ -495,6 +495,8 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->batch_sql_merge);
 	l = lappend(l, plan->bulk_sql);
 	l = lappend(l, plan->bulk_sql_all);
+	l = lappend(l, plan->store.load_history);
+	l = lappend(l, plan->store.load_history_all);
 	return l;
 }
 
@@ -615,7 +617,15 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(merge_why);
 	COPY_SQL(bulk_sql);
 	COPY_SQL(bulk_sql_all);
+	COPY_SQL(store.load_history);
+	COPY_SQL(store.load_history_all);
 #undef COPY_SQL
+	copy_plan->store.target = new_plan->store.target;
+	copy_plan->store.having = new_plan->store.having;
+	copy_plan->store.nout = new_plan->store.nout;
+	copy_plan->store.out_names = new_plan->store.nout ? palloc(sizeof(char *) * new_plan->store.nout) : NULL;
+	for (int i = 0; i < new_plan->store.nout; i++)
+		copy_plan->store.out_names[i] = pstrdup(new_plan->store.out_names[i]);
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;

@@ -32,6 +32,13 @@ typedef struct CqStoreSql
 	bool		counts;			/* single scan: d's rows give the batch's row count */
 	bool		et_stats;		/* and its event-time statistics (4 columns after the state row) */
 	Oid			source;			/* the source table, read by delta_history_all */
+	/* sink_history_plain: d with each group's target row (store_load.c) */
+	char	   *load_history;	/* delta_history's d, then the outputs (and HAVING) */
+	char	   *load_history_all;	/* same over delta_history_all's d, or NULL */
+	Oid			target;
+	char	  **out_names;		/* the outputs' names */
+	int			nout;
+	bool		having;			/* load_history's last column is HAVING */
 } CqStoreSql;
 
 /* What a fold on the store did (the metrics the SQL path's statement returns). */

@@ -2,13 +2,13 @@
  *
  * store_fold.c
  *	  A batch of a query on the shared-memory state store (issue 15): the
- *	  statements it runs, the fold of its new rows into the store (lookups,
- *	  the merge of existing groups, the late filter and eviction, the
- *	  ephemeral relations m and x for sink.c's statements), the rebuild,
- *	  the image in the state table and the recovery from it, and the move
- *	  to the table path beyond the budget.  The store itself (the area, the
- *	  group tables, the overlay and its publication at commit) is store.c;
- *	  see its header for the design.
+ *	  fold of its new rows into the store (lookups, the merge of existing
+ *	  groups, the late filter and eviction, the ephemeral relations m and
+ *	  x for sink.c's statements; its statements are store_sql.c's), the
+ *	  rebuild, the image in the state table and the recovery from it, and
+ *	  the move to the table path beyond the budget.  The store itself (the
+ *	  area, the group tables, the overlay and its publication at commit) is
+ *	  store.c; see its header for the design.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +40,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -59,142 +60,7 @@
 #include "sink.h"
 #include "merge.h"
 #include "delta.h"
-
-/*
- * cq_store_build_sql
- *	  The statements of a batch on the store (see CqStoreSql).
- */
-void
-cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
-{
-	Relation	rel = table_open(q->state_table, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	StringInfoData buf;
-	StringInfoData cols;
-	StringInfoData merges;
-	char	   *target = cq_sql_relname_str(q->target);
-	bool		has_o;
-	bool		has_o1;
-
-	/* d in the state row's layout, partials in the state columns' types */
-	initStringInfo(&cols);
-	initStringInfo(&merges);
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		const char *name = NameStr(att->attname);
-		char	   *qname = (char *) quote_identifier(name);
-
-		if (name[0] == 'p' && name[1] >= '1' && name[1] <= '9')
-		{
-			int			p = atoi(name + 1);
-			CqPart	   *part = list_nth(an->parts, p - 1);
-			char	   *type = format_type_with_typemod(att->atttypid, att->atttypmod);
-
-			appendStringInfo(&cols, "%sCAST(d.%s AS %s)", i ? ", " : "", qname, type);
-			appendStringInfo(&merges, ", CAST((");
-			appendStringInfo(&merges, part->merge, psprintf("s.%s", qname), psprintf("s._np%d", p));
-			appendStringInfo(&merges, ") AS %s)", type);
-		}
-		else if (strcmp(name, "n") == 0)
-		{
-			appendStringInfo(&cols, "%sd.n", i ? ", " : "");
-			appendStringInfoString(&merges, ", s.n + s._nn");
-		}
-		else if (strcmp(name, CQ_KEY_HASH_COLUMN) == 0)
-		{
-			/* computed in C (cq_store_set_h): the planner drops d's hash_record() */
-			appendStringInfo(&cols, "%sNULL::pg_catalog.int4", i ? ", " : "");
-			appendStringInfo(&merges, ", s.%s", qname);
-		}
-		else
-		{
-			appendStringInfo(&cols, "%sd.%s", i ? ", " : "", qname);
-			appendStringInfo(&merges, ", s.%s", qname);
-		}
-	}
-	table_close(rel, AccessShareLock);
-
-	/* the merge of each part, for the merge in C (the cached analysis has no parts) */
-	sql->merge_kinds = palloc0(list_length(an->parts) + 1);
-	for (int p = 0; p < list_length(an->parts); p++)
-		sql->merge_kinds[p] = 'A' + (char) cq_agg_part_merge_kind(list_nth(an->parts, p));
-
-	/* one scan: d's rows give the row count (n) and event-time statistics */
-	sql->counts = an->single_scan;
-	sql->et_stats = an->single_scan && an->et_attno != InvalidAttrNumber;
-	if (sql->et_stats)
-		appendStringInfoString(&cols, ", d.et_min, d.et_max, d.et_sum, d.et_n");
-	for (int h = 0; h < 2; h++)
-	{
-		initStringInfo(&buf);
-		appendStringInfoString(&buf, "WITH ");
-		cq_state_delta_cte(&buf, an, h == 1);
-		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
-		if (h == 1)
-			sql->delta_history = buf.data;
-		else
-			sql->delta = buf.data;
-	}
-	sql->delta_history_all = NULL;
-	sql->source = an->source_relid;
-	if (cq_delta_history_all_ok(an))
-	{
-		initStringInfo(&buf);
-		appendStringInfoString(&buf, "WITH ");
-		cq_state_delta_cte_all(&buf, an);
-		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
-		sql->delta_history_all = buf.data;
-	}
-	/*
-	 * Saved plans are found by their text (cq_spi_plan), and a plan over an
-	 * ephemeral relation is never invalidated: the state table's OID makes
-	 * the text of each query's merge its own, so that a query whose state
-	 * columns have other types never runs another query's plan.
-	 */
-	sql->merge = psprintf("SELECT s._k%s FROM %s s /* state %u */", merges.data, STORE_ENR_PAIRS,
-						  q->state_table);
-
-	sql->sink = sql->sink_history = NULL;
-	sql->sink_history_plain = false;
-	if (q->opts.mode != CQ_MODE_COMPLETE)
-	{
-		for (int h = 0; h < 2; h++)
-		{
-			StringInfoData ctes;
-
-			initStringInfo(&ctes);
-			cq_sink_write_ctes_sized(&ctes, an, q->opts.mode, viewid, target, h == 1, true,
-									 &has_o, &has_o1);
-			if (strncmp(ctes.data, ", ", 2) != 0)
-				elog(ERROR, "pg_cq: unexpected target statement");
-			initStringInfo(&buf);
-			appendStringInfo(&buf, "WITH %s SELECT %s", ctes.data + 2,
-							 has_o1 ? "(SELECT count(*) FROM o) + (SELECT count(*) FROM o1)" :
-							 has_o ? "(SELECT count(*) FROM o)" : "0::int8");
-			if (h == 1)
-				sql->sink_history = buf.data;
-			else
-				sql->sink = buf.data;
-		}
-		/*
-		 * Batch 0 over history in update mode writes every group to the
-		 * empty target (sink.c's history CTEs): a plain INSERT, whose row
-		 * count is the output, without the RETURNING rows of a CTE
-		 */
-		sql->sink_history_plain = q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL;
-		if (sql->sink_history_plain)
-			sql->sink_history = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM m s) f%s",
-										 target, cq_sink_target_columns(an, "", false, false),
-										 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
-										 cq_sink_having_where(an, viewid));
-	}
-	sql->complete = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
-							 target, cq_sink_target_columns(an, "", false, false),
-							 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
-							 STORE_ENR_ALL, cq_sink_having_where(an, viewid));
-}
-
+#include "store_load.h"
 
 /*
  * register_enr
@@ -503,13 +369,19 @@ new_row(CqStore *st, Datum *values, bool *isnull)
  *	  Put the row of a group of a d statement's result, which lookup did
  *	  not find, or without lookup when the store is empty (fresh: no
  *	  published table, nothing in the overlay): d has one row per group by
- *	  GROUP BY's equality, the store's.
+ *	  GROUP BY's equality, the store's.  A store that started empty in
+ *	  this transaction takes the row straight into the table it builds
+ *	  (cq_store_put_built); the row returned is then valid until the next
+ *	  put.
  */
 static HeapTuple
 put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
 {
-	HeapTuple	t = new_row(st, values, isnull);
+	HeapTuple	t;
 
+	if (fresh && (t = cq_store_put_built(st, values, isnull)) != NULL)
+		return t;
+	t = new_row(st, values, isnull);
 	if (fresh)
 	{
 		memset(ref, 0, sizeof(*ref));
@@ -588,6 +460,8 @@ typedef struct FoldState
 	Tuplestorestate *ts;		/* their rows (cq_mp) */
 	uint64		rows;			/* rows of d */
 	int64		changed;		/* groups put (m) */
+	int			nstate;			/* d's columns the store takes (state row, statistics) */
+	CqTargetLoad *tl;			/* batch 0's target rows after them (store_load.c), or NULL */
 } FoldState;
 
 /*
@@ -616,6 +490,7 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
 	fs->fresh = st->table == NULL && st->items == NIL;
 	fs->ov_empty = st->items == NIL;
 	fs->mpdesc = pairs_desc(st);
+	fs->nstate = natts + (sql->et_stats ? 4 : 0);
 	cq_store_setup_merge(st, sql->merge_kinds);
 }
 
@@ -623,19 +498,20 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
  * fold_row
  *	  One row of d (values/isnull: the state row, then with et_stats its
  *	  four statistics; writable, room for m's flags): counted, then left
- *	  out when late (e <= wm), put as it is when its group is new, merged
- *	  in C (merge_row) when every column allows it, else kept for the
- *	  merge statement.  d has one row per group by GROUP BY's equality,
+ *	  out when late (e <= wm; returns false), put as it is when its group
+ *	  is new, merged in C (merge_row) when every column allows it, else
+ *	  kept for the merge statement.  d has one row per group by GROUP BY's equality,
  *	  the store's: a fresh store needs no lookup, and when the overlay was
  *	  empty as the fold began, none of d's groups can be in it.
  */
-static void
+static bool
 fold_row(FoldState *fs, Datum *values, bool *isnull)
 {
 	CqStore    *st = fs->st;
 	int			natts = st->desc->natts;
 	StoreRef	local;
-	StoreRef   *ref = st->cmerge ? &local : palloc(sizeof(StoreRef));
+	/* kept (fs->pairs) only for an existing group the merge statement merges */
+	StoreRef   *ref = st->cmerge || fs->fresh ? &local : palloc(sizeof(StoreRef));
 
 	fs->rows++;
 	if (fs->sql->counts)
@@ -643,7 +519,7 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 	if (late(st, values, isnull, fs->has_wm, fs->wm))
 	{
 		fs->metrics->dropped++;
-		return;
+		return false;
 	}
 	cq_store_set_h(st, values, isnull);
 	if (!fs->fresh && fs->ov_empty)
@@ -687,6 +563,7 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 		tuplestore_puttuple(fs->ts, heap_form_tuple(mpdesc, pv, pn));
 		fs->pairs = lappend(fs->pairs, ref);
 	}
+	return true;
 }
 
 /*
@@ -751,22 +628,25 @@ typedef struct FoldReceiver
 
 /*
  * fold_receive
- *	  receiveSlot of FoldReceiver: fold one row of d.
+ *	  receiveSlot of FoldReceiver: fold one row of d; then, with a target
+ *	  load, write the group's target row (the columns after d's).
  */
 static bool
 fold_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	FoldState  *fs = ((FoldReceiver *) self)->fs;
-	int			natts = slot->tts_tupleDescriptor->natts;
 	MemoryContext old;
+	bool		put;
 
 	slot_getallattrs(slot);
 	/* pass-by-reference values stay in the slot's row until the next one */
-	memcpy(fs->values, slot->tts_values, sizeof(Datum) * natts);
-	memcpy(fs->isnull, slot->tts_isnull, sizeof(bool) * natts);
+	memcpy(fs->values, slot->tts_values, sizeof(Datum) * fs->nstate);
+	memcpy(fs->isnull, slot->tts_isnull, sizeof(bool) * fs->nstate);
 	old = MemoryContextSwitchTo(fs->cxt);
-	fold_row(fs, fs->values, fs->isnull);
+	put = fold_row(fs, fs->values, fs->isnull);
 	MemoryContextSwitchTo(old);
+	if (put && fs->tl)
+		cq_target_load_row(fs->tl, slot->tts_values, slot->tts_isnull);
 	return true;
 }
 
@@ -780,7 +660,8 @@ fold_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
 	FoldState  *fs = ((FoldReceiver *) self)->fs;
 
-	if (typeinfo->natts != fs->st->desc->natts + (fs->sql->et_stats ? 4 : 0))
+	if (typeinfo->natts != fs->nstate +
+		(fs->tl ? fs->sql->nout + (fs->sql->having ? 1 : 0) : 0))
 		elog(ERROR, "pg_cq: unexpected row of the delta statement");
 }
 
@@ -869,18 +750,42 @@ history_fold_run(const char *sql, void *arg)
 
 /*
  * fold_history
- *	  Batch 0's d over the history: without the test of cq_xid
- *	  (sql->delta_history_all) when every row the statement sees passes it,
- *	  else with it (cq_delta_run_history decides, as for bulkload.c).
+ *	  Batch 0's d over the history (delta, or with a target load its load
+ *	  statement): without the test of cq_xid (delta_all) when every row the
+ *	  statement sees passes it, else with it (cq_delta_run_history decides,
+ *	  as for bulkload.c).
  */
 static void
-fold_history(FoldState *fs, const CqStoreSql *sql, Datum *params, const char *nulls)
+fold_history(FoldState *fs, const CqStoreSql *sql, const char *delta, const char *delta_all,
+			 Datum *params, const char *nulls)
 {
 	HistoryFold h = {fs, params, nulls};
 
-	(void) cq_delta_run_history(sql->source, params[2], sql->delta_history,
-								sql->delta_history_all, history_fold_run, &h,
+	(void) cq_delta_run_history(sql->source, params[2], delta, delta_all, history_fold_run, &h,
 								&fs->metrics->untested);
+}
+
+/*
+ * target_load
+ *	  Batch 0 writing every group to the empty target: its target rows
+ *	  by the load statement and store_load.c rather than m and the INSERT,
+ *	  when that path applies (cq_target_load_begin), else NULL.
+ */
+static CqTargetLoad *
+target_load(const CqStoreSql *sql)
+{
+	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
+	List	   *sources;
+	TupleDesc	result;
+
+	if (!cq_bulk_load || cq_bench_split_batch || sql->load_history == NULL)
+		return NULL;
+	sources = SPI_plan_get_plan_sources(cq_spi_plan(sql->load_history, 4, types));
+	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
+		return NULL;
+	result = ((CachedPlanSource *) linitial(sources))->resultDesc;
+	return cq_target_load_begin(sql->target, result, result->natts - sql->nout - (sql->having ? 1 : 0),
+								sql->out_names, sql->nout, sql->having);
 }
 
 /*
@@ -904,10 +809,13 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	const char *sink = history ? sql->sink_history : sql->sink;
 	MOut		mo;
 	FoldState	fs;
+	CqTargetLoad *tl = NULL;
 
 	memset(metrics, 0, sizeof(*metrics));
 	memset(&mo, 0, sizeof(mo));
-	if (sink != NULL)
+	if (history && sql->sink_history_plain)
+		tl = target_load(sql);
+	if (sink != NULL && tl == NULL)
 	{
 		/*
 		 * m's rows are in the overlay already: a copy in memory up to
@@ -921,6 +829,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		mo.isnull = isnull;
 	}
 	fold_begin(&fs, st, sql, has_wm, wm, &mo, metrics);
+	fs.tl = tl;
 	if (cq_bench_split_batch)
 	{
 		/*
@@ -943,8 +852,10 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	else
 	{
 		/* d, each of its rows folded as it comes (the lookups are in d's time) */
-		if (history && sql->delta_history_all != NULL)
-			fold_history(&fs, sql, params, nulls);
+		if (tl)
+			fold_history(&fs, sql, sql->load_history, sql->load_history_all, params, nulls);
+		else if (history && sql->delta_history_all != NULL)
+			fold_history(&fs, sql, sql->delta_history, sql->delta_history_all, params, nulls);
 		else
 			fold_delta(&fs, history ? sql->delta_history : sql->delta, params, nulls);
 		metrics->d_ms = cq_store_cpu_ms() - t0;
@@ -952,6 +863,15 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	m = fold_end(&fs);
 	metrics->updated = m;
 	t0 = cq_store_cpu_ms();
+	if (tl)
+	{
+		/* the target rows are written: no target statement */
+		metrics->output_rows = cq_target_load_end(tl);
+		metrics->wrote = true;
+		sink = NULL;
+		metrics->sink_ms = cq_store_cpu_ms() - t0;
+		t0 = cq_store_cpu_ms();
+	}
 
 	/* windows the watermark closed leave the state */
 	if (evict && st->e_att != 0 && has_wm && (!st->has_evict_wm || st->evict_wm != wm))
@@ -1036,9 +956,10 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			 metrics->d_ms, (unsigned long long) fs.rows, metrics->lookup_ms, metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 	else
-		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
 			 metrics->d_ms, (unsigned long long) fs.rows,
 			 metrics->untested ? "; the history's rows read without testing cq_xid" : "",
+			 tl ? "; its target rows loaded as it made them" : "",
 			 metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * store_fold.h
- *	  A batch on the shared-memory state store: its statements, the fold of
- *	  its new rows, the image and recovery (store_fold.c).
+ *	  A batch on the shared-memory state store: the fold of its new rows,
+ *	  the image and recovery (store_fold.c; its statements: store_sql.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -11,8 +11,8 @@
 
 #include "postgres.h"
 #include "store.h"
+#include "store_sql.h"
 
-extern void cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql);
 extern int64 cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *nulls,
 							  bool has_wm, TimestampTz wm);
 extern void cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,

@@ -122,6 +122,11 @@ struct CqStore
 	CqGroupTable *table;		/* published table, or NULL */
 	bool		replace;		/* publication replaces the whole table */
 	CqGroupTable *newtable;		/* replace: built at pre-commit */
+	bool		own_table;		/* table built by this transaction (see
+								 * cq_store_put_built): the header's at
+								 * publish, freed at abort */
+	bool		building;		/* new groups may still go into own table */
+	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
 	List	   *items;			/* every OvItem, in order */
@@ -167,5 +172,6 @@ extern void cq_store_lookup_published(struct CqStore *st, Datum *values, bool *n
 extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern void cq_store_put_owned(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
+extern HeapTuple cq_store_put_built(struct CqStore *st, Datum *values, bool *nulls);
 
 #endif							/* CQ_STORE_PRIVATE_H */
