@@ -23,6 +23,7 @@
 #include "postgres.h"
 
 #include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/spi.h"
@@ -57,6 +58,7 @@
 #include "analyze.h"
 #include "tracking.h"
 #include "summarize.h"
+#include "horizon.h"
 #include "offsets.h"
 #include "timeexpr.h"
 #include "plan.h"
@@ -1420,11 +1422,33 @@ cq_batch_run_ext(int32 id, int flags, CqBatchResult *res)
 {
 	MemoryContext caller = CurrentMemoryContext;
 
+	cq_batch_before_lock();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	run_query(cq_catalog_get_query_by_id(id, false, true), NULL, flags, res);
 	keep_result(res, caller);
 	SPI_finish();
+}
+
+/*
+ * cq_batch_before_lock
+ *	  Called before a batch locks its query's row (which gives its
+ *	  transaction an id): a scan-horizon sample (horizon.c) whose X is at
+ *	  most that id.  The batch's end offset counts its own transaction as
+ *	  running, so the next batch's low bound is this id, and only samples
+ *	  taken before it was assigned serve that batch's scan; the samples a
+ *	  batch takes later (summarizing, after its scan) have larger X.
+ *	  Without this one, the newest usable sample was the previous batch's,
+ *	  older than the rows this batch reads, and the next batch re-read
+ *	  their pages in its BRIN range (one range, ~3,000 rows of a 10k-row
+ *	  batch in bench/results/batchcost-s27.md).  Only a sample: harmless
+ *	  whenever it is taken.
+ */
+void
+cq_batch_before_lock(void)
+{
+	if (!FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+		cq_source_sample_horizon();
 }
 
 /*

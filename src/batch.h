@@ -18,6 +18,7 @@ extern void cq_batch_node_start(Oid source, int32 id, bool latest);
 extern char *cq_batch_node_goal(Oid source, Oid owner);
 extern void cq_batch_run(int32 id, bool unlimited, CqBatchResult *res);
 extern void cq_batch_run_ext(int32 id, int flags, CqBatchResult *res);
+extern void cq_batch_before_lock(void);
 extern void cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags,
 							   CqBatchResult *res);
 

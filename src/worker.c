@@ -198,6 +198,7 @@ batch_body(void *arg)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
+	cq_batch_before_lock();
 	q = cq_catalog_get_query_by_id(wb->query_id, true, true);
 	if (q != NULL && strcmp(q->state, "paused") != 0 &&
 		!nothing_new(q, &last, &wb->bctx.batch_id))
