@@ -22,12 +22,12 @@
  *		once, the target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
  *	 3. waits, relaying every NOTICE (and WARNING ...) the worker sends as
- *		it comes and keeping its error.  Its transaction stays open (it
- *		wrote nothing; committing it would commit what an enclosing
- *		procedure did before, which the in-process path commits only with
- *		a batch), so its snapshot holds back vacuum's horizon for the
- *		call, as the first batch of an in-process call does for the
- *		batch;
+ *		it comes and keeping its error.  A caller whose transaction wrote
+ *		nothing (no transaction id; not in a subtransaction) commits it
+ *		first, as the in-process path does after a batch, so its snapshot
+ *		does not hold back vacuum's horizon for a long call.  One that
+ *		wrote (an enclosing procedure's work, which the in-process path
+ *		commits only with a batch) keeps it open for the call;
  *	 4. when the worker is done (it cleared call_pid): re-throws the
  *		worker's error, if any (same SQLSTATE, message, detail, hint,
  *		context), or returns.
@@ -569,6 +569,13 @@ cq_handoff_run(const CqCallRun *r)
 
 	PG_TRY();
 	{
+		/*
+		 * A caller that wrote nothing commits its transaction, as a batch
+		 * of the in-process path would: it lets its snapshot go, so that
+		 * a long call does not hold back vacuum's horizon.
+		 */
+		if (!FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) && !IsSubTransaction())
+			SPI_commit();
 		finished = wait_call(h, mqh, &worker_error, &own_error, &started);
 	}
 	PG_CATCH();

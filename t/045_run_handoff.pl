@@ -81,6 +81,10 @@ my $before = $node->safe_psql('postgres', $batches);
 my ($locker, $caller, $pid, $worker) = blocked_call('');
 is($node->safe_psql('postgres', "SELECT wait_event_type || ':' || wait_event FROM pg_stat_activity WHERE pid = $pid"),
 	'Extension:Extension', 'the caller waits for the worker');
+# a caller that wrote nothing let its transaction go before it waits: no
+# snapshot of it holds back vacuum during the call
+is($node->safe_psql('postgres', "SELECT backend_xmin IS NULL AND backend_xid IS NULL FROM pg_stat_activity WHERE pid = $pid"),
+	't', 'the waiting caller holds no snapshot');
 $locker->query_safe('COMMIT;');
 $caller->query_until(qr/done/, '');
 is($node->safe_psql('postgres', $batches), $before + 1, '1: one batch');
