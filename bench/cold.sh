@@ -116,7 +116,7 @@ call_ms() {
 declare -a COLD CACHED COLD0 CACHED0 HWC HWW COLDC CACHEDC COLD0C CACHED0C COLDF CACHEDF COLD0F CACHED0F CACHEDO CACHEDOC CACHEDOF
 declare -a XCOLD XCOLDC XCOLDF XCACHED XCACHEDC XCACHEDF XCOLD0 XCOLD0C XCOLD0F XCACHED0 XCACHED0C XCACHED0F
 # an idle pool worker for the hand-off: a CALL that finds none asks for one
-psql_run "SET client_min_messages = warning;" "CALL cq.run('cold_agg');" >/dev/null
+PGOPTIONS="-c cq.run_in_worker=on" psql_run "SET client_min_messages = warning;" "CALL cq.run('cold_agg');" >/dev/null
 for ((i = 0; i < 300; i++)); do
     [[ "$(psql_val "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_cq worker'")" -gt 0 ]] && break
     sleep 0.1

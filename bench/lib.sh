@@ -5,6 +5,14 @@
 # measured by psql's \timing (server round trip of the statement, without
 # connection start-up).  Helpers die on any SQL error.
 
+# Since session 27 a top-level CALL cq.run hands its batches to an idle pool
+# worker (cq.run_in_worker, src/handoff.c).  The scripts time a CALL by its
+# session's CPU (/proc/self/schedstat), read its DEBUG1 phases or the
+# session's own state, so they measure the batch in the caller's process:
+# every psql and pgbench session of a bench runs with the hand-off off
+# unless BENCH_RUN_IN_WORKER=on.  bench/cold.sh measures both ways itself.
+export PGOPTIONS="${PGOPTIONS:-} -c cq.run_in_worker=${BENCH_RUN_IN_WORKER:-off}"
+
 PSQL=("$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -P pager=off)
 
 # psql_run SQL...   run statements (stdin-style script), print query output
