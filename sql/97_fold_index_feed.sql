@@ -6,7 +6,8 @@
 -- their definitions give (amcheck with heapallindexed; every row found again through the
 -- index), a load or build that fails leaves everything as it was, later batches find their
 -- groups through them, and where the path does not apply (a target that is not empty) the
--- old one runs.
+-- old one runs.  Session 28: a batch 0 retried after a failed one takes the path again
+-- (the failed load's rows, dead in the tables' pages, count as empty).
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS amcheck;
 SET client_min_messages = warning;
@@ -95,8 +96,9 @@ CALL cq.run('fx_f');
 ROLLBACK;
 SELECT * FROM fx_same('fx_f');
 SELECT * FROM fx_check('fx_f');
--- the next batch 0 finds the failed load's dead rows in the tables' files: not empty, so
--- the old path (indexes dropped and created again: new OIDs), equal all the same
+-- the next batch 0 finds the failed load's rows in the tables' files, all dead (their
+-- transaction aborted): empty to every snapshot, so the same path again (the same
+-- indexes, new files), equal to the plain query
 CALL cq.run('fx_f');
 SELECT * FROM fx_same('fx_f');
 SELECT * FROM fx_check('fx_f');
@@ -105,7 +107,7 @@ SELECT mismatches('fx_f', 'TABLE fx_oracle') AS f_batch0;
 
 -- a load that fails in the middle (a group's output divides by zero after a thousand
 -- rows were written and their keys noted): nothing changes, the query is failed; once the
--- cause is gone batch 0 runs (the old path: the failed load's dead rows)
+-- cause is gone batch 0 runs, on the same path (the failed load's rows are dead)
 SELECT cq.create_query('fx_e', 'SELECT k, t, d, count(*) AS n, 1000 / (max(v) - 777777) AS r FROM fx_src GROUP BY k, t, d',
                        output_mode => 'update', "trigger" => 'available_now', state_storage => 'unlogged');
 INSERT INTO fx_src SELECT g, NULL, 0, g FROM generate_series(1000, 3999) g;
@@ -124,15 +126,18 @@ SELECT * FROM fx_same('fx_e');
 SELECT * FROM fx_check('fx_e');
 SELECT mismatches('fx_e', 'SELECT k, t, d, count(*) AS n, 1000 / (max(v) - 777777) AS r FROM fx_src GROUP BY k, t, d') AS e_batch0;
 
--- a target that is not empty (a row inserted and deleted before batch 0): the old path,
+-- a target that is not empty to every snapshot (a row inserted and deleted by the
+-- transaction that runs batch 0, not yet committed: dead to no one yet): the old path,
 -- the index dropped and created again (a new OID), equal all the same
 SELECT cq.create_query('fx_n', pg_get_viewdef('fx_oracle'), output_mode => 'update',
                        "trigger" => 'available_now', state_storage => 'unlogged');
-INSERT INTO fx_n VALUES (1, NULL, 1, 1, 1);
-DELETE FROM fx_n;
 DELETE FROM fx_before;
 INSERT INTO fx_before SELECT 'fx_n', * FROM fx_indexes('fx_n');
+BEGIN;
+INSERT INTO fx_n VALUES (1, NULL, 1, 1, 1);
+DELETE FROM fx_n;
 CALL cq.run('fx_n');
+COMMIT;
 SELECT * FROM fx_same('fx_n');
 SELECT * FROM fx_check('fx_n');
 SELECT mismatches('fx_n', 'TABLE fx_oracle') AS n_batch0;

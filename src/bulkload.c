@@ -51,6 +51,7 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "storage/procarray.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/tablecmds.h"
@@ -202,6 +203,63 @@ plain_table(Relation rel, Oid index)
 }
 
 /*
+ * no_rows
+ *	  Is rel empty to every snapshot, now and later: no page, or (a heap)
+ *	  every tuple in its pages dead to VACUUM, inserted by a transaction
+ *	  that aborted or deleted by one that committed before the oldest
+ *	  snapshot still running?  Such tuples are what an index build by a
+ *	  scan leaves out, so an index built from the load's rows alone is the
+ *	  same.  This lets a batch 0 retried after a failed one (its load's
+ *	  rows left dead in the pages) build the indexes from the load's key
+ *	  hashes again.  The caller keeps other writers out (ShareLock); a
+ *	  writer still running when it was taken would have held rel.  The
+ *	  scan stops at the first tuple that is not dead.
+ */
+static bool
+no_rows(Relation rel)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	TransactionId oldest;
+	BufferAccessStrategy strategy;
+	bool		dead = true;
+
+	if (nblocks == 0)
+		return true;
+	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		return false;
+	oldest = GetOldestNonRemovableTransactionId(rel);
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	for (BlockNumber blk = 0; dead && blk < nblocks; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageIsNew(page) ? InvalidOffsetNumber : PageGetMaxOffsetNumber(page);
+		for (OffsetNumber off = FirstOffsetNumber; dead && off <= maxoff; off++)
+		{
+			ItemId		item = PageGetItemId(page, off);
+			HeapTupleData tup;
+
+			if (!ItemIdIsNormal(item))
+				continue;
+			tup.t_data = (HeapTupleHeader) PageGetItem(page, item);
+			tup.t_len = ItemIdGetLength(item);
+			tup.t_tableOid = RelationGetRelid(rel);
+			ItemPointerSet(&tup.t_self, blk, off);
+			dead = HeapTupleSatisfiesVacuum(&tup, oldest, buf) == HEAPTUPLE_DEAD;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	FreeAccessStrategy(strategy);
+	return dead;
+}
+
+/*
  * buildable_index
  *	  Can batch 0's load build the index of rel (the state when keys is
  *	  NIL, else the target with its key columns keys) from the key hashes
@@ -209,14 +267,17 @@ plain_table(Relation rel, Oid index)
  *	  a scan?  True when rel has no index (*index InvalidOid: nothing to
  *	  build), or exactly one, a btree as pg_cq makes it on the key hash
  *	  (the state's column h; the target's hash_record(ROW(keys))), rel is
- *	  empty, and nobody but this transaction writes it from now on.
+ *	  empty to every snapshot (no_rows: no page, or only the dead rows of
+ *	  a failed load), and nobody but this transaction writes it from now
+ *	  on.
  *
  *	  Locks: only if no other transaction holds rel at all (the
  *	  AccessExclusiveLock batch.c's DROP INDEX needed, taken only if free
  *	  at once, as there), ShareLock on rel (no writer but this
  *	  transaction) and AccessExclusiveLock on the index (the build's),
  *	  both to the end of the transaction; the AccessExclusiveLock on rel is
- *	  let go at once.  So a reader already holding rel keeps batch 0 from
+ *	  let go at once (and the other two again when no_rows finds a row).
+ *	  So a reader already holding rel keeps batch 0 from
  *	  this path, as it kept batch.c from dropping the index, and a reader
  *	  coming later waits only if it opens the index (planning a query
  *	  does), where it waited for the whole table before.
@@ -246,17 +307,22 @@ buildable_index(Relation rel, List *keys, Oid *index)
 		 (ix->indkey.values[0] == cq_rel_attnum(rel, CQ_KEY_HASH_COLUMN) &&
 		  RelationGetIndexExpressions(idx) == NIL && RelationGetIndexPredicate(idx) == NIL));
 	index_close(idx, NoLock);
-	if (!ok || RelationGetNumberOfBlocks(rel) != 0 ||
-		!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	if (!ok || !ConditionalLockRelationOid(relid, AccessExclusiveLock))
 		return false;
 	/* nobody else holds rel: the rest is granted at once */
-	ok = RelationGetNumberOfBlocks(rel) == 0 && ConditionalLockRelationOid(idxid, AccessExclusiveLock);
+	ok = ConditionalLockRelationOid(idxid, AccessExclusiveLock);
 	if (ok)
-	{
 		LockRelationOid(relid, ShareLock);
-		*index = idxid;
-	}
 	UnlockRelationOid(relid, AccessExclusiveLock);
+	/* no writer but this transaction from here on; readers only wait for the index */
+	if (ok && !no_rows(rel))
+	{
+		UnlockRelationOid(idxid, AccessExclusiveLock);
+		UnlockRelationOid(relid, ShareLock);
+		ok = false;
+	}
+	if (ok)
+		*index = idxid;
 	return ok;
 }
 

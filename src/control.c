@@ -197,9 +197,10 @@ cq_status_slots(PG_FUNCTION_ARGS)
 		values[0] = Int32GetDatum(copy[i].query_id);
 		values[1] = CStringGetTextDatum(cq_shmem_message_text(copy[i].message));
 		values[2] = BoolGetDatum(copy[i].is_data_available);
-		values[3] = BoolGetDatum(copy[i].is_trigger_active);
+		/* a batch runs or waits its turn; not once it is over (worker.c, batch_over) */
+		values[3] = BoolGetDatum(copy[i].is_trigger_active && !copy[i].batch_over);
 		values[4] = Int32GetDatum(copy[i].worker_pid);
-		nulls[4] = copy[i].worker_pid == 0;
+		nulls[4] = copy[i].worker_pid == 0 || copy[i].batch_over;
 		values[5] = TimestampTzGetDatum(copy[i].watermark);
 		nulls[5] = !copy[i].has_watermark;
 		values[6] = Int64GetDatum(copy[i].last_batch_id);

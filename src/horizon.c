@@ -29,6 +29,8 @@
 #include "storage/shmem.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -305,7 +307,13 @@ scan_horizon(IndexScanDesc scan, Relation heap, XLogRecPtr *lsn)
  * permanent index with WAL (the horizon's conditions), outside
  * serializable transactions; anything unexpected on a page (a tuple not
  * where its revmap entry says) drops the cache and falls back to
- * bringetbitmap for that scan.
+ * bringetbitmap for that scan.  The entries are keyed by the index's OID;
+ * one whose index may be gone (a relcache invalidation of it, or of every
+ * relation) is looked up in the catalog before the next scan through the
+ * cache (sweep_summary_caches) and removed when its index no longer
+ * exists, so the summaries of dropped indexes do not stay until the
+ * backend exits.  (The invalidation only marks: it may come in the middle
+ * of a scan, at a catalog lookup, while the scan uses the entry.)
  */
 typedef struct CachedRange
 {
@@ -328,9 +336,11 @@ typedef struct SummaryCache
 	XLogRecPtr *revmap_lsn;
 	BlockNumber npages;			/* entries of page_lsn (by index block) */
 	XLogRecPtr *page_lsn;
+	bool		recheck;		/* its index may have been dropped */
 } SummaryCache;
 
 static HTAB *summary_caches = NULL;
+static bool summary_recheck = false;	/* some entry's recheck is set */
 
 /*
  * cache_reset
@@ -354,6 +364,60 @@ cache_reset(SummaryCache *c, Oid relfilenode)
 	c->revmap_lsn = NULL;
 	c->npages = 0;
 	c->page_lsn = NULL;
+}
+
+/*
+ * summary_cache_inval
+ *	  Relcache invalidation callback: the entry of relid (every entry when
+ *	  relid is InvalidOid) is to be checked before the next scan.
+ */
+static void
+summary_cache_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	SummaryCache *c;
+
+	if (summary_caches == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		c = hash_search(summary_caches, &relid, HASH_FIND, NULL);
+		if (c != NULL)
+			c->recheck = summary_recheck = true;
+		return;
+	}
+	hash_seq_init(&status, summary_caches);
+	while ((c = hash_seq_search(&status)) != NULL)
+		c->recheck = summary_recheck = true;
+}
+
+/*
+ * sweep_summary_caches
+ *	  Remove the entries marked by summary_cache_inval whose index no
+ *	  longer exists (current, being scanned, does).
+ */
+static void
+sweep_summary_caches(Oid current)
+{
+	HASH_SEQ_STATUS status;
+	SummaryCache *c;
+
+	if (!summary_recheck)
+		return;
+	summary_recheck = false;
+	hash_seq_init(&status, summary_caches);
+	while ((c = hash_seq_search(&status)) != NULL)
+	{
+		if (!c->recheck)
+			continue;
+		c->recheck = false;
+		/* (a lookup may run invalidations: they only mark entries) */
+		if (c->index == current || SearchSysCacheExists1(RELOID, ObjectIdGetDatum(c->index)))
+			continue;
+		elog(DEBUG1, "pg_cq: forgot the cached BRIN summaries of dropped index %u", c->index);
+		cache_reset(c, InvalidOid);
+		(void) hash_search(summary_caches, &c->index, HASH_REMOVE, NULL);
+	}
 }
 
 /*
@@ -492,7 +556,9 @@ cached_getbitmap(IndexScanDesc scan, Relation heap, TIDBitmap *tbm, int64 *npage
 		ctl.keysize = sizeof(Oid);
 		ctl.entrysize = sizeof(SummaryCache);
 		summary_caches = hash_create("pg_cq BRIN summaries", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(summary_cache_inval, (Datum) 0);
 	}
+	sweep_summary_caches(key);
 	c = hash_search(summary_caches, &key, HASH_ENTER, &found);
 	if (!found)
 	{

@@ -558,26 +558,41 @@ sweep_dropped(int32 keep_id)
 /*
  * copy_analysis
  *	  What the cache keeps of an analysis, copied into the current memory
- *	  context: only the SQL is used from the cache.
+ *	  context: what the SQL is made from is left out, but not the outputs
+ *	  and state columns batch 0's direct load maps (bulkload.c): without
+ *	  them a batch 0 run with the cached plan (a retry in the same
+ *	  worker) silently took the batch statement instead.
  */
 static CqAnalysis *
 copy_analysis(CqAnalysis *new_an)
 {
 	CqAnalysis *copy_an;
+	ListCell   *lc;
 
 	copy_an = palloc(sizeof(CqAnalysis));
 	*copy_an = *new_an;
 	copy_an->query = copyObject(new_an->query);
 	copy_an->group_exprs = copyObject(new_an->group_exprs);
 	copy_an->group_eqops = list_copy(new_an->group_eqops);
-	copy_an->aggs = NIL;		/* only the SQL is used from the cache */
+	copy_an->aggs = NIL;		/* only the SQL is used from the cache ... */
 	copy_an->arg_exprs = NIL;
 	copy_an->filter_exprs = NIL;
-	copy_an->parts = NIL;
+	copy_an->parts = NIL;		/* ... and what batch 0's direct load reads */
+	foreach(lc, new_an->parts)
+	{
+		CqPart	   *p = lfirst(lc);
+		CqPart	   *c = palloc(sizeof(CqPart));
+
+		c->partial = pstrdup(p->partial);
+		c->merge = pstrdup(p->merge);
+		c->type = pstrdup(p->type);
+		c->collation = p->collation;
+		copy_an->parts = lappend(copy_an->parts, c);
+	}
 	copy_an->distinct_sets = NIL;
 	copy_an->distinct_state = new_an->distinct_state ? pstrdup(new_an->distinct_state) : NULL;
-	copy_an->outputs = NIL;
-	copy_an->output_key = NIL;
+	copy_an->outputs = copyObject(new_an->outputs);
+	copy_an->output_key = list_copy(new_an->output_key);
 	copy_an->dedup_refs = list_copy(new_an->dedup_refs);
 	copy_an->wm_end_fmt = new_an->wm_end_fmt ? pstrdup(new_an->wm_end_fmt) : NULL;
 	return copy_an;

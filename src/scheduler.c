@@ -506,6 +506,7 @@ publish_status(void)
 		{
 			s->message = idle_message(q);
 			s->is_trigger_active = false;
+			s->batch_over = false;
 			s->last_batch_id = q->last_batch_id;
 		}
 	}
@@ -612,6 +613,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
 		if (s)
 		{
 			s->is_trigger_active = false;
+			s->batch_over = false;
 			s->worker_pid = 0;
 			s->message = idle_message(q);
 			if (q->state == 'f')
@@ -883,6 +885,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		strlcpy(slot->query_names[j], q->name, NAMEDATALEN);
 		/* an interval query waits for its next tick, a failed one for its backoff */
 		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
+		slot->idle_msg[j] = idle_message(q);
 		slot->done[j] = slot->collected[j] = false;
 		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
 		slot->ended[j] = 0;
@@ -890,6 +893,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		if (s)
 		{
 			s->is_trigger_active = true;
+			s->batch_over = false;
 			s->worker_pid = slot->pid;
 			s->pending = false;
 		}

@@ -88,6 +88,8 @@ typedef struct CqWorkerSlot
 	char		query_names[CQ_WORKER_GROUP_MAX][NAMEDATALEN];
 	bool		rerun_ok[CQ_WORKER_GROUP_MAX];	/* trigger '0': the worker may run
 												 * it again in the same visit */
+	CqMessage	idle_msg[CQ_WORKER_GROUP_MAX];	/* cq.status's message once its
+												 * batch is over */
 	/* outcome per query, written by the worker as each batch ends */
 	bool		done[CQ_WORKER_GROUP_MAX];	/* its batch is over (outcome below) */
 	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome */
@@ -124,7 +126,12 @@ typedef struct CqQuerySlot
 								 * interval queries; not available_now) */
 	CqMessage	message;
 	bool		is_data_available;
-	bool		is_trigger_active;
+	bool		is_trigger_active;	/* a worker has it (assigned until the
+									 * scheduler took the outcome) */
+	bool		batch_over;		/* ... but its batch is over: the worker holds
+								 * it for a rerun (a trigger '0' hold) or
+								 * runs the rest of its group; cq.status
+								 * shows it idle */
 	pid_t		worker_pid;
 	int64		last_batch_id;	/* -1: none */
 	bool		has_watermark;

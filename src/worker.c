@@ -346,6 +346,27 @@ running_elsewhere(int32 id)
 }
 
 /*
+ * batch_over
+ *	  The batch of the group's query k is over: until it runs again in this
+ *	  visit (continue_group) or the scheduler takes the outcome, cq.status
+ *	  shows the query idle, as the scheduler will (is_trigger_active false,
+ *	  no worker, the idle message; "Stopped" after a failure), rather than
+ *	  as running while the worker holds it (a trigger '0' hold) or runs the
+ *	  rest of the group.  Its is_trigger_active stays set for the commit
+ *	  wake-ups (wakeup.c: a worker has it).  Caller holds the lock.
+ */
+static void
+batch_over(CqWorkerSlot *slot, int32 id, int k, bool failed)
+{
+	CqQuerySlot *s = cq_shmem_find_query(my_dboid, id);
+
+	if (s == NULL)
+		return;
+	s->batch_over = true;
+	s->message = failed ? CQ_MSG_STOPPED : slot->idle_msg[k];
+}
+
+/*
  * continue_group
  *	  After a round of the group's batches: should we run again, without
  *	  going back to the scheduler, the trigger-'0' queries of the group
@@ -417,6 +438,7 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, Timestamp
 		if (run[k])
 		{
 			qs[k]->pending = false;
+			qs[k]->batch_over = false;
 			slot->done[k] = false;
 		}
 done:
@@ -488,6 +510,7 @@ run_assigned(CqWorkerSlot *slot)
 			slot->ended[k] = ran ? GetCurrentTimestamp() : 0;
 			slot->cpu_us[k] = cpu0;
 			slot->done[k] = true;
+			batch_over(slot, ids[k], k, failed);
 			db = cq_shmem_find_db(my_dboid);
 			stop = slot->stop || db == NULL || db->pid == 0;
 			LWLockRelease(cq_shared->lock);

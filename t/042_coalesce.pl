@@ -6,6 +6,7 @@
 #     100 ms;
 #   - a lone commit after idle runs at once (no hold);
 #   - a batch cut short by cq.max_rows_per_trigger is followed at once;
+#   - cq.status shows a query the worker holds for its next batch idle;
 #   - cq.coalesce_max_delay = 0 is the old behaviour: one batch per commit
 #     when commits are further apart than a batch takes.
 # D is the batch's CPU time in the worker.  A statement trigger on the
@@ -143,6 +144,49 @@ is($node->safe_psql('postgres',
 	'8', '40 rows in 8 batches of 5');
 cmp_ok($limit_s, '<', 10, "the 8 batches follow each other without the hold ("
 	  . sprintf('%.3f', $limit_s) . " s; with it at least 21 s)");
+
+# --- cq.status during the hold (session 28): once a batch is over, the worker
+# holding the query for its next batch shows it idle ("Waiting for data to
+# arrive", is_trigger_active false, no worker_pid), as the scheduler does
+# between visits; the row committed during the batch arrives after the hold.
+# The batch waits at a gate (an advisory lock the test holds) in a row trigger
+# on its target (not a statement trigger: the empty INSERTs of the polls would
+# wait there too), then spins 30 ms: a hold of 3 s.  Without the 100 ms
+# fallback poll here, whose due queries would end the worker's visit (the
+# scheduler then holds the query, and always showed it idle).
+$node->safe_psql('postgres', 'ALTER SYSTEM SET cq.naptime = 60000');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok($node->poll_query_until('postgres', "SELECT current_setting('cq.naptime') = '1min'"), 'naptime 1 min');
+$node->safe_psql('postgres', q{
+	SET client_min_messages = warning;
+	CREATE FUNCTION gated_batch() RETURNS trigger LANGUAGE plpgsql
+	  AS $$ DECLARE t0 timestamptz;
+	        BEGIN PERFORM pg_advisory_xact_lock_shared(4242); t0 := clock_timestamp();
+	              WHILE clock_timestamp() < t0 + interval '30 ms' LOOP END LOOP; RETURN NULL; END $$;
+	CREATE TABLE src3 (id bigint);
+	CREATE TABLE out3 WITH (cq.output_mode = 'append') AS SELECT id FROM src3;
+	CREATE TRIGGER gated AFTER INSERT ON out3 FOR EACH ROW EXECUTE FUNCTION gated_batch();
+});
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM cq.progress WHERE name = 'out3'"),
+	'first batch of out3');
+wait_idle('out3');
+my $gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(4242)');
+my $b3 = last_batch('out3');
+$node->safe_psql('postgres', 'INSERT INTO src3 VALUES (1)');
+ok($node->poll_query_until('postgres', q{SELECT message = 'Processing new data' AND is_trigger_active
+	AND worker_pid IS NOT NULL FROM cq.status WHERE name = 'out3'}), 'the batch runs, held at the gate');
+$node->safe_psql('postgres', 'INSERT INTO src3 VALUES (2)');
+$gate->query_safe('SELECT pg_advisory_unlock(4242)');
+ok($node->poll_query_until('postgres', "SELECT last_batch_id > $b3 AND NOT is_trigger_active FROM cq.status WHERE name = 'out3'"),
+	'the batch is over');
+is($node->safe_psql('postgres', q{SELECT message || ', ' || is_trigger_active || ', ' || (worker_pid IS NULL)
+	|| ', ' || (SELECT count(*) FROM out3) FROM cq.status WHERE name = 'out3'}),
+	'Waiting for data to arrive, false, true, 1', 'in the hold: idle in cq.status, the second row not read yet');
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 2 FROM out3'), 'the second row arrives after the hold');
+$gate->quit;
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET cq.naptime');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 
 # --- cq.coalesce_max_delay = 0: one batch per commit as before
 $node->safe_psql('postgres', 'ALTER SYSTEM SET cq.coalesce_max_delay = 0');

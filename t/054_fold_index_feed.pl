@@ -10,7 +10,8 @@
 # unlogged state is lost and rebuilt); later batches equal the plain query.
 # A reader holding the target when batch 0 starts keeps it from this path
 # without making it wait: the old path then keeps the target's index (its
-# DROP needs the lock too) and maintains it row by row.
+# DROP needs the lock too) and maintains it row by row.  A batch 0 retried
+# after a failed one (its rows dead in the pages) takes the path again.
 use strict;
 use warnings;
 use lib 't';
@@ -115,6 +116,34 @@ $reader->query_safe('COMMIT;');
 $reader->quit;
 is(indexes_exact('fb'), '1', "the target's index, maintained row by row, matches its rows exactly");
 is(mismatches($node, 'postgres', $oracle, 'fb'), '0', 'batch 0 equals the plain query');
+
+# a batch 0 that fails (a NOT NULL the target's rows violate: one group of 30,000, after
+# thousands of rows were written) leaves its rows dead in the pages of state and target;
+# once the cause is gone the retry takes the same path: both indexes built from its key
+# hashes (session 28)
+my $oracle_c = 'SELECT k, u, count(*) AS n, sum(v) AS s FROM ev2 GROUP BY k, u';
+$node->safe_psql('postgres', qq{SET client_min_messages = warning;
+  CREATE TABLE ev2 (k int, u text, v int);
+  INSERT INTO ev2 SELECT i % 30000, CASE WHEN i % 30000 = 12345 THEN NULL ELSE 'u' END, i
+    FROM generate_series(1, 60000) i;
+  SELECT cq.create_query('fc', '$oracle_c', output_mode => 'update', "trigger" => 'available_now',
+    state_storage => 'unlogged');
+  ALTER TABLE fc ALTER COLUMN u SET NOT NULL});
+my $fc_state = state_of('fc');
+my ($fc_state_idx) = $node->safe_psql('postgres', "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = '$fc_state'::regclass") =~ /([^.]+)$/;
+my ($rc, $out, $err) = $node->psql('postgres', "CALL cq.run('fc')");
+like($err, qr/null value in column "u" of relation "fc" violates not-null constraint/, 'batch 0 fails on the NOT NULL');
+cmp_ok($node->safe_psql('postgres', "SELECT least(pg_relation_size('fc'), pg_relation_size('$fc_state'))"), '>', 0,
+	"the failed load's rows are left in the pages of both");
+$node->safe_psql('postgres', 'ALTER TABLE fc ALTER COLUMN u DROP NOT NULL');
+$log = run_batch('fc');
+like($log, qr/index "$fc_state_idx" built from the 30000 key hashes of batch 0's load/,
+	"the retry builds the state's index from its key hashes");
+like($log, qr/index "fc_hash_record_idx" built from the 30000 key hashes of batch 0's load/,
+	"and the target's");
+is(indexes_exact('fc'), '1', "the target's index matches its rows exactly");
+is(indexes_exact($fc_state), '1', "the state's index too");
+is(mismatches($node, 'postgres', $oracle_c, 'fc'), '0', 'the retried batch 0 equals the plain query');
 
 $node->stop;
 done_testing();
