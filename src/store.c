@@ -46,7 +46,7 @@
  * (none yet after a restart: shared memory is rebuilt empty; a crash, a
  * reset) is rebuilt from the source by the batch, exactly as the lost
  * unlogged state table is (rebuild_state in batch.c), and published with
- * it.
+ * it.  The store of a dropped query is freed when the drop commits.
  *
  * Memory: the rows and node overhead of a query are counted (what
  * cq.state_store_info and cq.progress.state_bytes show) and limited by
@@ -103,6 +103,20 @@ static dshash_table *store_dir = NULL;
 static List *xact_stores = NIL;
 static bool callbacks_registered = false;
 
+/*
+ * Stores of queries dropped in this transaction (cq_store_forget), freed
+ * when it commits: until then this transaction may still read them (a
+ * store it opened has the published table attached), and a drop rolled
+ * back leaves them as they were.
+ */
+typedef struct PendingForget
+{
+	StoreKey	key;
+	SubTransactionId subid;		/* the (sub)transaction that dropped it */
+} PendingForget;
+
+static List *pending_forgets = NIL;
+
 #define NODE_OVERHEAD ((int64) sizeof(StoreNode))
 #define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
 
@@ -113,6 +127,7 @@ static dshash_parameters dir_params = {
 static void store_xact_callback(XactEvent event, void *arg);
 static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
+static void forget_pending(void);
 
 /*
  * store_attach
@@ -1243,18 +1258,22 @@ store_xact_callback(XactEvent event, void *arg)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that ran a batch of a continuous query with state_storage 'memory'")));
+			/* its COMMIT PREPARED runs no callback here: free them now */
+			forget_pending();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			foreach(lc, xact_stores)
 				publish(lfirst(lc));
 			xact_stores = NIL;
+			forget_pending();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			foreach(lc, xact_stores)
 				discard(lfirst(lc));
 			xact_stores = NIL;
+			pending_forgets = NIL;
 			break;
 		default:
 			break;
@@ -1264,7 +1283,8 @@ store_xact_callback(XactEvent event, void *arg)
 /*
  * store_subxact_callback
  *	  A subtransaction that opened an overlay aborted: forget the overlay
- *	  (nothing was copied yet).  One that committed hands it to its parent.
+ *	  (nothing was copied yet); the drops it made are undone.  One that
+ *	  committed hands both to its parent.
  */
 static void
 store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -1284,6 +1304,11 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				xact_stores = foreach_delete_current(xact_stores, lc);
 			}
 		}
+		foreach(lc, pending_forgets)
+		{
+			if (((PendingForget *) lfirst(lc))->subid == mySubid)
+				pending_forgets = foreach_delete_current(pending_forgets, lc);
+		}
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
@@ -1294,27 +1319,30 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (st->subid == mySubid)
 				st->subid = parentSubid;
 		}
+		foreach(lc, pending_forgets)
+		{
+			PendingForget *pf = lfirst(lc);
+
+			if (pf->subid == mySubid)
+				pf->subid = parentSubid;
+		}
 	}
 }
 
 /*
- * cq_store_forget
- *	  Free the store of a query being dropped.  Safe whether the drop
- *	  commits or not: a store that is missing is rebuilt by the next batch.
- *	  The caller holds the query's catalog row lock, so no batch of it is
- *	  running; one whose publication is in flight keeps its store.
+ * forget_now
+ *	  Free the store of a query that is gone.  The query's catalog row lock
+ *	  was held by the dropping transaction, so no batch of it is running;
+ *	  one whose publication is still in flight keeps its store.  Raises no
+ *	  error.
  */
-void
-cq_store_forget(Oid dboid, int32 query_id)
+static void
+forget_now(StoreKey *key)
 {
-	StoreKey	key = {dboid, query_id};
 	StoreDirEntry *d;
 	StoreHeader *h;
 
-	if (cq_shared == NULL || !cq_shared->store_ready)
-		return;
-	store_attach();
-	d = dshash_find(store_dir, &key, true);
+	d = dshash_find(store_dir, key, true);
 	if (d == NULL)
 		return;
 	if (!DsaPointerIsValid(d->header))
@@ -1333,6 +1361,50 @@ cq_store_forget(Oid dboid, int32 query_id)
 		destroy_table(cq_gt_attach(store_area, h->table));
 	dsa_free(store_area, d->header);
 	dshash_delete_entry(store_dir, d);
+}
+
+/*
+ * forget_pending
+ *	  Free the stores of the queries this transaction dropped (it commits,
+ *	  after its own stores were published).
+ */
+static void
+forget_pending(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_forgets)
+		forget_now(&((PendingForget *) lfirst(lc))->key);
+	pending_forgets = NIL;
+}
+
+/*
+ * cq_store_forget
+ *	  The store of a query being dropped (the caller holds the query's
+ *	  catalog row lock) is freed if the drop commits (forget_pending), not
+ *	  now: this transaction may have the store open (a batch it ran
+ *	  attached its published table, which a read of the query's state or a
+ *	  later batch in the transaction uses), and a savepoint rolled back can
+ *	  bring the query back.  A store that is missing is rebuilt by the
+ *	  next batch.
+ */
+void
+cq_store_forget(Oid dboid, int32 query_id)
+{
+	PendingForget *pf;
+	MemoryContext old;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return;
+	store_attach();
+	register_callbacks();
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pf = palloc(sizeof(PendingForget));
+	pf->key.dboid = dboid;
+	pf->key.query_id = query_id;
+	pf->subid = GetCurrentSubTransactionId();
+	pending_forgets = lappend(pending_forgets, pf);
+	MemoryContextSwitchTo(old);
 }
 
 /*
