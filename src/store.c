@@ -103,12 +103,7 @@ static dshash_table *store_dir = NULL;
 static List *xact_stores = NIL;
 static bool callbacks_registered = false;
 
-/*
- * Stores of queries dropped in this transaction (cq_store_forget), freed
- * when it commits: until then this transaction may still read them (a
- * store it opened has the published table attached), and a drop rolled
- * back leaves them as they were.
- */
+/* Stores of queries dropped in this transaction, freed if it commits (cq_store_forget) */
 typedef struct PendingForget
 {
 	StoreKey	key;
@@ -1305,10 +1300,8 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			}
 		}
 		foreach(lc, pending_forgets)
-		{
 			if (((PendingForget *) lfirst(lc))->subid == mySubid)
 				pending_forgets = foreach_delete_current(pending_forgets, lc);
-		}
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
@@ -1320,21 +1313,16 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				st->subid = parentSubid;
 		}
 		foreach(lc, pending_forgets)
-		{
-			PendingForget *pf = lfirst(lc);
-
-			if (pf->subid == mySubid)
-				pf->subid = parentSubid;
-		}
+			if (((PendingForget *) lfirst(lc))->subid == mySubid)
+				((PendingForget *) lfirst(lc))->subid = parentSubid;
 	}
 }
 
 /*
  * forget_now
- *	  Free the store of a query that is gone.  The query's catalog row lock
- *	  was held by the dropping transaction, so no batch of it is running;
- *	  one whose publication is still in flight keeps its store.  Raises no
- *	  error.
+ *	  Free the store of a dropped query (no batch of it runs: the drop held
+ *	  its catalog row lock); one whose publication is still in flight keeps
+ *	  its store.  Raises no error.
  */
 static void
 forget_now(StoreKey *key)
@@ -1365,8 +1353,7 @@ forget_now(StoreKey *key)
 
 /*
  * forget_pending
- *	  Free the stores of the queries this transaction dropped (it commits,
- *	  after its own stores were published).
+ *	  Free the stores this transaction dropped (after its own were published).
  */
 static void
 forget_pending(void)
