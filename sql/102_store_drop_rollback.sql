@@ -72,3 +72,49 @@ SELECT batch_id, state_rows FROM cq.state_store_info('dr_q0');
 SELECT mismatches('dr_q0', 'SELECT k, count(*) AS n FROM dr_src0 GROUP BY k');
 
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'dr\_%' ORDER BY name;
+
+-- (5) a new query that gets the internal id of a query dropped in the same
+-- transaction (DROP EXTENSION and CREATE EXTENSION start the ids over):
+-- its state is not the dropped query's store, and a batch of it waits for
+-- the commit (it ran with the dropped query's store, one row per group of
+-- both, before)
+SELECT current_database() AS dr_db \gset
+CREATE DATABASE dr_ids;
+\c dr_ids
+SET client_min_messages = warning;
+CREATE EXTENSION pg_cq;
+CREATE TABLE dr_a (k int, x int);
+CREATE TABLE dr_b (a text, c int);
+INSERT INTO dr_a SELECT g % 50, g FROM generate_series(1, 500) g;
+INSERT INTO dr_b SELECT 'a' || (g % 7), g FROM generate_series(1, 100) g;
+SELECT cq.create_query('dr_qa', 'SELECT k, count(*) AS n, sum(x) AS sx FROM dr_a GROUP BY k',
+                       output_mode => 'update', "trigger" => 'available_now', starting => 'earliest');
+CALL cq.run('dr_qa');
+INSERT INTO dr_a VALUES (1, 1);
+BEGIN;
+CALL cq.run('dr_qa');
+DROP EXTENSION pg_cq CASCADE;
+CREATE EXTENSION pg_cq;
+SELECT cq.create_query('dr_qb', 'SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a',
+                       output_mode => 'update', "trigger" => 'available_now', starting => 'earliest');
+SELECT id FROM cq.queries;
+SELECT count(*) AS state_rows FROM cq.state_rows(1, NULL::cq_state.s_1);
+\set VERBOSITY terse
+CALL cq.run('dr_qb');
+\set VERBOSITY default
+ROLLBACK;
+BEGIN;
+DROP EXTENSION pg_cq CASCADE;
+CREATE EXTENSION pg_cq;
+SELECT cq.create_query('dr_qb', 'SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a',
+                       output_mode => 'update', "trigger" => 'available_now', starting => 'earliest');
+COMMIT;
+CALL cq.run('dr_qb');
+INSERT INTO dr_b VALUES ('a1', 1000);
+CALL cq.run('dr_qb');
+SELECT batch_id, state_rows FROM cq.state_store_info('dr_qb');
+SELECT count(*) AS mismatches FROM
+  ((SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a EXCEPT ALL TABLE dr_qb)
+   UNION ALL (TABLE dr_qb EXCEPT ALL SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a)) x;
+\c :dr_db
+DROP DATABASE dr_ids WITH (FORCE);

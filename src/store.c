@@ -66,7 +66,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "lib/dshash.h"
 #include "miscadmin.h"
@@ -111,6 +110,19 @@ typedef struct PendingForget
 } PendingForget;
 
 static List *pending_forgets = NIL;
+
+/* Was query query_id of database dboid dropped in this transaction? */
+static bool
+dropped_here(Oid dboid, int32 query_id)
+{
+	StoreKey	key = {dboid, query_id};
+	ListCell   *lc;
+
+	foreach(lc, pending_forgets)
+		if (memcmp(&((PendingForget *) lfirst(lc))->key, &key, sizeof(StoreKey)) == 0)
+			return true;
+	return false;
+}
 
 #define NODE_OVERHEAD ((int64) sizeof(StoreNode))
 #define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
@@ -255,6 +267,19 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	foreach(lc, xact_stores)
 	{
 		st = lfirst(lc);
+		if (st->key.dboid == MyDatabaseId && st->key.query_id == q->id &&
+			st->state_table != q->state_table)
+			break;				/* a query this transaction dropped had its id */
+	}
+	if (lc != NULL || dropped_here(MyDatabaseId, q->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot run a batch of continuous query \"%s\" in this transaction", q->name),
+				 errdetail("A query with its internal id %d was dropped in this transaction, and its state in shared memory is freed when the transaction commits.", q->id),
+				 errhint("Commit the transaction first.")));
+	foreach(lc, xact_stores)
+	{
+		st = lfirst(lc);
 		if (st->key.dboid == MyDatabaseId && st->key.query_id == q->id)
 		{
 			if (st->subid != GetCurrentSubTransactionId())
@@ -285,6 +310,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	ctl.entrysize = sizeof(TouchedEntry);
 	st->touched = hash_create("pg_cq store touched", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	st->subid = GetCurrentSubTransactionId();
+	st->state_table = q->state_table;
 	MemoryContextSwitchTo(old);
 
 	/* wait for the publication of the previous batch, if still in flight */
@@ -342,54 +368,6 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	xact_stores = lappend(xact_stores, st);
 	MemoryContextSwitchTo(old);
 	return st;
-}
-
-/*
- * key_hash
- *	  64-bit hash of a row's keys (values/nulls in the state row layout).
- */
-uint64
-cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
-{
-	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
-
-	for (int g = 0; g < st->ng; g++)
-	{
-		uint64		k = UINT64CONST(0x5bd1e9955bd1e995);
-
-		if (!nulls[g])
-			k = DatumGetUInt64(FunctionCall2Coll(&st->hashfn[g], st->coll[g], values[g],
-												 UInt64GetDatum(0)));
-		h = hash_combine64(h, k);
-	}
-	return h;
-}
-
-/*
- * set_h
- *	  The key hash h of a row of d (values/nulls in the state row layout),
- *	  which the store's d statement leaves NULL: hash_record(ROW(g1, ...))
- *	  as the SQL path computes it (cq_state_key_hash_sql) and the target's
- *	  index is probed by: each key hashed by its type's hash function with
- *	  its collation, NULL as 0, combined as result * 31 + hash.
- */
-void
-cq_store_set_h(CqStore *st, Datum *values, bool *nulls)
-{
-	uint32		h = 0;
-
-	if (st->h_att == 0)
-		return;
-	for (int g = 0; g < st->ng && !st->keyless; g++)
-	{
-		uint32		k = 0;
-
-		if (!nulls[g])
-			k = DatumGetUInt32(FunctionCall1Coll(&st->hproc[g], st->coll[g], values[g]));
-		h = (h << 5) - h + k;
-	}
-	values[st->h_att - 1] = UInt32GetDatum(h);
-	nulls[st->h_att - 1] = false;
 }
 
 /*
@@ -1367,13 +1345,9 @@ forget_pending(void)
 
 /*
  * cq_store_forget
- *	  The store of a query being dropped (the caller holds the query's
- *	  catalog row lock) is freed if the drop commits (forget_pending), not
- *	  now: this transaction may have the store open (a batch it ran
- *	  attached its published table, which a read of the query's state or a
- *	  later batch in the transaction uses), and a savepoint rolled back can
- *	  bring the query back.  A store that is missing is rebuilt by the
- *	  next batch.
+ *	  The store of a query being dropped is freed if the drop commits, not
+ *	  now: a batch this transaction ran may have its table attached, and a
+ *	  savepoint rolled back can bring the query back.
  */
 void
 cq_store_forget(Oid dboid, int32 query_id)
@@ -1387,8 +1361,7 @@ cq_store_forget(Oid dboid, int32 query_id)
 	register_callbacks();
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	pf = palloc(sizeof(PendingForget));
-	pf->key.dboid = dboid;
-	pf->key.query_id = query_id;
+	pf->key = (StoreKey) {dboid, query_id};
 	pf->subid = GetCurrentSubTransactionId();
 	pending_forgets = lappend(pending_forgets, pf);
 	MemoryContextSwitchTo(old);
@@ -1406,7 +1379,7 @@ cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *by
 	StoreDirEntry *d;
 	bool		ok = false;
 
-	if (cq_shared == NULL || !cq_shared->store_ready)
+	if (cq_shared == NULL || !cq_shared->store_ready || dropped_here(dboid, query_id))
 		return false;
 	store_attach();
 	d = dshash_find(store_dir, &key, false);
@@ -1445,6 +1418,8 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	uint64		n;
 	ListCell   *lc;
 
+	if (dropped_here(dboid, query_id))
+		return false;			/* the store is the dropped query's */
 	foreach(lc, xact_stores)
 	{
 		CqStore    *st = lfirst(lc);
@@ -1452,6 +1427,8 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 
 		if (st->key.dboid != dboid || st->key.query_id != query_id || st->switched)
 			continue;
+		if (st->desc->tdtypeid != desc->tdtypeid)
+			return false;		/* a dropped query's, which had this id */
 		foreach(rc, cq_store_scan_all(st))
 			tuplestore_puttuple(ts, ((ScanRow *) lfirst(rc))->ref.tup);
 		return true;
