@@ -46,7 +46,7 @@
  * (none yet after a restart: shared memory is rebuilt empty; a crash, a
  * reset) is rebuilt from the source by the batch, exactly as the lost
  * unlogged state table is (rebuild_state in batch.c), and published with
- * it.
+ * it.  The store of a dropped query is freed when the drop commits.
  *
  * Memory: the rows and node overhead of a query are counted (what
  * cq.state_store_info and cq.progress.state_bytes show) and limited by
@@ -66,7 +66,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "lib/dshash.h"
 #include "miscadmin.h"
@@ -103,6 +102,28 @@ static dshash_table *store_dir = NULL;
 static List *xact_stores = NIL;
 static bool callbacks_registered = false;
 
+/* Stores of queries dropped in this transaction, freed if it commits (cq_store_forget) */
+typedef struct PendingForget
+{
+	StoreKey	key;
+	SubTransactionId subid;		/* the (sub)transaction that dropped it */
+} PendingForget;
+
+static List *pending_forgets = NIL;
+
+/* Was query query_id of database dboid dropped in this transaction? */
+static bool
+dropped_here(Oid dboid, int32 query_id)
+{
+	StoreKey	key = {dboid, query_id};
+	ListCell   *lc;
+
+	foreach(lc, pending_forgets)
+		if (memcmp(&((PendingForget *) lfirst(lc))->key, &key, sizeof(StoreKey)) == 0)
+			return true;
+	return false;
+}
+
 #define NODE_OVERHEAD ((int64) sizeof(StoreNode))
 #define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
 
@@ -113,6 +134,7 @@ static dshash_parameters dir_params = {
 static void store_xact_callback(XactEvent event, void *arg);
 static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
+static void forget_pending(void);
 
 /*
  * store_attach
@@ -245,6 +267,19 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	foreach(lc, xact_stores)
 	{
 		st = lfirst(lc);
+		if (st->key.dboid == MyDatabaseId && st->key.query_id == q->id &&
+			st->state_table != q->state_table)
+			break;				/* a query this transaction dropped had its id */
+	}
+	if (lc != NULL || dropped_here(MyDatabaseId, q->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot run a batch of continuous query \"%s\" in this transaction", q->name),
+				 errdetail("A query with its internal id %d was dropped in this transaction, and its state in shared memory is freed when the transaction commits.", q->id),
+				 errhint("Commit the transaction first.")));
+	foreach(lc, xact_stores)
+	{
+		st = lfirst(lc);
 		if (st->key.dboid == MyDatabaseId && st->key.query_id == q->id)
 		{
 			if (st->subid != GetCurrentSubTransactionId())
@@ -275,6 +310,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	ctl.entrysize = sizeof(TouchedEntry);
 	st->touched = hash_create("pg_cq store touched", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	st->subid = GetCurrentSubTransactionId();
+	st->state_table = q->state_table;
 	MemoryContextSwitchTo(old);
 
 	/* wait for the publication of the previous batch, if still in flight */
@@ -332,54 +368,6 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	xact_stores = lappend(xact_stores, st);
 	MemoryContextSwitchTo(old);
 	return st;
-}
-
-/*
- * key_hash
- *	  64-bit hash of a row's keys (values/nulls in the state row layout).
- */
-uint64
-cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
-{
-	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
-
-	for (int g = 0; g < st->ng; g++)
-	{
-		uint64		k = UINT64CONST(0x5bd1e9955bd1e995);
-
-		if (!nulls[g])
-			k = DatumGetUInt64(FunctionCall2Coll(&st->hashfn[g], st->coll[g], values[g],
-												 UInt64GetDatum(0)));
-		h = hash_combine64(h, k);
-	}
-	return h;
-}
-
-/*
- * set_h
- *	  The key hash h of a row of d (values/nulls in the state row layout),
- *	  which the store's d statement leaves NULL: hash_record(ROW(g1, ...))
- *	  as the SQL path computes it (cq_state_key_hash_sql) and the target's
- *	  index is probed by: each key hashed by its type's hash function with
- *	  its collation, NULL as 0, combined as result * 31 + hash.
- */
-void
-cq_store_set_h(CqStore *st, Datum *values, bool *nulls)
-{
-	uint32		h = 0;
-
-	if (st->h_att == 0)
-		return;
-	for (int g = 0; g < st->ng && !st->keyless; g++)
-	{
-		uint32		k = 0;
-
-		if (!nulls[g])
-			k = DatumGetUInt32(FunctionCall1Coll(&st->hproc[g], st->coll[g], values[g]));
-		h = (h << 5) - h + k;
-	}
-	values[st->h_att - 1] = UInt32GetDatum(h);
-	nulls[st->h_att - 1] = false;
 }
 
 /*
@@ -1243,18 +1231,22 @@ store_xact_callback(XactEvent event, void *arg)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that ran a batch of a continuous query with state_storage 'memory'")));
+			/* its COMMIT PREPARED runs no callback here: free them now */
+			forget_pending();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			foreach(lc, xact_stores)
 				publish(lfirst(lc));
 			xact_stores = NIL;
+			forget_pending();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			foreach(lc, xact_stores)
 				discard(lfirst(lc));
 			xact_stores = NIL;
+			pending_forgets = NIL;
 			break;
 		default:
 			break;
@@ -1264,7 +1256,8 @@ store_xact_callback(XactEvent event, void *arg)
 /*
  * store_subxact_callback
  *	  A subtransaction that opened an overlay aborted: forget the overlay
- *	  (nothing was copied yet).  One that committed hands it to its parent.
+ *	  (nothing was copied yet); the drops it made are undone.  One that
+ *	  committed hands both to its parent.
  */
 static void
 store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -1284,6 +1277,9 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				xact_stores = foreach_delete_current(xact_stores, lc);
 			}
 		}
+		foreach(lc, pending_forgets)
+			if (((PendingForget *) lfirst(lc))->subid == mySubid)
+				pending_forgets = foreach_delete_current(pending_forgets, lc);
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
@@ -1294,27 +1290,25 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (st->subid == mySubid)
 				st->subid = parentSubid;
 		}
+		foreach(lc, pending_forgets)
+			if (((PendingForget *) lfirst(lc))->subid == mySubid)
+				((PendingForget *) lfirst(lc))->subid = parentSubid;
 	}
 }
 
 /*
- * cq_store_forget
- *	  Free the store of a query being dropped.  Safe whether the drop
- *	  commits or not: a store that is missing is rebuilt by the next batch.
- *	  The caller holds the query's catalog row lock, so no batch of it is
- *	  running; one whose publication is in flight keeps its store.
+ * forget_now
+ *	  Free the store of a dropped query (no batch of it runs: the drop held
+ *	  its catalog row lock); one whose publication is still in flight keeps
+ *	  its store.  Raises no error.
  */
-void
-cq_store_forget(Oid dboid, int32 query_id)
+static void
+forget_now(StoreKey *key)
 {
-	StoreKey	key = {dboid, query_id};
 	StoreDirEntry *d;
 	StoreHeader *h;
 
-	if (cq_shared == NULL || !cq_shared->store_ready)
-		return;
-	store_attach();
-	d = dshash_find(store_dir, &key, true);
+	d = dshash_find(store_dir, key, true);
 	if (d == NULL)
 		return;
 	if (!DsaPointerIsValid(d->header))
@@ -1336,6 +1330,44 @@ cq_store_forget(Oid dboid, int32 query_id)
 }
 
 /*
+ * forget_pending
+ *	  Free the stores this transaction dropped (after its own were published).
+ */
+static void
+forget_pending(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_forgets)
+		forget_now(&((PendingForget *) lfirst(lc))->key);
+	pending_forgets = NIL;
+}
+
+/*
+ * cq_store_forget
+ *	  The store of a query being dropped is freed if the drop commits, not
+ *	  now: a batch this transaction ran may have its table attached, and a
+ *	  savepoint rolled back can bring the query back.
+ */
+void
+cq_store_forget(Oid dboid, int32 query_id)
+{
+	PendingForget *pf;
+	MemoryContext old;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return;
+	store_attach();
+	register_callbacks();
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pf = palloc(sizeof(PendingForget));
+	pf->key = (StoreKey) {dboid, query_id};
+	pf->subid = GetCurrentSubTransactionId();
+	pending_forgets = lappend(pending_forgets, pf);
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * cq_store_info
  *	  The batch id, rows and bytes of a query's published store; false
  *	  when it has none.
@@ -1347,7 +1379,7 @@ cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *by
 	StoreDirEntry *d;
 	bool		ok = false;
 
-	if (cq_shared == NULL || !cq_shared->store_ready)
+	if (cq_shared == NULL || !cq_shared->store_ready || dropped_here(dboid, query_id))
 		return false;
 	store_attach();
 	d = dshash_find(store_dir, &key, false);
@@ -1386,6 +1418,8 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	uint64		n;
 	ListCell   *lc;
 
+	if (dropped_here(dboid, query_id))
+		return false;			/* the store is the dropped query's */
 	foreach(lc, xact_stores)
 	{
 		CqStore    *st = lfirst(lc);
@@ -1393,6 +1427,8 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 
 		if (st->key.dboid != dboid || st->key.query_id != query_id || st->switched)
 			continue;
+		if (st->desc->tdtypeid != desc->tdtypeid)
+			return false;		/* a dropped query's, which had this id */
 		foreach(rc, cq_store_scan_all(st))
 			tuplestore_puttuple(ts, ((ScanRow *) lfirst(rc))->ref.tup);
 		return true;

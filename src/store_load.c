@@ -49,7 +49,7 @@
 struct CqTargetLoad
 {
 	Relation	rel;
-	TupleDesc	desc;			/* a copy of rel's, never pinned (see bulkload.c's store_row) */
+	TupleDesc	desc;			/* a copy of rel's, never pinned (see bulkload.c's store_row), without NOT NULL */
 	int		   *map;			/* per target attribute: its statement column, -1 dropped */
 	int			having_col;		/* statement column of HAVING, -1 without */
 	TupleTableSlot *slots[LOAD_MAX_ROWS];
@@ -161,6 +161,7 @@ void
 cq_target_load_row(CqTargetLoad *tl, Datum *values, bool *isnull)
 {
 	TupleDesc	desc = tl->desc;
+	TupleDesc	reldesc = RelationGetDescr(tl->rel);	/* desc, a copy, has no NOT NULL */
 	TupleTableSlot *slot;
 
 	if (tl->having_col >= 0 && (isnull[tl->having_col] || !DatumGetBool(values[tl->having_col])))
@@ -180,7 +181,7 @@ cq_target_load_row(CqTargetLoad *tl, Datum *values, bool *isnull)
 
 		slot->tts_values[i] = c < 0 ? (Datum) 0 : values[c];
 		slot->tts_isnull[i] = c < 0 || isnull[c];
-		if (slot->tts_isnull[i] && TupleDescAttr(desc, i)->attnotnull)
+		if (slot->tts_isnull[i] && TupleDescAttr(reldesc, i)->attnotnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
 					 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",

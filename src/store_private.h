@@ -143,6 +143,7 @@ struct CqStore
 	int64		image_base;
 	TimestampTz min_e;
 	SubTransactionId subid;
+	Oid			state_table;	/* the query's: another one may get its id (DROP EXTENSION) */
 	bool		prepared;
 	bool		switched;		/* moved to the table path: drop the store at commit */
 };

@@ -3,7 +3,8 @@
  * store_setup.c
  *	  What a query's shared-memory store is made of, decided from its
  *	  analysis and state table: whether the query can use the store, the
- *	  state row's layout, the keys' hash and equality functions, and whether
+ *	  state row's layout, the keys' hash and equality functions (and a
+ *	  row's key hashes: cq_store_key_hash, cq_store_set_h), and whether
  *	  existing groups are merged in C (store.c keeps the store itself).
  *
  *-------------------------------------------------------------------------
@@ -14,6 +15,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/value.h"
 #include "utils/builtins.h"
@@ -259,4 +261,52 @@ cq_store_merges_in_c(Oid state_table, const char *kinds)
 	setup_layout(&st, state_table);
 	cq_store_setup_merge(&st, kinds);
 	return st.cmerge;
+}
+
+/*
+ * key_hash
+ *	  64-bit hash of a row's keys (values/nulls in the state row layout).
+ */
+uint64
+cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
+{
+	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
+
+	for (int g = 0; g < st->ng; g++)
+	{
+		uint64		k = UINT64CONST(0x5bd1e9955bd1e995);
+
+		if (!nulls[g])
+			k = DatumGetUInt64(FunctionCall2Coll(&st->hashfn[g], st->coll[g], values[g],
+												 UInt64GetDatum(0)));
+		h = hash_combine64(h, k);
+	}
+	return h;
+}
+
+/*
+ * set_h
+ *	  The key hash h of a row of d (values/nulls in the state row layout),
+ *	  which the store's d statement leaves NULL: hash_record(ROW(g1, ...))
+ *	  as the SQL path computes it (cq_state_key_hash_sql) and the target's
+ *	  index is probed by: each key hashed by its type's hash function with
+ *	  its collation, NULL as 0, combined as result * 31 + hash.
+ */
+void
+cq_store_set_h(CqStore *st, Datum *values, bool *nulls)
+{
+	uint32		h = 0;
+
+	if (st->h_att == 0)
+		return;
+	for (int g = 0; g < st->ng && !st->keyless; g++)
+	{
+		uint32		k = 0;
+
+		if (!nulls[g])
+			k = DatumGetUInt32(FunctionCall1Coll(&st->hproc[g], st->coll[g], values[g]));
+		h = (h << 5) - h + k;
+	}
+	values[st->h_att - 1] = UInt32GetDatum(h);
+	nulls[st->h_att - 1] = false;
 }
