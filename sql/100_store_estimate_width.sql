@@ -18,7 +18,12 @@ INSERT INTO est_src
   SELECT (i - 1) / 4, ((i * 37) % 100000) / 100.0,
          CASE WHEN i % 4 = 0 THEN repeat('a', 60) || lpad((i % 10000)::text, 4, '0') ELSE 'b' || (i % 10) END
     FROM generate_series(1, 20000) i;
-ANALYZE est_src;
+-- the same rows in a partitioned table (whose statistics are its tree's)
+CREATE TABLE est_psrc (k int, v numeric(10,2), c text) PARTITION BY RANGE (k);
+CREATE TABLE est_psrc1 PARTITION OF est_psrc FOR VALUES FROM (0) TO (2500);
+CREATE TABLE est_psrc2 PARTITION OF est_psrc FOR VALUES FROM (2500) TO (MAXVALUE);
+INSERT INTO est_psrc SELECT * FROM est_src;
+ANALYZE est_src, est_psrc;
 
 CREATE FUNCTION est_create(name text, query text, storage text DEFAULT NULL) RETURNS boolean
 LANGUAGE sql AS $$
@@ -29,30 +34,34 @@ CREATE FUNCTION est_query(name text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE name
     WHEN 'est_num' THEN 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS mx, avg(v) AS a FROM est_src GROUP BY k'
     WHEN 'est_min' THEN 'SELECT k, min(c) AS mc FROM est_src GROUP BY k'
-    WHEN 'est_expr' THEN 'SELECT k, sum(v * 1) AS s FROM est_src GROUP BY k' END
+    WHEN 'est_expr' THEN 'SELECT k, sum(v * 1) AS s FROM est_src GROUP BY k'
+    WHEN 'est_part' THEN 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS mx, avg(v) AS a FROM est_psrc GROUP BY k' END
 $$;
 
 -- 1. What each query's state really takes in the store (bytes per group)
 SET cq.state_memory = '100MB';
-SELECT est_create(n, est_query(n), 'memory') FROM unnest(ARRAY['est_num', 'est_min', 'est_expr']) n;
+SELECT est_create(n, est_query(n), 'memory') FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
 CALL cq.run('est_num');
 CALL cq.run('est_min');
 CALL cq.run('est_expr');
+CALL cq.run('est_part');
 CREATE TABLE est_real AS
   SELECT n AS name, i.state_rows AS groups, i.state_bytes::numeric / i.state_rows AS per_group
-    FROM unnest(ARRAY['est_num', 'est_min', 'est_expr']) n, cq.state_store_info(n) i;
+    FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n, cq.state_store_info(n) i;
 SELECT name, groups FROM est_real ORDER BY name;
-SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr']) n;
+SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
 
 -- 2. The estimates, read from the state path of the table path taken up front
 -- under a budget below them all: est_num within a few bytes of the store's
--- figure, est_min below it (the column's average width, not the minimum's),
+-- figure (est_part too: the statistics of the partitioned table's tree),
+-- est_min below it (the column's average width, not the minimum's),
 -- est_expr above it (a numeric expression: the planner's 32 bytes)
 SET cq.state_memory = '64kB';
-SELECT est_create(n, est_query(n)) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr']) n;
+SELECT est_create(n, est_query(n)) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
 CALL cq.run('est_num');
 CALL cq.run('est_min');
 CALL cq.run('est_expr');
+CALL cq.run('est_part');
 CREATE TABLE est_est AS
   SELECT q.name, substring(q.state_path FROM 'estimated ([0-9]+) groups')::int AS groups,
          substring(q.state_path FROM 'groups of ([0-9]+) bytes')::numeric AS per_group
@@ -61,7 +70,7 @@ SELECT e.name, e.groups, e.per_group BETWEEN r.per_group - 4 AND r.per_group + 4
        e.per_group < r.per_group - 20 AS below, e.per_group > r.per_group + 20 AS above
   FROM est_est e JOIN est_real r USING (name) ORDER BY e.name;
 SELECT name, mismatches(name::regclass, est_query(name)) FROM est_est ORDER BY name;
-SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr']) n;
+SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
 
 -- 3. A budget a tenth above est_num's state: its estimate fits, the store
 -- holds it (before session 28 the estimate took it to the table)
@@ -96,5 +105,5 @@ SELECT name, state_storage FROM cq.queries WHERE name LIKE 'est\_%' ORDER BY nam
 
 RESET cq.state_memory;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'est\_%' ORDER BY name;
-DROP TABLE est_src, est_real, est_est;
+DROP TABLE est_src, est_psrc, est_real, est_est;
 DROP FUNCTION est_create(text, text, text), est_query(text);

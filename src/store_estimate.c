@@ -110,7 +110,18 @@ value_width(Query *q, Node *expr, int depth)
 		if (rte->rtekind == RTE_RELATION)
 		{
 			int32		w = get_attavgwidth(rte->relid, v->varattno);
+			HeapTuple	tup;
 
+			if (w > 0)
+				return w;
+			/* a partitioned table has only the statistics of its tree */
+			tup = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(rte->relid),
+								  Int16GetDatum(v->varattno), BoolGetDatum(true));
+			if (HeapTupleIsValid(tup))
+			{
+				w = ((Form_pg_statistic) GETSTRUCT(tup))->stawidth;
+				ReleaseSysCache(tup);
+			}
 			return w > 0 ? w : -1;
 		}
 		if (rte->rtekind == RTE_SUBQUERY)
