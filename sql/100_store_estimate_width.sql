@@ -23,45 +23,52 @@ CREATE TABLE est_psrc (k int, v numeric(10,2), c text) PARTITION BY RANGE (k);
 CREATE TABLE est_psrc1 PARTITION OF est_psrc FOR VALUES FROM (0) TO (2500);
 CREATE TABLE est_psrc2 PARTITION OF est_psrc FOR VALUES FROM (2500) TO (MAXVALUE);
 INSERT INTO est_psrc SELECT * FROM est_src;
-ANALYZE est_src, est_psrc;
+-- and with an event time (d's four event-time statistics are not stored)
+CREATE TABLE est_ets (ts timestamptz, v numeric(10,2), c text);
+INSERT INTO est_ets SELECT timestamptz '2024-01-01 00:00+00' + k * interval '4 seconds', v, c FROM est_src;
+ANALYZE est_src, est_psrc, est_ets;
 
 CREATE FUNCTION est_create(name text, query text, storage text DEFAULT NULL) RETURNS boolean
 LANGUAGE sql AS $$
   SELECT cq.create_query(name, query, output_mode => 'update', "trigger" => 'available_now',
-                         state_storage => storage) IS NOT NULL
+                         state_storage => storage,
+                         event_time => CASE WHEN name = 'est_et' THEN 'ts' END) IS NOT NULL
 $$;
 CREATE FUNCTION est_query(name text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE name
     WHEN 'est_num' THEN 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS mx, avg(v) AS a FROM est_src GROUP BY k'
     WHEN 'est_min' THEN 'SELECT k, min(c) AS mc FROM est_src GROUP BY k'
     WHEN 'est_expr' THEN 'SELECT k, sum(v * 1) AS s FROM est_src GROUP BY k'
-    WHEN 'est_part' THEN 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS mx, avg(v) AS a FROM est_psrc GROUP BY k' END
+    WHEN 'est_part' THEN 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS mx, avg(v) AS a FROM est_psrc GROUP BY k'
+    WHEN 'est_et' THEN 'SELECT date_bin(''1 second'', ts, ''2000-01-01'') AS t, count(*) AS n, sum(v) AS s FROM est_ets GROUP BY 1' END
 $$;
 
 -- 1. What each query's state really takes in the store (bytes per group)
 SET cq.state_memory = '100MB';
-SELECT est_create(n, est_query(n), 'memory') FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
+SELECT est_create(n, est_query(n), 'memory') FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
 CALL cq.run('est_num');
 CALL cq.run('est_min');
 CALL cq.run('est_expr');
 CALL cq.run('est_part');
+CALL cq.run('est_et');
 CREATE TABLE est_real AS
   SELECT n AS name, i.state_rows AS groups, i.state_bytes::numeric / i.state_rows AS per_group
-    FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n, cq.state_store_info(n) i;
+    FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n, cq.state_store_info(n) i;
 SELECT name, groups FROM est_real ORDER BY name;
-SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
+SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
 
 -- 2. The estimates, read from the state path of the table path taken up front
 -- under a budget below them all: est_num within a few bytes of the store's
--- figure (est_part too: the statistics of the partitioned table's tree),
+-- figure (est_part too: the statistics of the partitioned table's tree; est_et),
 -- est_min below it (the column's average width, not the minimum's),
 -- est_expr above it (a numeric expression: the planner's 32 bytes)
 SET cq.state_memory = '64kB';
-SELECT est_create(n, est_query(n)) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
+SELECT est_create(n, est_query(n)) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
 CALL cq.run('est_num');
 CALL cq.run('est_min');
 CALL cq.run('est_expr');
 CALL cq.run('est_part');
+CALL cq.run('est_et');
 CREATE TABLE est_est AS
   SELECT q.name, substring(q.state_path FROM 'estimated ([0-9]+) groups')::int AS groups,
          substring(q.state_path FROM 'groups of ([0-9]+) bytes')::numeric AS per_group
@@ -70,7 +77,7 @@ SELECT e.name, e.groups, e.per_group BETWEEN r.per_group - 4 AND r.per_group + 4
        e.per_group < r.per_group - 20 AS below, e.per_group > r.per_group + 20 AS above
   FROM est_est e JOIN est_real r USING (name) ORDER BY e.name;
 SELECT name, mismatches(name::regclass, est_query(name)) FROM est_est ORDER BY name;
-SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part']) n;
+SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
 
 -- 3. A budget a tenth above est_num's state: its estimate fits, the store
 -- holds it (before session 28 the estimate took it to the table)
@@ -105,5 +112,5 @@ SELECT name, state_storage FROM cq.queries WHERE name LIKE 'est\_%' ORDER BY nam
 
 RESET cq.state_memory;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'est\_%' ORDER BY name;
-DROP TABLE est_src, est_psrc, est_real, est_est;
+DROP TABLE est_src, est_psrc, est_ets, est_real, est_est;
 DROP FUNCTION est_create(text, text, text), est_query(text);

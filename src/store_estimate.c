@@ -36,7 +36,9 @@
  * session 28, when every column took the planner's width: a state row of
  * two numeric partials was estimated at 123 bytes where the store counted
  * 76 (bench/fold.sh, ~1M groups), which kept queries that fit out of the
- * store.  Either way the batch's result is the same: only the path
+ * store.  A partitioned source's widths are its tree's statistics; d's
+ * four event-time statistics after the state row are not counted (the
+ * store does not keep them).  Either way the batch's result is the same: only the path
  * differs.
  *
  *-------------------------------------------------------------------------
@@ -169,14 +171,16 @@ value_width(Query *q, Node *expr, int depth)
 
 /*
  * row_data_width
- *	  The data bytes of a row of q's result as heap_form_tuple lays them
- *	  out (see the file header), or -1 when q is not a plain SELECT.
+ *	  The data bytes of a row of q's result but its last `extra` columns
+ *	  as heap_form_tuple lays them out (see the file header), or -1 when q
+ *	  is not a plain SELECT.
  */
 static int
-row_data_width(Query *q)
+row_data_width(Query *q, int extra)
 {
 	ListCell   *lc;
 	int			off = 0;
+	int			keep = list_length(q->targetList) - extra;
 
 	if (q->commandType != CMD_SELECT)
 		return -1;
@@ -189,6 +193,8 @@ row_data_width(Query *q)
 		char		align;
 		int32		w;
 
+		if (foreach_current_index(lc) >= keep)
+			break;
 		if (tle->resjunk)
 			continue;
 		get_typlenbyvalalign(type, &typlen, &byval, &align);
@@ -442,7 +448,12 @@ cq_store_estimate(CqAnalysis *an, const char *delta_sql, double *groups, double 
 	if (list_length(queries) != 1)
 		return false;
 	/* before planning, which changes the tree */
-	width = row_data_width(linitial_node(Query, queries));
+	/*
+	 * the state row: d's columns but the four event-time statistics that
+	 * follow it when the batch counts its rows from d (store_sql.c)
+	 */
+	width = row_data_width(linitial_node(Query, queries),
+						   an->single_scan && an->et_attno != InvalidAttrNumber ? 4 : 0);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	stmt = pg_plan_query(linitial_node(Query, queries), delta_sql, 0, NULL);
 	PopActiveSnapshot();
