@@ -38,8 +38,8 @@
  * 76 (bench/fold.sh, ~1M groups), which kept queries that fit out of the
  * store.  A partitioned source's widths are its tree's statistics; d's
  * four event-time statistics after the state row are not counted (the
- * store does not keep them).  Either way the batch's result is the same: only the path
- * differs.
+ * store does not keep them).  Either way the batch's result is the
+ * same: only the path differs.
  *
  *-------------------------------------------------------------------------
  */
