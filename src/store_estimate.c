@@ -447,10 +447,10 @@ cq_store_estimate(CqAnalysis *an, const char *delta_sql, double *groups, double 
 	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, raw), delta_sql, types, 4, NULL);
 	if (list_length(queries) != 1)
 		return false;
-	/* before planning, which changes the tree */
 	/*
-	 * the state row: d's columns but the four event-time statistics that
-	 * follow it when the batch counts its rows from d (store_sql.c)
+	 * The state row's width, before planning (which changes the tree):
+	 * d's columns but the four event-time statistics that follow it when
+	 * the batch counts its rows from d (store_sql.c)
 	 */
 	width = row_data_width(linitial_node(Query, queries),
 						   an->single_scan && an->et_attno != InvalidAttrNumber ? 4 : 0);
