@@ -34,6 +34,9 @@ LANGUAGE sql AS $$
                          state_storage => storage,
                          event_time => CASE WHEN name = 'est_et' THEN 'ts' END) IS NOT NULL
 $$;
+CREATE FUNCTION est_names() RETURNS SETOF text LANGUAGE sql AS $$
+  SELECT unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et'])
+$$;
 CREATE FUNCTION est_query(name text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE name
     WHEN 'est_num' THEN 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS mx, avg(v) AS a FROM est_src GROUP BY k'
@@ -45,17 +48,13 @@ $$;
 
 -- 1. What each query's state really takes in the store (bytes per group)
 SET cq.state_memory = '100MB';
-SELECT est_create(n, est_query(n), 'memory') FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
-CALL cq.run('est_num');
-CALL cq.run('est_min');
-CALL cq.run('est_expr');
-CALL cq.run('est_part');
-CALL cq.run('est_et');
+SELECT est_create(n, est_query(n), 'memory') FROM est_names() n;
+SELECT format('CALL cq.run(%L)', n) FROM est_names() n \gexec
 CREATE TABLE est_real AS
   SELECT n AS name, i.state_rows AS groups, i.state_bytes::numeric / i.state_rows AS per_group
-    FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n, cq.state_store_info(n) i;
+    FROM est_names() n, cq.state_store_info(n) i;
 SELECT name, groups FROM est_real ORDER BY name;
-SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
+SELECT cq.drop_query(n, drop_target => true) FROM est_names() n;
 
 -- 2. The estimates, read from the state path of the table path taken up front
 -- under a budget below them all: est_num within a few bytes of the store's
@@ -63,12 +62,8 @@ SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_m
 -- est_min below it (the column's average width, not the minimum's),
 -- est_expr above it (a numeric expression: the planner's 32 bytes)
 SET cq.state_memory = '64kB';
-SELECT est_create(n, est_query(n)) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
-CALL cq.run('est_num');
-CALL cq.run('est_min');
-CALL cq.run('est_expr');
-CALL cq.run('est_part');
-CALL cq.run('est_et');
+SELECT est_create(n, est_query(n)) FROM est_names() n;
+SELECT format('CALL cq.run(%L)', n) FROM est_names() n \gexec
 CREATE TABLE est_est AS
   SELECT q.name, substring(q.state_path FROM 'estimated ([0-9]+) groups')::int AS groups,
          substring(q.state_path FROM 'groups of ([0-9]+) bytes')::numeric AS per_group
@@ -77,7 +72,7 @@ SELECT e.name, e.groups, e.per_group BETWEEN r.per_group - 4 AND r.per_group + 4
        e.per_group < r.per_group - 20 AS below, e.per_group > r.per_group + 20 AS above
   FROM est_est e JOIN est_real r USING (name) ORDER BY e.name;
 SELECT name, mismatches(name::regclass, est_query(name)) FROM est_est ORDER BY name;
-SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['est_num', 'est_min', 'est_expr', 'est_part', 'est_et']) n;
+SELECT cq.drop_query(n, drop_target => true) FROM est_names() n;
 
 -- 3. A budget a tenth above est_num's state: its estimate fits, the store
 -- holds it (before session 28 the estimate took it to the table)
@@ -113,4 +108,4 @@ SELECT name, state_storage FROM cq.queries WHERE name LIKE 'est\_%' ORDER BY nam
 RESET cq.state_memory;
 SELECT cq.drop_query(name, drop_target => true) FROM cq.queries WHERE name LIKE 'est\_%' ORDER BY name;
 DROP TABLE est_src, est_psrc, est_ets, est_real, est_est;
-DROP FUNCTION est_create(text, text, text), est_query(text);
+DROP FUNCTION est_create(text, text, text), est_names(), est_query(text);
