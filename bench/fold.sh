@@ -18,12 +18,16 @@
 # BENCH_FOLD_STORAGES names the state storages measured: "default" (the
 # query's default: the shared-memory store where it can hold the query,
 # which at ~1M groups outgrows cq.state_memory in batch 0 and moves to the
-# table, so that the batch pays for both) and "unlogged" (the state table).
+# table, so that the batch pays for both), "unlogged" (the state table) and
+# "memory" (state_storage = 'memory' with the batch's cq.state_memory =
+# BENCH_FOLD_STATE_MEMORY, default 512MB: the store holds every group, so
+# batch 0 writes the target alone; the CALL's session SETs it).
 #
 # Env: BENCH_PORT (default 55454), BENCH_FOLD_ROWS (5000000),
 # BENCH_FOLD_REPS (3), BENCH_FOLD_WORK_MEM ('4MB 64MB'),
 # BENCH_FOLD_SPANS ('80 20000', minutes), BENCH_FOLD_STORAGES ('default
-# unlogged'), BENCH_OUT (bench/results/fold.md),
+# unlogged'; also "memory"), BENCH_FOLD_STATE_MEMORY (512MB),
+# BENCH_OUT (bench/results/fold.md),
 # plus scripts/common.sh's PGBIN, CQ_TMPBASE, CQ_SKIP_APT, CQ_SKIP_BUILD,
 # CQ_KEEP_CLUSTER.
 set -euo pipefail
@@ -39,6 +43,7 @@ BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-3}"
 BENCH_FOLD_WORK_MEM="${BENCH_FOLD_WORK_MEM:-4MB 64MB}"
 BENCH_FOLD_SPANS="${BENCH_FOLD_SPANS:-80 20000}"
 BENCH_FOLD_STORAGES="${BENCH_FOLD_STORAGES:-default unlogged}"
+BENCH_FOLD_STATE_MEMORY="${BENCH_FOLD_STATE_MEMORY:-512MB}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/fold.md}"
 
 trap 'stop_cluster bench_fold' EXIT
@@ -59,8 +64,9 @@ for span in $BENCH_FOLD_SPANS; do
         "VACUUM ANALYZE fold_ev;" "CHECKPOINT;" >/dev/null
     groups=$(psql_val "SELECT count(*) FROM ($(agg_select fold_ev)) s;")
     for storage in $BENCH_FOLD_STORAGES; do
-    opt=""
+    opt="" set_mem=""
     [[ $storage == default ]] || opt=", cq.state_storage = '$storage'"
+    [[ $storage != memory ]] || set_mem="SET cq.state_memory = '$BENCH_FOLD_STATE_MEMORY'; "
     for wm in $BENCH_FOLD_WORK_MEM; do
         cq=() gb=() cqw=() gbw=()
         for ((r = 1; r <= BENCH_FOLD_REPS; r++)); do
@@ -68,7 +74,7 @@ for span in $BENCH_FOLD_SPANS; do
                 if [[ $which == cq ]]; then
                     psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now'$opt) AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
                     psql_run "CHECKPOINT;" >/dev/null
-                    read -r c w < <(cpu_sql "SET cq.work_mem = '$wm'; CALL cq.run('fold_agg');" 2>/dev/null)
+                    read -r c w < <(cpu_sql "${set_mem}SET cq.work_mem = '$wm'; CALL cq.run('fold_agg');" 2>/dev/null)
                     cq+=("$c") cqw+=("$w")
                     n=$(psql_val "SELECT count(*) FROM fold_agg")
                     [[ $n == "$groups" ]] || die "fold_agg has $n rows, want $groups"

@@ -43,7 +43,7 @@ bool		cq_citus_shard_scans = true;
 
 /* every node's snapshot through the batch's own Citus connections (citus.c) */
 bool		cq_citus_snapshot_probes = true;
-int			cq_state_memory_kb = 65536;
+int			cq_state_memory_kb = 131072;
 int			cq_state_image_batches = 0;
 int			cq_state_image_interval_s = 300;
 
@@ -104,7 +104,7 @@ cq_guc_init(void)
 							"Counted as the size of its state rows plus a small overhead per group; a batch "
 							"that would exceed it fails (the state is unchanged).",
 							&cq_state_memory_kb,
-							65536, 64, MAX_KILOBYTES,
+							131072, 64, MAX_KILOBYTES,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
