@@ -453,8 +453,8 @@ cq_rowload_finish(CqRowLoad *rl)
  * read from the file (TIDs ascending, as written) and sorted by h with a
  * stable radix sort, a byte a pass.  The btree's sort then finds its runs
  * sorted (up to a chunk): at 100k groups a fifth of the build's
- * instructions less than in the order written (bench/README.md, store
- * section, session 28).
+ * instructions less than in the order written
+ * (bench/results/store-fold-s28-A.md).
  */
 typedef struct KeyFeed
 {
