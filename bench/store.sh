@@ -65,7 +65,8 @@
 # snapshot), over up to 2,000 sampled rows; p50 and p99.
 #
 # Env: BENCH_PORT (default 55455), BENCH_STORE_GROUPS (100000),
-# BENCH_STORE_BATCHES ("1000 10000"), BENCH_STORE_ROUNDS (9),
+# BENCH_STORE_BATCHES ("1000 10000"; "" skips the batch series, e.g. to
+# measure the fold alone), BENCH_STORE_ROUNDS (9),
 # BENCH_STORE_WARMUP (20, unmeasured rounds of the long-lived session),
 # BENCH_STORE_FOLD_ROWS (5000000), BENCH_STORE_FOLD_REPS (5), BENCH_STORE_LAT_RATES ("1000 10000"),
 # BENCH_STORE_LAT_SECS (20), BENCH_STORE_CONF (one more postgresql.conf
@@ -81,7 +82,7 @@ cd "$REPO_ROOT"
 
 BENCH_PORT="${BENCH_PORT:-55455}"
 BENCH_STORE_GROUPS="${BENCH_STORE_GROUPS:-100000}"
-BENCH_STORE_BATCHES="${BENCH_STORE_BATCHES:-1000 10000}"
+BENCH_STORE_BATCHES="${BENCH_STORE_BATCHES-1000 10000}"
 BENCH_STORE_ROUNDS="${BENCH_STORE_ROUNDS:-9}"
 BENCH_STORE_WARMUP="${BENCH_STORE_WARMUP:-20}"
 BENCH_STORE_FOLD_ROWS="${BENCH_STORE_FOLD_ROWS:-5000000}"
@@ -373,6 +374,7 @@ mkdir -p "$(dirname "$BENCH_OUT")"
     echo
     echo "$(human "$G") groups, update mode, \`k, count(*), sum(v), max(v)\`; median of $BENCH_STORE_ROUNDS batches (cq.progress.duration_ms, whole batch)."
     echo
+    if [[ -n "$BENCH_STORE_BATCHES" ]]; then
     echo "| batch rows | store: batch | table: batch | table / store | store: fold + target | table: fold + target | table / store |"
     echo "|---|---|---|---|---|---|---|"
     for B in $BENCH_STORE_BATCHES; do
@@ -397,6 +399,7 @@ mkdir -p "$(dirname "$BENCH_OUT")"
         echo "| $(human "$B") | ${MED["wmemc_$B"]} | ${MED["wtabc_$B"]} | $(fmt_x "$(calc "${MED["wtabc_$B"]} / ${MED["wmemc_$B"]}")") | ${MED["wd_$B"]} | ${MED["wl_$B"]} | ${MED["wm_$B"]} | ${MED["wx_$B"]} | ${MED["wp_$B"]} | ${MED["ws_$B"]} | ${MED["wts_$B"]} | ${MED["wtm_$B"]} | ${MED["wtk_$B"]} | ${MED["wmst_$B"]} | ${MED["wtst_$B"]} | $(fmt_x "$(calc "${MED["wtst_$B"]} / ${MED["wmst_$B"]}")") | ${MED["wmsw_$B"]} | ${MED["wtsw_$B"]} | $(fmt_x "$(calc "${MED["wtsw_$B"]} / ${MED["wmsw_$B"]}")") |"
     done
     echo
+    fi
     echo "Fold (batch 0) of $(human "$BENCH_STORE_FOLD_ROWS") rows into $(human "$G") groups, serial, jit off: the GROUP BY and the folds medians of $BENCH_STORE_FOLD_REPS interleaved rounds, a fold's ratio to the GROUP BY the median of its rounds' own ratios; the other baselines one run:"
     echo
     echo "| | CPU | wall | CPU / plain GROUP BY (goal's baseline) | CPU / GROUP BY into a table (context) |"

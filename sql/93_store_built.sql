@@ -91,7 +91,7 @@ COMMIT;
 SELECT mismatches('sb_3', :'oracle') AS bad_rows, l.* FROM sb_left('sb_3') l;
 
 -- (4) batch 0 writing its target rows as d makes them (the store's load
--- statement: a plain target, its index dropped for the load), with HAVING
+-- statement: a plain target, its index built after the load), with HAVING
 -- and an output that fails for one group, the last in key order (hash
 -- aggregation off: d sorts, then aggregates in key order): the error comes
 -- after 2,000 rows were written to the target (a thousand at a time) and

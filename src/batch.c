@@ -70,6 +70,7 @@
 #include "bulkload.h"
 #include "store_fold.h"
 #include "store_estimate.h"
+#include "store_load.h"
 #include "state.h"
 #include "objects.h"
 #include "citus.h"
@@ -808,8 +809,10 @@ fold(OwnerBatch *ob)
  * fold_store
  *	  fold for a query whose state is in the shared-memory store
  *	  (store.c): the same metrics from the store's fold.  Batch 0 over
- *	  history writes every group to the empty target with a plain INSERT,
- *	  as on the table path: the target's index is built after that load
+ *	  history writes every group to the empty target, by a load
+ *	  (store_load.c) or a plain INSERT, as on the table path: the target's
+ *	  index is built after it, by the load from the key hashes it wrote
+ *	  where it can (cq_target_load_index_plan), else from its definition
  *	  (unindex_target).
  */
 static void
@@ -819,10 +822,14 @@ fold_store(OwnerBatch *ob)
 	CqBatchResult *res = ob->res;
 	CqStoreMetrics m;
 	bool		has_wm = res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE;
-	List	   *target_index_defs = in->history ? unindex_target(in) : NIL;
+	List	   *target_index_defs = NIL;
+	Oid			target_index = InvalidOid;
 
+	if (in->history &&
+		!cq_target_load_index_plan(in->an, in->q, &in->plan->store, &target_index))
+		target_index_defs = unindex_target(in);
 	cq_store_fold(in->store, &in->plan->store, in->history, ob->params, ob->nulls,
-				  has_wm, res->watermark, true, &m);
+				  has_wm, res->watermark, true, target_index, &m);
 	build_indexes_as_user(target_index_defs);
 	res->state_updated = m.updated;
 	res->state_total += m.inserted;

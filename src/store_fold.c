@@ -61,6 +61,7 @@
 #include "merge.h"
 #include "delta.h"
 #include "store_load.h"
+#include "rowload.h"
 
 /*
  * register_enr
@@ -646,7 +647,8 @@ fold_receive(TupleTableSlot *slot, DestReceiver *self)
 	put = fold_row(fs, fs->values, fs->isnull);
 	MemoryContextSwitchTo(old);
 	if (put && fs->tl)
-		cq_target_load_row(fs->tl, slot->tts_values, slot->tts_isnull);
+		cq_target_load_row(fs->tl, slot->tts_values, slot->tts_isnull,
+						   fs->st->h_att ? DatumGetInt32(fs->values[fs->st->h_att - 1]) : 0);
 	return true;
 }
 
@@ -766,37 +768,17 @@ fold_history(FoldState *fs, const CqStoreSql *sql, const char *delta, const char
 }
 
 /*
- * target_load
- *	  Batch 0 writing every group to the empty target: its target rows
- *	  by the load statement and store_load.c rather than m and the INSERT,
- *	  when that path applies (cq_target_load_begin), else NULL.
- */
-static CqTargetLoad *
-target_load(const CqStoreSql *sql)
-{
-	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
-	List	   *sources;
-	TupleDesc	result;
-
-	if (!cq_bulk_load || cq_bench_split_batch || sql->load_history == NULL)
-		return NULL;
-	sources = SPI_plan_get_plan_sources(cq_spi_plan(sql->load_history, 4, types));
-	if (list_length(sources) != 1 || ((CachedPlanSource *) linitial(sources))->resultDesc == NULL)
-		return NULL;
-	result = ((CachedPlanSource *) linitial(sources))->resultDesc;
-	return cq_target_load_begin(sql->target, result, result->natts - sql->nout - (sql->having ? 1 : 0),
-								sql->out_names, sql->nout, sql->having);
-}
-
-/*
  * cq_store_fold
  *	  A batch on the store: run d, merge it into the overlay, evict the
  *	  windows the watermark closed, write the target (sql->sink, reading m
  *	  and x).  has_wm/wm: the batch's watermark as the SQL path's $5.
+ *	  Batch 0 over history (history) may write its target rows by a load
+ *	  (store_load.c), which builds target_index (cq_target_load_index_plan;
+ *	  InvalidOid: none to build).
  */
 void
 cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
-			  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
+			  const char *nulls, bool has_wm, TimestampTz wm, bool evict, Oid target_index,
 			  CqStoreMetrics *metrics)
 {
 	int			natts = st->desc->natts;
@@ -813,8 +795,8 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 
 	memset(metrics, 0, sizeof(*metrics));
 	memset(&mo, 0, sizeof(mo));
-	if (history && sql->sink_history_plain)
-		tl = target_load(sql);
+	if (history)
+		tl = cq_target_load_begin(sql, target_index);
 	if (sink != NULL && tl == NULL)
 	{
 		/*
@@ -1060,8 +1042,6 @@ image_table_plain(CqStore *st, Relation rel)
 	return true;
 }
 
-#define IMAGE_MAX_ROWS 1000
-
 /*
  * load_image
  *	  Write the store's rows to the state table, truncated in this
@@ -1070,25 +1050,17 @@ image_table_plain(CqStore *st, Relation rel)
  *	  an index insert per row in the store's hash order was most of the
  *	  image write's cost (issue 15; bench/results/image-s25.md).  The rows
  *	  (copies of the store's tuples, the same columns) go as COPY writes
- *	  them (bulkload.c): a thousand at a time by table_multi_insert, each
- *	  page filled under one lock and, for a logged table, one WAL record
- *	  per page; the index build of a logged table is
- *	  WAL-logged as REINDEX's.  The sort of the build within the batch's
- *	  memory budget, maintenance_work_mem = work_mem, as batch.c's
- *	  build_index.  Returns false, having done nothing, when the table is
- *	  not plain (image_table_plain) or cq.bulk_load is off.
+ *	  them (rowload.c, with COPY's ring of buffers); the index build of a
+ *	  logged table is WAL-logged as REINDEX's.  The sort of the build within
+ *	  the batch's memory budget, maintenance_work_mem = work_mem, as
+ *	  batch.c's build_index.  Returns false, having done nothing, when the
+ *	  table is not plain (image_table_plain) or cq.bulk_load is off.
  */
 static bool
 load_image(CqStore *st, Oid relid)
 {
 	Relation	rel = table_open(relid, RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	TupleTableSlot *slots[IMAGE_MAX_ROWS];
-	TupleDesc	slotdesc = NULL;
-	int			nused = 0;
-	int			nslots = 0;
-	CommandId	cid = GetCurrentCommandId(true);
-	BulkInsertState bis;
+	CqRowLoad  *load;
 	ReindexParams params = {0};
 	int			nest;
 	ListCell   *lc;
@@ -1098,47 +1070,11 @@ load_image(CqStore *st, Oid relid)
 		table_close(rel, NoLock);
 		return false;
 	}
-	bis = GetBulkInsertState();
+	load = cq_rowload_begin(rel, TABLE_INSERT_SKIP_FSM, CQ_ROWLOAD_RING);
+	/* copies of the store's tuples (their columns are the table's) */
 	foreach(lc, cq_store_scan_all(st))
-	{
-		HeapTuple	tup = ((ScanRow *) lfirst(lc))->ref.tup;
-		TupleTableSlot *slot;
-
-		if (nused == nslots)
-		{
-			/*
-			 * Over an unpinned copy of the table's descriptor: a thousand
-			 * slots pinning the relation's own would make one long run in
-			 * the resource owner's table of references (see bulkload.c's
-			 * store_row).
-			 */
-			if (slotdesc == NULL)
-				slotdesc = CreateTupleDescCopy(desc);
-			slots[nslots++] = MakeSingleTupleTableSlot(slotdesc, table_slot_callbacks(rel));
-		}
-		slot = slots[nused];
-		if (HeapTupleHasNulls(tup))
-			for (int i = 0; i < desc->natts; i++)
-				if (TupleDescAttr(desc, i)->attnotnull && heap_attisnull(tup, i + 1, st->desc))
-					ereport(ERROR,
-							(errcode(ERRCODE_NOT_NULL_VIOLATION),
-							 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-									NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
-							 errtablecol(rel, i + 1)));
-		/* a copy of the store's tuple (its columns are the table's) */
-		ExecForceStoreHeapTuple(tup, slot, false);
-		if (++nused == IMAGE_MAX_ROWS)
-		{
-			table_multi_insert(rel, slots, nused, cid, TABLE_INSERT_SKIP_FSM, bis);
-			nused = 0;
-		}
-	}
-	if (nused > 0)
-		table_multi_insert(rel, slots, nused, cid, TABLE_INSERT_SKIP_FSM, bis);
-	FreeBulkInsertState(bis);
-	table_finish_bulk_insert(rel, TABLE_INSERT_SKIP_FSM);
-	for (int i = 0; i < nslots; i++)
-		ExecDropSingleTupleTableSlot(slots[i]);
+		cq_rowload_tuple(load, ((ScanRow *) lfirst(lc))->ref.tup);
+	(void) cq_rowload_finish(load);
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
 

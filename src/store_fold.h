@@ -17,7 +17,7 @@ extern int64 cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params,
 							  bool has_wm, TimestampTz wm);
 extern void cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 						  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
-						  CqStoreMetrics *metrics);
+						  Oid target_index, CqStoreMetrics *metrics);
 extern uint64 cq_store_refresh_begin(CqStore *st);
 extern void cq_store_refresh_end(void);
 extern void cq_store_batch_done(CqStore *st, int64 batch_id);

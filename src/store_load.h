@@ -2,7 +2,7 @@
  *
  * store_load.h
  *	  Batch 0 of an update query on the store: its target rows written as
- *	  COPY writes them (store_load.c).
+ *	  COPY writes them, its target index built from them (store_load.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,13 +10,15 @@
 #define CQ_STORE_LOAD_H
 
 #include "postgres.h"
-#include "access/tupdesc.h"
+#include "analyze.h"
+#include "catalog.h"
+#include "store.h"
 
 typedef struct CqTargetLoad CqTargetLoad;
 
-extern CqTargetLoad *cq_target_load_begin(Oid target, TupleDesc result, int first, char **names,
-										  int nnames, bool having);
-extern void cq_target_load_row(CqTargetLoad *tl, Datum *values, bool *isnull);
+extern bool cq_target_load_index_plan(CqAnalysis *an, CqQuery *q, const CqStoreSql *sql, Oid *index);
+extern CqTargetLoad *cq_target_load_begin(const CqStoreSql *sql, Oid index);
+extern void cq_target_load_row(CqTargetLoad *tl, Datum *values, bool *isnull, int32 h);
 extern int64 cq_target_load_end(CqTargetLoad *tl);
 
 #endif							/* CQ_STORE_LOAD_H */
