@@ -53,6 +53,7 @@
 #include "security.h"
 #include "sql_builder.h"
 #include "options.h"
+#include "inval.h"
 
 #define QUERY_COLUMNS \
 	"name, id, owner::pg_catalog.oid, source::pg_catalog.oid, target::pg_catalog.oid, output_mode, " \
@@ -181,7 +182,7 @@ cq_catalog_version(void)
 
 	if (!version_callback)
 	{
-		CacheRegisterRelcacheCallback(forget_version, (Datum) 0);
+		cq_relcache_callback(forget_version, (Datum) 0);
 		version_callback = true;
 	}
 	if (version_lxid == MyProc->lxid && version_lxid != InvalidLocalTransactionId)

@@ -38,6 +38,7 @@
 #include "utils/xid8.h"
 
 #include "horizon.h"
+#include "inval.h"
 
 /*
  * Scans of new rows that skip old pages.
@@ -556,7 +557,7 @@ cached_getbitmap(IndexScanDesc scan, Relation heap, TIDBitmap *tbm, int64 *npage
 		ctl.keysize = sizeof(Oid);
 		ctl.entrysize = sizeof(SummaryCache);
 		summary_caches = hash_create("pg_cq BRIN summaries", 16, &ctl, HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(summary_cache_inval, (Datum) 0);
+		cq_relcache_callback(summary_cache_inval, (Datum) 0);
 	}
 	sweep_summary_caches(key);
 	c = hash_search(summary_caches, &key, HASH_ENTER, &found);

@@ -72,6 +72,7 @@
 #include "store_fold.h"
 #include "merge.h"
 #include "bulkload.h"
+#include "inval.h"
 
 
 /*
@@ -420,7 +421,7 @@ plan_cache_init(void)
 	ctl.keysize = sizeof(int32);
 	ctl.entrysize = sizeof(CqPlanCacheEntry);
 	plan_entries = hash_create("pg_cq analyses", 16, &ctl, HASH_ELEM | HASH_BLOBS);
-	CacheRegisterRelcacheCallback(plan_invalidate_rel, (Datum) 0);
+	cq_relcache_callback(plan_invalidate_rel, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(TYPEOID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(OPEROID, plan_invalidate_syscache, (Datum) 0);

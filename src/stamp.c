@@ -66,6 +66,7 @@
 #include "citus.h"
 #include "tracking.h"
 #include "wakeup.h"
+#include "inval.h"
 
 typedef struct FastTable
 {
@@ -902,7 +903,7 @@ cq_stamp_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOn
 void
 cq_stamp_init(void)
 {
-	CacheRegisterRelcacheCallback(fast_tables_inval, (Datum) 0);
+	cq_relcache_callback(fast_tables_inval, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, functions_inval, (Datum) 0);
 	cq_brin_insert_init();
 	cq_stamp_first_row_hook = cq_brin_swap_table;

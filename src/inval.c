@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * inval.c
+ *	  pg_cq's one relation cache invalidation callback, which calls the
+ *	  callbacks of pg_cq's modules in turn.
+ *
+ * A backend has room for only MAX_RELCACHE_CALLBACKS (10 in PostgreSQL
+ * 15) relation cache callbacks, shared by every library it loads, and
+ * running out is FATAL for the backend that registers one too many.  Citus alone takes several; pg_cq once took one per module (plan
+ * cache, catalog version, write path, BRIN summary cache), which with
+ * Citus loaded left a pool worker unable to open its summary cache (t/citus/
+ * 001).  Here pg_cq takes one slot, whatever number of modules need it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "inval.h"
+
+#define CQ_MAX_RELCACHE_CALLBACKS 16
+
+typedef struct CqRelcacheCallback
+{
+	RelcacheCallbackFunction func;
+	Datum		arg;
+} CqRelcacheCallback;
+
+static CqRelcacheCallback callbacks[CQ_MAX_RELCACHE_CALLBACKS];
+static int	ncallbacks = 0;
+
+/*
+ * call_all
+ *	  The callback PostgreSQL calls: each module's, in the order they came.
+ */
+static void
+call_all(Datum arg, Oid relid)
+{
+	for (int i = 0; i < ncallbacks; i++)
+		callbacks[i].func(callbacks[i].arg, relid);
+}
+
+/*
+ * cq_relcache_callback
+ *	  As CacheRegisterRelcacheCallback, for a module of pg_cq: func is
+ *	  called with arg on every relation cache invalidation of this backend
+ *	  (relid InvalidOid: all relations), for the life of the backend.  The
+ *	  same func and arg twice is registered once.
+ */
+void
+cq_relcache_callback(RelcacheCallbackFunction func, Datum arg)
+{
+	for (int i = 0; i < ncallbacks; i++)
+		if (callbacks[i].func == func && callbacks[i].arg == arg)
+			return;
+	if (ncallbacks == CQ_MAX_RELCACHE_CALLBACKS)
+		elog(FATAL, "pg_cq: out of relation cache callback slots");
+	if (ncallbacks == 0)
+		CacheRegisterRelcacheCallback(call_all, (Datum) 0);
+	callbacks[ncallbacks].func = func;
+	callbacks[ncallbacks].arg = arg;
+	ncallbacks++;
+}

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * inval.h
+ *	  pg_cq's one relation cache invalidation callback (inval.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CQ_INVAL_H
+#define CQ_INVAL_H
+
+#include "postgres.h"
+
+#include "utils/inval.h"
+
+extern void cq_relcache_callback(RelcacheCallbackFunction func, Datum arg);
+
+#endif							/* CQ_INVAL_H */
