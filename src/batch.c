@@ -259,10 +259,38 @@ merge_needs_count(BatchInput *in)
 }
 
 /*
+ * target_statement_triggers
+ *	  Does a write to the query's target fire a statement-level trigger
+ *	  (INSERT, UPDATE or DELETE, BEFORE or AFTER)?  PostgreSQL fires those
+ *	  even for a statement that writes no row.  The lock is the one the
+ *	  batch's statement takes on the target anyway.
+ */
+static bool
+target_statement_triggers(Oid target)
+{
+	Relation	rel = table_open(target, RowExclusiveLock);
+	TriggerDesc *td = rel->trigdesc;
+	bool		found = td != NULL &&
+		(td->trig_insert_before_statement || td->trig_insert_after_statement ||
+		 td->trig_update_before_statement || td->trig_update_after_statement ||
+		 td->trig_delete_before_statement || td->trig_delete_after_statement);
+
+	table_close(rel, NoLock);
+	return found;
+}
+
+/*
  * count
  *	  The source rows of the batch (Spark's numInputRows) and event-time
  *	  statistics, from the count statement, unless the main statement
  *	  counts them itself.
+ *
+ *	  A single scan learns that the batch had no row only after its
+ *	  statement ran; the batch then records nothing (no batch id is used),
+ *	  but the statement wrote the target, with no row.  Where that shows
+ *	  (a statement-level trigger on the target fires), the count statement
+ *	  runs first, so that a poll or call that finds nothing new does not
+ *	  run the statement (SPEC §5: no new data, no batch).
  */
 static void
 count(OwnerBatch *ob)
@@ -270,11 +298,18 @@ count(OwnerBatch *ob)
 	BatchInput *in = ob->in;
 	CqPlan	   *plan = in->plan;
 
+	if (ob->nodata)
+		return;
+
 	/*
 	 * A single scan counts its rows itself, but the MERGE path needs the
-	 * count first to choose (merge.c)
+	 * count first to choose (merge.c), and so does a target with statement
+	 * triggers (above; the store writes the target only when groups
+	 * changed, complete mode only in refresh)
 	 */
-	if (ob->nodata || (plan->single_scan && !merge_needs_count(in)))
+	if (plan->single_scan && !merge_needs_count(in) &&
+		!(!in->history && in->store == NULL && in->q->opts.mode != CQ_MODE_COMPLETE &&
+		  target_statement_triggers(in->q->target)))
 		return;
 	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, ob->types),
 						 ob->params, ob->nulls, false, 1) != SPI_OK_SELECT)
