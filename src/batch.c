@@ -51,6 +51,7 @@
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
+#include "sink.h"
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
@@ -259,27 +260,6 @@ merge_needs_count(BatchInput *in)
 }
 
 /*
- * target_statement_triggers
- *	  Does a write to the query's target fire a statement-level trigger
- *	  (INSERT, UPDATE or DELETE, BEFORE or AFTER)?  PostgreSQL fires those
- *	  even for a statement that writes no row.  The lock is the one the
- *	  batch's statement takes on the target anyway.
- */
-static bool
-target_statement_triggers(Oid target)
-{
-	Relation	rel = table_open(target, RowExclusiveLock);
-	TriggerDesc *td = rel->trigdesc;
-	bool		found = td != NULL &&
-		(td->trig_insert_before_statement || td->trig_insert_after_statement ||
-		 td->trig_update_before_statement || td->trig_update_after_statement ||
-		 td->trig_delete_before_statement || td->trig_delete_after_statement);
-
-	table_close(rel, NoLock);
-	return found;
-}
-
-/*
  * count
  *	  The source rows of the batch (Spark's numInputRows) and event-time
  *	  statistics, from the count statement, unless the main statement
@@ -309,7 +289,7 @@ count(OwnerBatch *ob)
 	 */
 	if (plan->single_scan && !merge_needs_count(in) &&
 		!(!in->history && in->store == NULL && in->q->opts.mode != CQ_MODE_COMPLETE &&
-		  target_statement_triggers(in->q->target)))
+		  OidIsValid(in->q->target) && cq_sink_statement_triggers(in->q->target)))
 		return;
 	if (SPI_execute_plan(cq_spi_plan(in->history ? plan->count_sql_history : plan->count_sql, 4, ob->types),
 						 ob->params, ob->nulls, false, 1) != SPI_OK_SELECT)

@@ -15,10 +15,12 @@
 #include "postgres.h"
 
 #include "access/sysattr.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -614,4 +616,25 @@ cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target, const
 	update_ctes(&buf, an, viewid, target, false, false);
 	appendStringInfoString(&buf, " SELECT count(*) FROM o");
 	return buf.data;
+}
+
+/*
+ * cq_sink_statement_triggers
+ *	  Does a write to the query's target fire a statement-level trigger
+ *	  (INSERT, UPDATE or DELETE, BEFORE or AFTER)?  PostgreSQL fires those
+ *	  even for a statement that writes no row.  The lock is the one the
+ *	  batch's statement takes on the target anyway.
+ */
+bool
+cq_sink_statement_triggers(Oid target)
+{
+	Relation	rel = table_open(target, RowExclusiveLock);
+	TriggerDesc *td = rel->trigdesc;
+	bool		found = td != NULL &&
+		(td->trig_insert_before_statement || td->trig_insert_after_statement ||
+		 td->trig_update_before_statement || td->trig_update_after_statement ||
+		 td->trig_delete_before_statement || td->trig_delete_after_statement);
+
+	table_close(rel, NoLock);
+	return found;
 }

@@ -36,4 +36,6 @@ extern void cq_sink_having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid
 extern char *cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target,
 										const char *state);
 
+extern bool cq_sink_statement_triggers(Oid target);
+
 #endif							/* CQ_SINK_H */
