@@ -116,5 +116,27 @@ SELECT batch_id, state_rows FROM cq.state_store_info('dr_qb');
 SELECT count(*) AS mismatches FROM
   ((SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a EXCEPT ALL TABLE dr_qb)
    UNION ALL (TABLE dr_qb EXCEPT ALL SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a)) x;
+
+-- (6) the same across transactions: DROP EXTENSION leaves the dropped
+-- queries' stores in shared memory (its drop hook does not run for them),
+-- and a new query that gets one's id, before its first batch, has no
+-- state, whatever the old store holds (its readers took the old rows
+-- before, read as rows of the new state table)
+DROP EXTENSION pg_cq CASCADE;
+CREATE EXTENSION pg_cq;
+SELECT cq.create_query('dr_qc', 'SELECT k, count(*) AS n, sum(x) AS sx FROM dr_a GROUP BY k',
+                       output_mode => 'update', "trigger" => 'available_now', starting => 'earliest');
+CALL cq.run('dr_qc');
+SELECT id, (SELECT count(*) FROM cq.state_rows(1, NULL::cq_state.s_1)) AS state_rows FROM cq.queries;
+DROP EXTENSION pg_cq CASCADE;
+CREATE EXTENSION pg_cq;
+SELECT cq.create_query('dr_qd', 'SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a',
+                       output_mode => 'update', "trigger" => 'available_now', starting => 'earliest');
+SELECT id, (SELECT count(*) FROM cq.state_rows(1, NULL::cq_state.s_1)) AS state_rows FROM cq.queries;
+CALL cq.run('dr_qd');
+SELECT count(*) AS state_rows, sum(n) AS n FROM cq.state_rows(1, NULL::cq_state.s_1);
+SELECT count(*) AS mismatches FROM
+  ((SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a EXCEPT ALL TABLE dr_qd)
+   UNION ALL (TABLE dr_qd EXCEPT ALL SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a)) x;
 \c :dr_db
 DROP DATABASE dr_ids WITH (FORCE);

@@ -325,7 +325,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 
 		d = find_header(&st->key, false, false);
 		busy = d != NULL && h->inflight >= 0;
-		valid = h->valid;
+		valid = h->valid && h->rowtype == st->desc->tdtypeid;
 		published = h->published;
 		table = h->table;
 		st->rows = h->rows;
@@ -1152,6 +1152,7 @@ publish(CqStore *st)
 		h->table = cq_gt_handle(st->table);
 	}
 	h->valid = true;
+	h->rowtype = st->desc->tdtypeid;
 	h->published = st->batch_id;
 	h->inflight = -1;
 	h->rows = st->rows;
@@ -1440,12 +1441,13 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	if (d == NULL)
 		return false;
 	if (!DsaPointerIsValid(d->header) ||
-		!((StoreHeader *) dsa_get_address(store_area, d->header))->valid)
+		!(h = dsa_get_address(store_area, d->header))->valid ||
+		h->rowtype != desc->tdtypeid)
 	{
+		/* none, or a dropped query's that had this id (DROP EXTENSION) */
 		dshash_release_lock(store_dir, d);
 		return false;
 	}
-	h = dsa_get_address(store_area, d->header);
 	/* the directory entry stays locked: the table cannot be replaced meanwhile */
 	table = cq_gt_attach(store_area, h->table);
 	cq_gt_lock(table, LW_SHARED);

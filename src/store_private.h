@@ -46,6 +46,9 @@ typedef struct StoreDirEntry
 typedef struct StoreHeader
 {
 	bool		valid;			/* table reflects batch `published` */
+	Oid			rowtype;		/* its rows' type: the state table's of the query
+								 * that published it (valid only; a query that got
+								 * a dropped one's id has another) */
 	dsa_pointer table;			/* groups, a CqGroupTable (valid only) */
 	int64		published;		/* batch id the table reflects, -1: before batch 0 */
 	int64		inflight;		/* batch being published, -1: none */
