@@ -117,11 +117,11 @@ SELECT count(*) AS mismatches FROM
   ((SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a EXCEPT ALL TABLE dr_qb)
    UNION ALL (TABLE dr_qb EXCEPT ALL SELECT a, max(c) AS m, count(*) AS n FROM dr_b GROUP BY a)) x;
 
--- (6) the same across transactions: DROP EXTENSION leaves the dropped
--- queries' stores in shared memory (its drop hook does not run for them),
--- and a new query that gets one's id, before its first batch, has no
--- state, whatever the old store holds (its readers took the old rows
--- before, read as rows of the new state table)
+-- (6) the same across transactions: a new query that gets one's id,
+-- before its first batch, has no state (its readers took the old rows
+-- before, read as rows of the new state table; DROP EXTENSION left the
+-- dropped queries' stores in shared memory until session 29, it frees
+-- them at commit now: sql/111)
 DROP EXTENSION pg_cq CASCADE;
 CREATE EXTENSION pg_cq;
 SELECT cq.create_query('dr_qc', 'SELECT k, count(*) AS n, sum(x) AS sx FROM dr_a GROUP BY k',

@@ -815,7 +815,7 @@ having_changed(CqQuery *q, CqAnalysis *an)
 
 		/* the target is rewritten from the store, which a restart empties */
 		cq_progress_last_offset(q, &last);
-		if (last.found && !cq_store_info(MyDatabaseId, q->id, &batch_id, &rows, &bytes))
+		if (last.found && !cq_store_info(MyDatabaseId, q->id, get_rel_type_id(q->state_table), &batch_id, &rows, &bytes))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot change the HAVING clause of continuous query \"%s\" while its state is not in shared memory", q->name),
@@ -1150,6 +1150,7 @@ cq_state_store_info(PG_FUNCTION_ARGS)
 	int64		rows;
 	int64		bytes;
 	int32		id;
+	Oid			rowtype;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "pg_cq: return type must be a row type");
@@ -1157,8 +1158,9 @@ cq_state_store_info(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = cq_catalog_get_query(name, false, false);
 	id = q->id;
+	rowtype = get_rel_type_id(q->state_table);
 	SPI_finish();
-	if (!cq_store_info(MyDatabaseId, id, &batch_id, &rows, &bytes))
+	if (!cq_store_info(MyDatabaseId, id, rowtype, &batch_id, &rows, &bytes))
 		PG_RETURN_NULL();
 	values[0] = Int64GetDatum(batch_id);
 	values[1] = Int64GetDatum(rows);

@@ -27,6 +27,8 @@
 #include "catalog/objectaccess.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/createas.h"
@@ -897,7 +899,8 @@ sync_query_owner(Oid relid)
 /*
  * cq_object_access
  *	  When a target table or a query's internal view is dropped, forget the
- *	  query (in the dropping transaction).
+ *	  query (in the dropping transaction); when pg_cq or a database is
+ *	  dropped, the stores of its queries are freed at commit.
  */
 static void
 cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
@@ -908,6 +911,19 @@ cq_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId, 
 	if (access == OAT_POST_ALTER && classId == NamespaceRelationId && !cq_objects_recreating)
 	{
 		sync_query_schema(classId, objectId);
+		return;
+	}
+	if (access == OAT_DROP && classId == ExtensionRelationId &&
+		objectId == get_extension_oid("pg_cq", true))
+	{
+		/* whatever drops pg_cq: its queries' stores go at commit */
+		cq_store_forget(MyDatabaseId, CQ_STORE_ALL_QUERIES);
+		return;
+	}
+	if (access == OAT_DROP && classId == DatabaseRelationId)
+	{
+		/* from another database: its stores go at commit */
+		cq_store_forget(objectId, CQ_STORE_ALL_QUERIES);
 		return;
 	}
 	if (classId != RelationRelationId || subId != 0 || cq_objects_recreating)

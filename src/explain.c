@@ -152,7 +152,7 @@ append_store_now(StringInfo buf, CqQuery *q)
 	Datum		values[2];
 	CqSecurity	sec;
 
-	if (cq_store_info(MyDatabaseId, q->id, &batch_id, &rows, &bytes))
+	if (cq_store_info(MyDatabaseId, q->id, get_rel_type_id(q->state_table), &batch_id, &rows, &bytes))
 		appendStringInfo(buf, "-- store now: batch " INT64_FORMAT ", " INT64_FORMAT " rows, " INT64_FORMAT
 						 " bytes (cq.state_store_info)\n", batch_id, rows, bytes);
 	else

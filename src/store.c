@@ -111,16 +111,24 @@ typedef struct PendingForget
 
 static List *pending_forgets = NIL;
 
-/* Was query query_id of database dboid dropped in this transaction? */
+/*
+ * dropped_here
+ *	  Was query query_id of database dboid dropped in this transaction,
+ *	  alone or with every query of its database (DROP EXTENSION, DROP
+ *	  DATABASE: cq_store_forget with CQ_STORE_ALL_QUERIES)?
+ */
 static bool
 dropped_here(Oid dboid, int32 query_id)
 {
-	StoreKey	key = {dboid, query_id};
 	ListCell   *lc;
 
 	foreach(lc, pending_forgets)
-		if (memcmp(&((PendingForget *) lfirst(lc))->key, &key, sizeof(StoreKey)) == 0)
+	{
+		StoreKey   *k = &((PendingForget *) lfirst(lc))->key;
+
+		if (k->dboid == dboid && (k->query_id == query_id || k->query_id == CQ_STORE_ALL_QUERIES))
 			return true;
+	}
 	return false;
 }
 
@@ -1298,36 +1306,60 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 /*
+ * free_entry
+ *	  Free the header and group table of a directory entry, locked
+ *	  exclusively by the caller, unless its publication is in flight (a
+ *	  batch whose commit is visible and whose COMMIT callback has not run:
+ *	  the drop cannot overlap one, it holds the locks the batch held until
+ *	  then; then a later drop frees it).  Returns whether the entry may be
+ *	  deleted.  Raises no error.
+ */
+static bool
+free_entry(StoreDirEntry *d)
+{
+	StoreHeader *h;
+
+	if (!DsaPointerIsValid(d->header))
+		return true;
+	h = dsa_get_address(store_area, d->header);
+	if (h->inflight >= 0)
+		return false;
+	if (h->valid)
+		destroy_table(cq_gt_attach(store_area, h->table));
+	dsa_free(store_area, d->header);
+	return true;
+}
+
+/*
  * forget_now
  *	  Free the store of a dropped query (no batch of it runs: the drop held
- *	  its catalog row lock); one whose publication is still in flight keeps
- *	  its store.  Raises no error.
+ *	  its catalog row lock), or with CQ_STORE_ALL_QUERIES those of every
+ *	  query of the database (pg_cq or the database dropped: no batch of
+ *	  them runs either).  Raises no error.
  */
 static void
 forget_now(StoreKey *key)
 {
 	StoreDirEntry *d;
-	StoreHeader *h;
 
+	if (key->query_id == CQ_STORE_ALL_QUERIES)
+	{
+		dshash_seq_status status;
+
+		dshash_seq_init(&status, store_dir, true);
+		while ((d = dshash_seq_next(&status)) != NULL)
+			if (d->key.dboid == key->dboid && free_entry(d))
+				dshash_delete_current(&status);
+		dshash_seq_term(&status);
+		return;
+	}
 	d = dshash_find(store_dir, key, true);
 	if (d == NULL)
 		return;
-	if (!DsaPointerIsValid(d->header))
-	{
+	if (free_entry(d))
 		dshash_delete_entry(store_dir, d);
-		return;
-	}
-	h = dsa_get_address(store_area, d->header);
-	if (h->inflight >= 0)
-	{
-		/* a batch is being published: leave it, a later drop frees nothing */
+	else
 		dshash_release_lock(store_dir, d);
-		return;
-	}
-	if (h->valid)
-		destroy_table(cq_gt_attach(store_area, h->table));
-	dsa_free(store_area, d->header);
-	dshash_delete_entry(store_dir, d);
 }
 
 /*
@@ -1348,7 +1380,12 @@ forget_pending(void)
  * cq_store_forget
  *	  The store of a query being dropped is freed if the drop commits, not
  *	  now: a batch this transaction ran may have its table attached, and a
- *	  savepoint rolled back can bring the query back.
+ *	  savepoint rolled back can bring the query back.  query_id
+ *	  CQ_STORE_ALL_QUERIES: the stores of every query of the database
+ *	  (DROP EXTENSION pg_cq, whatever statement drops it, in the database;
+ *	  DROP DATABASE from another one), freed at the drop's commit as well.
+ *	  A crash before that commit's callback runs loses nothing: the
+ *	  restart empties shared memory.
  */
 void
 cq_store_forget(Oid dboid, int32 query_id)
@@ -1371,10 +1408,11 @@ cq_store_forget(Oid dboid, int32 query_id)
 /*
  * cq_store_info
  *	  The batch id, rows and bytes of a query's published store; false
- *	  when it has none.
+ *	  when it has none (or one of another row type than rowtype, its state
+ *	  table's: a dropped query's that had this id).
  */
 bool
-cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *bytes)
+cq_store_info(Oid dboid, int32 query_id, Oid rowtype, int64 *batch_id, int64 *rows, int64 *bytes)
 {
 	StoreKey	key = {dboid, query_id};
 	StoreDirEntry *d;
@@ -1390,7 +1428,7 @@ cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *by
 	{
 		StoreHeader *h = dsa_get_address(store_area, d->header);
 
-		ok = h->valid;
+		ok = h->valid && h->rowtype == rowtype;	/* not a dropped query's */
 		*batch_id = h->published;
 		*rows = h->rows;
 		*bytes = h->bytes;

@@ -67,10 +67,14 @@ typedef struct CqStoreMetrics
 	bool		untested;		/* d read the history without testing cq_xid */
 } CqStoreMetrics;
 
+/* cq_store_forget's query_id: every query of the database (ids start at 1) */
+#define CQ_STORE_ALL_QUERIES 0
+
 extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost);
 extern void cq_store_forget(Oid dboid, int32 query_id);
 extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern double cq_store_cpu_ms(void);
-extern bool cq_store_info(Oid dboid, int32 query_id, int64 *batch_id, int64 *rows, int64 *bytes);
+extern bool cq_store_info(Oid dboid, int32 query_id, Oid rowtype, int64 *batch_id, int64 *rows,
+						  int64 *bytes);
 
 #endif							/* CQ_STORE_H */
