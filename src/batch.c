@@ -893,6 +893,7 @@ static void
 refresh(CqQuery *q, CqPlan *plan, CqStore *store, CqBatchResult *res)
 {
 	int64		store_rows = -1;
+	Tuplestorestate *all = NULL;
 
 	if (strcmp(q->opts.complete_refresh, "delete") == 0)
 		cq_spi_exec(psprintf("DELETE FROM %s", cq_sql_relname_str(q->target)),
@@ -908,14 +909,14 @@ refresh(CqQuery *q, CqPlan *plan, CqStore *store, CqBatchResult *res)
 		AtEOXact_GUC(true, nest);
 	}
 	if (store)
-		store_rows = (int64) cq_store_refresh_begin(store);
+		all = cq_store_refresh_begin(store, &store_rows);
 	if (SPI_execute_plan(cq_spi_plan_rows(store ? plan->store.complete : plan->complete_sql, 0, NULL,
 										  store_rows),
 						 NULL, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "pg_cq: could not reload the target");
 	res->output_rows = SPI_processed;
 	if (store)
-		cq_store_refresh_end();
+		cq_store_refresh_end(all);
 }
 
 /*

@@ -949,12 +949,14 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 /*
  * cq_store_refresh_begin
  *	  Complete mode: make every row of the store readable as cq_all for
- *	  the reload statement; returns how many.
+ *	  the reload statement; *rows is how many.  Returns the tuplestore for
+ *	  cq_store_refresh_end.  It is the caller's, in the current memory
+ *	  context (an error before the end frees it with that context and its
+ *	  temporary file with the resource owner; nothing static points to
+ *	  it, session 29).
  */
-static Tuplestorestate *refresh_ts = NULL;
-
-uint64
-cq_store_refresh_begin(CqStore *st)
+Tuplestorestate *
+cq_store_refresh_begin(CqStore *st, int64 *rows)
 {
 	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
 	ListCell   *lc;
@@ -962,8 +964,9 @@ cq_store_refresh_begin(CqStore *st)
 	foreach(lc, cq_store_scan_all(st))
 		tuplestore_puttuple(ts, ((ScanRow *) lfirst(lc))->ref.tup);
 	register_enr(STORE_ENR_ALL, m_desc(st, false), ts);
-	refresh_ts = ts;
-	return tuplestore_tuple_count(ts);
+	if (rows)
+		*rows = (int64) tuplestore_tuple_count(ts);
+	return ts;
 }
 
 /*
@@ -971,12 +974,10 @@ cq_store_refresh_begin(CqStore *st)
  *	  Forget cq_all and free its rows (a temporary file beyond work_mem).
  */
 void
-cq_store_refresh_end(void)
+cq_store_refresh_end(Tuplestorestate *ts)
 {
 	unregister_enr(STORE_ENR_ALL);
-	if (refresh_ts)
-		tuplestore_end(refresh_ts);
-	refresh_ts = NULL;
+	tuplestore_end(ts);
 }
 
 /*
@@ -1113,10 +1114,11 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	loaded = load_image(st, q->state_table);
 	if (!loaded)
 	{
-		(void) cq_store_refresh_begin(st);
+		Tuplestorestate *all = cq_store_refresh_begin(st, NULL);
+
 		cq_spi_exec(psprintf("INSERT INTO %s SELECT * FROM %s", state, STORE_ENR_ALL),
 					SPI_OK_INSERT, 0, NULL, NULL, NULL);
-		cq_store_refresh_end();
+		cq_store_refresh_end(all);
 	}
 	elog(DEBUG1, "pg_cq: state image: %lld rows %s in %.3f ms (CPU time)",
 		 (long long) st->rows, loaded ? "loaded, indexes built after" : "inserted",

@@ -18,8 +18,8 @@ extern int64 cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params,
 extern void cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 						  const char *nulls, bool has_wm, TimestampTz wm, bool evict,
 						  Oid target_index, CqStoreMetrics *metrics);
-extern uint64 cq_store_refresh_begin(CqStore *st);
-extern void cq_store_refresh_end(void);
+extern Tuplestorestate *cq_store_refresh_begin(CqStore *st, int64 *rows);
+extern void cq_store_refresh_end(Tuplestorestate *ts);
 extern void cq_store_batch_done(CqStore *st, int64 batch_id);
 extern int64 cq_store_rows(CqStore *st);
 extern int64 cq_store_bytes(CqStore *st);
