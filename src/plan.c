@@ -562,7 +562,10 @@ sweep_dropped(int32 keep_id)
  *	  context: what the SQL is made from is left out, but not the outputs
  *	  and state columns batch 0's direct load maps (bulkload.c): without
  *	  them a batch 0 run with the cached plan (a retry in the same
- *	  worker) silently took the batch statement instead.
+ *	  worker) silently took the batch statement instead.  Nor the
+ *	  DISTINCT aggregates' value sets: without them such a batch 0 (after
+ *	  cq.explain in the session, say) kept the index of the table of
+ *	  (group, value) pairs while it filled it (session 29).
  */
 static CqAnalysis *
 copy_analysis(CqAnalysis *new_an)
@@ -590,7 +593,14 @@ copy_analysis(CqAnalysis *new_an)
 		c->collation = p->collation;
 		copy_an->parts = lappend(copy_an->parts, c);
 	}
-	copy_an->distinct_sets = NIL;
+	copy_an->distinct_sets = NIL;	/* plain structs; batch.c's unindex_state reads them */
+	foreach(lc, new_an->distinct_sets)
+	{
+		CqDistinctSet *c = palloc(sizeof(CqDistinctSet));
+
+		*c = *(CqDistinctSet *) lfirst(lc);
+		copy_an->distinct_sets = lappend(copy_an->distinct_sets, c);
+	}
 	copy_an->distinct_state = new_an->distinct_state ? pstrdup(new_an->distinct_state) : NULL;
 	copy_an->outputs = copyObject(new_an->outputs);
 	copy_an->output_key = list_copy(new_an->output_key);
