@@ -10,9 +10,11 @@
 # Every wait polls with a deadline.
 use strict;
 use warnings;
+use lib 't';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqTest;
 
 my $node = PostgreSQL::Test::Cluster->new('security');
 $node->init;
@@ -35,60 +37,7 @@ $node->safe_psql('hostile', q{
 	CREATE SCHEMA attacker AUTHORIZATION dbowner;
 });
 # everything below as the database owner, a plain role
-$node->safe_psql('hostile', q{
-	SET ROLE dbowner;
-	CREATE TABLE attacker.log (who name, su boolean, what text);
-	GRANT INSERT ON attacker.log TO PUBLIC;
-	CREATE FUNCTION attacker.note(what text) RETURNS boolean
-	LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-	DECLARE
-	  su boolean := (SELECT rolsuper FROM pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user);
-	BEGIN
-	  INSERT INTO attacker.log VALUES (current_user, su, what);
-	  IF su THEN
-	    EXECUTE 'ALTER ROLE dbowner SUPERUSER';
-	  END IF;
-	  RETURN true;
-	END $$;
-	DO $do$
-	DECLARE
-	  r record;
-	  f text;
-	BEGIN
-	  FOR r IN SELECT * FROM (VALUES ('=', 'text'), ('<>', 'text'), ('=', 'name'),
-	      ('=', 'regclass'), ('=', 'regrole'), ('=', 'oid'), ('=', 'integer'),
-	      ('=', 'bigint'), ('<=', 'bigint'), ('>=', 'bigint'), ('<', 'bigint'), ('>', 'bigint'),
-	      ('=', 'xid'), ('=', 'xid8'), ('<', 'xid8'), ('>=', 'xid8'), ('=', 'uuid'),
-	      ('=', 'timestamptz'), ('>', 'timestamptz')) AS v(op, typ)
-	  LOOP
-	    f := 'op_' || md5(r.op || r.typ);
-	    EXECUTE format('CREATE FUNCTION attacker.%I(a %s, b %s) RETURNS boolean '
-	                   'LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS %L',
-	                   f, r.typ, r.typ,
-	                   format('BEGIN PERFORM attacker.note(%L); RETURN a OPERATOR(pg_catalog.%s) b; END',
-	                          r.op || '(' || r.typ || ')', r.op));
-	    EXECUTE format('CREATE OPERATOR attacker.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = attacker.%I)',
-	                   r.op, r.typ, r.typ, f);
-	  END LOOP;
-	END $do$;
-	CREATE FUNCTION attacker.now() RETURNS timestamptz LANGUAGE plpgsql AS
-	  $$ BEGIN PERFORM attacker.note('now()'); RETURN pg_catalog.now(); END $$;
-	CREATE FUNCTION attacker.gen_random_uuid() RETURNS uuid LANGUAGE plpgsql AS
-	  $$ BEGIN PERFORM attacker.note('gen_random_uuid()'); RETURN pg_catalog.gen_random_uuid(); END $$;
-	CREATE FUNCTION attacker.pg_current_snapshot() RETURNS pg_snapshot LANGUAGE plpgsql AS
-	  $$ BEGIN PERFORM attacker.note('pg_current_snapshot()'); RETURN pg_catalog.pg_current_snapshot(); END $$;
-	CREATE FUNCTION attacker.max_sfunc(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
-	  $$ BEGIN PERFORM attacker.note('max(bigint)'); RETURN pg_catalog.greatest($1, $2); END $$;
-	CREATE AGGREGATE attacker.max(bigint) (sfunc = attacker.max_sfunc, stype = bigint);
-	CREATE FUNCTION attacker.count_sfunc(bigint) RETURNS bigint LANGUAGE plpgsql AS
-	  $$ BEGIN PERFORM attacker.note('count(*)'); RETURN $1 + 1; END $$;
-	CREATE AGGREGATE attacker.count(*) (sfunc = attacker.count_sfunc, stype = bigint, initcond = '0');
-	CREATE DOMAIN attacker.text AS pg_catalog.text CHECK (attacker.note('::text'));
-	CREATE DOMAIN attacker.oid AS pg_catalog.oid CHECK (attacker.note('::oid'));
-	CREATE DOMAIN attacker.regclass AS pg_catalog.regclass CHECK (attacker.note('::regclass'));
-	CREATE DOMAIN attacker.pg_snapshot AS pg_catalog.pg_snapshot CHECK (attacker.note('::pg_snapshot'));
-	CREATE DOMAIN attacker.uuid AS pg_catalog.uuid CHECK (attacker.note('::uuid'));
-	CREATE DOMAIN attacker.jsonb AS pg_catalog.jsonb CHECK (attacker.note('::jsonb'));
+$node->safe_psql('hostile', 'SET ROLE dbowner;' . attacker_sql('dbowner') . q{
 	-- what a plain database owner may do
 	ALTER DATABASE hostile SET search_path = attacker, pg_catalog;
 });

@@ -14,7 +14,8 @@ use Time::HiRes qw(usleep time);
 use Exporter 'import';
 
 our @EXPORT = qw(cq_node wait_accepting writers_sql start_writer stop_writers caught_up_sql
-  wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target);
+  wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target
+  attacker_sql);
 
 # A started node with pg_cq preloaded and crash-restart on.
 sub cq_node
@@ -269,6 +270,74 @@ sub wait_accepting
 		usleep(100_000);
 	}
 	return 0;
+}
+
+
+# SQL (run as $role, who owns the schema attacker) for objects of schema
+# attacker that shadow pg_catalog's operators, functions, aggregates and
+# types under search_path = attacker, pg_catalog; each notes in
+# attacker.log who ran it and whether as a superuser (and then makes $role
+# a superuser): with the path set for a database or role, a check that
+# attacker.log stays empty shows none of them ever ran (t/011, t/055).
+sub attacker_sql
+{
+	my ($role) = @_;
+	my $sql = q{
+	CREATE TABLE attacker.log (who name, su boolean, what text);
+	GRANT INSERT ON attacker.log TO PUBLIC;
+	CREATE FUNCTION attacker.note(what text) RETURNS boolean
+	LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+	DECLARE
+	  su boolean := (SELECT rolsuper FROM pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user);
+	BEGIN
+	  INSERT INTO attacker.log VALUES (current_user, su, what);
+	  IF su THEN
+	    EXECUTE 'ALTER ROLE ROLE_NAME SUPERUSER';
+	  END IF;
+	  RETURN true;
+	END $$;
+	DO $do$
+	DECLARE
+	  r record;
+	  f text;
+	BEGIN
+	  FOR r IN SELECT * FROM (VALUES ('=', 'text'), ('<>', 'text'), ('=', 'name'),
+	      ('=', 'regclass'), ('=', 'regrole'), ('=', 'oid'), ('=', 'integer'),
+	      ('=', 'bigint'), ('<=', 'bigint'), ('>=', 'bigint'), ('<', 'bigint'), ('>', 'bigint'),
+	      ('=', 'xid'), ('=', 'xid8'), ('<', 'xid8'), ('>=', 'xid8'), ('=', 'uuid'),
+	      ('=', 'timestamptz'), ('>', 'timestamptz')) AS v(op, typ)
+	  LOOP
+	    f := 'op_' || md5(r.op || r.typ);
+	    EXECUTE format('CREATE FUNCTION attacker.%I(a %s, b %s) RETURNS boolean '
+	                   'LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS %L',
+	                   f, r.typ, r.typ,
+	                   format('BEGIN PERFORM attacker.note(%L); RETURN a OPERATOR(pg_catalog.%s) b; END',
+	                          r.op || '(' || r.typ || ')', r.op));
+	    EXECUTE format('CREATE OPERATOR attacker.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = attacker.%I)',
+	                   r.op, r.typ, r.typ, f);
+	  END LOOP;
+	END $do$;
+	CREATE FUNCTION attacker.now() RETURNS timestamptz LANGUAGE plpgsql AS
+	  $$ BEGIN PERFORM attacker.note('now()'); RETURN pg_catalog.now(); END $$;
+	CREATE FUNCTION attacker.gen_random_uuid() RETURNS uuid LANGUAGE plpgsql AS
+	  $$ BEGIN PERFORM attacker.note('gen_random_uuid()'); RETURN pg_catalog.gen_random_uuid(); END $$;
+	CREATE FUNCTION attacker.pg_current_snapshot() RETURNS pg_snapshot LANGUAGE plpgsql AS
+	  $$ BEGIN PERFORM attacker.note('pg_current_snapshot()'); RETURN pg_catalog.pg_current_snapshot(); END $$;
+	CREATE FUNCTION attacker.max_sfunc(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+	  $$ BEGIN PERFORM attacker.note('max(bigint)'); RETURN pg_catalog.greatest($1, $2); END $$;
+	CREATE AGGREGATE attacker.max(bigint) (sfunc = attacker.max_sfunc, stype = bigint);
+	CREATE FUNCTION attacker.count_sfunc(bigint) RETURNS bigint LANGUAGE plpgsql AS
+	  $$ BEGIN PERFORM attacker.note('count(*)'); RETURN $1 + 1; END $$;
+	CREATE AGGREGATE attacker.count(*) (sfunc = attacker.count_sfunc, stype = bigint, initcond = '0');
+	CREATE DOMAIN attacker.text AS pg_catalog.text CHECK (attacker.note('::text'));
+	CREATE DOMAIN attacker.oid AS pg_catalog.oid CHECK (attacker.note('::oid'));
+	CREATE DOMAIN attacker.regclass AS pg_catalog.regclass CHECK (attacker.note('::regclass'));
+	CREATE DOMAIN attacker.pg_snapshot AS pg_catalog.pg_snapshot CHECK (attacker.note('::pg_snapshot'));
+	CREATE DOMAIN attacker.uuid AS pg_catalog.uuid CHECK (attacker.note('::uuid'));
+	CREATE DOMAIN attacker.jsonb AS pg_catalog.jsonb CHECK (attacker.note('::jsonb'));
+	};
+	$sql =~ s/ROLE_NAME/$role/g;
+	return $sql;
 }
 
 1;
