@@ -8,6 +8,9 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SET timezone = 'UTC';
+-- its own schema: the names are those of the Spark tests, other files use some
+CREATE SCHEMA sp114;
+SET search_path = sp114, public;
 
 -- run a query's batches; show the rows new in its target since the last step
 -- (Spark's CheckNewAnswer) as text, sorted
@@ -410,4 +413,109 @@ INSERT INTO up_c VALUES ('a', 3);
 SELECT sp_step('up_c_u');
 SELECT batch_id, input, output, total, updated FROM sp_batches WHERE name = 'up_c_u' ORDER BY 1;
 
-DROP TABLE sp_seen CASCADE;
+------------------------------------------------------------------------------
+-- Spark's window in the join keys of two streams: ON key = key AND
+-- date_bin(s, l.ts, o) = date_bin(s, r.ts, o) (Spark's window(ts, s) equal on
+-- both sides) bounds both buffers: a row whose bin ends at or before W can
+-- match no future row; it is evicted, and an outer join's unmatched row is
+-- written with NULLs then.  setupWindowedJoin: key = value, time = value
+-- seconds, leftValue = 2 value, rightValue = 3 value, delays 10 s, 10-second
+-- windows; output (key, window end, leftValue, rightValue).
+-- StreamingOuterJoinSuite "windowed left outer join":
+--   1..5 | 3..7 -> (3,10,6,9) (4,10,8,12) (5,10,10,15)
+--   21 | 22 (W 11: [0, 10) ends before) -> (1,10,2,) (2,10,4,); 2 rows buffered
+--   22 | -> (22,30,44,66); 3 rows buffered
+-- "windowed right outer join": the same with (6,10,,18) (7,10,,21).
+------------------------------------------------------------------------------
+CREATE TABLE sw_l (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
+CREATE TABLE sw_r (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
+CREATE TABLE sw_left
+  WITH (cq.trigger = 'available_now', cq.source = 'sw_l, sw_r', cq.event_time = 'sw_l.ts, sw_r.ts', cq.watermark = '10 seconds')
+  AS SELECT l.value AS key, extract(epoch FROM date_bin('10 seconds', l.ts, 'epoch') + interval '10 seconds')::int AS wend,
+            l.value * 2 AS leftvalue, r.value * 3 AS rightvalue
+       FROM sw_l l LEFT JOIN sw_r r
+         ON l.value = r.value AND date_bin('10 seconds', l.ts, 'epoch') = date_bin('10 seconds', r.ts, 'epoch')
+     WITH NO DATA;
+CREATE TABLE sw_right
+  WITH (cq.trigger = 'available_now', cq.source = 'sw_l, sw_r', cq.event_time = 'sw_l.ts, sw_r.ts', cq.watermark = '10 seconds')
+  AS SELECT r.value AS key, extract(epoch FROM date_bin('10 seconds', r.ts, 'epoch') + interval '10 seconds')::int AS wend,
+            l.value * 2 AS leftvalue, r.value * 3 AS rightvalue
+       FROM sw_l l RIGHT JOIN sw_r r
+         ON l.value = r.value AND date_bin('10 seconds', l.ts, 'epoch') = date_bin('10 seconds', r.ts, 'epoch')
+     WITH NO DATA;
+INSERT INTO sw_l VALUES (1), (2), (3), (4), (5);
+INSERT INTO sw_r VALUES (3), (4), (5), (6), (7);
+SELECT sp_step('sw_left'), sp_step('sw_right');
+INSERT INTO sw_l VALUES (21);
+INSERT INTO sw_r VALUES (22);
+SELECT sp_step('sw_left'), sp_step('sw_right');
+INSERT INTO sw_l VALUES (22);
+SELECT sp_step('sw_left'), sp_step('sw_right');
+SELECT name, batch_id, input, wm, output, total, removed FROM sp_batches WHERE name IN ('sw_left', 'sw_right') ORDER BY 1, 2;
+-- the inner join with the same condition evicts by the bins too (no WARNING):
+-- after W 11 only the rows of [20, 30) stay; a late row (<= W) is dropped
+CREATE TABLE sw_inner
+  WITH (cq.trigger = 'available_now', cq.source = 'sw_l, sw_r', cq.event_time = 'sw_l.ts, sw_r.ts', cq.watermark = '10 seconds')
+  AS SELECT l.value AS key, l.value * 2 AS leftvalue, r.value * 3 AS rightvalue
+       FROM sw_l l JOIN sw_r r
+         ON l.value = r.value AND date_bin('10 seconds', l.ts, 'epoch') = date_bin('10 seconds', r.ts, 'epoch');
+SELECT * FROM sw_inner ORDER BY key;
+SELECT num_state_rows_per_source FROM cq.progress WHERE name = 'sw_inner' ORDER BY batch_id DESC LIMIT 1;
+INSERT INTO sw_r VALUES (5), (21);
+SELECT sp_step('sw_inner');
+SELECT batch_id, input, wm, output, total, dropped FROM sp_batches WHERE name = 'sw_inner' ORDER BY 1;
+-- bins of different strides or origins bound nothing: refused for an outer join
+CREATE TABLE sw_bad
+  WITH (cq.trigger = 'available_now', cq.source = 'sw_l, sw_r', cq.event_time = 'sw_l.ts, sw_r.ts', cq.watermark = '10 seconds')
+  AS SELECT l.value FROM sw_l l LEFT JOIN sw_r r
+         ON l.value = r.value AND date_bin('10 seconds', l.ts, 'epoch') = date_bin('10 seconds', r.ts, to_timestamp(5));
+
+------------------------------------------------------------------------------
+-- StreamingOuterJoinSuite "left outer join with non-key condition violated":
+-- windows as above, delays 10 s, ON key = key AND window = window AND
+-- leftValue > 10 AND (rightValue < 300 OR rightValue > 1000).
+-- Deliberate difference in timing: Spark writes the NULL rows of left rows
+-- that fail the left-only condition (1, 2, 3) at once; pg_cq writes a
+-- preserved row's NULL row when the watermark evicts it (here W 10 after
+-- 20 | 21), one step later.  Every other step is Spark's:
+--   20 | -> (20,30,40,60); 40, 41 | 40, 41 -> (40,50,80,120) (41,50,82,123);
+--   70 | 71 -> nothing; | 70 -> (70,80,140,210); 101..103 | 101..103 ->
+--   nothing; 1000 | 1001 -> (101,110,202,) (102,110,204,) (103,110,206,)
+------------------------------------------------------------------------------
+CREATE TABLE sn_l (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
+CREATE TABLE sn_r (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
+CREATE TABLE sn_left
+  WITH (cq.trigger = 'available_now', cq.source = 'sn_l, sn_r', cq.event_time = 'sn_l.ts, sn_r.ts', cq.watermark = '10 seconds')
+  AS SELECT l.value AS key, extract(epoch FROM date_bin('10 seconds', l.ts, 'epoch') + interval '10 seconds')::int AS wend,
+            l.value * 2 AS leftvalue, r.value * 3 AS rightvalue
+       FROM sn_l l LEFT JOIN sn_r r
+         ON l.value = r.value AND date_bin('10 seconds', l.ts, 'epoch') = date_bin('10 seconds', r.ts, 'epoch')
+        AND l.value * 2 > 10 AND (r.value * 3 < 300 OR r.value * 3 > 1000)
+     WITH NO DATA;
+CREATE PROCEDURE sn_add(l int[], r int[]) LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO sn_l SELECT unnest(l);
+  INSERT INTO sn_r SELECT unnest(r);
+  COMMIT;
+END $$;
+CALL sn_add('{1,2,3}', '{1,2,3}');
+SELECT sp_step('sn_left');
+CALL sn_add('{20}', '{21}');
+SELECT sp_step('sn_left');
+CALL sn_add('{}', '{20}');
+SELECT sp_step('sn_left');
+CALL sn_add('{40,41}', '{40,41}');
+SELECT sp_step('sn_left');
+CALL sn_add('{70}', '{71}');
+SELECT sp_step('sn_left');
+CALL sn_add('{}', '{70}');
+SELECT sp_step('sn_left');
+CALL sn_add('{101,102,103}', '{101,102,103}');
+SELECT sp_step('sn_left');
+CALL sn_add('{1000}', '{1001}');
+SELECT sp_step('sn_left');
+SELECT batch_id, input, wm, output, total, removed FROM sp_batches WHERE name = 'sn_left' ORDER BY 1;
+
+RESET search_path;
+DROP SCHEMA sp114 CASCADE;
+SELECT count(*) AS queries_left FROM cq.queries WHERE target::text LIKE 'sp114.%';

@@ -382,8 +382,8 @@ rebuild(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, CqLastOffset *last, double *
 		bool		isnull;
 
 		nulls[4] = 'n';
-		if (side->bounded && last->has_batch_watermark &&
-			!pg_add_s64_overflow(last->batch_watermark, side->bound_us, &bound))
+		if (last->has_batch_watermark &&
+			cq_joinspec_evict_bound(side, last->batch_watermark, &bound))
 		{
 			params[4] = TimestampTzGetDatum(bound);
 			nulls[4] = ' ';
@@ -503,8 +503,8 @@ run_aggregation(CqAnalysis *an, CqJoinSql *sql, Datum *params, const char *nulls
 		CqJoinSide *side = &an->join->side[s];
 
 		types[7 + s] = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
-		n[7 + s] = side->preserved && side->bounded && res->has_watermark &&
-			!pg_add_s64_overflow(res->watermark, side->bound_us, &w) ? ' ' : 'n';
+		n[7 + s] = side->preserved && res->has_watermark &&
+			cq_joinspec_evict_bound(side, res->watermark, &w) ? ' ' : 'n';
 		p[7 + s] = TimestampTzGetDatum(n[7 + s] == ' ' ? w : 0);
 	}
 
@@ -656,8 +656,7 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 		Oid			type = TIMESTAMPTZOID;
 		Datum		b;
 
-		if (!side->bounded || !res->has_watermark ||
-			pg_add_s64_overflow(res->watermark, side->bound_us, &bound))
+		if (!res->has_watermark || !cq_joinspec_evict_bound(side, res->watermark, &bound))
 			continue;
 		b = TimestampTzGetDatum(bound);
 		if (sql->emit[s])
@@ -1024,10 +1023,12 @@ cq_join_explain(CqQuery *q)
 							 s + 1, get_rel_name(an->join->side[s].relid), sql.matched[s]);
 	for (int s = 0; s < 2; s++)
 		if (an->join->side[s].bounded)
-			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds):\n%s;\n",
+			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds%s):\n%s;\n",
 							 s + 1, get_rel_name(an->join->side[s].relid),
 							 an->join->side[s].bound_us < 0 ? "-" : "+",
 							 an->join->side[s].bound_us < 0 ? -an->join->side[s].bound_us : an->join->side[s].bound_us,
+							 an->join->side[s].grid_us > 0 ?
+							 ", or the start of its date_bin bin minus 1 microsecond if later" : "",
 							 sql.evict[s]);
 	for (int s = 0; s < 2; s++)
 		if (sql.emit[s])
