@@ -12,14 +12,16 @@ SET timezone = 'UTC';
 CREATE SCHEMA sp114;
 SET search_path = sp114, public;
 
--- run a query's batches; show the rows new in its target since the last step
--- (Spark's CheckNewAnswer) as text, sorted
+-- run a query's batches (unless run is false); show the rows new in its target since
+-- the last step (Spark's CheckNewAnswer) as text, sorted
 CREATE TABLE sp_seen (q text, r text);
-CREATE FUNCTION sp_step(qname text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION sp_step(qname text, run bool DEFAULT true) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   shown text;
 BEGIN
-  CALL cq.run(qname);
+  IF run THEN
+    CALL cq.run(qname);
+  END IF;
   EXECUTE format('WITH n AS (SELECT t::text AS r FROM %I t EXCEPT ALL SELECT r FROM sp_seen WHERE q = %L), '
                  'i AS (INSERT INTO sp_seen SELECT %L, r FROM n RETURNING r) '
                  'SELECT string_agg(r, '' '' ORDER BY r) FROM i', qname, qname, qname) INTO shown;
@@ -173,8 +175,42 @@ SELECT batch_id, input, wm, output, dropped FROM sp_batches WHERE name = 'ew_c_c
 ------------------------------------------------------------------------------
 CREATE TABLE ew_neg WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '-1 seconds')
   AS SELECT ts, count(*) FROM ew_c GROUP BY ts;
-CREATE TABLE ew_neg WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '1 month -32 days')
+CREATE TABLE ew_neg WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '1 month -40 days')
   AS SELECT ts, count(*) FROM ew_c GROUP BY ts;
+CREATE TABLE ew_neg WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '1 year -13 months')
+  AS SELECT ts, count(*) FROM ew_c GROUP BY ts;
+CREATE TABLE ew_neg WITH (cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '-1 year')
+  AS SELECT ts, count(*) FROM ew_c GROUP BY ts;
+
+------------------------------------------------------------------------------
+-- EventTimeWatermarkSuite "event time and watermark metrics with Trigger.Once
+-- (SPARK-24699)": CALL cq.run(..., once => true) runs one batch and no
+-- no-data batch, so a watermark closes windows one run later.
+--   15 -> nothing (W -); 10, 12, 14 -> nothing (W 5); 25 -> nothing (W 5);
+--   50 -> (10,3) (W 15); 50 -> (15,1) (25,1) (W 40)
+------------------------------------------------------------------------------
+CREATE TABLE ew_o (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
+CREATE TABLE ew_o_a
+  WITH (cq.output_mode = 'append', cq.trigger = 'available_now', cq.event_time = 'ts', cq.watermark = '10 seconds')
+  AS SELECT extract(epoch FROM w.window_start)::int AS start, count(*) AS count
+       FROM ew_o, LATERAL cq.window(ts, '5 seconds') AS w
+      GROUP BY w.window_start, w.window_end WITH NO DATA;
+CREATE PROCEDURE ew_o_once(VARIADIC vs int[]) LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ew_o SELECT unnest(vs);
+  COMMIT;
+  CALL cq.run('ew_o_a', once => true);
+END $$;
+CALL ew_o_once(15);
+CALL ew_o_once(10, 12, 14);
+CALL ew_o_once(25);
+SELECT sp_step('ew_o_a', run => false);
+CALL ew_o_once(50);
+SELECT sp_step('ew_o_a', run => false);
+CALL ew_o_once(50);
+SELECT sp_step('ew_o_a', run => false);
+SELECT b.batch_id, b.input, b.wm, b.output, extract(epoch FROM p.event_time_max)::int AS max
+  FROM sp_batches b JOIN cq.progress p USING (name, batch_id) WHERE name = 'ew_o_a' ORDER BY 1;
 
 ------------------------------------------------------------------------------
 -- The watermark's equality cases (SPEC §4: late and final at <= W), with a
@@ -215,6 +251,25 @@ SELECT sp_step('ew_s_a');
 INSERT INTO ew_s VALUES (11), (12), (30);
 SELECT sp_step('ew_s_a');
 SELECT batch_id, input, wm, output, dropped FROM sp_batches WHERE name = 'ew_s_a' ORDER BY 1;
+
+------------------------------------------------------------------------------
+-- Session windows at the watermark's equality (Spark's
+-- SessionWindowStateStoreRestoreExec filters a row on its own session's end,
+-- late at <= W): gap 10 s, delay 5 s.  a@20 -> W 15; then b@5 (session
+-- [5, 15), ends at W: late, dropped) and c@6 ([6, 16): kept).
+------------------------------------------------------------------------------
+CREATE TABLE ss_in (k text, value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
+CREATE TABLE ss_u
+  WITH (cq.trigger = 'available_now', cq.output_mode = 'update', cq.event_time = 'ts', cq.watermark = '5 seconds')
+  AS SELECT k, s.session_start, s.session_end, count(*) AS n
+       FROM ss_in, LATERAL cq.session_window(ts, interval '10 seconds') AS s
+      GROUP BY k, s.session_start, s.session_end WITH NO DATA;
+INSERT INTO ss_in VALUES ('a', 20);
+CALL cq.run('ss_u');
+INSERT INTO ss_in VALUES ('b', 5), ('c', 6);
+CALL cq.run('ss_u');
+SELECT k, extract(epoch FROM session_start)::int AS s, extract(epoch FROM session_end)::int AS e, n FROM ss_u ORDER BY k;
+SELECT batch_id, input, wm, output, dropped FROM sp_batches WHERE name = 'ss_u' ORDER BY 1;
 
 ------------------------------------------------------------------------------
 -- StreamingDeduplicationSuite "deduplicate with all columns": a -> a (total 1,
@@ -515,6 +570,34 @@ SELECT sp_step('sn_left');
 CALL sn_add('{1000}', '{1001}');
 SELECT sp_step('sn_left');
 SELECT batch_id, input, wm, output, total, removed FROM sp_batches WHERE name = 'sn_left' ORDER BY 1;
+
+------------------------------------------------------------------------------
+-- An aggregation over a join on equal windows (MultiStatefulOperatorsSuite's
+-- rule, StreamingSymmetricHashJoinExec.produceOutputWatermark: with the
+-- window in the join keys the join's output watermark is W itself, so a
+-- window of the same grid closes as soon as W reaches its end).  Count per
+-- key and 10-second window, delays 10 s:
+--   a 1, 2 | b 3 (key 1) -> nothing; 30 | 30 (key 2), W 20 -> (1,0,2);
+--   50 | 50, W 40 -> (2,30,1) at once (before: only at W 50)
+------------------------------------------------------------------------------
+CREATE TABLE wa_a (k int, ts timestamptz);
+CREATE TABLE wa_b (k int, ts timestamptz);
+CREATE TABLE wa_agg
+  WITH (cq.trigger = 'available_now', cq.source = 'wa_a, wa_b', cq.event_time = 'wa_a.ts, wa_b.ts', cq.watermark = '10 seconds')
+  AS SELECT a.k, extract(epoch FROM date_bin('10 seconds', a.ts, 'epoch'))::int AS wstart, count(*) AS n
+       FROM wa_a a JOIN wa_b b
+         ON a.k = b.k AND date_bin('10 seconds', a.ts, 'epoch') = date_bin('10 seconds', b.ts, 'epoch')
+      GROUP BY a.k, date_bin('10 seconds', a.ts, 'epoch') WITH NO DATA;
+INSERT INTO wa_a VALUES (1, to_timestamp(1)), (1, to_timestamp(2));
+INSERT INTO wa_b VALUES (1, to_timestamp(3));
+SELECT sp_step('wa_agg');
+INSERT INTO wa_a VALUES (2, to_timestamp(30));
+INSERT INTO wa_b VALUES (2, to_timestamp(30));
+SELECT sp_step('wa_agg');
+INSERT INTO wa_a VALUES (3, to_timestamp(50));
+INSERT INTO wa_b VALUES (3, to_timestamp(50));
+SELECT sp_step('wa_agg');
+SELECT batch_id, input, wm, output, total, dropped FROM sp_batches WHERE name = 'wa_agg' ORDER BY 1;
 
 RESET search_path;
 DROP SCHEMA sp114 CASCADE;

@@ -29,8 +29,9 @@
  * join keys (getOneSideStateWatermarkPredicate's key predicate): a row
  * whose bin ends at or before W can match no future row, whose bin ends
  * after W.  Both sides then evict the rows below the start of W's bin
- * (cq_joinspec_evict_bound); as a linear bound it gives X > Y - s, which
- * the batch's range condition and an aggregation's watermark keep using.
+ * (cq_joinspec_side_bound), and an aggregation over the join takes the
+ * start of W's bin as the least event time a later match can have; as a
+ * linear bound it gives X > Y - s, which the batch's range condition uses.
  *
  *-------------------------------------------------------------------------
  */
@@ -427,16 +428,19 @@ bin_bounds(CqJoinSpec *js, OpExpr *op)
 }
 
 /*
- * cq_joinspec_evict_bound
- *	  The event time at or below which side's buffered rows can match no
- *	  future row when the watermark is w: w + its linear bound, or, when
- *	  the condition equates bins of the two event times, the last
- *	  microsecond before the start of w's bin if that is later (a row in
- *	  an earlier bin cannot share a bin with a row above w).  False when
- *	  the side is not bounded or the bound is out of range.
+ * cq_joinspec_side_bound
+ *	  Where side's rows stand when the watermark is w: with evict, the
+ *	  event time at or below which its buffered rows can match no future
+ *	  row (w + its linear bound, or, when the condition equates bins of the
+ *	  two event times, the last microsecond before the start of w's bin if
+ *	  that is later: a row in an earlier bin cannot share a bin with a row
+ *	  above w); without, the lowest event time a future match can have
+ *	  from this side (w + the linear bound, or the start of w's bin if
+ *	  later), which an aggregation over the join takes as its watermark.
+ *	  False when the side is not bounded or the bound is out of range.
  */
 bool
-cq_joinspec_evict_bound(const CqJoinSide *side, TimestampTz w, TimestampTz *out)
+cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict, TimestampTz *out)
 {
 	int64		diff;
 	int64		delta;
@@ -450,8 +454,13 @@ cq_joinspec_evict_bound(const CqJoinSide *side, TimestampTz w, TimestampTz *out)
 		delta = diff - diff % side->grid_us;
 		if (diff < 0 && diff % side->grid_us != 0)
 			delta -= side->grid_us;
-		if (!pg_add_s64_overflow(side->grid_origin, delta, &start) && start - 1 > *out)
-			*out = start - 1;
+		if (!pg_add_s64_overflow(side->grid_origin, delta, &start))
+		{
+			if (evict)
+				start--;
+			if (start > *out)
+				*out = start;
+		}
 	}
 	return true;
 }

@@ -55,7 +55,8 @@ typedef struct CqJoinSpec
 extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name);
 extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
 									 const char *name);
-extern bool cq_joinspec_evict_bound(const CqJoinSide *side, TimestampTz w, TimestampTz *out);
+extern bool cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict,
+								   TimestampTz *out);
 extern int	cq_joinspec_buffer_attno(CqJoinSide *side, AttrNumber source_attno);
 extern AttrNumber cq_joinspec_key_attno(CqJoinSpec *js, Query *q, int s);
 
