@@ -382,8 +382,8 @@ rebuild(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, CqLastOffset *last, double *
 		bool		isnull;
 
 		nulls[4] = 'n';
-		if (side->bounded && last->has_batch_watermark &&
-			!pg_add_s64_overflow(last->batch_watermark, side->bound_us, &bound))
+		if (last->has_batch_watermark &&
+			cq_joinspec_side_bound(side, last->batch_watermark, true, &bound))
 		{
 			params[4] = TimestampTzGetDatum(bound);
 			nulls[4] = ' ';
@@ -447,7 +447,8 @@ add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
  *	  The watermark of an aggregation over the join when the join's is w
  *	  (Spark's StreamingSymmetricHashJoinExec.produceOutputWatermark: the
  *	  minimum of w and each bounded side's state watermark w + bound, below
- *	  which it evicts its rows).  A match written in a batch with join
+ *	  which it evicts its rows, or the start of w's bin for equal date_bin
+ *	  windows, where Spark takes w itself).  A match written in a batch with join
  *	  watermark w pairs rows above their sides' eviction bounds, so its
  *	  event times, and the end of its window, lie above it: the join never
  *	  writes a row the aggregation would drop as late, and a window that
@@ -459,16 +460,20 @@ add_new_rows(const char *sql, Datum *params, const char *nulls, SideRead *r)
 static bool
 agg_watermark(CqJoinSpec *js, bool has, TimestampTz w, TimestampTz *out)
 {
-	int64		lowest = 0;
+	TimestampTz b;
 
 	if (!has)
 		return false;
+	*out = w;
 	for (int s = 0; s < 2; s++)
-		if (js->side[s].bounded && js->side[s].bound_us < lowest)
-			lowest = js->side[s].bound_us;
-	if (pg_add_s64_overflow(w, lowest, out) || !IS_VALID_TIMESTAMP(*out))
-		return false;
-	return true;
+		if (js->side[s].bounded)
+		{
+			if (!cq_joinspec_side_bound(&js->side[s], w, false, &b))
+				return false;
+			if (b < *out)
+				*out = b;
+		}
+	return IS_VALID_TIMESTAMP(*out);
 }
 
 /*
@@ -503,8 +508,8 @@ run_aggregation(CqAnalysis *an, CqJoinSql *sql, Datum *params, const char *nulls
 		CqJoinSide *side = &an->join->side[s];
 
 		types[7 + s] = side->et_is_tz ? TIMESTAMPTZOID : TIMESTAMPOID;
-		n[7 + s] = side->preserved && side->bounded && res->has_watermark &&
-			!pg_add_s64_overflow(res->watermark, side->bound_us, &w) ? ' ' : 'n';
+		n[7 + s] = side->preserved && res->has_watermark &&
+			cq_joinspec_side_bound(side, res->watermark, true, &w) ? ' ' : 'n';
 		p[7 + s] = TimestampTzGetDatum(n[7 + s] == ' ' ? w : 0);
 	}
 
@@ -656,8 +661,7 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 		Oid			type = TIMESTAMPTZOID;
 		Datum		b;
 
-		if (!side->bounded || !res->has_watermark ||
-			pg_add_s64_overflow(res->watermark, side->bound_us, &bound))
+		if (!res->has_watermark || !cq_joinspec_side_bound(side, res->watermark, true, &bound))
 			continue;
 		b = TimestampTzGetDatum(bound);
 		if (sql->emit[s])
@@ -1024,10 +1028,12 @@ cq_join_explain(CqQuery *q)
 							 s + 1, get_rel_name(an->join->side[s].relid), sql.matched[s]);
 	for (int s = 0; s < 2; s++)
 		if (an->join->side[s].bounded)
-			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds):\n%s;\n",
+			appendStringInfo(&buf, "-- 3.%d eviction from the buffer of %s ($1 = watermark %s " INT64_FORMAT " microseconds%s):\n%s;\n",
 							 s + 1, get_rel_name(an->join->side[s].relid),
 							 an->join->side[s].bound_us < 0 ? "-" : "+",
 							 an->join->side[s].bound_us < 0 ? -an->join->side[s].bound_us : an->join->side[s].bound_us,
+							 an->join->side[s].grid_us > 0 ?
+							 ", or the start of its date_bin bin minus 1 microsecond if later" : "",
 							 sql.evict[s]);
 	for (int s = 0; s < 2; s++)
 		if (sql.emit[s])

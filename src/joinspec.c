@@ -24,11 +24,21 @@
  * with days (whose length in a time zone with daylight saving time may be
  * 23 or 25 hours) makes the bound an hour more conservative.
  *
+ * A conjunct date_bin(s, X.et, o) = date_bin(s, Y.et, o), with the same
+ * constant stride and origin on both sides, is Spark's time window in the
+ * join keys (getOneSideStateWatermarkPredicate's key predicate): a row
+ * whose bin ends at or before W can match no future row, whose bin ends
+ * after W.  Both sides then evict the rows below the start of W's bin
+ * (cq_joinspec_side_bound), and an aggregation over the join takes the
+ * start of W's bin as the least event time a later match can have; as a
+ * linear bound it gives X > Y - s, which the batch's range condition uses.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "common/int.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -342,6 +352,119 @@ time_term(CqJoinSpec *js, Node *expr, TimeTerm *t)
 	return false;
 }
 
+static void note_bound(CqJoinSide *side, int64 bound, bool days);
+
+/*
+ * bin_term
+ *	  expr as date_bin(stride, event time of a stream, origin) with a
+ *	  constant stride without months and a constant origin: the stream's
+ *	  side, stride and origin; false for anything else.
+ */
+static bool
+bin_term(CqJoinSpec *js, Node *expr, int *side, int64 *stride, TimestampTz *origin)
+{
+	FuncExpr   *fe;
+	Const	   *k;
+	Const	   *o;
+	Interval   *iv;
+	TimeTerm	t;
+
+	while (expr && IsA(expr, RelabelType))
+		expr = (Node *) ((RelabelType *) expr)->arg;
+	if (expr == NULL || !IsA(expr, FuncExpr))
+		return false;
+	fe = (FuncExpr *) expr;
+	if ((fe->funcid != F_DATE_BIN_INTERVAL_TIMESTAMPTZ_TIMESTAMPTZ &&
+		 fe->funcid != F_DATE_BIN_INTERVAL_TIMESTAMP_TIMESTAMP) || list_length(fe->args) != 3)
+		return false;
+	k = (Const *) linitial(fe->args);
+	o = (Const *) lthird(fe->args);
+	if (!IsA(k, Const) || k->constisnull || k->consttype != INTERVALOID ||
+		!IsA(o, Const) || o->constisnull)
+		return false;
+	iv = DatumGetIntervalP(k->constvalue);
+	/* date_bin's own stride: a day is 24 hours; months are an error there */
+	if (iv->month != 0 || pg_mul_s64_overflow(iv->day, USECS_PER_DAY, stride) ||
+		pg_add_s64_overflow(*stride, iv->time, stride) || *stride <= 0)
+		return false;
+	if (!time_term(js, lsecond(fe->args), &t) || t.c != 0)
+		return false;
+	*side = t.side;
+	*origin = DatumGetTimestampTz(o->constvalue);
+	return true;
+}
+
+/*
+ * bin_bounds
+ *	  A conjunct date_bin(s, X.et, o) = date_bin(s, Y.et, o) (file header):
+ *	  note the bins on both sides; false when qual is not one.
+ */
+static bool
+bin_bounds(CqJoinSpec *js, OpExpr *op)
+{
+	Oid			fn = get_opcode(op->opno);
+	int			ls,
+				rs;
+	int64		lstride,
+				rstride;
+	TimestampTz lorigin,
+				rorigin;
+
+	if ((fn != F_TIMESTAMPTZ_EQ && fn != F_TIMESTAMP_EQ) ||
+		!bin_term(js, linitial(op->args), &ls, &lstride, &lorigin) ||
+		!bin_term(js, lsecond(op->args), &rs, &rstride, &rorigin) ||
+		ls == rs || lstride != rstride || lorigin != rorigin)
+		return false;
+	for (int s = 0; s < 2; s++)
+	{
+		note_bound(&js->side[s], -lstride, false);	/* same bin: X > Y - stride */
+		if (js->side[s].grid_us == 0)
+		{
+			js->side[s].grid_us = lstride;
+			js->side[s].grid_origin = lorigin;
+		}
+	}
+	return true;
+}
+
+/*
+ * cq_joinspec_side_bound
+ *	  Where side's rows stand when the watermark is w: with evict, the
+ *	  event time at or below which its buffered rows can match no future
+ *	  row (w + its linear bound, or, when the condition equates bins of the
+ *	  two event times, the last microsecond before the start of w's bin if
+ *	  that is later: a row in an earlier bin cannot share a bin with a row
+ *	  above w); without, the lowest event time a future match can have
+ *	  from this side (w + the linear bound, or the start of w's bin if
+ *	  later), which an aggregation over the join takes as its watermark.
+ *	  False when the side is not bounded or the bound is out of range.
+ */
+bool
+cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict, TimestampTz *out)
+{
+	int64		diff;
+	int64		delta;
+	TimestampTz start;
+
+	if (!side->bounded || pg_add_s64_overflow(w, side->bound_us, out))
+		return false;
+	if (side->grid_us > 0 && !pg_sub_s64_overflow(w, side->grid_origin, &diff))
+	{
+		/* the start of w's bin: origin + floor((w - origin) / stride) * stride */
+		delta = diff - diff % side->grid_us;
+		if (diff < 0 && diff % side->grid_us != 0)
+			delta -= side->grid_us;
+		if (!pg_add_s64_overflow(side->grid_origin, delta, &start))
+		{
+			if (evict)
+				start--;
+			if (start > *out)
+				*out = start;
+		}
+	}
+	return true;
+}
+
 /*
  * note_bound
  *	  Side s's rows with event time <= W + bound can match no future row:
@@ -374,6 +497,8 @@ time_bounds(CqJoinSpec *js, Node *qual)
 	if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
 		return;
 	op = (OpExpr *) qual;
+	if (bin_bounds(js, op))
+		return;
 	if (!time_term(js, linitial(op->args), &l) || !time_term(js, lsecond(op->args), &r) ||
 		l.side == r.side)
 		return;
@@ -748,6 +873,8 @@ cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *
 		same = old->side[s].relid == new->side[s].relid &&
 			old->side[s].bounded == new->side[s].bounded &&
 			(!old->side[s].bounded || old->side[s].bound_us == new->side[s].bound_us) &&
+			old->side[s].grid_us == new->side[s].grid_us &&
+			(old->side[s].grid_us == 0 || old->side[s].grid_origin == new->side[s].grid_origin) &&
 			equal(old->side[s].attnos, new->side[s].attnos);
 	}
 	if (same)

@@ -10,6 +10,7 @@
 #define CQ_JOINSPEC_H
 
 #include "postgres.h"
+#include "datatype/timestamp.h"
 #include "nodes/parsenodes.h"
 #include "options.h"
 
@@ -28,6 +29,12 @@ typedef struct CqJoinSide
 	int64		bound_us;		/* buffered rows with event time <= W +
 								 * bound_us can match no future row of the
 								 * other side: evicted (W = the watermark) */
+	int64		grid_us;		/* > 0: the condition equates this side's
+								 * date_bin(grid_us, et, grid_origin) with the
+								 * other side's (Spark's window in the join
+								 * keys): rows in a bin that ends at or before
+								 * W are evicted too */
+	TimestampTz grid_origin;
 	bool		preserved;		/* an outer join keeps this side's unmatched rows */
 	List	   *attnos;			/* int: the columns the query reads, event time
 								 * included, ascending: the columns of its
@@ -48,6 +55,8 @@ typedef struct CqJoinSpec
 extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name);
 extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
 									 const char *name);
+extern bool cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict,
+								   TimestampTz *out);
 extern int	cq_joinspec_buffer_attno(CqJoinSide *side, AttrNumber source_attno);
 extern AttrNumber cq_joinspec_key_attno(CqJoinSpec *js, Query *q, int s);
 

@@ -14,11 +14,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use CqTest;
 
-my $node = cq_node('join_crash');
+# the time bound of the join; t/056 runs this test with equal date_bin windows
+our $time_bound //= q{c.ts BETWEEN i.ts AND i.ts + interval '1 minute'};
+our $node_name //= 'join_crash';
+my $node = cq_node($node_name);
 my $db = 'postgres';
 
-my $query = q{SELECT i.id AS imp, c.id AS clk, i.ad FROM imp i JOIN clk c
-  ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval '1 minute'};
+my $query = qq{SELECT i.id AS imp, c.id AS clk, i.ad FROM imp i JOIN clk c
+  ON c.ad = i.ad AND $time_bound};
 $node->safe_psql($db, qq{
   SET client_min_messages = warning;
   CREATE EXTENSION pg_cq;
@@ -47,8 +50,7 @@ $node->safe_psql($db, qq{
     INSERT INTO late SELECT 1, id FROM clk WHERE id > lc AND ts <= w;
   END \$\$;
   CREATE VIEW oracle AS
-    SELECT i.id AS imp, c.id AS clk, i.ad FROM imp i JOIN clk c
-        ON c.ad = i.ad AND c.ts BETWEEN i.ts AND i.ts + interval '1 minute'
+    $query
      WHERE NOT EXISTS (SELECT 1 FROM late l WHERE l.side = 0 AND l.id = i.id)
        AND NOT EXISTS (SELECT 1 FROM late l WHERE l.side = 1 AND l.id = c.id);
 });
@@ -58,6 +60,8 @@ for my $r (1 .. 15)
 }
 is(mismatches($node, $db, 'SELECT * FROM oracle', 'j_u'), '0', 'before the crash: the target equals the oracle');
 ok($node->safe_psql($db, 'SELECT count(*) FROM late') > 0, 'some rows were late');
+ok($node->safe_psql($db, q{SELECT sum(num_state_rows_removed) FROM cq.progress WHERE name = 'j_l'}) > 0,
+	'the time bound evicted buffered rows');
 my ($id) = $node->safe_psql($db, "SELECT id FROM cq.queries WHERE name = 'j_u'");
 my ($idl) = $node->safe_psql($db, "SELECT id FROM cq.queries WHERE name = 'j_l'");
 ok($node->safe_psql($db, "SELECT count(*) FROM cq_state.jl_$id") > 0
