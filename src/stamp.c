@@ -95,8 +95,16 @@ typedef struct StampSwap
 
 static HTAB *fast_tables = NULL;
 
-/* bumped by every invalidation of fast_tables: an entry found before is still there */
+/*
+ * bumped by every invalidation of fast_tables and every entry removed: while
+ * it stays the same, an entry found before is still there
+ */
 static uint64 fast_tables_inval_count = 0;
+
+/* the entry an INSERT's ExecutorStart found last (fast_table_find) */
+static Oid	found_relid = InvalidOid;
+static FastTable *found_entry = NULL;
+static uint64 found_count = 0;
 
 /* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
 static StampSwap *active_swap = NULL;
@@ -262,6 +270,7 @@ drop_fast_table(FastTable *e)
 	if (e->index_info != NULL)
 		pfree(e->index_info);
 	hash_search(fast_tables, &relid, HASH_REMOVE, NULL);
+	fast_tables_inval_count++;
 }
 
 /*
@@ -299,6 +308,31 @@ functions_inval(Datum arg, int cacheid, uint32 hashvalue)
 {
 	stamp_func = wakeup_func = InvalidOid;
 	fast_tables_inval(arg, InvalidOid);
+}
+
+/*
+ * fast_table_find
+ *	  The fast_tables entry of a table, or NULL: the one found last without
+ *	  a hash look-up, while no invalidation came and no entry went since
+ *	  (the common case: statement after statement into one table).
+ */
+static inline FastTable *
+fast_table_find(Oid relid)
+{
+	FastTable  *e;
+
+	if (relid == found_relid && found_count == fast_tables_inval_count)
+		return found_entry;
+	if (fast_tables == NULL)
+		return NULL;
+	e = hash_search(fast_tables, &relid, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		found_relid = relid;
+		found_entry = e;
+		found_count = fast_tables_inval_count;
+	}
+	return e;
 }
 
 /*
@@ -663,7 +697,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		relid = insert_target(queryDesc->plannedstmt, &sub);
 	if (OidIsValid(relid))
 	{
-		FastTable  *e = fast_tables ? hash_search(fast_tables, &relid, HASH_FIND, NULL) : NULL;
+		FastTable  *e = fast_table_find(relid);
 		bool		leaves = false;
 
 		/* a table known not to qualify costs one lookup */
