@@ -39,20 +39,17 @@ COMMIT;
 DELETE FROM sro_src;
 
 -- another source created and written in a subtransaction that aborts, then the first again
+\set sro_make_tmp 'CREATE TABLE sro_tmp (k int); CREATE TABLE sro_tmp_q WITH (cq.trigger = ''available_now'', cq.output_mode = ''update'') AS SELECT count(*) AS n FROM sro_tmp;'
 BEGIN;
 INSERT INTO sro_src VALUES (6, 'c');
 SAVEPOINT s;
-CREATE TABLE sro_tmp (k int);
-CREATE TABLE sro_tmp_q WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
-  AS SELECT count(*) AS n FROM sro_tmp;
+:sro_make_tmp
 INSERT INTO sro_tmp VALUES (1);
 INSERT INTO sro_tmp VALUES (2);
 ROLLBACK TO s;
 INSERT INTO sro_src VALUES (7, 'c');
 SAVEPOINT s2;
-CREATE TABLE sro_tmp (k int);
-CREATE TABLE sro_tmp_q WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
-  AS SELECT count(*) AS n FROM sro_tmp;
+:sro_make_tmp
 INSERT INTO sro_tmp VALUES (3);
 SELECT count(*) AS tmp_other_xid FROM sro_tmp WHERE cq_xid <> pg_current_xact_id();
 ROLLBACK TO s2;
