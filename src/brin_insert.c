@@ -29,6 +29,7 @@
 #include "utils/resowner.h"
 
 #include "brin_insert.h"
+#include "inval.h"
 
 /*
  * The BRIN index on cq_xid.  PostgreSQL 15's brininsert() reads the index's
@@ -105,26 +106,98 @@ static dlist_head pinned_caches = DLIST_STATIC_INIT(pinned_caches);
 static uint64 brin_cache_seq = 0;
 
 /*
- * The shared buffers that the metapage and the revmap page of the index
- * written last were found in: a statement that writes the index again (a
- * single-row INSERT after another) pins them with ReadRecentBuffer, which
- * checks that they still hold the page, without the buffer mapping look-up.
+ * What this backend knows of the BRIN indexes on xid8 it wrote last, one
+ * slot per index (BRIN_RECENT_SLOTS, the oldest slot taken for another):
+ *
+ * - the shared buffers that the metapage and the revmap page were found in:
+ *   a statement that writes the index again (a single-row INSERT after
+ *   another) pins them with ReadRecentBuffer, which checks that they still
+ *   hold the page, without the buffer mapping look-up;
+ * - the metapage's figures and the storage they were read from, so that a
+ *   single-row INSERT after another does not read the metapage again.
+ *
+ * Why the figures may be kept across statements and transactions (the
+ * reads of range_has_tuple and cached_range_empty stay as argued there):
+ * pages per range is written into the metapage when the index's storage is
+ * built, and stays what it is for that storage (ALTER INDEX ... SET
+ * (pages_per_range) takes effect at the next build); the last revmap page
+ * only grows (a summarization extends the revmap, nothing shrinks it: BRIN
+ * never truncates an index, desummarization clears entries), so a figure
+ * read earlier is at most the current one, and a range past it reads the
+ * metapage itself (range_has_tuple) before it concludes anything.  What
+ * ends the figures is new storage: TRUNCATE, REINDEX, VACUUM FULL,
+ * CLUSTER, ALTER ... SET TABLESPACE give the index a new relfilenode
+ * (checked at every use), but a TRUNCATE of a table created or truncated in
+ * the same transaction rebuilds the index in place, in the same relfilenode
+ * and with the pages per range of its options then; every one of these
+ * sends a relation cache invalidation of the index, which empties its slot
+ * (brin_recent_inval; all slots when the whole cache is reset).  A statement
+ * that writes the index holds its RowExclusiveLock, which none of them can
+ * take meanwhile, and its own copy of the figures.
  */
-static Oid	recent_index = InvalidOid;
-static Buffer recent_meta = InvalidBuffer;
-static Buffer recent_revmap = InvalidBuffer;
+typedef struct BrinRecent
+{
+	Oid			index;			/* InvalidOid: a free slot */
+	RelFileNode node;			/* the storage the figures were read from */
+	BlockNumber pages_per_range;	/* 0: not read */
+	BlockNumber last_revmap_page;
+	Buffer		meta;			/* where the metapage was found last */
+	Buffer		revmap;			/* where a revmap page was found last */
+} BrinRecent;
+
+#define BRIN_RECENT_SLOTS 8
+
+static BrinRecent recent_slots[BRIN_RECENT_SLOTS];
+static int	recent_used = 0;	/* the slot used last */
+static int	recent_next = 0;	/* the slot taken next */
 
 /*
- * The metapage's figures of the index written last, and the storage they
- * were read from: pages per range is fixed when the index's storage is
- * built (a rebuild, ALTER INDEX ... SET included, makes new storage), and
- * the last revmap page only grows, so a single-row INSERT after another
- * does not read the metapage again (a range past the figure read it again:
- * range_has_tuple).
+ * brin_recent
+ *	  The slot of an index, taken (the oldest taken) if it has none.
  */
-static RelFileNode recent_node;
-static BlockNumber recent_pages_per_range = 0;
-static BlockNumber recent_last_revmap_page = 0;
+static inline BrinRecent *
+brin_recent(Relation idx)
+{
+	Oid			relid = RelationGetRelid(idx);
+	BrinRecent *r = &recent_slots[recent_used];
+
+	if (likely(r->index == relid))
+		return r;
+	for (int i = 0; i < BRIN_RECENT_SLOTS; i++)
+	{
+		if (recent_slots[i].index == relid)
+		{
+			recent_used = i;
+			return &recent_slots[i];
+		}
+	}
+	recent_used = recent_next;
+	recent_next = (recent_next + 1) % BRIN_RECENT_SLOTS;
+	r = &recent_slots[recent_used];
+	r->index = relid;
+	r->pages_per_range = 0;
+	r->meta = r->revmap = InvalidBuffer;
+	return r;
+}
+
+/*
+ * brin_recent_inval
+ *	  Relation cache invalidation callback: forget what is known of the
+ *	  index (of every index, for InvalidOid).
+ */
+static void
+brin_recent_inval(Datum arg, Oid relid)
+{
+	for (int i = 0; i < BRIN_RECENT_SLOTS; i++)
+	{
+		if (!OidIsValid(relid) || recent_slots[i].index == relid)
+		{
+			recent_slots[i].index = InvalidOid;
+			recent_slots[i].pages_per_range = 0;
+			recent_slots[i].meta = recent_slots[i].revmap = InvalidBuffer;
+		}
+	}
+}
 
 /*
  * brin_cache_unpin
@@ -204,17 +277,16 @@ cq_brin_unpin_since(uint64 seq)
 
 /*
  * read_recent
- *	  Pin block blk of an index: in *recent if it still holds it, else
- *	  read it (and remember where).
+ *	  Pin block blk of an index: in the buffer it was found in last (the
+ *	  metapage's or a revmap page's, of the index's slot) if that still
+ *	  holds it, else read it (and remember where).
  */
 static Buffer
-read_recent(Relation idx, BlockNumber blk, Buffer *recent)
+read_recent(Relation idx, BlockNumber blk)
 {
-	if (recent_index != RelationGetRelid(idx))
-	{
-		recent_index = RelationGetRelid(idx);
-		recent_meta = recent_revmap = InvalidBuffer;
-	}
+	BrinRecent *r = brin_recent(idx);
+	Buffer	   *recent = blk == BRIN_METAPAGE_BLKNO ? &r->meta : &r->revmap;
+
 	if (BufferIsValid(*recent) && ReadRecentBuffer(idx->rd_node, MAIN_FORKNUM, blk, *recent))
 		return *recent;
 	*recent = ReadBuffer(idx, blk);
@@ -228,7 +300,8 @@ read_recent(Relation idx, BlockNumber blk, Buffer *recent)
 static void
 brin_read_meta(BrinInsertCache *c, Relation idx)
 {
-	Buffer		meta = read_recent(idx, BRIN_METAPAGE_BLKNO, &recent_meta);
+	Buffer		meta = read_recent(idx, BRIN_METAPAGE_BLKNO);
+	BrinRecent *r;
 	BrinMetaPageData *md;
 
 	LockBuffer(meta, BUFFER_LOCK_SHARE);
@@ -236,24 +309,27 @@ brin_read_meta(BrinInsertCache *c, Relation idx)
 	c->pages_per_range = md->pagesPerRange;
 	c->last_revmap_page = md->lastRevmapPage;
 	UnlockReleaseBuffer(meta);
-	recent_node = idx->rd_node;
-	recent_pages_per_range = c->pages_per_range;
-	recent_last_revmap_page = c->last_revmap_page;
+	r = brin_recent(idx);
+	r->node = idx->rd_node;
+	r->pages_per_range = c->pages_per_range;
+	r->last_revmap_page = c->last_revmap_page;
 }
 
 /*
  * brin_recent_meta
  *	  The metapage's figures, from what was read last if it was read from
- *	  the same storage, else from the metapage.
+ *	  the same storage and no invalidation of the index came since, else
+ *	  from the metapage.
  */
 static void
 brin_recent_meta(BrinInsertCache *c, Relation idx)
 {
-	if (recent_index == RelationGetRelid(idx) && recent_pages_per_range > 0 &&
-		RelFileNodeEquals(recent_node, idx->rd_node))
+	BrinRecent *r = brin_recent(idx);
+
+	if (r->pages_per_range > 0 && RelFileNodeEquals(r->node, idx->rd_node))
 	{
-		c->pages_per_range = recent_pages_per_range;
-		c->last_revmap_page = recent_last_revmap_page;
+		c->pages_per_range = r->pages_per_range;
+		c->last_revmap_page = r->last_revmap_page;
 		return;
 	}
 	brin_read_meta(c, idx);
@@ -270,7 +346,7 @@ cache_pin(BrinInsertCache *c, Relation idx, BlockNumber blk)
 	if (BufferIsValid(c->revmap_buf) && BufferGetBlockNumber(c->revmap_buf) == blk)
 		return;
 	brin_cache_unpin(c);
-	c->revmap_buf = read_recent(idx, blk, blk == BRIN_METAPAGE_BLKNO ? &recent_meta : &recent_revmap);
+	c->revmap_buf = read_recent(idx, blk);
 	c->owner = CurrentResourceOwner;
 	dlist_push_head(&pinned_caches, &c->node);
 }
@@ -691,11 +767,13 @@ cq_brin_cache_seq(void)
 
 /*
  * cq_brin_insert_init
- *	  Forget the pins a resource owner releases (brin_cache_resowner);
- *	  called from cq_stamp_init.
+ *	  Forget the pins a resource owner releases (brin_cache_resowner), and
+ *	  what is known of an index whose relation cache entry is invalidated
+ *	  (brin_recent_inval); called from cq_stamp_init.
  */
 void
 cq_brin_insert_init(void)
 {
 	RegisterResourceReleaseCallback(brin_cache_resowner, NULL);
+	cq_relcache_callback(brin_recent_inval, (Datum) 0);
 }

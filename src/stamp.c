@@ -82,6 +82,8 @@ typedef struct FastTable
 	bool		index_known;	/* index is set (open_sole_index) */
 	Oid			index;			/* the table's only index, or InvalidOid */
 	IndexInfo  *index_info;		/* BuildIndexInfo's of it, when plain */
+	Relation	rel;			/* the table's relation cache entry... */
+	uint64		rel_count;		/* ...while fast_tables_inval_count is this */
 } FastTable;
 
 /* a swap in progress */
@@ -95,8 +97,16 @@ typedef struct StampSwap
 
 static HTAB *fast_tables = NULL;
 
-/* bumped by every invalidation of fast_tables: an entry found before is still there */
+/*
+ * bumped by every invalidation of fast_tables and every entry removed: while
+ * it stays the same, an entry found before is still there
+ */
 static uint64 fast_tables_inval_count = 0;
+
+/* the entry an INSERT's ExecutorStart found last (fast_table_find) */
+static Oid	found_relid = InvalidOid;
+static FastTable *found_entry = NULL;
+static uint64 found_count = 0;
 
 /* the swap in progress (of an INSERT's ExecutorStart or of a COPY), if any */
 static StampSwap *active_swap = NULL;
@@ -262,6 +272,7 @@ drop_fast_table(FastTable *e)
 	if (e->index_info != NULL)
 		pfree(e->index_info);
 	hash_search(fast_tables, &relid, HASH_REMOVE, NULL);
+	fast_tables_inval_count++;
 }
 
 /*
@@ -299,6 +310,31 @@ functions_inval(Datum arg, int cacheid, uint32 hashvalue)
 {
 	stamp_func = wakeup_func = InvalidOid;
 	fast_tables_inval(arg, InvalidOid);
+}
+
+/*
+ * fast_table_find
+ *	  The fast_tables entry of a table, or NULL: the one found last without
+ *	  a hash look-up, while no invalidation came and no entry went since
+ *	  (the common case: statement after statement into one table).
+ */
+static inline FastTable *
+fast_table_find(Oid relid)
+{
+	FastTable  *e;
+
+	if (relid == found_relid && found_count == fast_tables_inval_count)
+		return found_entry;
+	if (fast_tables == NULL)
+		return NULL;
+	e = hash_search(fast_tables, &relid, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		found_relid = relid;
+		found_entry = e;
+		found_count = fast_tables_inval_count;
+	}
+	return e;
 }
 
 /*
@@ -340,6 +376,7 @@ fast_table(Relation rel)
 	e->stale = e->fast = e->wakeup = e->index_known = false;
 	e->index = InvalidOid;
 	e->index_info = NULL;
+	e->rel = NULL;
 	e->copy = NULL;
 	e->made_from = rel->trigdesc;
 	PG_TRY();
@@ -644,6 +681,36 @@ brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap)
 }
 
 /*
+ * open_fast_table
+ *	  relation_open(relid, NoLock) of the table of a fast_tables entry that
+ *	  an INSERT's ExecutorStart swaps (the plan holds the table's lock): the
+ *	  relation cache entry the table was opened as by the statement before,
+ *	  referenced again without the relation cache's hash look-up, if no
+ *	  invalidation came since (fast_tables_inval_count unchanged).  A
+ *	  relation cache entry that no one references is freed only when an
+ *	  invalidation of it (or of all) is processed, and pg_cq's invalidation
+ *	  callback, which bumps the count, runs right after (a table created in
+ *	  a transaction or subtransaction that aborts: its entry goes at the
+ *	  abort, before the abort processes the invalidation of the creation);
+ *	  an entry referenced while an invalidation comes is rebuilt in place.
+ *	  Builds with RELCACHE_FORCE_RELEASE free an entry when its last
+ *	  reference goes: they always look the table up.
+ */
+static Relation
+open_fast_table(FastTable *e, Oid relid)
+{
+#ifndef RELCACHE_FORCE_RELEASE
+	if (e->rel != NULL && e->rel_count == fast_tables_inval_count && e->rel->rd_isvalid &&
+		RelationGetRelid(e->rel) == relid)
+	{
+		RelationIncrementReferenceCount(e->rel);
+		return e->rel;
+	}
+#endif
+	return relation_open(relid, NoLock);
+}
+
+/*
  * cq_stamp_ExecutorStart
  *	  ExecutorStart hook: an INSERT that leaves cq_xid to the default of a
  *	  table whose only BEFORE ROW INSERT trigger is zz_cq_stamp is started
@@ -663,14 +730,16 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		relid = insert_target(queryDesc->plannedstmt, &sub);
 	if (OidIsValid(relid))
 	{
-		FastTable  *e = fast_tables ? hash_search(fast_tables, &relid, HASH_FIND, NULL) : NULL;
+		FastTable  *e = fast_table_find(relid);
 		bool		leaves = false;
 
 		/* a table known not to qualify costs one lookup */
 		if (e == NULL || (e->fast && !e->in_use && (leaves = leaves_default(sub, e->att))))
 		{
 			uint64		invals = fast_tables_inval_count;
-			Relation	rel = relation_open(relid, NoLock);	/* the plan holds its lock */
+
+			/* the plan holds the table's lock */
+			Relation	rel = leaves ? open_fast_table(e, relid) : relation_open(relid, NoLock);
 
 			/*
 			 * The entry found is current unless opening the table processed
@@ -684,6 +753,8 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 			}
 			if (leaves)
 			{
+				e->rel = rel;
+				e->rel_count = fast_tables_inval_count;
 				swap_begin(&swap, rel, e);
 				active_swap = &swap;
 			}
