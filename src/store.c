@@ -876,7 +876,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 			return NULL;
 		old = MemoryContextSwitchTo(st->cxt);
 		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
-		st->table = cq_gt_create(store_area, cq_shared->store_tranche, 0);
+		st->table = cq_gt_create(store_area, cq_shared->store_tranche, st->expect_groups);
 		MemoryContextSwitchTo(old);
 		/* from here on the table is st's published table, to be swapped in */
 		st->own_table = st->building = true;

@@ -129,6 +129,7 @@ struct CqStore
 								 * cq_store_put_built): the header's at
 								 * publish, freed at abort */
 	bool		building;		/* new groups may still go into own table */
+	uint64		expect_groups;	/* groups own table is made for (cq_store_expect) */
 	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
