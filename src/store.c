@@ -135,7 +135,6 @@ static void store_xact_callback(XactEvent event, void *arg);
 static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
 static void forget_pending(void);
-static void link_pending(CqStore *st, int keep);
 
 /*
  * store_attach
@@ -372,6 +371,28 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 }
 
 /*
+ * keys_match
+ *	  Are tup's keys those of values/nulls, by GROUP BY's equality?
+ */
+static bool
+keys_match(CqStore *st, HeapTuple tup, Datum *values, bool *nulls)
+{
+	for (int g = 0; g < st->ng; g++)
+	{
+		bool		isnull;
+		Datum		v = heap_getattr(tup, g + 1, st->desc, &isnull);
+
+		if (isnull != nulls[g])
+			return false;
+		if (isnull)
+			continue;
+		if (!DatumGetBool(FunctionCall2Coll(&st->eq[g], st->coll[g], v, values[g])))
+			return false;
+	}
+	return true;
+}
+
+/*
  * shared_tuple
  *	  A heap tuple header over a published row, without copying it: the row
  *	  stays where it is in the area while the batch runs (rows change only
@@ -390,6 +411,20 @@ shared_tuple(dsa_pointer tuple)
 	t->t_tableOid = InvalidOid;
 	t->t_data = (HeapTupleHeader) ((char *) mtup - MINIMAL_TUPLE_OFFSET);
 	return t;
+}
+
+/*
+ * own_tuple
+ *	  A local copy of a row found by lookup or scan_all: shared (the ref's
+ *	  item was NULL) a published row, see shared_tuple, copied as
+ *	  heap_tuple_from_minimal_tuple makes it; else an overlay row.
+ */
+HeapTuple
+cq_store_own_tuple(HeapTuple t, bool shared)
+{
+	if (!shared)
+		return heap_copytuple(t);
+	return heap_tuple_from_minimal_tuple((MinimalTuple) ((char *) t->t_data + MINIMAL_TUPLE_OFFSET));
 }
 
 /*
@@ -431,7 +466,6 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 
 	if (st->table == NULL)
 		return;
-	link_pending(st, 0);
 	/* no lock: only this batch changes the table until it commits */
 	head = cq_gt_find(st->table, ref->hash);
 	if (head == NULL)
@@ -444,7 +478,7 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		{
 			HeapTuple	t = shared_tuple(node->tuple);
 
-			if (cq_store_keys_match(st, t, values, nulls))
+			if (keys_match(st, t, values, nulls))
 			{
 				ref->tup = t;
 				ref->node = np;
@@ -487,7 +521,7 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
 		for (OvItem *it = ov ? ov->first : NULL; it != NULL; it = it->next)
 		{
-			if (cq_store_keys_match(st, it->tup, values, nulls))
+			if (keys_match(st, it->tup, values, nulls))
 			{
 				ref->item = it;
 				ref->node = it->node;
@@ -625,8 +659,6 @@ cq_store_scan_all(CqStore *st)
 	List	   *rows = NIL;
 	ListCell   *lc;
 
-	if (st->table)
-		link_pending(st, 0);
 	/* the published nodes the overlay replaces */
 	foreach(lc, st->items)
 	{
@@ -756,26 +788,6 @@ link_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 }
 
 /*
- * link_pending
- *	  Link the nodes put_built made and has not linked yet into its table
- *	  (see cq_store_put_built), all of them, or (keep) all but keep.  A
- *	  node leaves the list once linked: if linking raises an error (out of
- *	  memory), drop_own_table frees those left.
- */
-static void
-link_pending(CqStore *st, int keep)
-{
-	while (st->npending > keep)
-	{
-		int			i = st->pending_first;
-
-		link_node(st->table, st->pending_hash[i], st->pending_node[i]);
-		st->pending_first = (i + 1) % STORE_LINK_AHEAD;
-		st->npending--;
-	}
-}
-
-/*
  * unlink_node
  *	  Remove a node from its chain and free it and its tuple (the table's
  *	  lock held exclusively).  Raises no error.
@@ -857,8 +869,6 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	dsa_pointer row;
 	dsa_pointer np;
 	int64		bytes;
-	uint64		hash;
-	int			i;
 
 	if (!st->own_table)
 	{
@@ -881,23 +891,11 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	bytes = row_bytes(t);
 	if (st->bytes + bytes > (int64) cq_state_memory_kb * 1024)
 	{
-		link_pending(st, 0);
 		st->building = false;
 		return NULL;
 	}
-	/*
-	 * linked STORE_LINK_AHEAD groups later, its slot prefetched meanwhile:
-	 * at ~1M groups the one cache and TLB miss of each insert into the slot
-	 * array was 4-5% of batch 0 (bench/README.md, Fold efficiency, round 8)
-	 */
-	link_pending(st, STORE_LINK_AHEAD - 1);
 	np = alloc_node(t, true, &row);
-	hash = cq_store_key_hash(st, values, nulls);
-	i = (st->pending_first + st->npending) % STORE_LINK_AHEAD;
-	st->pending_hash[i] = hash;
-	st->pending_node[i] = np;
-	st->npending++;
-	cq_gt_prefetch(st->table, hash);
+	link_node(st->table, cq_store_key_hash(st, values, nulls), np);
 	st->bytes += bytes;
 	st->rows++;
 	note_e(st, t);
@@ -914,11 +912,6 @@ drop_own_table(CqStore *st)
 {
 	if (!st->own_table)
 		return;
-	for (; st->npending > 0; st->npending--)
-	{
-		dsa_free(store_area, st->pending_node[st->pending_first]);
-		st->pending_first = (st->pending_first + 1) % STORE_LINK_AHEAD;
-	}
 	destroy_table(st->table);
 	st->table = NULL;
 	st->own_table = st->building = false;
@@ -1036,8 +1029,6 @@ prepare(CqStore *st)
 				 errhint("Raise cq.state_memory, or recreate the query with state_storage = 'unlogged'.")));
 	if (!mark_inflight(st))
 		return;
-	if (st->own_table)
-		link_pending(st, 0);
 
 	old = MemoryContextSwitchTo(st->cxt);
 	if (st->replace)

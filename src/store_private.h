@@ -25,12 +25,6 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
-/*
- * New groups put_built links into its table this many groups later, their
- * slots prefetched meanwhile (store.c, link_pending)
- */
-#define STORE_LINK_AHEAD 16
-
 /* ENR names the generated statements read */
 #define STORE_ENR_PAIRS "cq_mp"
 #define STORE_ENR_ALL "cq_all"
@@ -136,11 +130,6 @@ struct CqStore
 								 * publish, freed at abort */
 	bool		building;		/* new groups may still go into own table */
 	uint64		expect_groups;	/* groups own table is made for (cq_store_expect) */
-	/* put_built's nodes not linked into own table yet, oldest first (link_pending) */
-	int			npending;
-	int			pending_first;
-	uint64		pending_hash[STORE_LINK_AHEAD];
-	dsa_pointer pending_node[STORE_LINK_AHEAD];
 	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
@@ -180,7 +169,6 @@ typedef struct ScanRow
 } ScanRow;
 
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
-extern bool cq_store_keys_match(struct CqStore *st, HeapTuple tup, Datum *values, bool *nulls);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);

@@ -227,22 +227,6 @@ cq_gt_find(CqGroupTable *t, uint64 hash)
 }
 
 /*
- * cq_gt_prefetch
- *	  Start loading the first slot a lookup or insert of hash probes (a
- *	  hint: the array may grow meanwhile).
- */
-void
-cq_gt_prefetch(CqGroupTable *t, uint64 hash)
-{
-	uint64		n;
-	CqGroupSlot *slots = cq_gt_slots(t, &n);
-
-#if defined(__GNUC__) || defined(__clang__)
-	__builtin_prefetch(&slots[home(hash, n - 1)], 1);
-#endif
-}
-
-/*
  * place
  *	  The empty slot a new hash goes to (the table has one: it is never
  *	  full).
