@@ -55,9 +55,7 @@ sub grew { my ($log) = @_; my @g = $log =~ /state store group table grew to/g; r
 sub mismatches_of
 {
 	my ($name, $src) = @_;
-	my $oracle = sprintf($q, $src);
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM (($oracle EXCEPT ALL TABLE $name) UNION ALL (TABLE $name EXCEPT ALL $oracle)) x");
+	return mismatches($node, 'postgres', sprintf($q, $src), $name);
 }
 
 sub info
