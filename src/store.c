@@ -881,7 +881,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 		st->building = false;
 		return NULL;
 	}
-	/* linked with the STORE_LINK_AHEAD - 1 groups after it (link_pending) */
+	/* linked later, together with the next groups (link_pending) */
 	if (st->npending == STORE_LINK_AHEAD)
 		link_pending(st);
 	np = alloc_node(t, true, &row);

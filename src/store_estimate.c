@@ -493,9 +493,11 @@ cq_store_estimate(CqAnalysis *an, const char *delta_sql, double *groups, double 
  *	  Batch 0 of a store that starts empty is estimated (cq_store_estimate)
  *	  at groups groups taking bytes: the group table it builds
  *	  (cq_store_put_built) starts with slots for them, so that it is not
- *	  doubled some twenty times on the way, each time zeroing a new array,
- *	  moving every slot and freeing the old one (at ~1M groups 4.6% of the
- *	  batch, bench/README.md, Fold efficiency, round 7).  Within the budget:
+ *	  doubled 13 times on the way to 1M groups, each time zeroing a new
+ *	  array, moving every slot and freeing the old one (~1% of batch 0 at
+ *	  1M groups; inserts into the full-size array from the first group on
+ *	  miss the cache more, which put_built's linked groups make up for:
+ *	  bench/README.md, Fold efficiency, round 8).  Within the budget:
  *	  no more groups than cq.state_memory holds at the estimated bytes a
  *	  group (a row costs at least an empty one), and a slot array of at
  *	  most a quarter of cq.state_memory, so that an estimate far too high
