@@ -1165,7 +1165,10 @@ switch_to_table(BatchInput *in, int64 batch_id)
  *	  it really outgrows the budget.  An estimate too low changes nothing
  *	  (the move still happens); one too high keeps a query that would have
  *	  fit out of the store, the batch's results being the same either way.
- *	  Returns true when the query moved (the caller plans it again).
+ *	  A query that stays gets its store's group table sized up front for
+ *	  the estimated groups (cq_store_expect, within the budget), so that
+ *	  batch 0 does not double it again and again.  Returns true when the
+ *	  query moved (the caller plans it again).
  */
 static bool
 table_up_front(BatchInput *in)
@@ -1176,9 +1179,9 @@ table_up_front(BatchInput *in)
 	bool		known;
 	const char *storage;
 	char	   *path;
+	bool		requested = in->q->opts.state_path != NULL &&
+		strcmp(in->q->opts.state_path, "memory: requested") == 0;
 
-	if (in->q->opts.state_path != NULL && strcmp(in->q->opts.state_path, "memory: requested") == 0)
-		return false;
 	/* planned as the owner, search_path pinned */
 	cq_security_owner(in->q->owner, &sec);
 	known = cq_store_estimate(in->an, in->plan->store.delta_history, &groups, &bytes);
@@ -1188,7 +1191,9 @@ table_up_front(BatchInput *in)
 			 in->q->name, groups, bytes);
 	else
 		elog(DEBUG1, "pg_cq: continuous query \"%s\": no estimate of batch 0's groups", in->q->name);
-	if (!known || bytes <= (double) cq_state_memory_kb * 1024.0)
+	if (known && (requested || bytes <= (double) cq_state_memory_kb * 1024.0))
+		cq_store_expect(in->store, groups, bytes);	/* it stays */
+	if (!known || requested || bytes <= (double) cq_state_memory_kb * 1024.0)
 		return false;
 	path = psprintf("table: estimated %.0f groups of %.0f bytes in the store, above cq.state_memory (%d kB), at batch 0",
 					groups, bytes / groups, cq_state_memory_kb);

@@ -143,6 +143,7 @@ static void store_xact_callback(XactEvent event, void *arg);
 static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
 static void forget_pending(void);
+static void link_pending(CqStore *st);
 
 /*
  * store_attach
@@ -379,28 +380,6 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 }
 
 /*
- * keys_match
- *	  Are tup's keys those of values/nulls, by GROUP BY's equality?
- */
-static bool
-keys_match(CqStore *st, HeapTuple tup, Datum *values, bool *nulls)
-{
-	for (int g = 0; g < st->ng; g++)
-	{
-		bool		isnull;
-		Datum		v = heap_getattr(tup, g + 1, st->desc, &isnull);
-
-		if (isnull != nulls[g])
-			return false;
-		if (isnull)
-			continue;
-		if (!DatumGetBool(FunctionCall2Coll(&st->eq[g], st->coll[g], v, values[g])))
-			return false;
-	}
-	return true;
-}
-
-/*
  * shared_tuple
  *	  A heap tuple header over a published row, without copying it: the row
  *	  stays where it is in the area while the batch runs (rows change only
@@ -419,20 +398,6 @@ shared_tuple(dsa_pointer tuple)
 	t->t_tableOid = InvalidOid;
 	t->t_data = (HeapTupleHeader) ((char *) mtup - MINIMAL_TUPLE_OFFSET);
 	return t;
-}
-
-/*
- * own_tuple
- *	  A local copy of a row found by lookup or scan_all: shared (the ref's
- *	  item was NULL) a published row, see shared_tuple, copied as
- *	  heap_tuple_from_minimal_tuple makes it; else an overlay row.
- */
-HeapTuple
-cq_store_own_tuple(HeapTuple t, bool shared)
-{
-	if (!shared)
-		return heap_copytuple(t);
-	return heap_tuple_from_minimal_tuple((MinimalTuple) ((char *) t->t_data + MINIMAL_TUPLE_OFFSET));
 }
 
 /*
@@ -474,6 +439,7 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 
 	if (st->table == NULL)
 		return;
+	link_pending(st);
 	/* no lock: only this batch changes the table until it commits */
 	head = cq_gt_find(st->table, ref->hash);
 	if (head == NULL)
@@ -486,7 +452,7 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		{
 			HeapTuple	t = shared_tuple(node->tuple);
 
-			if (keys_match(st, t, values, nulls))
+			if (cq_store_keys_match(st, t, values, nulls))
 			{
 				ref->tup = t;
 				ref->node = np;
@@ -529,7 +495,7 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
 		for (OvItem *it = ov ? ov->first : NULL; it != NULL; it = it->next)
 		{
-			if (keys_match(st, it->tup, values, nulls))
+			if (cq_store_keys_match(st, it->tup, values, nulls))
 			{
 				ref->item = it;
 				ref->node = it->node;
@@ -667,6 +633,8 @@ cq_store_scan_all(CqStore *st)
 	List	   *rows = NIL;
 	ListCell   *lc;
 
+	if (st->table)
+		link_pending(st);
 	/* the published nodes the overlay replaces */
 	foreach(lc, st->items)
 	{
@@ -796,6 +764,24 @@ link_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 }
 
 /*
+ * link_pending
+ *	  Link the nodes put_built made and has not linked yet into its table
+ *	  (see cq_store_put_built), in a loop that does nothing else: at ~1M
+ *	  groups the one cache and TLB miss of each insert into the slot array
+ *	  was 4-5% of batch 0, and a tight loop of inserts overlaps them
+ *	  (bench/README.md, Fold efficiency, round 8).  A node counts as
+ *	  linked once it is: if linking raises an error (out of memory),
+ *	  drop_own_table frees those left.
+ */
+static void
+link_pending(CqStore *st)
+{
+	for (; st->nlinked < st->npending; st->nlinked++)
+		link_node(st->table, st->pending_hash[st->nlinked], st->pending_node[st->nlinked]);
+	st->npending = st->nlinked = 0;
+}
+
+/*
  * unlink_node
  *	  Remove a node from its chain and free it and its tuple (the table's
  *	  lock held exclusively).  Raises no error.
@@ -884,7 +870,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 			return NULL;
 		old = MemoryContextSwitchTo(st->cxt);
 		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
-		st->table = cq_gt_create(store_area, cq_shared->store_tranche, 0);
+		st->table = cq_gt_create(store_area, cq_shared->store_tranche, st->expect_groups);
 		MemoryContextSwitchTo(old);
 		/* from here on the table is st's published table, to be swapped in */
 		st->own_table = st->building = true;
@@ -899,11 +885,16 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	bytes = row_bytes(t);
 	if (st->bytes + bytes > (int64) cq_state_memory_kb * 1024)
 	{
+		link_pending(st);
 		st->building = false;
 		return NULL;
 	}
+	/* linked later, together with the next groups (link_pending) */
+	if (st->npending == STORE_LINK_AHEAD)
+		link_pending(st);
 	np = alloc_node(t, true, &row);
-	link_node(st->table, cq_store_key_hash(st, values, nulls), np);
+	st->pending_hash[st->npending] = cq_store_key_hash(st, values, nulls);
+	st->pending_node[st->npending++] = np;
 	st->bytes += bytes;
 	st->rows++;
 	note_e(st, t);
@@ -920,6 +911,9 @@ drop_own_table(CqStore *st)
 {
 	if (!st->own_table)
 		return;
+	for (; st->nlinked < st->npending; st->nlinked++)
+		dsa_free(store_area, st->pending_node[st->nlinked]);
+	st->npending = st->nlinked = 0;
 	destroy_table(st->table);
 	st->table = NULL;
 	st->own_table = st->building = false;
@@ -1037,6 +1031,8 @@ prepare(CqStore *st)
 				 errhint("Raise cq.state_memory, or recreate the query with state_storage = 'unlogged'.")));
 	if (!mark_inflight(st))
 		return;
+	if (st->own_table)
+		link_pending(st);
 
 	old = MemoryContextSwitchTo(st->cxt);
 	if (st->replace)

@@ -68,6 +68,7 @@
 #include "utils/timestamp.h"
 
 #include "store_estimate.h"
+#include "guc.h"
 #include "store_private.h"
 
 /*
@@ -485,4 +486,37 @@ cq_store_estimate(CqAnalysis *an, const char *delta_sql, double *groups, double 
 		width = stmt->planTree->plan_width;
 	*bytes = *groups * (double) row_bytes_for(width, list_length(stmt->planTree->targetlist));
 	return true;
+}
+
+/*
+ * cq_store_expect
+ *	  Batch 0 of a store that starts empty is estimated (cq_store_estimate)
+ *	  at groups groups taking bytes: the group table it builds
+ *	  (cq_store_put_built) starts with slots for them, so that it is not
+ *	  doubled 13 times on the way to 1M groups, each time zeroing a new
+ *	  array, moving every slot and freeing the old one (~1% of batch 0 at
+ *	  1M groups; inserts into the full-size array from the first group on
+ *	  miss the cache more, which put_built's linked groups make up for:
+ *	  bench/README.md, Fold efficiency, round 8).  Within the budget:
+ *	  no more groups than cq.state_memory holds at the estimated bytes a
+ *	  group (a row costs at least an empty one), and a slot array of at
+ *	  most a quarter of cq.state_memory, so that an estimate far too high
+ *	  reserves no more than that; past the groups it was made for the table
+ *	  doubles as before.  The slots are not counted in the store's bytes
+ *	  (cq.state_store_info), as the doubled ones are not.
+ */
+void
+cq_store_expect(CqStore *st, double groups, double bytes)
+{
+	double		budget = (double) cq_state_memory_kb * 1024.0;
+	double		per_group;
+	uint64		expect;
+
+	if (st == NULL || !st->replace || st->own_table || !(groups >= 1.0))
+		return;
+	per_group = Max(bytes / groups, (double) row_bytes_for(0, st->desc->natts));
+	expect = (uint64) Min(groups, budget / per_group);
+	while (expect > 0 && (double) cq_gt_bytes_for(expect) > budget / 4)
+		expect /= 2;
+	st->expect_groups = expect;
 }

@@ -11,7 +11,9 @@
 
 #include "postgres.h"
 #include "analyze.h"
+#include "store.h"
 
 extern bool cq_store_estimate(CqAnalysis *an, const char *delta_sql, double *groups, double *bytes);
+extern void cq_store_expect(CqStore *st, double groups, double bytes);
 
 #endif							/* CQ_STORE_ESTIMATE_H */

@@ -25,6 +25,9 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
+/* New groups put_built links into its table together (store.c, link_pending) */
+#define STORE_LINK_AHEAD 256
+
 /* ENR names the generated statements read */
 #define STORE_ENR_PAIRS "cq_mp"
 #define STORE_ENR_ALL "cq_all"
@@ -129,6 +132,12 @@ struct CqStore
 								 * cq_store_put_built): the header's at
 								 * publish, freed at abort */
 	bool		building;		/* new groups may still go into own table */
+	uint64		expect_groups;	/* groups own table is made for (cq_store_expect) */
+	/* put_built's nodes, not linked into own table yet from nlinked on (link_pending) */
+	int			npending;
+	int			nlinked;
+	uint64		pending_hash[STORE_LINK_AHEAD];
+	dsa_pointer pending_node[STORE_LINK_AHEAD];
 	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
@@ -168,6 +177,7 @@ typedef struct ScanRow
 } ScanRow;
 
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
+extern bool cq_store_keys_match(struct CqStore *st, HeapTuple tup, Datum *values, bool *nulls);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);

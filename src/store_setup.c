@@ -4,13 +4,15 @@
  *	  What a query's shared-memory store is made of, decided from its
  *	  analysis and state table: whether the query can use the store, the
  *	  state row's layout, the keys' hash and equality functions (and a
- *	  row's key hashes: cq_store_key_hash, cq_store_set_h), and whether
- *	  existing groups are merged in C (store.c keeps the store itself).
+ *	  row's key hashes: cq_store_key_hash, cq_store_set_h; whether a row
+ *	  has given keys: cq_store_keys_match), and whether existing groups
+ *	  are merged in C (store.c keeps the store itself).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
@@ -309,4 +311,40 @@ cq_store_set_h(CqStore *st, Datum *values, bool *nulls)
 	}
 	values[st->h_att - 1] = UInt32GetDatum(h);
 	nulls[st->h_att - 1] = false;
+}
+
+/*
+ * cq_store_keys_match
+ *	  Are tup's keys those of values/nulls, by GROUP BY's equality?
+ */
+bool
+cq_store_keys_match(CqStore *st, HeapTuple tup, Datum *values, bool *nulls)
+{
+	for (int g = 0; g < st->ng; g++)
+	{
+		bool		isnull;
+		Datum		v = heap_getattr(tup, g + 1, st->desc, &isnull);
+
+		if (isnull != nulls[g])
+			return false;
+		if (isnull)
+			continue;
+		if (!DatumGetBool(FunctionCall2Coll(&st->eq[g], st->coll[g], v, values[g])))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * cq_store_own_tuple
+ *	  A local copy of a row found by lookup or scan_all: shared (the ref's
+ *	  item was NULL) a published row, see shared_tuple, copied as
+ *	  heap_tuple_from_minimal_tuple makes it; else an overlay row.
+ */
+HeapTuple
+cq_store_own_tuple(HeapTuple t, bool shared)
+{
+	if (!shared)
+		return heap_copytuple(t);
+	return heap_tuple_from_minimal_tuple((MinimalTuple) ((char *) t->t_data + MINIMAL_TUPLE_OFFSET));
 }

@@ -92,6 +92,31 @@ alloc_slots(dsa_area *area, int size_log2, dsa_pointer ctlp)
 }
 
 /*
+ * size_log2_for
+ *	  The log2 of the slots a table of expected groups starts with.
+ */
+static int
+size_log2_for(uint64 expected)
+{
+	int			size_log2 = GT_MIN_LOG2;
+
+	while (expected * GT_FILL_DEN > (UINT64CONST(1) << size_log2) * GT_FILL_NUM)
+		size_log2++;
+	return size_log2;
+}
+
+/*
+ * cq_gt_bytes_for
+ *	  The bytes of the slot array a table created for expected groups
+ *	  starts with.
+ */
+uint64
+cq_gt_bytes_for(uint64 expected)
+{
+	return (uint64) sizeof(CqGroupSlot) << size_log2_for(expected);
+}
+
+/*
  * cq_gt_create
  *	  A new, empty group table, large enough for expected groups.
  */
@@ -99,11 +124,12 @@ CqGroupTable *
 cq_gt_create(dsa_area *area, int tranche, uint64 expected)
 {
 	CqGroupTable *t = palloc(sizeof(CqGroupTable));
-	int			size_log2 = GT_MIN_LOG2;
+	int			size_log2 = size_log2_for(expected);
 	dsa_pointer slots;
 
-	while (expected * GT_FILL_DEN > (UINT64CONST(1) << size_log2) * GT_FILL_NUM)
-		size_log2++;
+	if (expected > 0)
+		elog(DEBUG1, "pg_cq: state store group table of " UINT64_FORMAT " slots for " UINT64_FORMAT " expected groups",
+			 UINT64CONST(1) << size_log2, expected);
 	t->area = area;
 	t->ctlp = dsa_allocate(area, sizeof(GroupTableCtl));
 	slots = alloc_slots(area, size_log2, t->ctlp);
@@ -235,6 +261,7 @@ grow(CqGroupTable *t)
 	t->ctl->slots = newp;
 	t->ctl->size_log2++;
 	dsa_free(t->area, oldp);
+	elog(DEBUG1, "pg_cq: state store group table grew to " UINT64_FORMAT " slots", n * 2);
 }
 
 /*

@@ -24,6 +24,7 @@ typedef struct CqGroupSlot
 	dsa_pointer head;
 } CqGroupSlot;
 
+extern uint64 cq_gt_bytes_for(uint64 expected);
 extern CqGroupTable *cq_gt_create(dsa_area *area, int tranche, uint64 expected);
 extern CqGroupTable *cq_gt_attach(dsa_area *area, dsa_pointer handle);
 extern dsa_pointer cq_gt_handle(CqGroupTable *t);
