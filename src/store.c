@@ -58,7 +58,6 @@
  */
 #include "postgres.h"
 
-#include <time.h>
 
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -685,25 +684,6 @@ cq_store_scan_all(CqStore *st)
 		rows = lappend(rows, r);
 	}
 	return rows;
-}
-
-/*
- * cpu_ms
- *	  This backend's CPU time in milliseconds (the phase timings of a fold
- *	  are CPU time: on a loaded machine wall time mostly measures waiting).
- *	  The timings only go to DEBUG1 messages: 0 when those go nowhere, for
- *	  the clock is a system call (a few percent of a small batch's CPU).
- */
-double
-cq_store_cpu_ms(void)
-{
-	struct timespec ts;
-
-	if (!message_level_is_interesting(DEBUG1))
-		return 0;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-		return 0;
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1000000.0;
 }
 
 /*

@@ -23,4 +23,6 @@ extern AttrNumber cq_store_state_att(TupleDesc desc, const char *name);
 extern void cq_store_setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an);
 extern void cq_store_setup_merge(CqStore *st, const char *kinds);
 
+extern double cq_store_cpu_ms(void);
+
 #endif							/* CQ_STORE_SETUP_H */
