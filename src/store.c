@@ -58,7 +58,6 @@
  */
 #include "postgres.h"
 
-
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
