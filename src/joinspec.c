@@ -38,8 +38,8 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "common/int.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
@@ -352,7 +352,20 @@ time_term(CqJoinSpec *js, Node *expr, TimeTerm *t)
 	return false;
 }
 
-static void note_bound(CqJoinSide *side, int64 bound, bool days);
+/*
+ * note_bound
+ *	  Side s's rows with event time <= W + bound can match no future row:
+ *	  keep the smallest such bound.
+ */
+static void
+note_bound(CqJoinSide *side, int64 bound, bool days)
+{
+	if (days)
+		bound -= USECS_PER_HOUR;
+	if (!side->bounded || bound < side->bound_us)
+		side->bound_us = bound;
+	side->bounded = true;
+}
 
 /*
  * bin_term
@@ -463,21 +476,6 @@ cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict, Timest
 		}
 	}
 	return true;
-}
-
-/*
- * note_bound
- *	  Side s's rows with event time <= W + bound can match no future row:
- *	  keep the smallest such bound.
- */
-static void
-note_bound(CqJoinSide *side, int64 bound, bool days)
-{
-	if (days)
-		bound -= USECS_PER_HOUR;
-	if (!side->bounded || bound < side->bound_us)
-		side->bound_us = bound;
-	side->bounded = true;
 }
 
 /*
