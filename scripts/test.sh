@@ -69,9 +69,23 @@ run_suite() {
     if ((rc != 0)); then
         ((f > 0)) || f=1          # failed without a countable failure (crash, bad plan, ...)
         record "$name" FAIL "$p" "$f"
+        note_failures "$name" "$log"
         return 1
     fi
     record "$name" PASS "$p" "$f"
+}
+
+# note_failures SUITE LOG: name the failed tests in the summary, so that the
+# last lines of a run (all a CI page may show) say what failed.
+FAILED_NAMES=()
+note_failures() {
+    local line
+    while IFS= read -r line; do
+        FAILED_NAMES+=("$1: $line")
+    done < <(sed -nE -e 's/^(t\/[^ ]+|test\/[^ ]+) +\(Wstat: ([0-9]+).*Failed: ([0-9]+)\).*/\1 (wstat \2, \3 failed)/p' \
+                 -e 's/^ +Failed tests?: +(.*)/    subtests \1/p' \
+                 -e "s/^#   Failed test '(.*)'\$/    failed: \1/p" \
+                 -e 's/^(test |     )?([^ ]+) +\.\.\. (FAILED|failed).*/\2 FAILED/p' "$2" | head -n 40)
 }
 
 show_diffs() {         # show_diffs SUBDIR-OF-results
@@ -200,6 +214,7 @@ fi
 section "summary"
 stop_cluster test     # before the closing line, so that line is the last one printed
 for line in "${SUMMARY[@]}"; do echo "$line"; done
+for line in "${FAILED_NAMES[@]}"; do echo "failed: $line"; done
 echo "logs: ${LOGDIR#"$REPO_ROOT"/}/, server log: $(cluster_dir test)/postgres.log"
 echo "pg_cq: $TOTAL_PASS passed, $TOTAL_FAIL failed"
 exit $ANY_FAIL
