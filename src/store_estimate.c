@@ -515,7 +515,8 @@ cq_store_expect(CqStore *st, double groups, double bytes)
 	if (st == NULL || !st->replace || st->own_table || !(groups >= 1.0))
 		return;
 	per_group = Max(bytes / groups, (double) row_bytes_for(0, st->desc->natts));
-	expect = (uint64) Min(groups, budget / per_group);
+	/* rounded as the DEBUG1 line of the estimate shows it */
+	expect = (uint64) Min(rint(groups), floor(budget / per_group));
 	while (expect > 0 && (double) cq_gt_bytes_for(expect) > budget / 4)
 		expect /= 2;
 	st->expect_groups = expect;
