@@ -1003,29 +1003,45 @@ call_worker(CqDbSlot *db, TimestampTz now)
 
 /*
  * trim_workers
- *	  cq.max_workers was lowered: stop idle extra workers.
+ *	  cq.max_workers was lowered: stop idle workers past it.  A worker busy
+ *	  with a batch (or lent to a CALL) is not interrupted; returns true while
+ *	  such workers keep the pool above the setting, so that the loop tries
+ *	  again once they are idle (else a worker busy at the reload would stay
+ *	  until the next one).  at_reload: called for the reload itself, which
+ *	  says so at DEBUG1 when busy workers keep the pool above the setting.
  */
-static void
-trim_workers(void)
+static bool
+trim_workers(bool at_reload)
 {
-	int			count = 0;
+	int			live = 0;
+	bool		over;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	for (int k = 0; k < max_my_workers; k++)
 	{
 		int			w = my_workers[k];
 
-		if (w < 0)
-			continue;
-		if (++count > cq_max_workers && cq_shared->workers[w].query_id == 0 &&
-			cq_shared->workers[w].call_pid == 0 && !cq_shared->workers[w].stop)
-		{
-			cq_shared->workers[w].stop = true;
-			if (cq_shared->workers[w].latch)
-				SetLatch(cq_shared->workers[w].latch);
-		}
+		if (w >= 0 && !cq_shared->workers[w].stop)
+			live++;
 	}
+	for (int k = 0; k < max_my_workers && live > cq_max_workers; k++)
+	{
+		int			w = my_workers[k];
+
+		if (w < 0 || cq_shared->workers[w].stop ||
+			cq_shared->workers[w].query_id != 0 || cq_shared->workers[w].call_pid != 0)
+			continue;
+		cq_shared->workers[w].stop = true;
+		if (cq_shared->workers[w].latch)
+			SetLatch(cq_shared->workers[w].latch);
+		live--;
+	}
+	over = live > cq_max_workers;
 	LWLockRelease(cq_shared->lock);
+	if (over && at_reload)
+		elog(DEBUG1, "pg_cq: %d workers, above cq.max_workers = %d: busy ones stop when idle",
+			 live, cq_max_workers);
+	return over;
 }
 
 /*
@@ -1038,6 +1054,7 @@ cq_scheduler_main(Datum arg)
 	CqDbSlot   *db;
 	bool		ok = false;
 	uint32		seen_gen = 0;
+	bool		trim_pending = false;
 	TimestampTz next_reload = 0;
 
 	my_dboid = DatumGetObjectId(arg);
@@ -1087,7 +1104,7 @@ cq_scheduler_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			trim_workers();
+			trim_pending = trim_workers(true);
 			/* a shorter cq.naptime applies now, not after the old period */
 			if (next_reload > GetCurrentTimestamp() + cq_naptime_ms * (int64) 1000)
 				next_reload = GetCurrentTimestamp() + cq_naptime_ms * (int64) 1000;
@@ -1098,6 +1115,8 @@ cq_scheduler_main(Datum arg)
 		gen = db->catalog_gen;
 		LWLockRelease(cq_shared->lock);
 		collect_results(now);
+		if (trim_pending)		/* before dispatch hands an extra worker work */
+			trim_pending = trim_workers(false);
 		if (gen != seen_gen || now >= next_reload)
 		{
 			seen_gen = gen;
