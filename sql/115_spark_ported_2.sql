@@ -334,6 +334,39 @@ INSERT INTO ss_mk VALUES ('structured streaming', 90);
 SELECT sp_step('ss_mk_a', via => 'ss_mk_v');
 
 ------------------------------------------------------------------------------
+-- Struct keys (Spark's "nested tuple key" cases): a NULL struct and a struct
+-- whose fields are all NULL are two keys, in Spark as in GROUP BY and
+-- DISTINCT, although "k IS NULL" is true of both.  Before session 30 a
+-- batch matched them as one key (the state's and the target's NULL-safe key
+-- match used IS NULL): the update targets mixed their rows, the sessions of
+-- the two keys merged, and a deduplication dropped the second one.
+------------------------------------------------------------------------------
+CREATE TABLE sk (k sp_pair, v int, t int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(t)) STORED);
+CREATE TABLE sk_mem WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+  AS SELECT k, count(*) AS n, sum(v) AS s FROM sk GROUP BY k WITH NO DATA;
+CREATE TABLE sk_tab WITH (cq.output_mode = 'update', cq.trigger = 'available_now', cq.state_storage = 'unlogged')
+  AS SELECT k, count(*) AS n, sum(v) AS s FROM sk GROUP BY k WITH NO DATA;
+CREATE TABLE sk_ses WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+  AS SELECT k, w.session_start, w.session_end, count(*) AS n, sum(v) AS s
+       FROM sk, LATERAL cq.session_window(ts, interval '10 seconds') AS w
+      GROUP BY k, w.session_start, w.session_end WITH NO DATA;
+CREATE TABLE sk_dis WITH (cq.trigger = 'available_now') AS SELECT DISTINCT ON (k) k, v FROM sk WITH NO DATA;
+CREATE PROCEDURE sk_run() LANGUAGE sql AS $$
+  CALL cq.run('sk_mem'); CALL cq.run('sk_tab'); CALL cq.run('sk_ses'); CALL cq.run('sk_dis') $$;
+INSERT INTO sk VALUES (ROW('a', NULL), 1, 1), (NULL, 2, 2);
+CALL sk_run();
+INSERT INTO sk VALUES (ROW('a', NULL), 10, 5), (NULL, 20, 6), (ROW(NULL, NULL), 30, 7);
+CALL sk_run();
+INSERT INTO sk VALUES (ROW(NULL, NULL), 300, 8);
+CALL sk_run();
+SELECT 'memory' AS q, k, k IS NULL AS k_is_null, n, s FROM sk_mem
+UNION ALL SELECT 'table', k, k IS NULL, n, s FROM sk_tab
+UNION ALL SELECT 'sessions', k, k IS NULL, n, s FROM sk_ses
+UNION ALL SELECT 'distinct on', k, k IS NULL, NULL, v FROM sk_dis
+UNION ALL SELECT 'plain GROUP BY', k, k IS NULL, count(*), sum(v) FROM sk GROUP BY k
+ ORDER BY 1, 2 NULLS FIRST, 3;
+
+------------------------------------------------------------------------------
 -- StreamingAggregationSuite "simple count, update mode", with Spark's
 -- StopStream / StartStream as cq.pause / cq.resume:
 -- 3 -> (3,1); 3, 2 -> (3,2) (2,1); [stop, start] 3, 2, 1 -> (3,3) (2,2) (1,1);
