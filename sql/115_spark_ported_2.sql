@@ -29,61 +29,62 @@ SET search_path = sp115, public;
 -- 185 and 200 | gives 190.  Deliberate difference: pg_cq keeps each
 -- stream's watermark with the offsets, so | 200 gives 190 at once.
 ------------------------------------------------------------------------------
-CREATE TABLE ew2_a (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
-CREATE TABLE ew2_b (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
-CREATE TABLE ew2_j
-  WITH (cq.trigger = 'available_now', cq.source = 'ew2_a, ew2_b', cq.event_time = 'ew2_a.ts, ew2_b.ts',
-        cq.watermark = '10 seconds, 5 seconds')
-  AS SELECT a.value AS av, b.value AS bv FROM ew2_a a JOIN ew2_b b
-       ON a.value = -b.value AND b.ts BETWEEN a.ts - interval '1 second' AND a.ts + interval '1 second' WITH NO DATA;
--- add rows to the two streams of query q, run it, and show its watermark
--- (and each stream's) after the step, in seconds
-CREATE PROCEDURE sp_add2(q text, a regclass, b regclass, av int[], bv int[], INOUT wm text DEFAULT NULL)
+-- ew_two(q, delays): streams q_a and q_b of (value, ts = value seconds) and
+-- query q joining them, with rows that never match
+CREATE PROCEDURE ew_two(q text, delays text) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR s IN 1..2 LOOP
+    EXECUTE format('CREATE TABLE %I (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED)',
+                   q || (ARRAY['_a', '_b'])[s]);
+  END LOOP;
+  PERFORM cq.create_query(q, format('SELECT a.value AS av, b.value AS bv FROM %1$I_a a JOIN %1$I_b b
+                                       ON a.value = -b.value AND b.ts BETWEEN a.ts - interval ''1 second'' AND a.ts + interval ''1 second''', q),
+                          "trigger" => 'available_now', source => format('%1$s_a, %1$s_b', q),
+                          event_time => format('%1$s_a.ts, %1$s_b.ts', q), watermark => delays);
+END $$;
+-- sp_add2(q, av, bv): add rows to the two streams of query q, run it, and
+-- show its watermark (and each stream's) after the step, in seconds
+CREATE PROCEDURE sp_add2(q text, av int[], bv int[], INOUT wm text DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 BEGIN
-  EXECUTE format('INSERT INTO %s (value) SELECT unnest($1)', a) USING av;
-  EXECUTE format('INSERT INTO %s (value) SELECT unnest($1)', b) USING bv;
+  EXECUTE format('INSERT INTO %I (value) SELECT unnest($1)', q || '_a') USING av;
+  EXECUTE format('INSERT INTO %I (value) SELECT unnest($1)', q || '_b') USING bv;
   COMMIT;
   CALL cq.run(q);
   SELECT format('%s %s', coalesce(extract(epoch FROM o.watermark)::int::text, '-'),
                 (SELECT array_agg(extract(epoch FROM w)::int ORDER BY i) FROM unnest(o.source_watermarks) WITH ORDINALITY u(w, i)))
     INTO wm FROM cq.offsets o WHERE o.name = q ORDER BY o.batch_id DESC LIMIT 1;
 END $$;
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{11}', '{}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{}', '{6}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{}', '{8}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{21}', '{}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{}', '{17,28,39}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{31}', '{}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{41}', '{}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{51}', '{}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{100}', '{100}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{120}', '{110}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{130}', '{125}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{100}', '{100}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{140}', '{100}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{100}', '{135}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{200}', '{190}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{}', '{200}');
-CALL sp_add2('ew2_j', 'ew2_a', 'ew2_b', '{200}', '{}');
+CALL ew_two('ew2', '10 seconds, 5 seconds');
+CALL sp_add2('ew2', '{11}', '{}');
+CALL sp_add2('ew2', '{}', '{6}');
+CALL sp_add2('ew2', '{}', '{8}');
+CALL sp_add2('ew2', '{21}', '{}');
+CALL sp_add2('ew2', '{}', '{17,28,39}');
+CALL sp_add2('ew2', '{31}', '{}');
+CALL sp_add2('ew2', '{41}', '{}');
+CALL sp_add2('ew2', '{51}', '{}');
+CALL sp_add2('ew2', '{100}', '{100}');
+CALL sp_add2('ew2', '{120}', '{110}');
+CALL sp_add2('ew2', '{130}', '{125}');
+CALL sp_add2('ew2', '{100}', '{100}');
+CALL sp_add2('ew2', '{140}', '{100}');
+CALL sp_add2('ew2', '{100}', '{135}');
+CALL sp_add2('ew2', '{200}', '{190}');
+CALL sp_add2('ew2', '{}', '{200}');
+CALL sp_add2('ew2', '{200}', '{}');
 -- the late rows (at or below the watermark of their batch) were dropped and counted
-SELECT batch_id, input, wm, dropped FROM sp_batches WHERE name = 'ew2_j' AND dropped > 0 ORDER BY 1;
+SELECT batch_id, input, wm, dropped FROM sp_batches WHERE name = 'ew2' AND dropped > 0 ORDER BY 1;
 
 ------------------------------------------------------------------------------
 -- EventTimeWatermarkSuite "MultipleWatermarkPolicy: min": delays 10 s and 15 s.
 -- 20 | 30 -> min(10, 15) = 10; 120 | 130 -> 110; | 150 -> 110 (the watermark
 -- does not advance when only one of the streams has data)
 ------------------------------------------------------------------------------
-CREATE TABLE ewp_a (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
-CREATE TABLE ewp_b (value int, ts timestamptz GENERATED ALWAYS AS (to_timestamp(value)) STORED);
-CREATE TABLE ewp_j
-  WITH (cq.trigger = 'available_now', cq.source = 'ewp_a, ewp_b', cq.event_time = 'ewp_a.ts, ewp_b.ts',
-        cq.watermark = '10 seconds, 15 seconds')
-  AS SELECT a.value AS av, b.value AS bv FROM ewp_a a JOIN ewp_b b
-       ON a.value = -b.value AND b.ts BETWEEN a.ts - interval '1 second' AND a.ts + interval '1 second' WITH NO DATA;
-CALL sp_add2('ewp_j', 'ewp_a', 'ewp_b', '{20}', '{30}');
-CALL sp_add2('ewp_j', 'ewp_a', 'ewp_b', '{120}', '{130}');
-CALL sp_add2('ewp_j', 'ewp_a', 'ewp_b', '{}', '{150}');
+CALL ew_two('ewp', '10 seconds, 15 seconds');
+CALL sp_add2('ewp', '{20}', '{30}');
+CALL sp_add2('ewp', '{120}', '{130}');
+CALL sp_add2('ewp', '{}', '{150}');
 
 ------------------------------------------------------------------------------
 -- EventTimeWatermarkSuite "SPARK-35815: Support ANSI intervals for delay
