@@ -12,27 +12,7 @@ SET timezone = 'UTC';
 CREATE SCHEMA sp114;
 SET search_path = sp114, public;
 
--- run a query's batches (unless run is false); show the rows new in its target since
--- the last step (Spark's CheckNewAnswer) as text, sorted
-CREATE TABLE sp_seen (q text, r text);
-CREATE FUNCTION sp_step(qname text, run bool DEFAULT true) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  shown text;
-BEGIN
-  IF run THEN
-    CALL cq.run(qname);
-  END IF;
-  EXECUTE format('WITH n AS (SELECT t::text AS r FROM %I t EXCEPT ALL SELECT r FROM sp_seen WHERE q = %L), '
-                 'i AS (INSERT INTO sp_seen SELECT %L, r FROM n RETURNING r) '
-                 'SELECT string_agg(r, '' '' ORDER BY r) FROM i', qname, qname, qname) INTO shown;
-  RETURN 'new: ' || coalesce(shown, 'none');
-END $$;
--- the batches of a query, as Spark's progress reports them
-CREATE VIEW sp_batches AS
-  SELECT name, batch_id, num_input_rows AS input, extract(epoch FROM watermark)::int AS wm,
-         num_output_rows AS output, num_state_rows_total AS total, num_state_rows_updated AS updated,
-         num_state_rows_removed AS removed, num_rows_dropped_by_watermark AS dropped
-    FROM cq.progress;
+\i sql/include/spark_steps.sql
 
 ------------------------------------------------------------------------------
 -- StreamingAggregationSuite "multiple keys": groupBy(value, value + 1).count,

@@ -1016,10 +1016,12 @@ static const CqClauseCheck unsupported_clauses[] = {
 
 /*
  * check_clauses
- *	  Reject the first clause of unsupported_clauses the query has.
+ *	  Reject the first clause of unsupported_clauses the query has.  In a
+ *	  join of two streams (two_streams) subqueries are left to joinspec.c,
+ *	  whose error names the semi and anti joins they would be.
  */
 static void
-check_clauses(Query *q)
+check_clauses(Query *q, bool two_streams)
 {
 	for (int i = 0; i < lengthof(unsupported_clauses); i++)
 	{
@@ -1027,7 +1029,7 @@ check_clauses(Query *q)
 		const char *field = (const char *) q + c->offset;
 		bool		present = c->is_bool ? *(const bool *) field : *(void *const *) field != NULL;
 
-		if (present)
+		if (present && !(two_streams && c->offset == offsetof(Query, hasSubLinks)))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("%s", c->message),
@@ -1384,7 +1386,7 @@ cq_analyze_query(Query *query, CqOptions *opts, const char *name)
 				 errmsg("a continuous query must be a SELECT statement")));
 
 	q = an->query = copyObject(query);
-	check_clauses(q);
+	check_clauses(q, cq_joinspec_names_two(opts));
 
 	/* a join of two streams: joinspec.c checks it, join.c runs it */
 	an->join = cq_joinspec_analyze(q, opts, name);

@@ -616,12 +616,24 @@ check_shape(Query *q, CqOptions *opts, const char *name)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ORDER BY is not supported in continuous queries without aggregation"),
 				 errhint("Sort when reading the target table.")));
-	if (q->hasSubLinks || q->hasTargetSRFs)
+	if (q->hasTargetSRFs)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s in a join of two streams are not supported",
-						q->hasSubLinks ? "subqueries" : "set-returning functions"),
+				 errmsg("set-returning functions in a join of two streams are not supported"),
 				 errhint("Join the two streams on plain expressions of their columns.")));
+}
+
+/*
+ * cq_joinspec_names_two
+ *	  Do the options make the query a join of two streams?  For a new query
+ *	  the source option names two tables; a stored one has its second
+ *	  stream recorded.
+ */
+bool
+cq_joinspec_names_two(const CqOptions *opts)
+{
+	return opts->source == NULL ? OidIsValid(opts->join_source_relid) :
+		strchr(opts->source, ',') != NULL;
 }
 
 /*
@@ -697,7 +709,7 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 	bool		equality = false;
 	VarsCtx		ctx;
 
-	if (stored ? !OidIsValid(opts->join_source_relid) : strchr(opts->source, ',') == NULL)
+	if (!cq_joinspec_names_two(opts))
 	{
 		if (opts->join_watermark != NULL)
 			ereport(ERROR,
@@ -711,6 +723,17 @@ cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("joins of two streams need the pg_cq 0.2 catalog"),
 				 errhint("Run ALTER EXTENSION pg_cq UPDATE.")));
+
+	/*
+	 * Before the streams are looked for in FROM: a semi or anti join reads
+	 * the second stream in a subquery (EXISTS, IN), not in FROM.
+	 */
+	if (q->hasSubLinks)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("subqueries in a join of two streams are not supported"),
+				 errdetail("Semi and anti joins of two streams (EXISTS, NOT EXISTS, IN over a stream) are not implemented."),
+				 errhint("Join the two streams in FROM on plain expressions of their columns.")));
 
 	js = palloc0(sizeof(CqJoinSpec));
 	if (stored)

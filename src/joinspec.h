@@ -53,6 +53,7 @@ typedef struct CqJoinSpec
 #define CQ_JOIN_MATCHED_COLUMN "cq_join_matched"	/* outer joins: the row has matched */
 
 extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name);
+extern bool cq_joinspec_names_two(const CqOptions *opts);
 extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
 									 const char *name);
 extern bool cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict,

@@ -234,9 +234,9 @@ append_other_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, const cha
 
 		if (g == an->session_start_key || g == an->session_end_key)
 			continue;
-		appendStringInfo(buf, "%s(%s%s %s %s%s OR (%s%s IS NULL AND %s%s IS NULL))",
-						 first ? "" : " AND ", l, c, cq_state_key_eq_operator(an, g), r, c,
-						 l, c, r, c);
+		if (!first)
+			appendStringInfoString(buf, " AND ");
+		cq_state_append_key_equal(buf, an, g, psprintf("%s%s", l, c), psprintf("%s%s", r, c));
 		first = false;
 	}
 }

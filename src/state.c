@@ -87,22 +87,32 @@ key_eq_operator(CqAnalysis *an, int g)
 }
 
 /*
- * cq_state_key_eq_operator
- *	  key_eq_operator for other modules (session.c): the equality of
- *	  grouping key g (0-based), schema-qualified.
+ * cq_state_append_key_equal
+ *	  "(l = r OR both NULL)" for grouping key g (l and r are column
+ *	  references), with the key's own equality: NULL keys match NULL keys,
+ *	  as GROUP BY puts them in one group.  For a key of a composite type,
+ *	  "IS NULL" is also true of a value whose fields are all NULL, which
+ *	  GROUP BY keeps apart from a NULL key: there both sides are tested for
+ *	  being NULL values themselves (num_nulls counts NULL arguments).
  */
-char *
-cq_state_key_eq_operator(CqAnalysis *an, int g)
+void
+cq_state_append_key_equal(StringInfo buf, CqAnalysis *an, int g, const char *l, const char *r)
 {
-	return key_eq_operator(an, g);
+	const char *op = an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
+
+	if (an->group_exprs != NIL && type_is_rowtype(exprType(list_nth(an->group_exprs, g))))
+		appendStringInfo(buf, "(%s %s %s OR pg_catalog.num_nulls(%s, %s) OPERATOR(pg_catalog.=) 2)",
+						 l, op, r, l, r);
+	else
+		appendStringInfo(buf, "(%s %s %s OR (%s IS NULL AND %s IS NULL))", l, op, r, l, r);
 }
 
 /*
  * cq_state_append_keys_equal
  *	  "l.g1 = r.g1 AND ..." with each key's own equality (l and r are SQL
  *	  prefixes such as "s." and "d."; right_cols, if given, names the right
- *	  side's columns per key).  With null_safe, NULL keys match NULL keys,
- *	  as GROUP BY puts them in one group.
+ *	  side's columns per key).  With null_safe, NULL keys match NULL keys
+ *	  (cq_state_append_key_equal).
  */
 void
 cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, List *left_cols,
@@ -120,8 +130,7 @@ cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, List *
 		if (g > 0)
 			appendStringInfoString(buf, " AND ");
 		if (null_safe)
-			appendStringInfo(buf, "(%s%s %s %s%s OR (%s%s IS NULL AND %s%s IS NULL))",
-							 l, lcol, op, r, rcol, l, lcol, r, rcol);
+			cq_state_append_key_equal(buf, an, g, psprintf("%s%s", l, lcol), psprintf("%s%s", r, rcol));
 		else
 			appendStringInfo(buf, "%s%s %s %s%s", l, lcol, op, r, rcol);
 	}

@@ -15,9 +15,10 @@
 #define CQ_KEY_HASH_COLUMN "h"	/* hash of the grouping keys in a state table */
 
 extern int	cq_state_ngroup_cols(CqAnalysis *an);
-extern char *cq_state_key_eq_operator(CqAnalysis *an, int g);
 extern void cq_state_append_group_cols(StringInfo buf, CqAnalysis *an, const char *prefix,
 									   const char *sep);
+extern void cq_state_append_key_equal(StringInfo buf, CqAnalysis *an, int g, const char *l,
+									  const char *r);
 extern void cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l,
 									   List *left_cols, const char *r, bool null_safe);
 extern char *cq_state_key_hash_sql(CqAnalysis *an, const char *prefix, List *cols);
