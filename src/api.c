@@ -70,6 +70,7 @@
 #include "join.h"
 #include "citus.h"
 #include "citus_copy.h"
+#include "restore.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
@@ -273,6 +274,20 @@ check_target_table(Oid target)
 	cq_source_check_logged(target, InvalidOid);
 }
 
+/*
+ * check_target_not_source
+ *	  A query cannot write the table it reads as a stream: every batch's
+ *	  rows would be new rows for the next, without end.
+ */
+static void
+check_target_not_source(Oid target, Oid source, const char *name)
+{
+	if (target == source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
+}
+
 /* cq.queries.state_path of a query the store cannot hold, before the reason */
 #define STATE_PATH_UNSUPPORTED "table: not supported by the store"
 /* cq.queries.state_path of a query with state_storage 'logged' in the store */
@@ -410,10 +425,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 				 errmsg("target \"%s\" is not a table", get_rel_name(target))));
 	check_target_table(target);
 	cq_source_check_logged(an->source_relid, an->source_relid);
-	if (target == an->source_relid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
+	check_target_not_source(target, an->source_relid, name);
 	if (!target_created)
 	{
 		check_target_columns(an, target, name);
@@ -435,10 +447,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 	{
 		/* the second stream of a join of two streams */
 		cq_source_check_logged(an->join->side[1].relid, an->join->side[1].relid);
-		if (target == an->join->side[1].relid)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the target of continuous query \"%s\" cannot be its source", name)));
+		check_target_not_source(target, an->join->side[1].relid, name);
 		cq_source_track(an->join->side[1].relid);
 		if (cq_citus_node_source(an->source_relid) || cq_citus_node_source(an->join->side[1].relid))
 			ereport(ERROR,
@@ -751,6 +760,7 @@ replace_query(CqQuery *q, CqAnalysis *an, const char *query_text)
 	Datum		values[2] = {Int32GetDatum(q->id), ObjectIdGetDatum(an->source_relid)};
 
 	ExecCheckRTPerms(an->query->rtable, true);
+	check_target_not_source(q->target, an->source_relid, q->name);
 	check_target_columns(an, q->target, q->name);
 	if (q->opts.mode == CQ_MODE_UPDATE)
 		cq_objects_ensure_key_index(an, q->target, an->keys_hashable);	/* the new state is hashed alike */
@@ -1090,7 +1100,10 @@ cq_api_check_owner(CqQuery *q)
  *	  query with state_storage = 'memory', read from its shared-memory
  *	  store; before the first batch after a restart (no store yet), from
  *	  its state table image.  Its final view reads them.  The caller needs
- *	  SELECT on the state table or on the final view.
+ *	  SELECT on the state table or on the final view.  The image is read
+ *	  as the state table's owner (security-restricted, search_path
+ *	  pinned): whatever its owner made of that table runs with the
+ *	  owner's rights, never a superuser's.
  */
 Datum
 cq_state_rows(PG_FUNCTION_ARGS)
@@ -1122,7 +1135,7 @@ cq_state_rows(PG_FUNCTION_ARGS)
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
-		cq_security_superuser(&sec);
+		cq_security_owner(cq_rel_owner(relid), &sec);
 		cq_spi_exec(psprintf("SELECT * FROM %s", cq_sql_relname_str(relid)), SPI_OK_SELECT, 0, NULL, NULL, NULL);
 		cq_security_restore(&sec);
 		for (uint64 i = 0; i < SPI_processed; i++)
@@ -1135,8 +1148,9 @@ cq_state_rows(PG_FUNCTION_ARGS)
 /*
  * cq_state_store_info
  *	  cq.state_store_info(name): the batch id, rows and bytes (as counted
- *	  against cq.state_memory) of the published store of a query the
- *	  caller may see; NULL when it has none in shared memory now.
+ *	  against cq.state_memory) of the published store of a query whose
+ *	  owner's privileges the caller has (as cq.queries shows it); NULL
+ *	  when it has none in shared memory now.
  */
 Datum
 cq_state_store_info(PG_FUNCTION_ARGS)
@@ -1157,6 +1171,7 @@ cq_state_store_info(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = cq_catalog_get_query(name, false, false);
+	check_owner(q);				/* its size tells about its data */
 	id = q->id;
 	rowtype = get_rel_type_id(q->state_table);
 	SPI_finish();

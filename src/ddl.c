@@ -402,6 +402,35 @@ lock_dropped_targets(DropStmt *stmt)
 }
 
 /*
+ * refuse_internal_table_change
+ *	  The tables of schema cq_state (state tables, join buffers) belong to
+ *	  their query's owner, but their columns are pg_cq's: the shared-memory
+ *	  store keeps a query's rows in its state table's layout and reads them
+ *	  by it, batches by its column names.  ALTER TABLE and RENAME COLUMN of
+ *	  such a table are for pg_cq's own superuser sections only (a column
+ *	  type changed under the store would have its rows read as another
+ *	  type); its owner is refused.  Views of cq_state are left alone (ALTER
+ *	  VIEW of a query view is how its owner changes).
+ */
+static void
+refuse_internal_table_change(RangeVar *rv)
+{
+	Oid			relid;
+
+	if (superuser())
+		return;
+	relid = RangeVarGetRelid(rv, NoLock, true);
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION ||
+		get_rel_namespace(relid) != get_namespace_oid("cq_state", true))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot alter table \"%s\" of schema cq_state", get_rel_name(relid)),
+			 errdetail("It holds rows of a continuous query in the layout pg_cq made; only pg_cq changes it."),
+			 errhint("Change the continuous query instead (cq.alter_query), or drop and create it again.")));
+}
+
+/*
  * process_rename_column
  *	  ALTER TABLE ... RENAME COLUMN: queries whose event-time column is
  *	  the renamed one (of this table, or of a child the rename recurses
@@ -415,10 +444,13 @@ process_rename_column(PlannedStmt *pstmt, const char *queryString, bool readOnly
 					  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	RenameStmt *stmt = (RenameStmt *) pstmt->utilityStmt;
-	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	Oid			relid;
 	char	   *oldname = pstrdup(stmt->subname);
 	char	   *newname = pstrdup(stmt->newname);
 	List	   *relids = NIL;
+
+	refuse_internal_table_change(stmt->relation);
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 
 	/*
 	 * The queries' rows first, as a batch locks them (see
@@ -494,7 +526,8 @@ refuse_unlogged(Oid relid, AlterTableType subtype)
 
 /*
  * check_alter_table
- *	  Before ALTER TABLE runs: refuse SET UNLOGGED of a source or target,
+ *	  Before ALTER TABLE runs: refuse any change of a table of cq_state by
+ *	  its owner (refuse_internal_table_change), SET UNLOGGED of a source or target,
  *	  prepare ATTACH PARTITION under a source (cq_source_before_attach).
  *	  Returns the table that becomes a partition or inheritance child
  *	  (ATTACH PARTITION, INHERIT), for after_inherit, or InvalidOid.
@@ -507,6 +540,7 @@ check_alter_table(AlterTableStmt *stmt)
 	Oid			child = InvalidOid;
 	bool		connected = false;
 
+	refuse_internal_table_change(stmt->relation);
 	foreach(lc, stmt->cmds)
 	{
 		AlterTableCmd *cmd = lfirst(lc);

@@ -57,7 +57,8 @@
  * NOTICEs' watermark), lock_timeout, cq.complete_lock_timeout ... all
  * follow the caller.  Not passed: role and session_authorization (the
  * caller's rights were checked; the batch runs as the owner in both
- * paths), search_path (a batch pins its own), client_encoding (the worker
+ * paths), search_path (a batch pins its own), a default_tablespace the
+ * caller may not create in (security.c), client_encoding (the worker
  * sends in the database's, the caller converts), application_name, the
  * transaction's isolation and default_transaction_isolation (batches are
  * READ COMMITTED in both).  statement_timeout runs in the caller (it
@@ -153,8 +154,6 @@ passed_setting(struct config_generic *g)
 	/* the config file, the server's command line and database defaults: the worker has them too */
 	if (g->source < PGC_S_USER || g->source == PGC_S_OVERRIDE || g->source == PGC_S_TEST)
 		return false;
-	if (cq_security_is_pinned_setting(g->name))
-		return false;			/* search_path: a batch pins its own */
 	for (int i = 0; unpassed[i] != NULL; i++)
 		if (pg_strcasecmp(g->name, unpassed[i]) == 0)
 			return false;
@@ -179,6 +178,9 @@ serialize_settings(StringInfo buf)
 		if (!passed_setting(vars[i]))
 			continue;
 		value = GetConfigOption(vars[i]->name, true, false);
+		/* search_path, a default_tablespace the caller may not use (security.c) */
+		if (!cq_security_passes_setting(vars[i]->name, value))
+			continue;
 		appendStringInfoString(buf, vars[i]->name);
 		appendStringInfoChar(buf, '\0');
 		appendStringInfoString(buf, value ? value : "");
@@ -304,12 +306,13 @@ claim_worker(int32 id, HandoffCall *c)
 
 /*
  * post_request
- *	  The call's segment: header, strings, settings, queue (step 2).
+ *	  The call's segment: header, strings, settings (serialize_settings,
+ *	  made before: this runs without a resource owner, so it reads no
+ *	  catalog), queue (step 2).
  */
 static dsm_segment *
-post_request(const CqCallRun *r, HandoffCall *c, shm_mq_handle **mqh)
+post_request(const CqCallRun *r, HandoffCall *c, StringInfo settings, shm_mq_handle **mqh)
 {
-	StringInfoData settings;
 	Size		name_len = strlen(r->name) + 1;
 	Size		target_len = strlen(r->target) + 1;
 	Size		node_len = r->node_target ? strlen(r->node_target) + 1 : 1;
@@ -319,11 +322,9 @@ post_request(const CqCallRun *r, HandoffCall *c, shm_mq_handle **mqh)
 	char	   *base;
 	shm_mq	   *mq;
 
-	initStringInfo(&settings);
-	serialize_settings(&settings);
 	size = MAXALIGN(sizeof(HandoffHeader));
 	size += MAXALIGN(name_len) + MAXALIGN(target_len) + MAXALIGN(node_len) +
-		MAXALIGN(settings.len);
+		MAXALIGN(settings->len);
 	size += HANDOFF_QUEUE_SIZE;
 	seg = dsm_create(size, 0);
 	base = dsm_segment_address(seg);
@@ -340,12 +341,11 @@ post_request(const CqCallRun *r, HandoffCall *c, shm_mq_handle **mqh)
 	h->target_off = h->name_off + MAXALIGN(name_len);
 	h->node_target_off = h->target_off + MAXALIGN(target_len);
 	h->settings_off = h->node_target_off + MAXALIGN(node_len);
-	h->queue_off = h->settings_off + MAXALIGN(settings.len);
+	h->queue_off = h->settings_off + MAXALIGN(settings->len);
 	memcpy(base + h->name_off, r->name, name_len);
 	memcpy(base + h->target_off, r->target, target_len);
 	memcpy(base + h->node_target_off, r->node_target ? r->node_target : "", node_len);
-	memcpy(base + h->settings_off, settings.data, settings.len);
-	pfree(settings.data);
+	memcpy(base + h->settings_off, settings->data, settings->len);
 	mq = shm_mq_create(base + h->queue_off, HANDOFF_QUEUE_SIZE);
 	shm_mq_set_receiver(mq, MyProc);
 	*mqh = shm_mq_attach(mq, seg, NULL);
@@ -512,9 +512,13 @@ cq_handoff_run(const CqCallRun *r)
 	bool		finished;
 	Latch	   *volatile latch = NULL;
 	ResourceOwner owner = CurrentResourceOwner;
+	StringInfoData settings;
 
 	if (!cq_run_in_worker || cq_shared == NULL || !IsUnderPostmaster)
 		return false;
+	/* the caller's settings, read before the claim (catalog reads: see post_request) */
+	initStringInfo(&settings);
+	serialize_settings(&settings);
 	if (!claim_worker(r->id, &c))
 		return false;
 	if (!exit_registered)
@@ -529,9 +533,10 @@ cq_handoff_run(const CqCallRun *r)
 		{
 			shm_mq_handle *q;
 
-			seg = post_request(r, &c, &q);
+			seg = post_request(r, &c, &settings, &q);
 			mqh = q;
 		}
+		pfree(settings.data);
 		CurrentResourceOwner = owner;
 	}
 	PG_CATCH();

@@ -17,7 +17,10 @@
  * neither the caller's search_path nor a database or role default reaches
  * them: an operator, function or type of an attacker's schema can never be
  * picked instead of pg_catalog's.  (pg_temp last: temporary relations do
- * not shadow; operators and functions are never looked up there.)
+ * not shadow; operators and functions are never looked up there.)  A
+ * superuser section also sets aside a default_tablespace its caller may
+ * not create in (the internal tables it creates would land there, past the
+ * ACL check a superuser passes).
  *
  * Sections nest, and must be left in the reverse order they were entered.
  * An error inside one needs no cleanup here: aborting the (sub)transaction
@@ -34,7 +37,9 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
+#include "commands/tablespace.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 
 #include "security.h"
@@ -58,6 +63,41 @@ enter(Oid uid, int extra_sec, CqSecurity *s)
 }
 
 /*
+ * tablespace_usable
+ *	  May user create in the tablespace named name?  Yes for '' (the
+ *	  database's default) and for a name that is no tablespace (PostgreSQL
+ *	  then uses the default too).
+ */
+static bool
+tablespace_usable(const char *name, Oid user)
+{
+	Oid			spc;
+
+	if (name == NULL || name[0] == '\0')
+		return true;
+	spc = get_tablespace_oid(name, true);
+	return !OidIsValid(spc) || spc == MyDatabaseTableSpace ||
+		pg_tablespace_aclcheck(spc, user, ACL_CREATE) == ACLCHECK_OK;
+}
+
+/*
+ * pin_tablespace
+ *	  The internal tables and indexes a superuser section creates go where
+ *	  default_tablespace says, as its caller's own tables would, but only
+ *	  to a tablespace the caller may create in: a superuser passes every
+ *	  tablespace's ACL check.  Otherwise default_tablespace is '' for the
+ *	  section (the database's default, which needs no right).
+ */
+static void
+pin_tablespace(Oid caller)
+{
+	if (tablespace_usable(GetConfigOption("default_tablespace", true, false), caller))
+		return;
+	(void) set_config_option("default_tablespace", "", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
  * cq_security_superuser
  *	  Enter a superuser section (catalog maintenance, fixed SQL only).
  */
@@ -65,6 +105,7 @@ void
 cq_security_superuser(CqSecurity *s)
 {
 	enter(BOOTSTRAP_SUPERUSERID, 0, s);
+	pin_tablespace(s->save_uid);
 
 	/*
 	 * On a Citus node, pg_cq's internal objects (cq_state.*) are local:
@@ -116,15 +157,22 @@ cq_security_pin_process(void)
 }
 
 /*
- * cq_security_is_pinned_setting
- *	  Is this the setting security.c pins for every batch (search_path)?
- *	  A CALL cq.run handed to a worker does not pass the caller's value
- *	  (handoff.c): the batch pins its own either way.
+ * cq_security_passes_setting
+ *	  May the caller's value of a setting go to the worker that runs its
+ *	  CALL cq.run (handoff.c), as the bootstrap superuser between sections?
+ *	  Not search_path, which every batch pins anyway, nor a
+ *	  default_tablespace the caller may not create in (a superuser section
+ *	  of the caller sets it aside, see pin_tablespace; the worker's would
+ *	  not know the caller).
  */
 bool
-cq_security_is_pinned_setting(const char *name)
+cq_security_passes_setting(const char *name, const char *value)
 {
-	return pg_strcasecmp(name, "search_path") == 0;
+	if (pg_strcasecmp(name, "search_path") == 0)
+		return false;
+	if (pg_strcasecmp(name, "default_tablespace") == 0)
+		return tablespace_usable(value, GetUserId());
+	return true;
 }
 
 /*

@@ -21,7 +21,7 @@ extern void cq_security_superuser(CqSecurity *s);
 extern void cq_security_owner(Oid owner, CqSecurity *s);
 extern void cq_security_restore(CqSecurity *s);
 extern void cq_security_pin_process(void);
-extern bool cq_security_is_pinned_setting(const char *name);
+extern bool cq_security_passes_setting(const char *name, const char *value);
 extern int	cq_security_deparse_begin(void);
 extern void cq_security_deparse_end(int nest);
 

@@ -1093,7 +1093,11 @@ load_image(CqStore *st, Oid relid)
  *	  Replace the state table's rows by the store's (as this transaction
  *	  sees it: the batch's) and record the batch it reflects (end_offset
  *	  NULL: none, the table becomes the state), in the batch's
- *	  transaction.  As superuser (pg_cq's own objects).
+ *	  transaction.  The state table is written as the query's owner, as a
+ *	  batch on the table path writes it: it is the owner's table, and its
+ *	  triggers, rules, defaults and index expressions are the owner's
+ *	  code, which must not run as superuser.  The image row is pg_cq's
+ *	  catalog, written as superuser.
  */
 void
 cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_offset)
@@ -1109,7 +1113,7 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 	values[1] = CStringGetTextDatum(q->run_id);
 	values[2] = Int64GetDatum(batch_id);
 	values[3] = end_offset ? CStringGetTextDatum(end_offset) : (Datum) 0;
-	cq_security_superuser(&sec);
+	cq_security_owner(q->owner, &sec);
 	cq_spi_exec(psprintf("TRUNCATE %s", state), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	loaded = load_image(st, q->state_table);
 	if (!loaded)
@@ -1120,9 +1124,11 @@ cq_store_write_image(CqStore *st, CqQuery *q, int64 batch_id, const char *end_of
 					SPI_OK_INSERT, 0, NULL, NULL, NULL);
 		cq_store_refresh_end(all);
 	}
+	cq_security_restore(&sec);
 	elog(DEBUG1, "pg_cq: state image: %lld rows %s in %.3f ms (CPU time)",
 		 (long long) st->rows, loaded ? "loaded, indexes built after" : "inserted",
 		 cq_store_cpu_ms() - t0);
+	cq_security_superuser(&sec);
 	if (end_offset == NULL)
 	{
 		/* the table is the state itself now (cq_store_switch_to_table) */
