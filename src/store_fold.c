@@ -820,11 +820,15 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	if (sink != NULL && tl == NULL)
 	{
 		/*
-		 * m's rows are in the overlay already: a copy in memory up to
-		 * maintenance_work_mem rather than one written to a temporary file
-		 * beyond work_mem (a big batch, the fold of a backlog)
+		 * m's rows in memory up to the batch's work_mem (cq.work_mem), then
+		 * in a temporary file: the target statement reads them once.  Up to
+		 * maintenance_work_mem (64MB by default) before session 30: at 1M
+		 * changed groups that was 64 MB more private memory (the tuples
+		 * freed when the tuplestore spilled stay in the context's free
+		 * lists) for ~1% of the batch's instructions (bench/README.md,
+		 * "Private memory of a batch")
 		 */
-		mo.ts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
+		mo.ts = tuplestore_begin_heap(false, false, work_mem);
 		mo.plain = history && sql->sink_history_plain;
 		mo.desc = m_desc(st, !mo.plain);
 		mo.values = values;
