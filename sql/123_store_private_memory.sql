@@ -16,6 +16,15 @@ CREATE TABLE pm_src (k int, v numeric(10,2));
 INSERT INTO pm_src SELECT g, (g % 1000) / 10.0 FROM generate_series(1, 20000) g;
 CREATE TABLE pm_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
   SELECT k, count(*) AS n, sum(v) AS total, max(v) AS top FROM pm_src GROUP BY k;
+-- rows of the target that are not the plain GROUP BY's, and the other way
+CREATE FUNCTION pm_differing() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM (
+    (SELECT k, n, total, top FROM pm_agg
+     EXCEPT SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k)
+    UNION ALL
+    (SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k
+     EXCEPT SELECT k, n, total, top FROM pm_agg)) d
+$$;
 SELECT state_path FROM cq.queries WHERE name = 'pm_agg';
 SELECT batch_id, state_rows FROM cq.state_store_info('pm_agg');
 -- every group changed, twice over
@@ -27,31 +36,17 @@ FROM pg_backend_memory_contexts WHERE name = 'pg_cq store overlay';
 COMMIT;
 SELECT batch_id, state_rows FROM cq.state_store_info('pm_agg');
 -- the target is the plain GROUP BY's
-SELECT count(*) AS differing FROM (
-  (SELECT k, n, total, top FROM pm_agg
-   EXCEPT SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k)
-  UNION ALL
-  (SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k
-   EXCEPT SELECT k, n, total, top FROM pm_agg)) d;
+SELECT pm_differing() AS differing;
 -- a batch rolled back (its overlay dropped) leaves the store as it was
 INSERT INTO pm_src SELECT 1 + g % 20000, 1.00 FROM generate_series(1, 20000) g;
 BEGIN;
 CALL cq.run('pm_agg');
-SELECT count(*) AS differing_in_transaction FROM (
-  (SELECT k, n, total, top FROM pm_agg
-   EXCEPT SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k)
-  UNION ALL
-  (SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k
-   EXCEPT SELECT k, n, total, top FROM pm_agg)) d;
+SELECT pm_differing() AS differing_in_transaction;
 ROLLBACK;
 SELECT batch_id, state_rows FROM cq.state_store_info('pm_agg');
 CALL cq.run('pm_agg');
-SELECT count(*) AS differing FROM (
-  (SELECT k, n, total, top FROM pm_agg
-   EXCEPT SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k)
-  UNION ALL
-  (SELECT k, count(*), sum(v), max(v) FROM pm_src GROUP BY k
-   EXCEPT SELECT k, n, total, top FROM pm_agg)) d;
+SELECT pm_differing() AS differing;
 
 SELECT cq.drop_query('pm_agg', drop_target => true);
+DROP FUNCTION pm_differing();
 DROP TABLE pm_src;
