@@ -825,7 +825,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		 * maintenance_work_mem (64MB by default) before session 30: at 1M
 		 * changed groups that was 64 MB more private memory (the tuples
 		 * freed when the tuplestore spilled stay in the context's free
-		 * lists) for ~1% of the batch's instructions (bench/README.md,
+		 * lists) for +0.7% of the batch's instructions (bench/README.md,
 		 * "Private memory of a batch")
 		 */
 		mo.ts = tuplestore_begin_heap(false, false, work_mem);
