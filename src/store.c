@@ -132,6 +132,7 @@ dropped_here(Oid dboid, int32 query_id)
 
 #define NODE_OVERHEAD ((int64) sizeof(StoreNode))
 #define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
+#define NODE_ROW(np) ((np) + NODE_ROW_OFFSET)
 
 static dshash_parameters dir_params = {
 	sizeof(StoreKey), sizeof(StoreDirEntry), dshash_memcmp, dshash_memhash, 0
@@ -529,17 +530,47 @@ row_bytes(HeapTuple t)
 }
 
 /*
- * put
- *	  Make a copy of tup (NULL: delete) the group's row in the overlay; ref
- *	  is what lookup found for it.
+ * arena_alloc
+ *	  size bytes for an overlay row in st->cxt, carved from blocks of
+ *	  OV_ROW_BLOCK (each a malloc block of its own, > 8 kB): an overlay
+ *	  row is never freed before the overlay, and one palloc per row cost
+ *	  its rounding to a power of 2 and a chunk header, 144 bytes for a
+ *	  75-byte row (bench/README.md, "Private memory of a batch").
  */
-void
-cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
+static void *
+arena_alloc(CqStore *st, Size size)
 {
-	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	char	   *p;
 
-	cq_store_put_owned(st, ref, tup ? heap_copytuple(tup) : NULL);
-	MemoryContextSwitchTo(old);
+	size = MAXALIGN(size);
+	if (size > st->row_left)
+	{
+		Size		block = Max(size, OV_ROW_BLOCK);
+
+		st->row_free = MemoryContextAlloc(st->cxt, block);
+		st->row_left = block;
+	}
+	p = st->row_free;
+	st->row_free += size;
+	st->row_left -= size;
+	return p;
+}
+
+/*
+ * arena_copytuple
+ *	  A copy of tup in the overlay's blocks, as heap_copytuple makes one.
+ */
+static HeapTuple
+arena_copytuple(CqStore *st, HeapTuple tup)
+{
+	HeapTuple	t = arena_alloc(st, HEAPTUPLESIZE + tup->t_len);
+
+	t->t_len = tup->t_len;
+	t->t_self = tup->t_self;
+	t->t_tableOid = tup->t_tableOid;
+	t->t_data = (HeapTupleHeader) ((char *) t + HEAPTUPLESIZE);
+	memcpy((char *) t->t_data, (char *) tup->t_data, tup->t_len);
+	return t;
 }
 
 /*
@@ -560,12 +591,14 @@ note_e(CqStore *st, HeapTuple tup)
 }
 
 /*
- * put_owned
- *	  put, tup itself (allocated in st->cxt, not changed afterwards) becoming
- *	  the overlay's row.  Keeps min_e a lower bound of the rows' window ends.
+ * put
+ *	  Make a copy of tup (NULL: delete) the group's row in the overlay; ref
+ *	  is what lookup found for it.  Returns the copy (NULL: deleted); tup
+ *	  stays the caller's.  Keeps min_e a lower bound of the rows' window
+ *	  ends.
  */
-void
-cq_store_put_owned(CqStore *st, StoreRef *ref, HeapTuple tup)
+HeapTuple
+cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 {
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 	OvItem	   *it = ref->item;
@@ -587,27 +620,23 @@ cq_store_put_owned(CqStore *st, StoreRef *ref, HeapTuple tup)
 		/* a new item, entered into the overlay's index by the next lookup */
 		if (st->chunk_left == 0)
 		{
-			st->item_chunk = palloc0(sizeof(OvItem) * 64);
-			st->chunk_left = 64;
+			st->item_chunk = palloc0(sizeof(OvItem) * OV_ITEM_CHUNK);
+			st->chunk_left = OV_ITEM_CHUNK;
 		}
 		it = st->item_chunk++;
 		st->chunk_left--;
 		it->hash = ref->hash;
 		it->node = ref->node;
-		it->newtuple = it->newnode = InvalidDsaPointer;
-		it->pub_tuple = InvalidDsaPointer;
+		it->newnode = InvalidDsaPointer;
+		/* prepare_item then knows its size without reading it again */
 		if (existed && DsaPointerIsValid(ref->tuple))
-		{
-			/* prepare_item then knows its size without reading it again */
 			it->pub_len = ref->tup->t_len - MINIMAL_TUPLE_OFFSET;
-			it->pub_tuple = ref->tuple;
-		}
 		st->items = lappend(st->items, it);
 		ref->item = it;
 	}
 	if (tup)
 	{
-		it->tup = tup;
+		it->tup = arena_copytuple(st, tup);
 		it->deleted = false;
 		note_e(st, tup);
 	}
@@ -617,8 +646,8 @@ cq_store_put_owned(CqStore *st, StoreRef *ref, HeapTuple tup)
 		it->deleted = true;
 	}
 	MemoryContextSwitchTo(old);
+	return tup ? it->tup : NULL;
 }
-
 
 /*
  * scan_all
@@ -914,12 +943,14 @@ for_each_item(CqStore *st, void (*fn) (CqStore *st, uint64 hash, OvItem *it))
 static void
 prepare_item(CqStore *st, uint64 hash, OvItem *it)
 {
+	dsa_pointer row;			/* NODE_ROW(it->newnode) */
+
 	if (it->deleted)
 		return;
 	if (st->replace)
 	{
 		/* the new table is invisible until publish: its rows visible in it */
-		it->newnode = alloc_node(it->tup, true, &it->newtuple);
+		it->newnode = alloc_node(it->tup, true, &row);
 		link_node(st->newtable, hash, it->newnode);
 		return;
 	}
@@ -936,10 +967,7 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 			StoreNode  *node = dsa_get_address(store_area, it->node);
 
 			if (DsaPointerIsValid(node->tuple))
-			{
-				it->pub_tuple = node->tuple;
 				it->pub_len = ((MinimalTuple) dsa_get_address(store_area, node->tuple))->t_len;
-			}
 		}
 		if (it->pub_len != 0 && it->pub_len == it->tup->t_len - MINIMAL_TUPLE_OFFSET)
 		{
@@ -947,12 +975,12 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 			return;
 		}
 		/* another size: a new node, put in the old one's place by publish */
-		it->newnode = alloc_node(it->tup, true, &it->newtuple);
+		it->newnode = alloc_node(it->tup, true, &row);
 		it->swap = true;
 		return;
 	}
 	/* a new group: its node linked now, its row invisible until publish */
-	it->newnode = alloc_node(it->tup, false, &it->newtuple);
+	it->newnode = alloc_node(it->tup, false, &row);
 	link_node(st->table, hash, it->newnode);
 }
 
@@ -1046,7 +1074,7 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 	if (it->inplace)
 	{
 		/* under the table's lock: a reader's scan sees the old row or the new */
-		fill_tuple(dsa_get_address(store_area, it->pub_tuple), it->tup);
+		fill_tuple(dsa_get_address(store_area, NODE_ROW(it->node)), it->tup);
 	}
 	else if (it->swap)
 	{
@@ -1067,7 +1095,7 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 			dsa_free(store_area, it->newnode);	/* not reached: batches are serialized */
 	}
 	else
-		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = it->newtuple;
+		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = NODE_ROW(it->newnode);
 }
 
 /*

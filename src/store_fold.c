@@ -325,13 +325,11 @@ merge_value(CqMergeKind kind, FmgrInfo *fn, Oid coll, Datum *sv, bool *sn, Datum
  *	  The merged row of an existing group (stored, state row layout) and
  *	  the new partials (values/isnull of d), in C: the stored row with n
  *	  and each part merged, as the merge statement computes it.  In
- *	  st->cxt.
+ *	  the current memory context (cq_store_put copies it into the overlay).
  */
 static HeapTuple
 merge_row(CqStore *st, HeapTuple stored, Datum *values, bool *isnull, Datum *sv, bool *sn)
 {
-	MemoryContext old;
-	HeapTuple	t;
 	int			na = st->n_att - 1;
 
 	heap_deform_tuple(stored, st->desc, sv, sn);
@@ -345,24 +343,7 @@ merge_row(CqStore *st, HeapTuple stored, Datum *values, bool *isnull, Datum *sv,
 
 		merge_value(st->pkind[p], &st->pfn[p], st->pcoll[p], &sv[a], &sn[a], values[a], isnull[a]);
 	}
-	old = MemoryContextSwitchTo(st->cxt);
-	t = heap_form_tuple(st->desc, sv, sn);
-	MemoryContextSwitchTo(old);
-	return t;
-}
-
-/*
- * new_row
- *	  A new group's state row, in st->cxt.
- */
-static HeapTuple
-new_row(CqStore *st, Datum *values, bool *isnull)
-{
-	MemoryContext old = MemoryContextSwitchTo(st->cxt);
-	HeapTuple	t = heap_form_tuple(st->desc, values, isnull);
-
-	MemoryContextSwitchTo(old);
-	return t;
+	return heap_form_tuple(st->desc, sv, sn);
 }
 
 /*
@@ -373,24 +354,26 @@ new_row(CqStore *st, Datum *values, bool *isnull)
  *	  GROUP BY's equality, the store's.  A store that started empty in
  *	  this transaction takes the row straight into the table it builds
  *	  (cq_store_put_built); the row returned is then valid until the next
- *	  put.
+ *	  put; else it is the overlay's.
  */
 static HeapTuple
 put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
 {
 	HeapTuple	t;
+	HeapTuple	ov;
 
 	if (fresh && (t = cq_store_put_built(st, values, isnull)) != NULL)
 		return t;
-	t = new_row(st, values, isnull);
+	t = heap_form_tuple(st->desc, values, isnull);
 	if (fresh)
 	{
 		memset(ref, 0, sizeof(*ref));
 		ref->hash = cq_store_key_hash(st, values, isnull);
 		ref->node = InvalidDsaPointer;
 	}
-	cq_store_put_owned(st, ref, t);
-	return t;
+	ov = cq_store_put(st, ref, t);
+	heap_freetuple(t);
+	return ov;
 }
 
 /*
@@ -448,7 +431,8 @@ typedef struct FoldState
 	TimestampTz wm;
 	MOut	   *mo;				/* NULL: no target statement */
 	CqStoreMetrics *metrics;
-	MemoryContext cxt;			/* where the fold's rows and lists live */
+	MemoryContext cxt;			/* where the fold's pairs and lists live */
+	MemoryContext row_cxt;		/* what one row of d needs, reset per row */
 	Datum	   *values;			/* a row of d, then room for m's flags */
 	bool	   *isnull;
 	Datum	   *sv;				/* merge_row's stored row */
@@ -484,6 +468,7 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
 	fs->mo = mo;
 	fs->metrics = metrics;
 	fs->cxt = CurrentMemoryContext;
+	fs->row_cxt = AllocSetContextCreate(fs->cxt, "pg_cq fold row", ALLOCSET_SMALL_SIZES);
 	fs->values = palloc(sizeof(Datum) * room);
 	fs->isnull = palloc(sizeof(bool) * room);
 	fs->sv = palloc(sizeof(Datum) * natts);
@@ -493,6 +478,46 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
 	fs->mpdesc = pairs_desc(st);
 	fs->nstate = natts + (sql->et_stats ? 4 : 0);
 	cq_store_setup_merge(st, sql->merge_kinds);
+}
+
+/*
+ * keep_pair
+ *	  An existing group the merge statement merges (fold_end): its
+ *	  reference kept in fs->cxt, with a copy of the header over its row
+ *	  (ref->tup lives in the row's context), and the pair (stored row, new
+ *	  partials) written into cq_mp.
+ */
+static void
+keep_pair(FoldState *fs, StoreRef *ref, Datum *values, bool *isnull)
+{
+	CqStore    *st = fs->st;
+	int			natts = st->desc->natts;
+	TupleDesc	mpdesc = fs->mpdesc;
+	Datum	   *pv = palloc(sizeof(Datum) * mpdesc->natts);
+	bool	   *pn = palloc(sizeof(bool) * mpdesc->natts);
+	MemoryContext old;
+	StoreRef   *keep;
+
+	pv[0] = Int32GetDatum(list_length(fs->pairs));
+	pn[0] = false;
+	heap_deform_tuple(ref->tup, st->desc, pv + 1, pn + 1);
+	pv[natts + 1] = values[st->n_att - 1];
+	pn[natts + 1] = isnull[st->n_att - 1];
+	for (int p = 0; p < st->nparts; p++)
+	{
+		pv[natts + 2 + p] = values[st->p_att[p] - 1];
+		pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
+	}
+	old = MemoryContextSwitchTo(fs->cxt);
+	if (fs->ts == NULL)
+		fs->ts = tuplestore_begin_heap(false, false, work_mem);
+	keep = palloc(sizeof(StoreRef) + sizeof(HeapTupleData));
+	*keep = *ref;
+	keep->tup = (HeapTuple) (keep + 1);
+	*keep->tup = *ref->tup;
+	fs->pairs = lappend(fs->pairs, keep);
+	MemoryContextSwitchTo(old);
+	tuplestore_puttuple(fs->ts, heap_form_tuple(mpdesc, pv, pn));
 }
 
 /*
@@ -509,62 +534,55 @@ static bool
 fold_row(FoldState *fs, Datum *values, bool *isnull)
 {
 	CqStore    *st = fs->st;
-	int			natts = st->desc->natts;
-	StoreRef	local;
-	/* kept (fs->pairs) only for an existing group the merge statement merges */
-	StoreRef   *ref = st->cmerge || fs->fresh ? &local : palloc(sizeof(StoreRef));
+	StoreRef	ref;
+	MemoryContext old;
+	bool		put = true;
 
+	/*
+	 * What the row needs (the header over a published row, the merged
+	 * values, the row formed before put copies it into the overlay) is
+	 * freed with the next row: kept until the end of the fold, they were
+	 * ~250 bytes a changed group (bench/README.md, "Private memory of a
+	 * batch")
+	 */
+	MemoryContextReset(fs->row_cxt);
+	old = MemoryContextSwitchTo(fs->row_cxt);
 	fs->rows++;
 	if (fs->sql->counts)
 		count_row(st, fs->sql, &fs->count, values, isnull);
 	if (late(st, values, isnull, fs->has_wm, fs->wm))
 	{
 		fs->metrics->dropped++;
-		return false;
-	}
-	cq_store_set_h(st, values, isnull);
-	if (!fs->fresh && fs->ov_empty)
-		cq_store_lookup_published(st, values, isnull, ref);
-	else if (!fs->fresh)
-		cq_store_lookup(st, values, isnull, ref);
-	if (fs->fresh || ref->tup == NULL)
-	{
-		HeapTuple	t = put_new(st, fs->fresh, ref, values, isnull);
-
-		fs->changed++;
-		put_m(st, fs->mo, t, values, isnull, true);
-		fs->metrics->inserted++;
-	}
-	else if (st->cmerge)
-	{
-		HeapTuple	t = merge_row(st, ref->tup, values, isnull, fs->sv, fs->sn);
-
-		cq_store_put_owned(st, ref, t);
-		fs->changed++;
-		put_m(st, fs->mo, t, fs->sv, fs->sn, false);
+		put = false;
 	}
 	else
 	{
-		TupleDesc	mpdesc = fs->mpdesc;
-		Datum	   *pv = palloc(sizeof(Datum) * mpdesc->natts);
-		bool	   *pn = palloc(sizeof(bool) * mpdesc->natts);
-
-		pv[0] = Int32GetDatum(list_length(fs->pairs));
-		pn[0] = false;
-		heap_deform_tuple(ref->tup, st->desc, pv + 1, pn + 1);
-		pv[natts + 1] = values[st->n_att - 1];
-		pn[natts + 1] = isnull[st->n_att - 1];
-		for (int p = 0; p < st->nparts; p++)
+		cq_store_set_h(st, values, isnull);
+		if (!fs->fresh && fs->ov_empty)
+			cq_store_lookup_published(st, values, isnull, &ref);
+		else if (!fs->fresh)
+			cq_store_lookup(st, values, isnull, &ref);
+		if (fs->fresh || ref.tup == NULL)
 		{
-			pv[natts + 2 + p] = values[st->p_att[p] - 1];
-			pn[natts + 2 + p] = isnull[st->p_att[p] - 1];
+			HeapTuple	t = put_new(st, fs->fresh, &ref, values, isnull);
+
+			fs->changed++;
+			put_m(st, fs->mo, t, values, isnull, true);
+			fs->metrics->inserted++;
 		}
-		if (fs->ts == NULL)
-			fs->ts = tuplestore_begin_heap(false, false, work_mem);
-		tuplestore_puttuple(fs->ts, heap_form_tuple(mpdesc, pv, pn));
-		fs->pairs = lappend(fs->pairs, ref);
+		else if (st->cmerge)
+		{
+			HeapTuple	t = merge_row(st, ref.tup, values, isnull, fs->sv, fs->sn);
+
+			(void) cq_store_put(st, &ref, t);
+			fs->changed++;
+			put_m(st, fs->mo, t, fs->sv, fs->sn, false);
+		}
+		else
+			keep_pair(fs, &ref, values, isnull);
 	}
-	return true;
+	MemoryContextSwitchTo(old);
+	return put;
 }
 
 /*
@@ -601,15 +619,17 @@ fold_end(FoldState *fs)
 			HeapTuple	t;
 
 			heap_deform_tuple(tt->vals[i], tt->tupdesc, values, isnull);
-			t = new_row(st, values + 1, isnull + 1);
-			cq_store_put_owned(st, ref, t);
+			t = heap_form_tuple(st->desc, values + 1, isnull + 1);
+			(void) cq_store_put(st, ref, t);
 			fs->changed++;
 			put_m(st, fs->mo, t, values + 1, isnull + 1, false);
+			heap_freetuple(t);
 		}
 		SPI_freetuptable(tt);
 	}
 	if (fs->ts)
 		tuplestore_end(fs->ts);
+	MemoryContextDelete(fs->row_cxt);
 	fs->metrics->merge_ms = cq_store_cpu_ms() - t0;
 	return fs->changed;
 }
@@ -800,11 +820,15 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 	if (sink != NULL && tl == NULL)
 	{
 		/*
-		 * m's rows are in the overlay already: a copy in memory up to
-		 * maintenance_work_mem rather than one written to a temporary file
-		 * beyond work_mem (a big batch, the fold of a backlog)
+		 * m's rows in memory up to the batch's work_mem (cq.work_mem), then
+		 * in a temporary file: the target statement reads them once.  Up to
+		 * maintenance_work_mem (64MB by default) before session 30: at 1M
+		 * changed groups that was 64 MB more private memory (the tuples
+		 * freed when the tuplestore spilled stay in the context's free
+		 * lists) for +0.7% of the batch's instructions (bench/README.md,
+		 * "Private memory of a batch")
 		 */
-		mo.ts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
+		mo.ts = tuplestore_begin_heap(false, false, work_mem);
 		mo.plain = history && sql->sink_history_plain;
 		mo.desc = m_desc(st, !mo.plain);
 		mo.values = values;

@@ -73,21 +73,30 @@ typedef struct StoreNode
 								 * (alloc_node); invalid until published */
 } StoreNode;
 
-/* A changed group in the overlay. */
+/*
+ * A changed group in the overlay: 48 bytes, allocated OV_ITEM_CHUNK at a
+ * time (put).  A valid node's row is always right after it (alloc_node),
+ * so the published row (pub_len) and a new node's row need no pointer of
+ * their own: NODE_ROW(node).
+ */
 typedef struct OvItem
 {
 	uint64		hash;
 	HeapTuple	tup;			/* its row now (deleted: its last row) */
+	dsa_pointer node;			/* its node in the published table, or invalid */
+	dsa_pointer newnode;		/* node made at pre-commit with a copy of tup */
+	struct OvItem *next;		/* next item of the same hash (once indexed) */
+	uint32		pub_len;		/* the published row's length (0: not read) */
 	bool		deleted;
 	bool		inplace;		/* published over its old row, same size */
-	dsa_pointer node;			/* its node in the published table, or invalid */
-	dsa_pointer newtuple;		/* copy made at pre-commit (newnode's row) */
-	dsa_pointer newnode;		/* node made at pre-commit with that copy */
 	bool		swap;			/* newnode replaces node at publish */
-	uint32		pub_len;		/* the published row's length (0: not read) */
-	dsa_pointer pub_tuple;		/* and where it is (with pub_len) */
-	struct OvItem *next;		/* next item of the same hash (once indexed) */
 } OvItem;
+
+/* Items per allocation: one block of its own (> 8 kB), no rounding up */
+#define OV_ITEM_CHUNK 1024
+
+/* The overlay's rows are copied into blocks of this size (arena_alloc) */
+#define OV_ROW_BLOCK (64 * 1024)
 
 typedef struct OvEntry
 {
@@ -145,6 +154,8 @@ struct CqStore
 	int			n_indexed;		/* items in overlay (indexed when a lookup needs it) */
 	OvItem	   *item_chunk;		/* items are allocated in chunks */
 	int			chunk_left;
+	char	   *row_free;		/* the overlay's rows: the current block's */
+	Size		row_left;		/* free space (arena_alloc) */
 	int64		batch_id;		/* to publish */
 	int64		rows;
 	int64		bytes;
@@ -183,8 +194,7 @@ extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
 extern void cq_store_lookup_published(struct CqStore *st, Datum *values, bool *nulls,
 									  StoreRef *ref);
-extern void cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
-extern void cq_store_put_owned(struct CqStore *st, StoreRef *ref, HeapTuple tup);
+extern HeapTuple cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
 extern HeapTuple cq_store_put_built(struct CqStore *st, Datum *values, bool *nulls);
 
