@@ -530,50 +530,6 @@ row_bytes(HeapTuple t)
 }
 
 /*
- * arena_alloc
- *	  size bytes for an overlay row in st->cxt, carved from blocks of
- *	  OV_ROW_BLOCK (each a malloc block of its own, > 8 kB): an overlay
- *	  row is never freed before the overlay, and one palloc per row cost
- *	  its rounding to a power of 2 and a chunk header, 144 bytes for a
- *	  75-byte row (bench/README.md, "Private memory of a batch").
- */
-static void *
-arena_alloc(CqStore *st, Size size)
-{
-	char	   *p;
-
-	size = MAXALIGN(size);
-	if (size > st->row_left)
-	{
-		Size		block = Max(size, OV_ROW_BLOCK);
-
-		st->row_free = MemoryContextAlloc(st->cxt, block);
-		st->row_left = block;
-	}
-	p = st->row_free;
-	st->row_free += size;
-	st->row_left -= size;
-	return p;
-}
-
-/*
- * arena_copytuple
- *	  A copy of tup in the overlay's blocks, as heap_copytuple makes one.
- */
-static HeapTuple
-arena_copytuple(CqStore *st, HeapTuple tup)
-{
-	HeapTuple	t = arena_alloc(st, HEAPTUPLESIZE + tup->t_len);
-
-	t->t_len = tup->t_len;
-	t->t_self = tup->t_self;
-	t->t_tableOid = tup->t_tableOid;
-	t->t_data = (HeapTupleHeader) ((char *) t + HEAPTUPLESIZE);
-	memcpy((char *) t->t_data, (char *) tup->t_data, tup->t_len);
-	return t;
-}
-
-/*
  * note_e
  *	  Keep min_e a lower bound of the window ends of the rows (tup put).
  */
@@ -636,7 +592,7 @@ cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	}
 	if (tup)
 	{
-		it->tup = arena_copytuple(st, tup);
+		it->tup = cq_store_copy_row(st, tup);
 		it->deleted = false;
 		note_e(st, tup);
 	}

@@ -188,6 +188,7 @@ typedef struct ScanRow
 } ScanRow;
 
 extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
+extern HeapTuple cq_store_copy_row(struct CqStore *st, HeapTuple tup);
 extern bool cq_store_keys_match(struct CqStore *st, HeapTuple tup, Datum *values, bool *nulls);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
