@@ -24,8 +24,8 @@
 # cq.run_in_worker.
 #
 # Knobs: CQ_FUZZ_SEED (default 62; 'random' draws one; the seed is printed
-# and reproduces the queries and rows), CQ_FUZZ_QUERIES (default 16),
-# CQ_FUZZ_ROUNDS (default 12), CQ_FUZZ_RUNS (seeds seed, seed + 1, ...;
+# and reproduces the queries and rows), CQ_FUZZ_QUERIES (default 14),
+# CQ_FUZZ_ROUNDS (default 10), CQ_FUZZ_RUNS (seeds seed, seed + 1, ...;
 # default 1).
 use strict;
 use warnings;
@@ -40,8 +40,8 @@ use CqFuzz;
 
 my $seed0 = $ENV{CQ_FUZZ_SEED} // 62;
 $seed0 = int(rand(1 << 30)) if $seed0 eq 'random';
-my $nq = $ENV{CQ_FUZZ_QUERIES} // 16;
-my $rounds = $ENV{CQ_FUZZ_ROUNDS} // 12;
+my $nq = $ENV{CQ_FUZZ_QUERIES} // 14;
+my $rounds = $ENV{CQ_FUZZ_ROUNDS} // 10;
 my $runs = $ENV{CQ_FUZZ_RUNS} // 1;
 my $db = 'postgres';
 
@@ -183,16 +183,16 @@ sub run_and_check
 		diag("$name: $q->{sql}\n  options:$q->{optstr}\n  $err");
 		return;
 	}
-	my ($nb, $gap, $twice) = split(/\|/, $node->safe_psql($db, fz_record_sql($name, 'cq.offsets', $q->{latest})));
-	my $wm = $node->safe_psql($db, "SELECT wm FROM fz_batch WHERE name = '$name' ORDER BY batch_id DESC LIMIT 1");
-	$wm = undef if $wm eq '';
-	my $diff = $node->safe_psql($db, CqFuzz::fz_diff_sql($q, $wm));
+	# one psql: record the batches, then compare
+	my ($rec, $diff) = split(/\n/, $node->safe_psql($db,
+		fz_record_sql($name, 'cq.offsets', $q->{latest}) . ";\n" . fz_diff_sql($q)));
+	my ($nb, $gap, $twice) = split(/\|/, $rec);
 	return if $broken->{$name};
 	if ($gap != 0 || $twice != 0 || $diff ne '0')
 	{
 		$broken->{$name} = 1;
 		fail("$name equals its oracle $when");
-		my $o = CqFuzz::oracle_sql($q, $wm);
+		my $o = CqFuzz::oracle_sql($q);
 		diag("$name: $q->{sql}\n  options:$q->{optstr}\n  $nb new batches, $gap missing, $twice rows read twice, $diff rows differ\n"
 			  . "  oracle: $o\n"
 			  . "  oracle rows not in the target:\n"

@@ -169,14 +169,12 @@ sub checkpoint
 		my $name = $q->{name};
 		my ($nb, $gap, $twice) = split(/\|/, $node->safe_psql($db, fz_record_sql($name, 'fz_offlog')));
 		next if $broken{$name};
-		my $wm = $node->safe_psql($db, "SELECT wm FROM fz_batch WHERE name = '$name' ORDER BY batch_id DESC LIMIT 1");
-		$wm = undef if $wm eq '';
-		my $diff = $node->safe_psql($db, CqFuzz::fz_diff_sql($q, $wm));
+		my $diff = $node->safe_psql($db, fz_diff_sql($q));
 		my $state = $node->safe_psql($db, "SELECT state || ' ' || coalesce(last_error, '') FROM cq.queries WHERE name = '$name'");
 		if ($gap != 0 || $twice != 0 || $diff ne '0' || $state !~ /^paused/)
 		{
 			$broken{$name} = 1;
-			my $o = CqFuzz::oracle_sql($q, $wm);
+			my $o = CqFuzz::oracle_sql($q);
 			fail("$name equals its oracle $when");
 			diag("$name: $q->{sql}\n  options:$q->{optstr}\n  state $state; $nb new batches, $gap missing, $twice rows read twice, $diff rows differ\n"
 				  . "  oracle rows not in the target:\n"

@@ -377,12 +377,13 @@ sub fz_gen_query
 }
 
 # The oracle of query $q: its SELECT over the rows it read (fz_read), late
-# rows left out; $wm: the watermark in effect for the query's last batch
-# (append mode: the windows it closed).
+# rows left out; append mode: the windows closed by the watermark in effect
+# for the query's last batch ($wm: SQL for it, by default from fz_batch).
 sub oracle_sql
 {
 	my ($q, $wm) = @_;
 	my $name = $q->{name};
+	$wm //= "(SELECT wm FROM fz_batch WHERE name = '$name' ORDER BY batch_id DESC LIMIT 1)";
 	my $src = "(SELECT fz.*, r.wm AS fz_wm FROM fz JOIN fz_read r ON r.id = fz.id AND r.name = '$name') fz";
 	(my $from = $q->{from}) =~ s/^fz\b/$src/;
 	if ($q->{kind} eq 'session')
@@ -425,7 +426,7 @@ sub oracle_sql
 	if ($q->{win_end} && $q->{mode} ne 'complete')
 	{
 		push @where, "NOT coalesce($q->{win_end} <= fz.fz_wm, false)";
-		push @having, defined $wm ? "$q->{win_end} <= '$wm'" : 'false' if $q->{mode} eq 'append';
+		push @having, "$q->{win_end} <= $wm" if $q->{mode} eq 'append';
 	}
 	return build_sql($q, $from, \@where, \@having);
 }
