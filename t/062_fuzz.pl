@@ -34,7 +34,6 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use CqTest;
 use CqFuzz;
 
@@ -57,7 +56,7 @@ sub fuzz_run
 	srand($seed);
 	diag("CQ_FUZZ_SEED=$seed");
 	my %conf = (
-		'cq.state_memory' => fz_pick('128MB', '64kB', '256kB'),
+		'cq.state_memory' => fz_pick('128MB', '64kB', '64kB', '256kB'),
 		'cq.work_mem' => fz_pick('4MB', '64kB'),
 		'cq.state_image_batches' => fz_pick(0, 1, 3),
 		'cq.merge_max_groups' => fz_pick(1000, 0, 5),
@@ -115,13 +114,13 @@ sub fuzz_run
 		}
 		for (1 .. 1 + int(rand(3)))
 		{
-			my $rows = fz_rows_sql(\%state, int(rand(14)));
+			my $rows = fz_rows_sql(\%state, int(rand(rand() < 0.2 ? 120 : 25)));
 			next if $rows eq '';
 			$node->safe_psql($db, "BEGIN;\n$rows" . (rand() < 0.15 ? "ROLLBACK;\n" : "COMMIT;\n"));
 		}
 		if (@open && rand() < 0.4)
 		{
-			bg_send($open[ int(rand(@open)) ], fz_rows_sql(\%state, 1 + int(rand(6))));
+			fz_send($open[ int(rand(@open)) ], fz_rows_sql(\%state, 1 + int(rand(6))));
 		}
 		if (@open && rand() < 0.5)
 		{
@@ -192,13 +191,8 @@ sub run_and_check
 	{
 		$broken->{$name} = 1;
 		fail("$name equals its oracle $when");
-		my $o = CqFuzz::oracle_sql($q);
 		diag("$name: $q->{sql}\n  options:$q->{optstr}\n  $nb new batches, $gap missing, $twice rows read twice, $diff rows differ\n"
-			  . "  oracle: $o\n"
-			  . "  oracle rows not in the target:\n"
-			  . $node->safe_psql($db, "SELECT * FROM (($o) EXCEPT ALL TABLE $name) x LIMIT 8")
-			  . "\n  target rows not in the oracle:\n"
-			  . $node->safe_psql($db, "SELECT * FROM (TABLE $name EXCEPT ALL ($o)) x LIMIT 8"));
+			  . fz_report($node, $db, $q));
 	}
 }
 
@@ -206,29 +200,15 @@ sub run_and_check
 sub bg_open
 {
 	my ($node, $sql) = @_;
-	my %b = (in => '', out => '', err => '');
-	$b{h} = IPC::Run::start([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($db) ],
-		'<', \$b{in}, '>', \$b{out}, '2>', \$b{err}, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	$b{in} .= "BEGIN;\nSELECT pg_current_xact_id() IS NULL;\n";
-	bg_send(\%b, $sql);
-	return \%b;
-}
-
-# Run $sql in background transaction $b and wait for it.
-sub bg_send
-{
-	my ($b, $sql) = @_;
-	my $mark = 'fz_done_' . int(rand(1e9));
-	$b->{in} .= "$sql\nSELECT '$mark';\n";
-	$b->{h}->pump until $b->{out} =~ /$mark/ || !$b->{h}->pumpable;
-	die "background psql failed: $b->{err}" unless $b->{out} =~ /$mark/;
+	my $b = fz_session($node, $db);
+	fz_send($b, "BEGIN;\nSELECT pg_current_xact_id() IS NULL;\n$sql");
+	return $b;
 }
 
 # End background transaction $b with $how (COMMIT or ROLLBACK).
 sub bg_end
 {
 	my ($b, $how) = @_;
-	bg_send($b, "$how;");
-	$b->{in} .= "\\q\n";
-	$b->{h}->finish;
+	fz_send($b, "$how;");
+	fz_close($b);
 }

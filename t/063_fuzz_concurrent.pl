@@ -23,7 +23,6 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(time usleep);
 use CqTest;
 use CqFuzz;
@@ -80,7 +79,7 @@ my @names = map { $_->{name} } @live;
 my $list = join(', ', map { "'$_'" } @names);
 
 # three writer sessions: each step continues one of them
-my @w = map { writer_new() } 1 .. 3;
+my @w = map { fz_session($node, $db) } 1 .. 3;
 my $t0 = time();
 my $crash_at = $t0 + $seconds * (0.3 + rand(0.4));
 my $crashed = 0;
@@ -93,18 +92,18 @@ while (time() < $t0 + $seconds)
 	my $s = $w[ int(rand(@w)) ];
 	if (!$s->{open})
 	{
-		writer_send($s, "BEGIN;\nSELECT pg_current_xact_id() IS NULL;\n"
+		fz_send($s, "BEGIN;\nSELECT pg_current_xact_id() IS NULL;\n"
 			  . (rand() < 0.5 ? fz_rows_sql(\%state, 1 + int(rand(10))) : ''));
 		$s->{open} = 1;
 	}
 	elsif (rand() < 0.4)
 	{
-		writer_send($s, fz_rows_sql(\%state, 1 + int(rand(10))));
+		fz_send($s, fz_rows_sql(\%state, 1 + int(rand(10))));
 	}
 	else
 	{
 		my $rb = rand() < 0.15;
-		writer_send($s, $rb ? 'ROLLBACK;' : 'COMMIT;');
+		fz_send($s, $rb ? 'ROLLBACK;' : 'COMMIT;');
 		$rb ? $rollbacks++ : $commits++;
 		$s->{open} = 0;
 	}
@@ -120,9 +119,9 @@ while (time() < $t0 + $seconds)
 	{
 		note('immediate stop and start (open transactions are lost)');
 		$node->stop('immediate');
-		writer_close($_) for @w;
+		fz_close($_) for @w;
 		$node->start;
-		@w = map { writer_new() } 1 .. 3;
+		@w = map { fz_session($node, $db) } 1 .. 3;
 		$crashed = 1;
 	}
 	if (@check_at && time() >= $check_at[0])
@@ -133,8 +132,8 @@ while (time() < $t0 + $seconds)
 }
 for my $s (@w)
 {
-	writer_send($s, 'COMMIT;') if $s->{open};
-	writer_close($s);
+	fz_send($s, 'COMMIT;') if $s->{open};
+	fz_close($s);
 }
 note("writers: $steps steps, $commits commits, $rollbacks rollbacks");
 
@@ -174,41 +173,11 @@ sub checkpoint
 		if ($gap != 0 || $twice != 0 || $diff ne '0' || $state !~ /^paused/)
 		{
 			$broken{$name} = 1;
-			my $o = CqFuzz::oracle_sql($q);
 			fail("$name equals its oracle $when");
 			diag("$name: $q->{sql}\n  options:$q->{optstr}\n  state $state; $nb new batches, $gap missing, $twice rows read twice, $diff rows differ\n"
-				  . "  oracle rows not in the target:\n"
-				  . $node->safe_psql($db, "SELECT * FROM (($o) EXCEPT ALL TABLE $name) x LIMIT 8")
-				  . "\n  target rows not in the oracle:\n"
-				  . $node->safe_psql($db, "SELECT * FROM (TABLE $name EXCEPT ALL ($o)) x LIMIT 8"));
+				  . fz_report($node, $db, $q));
 		}
 	}
 	pass("checkpoint $when");
 	$node->safe_psql($db, "SELECT cq.resume(name) FROM cq.queries WHERE name IN ($list)");
-}
-
-sub writer_new
-{
-	my %b = (in => '', out => '', err => '', open => 0);
-	$b{h} = IPC::Run::start([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($db) ],
-		'<', \$b{in}, '>', \$b{out}, '2>', \$b{err}, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-	return \%b;
-}
-
-sub writer_send
-{
-	my ($b, $sql) = @_;
-	my $mark = 'fz_done_' . int(rand(1e9));
-	$b->{in} .= "$sql\nSELECT '$mark';\n";
-	$b->{h}->pump until $b->{out} =~ /$mark/ || !$b->{h}->pumpable;
-	die "writer failed: $b->{err}" unless $b->{out} =~ /$mark/;
-	$b->{out} = '';
-}
-
-sub writer_close
-{
-	my ($b) = @_;
-	$b->{in} .= "\\q\n";
-	eval { $b->{h}->finish; };
-	$b->{h}->kill_kill if $b->{h}->pumpable;
 }

@@ -29,10 +29,12 @@ package CqFuzz;
 
 use strict;
 use warnings;
+use IPC::Run;
+use PostgreSQL::Test::Utils;
 use Exporter 'import';
 
 our @EXPORT = qw(fz_setup_sql fz_rows_sql fz_gen_query fz_record_sql fz_diff_sql
-  fz_wm_check_sql fz_unread_sql fz_pick);
+  fz_wm_check_sql fz_unread_sql fz_pick fz_session fz_send fz_close fz_report);
 
 sub fz_pick { return $_[ int(rand(scalar @_)) ]; }
 sub chance { return rand() < $_[0]; }
@@ -210,11 +212,18 @@ sub fz_gen_query
 			$q{opts}{event_time} = "'ts'";
 			$q{opts}{watermark} = "'$delay'";
 			$q{delay} = $delay;
+			# a static table joined: the watermark counts the rows that find a partner
+			my $j = rand();
+			$from = 'fz JOIN dim d ON d.k = fz.k' if $j < 0.15;
+			$from = 'fz LEFT JOIN dim d ON d.k = fz.k' if $j >= 0.15 && $j < 0.25;
+			$q{opts}{source} = "'fz'" if $from ne 'fz';
+			$q{wm_from} = $from;
 			if ($r < 0.35)
 			{
 				my $size = fz_pick(10, 30, 60);
 				my $slide = chance(0.5) ? fz_pick(grep { $_ < $size } (5, 10, 20)) : undef;
-				$from = "fz, LATERAL cq.window(fz.ts, '$size seconds'" . (defined $slide ? ", '$slide seconds'" : '') . ') AS w';
+				$from .= ($from eq 'fz' ? ', LATERAL' : ' CROSS JOIN LATERAL')
+				  . " cq.window(fz.ts, '$size seconds'" . (defined $slide ? ", '$slide seconds'" : '') . ') AS w';
 				push @group, [ 'w.window_start', 1 ], [ 'w.window_end', 1 ];
 				$q{win_end} = 'w.window_end';
 			}
@@ -235,6 +244,7 @@ sub fz_gen_query
 				$q{win_end} = 'fz.ts';
 			}
 			push @group, fz_pick(grep { $_->[0] !~ /ts/ } @KEYS) if chance(0.5);
+			push @group, [ 'd.label', 1 ] if $from =~ /dim/ && chance(0.5);
 		}
 		else
 		{
@@ -299,7 +309,7 @@ sub fz_gen_query
 		$q{mode} = $mode;
 		$q{opts}{output_mode} = "'$mode'";
 		$q{opts}{complete_refresh} = "'delete'" if $mode eq 'complete' && chance(0.5);
-		push @storage, "'memory'" if !$distinct && $kind ne 'session';
+		push @storage, '', "'memory'", "'memory'" if !$distinct && $kind ne 'session';
 		my $st = fz_pick(@storage);
 		$q{opts}{state_storage} = $st if $st ne '';
 	}
@@ -522,9 +532,53 @@ sub fz_wm_check_sql
 	my ($q) = @_;
 	my $name = $q->{name};
 	my $where = defined $q->{where} ? "AND ($q->{where})" : '';
+	(my $from = $q->{wm_from} // 'fz') =~
+	  s/^fz\b/(SELECT fz.* FROM fz JOIN fz_read r ON r.id = fz.id AND r.name = '$name') fz/;
 	return qq{SELECT (SELECT watermark FROM fz_batch WHERE name = '$name' ORDER BY batch_id DESC LIMIT 1)
-	  IS NOT DISTINCT FROM (SELECT max(fz.ts) - interval '$q->{delay}' FROM fz JOIN fz_read r ON r.id = fz.id AND r.name = '$name'
+	  IS NOT DISTINCT FROM (SELECT max(fz.ts) - interval '$q->{delay}' FROM $from
 	                         WHERE fz.ts IS NOT NULL AND isfinite(fz.ts) $where)};
+}
+
+# The rows that differ between query $q's oracle and its target, for a
+# failure's diagnostics.
+sub fz_report
+{
+	my ($node, $db, $q) = @_;
+	my $o = oracle_sql($q);
+	return "  oracle: $o\n  oracle rows not in the target:\n"
+	  . $node->safe_psql($db, "SELECT * FROM (($o) EXCEPT ALL TABLE $q->{name}) x LIMIT 8")
+	  . "\n  target rows not in the oracle:\n"
+	  . $node->safe_psql($db, "SELECT * FROM (TABLE $q->{name} EXCEPT ALL ($o)) x LIMIT 8");
+}
+
+# A psql session in the background (a writer, or a transaction kept open).
+sub fz_session
+{
+	my ($node, $db) = @_;
+	my %b = (in => '', out => '', err => '', open => 0);
+	$b{h} = IPC::Run::start([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($db) ],
+		'<', \$b{in}, '>', \$b{out}, '2>', \$b{err}, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	return \%b;
+}
+
+# Run $sql in session $b and wait for it.
+sub fz_send
+{
+	my ($b, $sql) = @_;
+	my $mark = 'fz_done_' . int(rand(1e9));
+	$b->{in} .= "$sql\nSELECT '$mark';\n";
+	$b->{h}->pump until $b->{out} =~ /$mark/ || !$b->{h}->pumpable;
+	die "background psql failed: $b->{err}" unless $b->{out} =~ /$mark/;
+	$b->{out} = '';
+}
+
+# End session $b (its server may be gone).
+sub fz_close
+{
+	my ($b) = @_;
+	$b->{in} .= "\\q\n";
+	eval { $b->{h}->finish; };
+	$b->{h}->kill_kill if $b->{h}->pumpable;
 }
 
 1;
