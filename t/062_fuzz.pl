@@ -26,7 +26,7 @@
 # Knobs: CQ_FUZZ_SEED (default 62; 'random' draws one; the seed is printed
 # and reproduces the queries and rows), CQ_FUZZ_QUERIES (default 14),
 # CQ_FUZZ_ROUNDS (default 10), CQ_FUZZ_RUNS (seeds seed, seed + 1, ...;
-# default 1).
+# default 1), CQ_FUZZ_CONF (settings that override the drawn ones).
 use strict;
 use warnings;
 use FindBin;
@@ -62,6 +62,12 @@ sub fuzz_run
 		'cq.merge_max_groups' => fz_pick(1000, 0, 5),
 		'cq.bulk_load' => fz_pick('on', 'off'),
 		'cq.run_in_worker' => fz_pick('on', 'off'));
+	# CQ_FUZZ_CONF="cq.state_memory=64kB cq.work_mem=64kB" overrides the draws
+	for (split(/\s+/, $ENV{CQ_FUZZ_CONF} // ''))
+	{
+		my ($k, $v) = split(/=/, $_, 2);
+		$conf{$k} = $v;
+	}
 	my $node = cq_node("fuzz_$seed", "timezone = 'UTC'", map { "$_ = '$conf{$_}'" } sort keys %conf);
 	note('settings: ' . join(', ', map { "$_ = $conf{$_}" } sort keys %conf));
 	my $ci = $node->safe_psql($db, q{SELECT count(*) > 0 FROM pg_collation WHERE collprovider = 'i'}) eq 't';

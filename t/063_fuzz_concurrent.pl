@@ -37,7 +37,7 @@ srand($seed);
 diag("CQ_FUZZ_SEED=$seed");
 
 my %conf = (
-	'cq.state_memory' => fz_pick('128MB', '64kB'),
+	'cq.state_memory' => fz_pick('128MB', '64kB', '64kB'),
 	'cq.state_image_batches' => fz_pick(0, 2),
 	'cq.merge_max_groups' => fz_pick(1000, 0));
 my $node = cq_node('fuzz_concurrent', "timezone = 'UTC'", 'cq.naptime = 500',

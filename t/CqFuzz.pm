@@ -472,6 +472,9 @@ sub fz_diff_sql
 		                  UNION ALL (SELECT $g FROM $t EXCEPT ALL SELECT $g FROM ($o) o)) x)
 		  + (SELECT count(*) FROM $t t WHERE NOT EXISTS (SELECT 1 FROM fz WHERE fz.id = t.rid AND $match))};
 	}
+	# before its first batch a target is empty, even where the query over
+	# no rows has one (an aggregate without GROUP BY, starting = 'latest')
+	my $ran = "EXISTS (SELECT 1 FROM fz_batch WHERE name = '$t')";
 	my @all = map { $_->[0] } @{ $q->{cols} };
 	my @safe = map { $_->[0] } grep { $_->[1] } @{ $q->{cols} };
 	my $cols = join(', ', @all);
@@ -483,7 +486,7 @@ sub fz_diff_sql
 		$sql .= qq{ + (SELECT count(*) FROM ((SELECT $row FROM ($o) o EXCEPT ALL SELECT $row FROM $t)
 		                  UNION ALL (SELECT $row FROM $t EXCEPT ALL SELECT $row FROM ($o) o)) y)};
 	}
-	return $sql;
+	return "SELECT CASE WHEN $ran THEN ($sql) ELSE 0 END";
 }
 
 # SQL recording the batches query $name committed since the last call and
