@@ -120,7 +120,7 @@ sub fuzz_run
 		}
 		for (1 .. 1 + int(rand(3)))
 		{
-			my $rows = fz_rows_sql(\%state, int(rand(rand() < 0.2 ? 120 : 25)));
+			my $rows = fz_rows_sql(\%state, int(rand() < 0.05 ? 400 : rand(rand() < 0.2 ? 120 : 25)));
 			next if $rows eq '';
 			$node->safe_psql($db, "BEGIN;\n$rows" . (rand() < 0.15 ? "ROLLBACK;\n" : "COMMIT;\n"));
 		}
