@@ -24,8 +24,8 @@
 # cq.run_in_worker.
 #
 # Knobs: CQ_FUZZ_SEED (default 62; 'random' draws one; the seed is printed
-# and reproduces the queries and rows), CQ_FUZZ_QUERIES (default 14),
-# CQ_FUZZ_ROUNDS (default 10), CQ_FUZZ_RUNS (seeds seed, seed + 1, ...;
+# and reproduces the queries and rows), CQ_FUZZ_QUERIES (default 12),
+# CQ_FUZZ_ROUNDS (default 8), CQ_FUZZ_RUNS (seeds seed, seed + 1, ...;
 # default 1), CQ_FUZZ_CONF (settings that override the drawn ones).
 use strict;
 use warnings;
@@ -39,8 +39,8 @@ use CqFuzz;
 
 my $seed0 = $ENV{CQ_FUZZ_SEED} // 62;
 $seed0 = int(rand(1 << 30)) if $seed0 eq 'random';
-my $nq = $ENV{CQ_FUZZ_QUERIES} // 14;
-my $rounds = $ENV{CQ_FUZZ_ROUNDS} // 10;
+my $nq = $ENV{CQ_FUZZ_QUERIES} // 12;
+my $rounds = $ENV{CQ_FUZZ_ROUNDS} // 8;
 my $runs = $ENV{CQ_FUZZ_RUNS} // 1;
 my $db = 'postgres';
 

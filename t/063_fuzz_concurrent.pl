@@ -14,7 +14,7 @@
 #
 # Knobs: CQ_FUZZ_SEED (default 63; 'random' draws one; printed; it
 # reproduces the queries and rows, not the timing), CQ_FUZZ_QUERIES
-# (default 8), CQ_FUZZ_SECONDS (default 30: seconds of writing),
+# (default 8), CQ_FUZZ_SECONDS (default 25: seconds of writing),
 # CQ_FUZZ_CHECKS (default 3: checkpoints during the writing).
 use strict;
 use warnings;
@@ -30,7 +30,7 @@ use CqFuzz;
 my $seed = $ENV{CQ_FUZZ_SEED} // 63;
 $seed = int(rand(1 << 30)) if $seed eq 'random';
 my $nq = $ENV{CQ_FUZZ_QUERIES} // 8;
-my $seconds = $ENV{CQ_FUZZ_SECONDS} // 30;
+my $seconds = $ENV{CQ_FUZZ_SECONDS} // 25;
 my $checks = $ENV{CQ_FUZZ_CHECKS} // 3;
 my $db = 'postgres';
 srand($seed);
