@@ -1179,8 +1179,12 @@ analyze_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
 	collect_group_keys(an);
 	an->keys_hashable = keys_hashable(an);
 	expression_tree_walker((Node *) an->query->targetList, collect_aggs_walker, &ctx);
-	/* HAVING's aggregates, after the select list's: state columns too */
-	expression_tree_walker(an->query->havingQual, collect_aggs_walker, &ctx);
+	/*
+	 * HAVING's aggregates, after the select list's: state columns too.  The
+	 * walker itself sees the root, which may be an aggregate (HAVING
+	 * bool_or(x)): expression_tree_walker would only visit its arguments.
+	 */
+	(void) collect_aggs_walker(an->query->havingQual, &ctx);
 	find_watermark_key(an, opts);
 	if (an->session)
 		check_session_keys(an, opts, name);

@@ -25,6 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 #include "common/hashfn.h"
 
 #include "sql_builder.h"
@@ -83,16 +84,43 @@ cq_sql_type(Oid type, int32 typmod)
 }
 
 /*
+ * cq_sql_collation
+ *	  " COLLATE schema.name", always qualified (ruleutils'
+ *	  generate_collation_name leaves out the schema when the current
+ *	  search_path shows it, and a batch built in a user's session runs
+ *	  under the pinned search_path), or "" for InvalidOid.
+ */
+char *
+cq_sql_collation(Oid collation)
+{
+	HeapTuple	tp;
+	Form_pg_collation coll;
+	char	   *result;
+
+	if (!OidIsValid(collation))
+		return "";
+	tp = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for collation %u", collation);
+	coll = (Form_pg_collation) GETSTRUCT(tp);
+	result = psprintf(" COLLATE %s",
+					  quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+												 NameStr(coll->collname)));
+	ReleaseSysCache(tp);
+	return result;
+}
+
+/*
  * cq_sql_collate
- *	  " COLLATE schema.name" for a collatable type whose collation differs
- *	  from the type's default, else "".
+ *	  cq_sql_collation for a collatable type whose collation differs from
+ *	  the type's default, else "".
  */
 char *
 cq_sql_collate(Oid collation, Oid type)
 {
 	if (!OidIsValid(collation) || collation == get_typcollation(type))
 		return "";
-	return psprintf(" COLLATE %s", generate_collation_name(collation));
+	return cq_sql_collation(collation);
 }
 
 /*

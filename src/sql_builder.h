@@ -18,6 +18,7 @@ extern void cq_sql_ident(StringInfo buf, const char *ident);
 extern void cq_sql_relname(StringInfo buf, Oid relid);
 extern char *cq_sql_relname_str(Oid relid);
 extern char *cq_sql_type(Oid type, int32 typmod);
+extern char *cq_sql_collation(Oid collation);
 extern char *cq_sql_collate(Oid collation, Oid type);
 extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 						Datum *values, const char *nulls);

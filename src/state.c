@@ -270,8 +270,7 @@ cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged)
 		CqPart	   *part = lfirst(lc);
 
 		appendStringInfo(&buf, ", p%d %s%s", foreach_current_index(lc) + 1, part->type,
-						 OidIsValid(part->collation) ?
-						 psprintf(" COLLATE %s", generate_collation_name(part->collation)) : "");
+						 cq_sql_collation(part->collation));
 	}
 	if (an->keys_hashable)
 		appendStringInfo(&buf, ", %s pg_catalog.int4 NOT NULL); CREATE INDEX ON %s (%s)",
