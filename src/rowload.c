@@ -307,14 +307,20 @@ cq_rowload_same_key_columns(Relation target, List *keys, TupleDesc result, int n
  *	  CQ_ROWLOAD_KEYS to keep each row's key hash and TID for
  *	  cq_rowload_build_index, CQ_ROWLOAD_RING for COPY's ring of buffers.
  *
- *	  Without the ring, a BulkInsertState keeps the page being filled
- *	  pinned from one row to the next: with the ring the pages written
- *	  leave shared buffers at once (the backend writing them out, the
- *	  target's WAL flushed first), and the index builds after the load
- *	  read them back from the kernel into other buffers.  Measured on the
- *	  loaded machine, the same CPU time and page faults either way
- *	  (bench/README.md, "Fold efficiency"); without the ring the write-out
- *	  is left to the checkpointer, as for an INSERT.
+ *	  Either way a BulkInsertState keeps the page being filled pinned
+ *	  from one row to the next.  Without the ring every new page takes a
+ *	  buffer of its own, which the backend touches for the first time (on
+ *	  this project's virtual machine some 40 us a page: the page faults and
+ *	  the zeroing), and the write-out is left to the checkpointer, as for
+ *	  an INSERT.  With the ring (16 MB of buffers, reused) the backend
+ *	  writes the pages out itself as the ring comes round (their WAL
+ *	  flushed first), into the kernel's pages the file's extension made.
+ *	  The ring pays only when nothing reads the pages back soon: the
+ *	  store's target load, whose index is built from the load's keys,
+ *	  takes it (at ~1M groups about 2,000 of some 4,500 samples of its
+ *	  heap inserts less, bench/README.md, "Fold efficiency", round 9);
+ *	  session 23 measured no gain while the index builds still scanned
+ *	  the table, reading the evicted pages back into other buffers.
  */
 CqRowLoad *
 cq_rowload_begin(Relation rel, int options, int flags)

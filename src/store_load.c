@@ -147,7 +147,8 @@ cq_target_load_begin(const CqStoreSql *sql, Oid index)
 	tl->rel = rel;
 	tl->having_col = sql->having ? first + sql->nout : -1;
 	tl->index = index;
-	tl->load = cq_rowload_begin(rel, 0, OidIsValid(index) ? CQ_ROWLOAD_KEYS : 0);
+	/* COPY's ring: nothing reads the pages back in the batch (cq_rowload_begin) */
+	tl->load = cq_rowload_begin(rel, 0, (OidIsValid(index) ? CQ_ROWLOAD_KEYS : 0) | CQ_ROWLOAD_RING);
 	return tl;
 }
 
