@@ -87,6 +87,17 @@ key_eq_operator(CqAnalysis *an, int g)
 }
 
 /*
+ * key_op
+ *	  key_eq_operator of key g, or plain equality for the single key g0 of
+ *	  a query without GROUP BY expressions.
+ */
+static const char *
+key_op(CqAnalysis *an, int g)
+{
+	return an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
+}
+
+/*
  * cq_state_append_key_equal
  *	  "(l = r OR both NULL)" for grouping key g (l and r are column
  *	  references), with the key's own equality: NULL keys match NULL keys,
@@ -98,7 +109,7 @@ key_eq_operator(CqAnalysis *an, int g)
 void
 cq_state_append_key_equal(StringInfo buf, CqAnalysis *an, int g, const char *l, const char *r)
 {
-	const char *op = an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
+	const char *op = key_op(an, g);
 
 	if (an->group_exprs != NIL && type_is_rowtype(exprType(list_nth(an->group_exprs, g))))
 		appendStringInfo(buf, "(%s %s %s OR pg_catalog.num_nulls(%s, %s) OPERATOR(pg_catalog.=) 2)",
@@ -125,14 +136,13 @@ cq_state_append_keys_equal(StringInfo buf, CqAnalysis *an, const char *l, List *
 		const char *lcol = left_cols ? (const char *) list_nth(left_cols, g) :
 			an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
 		const char *rcol = an->group_exprs == NIL ? "g0" : psprintf("g%d", g + 1);
-		const char *op = an->group_exprs == NIL ? "OPERATOR(pg_catalog.=)" : key_eq_operator(an, g);
 
 		if (g > 0)
 			appendStringInfoString(buf, " AND ");
 		if (null_safe)
 			cq_state_append_key_equal(buf, an, g, psprintf("%s%s", l, lcol), psprintf("%s%s", r, rcol));
 		else
-			appendStringInfo(buf, "%s%s %s %s%s", l, lcol, op, r, rcol);
+			appendStringInfo(buf, "%s%s %s %s%s", l, lcol, key_op(an, g), r, rcol);
 	}
 }
 
