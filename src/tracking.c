@@ -1424,17 +1424,11 @@ tracking_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstat
 
 		if (IsA(sub, Query) && sub->commandType == CMD_INSERT && sub->resultRelation > 0)
 		{
+			/* (an error releases the reference with the transaction) */
 			Relation	rel = relation_open(rt_fetch(sub->resultRelation, sub->rtable)->relid, NoLock);
 
-			PG_TRY();
-			{
-				check_insert_stamp(rel, sub);
-			}
-			PG_FINALLY();
-			{
-				relation_close(rel, NoLock);
-			}
-			PG_END_TRY();
+			check_insert_stamp(rel, sub);
+			relation_close(rel, NoLock);
 		}
 	}
 }
