@@ -11,22 +11,7 @@ SET client_min_messages = warning;
 \i sql/include/helpers.sql
 
 -- no batch of another test's query may take the worker meanwhile
-SELECT count(cq.pause(CASE WHEN schema IS NULL OR schema = 'public' THEN name
-                           ELSE format('%I.%I', schema, name) END)) >= 0 AS others_paused
-  FROM cq.queries WHERE state <> 'paused';
-CREATE FUNCTION cq126_idle_worker() RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_stat_clear_snapshot();
-  RETURN EXISTS (SELECT 1 FROM pg_stat_activity
-                  WHERE backend_type = 'pg_cq worker' AND datname = current_database()
-                    AND coalesce(state, 'idle') = 'idle');
-END $$;
-CREATE FUNCTION cq126_scheduler() RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_stat_clear_snapshot();
-  RETURN EXISTS (SELECT 1 FROM pg_stat_activity
-                  WHERE backend_type = 'pg_cq scheduler' AND datname = current_database());
-END $$;
+SELECT pause_others() AS others_paused;
 -- did a worker serve a CALL of this query for backend caller?
 CREATE FUNCTION cq126_served(caller int) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
@@ -51,9 +36,9 @@ RESET ROLE;
 -- a CALL that finds no idle worker asks the database's scheduler for one
 -- (the first one in a new database has the launcher start the scheduler)
 CALL cq.run('cq126.seen');
-SELECT wait_until('cq126_scheduler()');
+SELECT wait_until('pool_scheduler()');
 CALL cq.run('cq126.seen');
-SELECT wait_until('cq126_idle_worker()');
+SELECT wait_until('pool_idle_worker()');
 
 -- a new session of the plain role, plpgsql not loaded: both placeholders
 -- can be set; the worker takes print_strict_params (PGC_USERSET) and
@@ -71,7 +56,7 @@ SELECT cq126_served(:caller) AS served;
 SELECT k, settings FROM cq126.seen ORDER BY k;
 
 -- a superuser caller may set it: the worker takes it
-SELECT wait_until('cq126_idle_worker()');
+SELECT wait_until('pool_idle_worker()');
 SET plpgsql.variable_conflict = 'use_variable';
 INSERT INTO cq126.src VALUES (2);
 CALL cq.run('cq126.seen');
@@ -95,4 +80,4 @@ SET client_min_messages = warning;
 SELECT cq.drop_query('cq126.seen', drop_target => true);
 DROP SCHEMA cq126 CASCADE;
 DROP ROLE regress_cq126;
-DROP FUNCTION cq126_idle_worker(), cq126_scheduler(), cq126_served(int);
+DROP FUNCTION cq126_served(int);

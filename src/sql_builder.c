@@ -192,13 +192,16 @@ op_found_again(Oid opno, Node *a, Node *b)
 }
 
 /*
- * refuse_volatile
- *	  Error out when a construct to rewrite (what) has volatile arguments,
- *	  which the rewrite would evaluate more than once.
+ * must_spell
+ *	  Must construct `what` comparing a and b with opno be rewritten (its
+ *	  operator would not be found again)?  Error out when it has volatile
+ *	  arguments (args), which the rewrite would evaluate more than once.
  */
-static void
-refuse_volatile(Node *args, const char *what, Oid opno)
+static bool
+must_spell(Oid opno, Node *a, Node *b, Node *args, const char *what)
 {
+	if (op_found_again(opno, a, b))
+		return false;
 	if (contain_volatile_functions(args))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -207,22 +210,7 @@ refuse_volatile(Node *args, const char *what, Oid opno)
 				 errdetail("pg_cq runs the query with search_path = pg_catalog, pg_temp, where %s would not find this operator again; it must spell it out and evaluate the arguments more than once.",
 						   what),
 				 errhint("Compare with the operator itself, as in a OPERATOR(schema.=) b.")));
-}
-
-static Expr *
-make_op_expr(Oid opno, Oid opfuncid, Node *a, Node *b, Oid inputcollid)
-{
-	OpExpr	   *op = makeNode(OpExpr);
-
-	op->opno = opno;
-	op->opfuncid = opfuncid;
-	op->opresulttype = BOOLOID;
-	op->opretset = false;
-	op->opcollid = InvalidOid;
-	op->inputcollid = inputcollid;
-	op->args = list_make2(copyObject(a), copyObject(b));
-	op->location = -1;
-	return (Expr *) op;
+	return true;
 }
 
 static Expr *
@@ -272,14 +260,13 @@ ready_distinct(DistinctExpr *d)
 	Node	   *a = linitial(d->args);
 	Node	   *b = lsecond(d->args);
 
-	if (op_found_again(d->opno, a, b))
+	if (!must_spell(d->opno, a, b, (Node *) d->args, "IS DISTINCT FROM"))
 		return (Node *) d;
-	refuse_volatile((Node *) d->args, "IS DISTINCT FROM", d->opno);
 	return (Node *) make_case(BOOLOID, InvalidOid,
 							  list_make2(make_when(make_null_test(a, IS_NULL), make_null_test(b, IS_NOT_NULL)),
 										 make_when(make_null_test(b, IS_NULL),
 												   (Expr *) makeBoolConst(true, false))),
-							  make_notclause(make_op_expr(d->opno, d->opfuncid, a, b, d->inputcollid)));
+							  make_notclause(make_opclause(d->opno, BOOLOID, false, (Expr *) copyObject(a), (Expr *) copyObject(b), InvalidOid, d->inputcollid)));
 }
 
 /*
@@ -292,21 +279,20 @@ ready_nullif(NullIfExpr *n)
 	Node	   *a = linitial(n->args);
 	Node	   *b = lsecond(n->args);
 
-	if (op_found_again(n->opno, a, b))
+	if (!must_spell(n->opno, a, b, (Node *) n->args, "NULLIF"))
 		return (Node *) n;
-	refuse_volatile((Node *) n->args, "NULLIF", n->opno);
 	return (Node *) make_case(n->opresulttype, n->opcollid,
-							  list_make1(make_when(make_op_expr(n->opno, n->opfuncid, a, b, n->inputcollid),
+							  list_make1(make_when(make_opclause(n->opno, BOOLOID, false, (Expr *) copyObject(a), (Expr *) copyObject(b), InvalidOid, n->inputcollid),
 												   (Expr *) makeNullConst(n->opresulttype, exprTypmod(a),
 																		  n->opcollid))),
 							  (Expr *) copyObject(a));
 }
 
 /*
- * case_test_side
- *	  The left operand of a simple CASE's WHEN condition, a CaseTestExpr
- *	  (possibly under implicit coercions), as the parser builds it; else
- *	  NULL.
+ * case_when_op
+ *	  The comparison of a simple CASE's WHEN, whose left operand is a
+ *	  CaseTestExpr (possibly under implicit coercions), as the parser
+ *	  builds it; else NULL.
  */
 static OpExpr *
 case_when_op(CaseWhen *w)
@@ -377,24 +363,23 @@ static Node *
 ready_case(CaseExpr *c)
 {
 	ListCell   *lc;
-	bool		all_found = true;
+	bool		spell = false;
 	List	   *whens = NIL;
 	CaseExpr   *r;
 
 	if (c->arg == NULL)
 		return (Node *) c;
 	foreach(lc, c->args)
+		if (case_when_op(lfirst(lc)) == NULL)
+			return (Node *) c;	/* printed whole: nothing is implicit */
+	foreach(lc, c->args)
 	{
 		OpExpr	   *op = case_when_op(lfirst(lc));
 
-		if (op == NULL)
-			return (Node *) c;	/* printed whole: nothing is implicit */
-		if (!op_found_again(op->opno, (Node *) c->arg, lsecond(op->args)))
-			all_found = false;
+		spell |= must_spell(op->opno, (Node *) c->arg, lsecond(op->args), (Node *) c->arg, "CASE ... WHEN");
 	}
-	if (all_found)
+	if (!spell)
 		return (Node *) c;
-	refuse_volatile((Node *) c->arg, "CASE ... WHEN", ((OpExpr *) ((CaseWhen *) linitial(c->args))->expr)->opno);
 	foreach(lc, c->args)
 	{
 		CaseWhen   *w = lfirst(lc);
