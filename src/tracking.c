@@ -1381,10 +1381,10 @@ check_insert_stamp(Relation rel, Query *q)
 	AttrNumber	att;
 	ListCell   *lc;
 
-	if (!stamp_fires_on_insert(rel))
+	if (rel->trigdesc == NULL || !rel->trigdesc->trig_insert_before_row)
 		return;
 	att = stamp_column_not_last(rel, &later);
-	if (att == InvalidAttrNumber)
+	if (att == InvalidAttrNumber || !stamp_fires_on_insert(rel))
 		return;
 	foreach(lc, q->targetList)
 	{
