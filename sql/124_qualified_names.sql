@@ -210,6 +210,26 @@ SELECT lower(k::text) AS k, n, s, t, nd FROM by_key_memory ORDER BY 1 NULLS LAST
 RESET search_path;
 RESET ROLE;
 
+-- refused at creation, with a hint: a volatile argument, which the
+-- spelled-out comparison would evaluate twice, and a USING join with an
+-- alias; over pg_catalog's types nothing is rewritten (the query's view
+-- keeps its NULLIF)
+SET ROLE regress_cq124;
+SET search_path = cq124_lib, pg_catalog;
+\set VERBOSITY default
+SELECT cq.create_query('cq124_lib.volatile', 'SELECT NULLIF(k, (random() * 0)::int::text::ci) AS n FROM src',
+                       "trigger" => 'available_now');
+SELECT cq.create_query('cq124_lib.aliased', 'SELECT j.k, v FROM src JOIN dim USING (k) AS j',
+                       "trigger" => 'available_now', source => 'src');
+\set VERBOSITY terse
+SELECT cq.create_query('cq124_lib.builtin', 'SELECT NULLIF(v, 3) AS n, v IS DISTINCT FROM 4 AS d FROM src',
+                       "trigger" => 'available_now') IS NOT NULL AS created;
+SELECT pg_get_viewdef(format('cq_state.q_%s', id)::regclass) ~ 'NULLIF.*IS DISTINCT FROM' AS kept
+  FROM cq.queries WHERE name = 'builtin';
+SELECT cq.drop_query('cq124_lib.builtin', drop_target => true);
+RESET search_path;
+RESET ROLE;
+
 SET client_min_messages = warning;
 SELECT count(cq.drop_query('cq124_lib.' || name, drop_target => true)) AS dropped FROM cq124_lib.queries;
 DROP SCHEMA cq124_evil CASCADE;

@@ -205,9 +205,9 @@ must_spell(Oid opno, Node *a, Node *b, Node *args, const char *what)
 	if (contain_volatile_functions(args))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s with a volatile argument is not supported here for operator %s",
+				 errmsg("cannot use %s with a volatile argument on operator %s in a continuous query",
 						what, format_operator(opno)),
-				 errdetail("pg_cq runs the query with search_path = pg_catalog, pg_temp, where %s would not find this operator again; it must spell it out and evaluate the arguments more than once.",
+				 errdetail("pg_cq runs the query under search_path = pg_catalog, pg_temp, where %s would not find this operator again; spelled out, the comparison would evaluate its arguments more than once.",
 						   what),
 				 errhint("Compare with the operator itself, as in a OPERATOR(schema.=) b.")));
 	return true;
@@ -440,8 +440,8 @@ ready_join(JoinExpr *j, ReadyContext *ctx)
 		j->join_using_alias != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a join with USING and an alias is not supported here for this column type"),
-				 errdetail("pg_cq runs the query with search_path = pg_catalog, pg_temp, where USING would not find the columns' equality operator again."),
+				 errmsg("cannot use JOIN ... USING with an alias in a continuous query over these columns"),
+				 errdetail("pg_cq runs the query under search_path = pg_catalog, pg_temp, where USING would not find the columns' equality operator again."),
 				 errhint("Write the join condition with ON.")));
 	foreach(lc, rte->joinaliasvars)
 	{
@@ -450,8 +450,8 @@ ready_join(JoinExpr *j, ReadyContext *ctx)
 		if (lfirst(lc) != NULL && !IsA(lfirst(lc), Var))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("a join with USING that merges columns of different types or both sides is not supported here for this column type"),
-					 errdetail("pg_cq runs the query with search_path = pg_catalog, pg_temp, where USING would not find the columns' equality operator again."),
+					 errmsg("cannot use JOIN ... USING in a continuous query over these columns"),
+					 errdetail("pg_cq runs the query under search_path = pg_catalog, pg_temp, where USING would not find the columns' equality operator again, and a merged column here is not a column of one side (a FULL JOIN, or columns of different types)."),
 					 errhint("Write the join condition with ON.")));
 	}
 	j->usingClause = NIL;
