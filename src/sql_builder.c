@@ -207,7 +207,7 @@ must_spell(Oid opno, Node *a, Node *b, Node *args, const char *what)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot use %s with a volatile argument on operator %s in a continuous query",
 						what, format_operator(opno)),
-				 errdetail("pg_cq runs the query under search_path = pg_catalog, pg_temp, where %s would not find this operator again; spelled out, the comparison would evaluate its arguments more than once.",
+				 errdetail("pg_cq runs the query with search_path set to pg_catalog, pg_temp, where %s would not find this operator again; spelled out, the comparison would evaluate its arguments more than once.",
 						   what),
 				 errhint("Compare with the operator itself, as in a OPERATOR(schema.=) b.")));
 	return true;
@@ -441,7 +441,7 @@ ready_join(JoinExpr *j, ReadyContext *ctx)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot use JOIN ... USING with an alias in a continuous query over these columns"),
-				 errdetail("pg_cq runs the query under search_path = pg_catalog, pg_temp, where USING would not find the columns' equality operator again."),
+				 errdetail("pg_cq runs the query with search_path set to pg_catalog, pg_temp, where USING would not find the columns' equality operator again."),
 				 errhint("Write the join condition with ON.")));
 	foreach(lc, rte->joinaliasvars)
 	{
@@ -451,7 +451,7 @@ ready_join(JoinExpr *j, ReadyContext *ctx)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot use JOIN ... USING in a continuous query over these columns"),
-					 errdetail("pg_cq runs the query under search_path = pg_catalog, pg_temp, where USING would not find the columns' equality operator again, and a merged column here is not a column of one side (a FULL JOIN, or columns of different types)."),
+					 errdetail("pg_cq runs the query with search_path set to pg_catalog, pg_temp, where USING would not find the columns' equality operator again, and a merged column here is not a column of one side (a FULL JOIN, or columns of different types)."),
 					 errhint("Write the join condition with ON.")));
 	}
 	j->usingClause = NIL;
