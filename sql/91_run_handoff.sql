@@ -14,14 +14,6 @@ SELECT count(cq.pause(CASE WHEN schema IS NULL OR schema = 'public' THEN name
                            ELSE format('%I.%I', schema, name) END)) >= 0 AS others_paused
   FROM cq.queries WHERE state <> 'paused';
 
--- an idle worker of this database (a CALL that found none asked for one)
-CREATE FUNCTION ho_idle_worker() RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_stat_clear_snapshot();
-  RETURN EXISTS (SELECT 1 FROM pg_stat_activity
-                  WHERE backend_type = 'pg_cq worker' AND datname = current_database()
-                    AND coalesce(state, 'idle') = 'idle');
-END $$;
 -- when a worker last served a CALL of query q for this backend (NULL: never)
 CREATE FUNCTION ho_last_served(q text) RETURNS timestamptz LANGUAGE plpgsql AS $$
 DECLARE t timestamptz;
@@ -52,7 +44,7 @@ SELECT cq.create_query('ho_q', 'SELECT k, sum(v) AS s, count(*) AS c FROM ho_src
 SET client_min_messages = notice;
 -- the first call runs wherever it can; it asks for a worker if none is idle
 CALL cq.run('ho_q');
-SELECT wait_until('ho_idle_worker()');
+SELECT wait_until('pool_idle_worker()');
 SELECT ho_served('ho_q') IS NOT NULL AS looked;
 
 -- through the worker: the NOTICE per batch, then "no new data"
@@ -169,6 +161,6 @@ SET client_min_messages = warning;
 SELECT cq.drop_query(n, drop_target => true) FROM unnest(ARRAY['ho_q', 'ho_w', 'ho_e']) n;
 DROP SCHEMA ho_evil CASCADE;
 DROP TABLE ho_src, ho_seen;
-DROP FUNCTION ho_idle_worker(), ho_last_served(text), ho_served(text), ho_check(int);
+DROP FUNCTION ho_last_served(text), ho_served(text), ho_check(int);
 REVOKE USAGE ON SCHEMA cq FROM ho_other;
 DROP ROLE ho_other;

@@ -48,6 +48,7 @@
 #include "citus.h"
 #include "citus_copy.h"
 #include "security.h"
+#include "sql_builder.h"
 #include "options.h"
 #include "aggregates.h"
 #include "timeexpr.h"
@@ -1476,7 +1477,7 @@ cq_analyze_state_signature(CqAnalysis *an)
 	q->hasDistinctOn = false;
 
 	nest = cq_security_deparse_begin();
-	sql = pg_get_querydef(q, false);
+	sql = cq_sql_querydef(q);
 	cq_security_deparse_end(nest);
 	return sql;
 }

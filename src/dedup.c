@@ -95,7 +95,7 @@ inner_sql(CqAnalysis *an, bool history)
 	q->targetList = tlist;
 
 	nest = cq_security_deparse_begin();
-	sql = pg_get_querydef(q, false);
+	sql = cq_sql_querydef(q);
 	cq_security_deparse_end(nest);
 	return sql;
 }

@@ -39,6 +39,7 @@
 
 #include "delta.h"
 #include "security.h"
+#include "sql_builder.h"
 #include "analyze.h"
 #include "tracking.h"
 #include "citus.h"
@@ -332,7 +333,7 @@ inner_sql(CqAnalysis *an, Node *restriction)
 	}
 
 	nest = cq_security_deparse_begin();
-	sql = pg_get_querydef(q, false);
+	sql = cq_sql_querydef(q);
 	cq_security_deparse_end(nest);
 	return sql;
 }
@@ -453,7 +454,7 @@ cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred, boo
 		q->targetList = list_make2(makeTargetEntry((Expr *) et, 1, "et", false),
 								   makeTargetEntry((Expr *) k, 2, "k", false));
 		nest = cq_security_deparse_begin();
-		inner = pg_get_querydef(q, false);
+		inner = cq_sql_querydef(q);
 		cq_security_deparse_end(nest);
 		finite = psprintf("i.k IS TRUE AND %s", finite);
 		return psprintf("SELECT count(*), min(i.et) FILTER (WHERE %s)%s, max(i.et) FILTER (WHERE %s)%s, %s "
@@ -477,7 +478,7 @@ cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred, boo
 											   2, "c", false),
 							   makeTargetEntry((Expr *) et, 3, "et", false));
 	nest = cq_security_deparse_begin();
-	inner = pg_get_querydef(q, false);
+	inner = cq_sql_querydef(q);
 	cq_security_deparse_end(nest);
 	return psprintf("SELECT (SELECT count(*) FROM %s WHERE %s), min(i.et)%s, max(i.et)%s, "
 					"%s FROM (SELECT DISTINCT j.t, j.c, j.et FROM (%s) j WHERE pg_catalog.isfinite(j.et)) i",

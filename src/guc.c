@@ -32,6 +32,9 @@ int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time *
 /* CALL cq.run hands its batches to an idle pool worker (handoff.c) */
 bool		cq_run_in_worker = true;
 
+/* longest batch a worker runs before canceling it as a failure (runner.c) */
+int			cq_batch_timeout_ms = 0;
+
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
 
@@ -182,6 +185,16 @@ cq_guc_init(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("cq.batch_timeout",
+							"Longest time a batch may run in a pg_cq worker; 0 is no limit.",
+							"A batch that runs longer in a worker (scheduled, or a CALL cq.run handed to "
+							"one) is canceled and rolled back, and its query goes failed with the error in "
+							"last_error and is retried with backoff, so one query cannot hold a worker of "
+							"the shared pool.",
+							&cq_batch_timeout_ms,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("cq.coalesce_max_delay",
 							"Longest time a trigger '0' query waits after a batch before the next one.",
 							"After a batch that took D, the next batch starts no earlier than its end "

@@ -62,7 +62,13 @@
  * sends in the database's, the caller converts), application_name, the
  * transaction's isolation and default_transaction_isolation (batches are
  * READ COMMITTED in both).  statement_timeout runs in the caller (it
- * covers the whole CALL, as in-process).
+ * covers the whole CALL, as in-process).  Each setting is applied with the
+ * context and role that set it in the caller (GucContext scontext, srole),
+ * never as the worker's superuser: a placeholder that a plain role set for
+ * a library the caller has not loaded (plpgsql.variable_conflict, an
+ * extension's PGC_SUSET parameter) is refused with a WARNING in a worker
+ * that has the library, or once the call loads it, as the caller's own
+ * session would refuse it then.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,7 +125,7 @@ typedef struct HandoffHeader
 	Size		name_off;
 	Size		target_off;
 	Size		node_target_off;
-	Size		settings_off;	/* name\0value\0 ... \0 */
+	Size		settings_off;	/* name\0value\0how\0 ... \0 */
 	Size		queue_off;
 } HandoffHeader;
 
@@ -162,8 +168,10 @@ passed_setting(struct config_generic *g)
 
 /*
  * serialize_settings
- *	  The caller's settings that go to the worker, as name\0value\0 pairs
- *	  ending with \0.
+ *	  The caller's settings that go to the worker, as name\0value\0how\0
+ *	  triples ending with \0; "how" is "scontext srole placeholder": the
+ *	  GucContext and role that set the value here, and whether it is a
+ *	  placeholder of a library this session has not loaded (apply_settings).
  */
 static void
 serialize_settings(StringInfo buf)
@@ -184,6 +192,9 @@ serialize_settings(StringInfo buf)
 		appendStringInfoString(buf, vars[i]->name);
 		appendStringInfoChar(buf, '\0');
 		appendStringInfoString(buf, value ? value : "");
+		appendStringInfoChar(buf, '\0');
+		appendStringInfo(buf, "%d %u %d", (int) vars[i]->scontext, vars[i]->srole,
+						 (vars[i]->flags & GUC_CUSTOM_PLACEHOLDER) != 0);
 		appendStringInfoChar(buf, '\0');
 	}
 	appendStringInfoChar(buf, '\0');
@@ -520,7 +531,10 @@ cq_handoff_run(const CqCallRun *r)
 	initStringInfo(&settings);
 	serialize_settings(&settings);
 	if (!claim_worker(r->id, &c))
+	{
+		pfree(settings.data);
 		return false;
+	}
 	if (!exit_registered)
 	{
 		before_shmem_exit(handoff_exit, (Datum) 0);
@@ -632,22 +646,43 @@ cq_handoff_run(const CqCallRun *r)
 
 /*
  * apply_settings
- *	  The caller's settings, at session level; each name goes to *names as
- *	  it is set (to RESET after the call, also when one fails).
+ *	  The caller's settings, at session level, each as the context and role
+ *	  that set it in the caller (serialize_settings), so that the caller
+ *	  sets nothing here it could not set itself: the permission checks of
+ *	  set_config_option_ext (PGC_SUSET, GRANT SET ON PARAMETER) apply now,
+ *	  and to a placeholder when the library that defines it is loaded later
+ *	  in the call.  A placeholder of the caller refused so gives a WARNING,
+ *	  as a session loading the library does; any other failure an ERROR.
+ *	  Each name goes to *names as it is set (to RESET after the call, also
+ *	  when one fails).  In a transaction of its own (the checks read the
+ *	  catalog).
  */
 static void
 apply_settings(const char *p, List *volatile *names)
 {
+	MemoryContext cxt = CurrentMemoryContext;
+
+	StartTransactionCommand();
 	while (*p != '\0')
 	{
 		const char *name = p;
 		const char *value = name + strlen(name) + 1;
+		const char *how = value + strlen(value) + 1;
+		int			scontext;
+		Oid			srole;
+		int			placeholder;
 
-		p = value + strlen(value) + 1;
+		p = how + strlen(how) + 1;
+		if (sscanf(how, "%d %u %d", &scontext, &srole, &placeholder) != 3)
+			elog(ERROR, "pg_cq: malformed setting \"%s\" in a CALL cq.run request", name);
+		MemoryContextSwitchTo(cxt);
 		*names = lappend(*names, pstrdup(name));
-		(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET,
-								 true, ERROR, false);
+		MemoryContextSwitchTo(TopTransactionContext);
+		(void) set_config_option_ext(name, value, (GucContext) scontext, PGC_S_SESSION, srole,
+									 GUC_ACTION_SET, true, placeholder ? WARNING : ERROR, false);
 	}
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
 }
 
 /*

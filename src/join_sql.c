@@ -419,7 +419,7 @@ buffers_sql_ext(CqAnalysis *an, Oid bufs[2], const BufRows rows[2], BufQuery wha
 		extra = make_and_qual(extra, range_qual(an->join));
 	q->jointree->quals = make_and_qual(q->jointree->quals, extra);
 	nest = cq_security_deparse_begin();
-	sql = pg_get_querydef(q, false);
+	sql = cq_sql_querydef(q);
 	cq_security_deparse_end(nest);
 	return sql;
 }

@@ -175,7 +175,7 @@ cq_objects_deparse_query(Query *query)
 	int			nest = cq_security_deparse_begin();
 	char	   *sql;
 
-	sql = pg_get_querydef(query, false);
+	sql = cq_sql_querydef(query);
 	cq_security_deparse_end(nest);
 	return sql;
 }

@@ -22,6 +22,7 @@
 #include "ddl.h"
 #include "truncate.h"
 #include "stamp.h"
+#include "tracking.h"
 #include "citus.h"
 #include "shard.h"
 
@@ -50,6 +51,7 @@ _PG_init(void)
 	cq_ddl_init();
 	cq_truncate_init();
 	cq_stamp_init();
+	cq_tracking_init();
 	cq_citus_init();
 	cq_shard_init();
 	cq_launcher_register();

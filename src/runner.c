@@ -29,6 +29,12 @@
  *					function: nothing can be committed separately, the error
  *					just propagates and the caller's transaction rolls back.
  *
+ * In a pg_cq worker (a scheduled batch, or a CALL cq.run handed to one) a
+ * batch runs at most cq.batch_timeout: then it is canceled, and unlike
+ * other cancels that is a failure (the query goes 'failed', the worker's
+ * backoff applies), so that one query cannot keep a worker of the shared
+ * pool busy (batch_timeout_*).
+ *
  * Memory: the batch runs in the caller's memory context, which the caller
  * resets per batch (the worker's loop context, cq.run's batch context); the
  * error copy lives there too, and CurrentMemoryContext is that context
@@ -42,9 +48,13 @@
 
 #include "access/xact.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
 #include "utils/resowner.h"
+#include "utils/timeout.h"
 
 #include "runner.h"
+#include "guc.h"
 #include "catalog.h"
 #include "status.h"
 
@@ -58,6 +68,69 @@ cq_runner_is_failure(ErrorData *edata)
 {
 	return edata->sqlerrcode != ERRCODE_QUERY_CANCELED &&
 		edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
+/* the timeout of a worker's batch (cq.batch_timeout), registered once */
+static TimeoutId batch_timeout_id = MAX_TIMEOUTS;
+static volatile sig_atomic_t batch_timed_out = false;
+
+/*
+ * batch_timeout_handler
+ *	  cq.batch_timeout elapsed: cancel the batch as a statement cancel does.
+ */
+static void
+batch_timeout_handler(void)
+{
+	batch_timed_out = true;
+	QueryCancelPending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+/*
+ * batch_timeout_begin
+ *	  Arm cq.batch_timeout for a batch of a pg_cq worker; false (nothing
+ *	  armed) elsewhere or when it is 0.
+ */
+static bool
+batch_timeout_begin(void)
+{
+	batch_timed_out = false;
+	if (cq_batch_timeout_ms <= 0 || !IsBackgroundWorker)
+		return false;
+	if (batch_timeout_id == MAX_TIMEOUTS)
+		batch_timeout_id = RegisterTimeout(USER_TIMEOUT, batch_timeout_handler);
+	enable_timeout_after(batch_timeout_id, cq_batch_timeout_ms);
+	return true;
+}
+
+/*
+ * batch_timeout_end
+ *	  Disarm it; true if it fired during the batch.
+ */
+static bool
+batch_timeout_end(bool armed)
+{
+	if (!armed)
+		return false;
+	disable_timeout(batch_timeout_id, false);
+	return batch_timed_out;
+}
+
+/*
+ * batch_timeout_error
+ *	  The error a batch canceled by cq.batch_timeout reports (to last_error,
+ *	  and to the caller of a CALL handed to the worker) instead of the
+ *	  cancel's "canceling statement due to user request".
+ */
+static void
+batch_timeout_error(ErrorData *edata)
+{
+	edata->sqlerrcode = ERRCODE_QUERY_CANCELED;
+	edata->message = psprintf("canceling the batch: it ran longer than cq.batch_timeout (%d ms)",
+							  cq_batch_timeout_ms);
+	edata->detail = pstrdup("The batch was rolled back; the query is failed and its batches are retried with backoff.");
+	edata->hint = pstrdup("Make the query cheaper (a filter, max_rows_per_trigger), or ask a superuser to raise cq.batch_timeout.");
 }
 
 /*
@@ -122,6 +195,7 @@ cq_runner_run(int32 id, CqRunMode mode, CqRunBody body, void *arg)
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	volatile bool failed = false;
+	volatile bool timeout_armed;
 
 	keep_batch_memory();
 	if (mode == CQ_RUN_ATOMIC)
@@ -139,23 +213,38 @@ cq_runner_run(int32 id, CqRunMode mode, CqRunBody body, void *arg)
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
 	}
+	timeout_armed = batch_timeout_begin();
 	PG_TRY();
 	{
 		body(arg);
+		(void) batch_timeout_end(timeout_armed);
 		end_transaction(mode, true, cxt, owner);
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		bool		timed_out;
 
 		/* PG_CATCH has restored error_context_stack to the caller's */
 		MemoryContextSwitchTo(cxt);
-		if (mode == CQ_RUN_XACT)
-			EmitErrorReport();
 		edata = CopyErrorData();
+		timed_out = batch_timeout_end(timeout_armed) && edata->sqlerrcode == ERRCODE_QUERY_CANCELED;
+		if (mode == CQ_RUN_XACT && !timed_out)
+			EmitErrorReport();
 		FlushErrorState();
+		if (timed_out)
+		{
+			batch_timeout_error(edata);
+			if (mode == CQ_RUN_XACT)
+			{
+				/* logged as the worker logs a batch's error */
+				edata->elevel = LOG;
+				ThrowErrorData(edata);
+				edata->elevel = ERROR;
+			}
+		}
 		end_transaction(mode, false, cxt, owner);
-		failed = cq_runner_is_failure(edata);
+		failed = timed_out || cq_runner_is_failure(edata);
 		if (mode == CQ_RUN_XACT)
 		{
 			if (failed)

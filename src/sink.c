@@ -268,7 +268,7 @@ cq_sink_output_list_part(CqAnalysis *an, Oid viewid, bool keys_only, bool nonkey
 			continue;
 		e = output_mutator((Node *) copyObject(tle->expr), &ctx);
 		appendStringInfo(&buf, "%s%s", first ? "" : ", ",
-						 deparse_expression(e, dpcontext, true, false));
+						 cq_sql_expression(e, dpcontext));
 		first = false;
 	}
 	cq_security_deparse_end(nest);
@@ -305,7 +305,7 @@ cq_sink_having_sql(CqAnalysis *an, Oid viewid)
 	dpcontext = deparse_context_for("f", viewid);
 	nest = cq_security_deparse_begin();
 	e = output_mutator((Node *) copyObject(an->query->havingQual), &ctx);
-	sql = deparse_expression(e, dpcontext, true, false);
+	sql = cq_sql_expression(e, dpcontext);
 	cq_security_deparse_end(nest);
 	return sql;
 }

@@ -8,6 +8,10 @@
  * Type and collation names are schema-qualified because generated SQL runs
  * under a fixed search_path.
  *
+ * Queries and expressions are deparsed through cq_sql_querydef and
+ * cq_sql_expression, which first make explicit every operator the text
+ * would name only implicitly (ready_mutator).
+ *
  * SPI helpers raise an error on any unexpected return code.  Switching
  * users is security.c's business.
  *
@@ -19,11 +23,18 @@
 #include "utils/memutils.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "common/hashfn.h"
@@ -121,6 +132,390 @@ cq_sql_collate(Oid collation, Oid type)
 	if (!OidIsValid(collation) || collation == get_typcollation(type))
 		return "";
 	return cq_sql_collation(collation);
+}
+
+/*
+ * Deparsing for generated SQL.
+ *
+ * Callers deparse under search_path = pg_catalog (cq_security_deparse_begin),
+ * so ruleutils qualifies every function, operator, type and relation of
+ * another schema, and the text runs under pg_catalog, pg_temp (pg_temp is
+ * never searched for functions and operators, and comes after pg_catalog
+ * for types and relations).  Four constructs print no operator, and
+ * parsing their text looks "=" up by name again: a IS [NOT] DISTINCT FROM
+ * b, NULLIF(a, b), CASE a WHEN b ... and JOIN ... USING / NATURAL JOIN.
+ * Under the pinned path that finds no operator for a type whose equality
+ * lives in another schema (the batch fails), or a different one: for a type
+ * with an implicit cast to text (citext, say) text's case-sensitive "=".
+ * ready_mutator rewrites those whose operator a look-up by name would not
+ * find again into forms that print it (schema-qualified when needed):
+ *   a IS DISTINCT FROM b -> CASE WHEN a IS NULL THEN b IS NOT NULL
+ *                           WHEN b IS NULL THEN true ELSE NOT (a op b) END
+ *   NULLIF(a, b)         -> CASE WHEN a op b THEN NULL ELSE a END
+ *   CASE a WHEN b ...    -> CASE WHEN a op b ...
+ *   JOIN ... USING (c)   -> JOIN ... ON <its conditions>
+ * The first three evaluate a (and b) more than once: with volatile
+ * arguments they are refused instead.  A USING join whose merged columns
+ * are not plain references to one side's columns (or that has an alias)
+ * is refused too.  Nothing changes for operators found again, the usual
+ * case (pg_catalog's, or any whose schema the deparse path shows).
+ */
+typedef struct ReadyContext
+{
+	List	   *rtable;			/* of the query being walked */
+} ReadyContext;
+
+static Node *ready_mutator(Node *node, ReadyContext *ctx);
+
+/*
+ * op_found_again
+ *	  Would parsing "a <name> b", with a and b of the types their text shows
+ *	  (implicit coercions are not printed), find operator opno under the
+ *	  current search_path?
+ */
+static bool
+op_found_again(Oid opno, Node *a, Node *b)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Operator	found;
+	bool		same;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	found = oper(NULL, list_make1(makeString(pstrdup(NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname)))),
+				 exprType(strip_implicit_coercions(a)), exprType(strip_implicit_coercions(b)), true, -1);
+	ReleaseSysCache(tup);
+	same = found != NULL && oprid(found) == opno;
+	if (found != NULL)
+		ReleaseSysCache(found);
+	return same;
+}
+
+/*
+ * must_spell
+ *	  Must construct `what` comparing a and b with opno be rewritten (its
+ *	  operator would not be found again)?  Error out when it has volatile
+ *	  arguments (args), which the rewrite would evaluate more than once.
+ */
+static bool
+must_spell(Oid opno, Node *a, Node *b, Node *args, const char *what)
+{
+	if (op_found_again(opno, a, b))
+		return false;
+	if (contain_volatile_functions(args))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use %s with a volatile argument on operator %s in a continuous query",
+						what, format_operator(opno)),
+				 errdetail("pg_cq runs the query with search_path set to pg_catalog, pg_temp, where %s would not find this operator again; spelled out, the comparison would evaluate its arguments more than once.",
+						   what),
+				 errhint("Compare with the operator itself, as in a OPERATOR(schema.=) b.")));
+	return true;
+}
+
+static Expr *
+make_null_test(Node *arg, NullTestType type)
+{
+	NullTest   *nt = makeNode(NullTest);
+
+	nt->arg = (Expr *) copyObject(arg);
+	nt->nulltesttype = type;
+	nt->argisrow = false;
+	nt->location = -1;
+	return (Expr *) nt;
+}
+
+static CaseWhen *
+make_when(Expr *cond, Expr *result)
+{
+	CaseWhen   *w = makeNode(CaseWhen);
+
+	w->expr = cond;
+	w->result = result;
+	w->location = -1;
+	return w;
+}
+
+static CaseExpr *
+make_case(Oid type, Oid collid, List *whens, Expr *otherwise)
+{
+	CaseExpr   *c = makeNode(CaseExpr);
+
+	c->casetype = type;
+	c->casecollid = collid;
+	c->arg = NULL;
+	c->args = whens;
+	c->defresult = otherwise;
+	c->location = -1;
+	return c;
+}
+
+/*
+ * ready_distinct
+ *	  a IS DISTINCT FROM b, when its "=" would not be found again.
+ */
+static Node *
+ready_distinct(DistinctExpr *d)
+{
+	Node	   *a = linitial(d->args);
+	Node	   *b = lsecond(d->args);
+
+	if (!must_spell(d->opno, a, b, (Node *) d->args, "IS DISTINCT FROM"))
+		return (Node *) d;
+	return (Node *) make_case(BOOLOID, InvalidOid,
+							  list_make2(make_when(make_null_test(a, IS_NULL), make_null_test(b, IS_NOT_NULL)),
+										 make_when(make_null_test(b, IS_NULL),
+												   (Expr *) makeBoolConst(true, false))),
+							  make_notclause(make_opclause(d->opno, BOOLOID, false, (Expr *) copyObject(a), (Expr *) copyObject(b), InvalidOid, d->inputcollid)));
+}
+
+/*
+ * ready_nullif
+ *	  NULLIF(a, b), when its "=" would not be found again.
+ */
+static Node *
+ready_nullif(NullIfExpr *n)
+{
+	Node	   *a = linitial(n->args);
+	Node	   *b = lsecond(n->args);
+
+	if (!must_spell(n->opno, a, b, (Node *) n->args, "NULLIF"))
+		return (Node *) n;
+	return (Node *) make_case(n->opresulttype, n->opcollid,
+							  list_make1(make_when(make_opclause(n->opno, BOOLOID, false, (Expr *) copyObject(a), (Expr *) copyObject(b), InvalidOid, n->inputcollid),
+												   (Expr *) makeNullConst(n->opresulttype, exprTypmod(a),
+																		  n->opcollid))),
+							  (Expr *) copyObject(a));
+}
+
+/*
+ * case_when_op
+ *	  The comparison of a simple CASE's WHEN, whose left operand is a
+ *	  CaseTestExpr (possibly under implicit coercions), as the parser
+ *	  builds it; else NULL.
+ */
+static OpExpr *
+case_when_op(CaseWhen *w)
+{
+	OpExpr	   *op = (OpExpr *) w->expr;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+		!IsA(strip_implicit_coercions(linitial(op->args)), CaseTestExpr))
+		return NULL;
+	return op;
+}
+
+/*
+ * replace_case_test
+ *	  A copy of e (a CaseTestExpr under implicit coercions) with arg in
+ *	  place of the CaseTestExpr.
+ */
+static Node *
+replace_case_test(Node *e, Node *arg)
+{
+	if (IsA(e, CaseTestExpr))
+		return copyObject(arg);
+	if (IsA(e, RelabelType))
+	{
+		RelabelType *r = copyObject((RelabelType *) e);
+
+		r->arg = (Expr *) replace_case_test((Node *) ((RelabelType *) e)->arg, arg);
+		return (Node *) r;
+	}
+	if (IsA(e, FuncExpr) && list_length(((FuncExpr *) e)->args) >= 1)
+	{
+		FuncExpr   *f = copyObject((FuncExpr *) e);
+
+		linitial(f->args) = replace_case_test(linitial(((FuncExpr *) e)->args), arg);
+		return (Node *) f;
+	}
+	if (IsA(e, CoerceViaIO))
+	{
+		CoerceViaIO *c = copyObject((CoerceViaIO *) e);
+
+		c->arg = (Expr *) replace_case_test((Node *) ((CoerceViaIO *) e)->arg, arg);
+		return (Node *) c;
+	}
+	if (IsA(e, ArrayCoerceExpr))
+	{
+		ArrayCoerceExpr *c = copyObject((ArrayCoerceExpr *) e);
+
+		c->arg = (Expr *) replace_case_test((Node *) ((ArrayCoerceExpr *) e)->arg, arg);
+		return (Node *) c;
+	}
+	if (IsA(e, CoerceToDomain))
+	{
+		CoerceToDomain *c = copyObject((CoerceToDomain *) e);
+
+		c->arg = (Expr *) replace_case_test((Node *) ((CoerceToDomain *) e)->arg, arg);
+		return (Node *) c;
+	}
+	elog(ERROR, "pg_cq: unexpected node %d over a CASE test value", (int) nodeTag(e));
+	return NULL;
+}
+
+/*
+ * ready_case
+ *	  CASE a WHEN b ..., when the "=" of one of its WHENs would not be
+ *	  found again: the searched form CASE WHEN a op b ...
+ */
+static Node *
+ready_case(CaseExpr *c)
+{
+	ListCell   *lc;
+	bool		spell = false;
+	List	   *whens = NIL;
+	CaseExpr   *r;
+
+	if (c->arg == NULL)
+		return (Node *) c;
+	foreach(lc, c->args)
+		if (case_when_op(lfirst(lc)) == NULL)
+			return (Node *) c;	/* printed whole: nothing is implicit */
+	foreach(lc, c->args)
+	{
+		OpExpr	   *op = case_when_op(lfirst(lc));
+
+		spell |= must_spell(op->opno, (Node *) c->arg, lsecond(op->args), (Node *) c->arg, "CASE ... WHEN");
+	}
+	if (!spell)
+		return (Node *) c;
+	foreach(lc, c->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+		OpExpr	   *op = copyObject(case_when_op(w));
+
+		linitial(op->args) = replace_case_test(linitial(case_when_op(w)->args), (Node *) c->arg);
+		whens = lappend(whens, make_when((Expr *) op, w->result));
+	}
+	r = make_case(c->casetype, c->casecollid, whens, c->defresult);
+	r->location = c->location;
+	return (Node *) r;
+}
+
+/*
+ * quals_found_again
+ *	  Is every operator of a USING join's conditions (an AND of OpExprs)
+ *	  found again by name?
+ */
+static bool
+quals_found_again(Node *quals)
+{
+	ListCell   *lc;
+
+	if (quals == NULL)
+		return true;
+	if (IsA(quals, OpExpr))
+		return list_length(((OpExpr *) quals)->args) != 2 ||
+			op_found_again(((OpExpr *) quals)->opno, linitial(((OpExpr *) quals)->args),
+						   lsecond(((OpExpr *) quals)->args));
+	if (is_andclause(quals))
+	{
+		foreach(lc, ((BoolExpr *) quals)->args)
+			if (!quals_found_again(lfirst(lc)))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * ready_join
+ *	  JOIN ... USING / NATURAL JOIN printed as ON its conditions, when one
+ *	  of their operators would not be found again.  ruleutils then prints a
+ *	  merged column of the (unnamed) join as the column of the side it is
+ *	  taken from; one that is not a plain column of a side (FULL JOIN, or
+ *	  columns of different types) is refused.
+ */
+static Node *
+ready_join(JoinExpr *j, ReadyContext *ctx)
+{
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	int			i = 0;
+
+	if ((j->usingClause == NIL && !j->isNatural) || quals_found_again(j->quals))
+		return (Node *) j;
+	rte = j->rtindex > 0 && j->rtindex <= list_length(ctx->rtable) ? rt_fetch(j->rtindex, ctx->rtable) : NULL;
+	if (rte == NULL || rte->rtekind != RTE_JOIN || rte->alias != NULL || j->alias != NULL ||
+		j->join_using_alias != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use JOIN ... USING with an alias in a continuous query over these columns"),
+				 errdetail("pg_cq runs the query with search_path set to pg_catalog, pg_temp, where USING would not find the columns' equality operator again."),
+				 errhint("Write the join condition with ON.")));
+	foreach(lc, rte->joinaliasvars)
+	{
+		if (i++ >= rte->joinmergedcols)
+			break;
+		if (lfirst(lc) != NULL && !IsA(lfirst(lc), Var))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot use JOIN ... USING in a continuous query over these columns"),
+					 errdetail("pg_cq runs the query with search_path set to pg_catalog, pg_temp, where USING would not find the columns' equality operator again, and a merged column here is not a column of one side (a FULL JOIN, or columns of different types)."),
+					 errhint("Write the join condition with ON.")));
+	}
+	j->usingClause = NIL;
+	j->isNatural = false;
+	return (Node *) j;
+}
+
+static Node *
+ready_mutator(Node *node, ReadyContext *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Query))
+	{
+		List	   *save = ctx->rtable;
+		Query	   *q;
+
+		ctx->rtable = ((Query *) node)->rtable;
+		q = query_tree_mutator((Query *) node, ready_mutator, ctx, 0);
+		ctx->rtable = save;
+		return (Node *) q;
+	}
+	node = expression_tree_mutator(node, ready_mutator, ctx);
+	switch (nodeTag(node))
+	{
+		case T_DistinctExpr:
+			return ready_distinct((DistinctExpr *) node);
+		case T_NullIfExpr:
+			return ready_nullif((NullIfExpr *) node);
+		case T_CaseExpr:
+			return ready_case((CaseExpr *) node);
+		case T_JoinExpr:
+			return ready_join((JoinExpr *) node, ctx);
+		default:
+			return node;
+	}
+}
+
+/*
+ * cq_sql_querydef
+ *	  pg_get_querydef of q ready for the pinned search_path (see above).
+ *	  Caller is between cq_security_deparse_begin and _end.  q is not
+ *	  changed.
+ */
+char *
+cq_sql_querydef(Query *q)
+{
+	ReadyContext ctx = {NIL};
+
+	return pg_get_querydef((Query *) ready_mutator((Node *) q, &ctx), false);
+}
+
+/*
+ * cq_sql_expression
+ *	  deparse_expression of e (prefixed, no implicit casts shown) ready for
+ *	  the pinned search_path.  Caller is between cq_security_deparse_begin
+ *	  and _end.  e is not changed.
+ */
+char *
+cq_sql_expression(Node *e, List *dpcontext)
+{
+	ReadyContext ctx = {NIL};
+
+	return deparse_expression(ready_mutator(e, &ctx), dpcontext, true, false);
 }
 
 /*

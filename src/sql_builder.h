@@ -12,6 +12,7 @@
 #include "postgres.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "nodes/parsenodes.h"
 #include "utils/rel.h"
 
 extern void cq_sql_ident(StringInfo buf, const char *ident);
@@ -20,6 +21,8 @@ extern char *cq_sql_relname_str(Oid relid);
 extern char *cq_sql_type(Oid type, int32 typmod);
 extern char *cq_sql_collation(Oid collation);
 extern char *cq_sql_collate(Oid collation, Oid type);
+extern char *cq_sql_querydef(Query *q);
+extern char *cq_sql_expression(Node *e, List *dpcontext);
 extern void cq_spi_exec(const char *sql, int expected, int nargs, Oid *types,
 						Datum *values, const char *nulls);
 extern void cq_spi_exec_cached(const char *sql, int expected, int nargs, Oid *types,
