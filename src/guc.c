@@ -26,7 +26,7 @@ int			cq_work_mem_kb = 4096;
 int			cq_max_queries = 1024;	/* status slots in shared memory */
 int			cq_max_workers = 2;	/* batch workers per database */
 int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
-int			cq_coalesce_max_delay_ms = 20;	/* trigger '0': longest hold after a batch */
+int			cq_coalesce_max_delay_ms = 100;	/* trigger '0': longest hold after a batch */
 int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time */
 
 /* CALL cq.run hands its batches to an idle pool worker (handoff.c) */
@@ -189,7 +189,7 @@ cq_guc_init(void)
 							"of commits batches grow and their fixed cost is shared by more rows; a commit "
 							"after that runs at once. 0 = no wait.",
 							&cq_coalesce_max_delay_ms,
-							20, 0, 10000,
+							100, 0, 10000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
