@@ -9,7 +9,9 @@
 #     starts at least the hold after the previous one ended (a hold can only
 #     make the gap longer on a slow machine, never shorter), and the stream
 #     is folded in fewer batches than its length allows at one per 100 ms;
-#   - every row exactly once.
+#   - every row exactly once;
+#   - cq.coalesce_row_us: a batch of r rows holds the query for at least
+#     min(r x that, the cap) even when the factor x its CPU time is less.
 # Every wait polls with a deadline.
 use strict;
 use warnings;
@@ -77,6 +79,48 @@ cmp_ok($ngaps, '>=', 1, "the stream took more than one batch ($nb)");
 cmp_ok($min_gap, '>=', 95, "each batch waited the 100 ms hold after the previous one (shortest gap $min_gap ms)");
 my $most = int($secs / 0.1) + 2;
 cmp_ok($nb, '<=', $most, "at most $most batches for a $secs s stream ($nb)");
+
+# --- cq.coalesce_row_us: the hold is also at least that many microseconds
+# per row the batch read (up to the cap), so that under heavy ingest batches
+# grow to the cap where cq.coalesce_factor x D settles on small ones.  With
+# the factor at 1 and 10 ms per row, a batch of r rows holds the query for
+# at least min(10 r ms, 100 ms), whatever its CPU time (the factor alone:
+# about its CPU time, a few ms).
+$node->safe_psql('postgres', 'ALTER SYSTEM SET cq.coalesce_factor = 1');
+$node->safe_psql('postgres', 'ALTER SYSTEM SET cq.coalesce_row_us = 10000');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok($node->poll_query_until('postgres',
+	"SELECT current_setting('cq.coalesce_row_us') = '10000' AND current_setting('cq.coalesce_factor') = '1'"),
+	'reloaded');
+ok($node->poll_query_until('postgres',
+	"SELECT max(started_at + duration_ms * interval '1 ms') < now() - interval '500 ms' FROM cq.progress WHERE name = 'out'"),
+	'out idle again');
+$b0 = $node->safe_psql('postgres', "SELECT max(batch_id) FROM cq.progress WHERE name = 'out'");
+# 40 commits of 5 rows each, 10 ms apart
+$node->safe_psql('postgres', q{
+	DO $$ BEGIN
+	  FOR i IN 1 .. 40 LOOP
+	    INSERT INTO src SELECT 1000 + 5 * i + g FROM generate_series(0, 4) g;
+	    COMMIT;
+	    PERFORM pg_sleep(0.01);
+	  END LOOP;
+	END $$});
+ok($node->poll_query_until('postgres', q{
+	SELECT (SELECT count(*) FROM out) = 300 AND (SELECT count(DISTINCT id) FROM out) = 300
+	   AND NOT EXISTS (SELECT id FROM src EXCEPT SELECT id FROM out)}), 'rows: every row exactly once');
+# each gap against the hold the previous batch's rows ask for
+my $short = $node->safe_psql('postgres', qq{
+	SELECT count(*) FILTER (WHERE gap_ms IS NOT NULL) || ' '
+	       || count(*) FILTER (WHERE gap_ms < least(10 * prev_rows, 100) - 2) || ' '
+	       || coalesce(max(prev_rows), 0)
+	  FROM (SELECT extract(epoch FROM started_at - lag(started_at + duration_ms * interval '1 ms')
+	                 OVER (ORDER BY batch_id)) * 1000 AS gap_ms,
+	               lag(num_input_rows) OVER (ORDER BY batch_id) AS prev_rows
+	          FROM cq.progress WHERE name = 'out' AND batch_id > $b0 AND num_input_rows > 0) g});
+my ($npairs, $nshort, $maxrows) = split / /, $short;
+note("row-term stream: $npairs gaps, largest batch $maxrows rows");
+cmp_ok($npairs, '>=', 1, 'the stream took more than one batch');
+is($nshort, '0', 'no batch started before min(its predecessor\'s rows x 1 ms, 100 ms) had passed');
 
 $node->stop;
 done_testing();
