@@ -135,7 +135,7 @@ RESET ROLE;
 ALTER TABLE regress_cq_names_bob2.nm_twin_bob SET SCHEMA public;
 CREATE SCHEMA regress_cq_names_moved AUTHORIZATION regress_cq_names_bob;
 ALTER TABLE regress_cq_names_bob2.nm_counts SET SCHEMA regress_cq_names_moved;
-SELECT schema, name, target FROM cq.queries WHERE owner = 'regress_cq_names_bob'::regrole;
+SELECT schema, name, target FROM cq.queries WHERE owner = 'regress_cq_names_bob'::regrole ORDER BY 1, 2;
 SELECT DISTINCT schema FROM cq.progress WHERE name = 'nm_counts' ORDER BY 1;
 SET ROLE regress_cq_names_bob;
 INSERT INTO regress_cq_names_bob2.nm_src VALUES (3, 3);

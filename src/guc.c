@@ -26,8 +26,9 @@ int			cq_work_mem_kb = 4096;
 int			cq_max_queries = 1024;	/* status slots in shared memory */
 int			cq_max_workers = 2;	/* batch workers per database */
 int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
-int			cq_coalesce_max_delay_ms = 20;	/* trigger '0': longest hold after a batch */
+int			cq_coalesce_max_delay_ms = 100;	/* trigger '0': longest hold after a batch */
 int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time */
+int			cq_coalesce_row_us = 5;	/* trigger '0': and at least this x its rows */
 
 /* CALL cq.run hands its batches to an idle pool worker (handoff.c) */
 bool		cq_run_in_worker = true;
@@ -202,7 +203,7 @@ cq_guc_init(void)
 							"of commits batches grow and their fixed cost is shared by more rows; a commit "
 							"after that runs at once. 0 = no wait.",
 							&cq_coalesce_max_delay_ms,
-							20, 0, 10000,
+							100, 0, 10000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
@@ -213,6 +214,17 @@ cq_guc_init(void)
 							"0 = no wait.",
 							&cq_coalesce_factor,
 							4, 0, 1000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.coalesce_row_us",
+							"Wait of a trigger '0' query after a batch, in microseconds per row it read.",
+							"The wait after a batch is at least this times its rows (up to "
+							"cq.coalesce_max_delay), so that under heavy ingest batches grow until the cap "
+							"even when cq.coalesce_factor x D does not reach it; small batches hardly "
+							"notice it. 0 = only cq.coalesce_factor.",
+							&cq_coalesce_row_us,
+							5, 0, 100000,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 

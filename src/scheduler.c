@@ -13,8 +13,9 @@
  *	 - trigger '0': due when a commit to its source marked its shared slot
  *	   pending (wakeup.c), after a batch cut short by max_rows_per_trigger,
  *	   and on every catalog reload (the fallback poll); but after a batch
- *	   that read rows and took D of the worker's CPU, not before its end +
- *	   min(cq.coalesce_factor x D, cq.coalesce_max_delay) (the hold): under
+ *	   that read R rows and took D of the worker's CPU, not before its end +
+ *	   min(max(cq.coalesce_factor x D, cq.coalesce_row_us x R),
+ *	   cq.coalesce_max_delay) (the hold): under
  *	   a stream of commits batches then grow and their fixed cost is shared
  *	   by more rows, one query takes at most ~1/(factor + 1) of a worker
  *	   until the cap, and a commit after the hold runs at once (a sparse
@@ -118,6 +119,7 @@ typedef struct SchedQuery
 	int			slot;			/* its status slot (cq_shared->queries), -1 = none */
 	TimestampTz last_end;		/* trigger '0': its last batch ended then (0 = */
 	int64		last_cpu_us;	/* no hold) and took this much CPU (the hold) */
+	int64		last_rows;		/* and read this many rows (the hold) */
 } SchedQuery;
 
 static Oid	my_dboid = InvalidOid;
@@ -157,21 +159,28 @@ next_tick_after(TimestampTz t, int64 interval_us)
 /*
  * cq_coalesce_hold_until
  *	  The earliest start of a trigger '0' query's next batch after one that
- *	  ended at `ended` and took cpu_us (the worker's CPU time): its end plus the
- *	  smaller of cq.coalesce_factor x cpu_us and cq.coalesce_max_delay (0
- *	  when either is off, or ended is 0: a batch cut short by a row limit,
- *	  a resumed or new query).  See the file header.  Also the worker's
+ *	  ended at `ended`, took cpu_us (the worker's CPU time) and read rows:
+ *	  its end plus the larger of cq.coalesce_factor x cpu_us and
+ *	  cq.coalesce_row_us x rows, at most cq.coalesce_max_delay (0 when the
+ *	  cap or the factor is off, or ended is 0: a batch cut short by a row
+ *	  limit, a resumed or new query).  The rows' term lets batches grow
+ *	  to the cap under heavy ingest where the factor alone settles on
+ *	  small ones: on a busy machine the worker's CPU per row is small
+ *	  against the rate rows come in (goal 3: 5-7k-row batches at 200k
+ *	  rows/s, whose fixed cost was a large share); at 10,000 single-row
+ *	  commits/s it adds ~0.2 ms.  See the file header.  Also the worker's
  *	  rule for running a query again in the same visit.
  */
 TimestampTz
-cq_coalesce_hold_until(TimestampTz ended, int64 cpu_us)
+cq_coalesce_hold_until(TimestampTz ended, int64 cpu_us, int64 rows)
 {
 	int64		hold;
 
 	if (ended == 0 || cq_coalesce_max_delay_ms <= 0 || cq_coalesce_factor <= 0)
 		return 0;
-	hold = Min((int64) cq_coalesce_max_delay_ms * 1000,
-			   Max(cpu_us, 0) * cq_coalesce_factor);
+	hold = Max(Max(cpu_us, 0) * cq_coalesce_factor,
+			   Min(Max(rows, 0), (int64) 1000000000) * cq_coalesce_row_us);
+	hold = Min((int64) cq_coalesce_max_delay_ms * 1000, hold);
 	return ended + hold;
 }
 
@@ -185,7 +194,7 @@ held(SchedQuery *q, TimestampTz now, TimestampTz *until)
 {
 	if (q->trigger != TRIG_ZERO)
 		return false;
-	*until = cq_coalesce_hold_until(q->last_end, q->last_cpu_us);
+	*until = cq_coalesce_hold_until(q->last_end, q->last_cpu_us, q->last_rows);
 	return now < *until;
 }
 
@@ -579,7 +588,7 @@ collect_pending(TimestampTz now)
  */
 static void
 batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
-		   int64 cpu_us, TimestampTz now)
+		   int64 cpu_us, int64 rows, TimestampTz now)
 {
 	SchedQuery *q = find_query(query_id);
 
@@ -589,6 +598,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
 	/* the hold after a batch; none after a row limit (backlog) or a death */
 	q->last_end = (dead || failed || more) ? 0 : ended;
 	q->last_cpu_us = cpu_us;
+	q->last_rows = rows;
 	if (dead)
 		q->due = true;			/* killed mid-batch: it rolled back, run again */
 	else if (failed)
@@ -644,6 +654,7 @@ collect_results(TimestampTz now)
 		bool		more[CQ_WORKER_GROUP_MAX];
 		TimestampTz ended[CQ_WORKER_GROUP_MAX];
 		int64		cpu_us[CQ_WORKER_GROUP_MAX];
+		int64		rows[CQ_WORKER_GROUP_MAX];
 
 		if (w < 0)
 			continue;
@@ -666,6 +677,7 @@ collect_results(TimestampTz now)
 				more[n] = slot->done[j] && slot->more[j];
 				ended[n] = slot->done[j] ? slot->ended[j] : 0;
 				cpu_us[n] = slot->cpu_us[j];
+				rows[n] = slot->rows[j];
 				n++;
 			}
 			if (dead || !slot->busy)
@@ -686,7 +698,7 @@ collect_results(TimestampTz now)
 			my_handles[k] = NULL;
 		}
 		for (int j = 0; j < n; j++)
-			batch_done(ids[j], dead_q[j], failed[j], more[j], ended[j], cpu_us[j], now);
+			batch_done(ids[j], dead_q[j], failed[j], more[j], ended[j], cpu_us[j], rows[j], now);
 	}
 }
 
@@ -890,6 +902,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
 		slot->ended[j] = 0;
 		slot->cpu_us[j] = 0;
+		slot->rows[j] = 0;
 		if (s)
 		{
 			s->is_trigger_active = true;

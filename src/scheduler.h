@@ -13,6 +13,6 @@
 #include "datatype/timestamp.h"
 
 PGDLLEXPORT extern void cq_scheduler_main(Datum arg);
-extern TimestampTz cq_coalesce_hold_until(TimestampTz ended, int64 cpu_us);
+extern TimestampTz cq_coalesce_hold_until(TimestampTz ended, int64 cpu_us, int64 rows);
 
 #endif							/* CQ_SCHEDULER_H */

@@ -100,6 +100,7 @@ typedef struct CqWorkerSlot
 	TimestampTz ended[CQ_WORKER_GROUP_MAX]; /* when the batch ended */
 	int64		cpu_us[CQ_WORKER_GROUP_MAX];	/* and the CPU time it took (the
 												 * trigger '0' hold, scheduler.c) */
+	int64		rows[CQ_WORKER_GROUP_MAX];	/* and the rows it read (same) */
 
 	/*
 	 * A CALL cq.run handed to this worker (handoff.c): the caller claims an

@@ -176,6 +176,7 @@ typedef struct WorkerBatch
 	BatchContext bctx;			/* for the error context */
 	bool		ran;			/* a batch was recorded */
 	bool		more;			/* rows or a no-data batch left */
+	int64		rows;			/* the rows it read, when it ran */
 	bool		has_watermark;	/* after the batch, when it ran */
 	TimestampTz watermark;
 	int64		last_batch_id;
@@ -215,6 +216,7 @@ batch_body(void *arg)
 		cq_batch_run_query(q, &last, 0, &res);
 		error_context_stack = errcb.previous;
 		wb->ran = res.ran;
+		wb->rows = res.ran ? res.input_rows : 0;
 		/* rows left behind by a row limit, or windows a new watermark closes */
 		wb->more = (res.ran && q->opts.max_rows_per_trigger > 0 &&
 					res.input_rows >= q->opts.max_rows_per_trigger) ||
@@ -269,7 +271,7 @@ cpu_now_us(void)
  *	  one.  Sets the outcome flags.
  */
 static void
-run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
+run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more, int64 *rows)
 {
 	WorkerBatch wb;
 
@@ -286,6 +288,7 @@ run_batch(int32 query_id, const char *name, bool *ran, bool *failed, bool *more)
 	MemoryContextSwitchTo(worker_context);
 	*ran = wb.ran;
 	*more = wb.more;
+	*rows = wb.rows;
 
 	cq_status_batch_end(query_id, wb.ran, wb.last_batch_id, wb.has_watermark, wb.watermark,
 						wb.more);
@@ -425,7 +428,7 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, Timestamp
 
 		qs[k] = cq_shmem_find_query(my_dboid, ids[k]);
 		run[k] = qs[k] != NULL && qs[k]->pending && !slot->collected[k] && slot->rerun_ok[k];
-		until = cq_coalesce_hold_until(slot->ended[k], slot->cpu_us[k]);
+		until = cq_coalesce_hold_until(slot->ended[k], slot->cpu_us[k], slot->rows[k]);
 		if (run[k] && now < until)
 		{
 			run[k] = false;
@@ -488,6 +491,7 @@ run_assigned(CqWorkerSlot *slot)
 						failed,
 						more;
 			int64		cpu0;
+			int64		rows;
 
 			if (!run[k])
 				continue;
@@ -498,7 +502,7 @@ run_assigned(CqWorkerSlot *slot)
 				ProcessConfigFile(PGC_SIGHUP);
 			}
 			cpu0 = cpu_now_us();
-			run_batch(ids[k], names[k], &ran, &failed, &more);
+			run_batch(ids[k], names[k], &ran, &failed, &more, &rows);
 			cpu0 = cpu_now_us() - cpu0;
 			MemoryContextReset(worker_context);
 			total++;
@@ -509,6 +513,7 @@ run_assigned(CqWorkerSlot *slot)
 			/* no hold after a batch that found nothing (a poll, an idle tick) */
 			slot->ended[k] = ran ? GetCurrentTimestamp() : 0;
 			slot->cpu_us[k] = cpu0;
+			slot->rows[k] = rows;
 			slot->done[k] = true;
 			batch_over(slot, ids[k], k, failed);
 			db = cq_shmem_find_db(my_dboid);
