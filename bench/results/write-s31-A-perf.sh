@@ -14,7 +14,7 @@ su postgres -c "$PGBIN/initdb -D $W/data -A trust -U postgres --no-sync" >/dev/n
 printf '%s\n' "port = $PORT" "listen_addresses = ''" "unix_socket_directories = '$W'" "shared_preload_libraries = 'pg_cq'" \
     "fsync = off" "synchronous_commit = off" "full_page_writes = off" "shared_buffers = 256MB" "max_wal_size = 4GB" \
     "autovacuum = off" >>"$W/data/postgresql.conf"
-su postgres -c "$PGBIN/pg_ctl -D $W/data -l $W/log -W start" >/dev/null
+su postgres -c "$PGBIN/pg_ctl -D $W/data -l $W/log -w start" >/dev/null
 trap 'su postgres -c "$PGBIN/pg_ctl -D $W/data -m immediate stop" >/dev/null 2>&1 || true' EXIT
 sleep 1
 P=("$PGBIN/psql" -X -q -h "$W" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 postgres)
