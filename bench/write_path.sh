@@ -234,36 +234,32 @@ SETUP
     done
 fi
 
+# report_table INTRO HEADER SEPARATOR ROW...: a markdown table with its
+# introduction, nothing without rows
+report_table() {
+    local intro="$1" head="$2" sep="$3"
+    shift 3
+    (($# > 0)) || return 0
+    printf '%s\n\n%s\n%s\n' "$intro" "$head" "$sep"
+    printf '%s\n' "$@"
+    echo
+}
+
 {
     echo "### Write path (issue 12 goal 1)"
     echo
     echo "\`bench/write_path.sh\` at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), load average before the run: $LOAD0;"
     echo "untracked vs tracked (the source of a paused query), no background worker$( ((BENCH_PREFILL > 0)) && echo "; both tables prefilled with $BENCH_PREFILL rows before each kind's pairs")."
     echo
-    if ((${#REPORT[@]} > 0)); then
-        echo "Throughput: pgbench -M prepared, ${BENCH_PGBENCH_SECS} s per run, ${BENCH_PAIRS} interleaved pairs (plain/tracked, tracked/plain, ...); medians, ratio = median of the per-pair ratios tracked / untracked, spread = their min–max (goal: ≥ 0.97x):"
-        echo
-        echo "| write | clients | untracked tps | tracked tps | ratio | spread | per-pair ratios |"
-        echo "|---|---|---|---|---|---|---|"
-        for line in "${REPORT[@]}"; do echo "$line"; done
-        echo
-    fi
-    if ((${#CPU_REPORT[@]} > 0)); then
-        echo "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):"
-        echo
-        echo "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |"
-        echo "|---|---|---|---|---|---|---|"
-        for line in "${CPU_REPORT[@]}"; do echo "$line"; done
-        echo
-    fi
-    if ((${#FLOOR_REPORT[@]} > 0)); then
-        echo "The floor (BENCH_FLOOR): the same runs' third twin, plain PostgreSQL with the same nullable xid8 column and a constant default ('0'), no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-triplet ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):"
-        echo
-        echo "| write | clients | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |"
-        echo "|---|---|---|---|---|---|---|---|"
-        for line in "${FLOOR_REPORT[@]}"; do echo "$line"; done
-        echo
-    fi
+    report_table "Throughput: pgbench -M prepared, ${BENCH_PGBENCH_SECS} s per run, ${BENCH_PAIRS} interleaved pairs (plain/tracked, tracked/plain, ...); medians, ratio = median of the per-pair ratios tracked / untracked, spread = their min–max (goal: ≥ 0.97x):" \
+        "| write | clients | untracked tps | tracked tps | ratio | spread | per-pair ratios |" \
+        "|---|---|---|---|---|---|---|" "${REPORT[@]}"
+    report_table "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):" \
+        "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |" \
+        "|---|---|---|---|---|---|---|" "${CPU_REPORT[@]}"
+    report_table "The floor (BENCH_FLOOR): the same runs' third twin, plain PostgreSQL with the same nullable xid8 column and a constant default ('0'), no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-triplet ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
+        "| write | clients | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
+        "|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"
     if ((${#CG_REPORT[@]} > 0)); then
         echo "Instructions per row (per statement for single-row INSERTs), counted by valgrind's callgrind in a single-user backend:"
         echo "the executor's work only (ExecutorStart with its hooks, ExecutorRun, ExecutorFinish; ProcessUtility for COPY), not parsing, planning or commit; deterministic."

@@ -8,24 +8,9 @@
 # Usage: write-s31-A-io.sh OUTDIR; needs PGBIN; PORT (56002), ROUNDS (6), STMTS (150).
 set -euo pipefail
 W="$1"; PORT="${PORT:-56002}"; ROUNDS="${ROUNDS:-6}"; STMTS="${STMTS:-150}"
-COLS="ts timestamptz, device_id int, category text, amount numeric(10,2)"
-ROWSEL="SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2)"
-rm -rf "$W" && mkdir -p "$W" && chown postgres "$W"
-su postgres -c "$PGBIN/initdb -D $W/data -A trust -U postgres --no-sync" >/dev/null
-printf '%s\n' "port = $PORT" "listen_addresses = ''" "unix_socket_directories = '$W'" "shared_preload_libraries = 'pg_cq'" \
-    "fsync = off" "synchronous_commit = off" "full_page_writes = off" "shared_buffers = 256MB" "max_wal_size = 4GB" \
-    "autovacuum = off" >>"$W/data/postgresql.conf"
-su postgres -c "$PGBIN/pg_ctl -D $W/data -l $W/log -w start" >/dev/null
-trap 'su postgres -c "$PGBIN/pg_ctl -D $W/data -m immediate stop" >/dev/null 2>&1 || true' EXIT
-P=("$PGBIN/psql" -X -q -h "$W" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 postgres)
-{
-    echo "CREATE EXTENSION pg_cq;"
-    for t in w_plain w_trk w_const; do echo "CREATE TABLE $t ($COLS);"; done
-    echo "CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA;"
-    echo "ALTER TABLE w_const ADD COLUMN cq_xid pg_catalog.xid8;"
-    echo "ALTER TABLE w_const ALTER COLUMN cq_xid SET DEFAULT '0'::pg_catalog.xid8;"
-    echo "CHECKPOINT;"
-} | "${P[@]}" >/dev/null
+# shellcheck source=bench/results/write-s31-A-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/write-s31-A-lib.sh"
+twins_cluster "$W" "$PORT"
 # probe: wchar syscw utime_ticks stime_ticks cpu_ns
 PROBE="SELECT (regexp_match(pg_read_file('/proc/self/io'), 'wchar: (\\d+)'))[1] || ' ' || (regexp_match(pg_read_file('/proc/self/io'), 'syscw: (\\d+)'))[1] || ' ' || split_part(regexp_replace(pg_read_file('/proc/self/stat'), '^.*\\) ', ''), ' ', 12) || ' ' || split_part(regexp_replace(pg_read_file('/proc/self/stat'), '^.*\\) ', ''), ' ', 13) || ' ' || split_part(pg_read_file('/proc/self/schedstat'), ' ', 1);"
 order=(w_plain w_trk w_const)

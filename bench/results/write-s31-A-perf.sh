@@ -7,27 +7,9 @@
 # ROUNDS (2: the tables in turn, ROUNDS times, one perf file per table and round).
 set -euo pipefail
 W="$1"; PORT="${PORT:-56001}"; SECS="${SECS:-10}"; ROUNDS="${ROUNDS:-2}"
-COLS="ts timestamptz, device_id int, category text, amount numeric(10,2)"
-ROWSEL="SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2)"
-rm -rf "$W" && mkdir -p "$W" && chown postgres "$W"
-su postgres -c "$PGBIN/initdb -D $W/data -A trust -U postgres --no-sync" >/dev/null
-printf '%s\n' "port = $PORT" "listen_addresses = ''" "unix_socket_directories = '$W'" "shared_preload_libraries = 'pg_cq'" \
-    "fsync = off" "synchronous_commit = off" "full_page_writes = off" "shared_buffers = 256MB" "max_wal_size = 4GB" \
-    "autovacuum = off" >>"$W/data/postgresql.conf"
-su postgres -c "$PGBIN/pg_ctl -D $W/data -l $W/log -w start" >/dev/null
-trap 'su postgres -c "$PGBIN/pg_ctl -D $W/data -m immediate stop" >/dev/null 2>&1 || true' EXIT
-sleep 1
-P=("$PGBIN/psql" -X -q -h "$W" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 postgres)
-{
-    echo "CREATE EXTENSION pg_cq;"
-    for t in w_plain w_trk w_const w_func; do echo "CREATE TABLE $t ($COLS);"; done
-    echo "CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA;"
-    echo "ALTER TABLE w_const ADD COLUMN cq_xid pg_catalog.xid8;"
-    echo "ALTER TABLE w_const ALTER COLUMN cq_xid SET DEFAULT '0'::pg_catalog.xid8;"
-    echo "ALTER TABLE w_func ADD COLUMN cq_xid pg_catalog.xid8;"
-    echo "ALTER TABLE w_func ALTER COLUMN cq_xid SET DEFAULT pg_catalog.pg_current_xact_id();"
-    echo "CHECKPOINT;"
-} | "${P[@]}" >/dev/null
+# shellcheck source=bench/results/write-s31-A-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/write-s31-A-lib.sh"
+twins_cluster "$W" "$PORT"
 PM="$(head -n 1 "$W/data/postmaster.pid")"
 for t in w_plain w_trk w_const w_func; do
     echo "INSERT INTO $t (ts, device_id, category, amount) $ROWSEL FROM generate_series(1, 1000);" >"$W/multi_$t.sql"
