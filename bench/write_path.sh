@@ -26,13 +26,19 @@
 # machine), for untracked, tracked, and tracked with explicit cq_xid values
 # (the stamp must replace them).
 #
+# BENCH_FLOOR=1 adds a third twin, w_const: plain PostgreSQL with the same
+# nullable xid8 column and a constant default ('0'), no index, no trigger
+# (what any 8-byte column with a default costs a writer: the floor that
+# tracking cannot go below); the runs become triplets (plain, tracked,
+# const, then const, tracked, plain, ...) and the report gains its ratios.
+#
 # BENCH_PREFILL rows (default 0) go into both tables before each kind's
 # pairs: 5,500,000 puts the tracked table past the 43,520 heap pages (340 MB)
 # that the first revmap page of its BRIN index covers, where every row used to
 # read the index's metapage until a summarization extends the revmap.
 #
 # Env: BENCH_PORT (default 55452), BENCH_PAIRS (7), BENCH_PGBENCH_SECS (3),
-# BENCH_PREFILL (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
+# BENCH_PREFILL (0), BENCH_FLOOR (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
 # BENCH_PARTS ("tps callgrind"), BENCH_OUT (bench/results/write_path.md),
 # BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
 # lines for bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
@@ -52,6 +58,9 @@ BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-3}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/write_path.md}"
 BENCH_PARTS="${BENCH_PARTS:-tps callgrind}"
 BENCH_PREFILL="${BENCH_PREFILL:-0}"
+BENCH_FLOOR="${BENCH_FLOOR:-0}"
+TABLES="w_plain w_trk"
+((BENCH_FLOOR)) && TABLES="w_plain w_trk w_const"
 part() { [[ " $BENCH_PARTS " == *" $1 "* ]]; }
 WORK="$(cluster_dir bench_write)_files"
 
@@ -67,19 +76,24 @@ is_root && chown postgres:postgres "$WORK"
 COLS="ts timestamptz, device_id int, category text, amount numeric(10,2)"
 ROW_SELECT="SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2)"
 
-# setup_tables: fresh w_plain and w_trk
+# the floor's twin (BENCH_FLOOR): the column as pg_cq adds it, with a constant default
+CONST_DDL=""
+((BENCH_FLOOR)) && CONST_DDL="CREATE TABLE w_const ($COLS); ALTER TABLE w_const ADD COLUMN cq_xid pg_catalog.xid8; ALTER TABLE w_const ALTER COLUMN cq_xid SET DEFAULT '0'::pg_catalog.xid8;"
+
+# setup_tables: fresh w_plain and w_trk (and w_const)
 setup_tables() {
     psql_run "SET client_min_messages = warning;" \
-        "DROP TABLE IF EXISTS q_trk, w_plain, w_trk;" \
+        "DROP TABLE IF EXISTS q_trk, w_plain, w_trk, w_const;" \
         "CREATE EXTENSION IF NOT EXISTS pg_cq;" \
         "CREATE TABLE w_plain ($COLS);" "CREATE TABLE w_trk ($COLS);" \
         "CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA;" \
-        "CHECKPOINT;" >/dev/null
+        "$CONST_DDL" "CHECKPOINT;" >/dev/null
     if ((BENCH_PREFILL > 0)); then
         local pid
         pid="$(psql_run "SELECT pg_backend_pid();" \
             "INSERT INTO w_plain (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);" \
             "INSERT INTO w_trk (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);" \
+            "$( ((BENCH_FLOOR)) && echo "INSERT INTO w_const (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);")" \
             "CHECKPOINT;" | head -n 1)"
         # until the postmaster reaped that backend: its CPU must not count in a run
         local deadline=$((SECONDS + 10))
@@ -88,7 +102,7 @@ setup_tables() {
 }
 
 # scripts per kind and table
-for tbl in w_plain w_trk; do
+for tbl in $TABLES; do
     printf '%s\n' '\set dev random(1, 1000)' '\set cat random(10, 59)' '\set amt random(0, 99999)' \
         "INSERT INTO $tbl (ts, device_id, category, amount) VALUES (now(), :dev, 'cat_' || :cat, :amt / 100.0);" \
         >"$WORK/single_$tbl.sql"
@@ -105,6 +119,10 @@ CLK_TCK="$(getconf CLK_TCK)"
 children_cpu() {
     awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); print ($14 + $15) * 1000 / t }' "/proc/$PM_PID/stat"
 }
+# children_sys: the system (kernel) part of it (cstime)
+children_sys() {
+    awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); print $15 * 1000 / t }' "/proc/$PM_PID/stat"
+}
 # wait_children N: until the postmaster has N children again (the run's
 # backends exited and were reaped, so their CPU is in children_cpu)
 wait_children() {
@@ -112,39 +130,53 @@ wait_children() {
     while (($(pgrep -c -P "$PM_PID" || true) > $1)) && ((SECONDS < deadline)); do sleep 0.01; done
 }
 
-# run KIND TABLE CLIENTS: "tps cpu_ms_per_transaction" of one pgbench run;
+# run KIND TABLE CLIENTS: "tps cpu_ms_per_transaction sys_ms_per_transaction"
+# of one pgbench run;
 # the CPU is that of the backends serving the run, robust to the other
 # load of a shared machine (wall-clock tps is not)
 run() {
-    local out t n0 c0 c1 xacts
-    n0="$(pgrep -c -P "$PM_PID" || true)"; c0="$(children_cpu)"
+    local out t n0 c0 c1 s0 s1 xacts
+    n0="$(pgrep -c -P "$PM_PID" || true)"; c0="$(children_cpu)"; s0="$(children_sys)"
     out="$("$PGBIN/pgbench" -n -M prepared -T "$BENCH_PGBENCH_SECS" -c "$3" -j "$3" -f "$WORK/${1}_$2.sql" 2>&1)" \
         || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
-    wait_children "$n0"; c1="$(children_cpu)"
+    wait_children "$n0"; c1="$(children_cpu)"; s1="$(children_sys)"
     t=$(printf '%s\n' "$out" | sed -nE 's/^tps = ([0-9.]+) .*without.*/\1/p')
     xacts=$(printf '%s\n' "$out" | sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p')
     [[ -n "$t" && -n "$xacts" && "$xacts" -gt 0 ]] || die "no tps in pgbench output"
-    echo "$t $(calc "($c1 - $c0) / $xacts")"
+    echo "$t $(calc "($c1 - $c0) / $xacts") $(calc "($s1 - $s0) / $xacts")"
 }
 
 # ---- A: throughput (pgbench tps, wall clock, and backend CPU per
 # transaction), interleaved pairs ----
 declare -A LABEL=([single]="single-row INSERT" [multi]="1000-row INSERT ... SELECT" [copy]="COPY, 10,000 rows")
-REPORT=() CPU_REPORT=()
+REPORT=() CPU_REPORT=() FLOOR_REPORT=()
 part tps || BENCH_KINDS=""
 for kind in $BENCH_KINDS; do
     for clients in $BENCH_CLIENTS; do
         section "tps: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
-        ratios=() tp=() tt=() cratios=() cp=() ct=()
+        ratios=() tp=() tt=() cratios=() cp=() ct=() tk=() ck=() kratios=() kcratios=() tkratios=() tkcratios=() sp=() st=() sk=()
         for ((r = 1; r <= BENCH_PAIRS; r++)); do
             if ((r % 2)); then rp="$(run "$kind" w_plain "$clients")"; rt="$(run "$kind" w_trk "$clients")"
-            else rt="$(run "$kind" w_trk "$clients")"; rp="$(run "$kind" w_plain "$clients")"; fi
-            read -r p pc <<<"$rp"; read -r t tc <<<"$rt"
+                ((!BENCH_FLOOR)) || rk="$(run "$kind" w_const "$clients")"
+            else ((!BENCH_FLOOR)) || rk="$(run "$kind" w_const "$clients")"
+                rt="$(run "$kind" w_trk "$clients")"; rp="$(run "$kind" w_plain "$clients")"; fi
+            read -r p pc ps <<<"$rp"; read -r t tc ts <<<"$rt"
             tp+=("$p"); tt+=("$t"); ratios+=("$(calc "$t / $p")")
             cp+=("$pc"); ct+=("$tc"); cratios+=("$(calc "$pc / $tc")")
             info "pair $r: plain ${p%.*} tps ($pc ms CPU/xact), tracked ${t%.*} tps ($tc ms CPU/xact), ratio ${ratios[-1]}, CPU ratio ${cratios[-1]}"
+            if ((BENCH_FLOOR)); then
+                read -r k kc ks <<<"$rk"
+                sp+=("$ps"); st+=("$ts"); sk+=("$ks")
+                tk+=("$k"); ck+=("$kc"); kratios+=("$(calc "$k / $p")"); kcratios+=("$(calc "$pc / $kc")")
+                tkratios+=("$(calc "$t / $k")"); tkcratios+=("$(calc "$kc / $tc")")
+                info "  const-default twin ${k%.*} tps ($kc ms CPU/xact), ratio to plain ${kratios[-1]} (CPU ${kcratios[-1]}), tracked to it ${tkratios[-1]} (CPU ${tkcratios[-1]})"
+            fi
         done
+        if ((BENCH_FLOOR)); then
+            mapfile -t sorted < <(printf '%s\n' "${kratios[@]}" | sort -g)
+            FLOOR_REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tk[@]}")") ($(printf '%.3f' "$(median "${ck[@]}")") ms) | **$(fmt_x "$(median "${kratios[@]}")")** ($(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}")) | **$(fmt_x "$(median "${kcratios[@]}")")** | $(fmt_x "$(median "${tkratios[@]}")") | $(fmt_x "$(median "${tkcratios[@]}")") | $(printf '%.3f / %.3f / %.3f' "$(median "${sp[@]}")" "$(median "${st[@]}")" "$(median "${sk[@]}")") |")
+        fi
         mapfile -t sorted < <(printf '%s\n' "${ratios[@]}" | sort -g)
         REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tp[@]}")") | $(printf '%.0f' "$(median "${tt[@]}")") | **$(fmt_x "$(median "${ratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${ratios[@]}")|")
         [[ -z "${BENCH_DATA:-}" ]] || echo "writepath $kind $clients $(median "${ratios[@]}") ${sorted[0]} ${sorted[-1]} $(median "${cratios[@]}")" >>"$BENCH_DATA"
@@ -202,28 +234,32 @@ SETUP
     done
 fi
 
+# report_table INTRO HEADER SEPARATOR ROW...: a markdown table with its
+# introduction, nothing without rows
+report_table() {
+    local intro="$1" head="$2" sep="$3"
+    shift 3
+    (($# > 0)) || return 0
+    printf '%s\n\n%s\n%s\n' "$intro" "$head" "$sep"
+    printf '%s\n' "$@"
+    echo
+}
+
 {
     echo "### Write path (issue 12 goal 1)"
     echo
     echo "\`bench/write_path.sh\` at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), load average before the run: $LOAD0;"
     echo "untracked vs tracked (the source of a paused query), no background worker$( ((BENCH_PREFILL > 0)) && echo "; both tables prefilled with $BENCH_PREFILL rows before each kind's pairs")."
     echo
-    if ((${#REPORT[@]} > 0)); then
-        echo "Throughput: pgbench -M prepared, ${BENCH_PGBENCH_SECS} s per run, ${BENCH_PAIRS} interleaved pairs (plain/tracked, tracked/plain, ...); medians, ratio = median of the per-pair ratios tracked / untracked, spread = their min–max (goal: ≥ 0.97x):"
-        echo
-        echo "| write | clients | untracked tps | tracked tps | ratio | spread | per-pair ratios |"
-        echo "|---|---|---|---|---|---|---|"
-        for line in "${REPORT[@]}"; do echo "$line"; done
-        echo
-    fi
-    if ((${#CPU_REPORT[@]} > 0)); then
-        echo "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):"
-        echo
-        echo "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |"
-        echo "|---|---|---|---|---|---|---|"
-        for line in "${CPU_REPORT[@]}"; do echo "$line"; done
-        echo
-    fi
+    report_table "Throughput: pgbench -M prepared, ${BENCH_PGBENCH_SECS} s per run, ${BENCH_PAIRS} interleaved pairs (plain/tracked, tracked/plain, ...); medians, ratio = median of the per-pair ratios tracked / untracked, spread = their min–max (goal: ≥ 0.97x):" \
+        "| write | clients | untracked tps | tracked tps | ratio | spread | per-pair ratios |" \
+        "|---|---|---|---|---|---|---|" "${REPORT[@]}"
+    report_table "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):" \
+        "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |" \
+        "|---|---|---|---|---|---|---|" "${CPU_REPORT[@]}"
+    report_table "The floor (BENCH_FLOOR): the same runs' third twin, plain PostgreSQL with the same nullable xid8 column and a constant default ('0'), no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-triplet ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
+        "| write | clients | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
+        "|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"
     if ((${#CG_REPORT[@]} > 0)); then
         echo "Instructions per row (per statement for single-row INSERTs), counted by valgrind's callgrind in a single-user backend:"
         echo "the executor's work only (ExecutorStart with its hooks, ExecutorRun, ExecutorFinish; ProcessUtility for COPY), not parsing, planning or commit; deterministic."
