@@ -29,15 +29,21 @@
  * rows (m) and the evicted ones (x) to the target-writing statement of
  * sink.c as ephemeral named relations, as triggers pass transition tables.
  *
- * Transactions.  Changes go to a backend-local overlay and reach shared
- * memory only if the batch's transaction commits: at PRE_COMMIT the new
- * rows are copied into the DSA (errors are still allowed there: the
- * transaction then aborts) and the query's header is marked "publication
- * in flight"; at COMMIT pointers are swapped (nothing can fail), and a
- * changed row of the same size as its published one, not copied before,
- * is written over it under its entry's lock; at abort,
- * or at the abort of the subtransaction that opened the overlay, the
- * copies are freed and nothing changed.  Between the moment a commit
+ * Transactions.  Changes go to the transaction's overlay and reach the
+ * store only if the batch's transaction commits.  The overlay's items and
+ * each changed group's new row (a node of its own) are written into the
+ * area as the batch makes them (session 31; before, they were kept in the
+ * backend's memory until PRE_COMMIT copied them, ~146 bytes a changed
+ * group), but linked into no table that another backend reads: at
+ * PRE_COMMIT (errors are still allowed there: the transaction then
+ * aborts) new groups' nodes are linked with their rows invisible and the
+ * query's header is marked "publication in flight"; at COMMIT pointers are
+ * swapped (nothing can fail): a changed group's node takes its old one's
+ * place, which is freed; at abort, or at the abort of the subtransaction
+ * that opened the overlay (or a backend's exit, which aborts), the items
+ * and nodes are freed and nothing changed.  The area thus holds both
+ * versions of every changed row until COMMIT (cq.state_memory limits the
+ * store's rows, as before).  Between the moment a commit
  * becomes visible (the row lock on the catalog row, which serializes
  * batches, is free from then on) and its COMMIT callback, the next batch
  * of the query could start: it waits on the condition variable while a
@@ -143,6 +149,8 @@ static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
 static void forget_pending(void);
 static void link_pending(CqStore *st);
+static dsa_pointer alloc_node(HeapTuple t, bool visible, dsa_pointer *row);
+static void fill_tuple(MinimalTuple mt, HeapTuple t);
 
 /*
  * store_attach
@@ -386,17 +394,129 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
  *	  bytes before the minimal tuple are not the row's: read it with
  *	  heap_getattr/heap_deform_tuple, copy it with own_tuple.
  */
-static HeapTuple
-shared_tuple(dsa_pointer tuple)
+static void
+set_view(HeapTuple t, dsa_pointer tuple)
 {
 	MinimalTuple mtup = dsa_get_address(store_area, tuple);
-	HeapTuple	t = palloc(sizeof(HeapTupleData));
 
 	t->t_len = mtup->t_len + MINIMAL_TUPLE_OFFSET;
 	ItemPointerSetInvalid(&t->t_self);
 	t->t_tableOid = InvalidOid;
 	t->t_data = (HeapTupleHeader) ((char *) mtup - MINIMAL_TUPLE_OFFSET);
+}
+
+static HeapTuple
+shared_tuple(dsa_pointer tuple)
+{
+	HeapTuple	t = palloc(sizeof(HeapTupleData));
+
+	set_view(t, tuple);
 	return t;
+}
+
+/*
+ * item_at
+ *	  The overlay's i-th item.
+ */
+static inline OvItem *
+item_at(CqStore *st, int64 i)
+{
+	return &st->chunks[i / OV_ITEM_CHUNK][i % OV_ITEM_CHUNK];
+}
+
+/*
+ * item_slot
+ *	  Room for the next item (st->nitems), zeroed, not counted yet: a new
+ *	  chunk of items in the area when the last one is full, its pointer
+ *	  kept before anything else can fail (free_items frees it).  May raise
+ *	  an error (out of memory).
+ */
+static OvItem *
+item_slot(CqStore *st)
+{
+	OvItem	   *it;
+
+	if (st->nitems == (int64) st->nchunks * OV_ITEM_CHUNK)
+	{
+		dsa_pointer dp;
+
+		if (st->nchunks == st->maxchunks)
+		{
+			int			n = Max(16, st->maxchunks * 2);
+
+			if (st->chunks == NULL)
+			{
+				st->chunks = MemoryContextAlloc(st->cxt, sizeof(OvItem *) * n);
+				st->chunk_dp = MemoryContextAlloc(st->cxt, sizeof(dsa_pointer) * n);
+			}
+			else
+			{
+				st->chunks = repalloc(st->chunks, sizeof(OvItem *) * n);
+				st->chunk_dp = repalloc(st->chunk_dp, sizeof(dsa_pointer) * n);
+			}
+			st->maxchunks = n;
+		}
+		dp = dsa_allocate(store_area, sizeof(OvItem) * OV_ITEM_CHUNK);
+		st->chunk_dp[st->nchunks] = dp;
+		st->chunks[st->nchunks++] = dsa_get_address(store_area, dp);
+	}
+	it = item_at(st, st->nitems);
+	memset(it, 0, sizeof(*it));
+	it->node = InvalidDsaPointer;
+	it->newnode = InvalidDsaPointer;
+	return it;
+}
+
+/*
+ * own_row
+ *	  Make t the row of item it, in its own node: written over the node it
+ *	  has when of the same size (linked nowhere yet: nothing else reads
+ *	  it), else a new node, the old one freed once the item names the new
+ *	  one (an error in dsa_allocate leaves the item as it was).  May raise
+ *	  an error (out of shared memory).
+ */
+static void
+own_row(OvItem *it, HeapTuple t)
+{
+	dsa_pointer row;
+
+	Assert(!it->linked);
+	if (DsaPointerIsValid(it->newnode) && it->tup.t_len == t->t_len)
+		fill_tuple(dsa_get_address(store_area, NODE_ROW(it->newnode)), t);
+	else
+	{
+		dsa_pointer old = it->newnode;
+
+		it->newnode = alloc_node(t, false, &row);
+		if (DsaPointerIsValid(old))
+			dsa_free(store_area, old);
+	}
+	set_view(&it->tup, NODE_ROW(it->newnode));
+}
+
+/*
+ * free_items
+ *	  Free the overlay's items and, with nodes, the nodes of theirs not
+ *	  linked into a table (linked ones are the table's: published, or freed
+ *	  with it, or unlinked by discard_item).  Raises no error.
+ */
+static void
+free_items(CqStore *st, bool nodes)
+{
+	if (nodes)
+	{
+		for (int64 i = 0; i < st->nitems; i++)
+		{
+			OvItem	   *it = item_at(st, i);
+
+			if (DsaPointerIsValid(it->newnode) && !it->linked)
+				dsa_free(store_area, it->newnode);
+		}
+	}
+	for (int c = 0; c < st->nchunks; c++)
+		dsa_free(store_area, st->chunk_dp[c]);
+	st->nchunks = 0;
+	st->nitems = st->n_indexed = 0;
 }
 
 /*
@@ -410,11 +530,11 @@ shared_tuple(dsa_pointer tuple)
 static void
 index_overlay(CqStore *st)
 {
-	int			n = list_length(st->items);
+	int64		n = st->nitems;
 
-	for (int i = st->n_indexed; i < n; i++)
+	for (int64 i = st->n_indexed; i < n; i++)
 	{
-		OvItem	   *it = list_nth(st->items, i);
+		OvItem	   *it = item_at(st, i);
 		bool		found;
 		OvEntry    *ov = hash_search(st->overlay, &it->hash, HASH_ENTER, &found);
 
@@ -486,7 +606,7 @@ void
 cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 {
 	ref_init(st, values, nulls, ref);
-	if (st->items != NIL)
+	if (st->nitems != 0)
 	{
 		OvEntry    *ov;
 
@@ -494,11 +614,11 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
 		for (OvItem *it = ov ? ov->first : NULL; it != NULL; it = it->next)
 		{
-			if (cq_store_keys_match(st, it->tup, values, nulls))
+			if (cq_store_keys_match(st, &it->tup, values, nulls))
 			{
 				ref->item = it;
 				ref->node = it->node;
-				ref->tup = it->deleted ? NULL : it->tup;
+				ref->tup = it->deleted ? NULL : &it->tup;
 				return;
 			}
 		}
@@ -549,60 +669,53 @@ note_e(CqStore *st, HeapTuple tup)
 /*
  * put
  *	  Make a copy of tup (NULL: delete) the group's row in the overlay; ref
- *	  is what lookup found for it.  Returns the copy (NULL: deleted); tup
- *	  stays the caller's.  Keeps min_e a lower bound of the rows' window
- *	  ends.
+ *	  is what lookup found for it.  Returns the copy (NULL: deleted), a
+ *	  header over the row in the area, valid until the group is put again;
+ *	  tup stays the caller's.  Keeps min_e a lower bound of the rows'
+ *	  window ends.  Nothing is kept in the backend's memory: the item and
+ *	  the row are in the area (see OvItem).
  */
 HeapTuple
 cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 {
-	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 	OvItem	   *it = ref->item;
-	bool		existed = ref->tup != NULL;
-	bool		shared = ref->item == NULL; /* ref->tup: see shared_tuple */
+	int64		bytes = 0;
+	int64		rows = 0;
 
-	if (existed)
+	Assert(!st->prepared);
+	if (ref->tup != NULL)
 	{
-		st->bytes -= row_bytes(ref->tup);
-		st->rows--;
+		bytes -= row_bytes(ref->tup);
+		rows--;
 	}
 	if (tup)
 	{
-		st->bytes += row_bytes(tup);
-		st->rows++;
+		bytes += row_bytes(tup);
+		rows++;
 	}
 	if (it == NULL)
 	{
 		/* a new item, entered into the overlay's index by the next lookup */
-		if (st->chunk_left == 0)
-		{
-			st->item_chunk = palloc0(sizeof(OvItem) * OV_ITEM_CHUNK);
-			st->chunk_left = OV_ITEM_CHUNK;
-		}
-		it = st->item_chunk++;
-		st->chunk_left--;
+		it = item_slot(st);
 		it->hash = ref->hash;
 		it->node = ref->node;
-		it->newnode = InvalidDsaPointer;
-		/* prepare_item then knows its size without reading it again */
-		if (existed && DsaPointerIsValid(ref->tuple))
-			it->pub_len = ref->tup->t_len - MINIMAL_TUPLE_OFFSET;
-		st->items = lappend(st->items, it);
+		if (tup)
+			own_row(it, tup);
+		else if (ref->tup != NULL)
+			it->tup = *ref->tup;	/* a published row: its keys */
+		else
+			elog(ERROR, "pg_cq: no row to delete");
+		st->nitems++;
 		ref->item = it;
 	}
+	else if (tup)
+		own_row(it, tup);
+	it->deleted = tup == NULL;
 	if (tup)
-	{
-		it->tup = cq_store_copy_row(st, tup);
-		it->deleted = false;
 		note_e(st, tup);
-	}
-	else
-	{
-		it->tup = cq_store_own_tuple(ref->tup, shared);
-		it->deleted = true;
-	}
-	MemoryContextSwitchTo(old);
-	return tup ? it->tup : NULL;
+	st->bytes += bytes;
+	st->rows += rows;
+	return tup ? &it->tup : NULL;
 }
 
 /*
@@ -614,14 +727,13 @@ List *
 cq_store_scan_all(CqStore *st)
 {
 	List	   *rows = NIL;
-	ListCell   *lc;
 
 	if (st->table)
 		link_pending(st);
 	/* the published nodes the overlay replaces */
-	foreach(lc, st->items)
+	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = lfirst(lc);
+		OvItem	   *it = item_at(st, i);
 
 		if (DsaPointerIsValid(it->node))
 			(void) hash_search(st->touched, &it->node, HASH_ENTER, NULL);
@@ -653,9 +765,9 @@ cq_store_scan_all(CqStore *st)
 			}
 		}
 	}
-	foreach(lc, st->items)
+	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = lfirst(lc);
+		OvItem	   *it = item_at(st, i);
 		ScanRow    *r;
 
 		if (it->deleted)
@@ -664,7 +776,7 @@ cq_store_scan_all(CqStore *st)
 		r->ref.hash = it->hash;
 		r->ref.node = it->node;
 		r->ref.item = it;
-		r->ref.tup = it->tup;
+		r->ref.tup = &it->tup;
 		rows = lappend(rows, r);
 	}
 	return rows;
@@ -830,7 +942,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 
 	if (!st->own_table)
 	{
-		if (!st->replace || st->table != NULL || st->items != NIL || st->switched || st->prepared)
+		if (!st->replace || st->table != NULL || st->nitems != 0 || st->switched || st->prepared)
 			return NULL;
 		old = MemoryContextSwitchTo(st->cxt);
 		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
@@ -890,54 +1002,49 @@ drop_own_table(CqStore *st)
 static void
 for_each_item(CqStore *st, void (*fn) (CqStore *st, uint64 hash, OvItem *it))
 {
-	ListCell   *lc;
+	for (int64 i = 0; i < st->nitems; i++)
+	{
+		OvItem	   *it = item_at(st, i);
 
-	foreach(lc, st->items)
-		fn(st, ((OvItem *) lfirst(lc))->hash, lfirst(lc));
+		fn(st, it->hash, it);
+	}
 }
 
+/*
+ * prepare_item
+ *	  PRE_COMMIT, one item: its row is already in its own node in the area
+ *	  (own_row); nothing is copied.  A replaced store's rows are linked
+ *	  into the new table (invisible until publish), a new group's node
+ *	  into the published table with its row invisible; a changed group's
+ *	  node takes the old one's place at publish.  The item is marked
+ *	  linked as soon as its node is (link_node may raise an error before:
+ *	  then discard frees the node).
+ */
 static void
 prepare_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	dsa_pointer row;			/* NODE_ROW(it->newnode) */
+	StoreNode  *node;
 
 	if (it->deleted)
 		return;
+	node = dsa_get_address(store_area, it->newnode);
 	if (st->replace)
 	{
 		/* the new table is invisible until publish: its rows visible in it */
-		it->newnode = alloc_node(it->tup, true, &row);
+		node->tuple = NODE_ROW(it->newnode);
 		link_node(st->newtable, hash, it->newnode);
+		it->linked = true;
 		return;
 	}
 	if (DsaPointerIsValid(it->node))
 	{
-		/*
-		 * A changed row of the same size (fixed-size states: counts, sums,
-		 * extremes of fixed-size types) is written over the old one at
-		 * COMMIT: nothing to allocate, nothing to free.  The old row's size
-		 * is known from the lookup that found it (put_owned), else read.
-		 */
-		if (it->pub_len == 0)
-		{
-			StoreNode  *node = dsa_get_address(store_area, it->node);
-
-			if (DsaPointerIsValid(node->tuple))
-				it->pub_len = ((MinimalTuple) dsa_get_address(store_area, node->tuple))->t_len;
-		}
-		if (it->pub_len != 0 && it->pub_len == it->tup->t_len - MINIMAL_TUPLE_OFFSET)
-		{
-			it->inplace = true;
-			return;
-		}
-		/* another size: a new node, put in the old one's place by publish */
-		it->newnode = alloc_node(it->tup, true, &row);
-		it->swap = true;
+		/* linked by publish, in the old node's place */
+		node->tuple = NODE_ROW(it->newnode);
 		return;
 	}
 	/* a new group: its node linked now, its row invisible until publish */
-	it->newnode = alloc_node(it->tup, false, &row);
 	link_node(st->table, hash, it->newnode);
+	it->linked = true;
 }
 
 /*
@@ -965,8 +1072,9 @@ mark_inflight(CqStore *st)
 
 /*
  * prepare
- *	  PRE_COMMIT: check the budget, mark the publication in flight, copy
- *	  the overlay into the area (invisible to readers until publish).
+ *	  PRE_COMMIT: check the budget, mark the publication in flight, link
+ *	  the overlay's new rows, already in the area, where publish needs
+ *	  them (invisible to readers until publish).
  */
 static void
 prepare(CqStore *st)
@@ -1012,27 +1120,32 @@ prepare(CqStore *st)
 	if (st->table && !st->replace)
 		cq_gt_unlock(st->table);
 	MemoryContextSwitchTo(old);
-	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": %d rows copied in %.3f ms (CPU time)",
-		 st->batch_id, list_length(st->items), cq_store_cpu_ms() - t0);
+	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": " INT64_FORMAT " changed rows prepared in %.3f ms (CPU time)",
+		 st->batch_id, st->nitems, cq_store_cpu_ms() - t0);
 }
 
+/*
+ * publish_item
+ *	  COMMIT, one item (the table's lock held when there is one): a deleted
+ *	  group's node unlinked and freed, with its own node if it has one; a
+ *	  changed group's node in the place of the old one, which is freed; a
+ *	  new group's row made visible.  A replaced store's rows are in the
+ *	  new table already.  Raises no error.
+ */
 static void
 publish_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	if (st->replace)
-		return;
 	if (it->deleted)
 	{
-		if (DsaPointerIsValid(it->node))
+		if (DsaPointerIsValid(it->newnode))
+			dsa_free(store_area, it->newnode);	/* never linked */
+		if (!st->replace && DsaPointerIsValid(it->node))
 			unlink_node(st->table, hash, it->node);
 		return;
 	}
-	if (it->inplace)
-	{
-		/* under the table's lock: a reader's scan sees the old row or the new */
-		fill_tuple(dsa_get_address(store_area, NODE_ROW(it->node)), it->tup);
-	}
-	else if (it->swap)
+	if (st->replace)
+		return;
+	if (DsaPointerIsValid(it->node))
 	{
 		/* under the table's lock: the new node takes the old one's place */
 		dsa_pointer *head = cq_gt_find(st->table, hash);
@@ -1067,12 +1180,14 @@ publish(CqStore *st)
 
 	if (!st->prepared)
 	{
+		free_items(st, true);
 		drop_own_table(st);		/* the query was dropped meanwhile */
 		return;
 	}
 	if (st->switched)
 	{
 		/* the query moved to its state table: the store is no more */
+		free_items(st, true);
 		drop_own_table(st);
 		d = dshash_find(store_dir, &st->key, true);
 		if (d == NULL || d->header != st->header)
@@ -1093,11 +1208,11 @@ publish(CqStore *st)
 		return;
 	}
 	if (st->table && !st->replace)
-	{
 		cq_gt_lock(st->table, LW_EXCLUSIVE);
-		for_each_item(st, publish_item);
+	for_each_item(st, publish_item);
+	if (st->table && !st->replace)
 		cq_gt_unlock(st->table);
-	}
+	free_items(st, false);
 	d = dshash_find(store_dir, &st->key, true);
 	if (d == NULL || d->header != st->header)
 	{
@@ -1136,36 +1251,45 @@ publish(CqStore *st)
 		destroy_table(old_table);
 }
 
+/*
+ * discard_item
+ *	  Abort, one item: its own node unlinked and freed if prepare linked it
+ *	  into the published table, freed if linked nowhere; one linked into a
+ *	  replaced store's new table is freed with it.  Raises no error.
+ */
 static void
 discard_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	if (st->replace)
+	if (!DsaPointerIsValid(it->newnode))
 		return;
-	if (it->swap)
+	if (!it->linked)
 		dsa_free(store_area, it->newnode);
-	else if (DsaPointerIsValid(it->newnode))
+	else if (!st->replace)
 		unlink_node(st->table, hash, it->newnode);
+	it->newnode = InvalidDsaPointer;
 }
 
 /*
  * discard
- *	  Abort: free what prepare copied; the store stays as it was.
+ *	  Abort: free the overlay's items and rows in the area, and what
+ *	  prepare made; the store stays as it was.
  */
 static void
 discard(CqStore *st)
 {
 	StoreDirEntry *d;
+	bool		lock = st->prepared && !st->switched && st->table && !st->replace;
 
+	if (lock)
+		cq_gt_lock(st->table, LW_EXCLUSIVE);
+	for_each_item(st, discard_item);
+	if (lock)
+		cq_gt_unlock(st->table);
+	free_items(st, false);
 	if (!st->prepared)
 	{
 		drop_own_table(st);
 		return;
-	}
-	if (!st->switched && st->table && !st->replace)
-	{
-		cq_gt_lock(st->table, LW_EXCLUSIVE);
-		for_each_item(st, discard_item);
-		cq_gt_unlock(st->table);
 	}
 	if (st->replace && st->newtable)
 		destroy_table(st->newtable);
@@ -1241,6 +1365,7 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 			if (st->subid == mySubid)
 			{
+				free_items(st, true);
 				drop_own_table(st);
 				xact_stores = foreach_delete_current(xact_stores, lc);
 			}
