@@ -18,8 +18,9 @@
  * with it); each slot holds a chain of nodes, one per group with that hash,
  * and each node the group's state row (keys, n, [e], partials, [h]: the
  * row type of the state table) as a MinimalTuple right after the node, in
- * its allocation (alloc_node).  Groups are matched by hash, then by their
- * keys with each key's GROUP BY equality (NULL keys match NULL keys).
+ * its allocation (cq_store_alloc_node, store_node.c).  Groups are
+ * matched by hash, then by their keys with each key's GROUP BY equality
+ * (NULL keys match NULL keys).
  *
  * A batch (batch.c) runs the partial aggregation of its new rows (d) as a
  * statement, looks every group up in the store, merges the existing ones
@@ -91,6 +92,7 @@
 #include "store.h"
 #include "citus.h"
 #include "store_private.h"
+#include "store_node.h"
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
@@ -101,7 +103,6 @@
 #include "sink.h"
 
 
-static dsa_area *store_area = NULL;
 static dshash_table *store_dir = NULL;
 static List *xact_stores = NIL;
 static bool callbacks_registered = false;
@@ -136,10 +137,6 @@ dropped_here(Oid dboid, int32 query_id)
 	return false;
 }
 
-#define NODE_OVERHEAD ((int64) sizeof(StoreNode))
-#define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
-#define NODE_ROW(np) ((np) + NODE_ROW_OFFSET)
-
 static dshash_parameters dir_params = {
 	sizeof(StoreKey), sizeof(StoreDirEntry), dshash_memcmp, dshash_memhash, 0
 };
@@ -149,8 +146,6 @@ static void store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
 static void forget_pending(void);
 static void link_pending(CqStore *st);
-static dsa_pointer alloc_node(HeapTuple t, bool visible, dsa_pointer *row);
-static void fill_tuple(MinimalTuple mt, HeapTuple t);
 
 /*
  * store_attach
@@ -161,7 +156,7 @@ store_attach(void)
 {
 	MemoryContext old;
 
-	if (store_area != NULL)
+	if (cq_store_area != NULL)
 		return;
 	if (cq_shared == NULL)
 		ereport(ERROR,
@@ -184,7 +179,7 @@ store_attach(void)
 		cq_shared->store_dir = dshash_get_hash_table_handle(dir);
 		cq_shared->store_area = dsa_get_handle(area);
 		cq_shared->store_ready = true;
-		store_area = area;
+		cq_store_area = area;
 		store_dir = dir;
 	}
 	else
@@ -194,7 +189,7 @@ store_attach(void)
 		dsa_pin_mapping(area);
 		dir_params.tranche_id = cq_shared->store_tranche;
 		store_dir = dshash_attach(area, &dir_params, cq_shared->store_dir, NULL);
-		store_area = area;
+		cq_store_area = area;
 	}
 	LWLockRegisterTranche(cq_shared->store_tranche, "pg_cq store");
 	LWLockRelease(cq_shared->store_lock);
@@ -220,8 +215,8 @@ find_header(StoreKey *key, bool exclusive, bool create)
 		d->header = InvalidDsaPointer;
 	if (!DsaPointerIsValid(d->header))
 	{
-		dsa_pointer hp = dsa_allocate0(store_area, sizeof(StoreHeader));
-		StoreHeader *h = dsa_get_address(store_area, hp);
+		dsa_pointer hp = dsa_allocate0(cq_store_area, sizeof(StoreHeader));
+		StoreHeader *h = dsa_get_address(cq_store_area, hp);
 
 		h->valid = false;
 		h->published = -1;
@@ -240,7 +235,7 @@ find_header(StoreKey *key, bool exclusive, bool create)
 static StoreHeader *
 header_of(CqStore *st)
 {
-	return (StoreHeader *) dsa_get_address(store_area, st->header);
+	return (StoreHeader *) dsa_get_address(cq_store_area, st->header);
 }
 
 /*
@@ -364,7 +359,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	if (valid && last->found && published == last->batch_id)
 	{
 		old = MemoryContextSwitchTo(st->cxt);
-		st->table = cq_gt_attach(store_area, table);
+		st->table = cq_gt_attach(cq_store_area, table);
 		MemoryContextSwitchTo(old);
 	}
 	else
@@ -387,139 +382,6 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 }
 
 /*
- * shared_tuple
- *	  A heap tuple header over a published row, without copying it: the row
- *	  stays where it is in the area while the batch runs (rows change only
- *	  when a batch of the query publishes, and batches are serialized).  The
- *	  bytes before the minimal tuple are not the row's: read it with
- *	  heap_getattr/heap_deform_tuple, copy it with own_tuple.
- */
-static void
-set_view(HeapTuple t, dsa_pointer tuple)
-{
-	MinimalTuple mtup = dsa_get_address(store_area, tuple);
-
-	t->t_len = mtup->t_len + MINIMAL_TUPLE_OFFSET;
-	ItemPointerSetInvalid(&t->t_self);
-	t->t_tableOid = InvalidOid;
-	t->t_data = (HeapTupleHeader) ((char *) mtup - MINIMAL_TUPLE_OFFSET);
-}
-
-static HeapTuple
-shared_tuple(dsa_pointer tuple)
-{
-	HeapTuple	t = palloc(sizeof(HeapTupleData));
-
-	set_view(t, tuple);
-	return t;
-}
-
-/*
- * item_at
- *	  The overlay's i-th item.
- */
-static inline OvItem *
-item_at(CqStore *st, int64 i)
-{
-	return &st->chunks[i / OV_ITEM_CHUNK][i % OV_ITEM_CHUNK];
-}
-
-/*
- * item_slot
- *	  Room for the next item (st->nitems), zeroed, not counted yet: a new
- *	  chunk of items in the area when the last one is full, its pointer
- *	  kept before anything else can fail (free_items frees it).  May raise
- *	  an error (out of memory).
- */
-static OvItem *
-item_slot(CqStore *st)
-{
-	OvItem	   *it;
-
-	if (st->nitems == (int64) st->nchunks * OV_ITEM_CHUNK)
-	{
-		dsa_pointer dp;
-
-		if (st->nchunks == st->maxchunks)
-		{
-			int			n = Max(16, st->maxchunks * 2);
-
-			if (st->chunks == NULL)
-			{
-				st->chunks = MemoryContextAlloc(st->cxt, sizeof(OvItem *) * n);
-				st->chunk_dp = MemoryContextAlloc(st->cxt, sizeof(dsa_pointer) * n);
-			}
-			else
-			{
-				st->chunks = repalloc(st->chunks, sizeof(OvItem *) * n);
-				st->chunk_dp = repalloc(st->chunk_dp, sizeof(dsa_pointer) * n);
-			}
-			st->maxchunks = n;
-		}
-		dp = dsa_allocate(store_area, sizeof(OvItem) * OV_ITEM_CHUNK);
-		st->chunk_dp[st->nchunks] = dp;
-		st->chunks[st->nchunks++] = dsa_get_address(store_area, dp);
-	}
-	it = item_at(st, st->nitems);
-	memset(it, 0, sizeof(*it));
-	it->node = InvalidDsaPointer;
-	it->newnode = InvalidDsaPointer;
-	return it;
-}
-
-/*
- * own_row
- *	  Make t the row of item it, in its own node: written over the node it
- *	  has when of the same size (linked nowhere yet: nothing else reads
- *	  it), else a new node, the old one freed once the item names the new
- *	  one (an error in dsa_allocate leaves the item as it was).  May raise
- *	  an error (out of shared memory).
- */
-static void
-own_row(OvItem *it, HeapTuple t)
-{
-	dsa_pointer row;
-
-	Assert(!it->linked);
-	if (DsaPointerIsValid(it->newnode) && it->tup.t_len == t->t_len)
-		fill_tuple(dsa_get_address(store_area, NODE_ROW(it->newnode)), t);
-	else
-	{
-		dsa_pointer old = it->newnode;
-
-		it->newnode = alloc_node(t, false, &row);
-		if (DsaPointerIsValid(old))
-			dsa_free(store_area, old);
-	}
-	set_view(&it->tup, NODE_ROW(it->newnode));
-}
-
-/*
- * free_items
- *	  Free the overlay's items and, with nodes, the nodes of theirs not
- *	  linked into a table (linked ones are the table's: published, or freed
- *	  with it, or unlinked by discard_item).  Raises no error.
- */
-static void
-free_items(CqStore *st, bool nodes)
-{
-	if (nodes)
-	{
-		for (int64 i = 0; i < st->nitems; i++)
-		{
-			OvItem	   *it = item_at(st, i);
-
-			if (DsaPointerIsValid(it->newnode) && !it->linked)
-				dsa_free(store_area, it->newnode);
-		}
-	}
-	for (int c = 0; c < st->nchunks; c++)
-		dsa_free(store_area, st->chunk_dp[c]);
-	st->nchunks = 0;
-	st->nitems = st->n_indexed = 0;
-}
-
-/*
  * index_overlay
  *	  Enter the items put since the last lookup into the overlay's hash
  *	  table.  A batch's fold puts each group of its d statement once and
@@ -534,7 +396,7 @@ index_overlay(CqStore *st)
 
 	for (int64 i = st->n_indexed; i < n; i++)
 	{
-		OvItem	   *it = item_at(st, i);
+		OvItem	   *it = cq_store_item_at(st, i);
 		bool		found;
 		OvEntry    *ov = hash_search(st->overlay, &it->hash, HASH_ENTER, &found);
 
@@ -565,11 +427,11 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		return;
 	for (dsa_pointer np = *head; DsaPointerIsValid(np);)
 	{
-		StoreNode  *node = dsa_get_address(store_area, np);
+		StoreNode  *node = dsa_get_address(cq_store_area, np);
 
 		if (DsaPointerIsValid(node->tuple))
 		{
-			HeapTuple	t = shared_tuple(node->tuple);
+			HeapTuple	t = cq_store_shared_tuple(node->tuple);
 
 			if (cq_store_keys_match(st, t, values, nulls))
 			{
@@ -696,11 +558,11 @@ cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	if (it == NULL)
 	{
 		/* a new item, entered into the overlay's index by the next lookup */
-		it = item_slot(st);
+		it = cq_store_item_slot(st);
 		it->hash = ref->hash;
 		it->node = ref->node;
 		if (tup)
-			own_row(it, tup);
+			cq_store_own_row(it, tup);
 		else if (ref->tup != NULL)
 			it->tup = *ref->tup;	/* a published row: its keys */
 		else
@@ -709,7 +571,7 @@ cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 		ref->item = it;
 	}
 	else if (tup)
-		own_row(it, tup);
+		cq_store_own_row(it, tup);
 	it->deleted = tup == NULL;
 	if (tup)
 		note_e(st, tup);
@@ -733,7 +595,7 @@ cq_store_scan_all(CqStore *st)
 	/* the published nodes the overlay replaces */
 	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = item_at(st, i);
+		OvItem	   *it = cq_store_item_at(st, i);
 
 		if (DsaPointerIsValid(it->node))
 			(void) hash_search(st->touched, &it->node, HASH_ENTER, NULL);
@@ -748,7 +610,7 @@ cq_store_scan_all(CqStore *st)
 		{
 			for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 			{
-				StoreNode  *node = dsa_get_address(store_area, np);
+				StoreNode  *node = dsa_get_address(cq_store_area, np);
 
 				if (DsaPointerIsValid(node->tuple) &&
 					hash_search(st->touched, &np, HASH_FIND, NULL) == NULL)
@@ -758,7 +620,7 @@ cq_store_scan_all(CqStore *st)
 					r->ref.hash = slots[i].hash;
 					r->ref.node = np;
 					r->ref.tuple = node->tuple;
-					r->ref.tup = shared_tuple(node->tuple);
+					r->ref.tup = cq_store_shared_tuple(node->tuple);
 					rows = lappend(rows, r);
 				}
 				np = node->next;
@@ -767,7 +629,7 @@ cq_store_scan_all(CqStore *st)
 	}
 	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = item_at(st, i);
+		OvItem	   *it = cq_store_item_at(st, i);
 		ScanRow    *r;
 
 		if (it->deleted)
@@ -780,63 +642,6 @@ cq_store_scan_all(CqStore *st)
 		rows = lappend(rows, r);
 	}
 	return rows;
-}
-
-/*
- * fill_tuple
- *	  Write a row as a MinimalTuple at mt (t->t_len - MINIMAL_TUPLE_OFFSET
- *	  bytes).
- */
-static void
-fill_tuple(MinimalTuple mt, HeapTuple t)
-{
-	uint32		len = t->t_len - MINIMAL_TUPLE_OFFSET;
-
-	/*
-	 * As minimal_tuple_from_heap_tuple, without the local copy, and with the
-	 * padding zeroed: shared_tuple's header over the row reads its t_ctid
-	 * there, and heap_getattr checks a tuple whose t_ctid marks a versioned
-	 * datum against its type, which the bytes before the row do not hold.
-	 */
-	memcpy(mt, (char *) t->t_data + MINIMAL_TUPLE_OFFSET, len);
-	mt->t_len = len;
-	memset(mt->mt_padding, 0, MINIMAL_TUPLE_PADDING);
-}
-
-/*
- * alloc_node
- *	  A node (not linked) with a copy of row t right after it, in one
- *	  allocation: a new process pays for the first touch of each page, and
- *	  a lookup then touches one place for both, not two allocations of
- *	  different size classes far apart.  *row: the row; the node's tuple is
- *	  *row when visible, else invalid (not yet published).
- */
-static dsa_pointer
-alloc_node(HeapTuple t, bool visible, dsa_pointer *row)
-{
-	dsa_pointer np = dsa_allocate(store_area, NODE_ROW_OFFSET + t->t_len - MINIMAL_TUPLE_OFFSET);
-	StoreNode  *node = dsa_get_address(store_area, np);
-
-	*row = np + NODE_ROW_OFFSET;
-	fill_tuple((MinimalTuple) ((char *) node + NODE_ROW_OFFSET), t);
-	node->next = InvalidDsaPointer;
-	node->tuple = visible ? *row : InvalidDsaPointer;
-	return np;
-}
-
-/*
- * link_node
- *	  Put node np at the head of the chain of hash in table (its lock held
- *	  exclusively, or the table not visible yet).  May raise an error.
- */
-static void
-link_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
-{
-	StoreNode  *node = dsa_get_address(store_area, np);
-	dsa_pointer *head = cq_gt_insert(table, hash);
-
-	node->next = *head;
-	*head = np;
 }
 
 /*
@@ -853,60 +658,8 @@ static void
 link_pending(CqStore *st)
 {
 	for (; st->nlinked < st->npending; st->nlinked++)
-		link_node(st->table, st->pending_hash[st->nlinked], st->pending_node[st->nlinked]);
+		cq_store_link_node(st->table, st->pending_hash[st->nlinked], st->pending_node[st->nlinked]);
 	st->npending = st->nlinked = 0;
-}
-
-/*
- * unlink_node
- *	  Remove a node from its chain and free it and its tuple (the table's
- *	  lock held exclusively).  Raises no error.
- */
-static void
-unlink_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
-{
-	dsa_pointer *head = cq_gt_find(table, hash);
-	dsa_pointer *link;
-
-	if (head == NULL)
-		return;
-	for (link = head; DsaPointerIsValid(*link);)
-	{
-		StoreNode  *node = dsa_get_address(store_area, *link);
-
-		if (*link == np)
-		{
-			*link = node->next;
-			dsa_free(store_area, np);
-			break;
-		}
-		link = &node->next;
-	}
-	if (!DsaPointerIsValid(*head))
-		cq_gt_delete(table, head);
-}
-
-/*
- * destroy_table
- *	  Free a group table with its nodes and rows.
- */
-static void
-destroy_table(CqGroupTable *table)
-{
-	uint64		n;
-	CqGroupSlot *slots = cq_gt_slots(table, &n);
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
-		{
-			dsa_pointer next = ((StoreNode *) dsa_get_address(store_area, np))->next;
-
-			dsa_free(store_area, np);
-			np = next;
-		}
-	}
-	cq_gt_destroy(table);
 }
 
 /*
@@ -946,7 +699,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 			return NULL;
 		old = MemoryContextSwitchTo(st->cxt);
 		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
-		st->table = cq_gt_create(store_area, cq_shared->store_tranche, st->expect_groups);
+		st->table = cq_gt_create(cq_store_area, cq_shared->store_tranche, st->expect_groups);
 		MemoryContextSwitchTo(old);
 		/* from here on the table is st's published table, to be swapped in */
 		st->own_table = st->building = true;
@@ -968,7 +721,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	/* linked later, together with the next groups (link_pending) */
 	if (st->npending == STORE_LINK_AHEAD)
 		link_pending(st);
-	np = alloc_node(t, true, &row);
+	np = cq_store_alloc_node(t, true, &row);
 	st->pending_hash[st->npending] = cq_store_key_hash(st, values, nulls);
 	st->pending_node[st->npending++] = np;
 	st->bytes += bytes;
@@ -988,9 +741,9 @@ drop_own_table(CqStore *st)
 	if (!st->own_table)
 		return;
 	for (; st->nlinked < st->npending; st->nlinked++)
-		dsa_free(store_area, st->pending_node[st->nlinked]);
+		dsa_free(cq_store_area, st->pending_node[st->nlinked]);
 	st->npending = st->nlinked = 0;
-	destroy_table(st->table);
+	cq_store_destroy_table(st->table);
 	st->table = NULL;
 	st->own_table = st->building = false;
 }
@@ -1004,7 +757,7 @@ for_each_item(CqStore *st, void (*fn) (CqStore *st, uint64 hash, OvItem *it))
 {
 	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = item_at(st, i);
+		OvItem	   *it = cq_store_item_at(st, i);
 
 		fn(st, it->hash, it);
 	}
@@ -1013,11 +766,11 @@ for_each_item(CqStore *st, void (*fn) (CqStore *st, uint64 hash, OvItem *it))
 /*
  * prepare_item
  *	  PRE_COMMIT, one item: its row is already in its own node in the area
- *	  (own_row); nothing is copied.  A replaced store's rows are linked
+ *	  (cq_store_own_row); nothing is copied.  A replaced store's rows are linked
  *	  into the new table (invisible until publish), a new group's node
  *	  into the published table with its row invisible; a changed group's
  *	  node takes the old one's place at publish.  The item is marked
- *	  linked as soon as its node is (link_node may raise an error before:
+ *	  linked as soon as its node is (cq_store_link_node may raise an error before:
  *	  then discard frees the node).
  */
 static void
@@ -1027,12 +780,12 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 
 	if (it->deleted)
 		return;
-	node = dsa_get_address(store_area, it->newnode);
+	node = dsa_get_address(cq_store_area, it->newnode);
 	if (st->replace)
 	{
 		/* the new table is invisible until publish: its rows visible in it */
 		node->tuple = NODE_ROW(it->newnode);
-		link_node(st->newtable, hash, it->newnode);
+		cq_store_link_node(st->newtable, hash, it->newnode);
 		it->linked = true;
 		return;
 	}
@@ -1043,7 +796,7 @@ prepare_item(CqStore *st, uint64 hash, OvItem *it)
 		return;
 	}
 	/* a new group: its node linked now, its row invisible until publish */
-	link_node(st->table, hash, it->newnode);
+	cq_store_link_node(st->table, hash, it->newnode);
 	it->linked = true;
 }
 
@@ -1089,7 +842,7 @@ prepare(CqStore *st)
 			return;
 		old = MemoryContextSwitchTo(st->cxt);
 		if (st->table == NULL && header_of(st)->valid)
-			st->table = cq_gt_attach(store_area, header_of(st)->table);
+			st->table = cq_gt_attach(cq_store_area, header_of(st)->table);
 		MemoryContextSwitchTo(old);
 		return;
 	}
@@ -1108,9 +861,9 @@ prepare(CqStore *st)
 	old = MemoryContextSwitchTo(st->cxt);
 	if (st->replace)
 	{
-		st->newtable = cq_gt_create(store_area, cq_shared->store_tranche, (uint64) st->rows);
+		st->newtable = cq_gt_create(cq_store_area, cq_shared->store_tranche, (uint64) st->rows);
 		if (st->table == NULL && header_of(st)->valid)
-			st->table = cq_gt_attach(store_area, header_of(st)->table);
+			st->table = cq_gt_attach(cq_store_area, header_of(st)->table);
 	}
 	t0 = cq_store_cpu_ms();
 	/* new groups are linked into the published table now (rows invisible) */
@@ -1138,9 +891,9 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 	if (it->deleted)
 	{
 		if (DsaPointerIsValid(it->newnode))
-			dsa_free(store_area, it->newnode);	/* never linked */
+			dsa_free(cq_store_area, it->newnode);	/* never linked */
 		if (!st->replace && DsaPointerIsValid(it->node))
-			unlink_node(st->table, hash, it->node);
+			cq_store_unlink_node(st->table, hash, it->node);
 		return;
 	}
 	if (st->replace)
@@ -1152,19 +905,19 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 		dsa_pointer *link = head;
 
 		while (link && DsaPointerIsValid(*link) && *link != it->node)
-			link = &((StoreNode *) dsa_get_address(store_area, *link))->next;
+			link = &((StoreNode *) dsa_get_address(cq_store_area, *link))->next;
 		if (link && *link == it->node)
 		{
-			((StoreNode *) dsa_get_address(store_area, it->newnode))->next =
-				((StoreNode *) dsa_get_address(store_area, it->node))->next;
+			((StoreNode *) dsa_get_address(cq_store_area, it->newnode))->next =
+				((StoreNode *) dsa_get_address(cq_store_area, it->node))->next;
 			*link = it->newnode;
-			dsa_free(store_area, it->node);
+			dsa_free(cq_store_area, it->node);
 		}
 		else
-			dsa_free(store_area, it->newnode);	/* not reached: batches are serialized */
+			dsa_free(cq_store_area, it->newnode);	/* not reached: batches are serialized */
 	}
 	else
-		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = NODE_ROW(it->newnode);
+		((StoreNode *) dsa_get_address(cq_store_area, it->newnode))->tuple = NODE_ROW(it->newnode);
 }
 
 /*
@@ -1180,14 +933,14 @@ publish(CqStore *st)
 
 	if (!st->prepared)
 	{
-		free_items(st, true);
+		cq_store_free_items(st, true);
 		drop_own_table(st);		/* the query was dropped meanwhile */
 		return;
 	}
 	if (st->switched)
 	{
 		/* the query moved to its state table: the store is no more */
-		free_items(st, true);
+		cq_store_free_items(st, true);
 		drop_own_table(st);
 		d = dshash_find(store_dir, &st->key, true);
 		if (d == NULL || d->header != st->header)
@@ -1197,14 +950,14 @@ publish(CqStore *st)
 			return;
 		}
 		h = header_of(st);
-		old_table = h->valid ? (st->table ? st->table : cq_gt_attach(store_area, h->table)) : NULL;
+		old_table = h->valid ? (st->table ? st->table : cq_gt_attach(cq_store_area, h->table)) : NULL;
 		h->valid = false;
 		h->inflight = -1;
 		h->rows = h->bytes = 0;
 		dshash_release_lock(store_dir, d);
 		ConditionVariableBroadcast(&h->cv);
 		if (old_table)
-			destroy_table(old_table);
+			cq_store_destroy_table(old_table);
 		return;
 	}
 	if (st->table && !st->replace)
@@ -1212,7 +965,7 @@ publish(CqStore *st)
 	for_each_item(st, publish_item);
 	if (st->table && !st->replace)
 		cq_gt_unlock(st->table);
-	free_items(st, false);
+	cq_store_free_items(st, false);
 	d = dshash_find(store_dir, &st->key, true);
 	if (d == NULL || d->header != st->header)
 	{
@@ -1230,7 +983,7 @@ publish(CqStore *st)
 	else if (st->own_table)
 	{
 		/* the table built by this batch (put_built) replaces any other */
-		old_table = h->valid ? cq_gt_attach(store_area, h->table) : NULL;
+		old_table = h->valid ? cq_gt_attach(cq_store_area, h->table) : NULL;
 		h->table = cq_gt_handle(st->table);
 	}
 	h->valid = true;
@@ -1248,7 +1001,7 @@ publish(CqStore *st)
 	dshash_release_lock(store_dir, d);
 	ConditionVariableBroadcast(&h->cv);
 	if (old_table)
-		destroy_table(old_table);
+		cq_store_destroy_table(old_table);
 }
 
 /*
@@ -1263,9 +1016,9 @@ discard_item(CqStore *st, uint64 hash, OvItem *it)
 	if (!DsaPointerIsValid(it->newnode))
 		return;
 	if (!it->linked)
-		dsa_free(store_area, it->newnode);
+		dsa_free(cq_store_area, it->newnode);
 	else if (!st->replace)
-		unlink_node(st->table, hash, it->newnode);
+		cq_store_unlink_node(st->table, hash, it->newnode);
 	it->newnode = InvalidDsaPointer;
 }
 
@@ -1285,14 +1038,14 @@ discard(CqStore *st)
 	for_each_item(st, discard_item);
 	if (lock)
 		cq_gt_unlock(st->table);
-	free_items(st, false);
+	cq_store_free_items(st, false);
 	if (!st->prepared)
 	{
 		drop_own_table(st);
 		return;
 	}
 	if (st->replace && st->newtable)
-		destroy_table(st->newtable);
+		cq_store_destroy_table(st->newtable);
 	drop_own_table(st);
 	d = dshash_find(store_dir, &st->key, true);
 	if (d && d->header == st->header)
@@ -1365,7 +1118,7 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 			if (st->subid == mySubid)
 			{
-				free_items(st, true);
+				cq_store_free_items(st, true);
 				drop_own_table(st);
 				xact_stores = foreach_delete_current(xact_stores, lc);
 			}
@@ -1405,12 +1158,12 @@ free_entry(StoreDirEntry *d)
 
 	if (!DsaPointerIsValid(d->header))
 		return true;
-	h = dsa_get_address(store_area, d->header);
+	h = dsa_get_address(cq_store_area, d->header);
 	if (h->inflight >= 0)
 		return false;
 	if (h->valid)
-		destroy_table(cq_gt_attach(store_area, h->table));
-	dsa_free(store_area, d->header);
+		cq_store_destroy_table(cq_gt_attach(cq_store_area, h->table));
+	dsa_free(cq_store_area, d->header);
 	return true;
 }
 
@@ -1510,7 +1263,7 @@ cq_store_info(Oid dboid, int32 query_id, Oid rowtype, int64 *batch_id, int64 *ro
 		return false;
 	if (DsaPointerIsValid(d->header))
 	{
-		StoreHeader *h = dsa_get_address(store_area, d->header);
+		StoreHeader *h = dsa_get_address(cq_store_area, d->header);
 
 		ok = h->valid && h->rowtype == rowtype;	/* not a dropped query's */
 		*batch_id = h->published;
@@ -1563,7 +1316,7 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	if (d == NULL)
 		return false;
 	if (!DsaPointerIsValid(d->header) ||
-		!(h = dsa_get_address(store_area, d->header))->valid ||
+		!(h = dsa_get_address(cq_store_area, d->header))->valid ||
 		h->rowtype != desc->tdtypeid)
 	{
 		/* none, or a dropped query's that had this id (DROP EXTENSION) */
@@ -1571,18 +1324,18 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 		return false;
 	}
 	/* the directory entry stays locked: the table cannot be replaced meanwhile */
-	table = cq_gt_attach(store_area, h->table);
+	table = cq_gt_attach(cq_store_area, h->table);
 	cq_gt_lock(table, LW_SHARED);
 	slots = cq_gt_slots(table, &n);
 	for (uint64 i = 0; i < n; i++)
 	{
 		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 		{
-			StoreNode  *node = dsa_get_address(store_area, np);
+			StoreNode  *node = dsa_get_address(cq_store_area, np);
 
 			if (DsaPointerIsValid(node->tuple))
 			{
-				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(cq_store_area, node->tuple));
 
 				tuplestore_puttuple(ts, t);
 				heap_freetuple(t);
