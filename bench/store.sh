@@ -190,7 +190,7 @@ for B in $BENCH_STORE_BATCHES; do
                 ms_m+=("$(phase 'merge statement' "$out")")
                 ms_x+=("$(calc "$(phase 'eviction' "$out") + $(phase 'm and x' "$out")")")
                 ms_s+=("$(phase 'target statement' "$out")")
-                ms_p+=("$(grep -oE 'copied in [0-9.]+ ms' <<<"$out" | grep -oE '[0-9.]+' | head -1 || echo 0)")
+                ms_p+=("$(grep -oE '(copied|prepared) in [0-9.]+ ms' <<<"$out" | grep -oE '[0-9.]+' | head -1 || echo 0)")
             else
                 tabc+=("$cpu")
                 ts_s+=("$(phase 'state statement' "$out")")

@@ -587,7 +587,8 @@ fold_split(OwnerBatch *ob)
 		TupleDescInitEntry(desc, sid_att, "_sid", INT8OID, -1, 0);
 	values = palloc(sizeof(Datum) * desc->natts);
 	nulls = palloc(sizeof(bool) * desc->natts);
-	ts = tuplestore_begin_heap(false, false, Max(work_mem, maintenance_work_mem));
+	/* m within the batch's work_mem (cq.work_mem), as the store's m (store_fold.c) */
+	ts = tuplestore_begin_heap(false, false, work_mem);
 	for (uint64 i = 0; i < n; i++)
 	{
 		heap_deform_tuple(tt->vals[i], tt->tupdesc, values, nulls);

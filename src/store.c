@@ -18,8 +18,9 @@
  * with it); each slot holds a chain of nodes, one per group with that hash,
  * and each node the group's state row (keys, n, [e], partials, [h]: the
  * row type of the state table) as a MinimalTuple right after the node, in
- * its allocation (alloc_node).  Groups are matched by hash, then by their
- * keys with each key's GROUP BY equality (NULL keys match NULL keys).
+ * its allocation (cq_store_alloc_node, store_node.c).  Groups are
+ * matched by hash, then by their keys with each key's GROUP BY equality
+ * (NULL keys match NULL keys).
  *
  * A batch (batch.c) runs the partial aggregation of its new rows (d) as a
  * statement, looks every group up in the store, merges the existing ones
@@ -29,15 +30,21 @@
  * rows (m) and the evicted ones (x) to the target-writing statement of
  * sink.c as ephemeral named relations, as triggers pass transition tables.
  *
- * Transactions.  Changes go to a backend-local overlay and reach shared
- * memory only if the batch's transaction commits: at PRE_COMMIT the new
- * rows are copied into the DSA (errors are still allowed there: the
- * transaction then aborts) and the query's header is marked "publication
- * in flight"; at COMMIT pointers are swapped (nothing can fail), and a
- * changed row of the same size as its published one, not copied before,
- * is written over it under its entry's lock; at abort,
- * or at the abort of the subtransaction that opened the overlay, the
- * copies are freed and nothing changed.  Between the moment a commit
+ * Transactions.  Changes go to the transaction's overlay and reach the
+ * store only if the batch's transaction commits.  The overlay's items and
+ * each changed group's new row (a node of its own) are written into the
+ * area as the batch makes them (session 31; before, they were kept in the
+ * backend's memory until PRE_COMMIT copied them, ~146 bytes a changed
+ * group), but linked into no table that another backend reads: at
+ * PRE_COMMIT (errors are still allowed there: the transaction then
+ * aborts) new groups' nodes are linked with their rows invisible and the
+ * query's header is marked "publication in flight"; at COMMIT pointers are
+ * swapped (nothing can fail): a changed group's node takes its old one's
+ * place, which is freed; at abort, or at the abort of the subtransaction
+ * that opened the overlay (or a backend's exit, which aborts), the items
+ * and nodes are freed and nothing changed.  The area thus holds both
+ * versions of every changed row until COMMIT (cq.state_memory limits the
+ * store's rows, as before).  Between the moment a commit
  * becomes visible (the row lock on the catalog row, which serializes
  * batches, is free from then on) and its COMMIT callback, the next batch
  * of the query could start: it waits on the condition variable while a
@@ -85,6 +92,7 @@
 #include "store.h"
 #include "citus.h"
 #include "store_private.h"
+#include "store_node.h"
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
@@ -95,7 +103,6 @@
 #include "sink.h"
 
 
-static dsa_area *store_area = NULL;
 static dshash_table *store_dir = NULL;
 static List *xact_stores = NIL;
 static bool callbacks_registered = false;
@@ -130,10 +137,6 @@ dropped_here(Oid dboid, int32 query_id)
 	return false;
 }
 
-#define NODE_OVERHEAD ((int64) sizeof(StoreNode))
-#define NODE_ROW_OFFSET MAXALIGN(sizeof(StoreNode))
-#define NODE_ROW(np) ((np) + NODE_ROW_OFFSET)
-
 static dshash_parameters dir_params = {
 	sizeof(StoreKey), sizeof(StoreDirEntry), dshash_memcmp, dshash_memhash, 0
 };
@@ -153,7 +156,7 @@ store_attach(void)
 {
 	MemoryContext old;
 
-	if (store_area != NULL)
+	if (cq_store_area != NULL)
 		return;
 	if (cq_shared == NULL)
 		ereport(ERROR,
@@ -176,7 +179,7 @@ store_attach(void)
 		cq_shared->store_dir = dshash_get_hash_table_handle(dir);
 		cq_shared->store_area = dsa_get_handle(area);
 		cq_shared->store_ready = true;
-		store_area = area;
+		cq_store_area = area;
 		store_dir = dir;
 	}
 	else
@@ -186,7 +189,7 @@ store_attach(void)
 		dsa_pin_mapping(area);
 		dir_params.tranche_id = cq_shared->store_tranche;
 		store_dir = dshash_attach(area, &dir_params, cq_shared->store_dir, NULL);
-		store_area = area;
+		cq_store_area = area;
 	}
 	LWLockRegisterTranche(cq_shared->store_tranche, "pg_cq store");
 	LWLockRelease(cq_shared->store_lock);
@@ -212,8 +215,8 @@ find_header(StoreKey *key, bool exclusive, bool create)
 		d->header = InvalidDsaPointer;
 	if (!DsaPointerIsValid(d->header))
 	{
-		dsa_pointer hp = dsa_allocate0(store_area, sizeof(StoreHeader));
-		StoreHeader *h = dsa_get_address(store_area, hp);
+		dsa_pointer hp = dsa_allocate0(cq_store_area, sizeof(StoreHeader));
+		StoreHeader *h = dsa_get_address(cq_store_area, hp);
 
 		h->valid = false;
 		h->published = -1;
@@ -232,7 +235,7 @@ find_header(StoreKey *key, bool exclusive, bool create)
 static StoreHeader *
 header_of(CqStore *st)
 {
-	return (StoreHeader *) dsa_get_address(store_area, st->header);
+	return (StoreHeader *) dsa_get_address(cq_store_area, st->header);
 }
 
 /*
@@ -356,7 +359,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	if (valid && last->found && published == last->batch_id)
 	{
 		old = MemoryContextSwitchTo(st->cxt);
-		st->table = cq_gt_attach(store_area, table);
+		st->table = cq_gt_attach(cq_store_area, table);
 		MemoryContextSwitchTo(old);
 	}
 	else
@@ -379,27 +382,6 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 }
 
 /*
- * shared_tuple
- *	  A heap tuple header over a published row, without copying it: the row
- *	  stays where it is in the area while the batch runs (rows change only
- *	  when a batch of the query publishes, and batches are serialized).  The
- *	  bytes before the minimal tuple are not the row's: read it with
- *	  heap_getattr/heap_deform_tuple, copy it with own_tuple.
- */
-static HeapTuple
-shared_tuple(dsa_pointer tuple)
-{
-	MinimalTuple mtup = dsa_get_address(store_area, tuple);
-	HeapTuple	t = palloc(sizeof(HeapTupleData));
-
-	t->t_len = mtup->t_len + MINIMAL_TUPLE_OFFSET;
-	ItemPointerSetInvalid(&t->t_self);
-	t->t_tableOid = InvalidOid;
-	t->t_data = (HeapTupleHeader) ((char *) mtup - MINIMAL_TUPLE_OFFSET);
-	return t;
-}
-
-/*
  * index_overlay
  *	  Enter the items put since the last lookup into the overlay's hash
  *	  table.  A batch's fold puts each group of its d statement once and
@@ -410,11 +392,11 @@ shared_tuple(dsa_pointer tuple)
 static void
 index_overlay(CqStore *st)
 {
-	int			n = list_length(st->items);
+	int64		n = st->nitems;
 
-	for (int i = st->n_indexed; i < n; i++)
+	for (int64 i = st->n_indexed; i < n; i++)
 	{
-		OvItem	   *it = list_nth(st->items, i);
+		OvItem	   *it = cq_store_item_at(st, i);
 		bool		found;
 		OvEntry    *ov = hash_search(st->overlay, &it->hash, HASH_ENTER, &found);
 
@@ -445,11 +427,11 @@ find_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		return;
 	for (dsa_pointer np = *head; DsaPointerIsValid(np);)
 	{
-		StoreNode  *node = dsa_get_address(store_area, np);
+		StoreNode  *node = dsa_get_address(cq_store_area, np);
 
 		if (DsaPointerIsValid(node->tuple))
 		{
-			HeapTuple	t = shared_tuple(node->tuple);
+			HeapTuple	t = cq_store_shared_tuple(node->tuple);
 
 			if (cq_store_keys_match(st, t, values, nulls))
 			{
@@ -486,7 +468,7 @@ void
 cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 {
 	ref_init(st, values, nulls, ref);
-	if (st->items != NIL)
+	if (st->nitems != 0)
 	{
 		OvEntry    *ov;
 
@@ -494,11 +476,11 @@ cq_store_lookup(CqStore *st, Datum *values, bool *nulls, StoreRef *ref)
 		ov = hash_search(st->overlay, &ref->hash, HASH_FIND, NULL);
 		for (OvItem *it = ov ? ov->first : NULL; it != NULL; it = it->next)
 		{
-			if (cq_store_keys_match(st, it->tup, values, nulls))
+			if (cq_store_keys_match(st, &it->tup, values, nulls))
 			{
 				ref->item = it;
 				ref->node = it->node;
-				ref->tup = it->deleted ? NULL : it->tup;
+				ref->tup = it->deleted ? NULL : &it->tup;
 				return;
 			}
 		}
@@ -549,60 +531,53 @@ note_e(CqStore *st, HeapTuple tup)
 /*
  * put
  *	  Make a copy of tup (NULL: delete) the group's row in the overlay; ref
- *	  is what lookup found for it.  Returns the copy (NULL: deleted); tup
- *	  stays the caller's.  Keeps min_e a lower bound of the rows' window
- *	  ends.
+ *	  is what lookup found for it.  Returns the copy (NULL: deleted), a
+ *	  header over the row in the area, valid until the group is put again;
+ *	  tup stays the caller's.  Keeps min_e a lower bound of the rows'
+ *	  window ends.  Nothing is kept in the backend's memory: the item and
+ *	  the row are in the area (see OvItem).
  */
 HeapTuple
 cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 {
-	MemoryContext old = MemoryContextSwitchTo(st->cxt);
 	OvItem	   *it = ref->item;
-	bool		existed = ref->tup != NULL;
-	bool		shared = ref->item == NULL; /* ref->tup: see shared_tuple */
+	int64		bytes = 0;
+	int64		rows = 0;
 
-	if (existed)
+	Assert(!st->prepared);
+	if (ref->tup != NULL)
 	{
-		st->bytes -= row_bytes(ref->tup);
-		st->rows--;
+		bytes -= row_bytes(ref->tup);
+		rows--;
 	}
 	if (tup)
 	{
-		st->bytes += row_bytes(tup);
-		st->rows++;
+		bytes += row_bytes(tup);
+		rows++;
 	}
 	if (it == NULL)
 	{
 		/* a new item, entered into the overlay's index by the next lookup */
-		if (st->chunk_left == 0)
-		{
-			st->item_chunk = palloc0(sizeof(OvItem) * OV_ITEM_CHUNK);
-			st->chunk_left = OV_ITEM_CHUNK;
-		}
-		it = st->item_chunk++;
-		st->chunk_left--;
+		it = cq_store_item_slot(st);
 		it->hash = ref->hash;
 		it->node = ref->node;
-		it->newnode = InvalidDsaPointer;
-		/* prepare_item then knows its size without reading it again */
-		if (existed && DsaPointerIsValid(ref->tuple))
-			it->pub_len = ref->tup->t_len - MINIMAL_TUPLE_OFFSET;
-		st->items = lappend(st->items, it);
+		if (tup)
+			cq_store_own_row(it, tup);
+		else if (ref->tup != NULL)
+			it->tup = *ref->tup;	/* a published row: its keys */
+		else
+			elog(ERROR, "pg_cq: no row to delete");
+		st->nitems++;
 		ref->item = it;
 	}
+	else if (tup)
+		cq_store_own_row(it, tup);
+	it->deleted = tup == NULL;
 	if (tup)
-	{
-		it->tup = cq_store_copy_row(st, tup);
-		it->deleted = false;
 		note_e(st, tup);
-	}
-	else
-	{
-		it->tup = cq_store_own_tuple(ref->tup, shared);
-		it->deleted = true;
-	}
-	MemoryContextSwitchTo(old);
-	return tup ? it->tup : NULL;
+	st->bytes += bytes;
+	st->rows += rows;
+	return tup ? &it->tup : NULL;
 }
 
 /*
@@ -614,14 +589,13 @@ List *
 cq_store_scan_all(CqStore *st)
 {
 	List	   *rows = NIL;
-	ListCell   *lc;
 
 	if (st->table)
 		link_pending(st);
 	/* the published nodes the overlay replaces */
-	foreach(lc, st->items)
+	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = lfirst(lc);
+		OvItem	   *it = cq_store_item_at(st, i);
 
 		if (DsaPointerIsValid(it->node))
 			(void) hash_search(st->touched, &it->node, HASH_ENTER, NULL);
@@ -636,7 +610,7 @@ cq_store_scan_all(CqStore *st)
 		{
 			for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 			{
-				StoreNode  *node = dsa_get_address(store_area, np);
+				StoreNode  *node = dsa_get_address(cq_store_area, np);
 
 				if (DsaPointerIsValid(node->tuple) &&
 					hash_search(st->touched, &np, HASH_FIND, NULL) == NULL)
@@ -646,16 +620,16 @@ cq_store_scan_all(CqStore *st)
 					r->ref.hash = slots[i].hash;
 					r->ref.node = np;
 					r->ref.tuple = node->tuple;
-					r->ref.tup = shared_tuple(node->tuple);
+					r->ref.tup = cq_store_shared_tuple(node->tuple);
 					rows = lappend(rows, r);
 				}
 				np = node->next;
 			}
 		}
 	}
-	foreach(lc, st->items)
+	for (int64 i = 0; i < st->nitems; i++)
 	{
-		OvItem	   *it = lfirst(lc);
+		OvItem	   *it = cq_store_item_at(st, i);
 		ScanRow    *r;
 
 		if (it->deleted)
@@ -664,67 +638,10 @@ cq_store_scan_all(CqStore *st)
 		r->ref.hash = it->hash;
 		r->ref.node = it->node;
 		r->ref.item = it;
-		r->ref.tup = it->tup;
+		r->ref.tup = &it->tup;
 		rows = lappend(rows, r);
 	}
 	return rows;
-}
-
-/*
- * fill_tuple
- *	  Write a row as a MinimalTuple at mt (t->t_len - MINIMAL_TUPLE_OFFSET
- *	  bytes).
- */
-static void
-fill_tuple(MinimalTuple mt, HeapTuple t)
-{
-	uint32		len = t->t_len - MINIMAL_TUPLE_OFFSET;
-
-	/*
-	 * As minimal_tuple_from_heap_tuple, without the local copy, and with the
-	 * padding zeroed: shared_tuple's header over the row reads its t_ctid
-	 * there, and heap_getattr checks a tuple whose t_ctid marks a versioned
-	 * datum against its type, which the bytes before the row do not hold.
-	 */
-	memcpy(mt, (char *) t->t_data + MINIMAL_TUPLE_OFFSET, len);
-	mt->t_len = len;
-	memset(mt->mt_padding, 0, MINIMAL_TUPLE_PADDING);
-}
-
-/*
- * alloc_node
- *	  A node (not linked) with a copy of row t right after it, in one
- *	  allocation: a new process pays for the first touch of each page, and
- *	  a lookup then touches one place for both, not two allocations of
- *	  different size classes far apart.  *row: the row; the node's tuple is
- *	  *row when visible, else invalid (not yet published).
- */
-static dsa_pointer
-alloc_node(HeapTuple t, bool visible, dsa_pointer *row)
-{
-	dsa_pointer np = dsa_allocate(store_area, NODE_ROW_OFFSET + t->t_len - MINIMAL_TUPLE_OFFSET);
-	StoreNode  *node = dsa_get_address(store_area, np);
-
-	*row = np + NODE_ROW_OFFSET;
-	fill_tuple((MinimalTuple) ((char *) node + NODE_ROW_OFFSET), t);
-	node->next = InvalidDsaPointer;
-	node->tuple = visible ? *row : InvalidDsaPointer;
-	return np;
-}
-
-/*
- * link_node
- *	  Put node np at the head of the chain of hash in table (its lock held
- *	  exclusively, or the table not visible yet).  May raise an error.
- */
-static void
-link_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
-{
-	StoreNode  *node = dsa_get_address(store_area, np);
-	dsa_pointer *head = cq_gt_insert(table, hash);
-
-	node->next = *head;
-	*head = np;
 }
 
 /*
@@ -741,60 +658,8 @@ static void
 link_pending(CqStore *st)
 {
 	for (; st->nlinked < st->npending; st->nlinked++)
-		link_node(st->table, st->pending_hash[st->nlinked], st->pending_node[st->nlinked]);
+		cq_store_link_node(st->table, st->pending_hash[st->nlinked], st->pending_node[st->nlinked]);
 	st->npending = st->nlinked = 0;
-}
-
-/*
- * unlink_node
- *	  Remove a node from its chain and free it and its tuple (the table's
- *	  lock held exclusively).  Raises no error.
- */
-static void
-unlink_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
-{
-	dsa_pointer *head = cq_gt_find(table, hash);
-	dsa_pointer *link;
-
-	if (head == NULL)
-		return;
-	for (link = head; DsaPointerIsValid(*link);)
-	{
-		StoreNode  *node = dsa_get_address(store_area, *link);
-
-		if (*link == np)
-		{
-			*link = node->next;
-			dsa_free(store_area, np);
-			break;
-		}
-		link = &node->next;
-	}
-	if (!DsaPointerIsValid(*head))
-		cq_gt_delete(table, head);
-}
-
-/*
- * destroy_table
- *	  Free a group table with its nodes and rows.
- */
-static void
-destroy_table(CqGroupTable *table)
-{
-	uint64		n;
-	CqGroupSlot *slots = cq_gt_slots(table, &n);
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
-		{
-			dsa_pointer next = ((StoreNode *) dsa_get_address(store_area, np))->next;
-
-			dsa_free(store_area, np);
-			np = next;
-		}
-	}
-	cq_gt_destroy(table);
 }
 
 /*
@@ -830,11 +695,11 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 
 	if (!st->own_table)
 	{
-		if (!st->replace || st->table != NULL || st->items != NIL || st->switched || st->prepared)
+		if (!st->replace || st->table != NULL || st->nitems != 0 || st->switched || st->prepared)
 			return NULL;
 		old = MemoryContextSwitchTo(st->cxt);
 		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
-		st->table = cq_gt_create(store_area, cq_shared->store_tranche, st->expect_groups);
+		st->table = cq_gt_create(cq_store_area, cq_shared->store_tranche, st->expect_groups);
 		MemoryContextSwitchTo(old);
 		/* from here on the table is st's published table, to be swapped in */
 		st->own_table = st->building = true;
@@ -856,7 +721,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	/* linked later, together with the next groups (link_pending) */
 	if (st->npending == STORE_LINK_AHEAD)
 		link_pending(st);
-	np = alloc_node(t, true, &row);
+	np = cq_store_alloc_node(t, true, &row);
 	st->pending_hash[st->npending] = cq_store_key_hash(st, values, nulls);
 	st->pending_node[st->npending++] = np;
 	st->bytes += bytes;
@@ -876,9 +741,9 @@ drop_own_table(CqStore *st)
 	if (!st->own_table)
 		return;
 	for (; st->nlinked < st->npending; st->nlinked++)
-		dsa_free(store_area, st->pending_node[st->nlinked]);
+		dsa_free(cq_store_area, st->pending_node[st->nlinked]);
 	st->npending = st->nlinked = 0;
-	destroy_table(st->table);
+	cq_store_destroy_table(st->table);
 	st->table = NULL;
 	st->own_table = st->building = false;
 }
@@ -890,54 +755,49 @@ drop_own_table(CqStore *st)
 static void
 for_each_item(CqStore *st, void (*fn) (CqStore *st, uint64 hash, OvItem *it))
 {
-	ListCell   *lc;
+	for (int64 i = 0; i < st->nitems; i++)
+	{
+		OvItem	   *it = cq_store_item_at(st, i);
 
-	foreach(lc, st->items)
-		fn(st, ((OvItem *) lfirst(lc))->hash, lfirst(lc));
+		fn(st, it->hash, it);
+	}
 }
 
+/*
+ * prepare_item
+ *	  PRE_COMMIT, one item: its row is already in its own node in the area
+ *	  (cq_store_own_row); nothing is copied.  A replaced store's rows are linked
+ *	  into the new table (invisible until publish), a new group's node
+ *	  into the published table with its row invisible; a changed group's
+ *	  node takes the old one's place at publish.  The item is marked
+ *	  linked as soon as its node is (cq_store_link_node may raise an error before:
+ *	  then discard frees the node).
+ */
 static void
 prepare_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	dsa_pointer row;			/* NODE_ROW(it->newnode) */
+	StoreNode  *node;
 
 	if (it->deleted)
 		return;
+	node = dsa_get_address(cq_store_area, it->newnode);
 	if (st->replace)
 	{
 		/* the new table is invisible until publish: its rows visible in it */
-		it->newnode = alloc_node(it->tup, true, &row);
-		link_node(st->newtable, hash, it->newnode);
+		node->tuple = NODE_ROW(it->newnode);
+		cq_store_link_node(st->newtable, hash, it->newnode);
+		it->linked = true;
 		return;
 	}
 	if (DsaPointerIsValid(it->node))
 	{
-		/*
-		 * A changed row of the same size (fixed-size states: counts, sums,
-		 * extremes of fixed-size types) is written over the old one at
-		 * COMMIT: nothing to allocate, nothing to free.  The old row's size
-		 * is known from the lookup that found it (put_owned), else read.
-		 */
-		if (it->pub_len == 0)
-		{
-			StoreNode  *node = dsa_get_address(store_area, it->node);
-
-			if (DsaPointerIsValid(node->tuple))
-				it->pub_len = ((MinimalTuple) dsa_get_address(store_area, node->tuple))->t_len;
-		}
-		if (it->pub_len != 0 && it->pub_len == it->tup->t_len - MINIMAL_TUPLE_OFFSET)
-		{
-			it->inplace = true;
-			return;
-		}
-		/* another size: a new node, put in the old one's place by publish */
-		it->newnode = alloc_node(it->tup, true, &row);
-		it->swap = true;
+		/* linked by publish, in the old node's place */
+		node->tuple = NODE_ROW(it->newnode);
 		return;
 	}
 	/* a new group: its node linked now, its row invisible until publish */
-	it->newnode = alloc_node(it->tup, false, &row);
-	link_node(st->table, hash, it->newnode);
+	cq_store_link_node(st->table, hash, it->newnode);
+	it->linked = true;
 }
 
 /*
@@ -965,8 +825,9 @@ mark_inflight(CqStore *st)
 
 /*
  * prepare
- *	  PRE_COMMIT: check the budget, mark the publication in flight, copy
- *	  the overlay into the area (invisible to readers until publish).
+ *	  PRE_COMMIT: check the budget, mark the publication in flight, link
+ *	  the overlay's new rows, already in the area, where publish needs
+ *	  them (invisible to readers until publish).
  */
 static void
 prepare(CqStore *st)
@@ -981,7 +842,7 @@ prepare(CqStore *st)
 			return;
 		old = MemoryContextSwitchTo(st->cxt);
 		if (st->table == NULL && header_of(st)->valid)
-			st->table = cq_gt_attach(store_area, header_of(st)->table);
+			st->table = cq_gt_attach(cq_store_area, header_of(st)->table);
 		MemoryContextSwitchTo(old);
 		return;
 	}
@@ -1000,9 +861,9 @@ prepare(CqStore *st)
 	old = MemoryContextSwitchTo(st->cxt);
 	if (st->replace)
 	{
-		st->newtable = cq_gt_create(store_area, cq_shared->store_tranche, (uint64) st->rows);
+		st->newtable = cq_gt_create(cq_store_area, cq_shared->store_tranche, (uint64) st->rows);
 		if (st->table == NULL && header_of(st)->valid)
-			st->table = cq_gt_attach(store_area, header_of(st)->table);
+			st->table = cq_gt_attach(cq_store_area, header_of(st)->table);
 	}
 	t0 = cq_store_cpu_ms();
 	/* new groups are linked into the published table now (rows invisible) */
@@ -1012,46 +873,51 @@ prepare(CqStore *st)
 	if (st->table && !st->replace)
 		cq_gt_unlock(st->table);
 	MemoryContextSwitchTo(old);
-	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": %d rows copied in %.3f ms (CPU time)",
-		 st->batch_id, list_length(st->items), cq_store_cpu_ms() - t0);
+	elog(DEBUG1, "pg_cq: store publication of batch " INT64_FORMAT ": " INT64_FORMAT " changed rows prepared in %.3f ms (CPU time)",
+		 st->batch_id, st->nitems, cq_store_cpu_ms() - t0);
 }
 
+/*
+ * publish_item
+ *	  COMMIT, one item (the table's lock held when there is one): a deleted
+ *	  group's node unlinked and freed, with its own node if it has one; a
+ *	  changed group's node in the place of the old one, which is freed; a
+ *	  new group's row made visible.  A replaced store's rows are in the
+ *	  new table already.  Raises no error.
+ */
 static void
 publish_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	if (st->replace)
-		return;
 	if (it->deleted)
 	{
-		if (DsaPointerIsValid(it->node))
-			unlink_node(st->table, hash, it->node);
+		if (DsaPointerIsValid(it->newnode))
+			dsa_free(cq_store_area, it->newnode);	/* never linked */
+		if (!st->replace && DsaPointerIsValid(it->node))
+			cq_store_unlink_node(st->table, hash, it->node);
 		return;
 	}
-	if (it->inplace)
-	{
-		/* under the table's lock: a reader's scan sees the old row or the new */
-		fill_tuple(dsa_get_address(store_area, NODE_ROW(it->node)), it->tup);
-	}
-	else if (it->swap)
+	if (st->replace)
+		return;
+	if (DsaPointerIsValid(it->node))
 	{
 		/* under the table's lock: the new node takes the old one's place */
 		dsa_pointer *head = cq_gt_find(st->table, hash);
 		dsa_pointer *link = head;
 
 		while (link && DsaPointerIsValid(*link) && *link != it->node)
-			link = &((StoreNode *) dsa_get_address(store_area, *link))->next;
+			link = &((StoreNode *) dsa_get_address(cq_store_area, *link))->next;
 		if (link && *link == it->node)
 		{
-			((StoreNode *) dsa_get_address(store_area, it->newnode))->next =
-				((StoreNode *) dsa_get_address(store_area, it->node))->next;
+			((StoreNode *) dsa_get_address(cq_store_area, it->newnode))->next =
+				((StoreNode *) dsa_get_address(cq_store_area, it->node))->next;
 			*link = it->newnode;
-			dsa_free(store_area, it->node);
+			dsa_free(cq_store_area, it->node);
 		}
 		else
-			dsa_free(store_area, it->newnode);	/* not reached: batches are serialized */
+			dsa_free(cq_store_area, it->newnode);	/* not reached: batches are serialized */
 	}
 	else
-		((StoreNode *) dsa_get_address(store_area, it->newnode))->tuple = NODE_ROW(it->newnode);
+		((StoreNode *) dsa_get_address(cq_store_area, it->newnode))->tuple = NODE_ROW(it->newnode);
 }
 
 /*
@@ -1067,12 +933,14 @@ publish(CqStore *st)
 
 	if (!st->prepared)
 	{
+		cq_store_free_items(st, true);
 		drop_own_table(st);		/* the query was dropped meanwhile */
 		return;
 	}
 	if (st->switched)
 	{
 		/* the query moved to its state table: the store is no more */
+		cq_store_free_items(st, true);
 		drop_own_table(st);
 		d = dshash_find(store_dir, &st->key, true);
 		if (d == NULL || d->header != st->header)
@@ -1082,22 +950,22 @@ publish(CqStore *st)
 			return;
 		}
 		h = header_of(st);
-		old_table = h->valid ? (st->table ? st->table : cq_gt_attach(store_area, h->table)) : NULL;
+		old_table = h->valid ? (st->table ? st->table : cq_gt_attach(cq_store_area, h->table)) : NULL;
 		h->valid = false;
 		h->inflight = -1;
 		h->rows = h->bytes = 0;
 		dshash_release_lock(store_dir, d);
 		ConditionVariableBroadcast(&h->cv);
 		if (old_table)
-			destroy_table(old_table);
+			cq_store_destroy_table(old_table);
 		return;
 	}
 	if (st->table && !st->replace)
-	{
 		cq_gt_lock(st->table, LW_EXCLUSIVE);
-		for_each_item(st, publish_item);
+	for_each_item(st, publish_item);
+	if (st->table && !st->replace)
 		cq_gt_unlock(st->table);
-	}
+	cq_store_free_items(st, false);
 	d = dshash_find(store_dir, &st->key, true);
 	if (d == NULL || d->header != st->header)
 	{
@@ -1115,7 +983,7 @@ publish(CqStore *st)
 	else if (st->own_table)
 	{
 		/* the table built by this batch (put_built) replaces any other */
-		old_table = h->valid ? cq_gt_attach(store_area, h->table) : NULL;
+		old_table = h->valid ? cq_gt_attach(cq_store_area, h->table) : NULL;
 		h->table = cq_gt_handle(st->table);
 	}
 	h->valid = true;
@@ -1133,42 +1001,51 @@ publish(CqStore *st)
 	dshash_release_lock(store_dir, d);
 	ConditionVariableBroadcast(&h->cv);
 	if (old_table)
-		destroy_table(old_table);
+		cq_store_destroy_table(old_table);
 }
 
+/*
+ * discard_item
+ *	  Abort, one item: its own node unlinked and freed if prepare linked it
+ *	  into the published table, freed if linked nowhere; one linked into a
+ *	  replaced store's new table is freed with it.  Raises no error.
+ */
 static void
 discard_item(CqStore *st, uint64 hash, OvItem *it)
 {
-	if (st->replace)
+	if (!DsaPointerIsValid(it->newnode))
 		return;
-	if (it->swap)
-		dsa_free(store_area, it->newnode);
-	else if (DsaPointerIsValid(it->newnode))
-		unlink_node(st->table, hash, it->newnode);
+	if (!it->linked)
+		dsa_free(cq_store_area, it->newnode);
+	else if (!st->replace)
+		cq_store_unlink_node(st->table, hash, it->newnode);
+	it->newnode = InvalidDsaPointer;
 }
 
 /*
  * discard
- *	  Abort: free what prepare copied; the store stays as it was.
+ *	  Abort: free the overlay's items and rows in the area, and what
+ *	  prepare made; the store stays as it was.
  */
 static void
 discard(CqStore *st)
 {
 	StoreDirEntry *d;
+	bool		lock = st->prepared && !st->switched && st->table && !st->replace;
 
+	if (lock)
+		cq_gt_lock(st->table, LW_EXCLUSIVE);
+	for_each_item(st, discard_item);
+	if (lock)
+		cq_gt_unlock(st->table);
+	cq_store_free_items(st, false);
 	if (!st->prepared)
 	{
 		drop_own_table(st);
 		return;
 	}
-	if (!st->switched && st->table && !st->replace)
-	{
-		cq_gt_lock(st->table, LW_EXCLUSIVE);
-		for_each_item(st, discard_item);
-		cq_gt_unlock(st->table);
-	}
 	if (st->replace && st->newtable)
-		destroy_table(st->newtable);
+		cq_store_destroy_table(st->newtable);
 	drop_own_table(st);
 	d = dshash_find(store_dir, &st->key, true);
 	if (d && d->header == st->header)
@@ -1241,6 +1118,7 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 			if (st->subid == mySubid)
 			{
+				cq_store_free_items(st, true);
 				drop_own_table(st);
 				xact_stores = foreach_delete_current(xact_stores, lc);
 			}
@@ -1280,12 +1158,12 @@ free_entry(StoreDirEntry *d)
 
 	if (!DsaPointerIsValid(d->header))
 		return true;
-	h = dsa_get_address(store_area, d->header);
+	h = dsa_get_address(cq_store_area, d->header);
 	if (h->inflight >= 0)
 		return false;
 	if (h->valid)
-		destroy_table(cq_gt_attach(store_area, h->table));
-	dsa_free(store_area, d->header);
+		cq_store_destroy_table(cq_gt_attach(cq_store_area, h->table));
+	dsa_free(cq_store_area, d->header);
 	return true;
 }
 
@@ -1385,7 +1263,7 @@ cq_store_info(Oid dboid, int32 query_id, Oid rowtype, int64 *batch_id, int64 *ro
 		return false;
 	if (DsaPointerIsValid(d->header))
 	{
-		StoreHeader *h = dsa_get_address(store_area, d->header);
+		StoreHeader *h = dsa_get_address(cq_store_area, d->header);
 
 		ok = h->valid && h->rowtype == rowtype;	/* not a dropped query's */
 		*batch_id = h->published;
@@ -1438,7 +1316,7 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	if (d == NULL)
 		return false;
 	if (!DsaPointerIsValid(d->header) ||
-		!(h = dsa_get_address(store_area, d->header))->valid ||
+		!(h = dsa_get_address(cq_store_area, d->header))->valid ||
 		h->rowtype != desc->tdtypeid)
 	{
 		/* none, or a dropped query's that had this id (DROP EXTENSION) */
@@ -1446,18 +1324,18 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 		return false;
 	}
 	/* the directory entry stays locked: the table cannot be replaced meanwhile */
-	table = cq_gt_attach(store_area, h->table);
+	table = cq_gt_attach(cq_store_area, h->table);
 	cq_gt_lock(table, LW_SHARED);
 	slots = cq_gt_slots(table, &n);
 	for (uint64 i = 0; i < n; i++)
 	{
 		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
 		{
-			StoreNode  *node = dsa_get_address(store_area, np);
+			StoreNode  *node = dsa_get_address(cq_store_area, np);
 
 			if (DsaPointerIsValid(node->tuple))
 			{
-				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(store_area, node->tuple));
+				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(cq_store_area, node->tuple));
 
 				tuplestore_puttuple(ts, t);
 				heap_freetuple(t);

@@ -136,7 +136,7 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 	bool	   *isnull = palloc(sizeof(bool) * tt->tupdesc->natts);
 	int64		rows = 0;
 
-	bool		fresh = st->table == NULL && st->items == NIL;
+	bool		fresh = st->table == NULL && st->nitems == 0;
 
 	Assert(st->replace);
 	for (uint64 i = 0; i < n; i++)
@@ -325,7 +325,7 @@ merge_value(CqMergeKind kind, FmgrInfo *fn, Oid coll, Datum *sv, bool *sn, Datum
  *	  The merged row of an existing group (stored, state row layout) and
  *	  the new partials (values/isnull of d), in C: the stored row with n
  *	  and each part merged, as the merge statement computes it.  In
- *	  the current memory context (cq_store_put copies it into the overlay).
+ *	  the current memory context (cq_store_put copies it into the area).
  */
 static HeapTuple
 merge_row(CqStore *st, HeapTuple stored, Datum *values, bool *isnull, Datum *sv, bool *sn)
@@ -473,8 +473,8 @@ fold_begin(FoldState *fs, CqStore *st, const CqStoreSql *sql, bool has_wm, Times
 	fs->isnull = palloc(sizeof(bool) * room);
 	fs->sv = palloc(sizeof(Datum) * natts);
 	fs->sn = palloc(sizeof(bool) * natts);
-	fs->fresh = st->table == NULL && st->items == NIL;
-	fs->ov_empty = st->items == NIL;
+	fs->fresh = st->table == NULL && st->nitems == 0;
+	fs->ov_empty = st->nitems == 0;
 	fs->mpdesc = pairs_desc(st);
 	fs->nstate = natts + (sql->et_stats ? 4 : 0);
 	cq_store_setup_merge(st, sql->merge_kinds);
@@ -900,7 +900,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 					min_e = Min(min_e, DatumGetInt64(e));
 					continue;
 				}
-				x = lappend(x, cq_store_own_tuple(r->ref.tup, r->ref.item == NULL));
+				x = lappend(x, cq_store_own_tuple(r->ref.tup));
 				cq_store_put(st, &r->ref, NULL);
 			}
 			st->min_e = min_e;
@@ -1194,7 +1194,7 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 	uint64		n;
 	Datum	   *v = palloc(sizeof(Datum) * st->desc->natts);
 	bool	   *nl = palloc(sizeof(bool) * st->desc->natts);
-	bool		fresh = st->table == NULL && st->items == NIL;	/* one row per group */
+	bool		fresh = st->table == NULL && st->nitems == 0;	/* one row per group */
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2 || !last->found)
 		return false;

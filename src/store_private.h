@@ -74,29 +74,30 @@ typedef struct StoreNode
 } StoreNode;
 
 /*
- * A changed group in the overlay: 48 bytes, allocated OV_ITEM_CHUNK at a
- * time (put).  A valid node's row is always right after it (alloc_node),
- * so the published row (pub_len) and a new node's row need no pointer of
- * their own: NODE_ROW(node).
+ * A changed group in the overlay (session 31: in the area, not in the
+ * backend's memory).  Items are allocated OV_ITEM_CHUNK at a time in the
+ * area (item_slot); a group's new row is a node of its own in the area
+ * (newnode, alloc_node: the row right after the node), not linked into
+ * any table until pre-commit (prepare_item) and reached by no other
+ * backend before publish, so the backend's private memory does not grow
+ * with the groups a batch changes (bench/README.md, "Round 10").  tup is
+ * a header over that row (as shared_tuple makes one) or, for a group
+ * deleted without a row of its own, over its published row, which does
+ * not change before this transaction publishes.
  */
 typedef struct OvItem
 {
 	uint64		hash;
-	HeapTuple	tup;			/* its row now (deleted: its last row) */
+	HeapTupleData tup;			/* its row now (deleted: its last row) */
 	dsa_pointer node;			/* its node in the published table, or invalid */
-	dsa_pointer newnode;		/* node made at pre-commit with a copy of tup */
+	dsa_pointer newnode;		/* its own node with tup's row, or invalid */
 	struct OvItem *next;		/* next item of the same hash (once indexed) */
-	uint32		pub_len;		/* the published row's length (0: not read) */
 	bool		deleted;
-	bool		inplace;		/* published over its old row, same size */
-	bool		swap;			/* newnode replaces node at publish */
+	bool		linked;			/* newnode linked into a table (prepare_item) */
 } OvItem;
 
-/* Items per allocation: one block of its own (> 8 kB), no rounding up */
+/* Items per chunk: 64 kB of the area */
 #define OV_ITEM_CHUNK 1024
-
-/* The overlay's rows are copied into blocks of this size (arena_alloc) */
-#define OV_ROW_BLOCK (64 * 1024)
 
 typedef struct OvEntry
 {
@@ -150,12 +151,12 @@ struct CqStore
 	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
-	List	   *items;			/* every OvItem, in order */
-	int			n_indexed;		/* items in overlay (indexed when a lookup needs it) */
-	OvItem	   *item_chunk;		/* items are allocated in chunks */
-	int			chunk_left;
-	char	   *row_free;		/* the overlay's rows: the current block's */
-	Size		row_left;		/* free space (arena_alloc) */
+	int64		nitems;			/* items (OvItem), in order: item_at */
+	int64		n_indexed;		/* items in overlay (indexed when a lookup needs it) */
+	OvItem	  **chunks;			/* the items' chunks in the area (addresses) */
+	dsa_pointer *chunk_dp;		/* and their pointers, to free them */
+	int			nchunks;
+	int			maxchunks;
 	int64		batch_id;		/* to publish */
 	int64		rows;
 	int64		bytes;
@@ -187,8 +188,7 @@ typedef struct ScanRow
 	StoreRef	ref;
 } ScanRow;
 
-extern HeapTuple cq_store_own_tuple(HeapTuple t, bool shared);
-extern HeapTuple cq_store_copy_row(struct CqStore *st, HeapTuple tup);
+extern HeapTuple cq_store_own_tuple(HeapTuple t);
 extern bool cq_store_keys_match(struct CqStore *st, HeapTuple tup, Datum *values, bool *nulls);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);

@@ -6,8 +6,7 @@
  *	  state row's layout, the keys' hash and equality functions (and a
  *	  row's key hashes: cq_store_key_hash, cq_store_set_h; whether a row
  *	  has given keys: cq_store_keys_match), and whether existing groups
- *	  are merged in C (store.c keeps the store itself); and the blocks the
- *	  overlay's rows are copied into (cq_store_copy_row).
+ *	  are merged in C (store.c keeps the store itself).
  *
  *-------------------------------------------------------------------------
  */
@@ -340,15 +339,13 @@ cq_store_keys_match(CqStore *st, HeapTuple tup, Datum *values, bool *nulls)
 
 /*
  * cq_store_own_tuple
- *	  A local copy of a row found by lookup or scan_all: shared (the ref's
- *	  item was NULL) a published row, see shared_tuple, copied as
- *	  heap_tuple_from_minimal_tuple makes it; else an overlay row.
+ *	  A local copy of a row found by lookup or scan_all: a header over a
+ *	  MinimalTuple in the area (a published row, see shared_tuple, or an
+ *	  overlay item's), copied as heap_tuple_from_minimal_tuple makes it.
  */
 HeapTuple
-cq_store_own_tuple(HeapTuple t, bool shared)
+cq_store_own_tuple(HeapTuple t)
 {
-	if (!shared)
-		return heap_copytuple(t);
 	return heap_tuple_from_minimal_tuple((MinimalTuple) ((char *) t->t_data + MINIMAL_TUPLE_OFFSET));
 }
 
@@ -369,48 +366,4 @@ cq_store_cpu_ms(void)
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
 		return 0;
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1000000.0;
-}
-
-/*
- * arena_alloc
- *	  size bytes for an overlay row in st->cxt, carved from blocks of
- *	  OV_ROW_BLOCK (each a malloc block of its own, > 8 kB): an overlay
- *	  row is never freed before the overlay, and one palloc per row cost
- *	  its rounding to a power of 2 and a chunk header, 144 bytes for a
- *	  75-byte row (bench/README.md, "Private memory of a batch").
- */
-static void *
-arena_alloc(CqStore *st, Size size)
-{
-	char	   *p;
-
-	size = MAXALIGN(size);
-	if (size > st->row_left)
-	{
-		Size		block = Max(size, OV_ROW_BLOCK);
-
-		st->row_free = MemoryContextAlloc(st->cxt, block);
-		st->row_left = block;
-	}
-	p = st->row_free;
-	st->row_free += size;
-	st->row_left -= size;
-	return p;
-}
-
-/*
- * cq_store_copy_row
- *	  A copy of tup in the overlay's blocks, as heap_copytuple makes one.
- */
-HeapTuple
-cq_store_copy_row(CqStore *st, HeapTuple tup)
-{
-	HeapTuple	t = arena_alloc(st, HEAPTUPLESIZE + tup->t_len);
-
-	t->t_len = tup->t_len;
-	t->t_self = tup->t_self;
-	t->t_tableOid = tup->t_tableOid;
-	t->t_data = (HeapTupleHeader) ((char *) t + HEAPTUPLESIZE);
-	memcpy((char *) t->t_data, (char *) tup->t_data, tup->t_len);
-	return t;
 }
