@@ -26,14 +26,6 @@ CREATE FUNCTION sl_create(q text, sql text) RETURNS boolean LANGUAGE sql AS $$
   SELECT cq.create_query(q, sql, output_mode => 'update', "trigger" => 'available_now',
                          state_storage => 'memory') IS NOT NULL
 $$;
--- what a query left: its store (none: NULL), target rows, batches
-CREATE FUNCTION sl_left(q text, OUT store_rows bigint, OUT target_rows bigint, OUT batches bigint)
-LANGUAGE plpgsql AS $$
-BEGIN
-  SELECT i.state_rows INTO store_rows FROM cq.state_store_info(q) i;
-  EXECUTE format('SELECT count(*) FROM %I', q) INTO target_rows;
-  SELECT count(*) INTO batches FROM cq.offsets o WHERE o.name = q;
-END $$;
 -- state rows of a query on the store whose h is not hash_record() of their key
 CREATE FUNCTION sl_bad_h(q text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint; qid int; st regclass;
@@ -48,20 +40,20 @@ SELECT count(DISTINCT k) AS groups_without_null FROM sl_src;
 -- (1) batch 0 over 70,000 groups, then a batch adding a row to every group
 SELECT sl_create('sl_1', :'oracle') AS created;
 CALL cq.run('sl_1');
-SELECT mismatches('sl_1', :'oracle') AS bad_rows, sl_bad_h('sl_1') AS bad_h, l.* FROM sl_left('sl_1') l;
+SELECT mismatches('sl_1', :'oracle') AS bad_rows, sl_bad_h('sl_1') AS bad_h, l.* FROM store_left('sl_1') l;
 INSERT INTO sl_src SELECT k, 7 FROM (SELECT DISTINCT k FROM sl_src) d;
 CALL cq.run('sl_1');
-SELECT mismatches('sl_1', :'oracle') AS bad_rows, sl_bad_h('sl_1') AS bad_h, l.* FROM sl_left('sl_1') l;
+SELECT mismatches('sl_1', :'oracle') AS bad_rows, sl_bad_h('sl_1') AS bad_h, l.* FROM store_left('sl_1') l;
 
 -- (2) batch 0 rolled back with its transaction, after linking
 SELECT sl_create('sl_2', :'oracle') AS created;
 BEGIN;
 CALL cq.run('sl_2');
-SELECT mismatches('sl_2', :'oracle') AS bad_rows_in_transaction, l.* FROM sl_left('sl_2') l;
+SELECT mismatches('sl_2', :'oracle') AS bad_rows_in_transaction, l.* FROM store_left('sl_2') l;
 ROLLBACK;
-SELECT * FROM sl_left('sl_2');
+SELECT * FROM store_left('sl_2');
 CALL cq.run('sl_2');
-SELECT mismatches('sl_2', :'oracle') AS bad_rows, l.* FROM sl_left('sl_2') l;
+SELECT mismatches('sl_2', :'oracle') AS bad_rows, l.* FROM store_left('sl_2') l;
 
 -- (3) an output failing for the last group in key order (hash aggregation
 -- off: d sorts, then aggregates in key order), with 69,999 nodes pending
@@ -71,11 +63,11 @@ SET enable_hashagg = off;
 CALL cq.run('sl_3');
 \set VERBOSITY default
 RESET enable_hashagg;
-SELECT * FROM sl_left('sl_3');
+SELECT * FROM store_left('sl_3');
 DELETE FROM sl_src WHERE k = 69999;
 SELECT cq.resume('sl_3');
 CALL cq.run('sl_3');
-SELECT mismatches('sl_3', :'oracle3') AS bad_rows, l.* FROM sl_left('sl_3') l;
+SELECT mismatches('sl_3', :'oracle3') AS bad_rows, l.* FROM store_left('sl_3') l;
 
 -- (4) past cq.state_memory after about 68,000 groups (97% of the bytes
 -- sl_1's store holds): linked at the overflow
@@ -88,13 +80,12 @@ SET client_min_messages = warning;
 RESET cq.state_memory;
 SELECT state_storage, state_path LIKE 'table: moved after exceeding cq.state_memory (% kB) at batch 0' AS moved
   FROM cq.queries WHERE name = 'sl_4';
-SELECT mismatches('sl_4', :'oracle') AS bad_rows, l.* FROM sl_left('sl_4') l;
+SELECT mismatches('sl_4', :'oracle') AS bad_rows, l.* FROM store_left('sl_4') l;
 INSERT INTO sl_src SELECT g % 75000, g FROM generate_series(1, 10000) g;
 CALL cq.run('sl_4');
-SELECT mismatches('sl_4', :'oracle') AS bad_rows, l.* FROM sl_left('sl_4') l;
+SELECT mismatches('sl_4', :'oracle') AS bad_rows, l.* FROM store_left('sl_4') l;
 
 SELECT cq.drop_query(q, drop_target => true) FROM (VALUES ('sl_1'), ('sl_2'), ('sl_3'), ('sl_4')) v(q);
 DROP TABLE sl_src;
-DROP FUNCTION sl_left(text);
 DROP FUNCTION sl_create(text, text);
 DROP FUNCTION sl_bad_h(text);
