@@ -20,14 +20,6 @@ INSERT INTO sb_src SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 700 END, g % 1
 \i sql/include/helpers.sql
 \set oracle 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m FROM sb_src GROUP BY k'
 \set oracle5 'SELECT k, count(*) AS n, sum(v) / (k - 2999) AS r FROM sb_src5 GROUP BY k HAVING count(*) > 3'
--- what a query left: its store (none: NULL), target rows, batches
-CREATE FUNCTION sb_left(q text, OUT store_rows bigint, OUT target_rows bigint, OUT batches bigint)
-LANGUAGE plpgsql AS $$
-BEGIN
-  SELECT i.state_rows INTO store_rows FROM cq.state_store_info(q) i;
-  EXECUTE format('SELECT count(*) FROM %I', q) INTO target_rows;
-  SELECT count(*) INTO batches FROM cq.offsets o WHERE o.name = q;
-END $$;
 CREATE FUNCTION sb_create(q text) RETURNS boolean LANGUAGE sql AS $$
   SELECT cq.create_query(q, 'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m FROM sb_src GROUP BY k',
                          output_mode => 'update', "trigger" => 'available_now', state_storage => 'memory') IS NOT NULL
@@ -54,30 +46,30 @@ BEGIN
     RAISE WARNING 'batch 0 failed: %', SQLERRM;
   END;
 END $$;
-SELECT * FROM sb_left('sb_1');
+SELECT * FROM store_left('sb_1');
 \set VERBOSITY terse
 CALL cq.run('sb_1');
 \set VERBOSITY default
-SELECT * FROM sb_left('sb_1');
+SELECT * FROM store_left('sb_1');
 UPDATE sb_fail SET on_ = false;
 SELECT cq.resume('sb_1');
 CALL cq.run('sb_1');
-SELECT mismatches('sb_1', :'oracle') AS bad_rows, l.* FROM sb_left('sb_1') l;
+SELECT mismatches('sb_1', :'oracle') AS bad_rows, l.* FROM store_left('sb_1') l;
 -- the next batch merges into the published table
 INSERT INTO sb_src SELECT g % 900, g FROM generate_series(1, 1000) g;
 CALL cq.run('sb_1');
-SELECT mismatches('sb_1', :'oracle') AS bad_rows, l.* FROM sb_left('sb_1') l;
+SELECT mismatches('sb_1', :'oracle') AS bad_rows, l.* FROM store_left('sb_1') l;
 
 -- (2) batch 0 rolled back with its transaction
 SELECT sb_create('sb_2') AS created;
 BEGIN;
 CALL cq.run('sb_2');
 -- this transaction sees its batch
-SELECT mismatches('sb_2', :'oracle') AS bad_rows_in_transaction, l.* FROM sb_left('sb_2') l;
+SELECT mismatches('sb_2', :'oracle') AS bad_rows_in_transaction, l.* FROM store_left('sb_2') l;
 ROLLBACK;
-SELECT * FROM sb_left('sb_2');
+SELECT * FROM store_left('sb_2');
 CALL cq.run('sb_2');
-SELECT mismatches('sb_2', :'oracle') AS bad_rows, l.* FROM sb_left('sb_2') l;
+SELECT mismatches('sb_2', :'oracle') AS bad_rows, l.* FROM store_left('sb_2') l;
 
 -- (3) batch 0 in a savepoint rolled back, then run again in the transaction
 SELECT sb_create('sb_3') AS created;
@@ -85,10 +77,10 @@ BEGIN;
 SAVEPOINT s;
 CALL cq.run('sb_3');
 ROLLBACK TO SAVEPOINT s;
-SELECT * FROM sb_left('sb_3');
+SELECT * FROM store_left('sb_3');
 CALL cq.run('sb_3');
 COMMIT;
-SELECT mismatches('sb_3', :'oracle') AS bad_rows, l.* FROM sb_left('sb_3') l;
+SELECT mismatches('sb_3', :'oracle') AS bad_rows, l.* FROM store_left('sb_3') l;
 
 -- (4) batch 0 writing its target rows as d makes them (the store's load
 -- statement: a plain target, its index built after the load), with HAVING
@@ -108,17 +100,17 @@ SET enable_hashagg = off;
 CALL cq.run('sb_5');
 \set VERBOSITY default
 RESET enable_hashagg;
-SELECT * FROM sb_left('sb_5');
+SELECT * FROM store_left('sb_5');
 DELETE FROM sb_src5 WHERE k = 2999;
 SELECT cq.resume('sb_5');
 CALL cq.run('sb_5');
 SELECT mismatches('sb_5', :'oracle5') AS bad_rows,
        l.*, (SELECT count(*) FROM pg_index WHERE indrelid = 'sb_5'::regclass) AS target_indexes
-  FROM sb_left('sb_5') l;
+  FROM store_left('sb_5') l;
 INSERT INTO sb_src5 SELECT g % 3100, g FROM generate_series(1, 2000) g WHERE g % 3100 <> 2999;
 CALL cq.run('sb_5');
 SELECT mismatches('sb_5', :'oracle5') AS bad_rows,
-       l.* FROM sb_left('sb_5') l;
+       l.* FROM store_left('sb_5') l;
 
 -- (5) past cq.state_memory partway through batch 0 (asked for the store:
 -- no move up front): the batch moves the query to the table path
@@ -127,14 +119,13 @@ SET cq.state_memory = '64kB';
 SELECT sb_create('sb_4') AS created;
 CALL cq.run('sb_4');
 SELECT state_storage, state_path FROM cq.queries WHERE name = 'sb_4';
-SELECT mismatches('sb_4', :'oracle') AS bad_rows, l.* FROM sb_left('sb_4') l;
+SELECT mismatches('sb_4', :'oracle') AS bad_rows, l.* FROM store_left('sb_4') l;
 RESET cq.state_memory;
 INSERT INTO sb_src SELECT g % 1100, g FROM generate_series(1, 500) g;
 CALL cq.run('sb_4');
-SELECT mismatches('sb_4', :'oracle') AS bad_rows, l.* FROM sb_left('sb_4') l;
+SELECT mismatches('sb_4', :'oracle') AS bad_rows, l.* FROM store_left('sb_4') l;
 
 SELECT cq.drop_query(q, drop_target => true) FROM (VALUES ('sb_1'), ('sb_2'), ('sb_3'), ('sb_4'), ('sb_5')) v(q);
 DROP TABLE sb_src, sb_src5, sb_fail;
-DROP FUNCTION sb_left(text);
 DROP FUNCTION sb_create(text);
 DROP FUNCTION sb_raise();

@@ -647,18 +647,20 @@ cq_store_scan_all(CqStore *st)
 /*
  * link_pending
  *	  Link the nodes put_built made and has not linked yet into its table
- *	  (see cq_store_put_built), in a loop that does nothing else: at ~1M
- *	  groups the one cache and TLB miss of each insert into the slot array
- *	  was 4-5% of batch 0, and a tight loop of inserts overlaps them
- *	  (bench/README.md, Fold efficiency, round 8).  A node counts as
- *	  linked once it is: if linking raises an error (out of memory),
- *	  drop_own_table frees those left.
+ *	  (cq_store_put_built), up to STORE_LINK_MAX at a time, in the order of
+ *	  their slots (cq_gt_sort_by_slot): at ~1M groups each insert at a
+ *	  random place of the 32 MB slot array was a cache and TLB miss, 4-5%
+ *	  of batch 0 (bench/README.md, Fold efficiency, rounds 8 and 10).  A
+ *	  node counts as linked once it is: if linking fails (out of memory),
+ *	  drop_own_table frees those left (a second call goes on unsorted).
  */
 static void
 link_pending(CqStore *st)
 {
+	if (st->nlinked == 0)
+		cq_gt_sort_by_slot(st->table, &st->pending, &st->pending_tmp, st->npending);
 	for (; st->nlinked < st->npending; st->nlinked++)
-		cq_store_link_node(st->table, st->pending_hash[st->nlinked], st->pending_node[st->nlinked]);
+		cq_store_link_new_node(st->table, st->pending[st->nlinked].hash, st->pending[st->nlinked].head);
 	st->npending = st->nlinked = 0;
 }
 
@@ -700,6 +702,9 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 		old = MemoryContextSwitchTo(st->cxt);
 		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
 		st->table = cq_gt_create(cq_store_area, cq_shared->store_tranche, st->expect_groups);
+		st->pending_max = 1024;
+		st->pending = palloc(sizeof(CqGroupSlot) * st->pending_max);
+		st->pending_tmp = palloc(sizeof(CqGroupSlot) * st->pending_max);
 		MemoryContextSwitchTo(old);
 		/* from here on the table is st's published table, to be swapped in */
 		st->own_table = st->building = true;
@@ -719,11 +724,18 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 		return NULL;
 	}
 	/* linked later, together with the next groups (link_pending) */
-	if (st->npending == STORE_LINK_AHEAD)
+	if (st->npending == STORE_LINK_MAX)
 		link_pending(st);
+	else if (st->npending == st->pending_max)
+	{
+		/* from 1,024: a small batch 0 takes little memory */
+		st->pending_max *= 2;
+		st->pending = repalloc(st->pending, sizeof(CqGroupSlot) * st->pending_max);
+		st->pending_tmp = repalloc(st->pending_tmp, sizeof(CqGroupSlot) * st->pending_max);
+	}
 	np = cq_store_alloc_node(t, true, &row);
-	st->pending_hash[st->npending] = cq_store_key_hash(st, values, nulls);
-	st->pending_node[st->npending++] = np;
+	st->pending[st->npending].hash = cq_store_key_hash(st, values, nulls);
+	st->pending[st->npending++].head = np;
 	st->bytes += bytes;
 	st->rows++;
 	note_e(st, t);
@@ -741,7 +753,7 @@ drop_own_table(CqStore *st)
 	if (!st->own_table)
 		return;
 	for (; st->nlinked < st->npending; st->nlinked++)
-		dsa_free(cq_store_area, st->pending_node[st->nlinked]);
+		dsa_free(cq_store_area, st->pending[st->nlinked].head);
 	st->npending = st->nlinked = 0;
 	cq_store_destroy_table(st->table);
 	st->table = NULL;

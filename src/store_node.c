@@ -204,6 +204,25 @@ cq_store_link_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 }
 
 /*
+ * cq_store_link_new_node
+ *	  cq_store_link_node for a node never linked (its next invalid, as
+ *	  cq_store_alloc_node leaves it): the node is written only when the
+ *	  chain has one already, so batch 0's linking (link_pending in
+ *	  store.c) does not bring its nodes back into the cache.  May raise an
+ *	  error.
+ */
+void
+cq_store_link_new_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
+{
+	dsa_pointer *head = cq_gt_insert(table, hash);
+
+	Assert(!DsaPointerIsValid(((StoreNode *) dsa_get_address(cq_store_area, np))->next));
+	if (DsaPointerIsValid(*head))
+		((StoreNode *) dsa_get_address(cq_store_area, np))->next = *head;
+	*head = np;
+}
+
+/*
  * cq_store_unlink_node
  *	  Remove a node from its chain and free it and its tuple (the table's
  *	  lock held exclusively).  Raises no error.

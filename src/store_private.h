@@ -25,8 +25,12 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
-/* New groups put_built links into its table together (store.c, link_pending) */
-#define STORE_LINK_AHEAD 256
+/*
+ * New groups put_built links into its table together, ordered by slot
+ * (store.c, link_pending): at most this many, whose (hash, node) pairs
+ * take 16 bytes each, twice (the sort's copy)
+ */
+#define STORE_LINK_MAX 262144
 
 /* ENR names the generated statements read */
 #define STORE_ENR_PAIRS "cq_mp"
@@ -143,11 +147,16 @@ struct CqStore
 								 * publish, freed at abort */
 	bool		building;		/* new groups may still go into own table */
 	uint64		expect_groups;	/* groups own table is made for (cq_store_expect) */
-	/* put_built's nodes, not linked into own table yet from nlinked on (link_pending) */
+	/*
+	 * put_built's nodes as (hash, node) pairs, not linked into own table yet
+	 * from nlinked on (link_pending); room for pending_max, and as many in
+	 * pending_tmp for their sort
+	 */
 	int			npending;
 	int			nlinked;
-	uint64		pending_hash[STORE_LINK_AHEAD];
-	dsa_pointer pending_node[STORE_LINK_AHEAD];
+	int			pending_max;
+	CqGroupSlot *pending;
+	CqGroupSlot *pending_tmp;
 	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */

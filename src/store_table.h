@@ -33,6 +33,7 @@ extern void cq_gt_lock(CqGroupTable *t, LWLockMode mode);
 extern void cq_gt_unlock(CqGroupTable *t);
 extern dsa_pointer *cq_gt_find(CqGroupTable *t, uint64 hash);
 extern dsa_pointer *cq_gt_insert(CqGroupTable *t, uint64 hash);
+extern void cq_gt_sort_by_slot(CqGroupTable *t, CqGroupSlot **items, CqGroupSlot **tmp, int n);
 extern void cq_gt_delete(CqGroupTable *t, dsa_pointer *head);
 extern CqGroupSlot *cq_gt_slots(CqGroupTable *t, uint64 *nslots);
 

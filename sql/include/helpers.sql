@@ -109,5 +109,16 @@ BEGIN
                   WHERE backend_type = 'pg_cq scheduler' AND datname = current_database());
 END $$;
 
+-- store_left(q): what a query left: its store's rows (NULL: none in
+-- memory), its target's rows, its batches
+CREATE OR REPLACE FUNCTION public.store_left(q text, OUT store_rows bigint, OUT target_rows bigint,
+                                             OUT batches bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  SELECT i.state_rows INTO store_rows FROM cq.state_store_info(q) i;
+  EXECUTE format('SELECT count(*) FROM %I', q) INTO target_rows;
+  SELECT count(*) INTO batches FROM cq.offsets o WHERE o.name = q;
+END $$;
+
 \set ECHO all
 
