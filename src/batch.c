@@ -13,11 +13,9 @@
  *		fold the new rows into state and write the target;
  *	 5. record the offset and progress.
  * The caller commits.  Everything above commits or rolls back together,
- * which is the whole exactly-once argument.
- *
- * Every statement gets its own snapshot (READ COMMITTED) so the rows read
- * are restricted by the explicit snapshot predicate, not by MVCC alone.
- *
+ * which is the whole exactly-once argument.  Every statement gets its own
+ * snapshot (READ COMMITTED): the explicit snapshot predicate, not MVCC
+ * alone, restricts the rows read.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -72,6 +70,7 @@
 #include "store_fold.h"
 #include "store_estimate.h"
 #include "store_load.h"
+#include "rowload.h"
 #include "state.h"
 #include "objects.h"
 #include "citus.h"
@@ -710,14 +709,12 @@ fold_merge(OwnerBatch *ob)
 /*
  * fold
  *	  The main statement: fold the new rows into state and target, read
- *	  its metrics row.
- *
- *	  Batch 0 over history folds into an empty state with plain INSERTs
- *	  (state.c): its indexes are dropped for the load and built after it
- *	  (unindex_state), and so is the target's (unindex_target).  Where
- *	  bulkload.c's direct load applies, it replaces the statement, and
- *	  where it can build the key-hash indexes itself from what it writes
- *	  (cq_bulk_index_plan) they are not dropped.
+ *	  its metrics row.  Batch 0 over history folds into an empty state
+ *	  with plain INSERTs (state.c): its indexes are dropped for the load
+ *	  and built after it (unindex_state), and so is the target's
+ *	  (unindex_target).  Where bulkload.c's direct load applies, it
+ *	  replaces the statement, and where it can build the key-hash indexes
+ *	  itself from what it writes (cq_bulk_index_plan) they are not dropped.
  */
 static void
 fold(OwnerBatch *ob)
@@ -975,6 +972,9 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	else
 		fold(&ob);
 	AtEOXact_GUC(true, scan_nest);
+	if (in->history)			/* what it wrote past shared buffers, read into them */
+		cq_rowload_cache(in->q->target, in->q->opts.mode == CQ_MODE_UPDATE,
+						 in->store ? InvalidOid : in->q->state_table);
 
 	if (in->plan->single_scan && !ob.nodata && ob.input_rows == 0 && !in->history)
 	{

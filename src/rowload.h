@@ -32,5 +32,6 @@ extern void cq_rowload_values(CqRowLoad *rl, const int *map, Datum *values, bool
 extern void cq_rowload_tuple(CqRowLoad *rl, HeapTuple tup);
 extern int64 cq_rowload_finish(CqRowLoad *rl);
 extern void cq_rowload_build_index(CqRowLoad *rl, Oid index);
+extern void cq_rowload_cache(Oid target, bool target_heap, Oid state);
 
 #endif							/* CQ_ROWLOAD_H */

@@ -1101,6 +1101,9 @@ cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
 	Buffer		buf = InvalidBuffer;
 	FullTransactionId xmin;
 	bool		all = true;
+	BrinTuple  *copy = NULL;
+	Size		copy_size = 0;
+	BrinMemTuple *dt = NULL;
 
 	AcceptInvalidationMessages();
 	if (att == InvalidAttrNumber || has_subclass(relid))
@@ -1130,16 +1133,16 @@ cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
 		OffsetNumber off;
 		Size		size;
 		BrinTuple  *tup;
-		BrinMemTuple *dt;
 		BrinValues *bv;
 
 		CHECK_FOR_INTERRUPTS();
 		tup = brinGetTupleForHeapBlock(revmap, blk, &buf, &off, &size, BUFFER_LOCK_SHARE, snapshot);
 		if (tup == NULL)
 			break;				/* not summarized: the tail */
-		tup = brin_copy_tuple(tup, size, NULL, NULL);
+		/* one copy and one BrinMemTuple reused for every range, as brin.c does */
+		tup = copy = brin_copy_tuple(tup, size, copy, &copy_size);
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		dt = brin_deform_tuple(bdesc, tup, NULL);
+		dt = brin_deform_tuple(bdesc, tup, dt);
 		bv = &dt->bt_columns[0];
 		if (dt->bt_placeholder ||
 			!(bv->bv_allnulls ||
@@ -1152,6 +1155,8 @@ cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
 	if (BufferIsValid(buf))
 		ReleaseBuffer(buf);
 	brinRevmapTerminate(revmap);
+	if (dt)
+		MemoryContextDelete(dt->bt_context);
 	brin_free_desc(bdesc);
 	index_close(irel, AccessShareLock);
 
