@@ -1289,8 +1289,9 @@ stamp_fires_on_insert(Relation rel)
 
 /*
  * stamp_column_not_last
- *	  cq_xid's attribute number if the table has a column (not dropped)
- *	  after it, else InvalidAttrNumber; *later is the first such column.
+ *	  cq_xid's attribute number if the table has a column (not dropped,
+ *	  not pg_cq's cq_node) after it, else InvalidAttrNumber; *later is
+ *	  the first such column.
  *	  Reads the descriptor from its end: a source whose cq_xid is last (all
  *	  but those altered after tracking) costs one name comparison.
  */
@@ -1305,6 +1306,9 @@ stamp_column_not_last(Relation rel, const char **later)
 		Form_pg_attribute a = TupleDescAttr(desc, i);
 
 		if (a->attisdropped)
+			continue;
+		/* pg_cq's own per-node stamp on Citus (citus.c) is no writer's column */
+		if (a->atttypid == INT8OID && a->atthasdef && strcmp(NameStr(a->attname), CQ_NODE_COLUMN) == 0)
 			continue;
 		if (a->atttypid == XID8OID && strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
 			return *later != NULL ? a->attnum : InvalidAttrNumber;
