@@ -25,7 +25,8 @@ export PGBIN REPO_ROOT
 
 CQ_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap pgtap
              postgresql-15-cron postgresql-15-hll postgresql-15-tdigest
-             libipc-run-perl perl make gcc)
+             libipc-run-perl perl make gcc
+             libkrb5-dev)   # the server's libpq/libpq-be.h includes <gssapi/gssapi.h>
 
 section() { printf '\n==== %s ====\n' "$*"; }
 info()    { printf -- '--- %s\n' "$*"; }
