@@ -28,7 +28,7 @@ int			cq_max_workers = 2;	/* batch workers per database */
 int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 int			cq_coalesce_max_delay_ms = 100;	/* trigger '0': longest hold after a batch */
 int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time */
-int			cq_custom_plan_rows = 20000;	/* store batches: custom plan of d from this */
+int			cq_custom_plan_rows = 5000;	/* store batches: custom plan of d from this */
 int			cq_coalesce_row_us = 5;	/* trigger '0': and at least this x its rows */
 
 /* CALL cq.run hands its batches to an idle pool worker (handoff.c) */
@@ -236,7 +236,7 @@ cq_guc_init(void)
 							"evaluated for every row) when the query's previous batch in this process "
 							"read at least this many rows. -1 = never.",
 							&cq_custom_plan_rows,
-							20000, -1, INT_MAX,
+							5000, -1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 

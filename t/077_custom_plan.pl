@@ -4,7 +4,7 @@
 # cq.custom_plan_rows rows (store_fold.c, want_custom_plan); otherwise with
 # the cached generic plan.  In one session (cq.run_in_worker off, so the
 # batches run in it and their DEBUG1 report reaches the client):
-#   - the default is 20000;
+#   - the default is 5000;
 #   - a batch after one of 1000 rows, with the setting at 500, says "with a
 #     custom plan"; a batch after one of 10 rows does not; at -1 none does;
 #   - after every batch the target equals the plain GROUP BY of the source
@@ -23,7 +23,7 @@ max_worker_processes = 16
 });
 $node->start;
 
-is($node->safe_psql('postgres', 'SHOW cq.custom_plan_rows'), '20000', 'default 20000');
+is($node->safe_psql('postgres', 'SHOW cq.custom_plan_rows'), '5000', 'default 5000');
 
 my $q = q{SELECT CASE WHEN g % 11 = 0 THEN NULL ELSE g % 7 END AS k, count(*) AS n, sum(v) AS s, avg(v) AS a, max(v) AS m FROM src GROUP BY 1};
 $node->safe_psql('postgres', qq{
