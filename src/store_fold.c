@@ -765,42 +765,38 @@ remember_rows(CqStore *st, int64 rows)
  * fold_delta
  *	  Run a d statement (sql, parameters $1..$4 as run_delta's) and fold
  *	  its rows into the overlay as they come (fold_begin must have run).
- *	  custom: with a custom plan (plan_cache_mode = force_custom_plan for
- *	  this execution only; the saved plan stays).
+ *	  custom: with a custom plan (see want_custom_plan).
  */
 static void fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
-						   bool read_only);
+						   bool read_only, bool custom);
 
 static void
 fold_delta(FoldState *fs, const char *sql, Datum *params, const char *nulls, bool custom)
 {
-	int			nest = -1;
-
-	if (custom)
-	{
-		nest = NewGUCNestLevel();
-		(void) set_config_option("plan_cache_mode", "force_custom_plan", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	}
-	/* an error restores the setting with the (sub)transaction's abort */
-	fold_delta_ext(fs, sql, params, nulls, false);
-	if (custom)
-		AtEOXact_GUC(true, nest);
+	fold_delta_ext(fs, sql, params, nulls, false, custom);
 }
 
 /*
  * fold_delta_ext
  *	  fold_delta, when read_only in the active snapshot rather than a new
- *	  one.
+ *	  one.  A custom plan is asked for by the saved plan's own option
+ *	  (CURSOR_OPT_CUSTOM_PLAN, set for this execution only), not by
+ *	  plan_cache_mode: that setting would also hold for the statements of
+ *	  functions the query calls (a PL/pgSQL function called for every row
+ *	  would plan its statements every time), and a plan_cache_mode the
+ *	  session set still wins.
  */
 static void
 fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
-			   bool read_only)
+			   bool read_only, bool custom)
 {
 	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
 	FoldReceiver recv;
 	SPIExecuteOptions options;
 	ParamListInfo pl = makeParamList(4);
+	SPIPlanPtr	plan = cq_spi_plan(sql, 4, types);
+	List	   *flagged = NIL;	/* plan sources whose option this call set */
+	ListCell   *lc;
 
 	for (int i = 0; i < 4; i++)
 	{
@@ -821,8 +817,32 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	options.params = pl;
 	options.read_only = read_only;
 	options.dest = (DestReceiver *) &recv;
-	if (SPI_execute_plan_extended(cq_spi_plan(sql, 4, types), &options) != SPI_OK_SELECT)
-		elog(ERROR, "pg_cq: delta statement failed");
+	if (custom)
+	{
+		foreach(lc, SPI_plan_get_plan_sources(plan))
+		{
+			CachedPlanSource *ps = (CachedPlanSource *) lfirst(lc);
+
+			if ((ps->cursor_options & CURSOR_OPT_CUSTOM_PLAN) == 0)
+			{
+				ps->cursor_options |= CURSOR_OPT_CUSTOM_PLAN;
+				flagged = lappend(flagged, ps);
+			}
+		}
+	}
+	/* the saved plan outlives an error: its option is cleared either way */
+	PG_TRY();
+	{
+		if (SPI_execute_plan_extended(plan, &options) != SPI_OK_SELECT)
+			elog(ERROR, "pg_cq: delta statement failed");
+	}
+	PG_FINALLY();
+	{
+		foreach(lc, flagged)
+			((CachedPlanSource *) lfirst(lc))->cursor_options &= ~CURSOR_OPT_CUSTOM_PLAN;
+	}
+	PG_END_TRY();
+	list_free(flagged);
 }
 
 /* fold_history's run: d read-only in cq_delta_run_history's snapshot */
@@ -838,7 +858,7 @@ history_fold_run(const char *sql, void *arg)
 {
 	HistoryFold *h = (HistoryFold *) arg;
 
-	fold_delta_ext(h->fs, sql, h->params, h->nulls, true);
+	fold_delta_ext(h->fs, sql, h->params, h->nulls, true, false);
 	return true;
 }
 
