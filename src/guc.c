@@ -28,6 +28,7 @@ int			cq_max_workers = 2;	/* batch workers per database */
 int			cq_naptime_ms = 5000;	/* launcher scan, catalog reload, fallback poll */
 int			cq_coalesce_max_delay_ms = 100;	/* trigger '0': longest hold after a batch */
 int			cq_coalesce_factor = 4;	/* trigger '0': hold = factor x the batch's time */
+int			cq_custom_plan_rows = 5000;	/* store batches: custom plan of d from this */
 int			cq_coalesce_row_us = 5;	/* trigger '0': and at least this x its rows */
 
 /* CALL cq.run hands its batches to an idle pool worker (handoff.c) */
@@ -226,6 +227,17 @@ cq_guc_init(void)
 							&cq_coalesce_row_us,
 							5, 0, 100000,
 							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("cq.custom_plan_rows",
+							"Rows of a query's previous batch from which its next batch's new rows are read with a custom plan.",
+							"A batch on the shared-memory store reads its new rows with a plan made for "
+							"its own offsets (constants) instead of the cached generic one (parameters "
+							"evaluated for every row) when the query's previous batch in this process "
+							"read at least this many rows. -1 = never.",
+							&cq_custom_plan_rows,
+							5000, -1, INT_MAX,
+							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("cq.allow_source_truncate",

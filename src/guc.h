@@ -19,6 +19,7 @@ extern int	cq_naptime_ms;
 extern int	cq_coalesce_max_delay_ms;
 extern int	cq_coalesce_factor;
 extern int	cq_coalesce_row_us;
+extern int	cq_custom_plan_rows;
 extern bool cq_run_in_worker;
 extern int	cq_batch_timeout_ms;
 extern bool cq_allow_source_truncate;
