@@ -67,9 +67,9 @@ SELECT cq.reset('cq138.upd');
 CALL cq.run('cq138.upd');
 SELECT * FROM cq138.upd;
 
--- in the background (trigger '0'): the worker runs batch 0 with no row
+-- in the background (trigger '0', WITH NO DATA): a worker runs batch 0 with no row
 CREATE TABLE cq138.bg WITH (cq.output_mode = 'update', cq.starting = 'latest')
-  AS SELECT count(*) AS n, max(v) AS m FROM cq138.src;
+  AS SELECT count(*) AS n, max(v) AS m FROM cq138.src WITH NO DATA;
 SELECT wait_until('(SELECT count(*) = 1 FROM cq138.bg)') AS bg_row;
 SELECT * FROM cq138.bg;
 INSERT INTO cq138.src VALUES (30);
