@@ -68,6 +68,7 @@ CALL cq.run('cq138.upd');
 SELECT * FROM cq138.upd;
 
 -- in the background (trigger '0', WITH NO DATA): a worker runs batch 0 with no row
+-- (its check that nothing is new passes: the CREATE committed after the start)
 CREATE TABLE cq138.bg WITH (cq.output_mode = 'update', cq.starting = 'latest')
   AS SELECT count(*) AS n, max(v) AS m FROM cq138.src WITH NO DATA;
 SELECT wait_until('(SELECT count(*) = 1 FROM cq138.bg)') AS bg_row;

@@ -790,6 +790,9 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
  *	  row"): its batch 0 writes it, count(*) 0, when it starts from
  *	  'latest' or nothing was in the table yet (over history batch 0 always
  *	  runs).  Not a join of two streams (join.c runs its own batches).
+ *	  A worker's check that nothing is new (worker.c) never holds before
+ *	  batch 0: the transaction that created or reset the query committed
+ *	  after its start offset.
  */
 bool
 cq_plan_runs_empty(CqAnalysis *an)

@@ -79,7 +79,6 @@
 #include "citus.h"
 #include "status.h"
 #include "batch.h"
-#include "plan.h"
 #include "runner.h"
 #include "scheduler.h"
 #include "handoff.h"
@@ -148,9 +147,8 @@ worker_exit(int code, Datum arg)
 /*
  * nothing_new
  *	  True when no transaction finished since the query's last offset, so
- *	  a batch cannot have rows.  Never true for batch 0 over history or of
- *	  a global aggregation, nor for queries with a watermark (a no-data
- *	  batch may be due).  Sets
+ *	  a batch cannot have rows.  Never true for batch 0 over history, nor
+ *	  for queries with a watermark (a no-data batch may be due).  Sets
  *	  *last to the query's last offset (read after the row lock) and
  *	  *next_batch to the id the next batch will get.
  */
@@ -163,18 +161,8 @@ nothing_new(CqQuery *q, CqLastOffset *last, int64 *next_batch)
 	*next_batch = last->found ? last->batch_id + 1 : 0;
 	if (q->opts.watermark != NULL)
 		return false;
-	if (!last->found)
-	{
-		CqAnalysis *an;
-		CqPlan	   *plan;
-
-		if (cq_query_reads_history(q))
-			return false;
-		/* a global aggregation's batch 0 writes its one row (plan.c) */
-		cq_plan_get(q, &an, &plan);
-		if (cq_plan_runs_empty(an))
-			return false;
-	}
+	if (!last->found && cq_query_reads_history(q))
+		return false;
 	if (cq_citus_per_node_offsets(q->source))
 		return false;			/* the batch asks every node (per-node offsets) */
 	prev = last->found ? last->end_offset : q->start_offset;
