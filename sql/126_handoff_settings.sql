@@ -34,9 +34,7 @@ CREATE TABLE cq126.seen WITH (cq.trigger = 'available_now')
   AS SELECT k, cq126.settings(k) AS settings FROM cq126.src WITH NO DATA;
 RESET ROLE;
 -- a CALL that finds no idle worker asks the database's scheduler for one
--- (the first one in a new database has the launcher start the scheduler)
-CALL cq.run('cq126.seen');
-SELECT wait_until('pool_scheduler()');
+-- (with no scheduler yet, the scheduler starts it when it comes up)
 CALL cq.run('cq126.seen');
 SELECT wait_until('pool_idle_worker()');
 

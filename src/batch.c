@@ -90,6 +90,7 @@ typedef struct BatchInput
 	const char *prev_coord;		/* per_node: S_prev of cq.offsets (the
 								 * coordinator's snapshot) */
 	bool		history;		/* batch 0 reading rows from before tracking */
+	bool		runs_empty;		/* runs with no row (history, cq_plan_runs_empty) */
 	bool		unlimited;		/* ignore max_rows_per_trigger */
 	bool		nodata_due;		/* the watermark advanced after the last batch */
 	bool		nodata_only;	/* run only a due no-data batch */
@@ -195,7 +196,7 @@ end_offset(OwnerBatch *ob)
 		ob->params[1] = cq_xid8_datum(cq_nsnap_xmax(ob->ncur));
 		ob->params[2] = CStringGetTextDatum(ob->cur_text);
 		ob->params[3] = CStringGetTextDatum(in->prev_text);
-		ob->nodata = in->nodata_only || (!in->history && cq_nsnap_nothing_new(ob->nprev, ob->ncur));
+		ob->nodata = in->nodata_only || (!in->runs_empty && cq_nsnap_nothing_new(ob->nprev, ob->ncur));
 		return;
 	}
 	ob->prev = cq_snap_parse(in->prev_text);
@@ -205,7 +206,7 @@ end_offset(OwnerBatch *ob)
 	ob->params[1] = cq_xid8_datum(ob->cur->xmax);
 	ob->params[2] = cq_snapshot_datum(ob->cur_text);
 	ob->params[3] = cq_snapshot_datum(in->prev_text);
-	ob->nodata = in->nodata_only || (!in->history && cq_snap_nothing_new(ob->prev, ob->cur));
+	ob->nodata = in->nodata_only || (!in->runs_empty && cq_snap_nothing_new(ob->prev, ob->cur));
 }
 
 /*
@@ -235,7 +236,7 @@ cut(OwnerBatch *ob)
 		ob->ncur = cq_nsnap_parse(ob->cur_text);
 		ob->params[1] = cq_xid8_datum(cq_nsnap_xmax(ob->ncur));
 		ob->params[2] = CStringGetTextDatum(ob->cur_text);
-		ob->nodata = (limited_rows == 0 && !in->history);
+		ob->nodata = (limited_rows == 0 && !in->runs_empty);
 		return;
 	}
 	ob->cur_text = cq_offsets_limit(in->plan->count_xids_sql, ob->prev, ob->cur, ob->cur_text,
@@ -243,7 +244,7 @@ cut(OwnerBatch *ob)
 	ob->cur = cq_snap_parse(ob->cur_text);
 	ob->params[1] = cq_xid8_datum(ob->cur->xmax);
 	ob->params[2] = cq_snapshot_datum(ob->cur_text);
-	ob->nodata = (limited_rows == 0 && !in->history);
+	ob->nodata = (limited_rows == 0 && !in->runs_empty);
 }
 
 /*
@@ -294,7 +295,7 @@ count(OwnerBatch *ob)
 						 ob->params, ob->nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: could not count new rows");
 	ob->input_rows = event_time_stats(ob->res);
-	ob->nodata = (ob->input_rows == 0 && !in->history);
+	ob->nodata = (ob->input_rows == 0 && !in->runs_empty);
 }
 
 /*
@@ -976,13 +977,9 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		cq_rowload_cache(in->q->target, in->q->opts.mode == CQ_MODE_UPDATE,
 						 in->store ? InvalidOid : in->q->state_table);
 
-	if (in->plan->single_scan && !ob.nodata && ob.input_rows == 0 && !in->history)
+	if (in->plan->single_scan && !ob.nodata && ob.input_rows == 0 && !in->runs_empty)
 	{
-		/*
-		 * Only transactions without rows for this source finished.  The
-		 * statement changed nothing unless the watermark it applied was new:
-		 * then it was the no-data batch.
-		 */
+		/* no row of the source: only a new watermark made it a (no-data) batch */
 		if (!in->nodata_due)
 			return false;
 		res->nodata = true;
@@ -1299,6 +1296,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	}
 
 	cq_plan_get(in.q, &in.an, &in.plan);
+	in.runs_empty = in.history || (!last.found && cq_plan_runs_empty(in.an));
 	res->et_utc = in.an->et_attno != InvalidAttrNumber && !in.an->et_is_tz;
 
 	/* a watermark that advanced must still close windows (or evict seen keys) */

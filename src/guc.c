@@ -36,6 +36,8 @@ bool		cq_run_in_worker = true;
 
 /* longest batch a worker runs before canceling it as a failure (runner.c) */
 int			cq_batch_timeout_ms = 0;
+/* internal, tests only: a wait after a batch, before its commit (runner.c) */
+int			cq_debug_batch_end_delay_ms = 0;
 
 /* TRUNCATE of a source with continuous queries (truncate.c) */
 bool		cq_allow_source_truncate = false;
@@ -196,6 +198,14 @@ cq_guc_init(void)
 							&cq_batch_timeout_ms,
 							0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("cq.debug_batch_end_delay",
+							"Internal, for tests only: a wait after each batch, before its commit.",
+							"No interrupt is checked during it, so that a test can have cq.batch_timeout "
+							"fire after the batch's last check.  0 (the default) = none.",
+							&cq_debug_batch_end_delay_ms,
+							0, 0, 60 * 1000,
+							PGC_SUSET, GUC_UNIT_MS | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("cq.coalesce_max_delay",
 							"Longest time a trigger '0' query waits after a batch before the next one.",

@@ -22,6 +22,7 @@ extern int	cq_coalesce_row_us;
 extern int	cq_custom_plan_rows;
 extern bool cq_run_in_worker;
 extern int	cq_batch_timeout_ms;
+extern int	cq_debug_batch_end_delay_ms;
 extern bool cq_allow_source_truncate;
 extern bool cq_citus_per_node;
 extern bool cq_citus_shard_scans;

@@ -17,7 +17,12 @@
  *		only workers without a call, under the same lock).  None idle, or
  *		no scheduler: returns false, the caller runs the batches itself,
  *		and the scheduler is asked (call_wanted) to start a worker for the
- *		next call if the pool is not full.  It never waits for a worker;
+ *		next call if the pool is not full.  With no scheduler running (a
+ *		new database whose only queries are called, or one restarting)
+ *		the wish is left in the database's slot and the launcher asked for
+ *		the scheduler, which starts the worker when it comes up; otherwise
+ *		no worker would ever start for calls alone.  It never waits for a
+ *		worker;
  *	 2. puts the request in a new DSM segment (query id, name as written,
  *		once, the target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
@@ -265,7 +270,8 @@ handoff_exit(int code, Datum arg)
  * claim_worker
  *	  Claim an idle worker of our database for query id (see file header,
  *	  step 1): the one that served this query last if it is idle, else the
- *	  first idle one.  When none is idle, ask the scheduler for one.
+ *	  first idle one.  When none is idle, ask the scheduler for one, and
+ *	  the launcher for the scheduler when it does not run.
  */
 static bool
 claim_worker(int32 id, HandoffCall *c)
@@ -273,6 +279,7 @@ claim_worker(int32 id, HandoffCall *c)
 	CqDbSlot   *db;
 	int			found = -1;
 	Latch	   *wake = NULL;
+	bool		want_scheduler = false;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	db = cq_shmem_find_db(MyDatabaseId);
@@ -309,9 +316,28 @@ claim_worker(int32 id, HandoffCall *c)
 			wake = db->latch;
 		}
 	}
+	else
+	{
+		/*
+		 * The scheduler, once up, starts the worker (scheduler.c,
+		 * call_worker).  The slot is created if missing; one the launcher
+		 * found without pg_cq (ABSENT, which it would free, and the wish
+		 * with it) is to be probed again, as the request below says too.
+		 */
+		db = cq_shmem_get_db(MyDatabaseId);
+		if (db != NULL)
+		{
+			db->call_wanted = true;
+			if (db->state == CQ_DB_ABSENT && db->pid == 0)
+				db->state = CQ_DB_UNKNOWN;
+		}
+		want_scheduler = true;
+	}
 	LWLockRelease(cq_shared->lock);
 	if (wake)
 		SetLatch(wake);
+	if (want_scheduler)
+		cq_shmem_request_scheduler(MyDatabaseId);
 	return found >= 0;
 }
 

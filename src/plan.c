@@ -781,3 +781,21 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	*an = new_an;
 	*plan = new_plan;
 }
+
+/*
+ * cq_plan_runs_empty
+ *	  Does batch 0 of the query an describes run even when no row is new?
+ *	  A global aggregation (aggregates without GROUP BY) has one result row
+ *	  from the start, as the query has over no rows (SPEC §2: "one result
+ *	  row"): its batch 0 writes it, count(*) 0, when it starts from
+ *	  'latest' or nothing was in the table yet (over history batch 0 always
+ *	  runs).  Not a join of two streams (join.c runs its own batches).
+ *	  A worker's check that nothing is new (worker.c) never holds before
+ *	  batch 0: the transaction that created or reset the query committed
+ *	  after its start offset.
+ */
+bool
+cq_plan_runs_empty(CqAnalysis *an)
+{
+	return an->is_aggregate && an->group_exprs == NIL && an->join == NULL && !an->session;
+}

@@ -43,6 +43,7 @@ typedef struct CqPlan
 
 extern CqPlan *cq_plan_build(CqAnalysis *an, CqQuery *q);
 extern void cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan);
+extern bool cq_plan_runs_empty(CqAnalysis *an);
 extern uint64 cq_plan_generation(void);
 extern char *cq_plan_key(CqQuery *q);
 

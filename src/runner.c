@@ -33,7 +33,14 @@
  * batch runs at most cq.batch_timeout: then it is canceled, and unlike
  * other cancels that is a failure (the query goes 'failed', the worker's
  * backoff applies), so that one query cannot keep a worker of the shared
- * pool busy (batch_timeout_*).
+ * pool busy (batch_timeout_*).  A timer that fires after the batch's last
+ * interrupt check leaves its cancel pending once the batch succeeded:
+ * that cancel is dropped before the commit, as postgres.c drops a cancel
+ * that arrives when no statement runs, or it would cancel whatever the
+ * worker does next (the next batch of a handed-off CALL, whose caller
+ * would get "canceling statement due to user request").  A cancel of a
+ * user (SIGINT: pg_cancel_backend, the caller of a handed-off CALL) is
+ * told apart by the worker's own SIGINT handler and stays pending.
  *
  * Memory: the batch runs in the caller's memory context, which the caller
  * resets per batch (the worker's loop context, cq.run's batch context); the
@@ -50,7 +57,9 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "tcop/tcopprot.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 #include "utils/timeout.h"
 
 #include "runner.h"
@@ -74,6 +83,38 @@ cq_runner_is_failure(ErrorData *edata)
 static TimeoutId batch_timeout_id = MAX_TIMEOUTS;
 static volatile sig_atomic_t batch_timed_out = false;
 
+/* set by cq_runner_worker_init: this process is a worker of the pool */
+static bool in_pool_worker = false;
+
+/* a SIGINT (a user's cancel) arrived since the batch began */
+static volatile sig_atomic_t batch_user_cancel = false;
+
+/*
+ * runner_cancel_handler
+ *	  SIGINT of a pool worker: a user's cancel, as StatementCancelHandler
+ *	  handles it, remembered so that batch_timeout_disarm keeps it.
+ */
+static void
+runner_cancel_handler(SIGNAL_ARGS)
+{
+	batch_user_cancel = true;
+	StatementCancelHandler(postgres_signal_arg);
+}
+
+/*
+ * cq_runner_worker_init
+ *	  In a pool worker (worker.c), before it unblocks signals: batches get
+ *	  cq.batch_timeout, and SIGINT goes through runner_cancel_handler.
+ *	  Only there: a CALL in another background worker (pg_cron's) runs in
+ *	  the caller's own process, bounded by statement_timeout.
+ */
+void
+cq_runner_worker_init(void)
+{
+	in_pool_worker = true;
+	pqsignal(SIGINT, runner_cancel_handler);
+}
+
 /*
  * batch_timeout_handler
  *	  cq.batch_timeout elapsed: cancel the batch as a statement cancel does.
@@ -96,7 +137,8 @@ static bool
 batch_timeout_begin(void)
 {
 	batch_timed_out = false;
-	if (cq_batch_timeout_ms <= 0 || !IsBackgroundWorker)
+	batch_user_cancel = false;
+	if (cq_batch_timeout_ms <= 0 || !in_pool_worker)
 		return false;
 	if (batch_timeout_id == MAX_TIMEOUTS)
 		batch_timeout_id = RegisterTimeout(USER_TIMEOUT, batch_timeout_handler);
@@ -115,6 +157,47 @@ batch_timeout_end(bool armed)
 		return false;
 	disable_timeout(batch_timeout_id, false);
 	return batch_timed_out;
+}
+
+/*
+ * batch_timeout_disarm
+ *	  The batch succeeded (before its commit): disarm the timer, and if it
+ *	  fired after the batch's last interrupt check, drop the cancel it made
+ *	  (see file header), unless a user's cancel came too.  Cleared first,
+ *	  then the user's flag read: a SIGINT at any point leaves its cancel
+ *	  pending.
+ */
+static void
+batch_timeout_disarm(bool armed)
+{
+	if (!batch_timeout_end(armed))
+		return;
+	QueryCancelPending = false;
+	if (batch_user_cancel)
+	{
+		QueryCancelPending = true;
+		InterruptPending = true;
+	}
+	batch_timed_out = false;
+}
+
+/*
+ * debug_batch_end_delay
+ *	  cq.debug_batch_end_delay (tests only): wait that long after the batch
+ *	  and before its commit, with no interrupt check, so that a test can
+ *	  have cq.batch_timeout fire in the window batch_timeout_disarm closes.
+ *	  Signals do not shorten it.
+ */
+static void
+debug_batch_end_delay(void)
+{
+	TimestampTz until;
+
+	if (cq_debug_batch_end_delay_ms <= 0)
+		return;
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), cq_debug_batch_end_delay_ms);
+	while (GetCurrentTimestamp() < until)
+		pg_usleep(10000L);
 }
 
 /*
@@ -217,7 +300,8 @@ cq_runner_run(int32 id, CqRunMode mode, CqRunBody body, void *arg)
 	PG_TRY();
 	{
 		body(arg);
-		(void) batch_timeout_end(timeout_armed);
+		debug_batch_end_delay();
+		batch_timeout_disarm(timeout_armed);
 		end_transaction(mode, true, cxt, owner);
 	}
 	PG_CATCH();

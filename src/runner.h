@@ -18,6 +18,7 @@ typedef enum CqRunMode
 } CqRunMode;
 typedef void (*CqRunBody) (void *arg);
 extern bool cq_runner_is_failure(ErrorData *edata);
+extern void cq_runner_worker_init(void);
 extern bool cq_runner_run(int32 id, CqRunMode mode, CqRunBody body, void *arg);
 
 #endif							/* CQ_RUNNER_H */

@@ -22,7 +22,9 @@
  *	 - CqDbSlot: the launcher creates and frees slots and sets state
  *	   STARTING/UNKNOWN; the scheduler sets pid/latch/state RUNNING or
  *	   ABSENT; committing backends bump catalog_gen; DROP/CREATE DATABASE
- *	   set blocked_until.
+ *	   set blocked_until; a CALL cq.run that finds no idle worker sets
+ *	   call_wanted, creating the slot (UNKNOWN) or turning ABSENT into
+ *	   UNKNOWN when no scheduler runs (handoff.c).
  *	 - CqWorkerSlot: the scheduler claims a slot and assigns a group of
  *	   queries (busy = true) and marks outcomes collected; the worker sets
  *	   pid/latch, each query's outcome (done) and, after the visit, busy =

@@ -573,6 +573,7 @@ cq_worker_main(Datum arg)
 	memcpy(&my_generation, MyBgworkerEntry->bgw_extra, sizeof(my_generation));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
+	cq_runner_worker_init();	/* SIGINT, cq.batch_timeout */
 	BackgroundWorkerUnblockSignals();
 
 	if (!claim_slot())

@@ -44,5 +44,32 @@ ok($node->poll_query_until('postgres', q{
 is($node->safe_psql('postgres', q{SELECT message FROM cq.status WHERE name = 'clicks_per_page'}),
 	'Stopped', 'an available-now query is "Stopped" between runs');
 
+# cq.batch_timeout bounds the batches of pg_cq's own pool workers only
+# (session 32): pg_cron's background worker running a CALL in its own process
+# (cq.run_in_worker off) is bounded by statement_timeout as any session is,
+# although it is a background worker too.  A batch of 2 s, the limit 1 s.
+$node->safe_psql('postgres', q{
+	SET client_min_messages = warning;
+	ALTER SYSTEM SET cq.batch_timeout = '1s';
+	SELECT pg_reload_conf();
+	ALTER DATABASE postgres SET cq.run_in_worker = off;
+	CREATE TABLE slow_src (k int, nap float8);
+	CREATE TABLE slow_out WITH (cq.output_mode = 'append', cq.trigger = 'available_now')
+	  AS SELECT k FROM slow_src WHERE pg_sleep(nap) IS NOT NULL WITH NO DATA;
+	INSERT INTO slow_src VALUES (1, 2);
+	SELECT cron.schedule('cq slow', '* * * * *', 'CALL cq.run(''slow_out'')');
+});
+ok($node->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM cron.job_run_details d JOIN cron.job j USING (jobid)
+	 WHERE j.jobname = 'cq slow' AND d.status IN ('succeeded', 'failed')}),
+	'pg_cron ran the slow CALL');
+is($node->safe_psql('postgres', q{
+	SELECT d.status FROM cron.job_run_details d JOIN cron.job j USING (jobid)
+	 WHERE j.jobname = 'cq slow' ORDER BY d.runid LIMIT 1}), 'succeeded',
+	'cq.batch_timeout does not apply in pg_cron\'s worker');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM slow_out}), '1', 'the slow batch committed');
+is($node->safe_psql('postgres', q{SELECT state FROM cq.queries WHERE name = 'slow_out'}), 'active',
+	'the query is not failed');
+
 $node->stop;
 done_testing();

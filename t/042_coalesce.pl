@@ -16,31 +16,20 @@
 # Every wait polls with a deadline.
 use strict;
 use warnings;
+use lib 't';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use CqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('coalesce');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'pg_cq'
-max_worker_processes = 16
-cq.naptime = 100
-cq.max_workers = 2
-cq.coalesce_max_delay = 3000
-cq.coalesce_factor = 1000
-});
-$node->start;
+my $node = coalesce_node('coalesce', 'cq.coalesce_max_delay = 3000');
 
 $node->safe_psql('postgres', q{
 	SET client_min_messages = warning;
-	CREATE EXTENSION pg_cq;
 	CREATE FUNCTION slow_batch() RETURNS trigger LANGUAGE plpgsql
 	  AS $$ DECLARE t0 timestamptz := clock_timestamp();
 	        BEGIN WHILE clock_timestamp() < t0 + interval '30 ms' LOOP END LOOP; RETURN NULL; END $$;
-	CREATE TABLE src (id bigint);
-	CREATE TABLE out WITH (cq.output_mode = 'append') AS SELECT id FROM src;
 	CREATE TRIGGER slow AFTER INSERT ON out FOR EACH STATEMENT EXECUTE FUNCTION slow_batch();
 	CREATE TABLE src2 (id bigint);
 	CREATE TABLE out2 WITH (cq.output_mode = 'append', cq.max_rows_per_trigger = 5)
@@ -56,23 +45,11 @@ sub stream
 {
 	my ($n, $gap_ms) = @_;
 	my $first = $next_id;
-	my $t0 = time;
 	$next_id += $n;
-	$node->safe_psql('postgres', qq{
-		DO \$\$ BEGIN
-		  FOR i IN $first .. $first + $n - 1 LOOP
-		    INSERT INTO src VALUES (i);
-		    COMMIT;
-		    PERFORM pg_sleep($gap_ms / 1000.0);
-		  END LOOP;
-		END \$\$});
-	return time - $t0;
+	return stream_commits($node, $first, $n, $gap_ms);
 }
 
-# every row of src in out exactly once
-my $exact = q{SELECT (SELECT count(*) FROM out) = (SELECT count(*) FROM src)
-                 AND (SELECT count(DISTINCT id) FROM out) = (SELECT count(*) FROM src)
-                 AND NOT EXISTS (SELECT id FROM src EXCEPT SELECT id FROM out)};
+my $exact = coalesce_exact_sql();
 
 # batches of out that read rows, after batch $after
 sub batches_since
@@ -93,9 +70,7 @@ sub last_batch
 sub wait_idle
 {
 	my ($name) = @_;
-	ok($node->poll_query_until('postgres',
-		"SELECT coalesce(max(started_at + duration_ms * interval '1 ms'), '-infinity') < now() - interval '3500 ms' "
-		  . "FROM cq.progress WHERE name = '$name'"), "$name idle for longer than the hold");
+	wait_batch_idle($node, $name, 3500);
 }
 
 # time from the commit of a row (inserted by $sql) until $cond holds
@@ -108,9 +83,7 @@ sub arrival_s
 	return time - $t0;
 }
 
-# --- batch 0 and idle
-ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM cq.progress WHERE name = 'out'"),
-	'first batch of out');
+# --- batch 0 (coalesce_node waited for it) and idle
 wait_idle('out');
 
 # --- a lone commit after idle: at once, not after the 3 s hold

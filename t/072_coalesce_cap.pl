@@ -15,53 +15,26 @@
 # Every wait polls with a deadline.
 use strict;
 use warnings;
+use lib 't';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use CqTest;
 
-my $node = PostgreSQL::Test::Cluster->new('coalesce_cap');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'pg_cq'
-max_worker_processes = 16
-cq.naptime = 100
-cq.max_workers = 2
-cq.coalesce_factor = 1000
-});
-$node->start;
+# the cap left at its default
+my $node = coalesce_node('coalesce_cap');
 
 is($node->safe_psql('postgres', 'SHOW cq.coalesce_max_delay'), '100ms', 'default cap 100 ms');
 
-$node->safe_psql('postgres', q{
-	SET client_min_messages = warning;
-	CREATE EXTENSION pg_cq;
-	CREATE TABLE src (id bigint);
-	CREATE TABLE out WITH (cq.output_mode = 'append') AS SELECT id FROM src;
-});
-ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM cq.progress WHERE name = 'out'"),
-	'first batch of out');
 # idle for longer than the hold: the stream's first batch runs at once
-ok($node->poll_query_until('postgres',
-	"SELECT max(started_at + duration_ms * interval '1 ms') < now() - interval '500 ms' FROM cq.progress WHERE name = 'out'"),
-	'out idle');
+wait_batch_idle($node, 'out', 500);
 my $b0 = $node->safe_psql('postgres', "SELECT max(batch_id) FROM cq.progress WHERE name = 'out'");
 
 # 100 single-row commits 10 ms apart, from one session
-my $t0 = time;
-$node->safe_psql('postgres', q{
-	DO $$ BEGIN
-	  FOR i IN 1 .. 100 LOOP
-	    INSERT INTO src VALUES (i);
-	    COMMIT;
-	    PERFORM pg_sleep(0.01);
-	  END LOOP;
-	END $$});
-my $secs = time - $t0;
+my $secs = stream_commits($node, 1, 100, 10);
 
-ok($node->poll_query_until('postgres', q{
-	SELECT (SELECT count(*) FROM out) = 100 AND (SELECT count(DISTINCT id) FROM out) = 100
-	   AND NOT EXISTS (SELECT id FROM src EXCEPT SELECT id FROM out)}), 'every row exactly once');
+ok($node->poll_query_until('postgres', coalesce_exact_sql()), 'every row exactly once');
 
 # the gaps between a batch's end (as cq.progress records it: the worker's
 # end, after its commit, is later still) and the next one's start
@@ -92,9 +65,7 @@ $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok($node->poll_query_until('postgres',
 	"SELECT current_setting('cq.coalesce_row_us') = '10000' AND current_setting('cq.coalesce_factor') = '1'"),
 	'reloaded');
-ok($node->poll_query_until('postgres',
-	"SELECT max(started_at + duration_ms * interval '1 ms') < now() - interval '500 ms' FROM cq.progress WHERE name = 'out'"),
-	'out idle again');
+wait_batch_idle($node, 'out', 500);
 $b0 = $node->safe_psql('postgres', "SELECT max(batch_id) FROM cq.progress WHERE name = 'out'");
 # 40 commits of 5 rows each, 10 ms apart
 $node->safe_psql('postgres', q{

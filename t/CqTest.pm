@@ -1,6 +1,7 @@
 # t/CqTest.pm -- helpers shared by the crash and soak tests (t/004-006):
 # a node set up for pg_cq, writer procedures, background writers, the
-# "caught up" condition and the oracle comparison.  Every wait polls with a
+# "caught up" condition and the oracle comparison; and the setup of the
+# trigger '0' coalescing tests (t/042, t/072).  Every wait polls with a
 # deadline (poll_query_until: PG_TEST_TIMEOUT_DEFAULT, 180 s by default).
 package CqTest;
 
@@ -15,7 +16,7 @@ use Exporter 'import';
 
 our @EXPORT = qw(cq_node wait_accepting writers_sql start_writer stop_writers caught_up_sql
   wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target
-  attacker_sql);
+  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits);
 
 # A started node with pg_cq preloaded and crash-restart on.
 sub cq_node
@@ -338,6 +339,63 @@ sub attacker_sql
 	};
 	$sql =~ s/ROLE_NAME/$role/g;
 	return $sql;
+}
+
+# The setup of the trigger '0' coalescing tests (t/042_coalesce.pl,
+# t/072_coalesce_cap.pl): a node (cq_node) whose fallback poll comes every
+# 100 ms, with two workers and cq.coalesce_factor = 1000 (every batch that
+# reads rows is held for the cap, whatever its CPU time), then @conf; pg_cq,
+# the source src (id bigint) and its append query out (trigger '0').
+# Returns the node once out's first batch has run.
+sub coalesce_node
+{
+	my ($name, @conf) = @_;
+	my $node = cq_node($name, 'max_worker_processes = 16', 'cq.naptime = 100', 'cq.max_workers = 2',
+		'cq.coalesce_factor = 1000', @conf);
+	$node->safe_psql('postgres', q{
+		SET client_min_messages = warning;
+		CREATE EXTENSION pg_cq;
+		CREATE TABLE src (id bigint);
+		CREATE TABLE out WITH (cq.output_mode = 'append') AS SELECT id FROM src;
+	});
+	ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM cq.progress WHERE name = 'out'"),
+		'first batch of out');
+	return $node;
+}
+
+# SQL: every row of src is in out exactly once
+sub coalesce_exact_sql
+{
+	return q{SELECT (SELECT count(*) FROM out) = (SELECT count(*) FROM src)
+	            AND (SELECT count(DISTINCT id) FROM out) = (SELECT count(*) FROM src)
+	            AND NOT EXISTS (SELECT id FROM src EXCEPT SELECT id FROM out)};
+}
+
+# Wait until query $name has run no batch for $ms milliseconds (longer
+# than its hold: its next batch runs at once).
+sub wait_batch_idle
+{
+	my ($node, $name, $ms) = @_;
+	ok($node->poll_query_until('postgres',
+		"SELECT coalesce(max(started_at + duration_ms * interval '1 ms'), '-infinity') < now() - interval '$ms ms' "
+		  . "FROM cq.progress WHERE name = '$name'"), "$name idle for longer than $ms ms");
+}
+
+# $n single-row commits into src, ids $first .. $first + $n - 1, $gap_ms
+# apart, from one session; returns the seconds they took.
+sub stream_commits
+{
+	my ($node, $first, $n, $gap_ms) = @_;
+	my $t0 = time;
+	$node->safe_psql('postgres', qq{
+		DO \$\$ BEGIN
+		  FOR i IN $first .. $first + $n - 1 LOOP
+		    INSERT INTO src VALUES (i);
+		    COMMIT;
+		    PERFORM pg_sleep($gap_ms / 1000.0);
+		  END LOOP;
+		END \$\$});
+	return time - $t0;
 }
 
 1;
