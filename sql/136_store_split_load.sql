@@ -7,9 +7,10 @@
 -- dropped it and created it again), the target equals the plain query (HAVING, avg, NULL keys), a
 -- target the load cannot write (a row trigger) still gets the INSERT, trigger fired,
 -- and later batches under the split fold by lookups as before.
-CREATE EXTENSION IF NOT EXISTS pg_cq;
-CREATE EXTENSION IF NOT EXISTS amcheck;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
+-- dropped at the end: sql/97 expects to create it
+CREATE EXTENSION IF NOT EXISTS amcheck;
 \i sql/include/helpers.sql
 
 CREATE TABLE sp_src (k int, t text, v numeric);
@@ -73,3 +74,4 @@ SELECT cq.drop_query(q, drop_target => true) FROM unnest('{sp_l,sp_t}'::text[]) 
 DROP VIEW sp_oracle;
 DROP TABLE sp_src, sp_before, sp_fired;
 DROP FUNCTION sp_index(text), sp_check(text), sp_note();
+DROP EXTENSION amcheck;
