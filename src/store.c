@@ -684,13 +684,10 @@ link_pending(CqStore *st)
  *	  must go to the overlay instead (cq_store_put_owned): the store did
  *	  not start empty, or its rows would pass cq.state_memory (the batch
  *	  then moves to the table path: the table holds no more than the
- *	  budget).  h_set: values hold the key hash h the caller has just
- *	  computed (cq_store_set_h), whose store hash (cq_store_hash_of_h)
- *	  saves hashing the keys again.  May raise an error (out of shared
- *	  memory).
+ *	  budget).  May raise an error (out of shared memory).
  */
 HeapTuple
-cq_store_put_built(CqStore *st, Datum *values, bool *nulls, bool h_set)
+cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 {
 	MemoryContext old;
 	HeapTuple	t;
@@ -737,8 +734,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls, bool h_set)
 		st->pending_tmp = repalloc(st->pending_tmp, sizeof(CqGroupSlot) * st->pending_max);
 	}
 	np = cq_store_alloc_node(t, true, &row);
-	st->pending[st->npending].hash = h_set && st->h_att != 0 && !st->keyless ?
-		cq_store_hash_of_h(DatumGetUInt32(values[st->h_att - 1])) : cq_store_key_hash(st, values, nulls);
+	st->pending[st->npending].hash = cq_store_key_hash(st, values, nulls);
 	st->pending[st->npending++].head = np;
 	st->bytes += bytes;
 	st->rows++;

@@ -117,7 +117,7 @@ run_delta(const char *sql, Datum *params, const char *nulls, uint64 *n)
 	return SPI_tuptable;
 }
 
-static HeapTuple put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull, bool h_set);
+static HeapTuple put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull);
 
 /*
  * cq_store_rebuild
@@ -149,7 +149,7 @@ cq_store_rebuild(CqStore *st, const char *delta_sql, Datum *params, const char *
 		cq_store_set_h(st, values, isnull);
 		if (!fresh)
 			cq_store_lookup(st, values, isnull, &ref);
-		(void) put_new(st, fresh, &ref, values, isnull, true);
+		(void) put_new(st, fresh, &ref, values, isnull);
 		rows++;
 	}
 	SPI_freetuptable(tt);
@@ -354,16 +354,15 @@ merge_row(CqStore *st, HeapTuple stored, Datum *values, bool *isnull, Datum *sv,
  *	  GROUP BY's equality, the store's.  A store that started empty in
  *	  this transaction takes the row straight into the table it builds
  *	  (cq_store_put_built); the row returned is then valid until the next
- *	  put; else it is the overlay's.  h_set: values hold the key hash h
- *	  just computed (cq_store_set_h; cq_store_put_built).
+ *	  put; else it is the overlay's.
  */
 static HeapTuple
-put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull, bool h_set)
+put_new(CqStore *st, bool fresh, StoreRef *ref, Datum *values, bool *isnull)
 {
 	HeapTuple	t;
 	HeapTuple	ov;
 
-	if (fresh && (t = cq_store_put_built(st, values, isnull, h_set)) != NULL)
+	if (fresh && (t = cq_store_put_built(st, values, isnull)) != NULL)
 		return t;
 	t = heap_form_tuple(st->desc, values, isnull);
 	if (fresh)
@@ -565,7 +564,7 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 			cq_store_lookup(st, values, isnull, &ref);
 		if (fs->fresh || ref.tup == NULL)
 		{
-			HeapTuple	t = put_new(st, fs->fresh, &ref, values, isnull, true);
+			HeapTuple	t = put_new(st, fs->fresh, &ref, values, isnull);
 
 			fs->changed++;
 			put_m(st, fs->mo, t, values, isnull, true);
@@ -1271,7 +1270,7 @@ cq_store_load_image(CqStore *st, CqQuery *q, const CqLastOffset *last, bool has_
 			continue;
 		if (!fresh)
 			cq_store_lookup(st, v, nl, &ref);
-		(void) put_new(st, fresh, &ref, v, nl, false);
+		(void) put_new(st, fresh, &ref, v, nl);
 	}
 	SPI_freetuptable(tt);
 	*image_batch = batch;

@@ -200,13 +200,12 @@ typedef struct ScanRow
 extern HeapTuple cq_store_own_tuple(HeapTuple t);
 extern bool cq_store_keys_match(struct CqStore *st, HeapTuple tup, Datum *values, bool *nulls);
 extern uint64 cq_store_key_hash(struct CqStore *st, Datum *values, bool *nulls);
-extern uint64 cq_store_hash_of_h(uint32 h);
 extern void cq_store_set_h(struct CqStore *st, Datum *values, bool *nulls);
 extern void cq_store_lookup(struct CqStore *st, Datum *values, bool *nulls, StoreRef *ref);
 extern void cq_store_lookup_published(struct CqStore *st, Datum *values, bool *nulls,
 									  StoreRef *ref);
 extern HeapTuple cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
-extern HeapTuple cq_store_put_built(struct CqStore *st, Datum *values, bool *nulls, bool h_set);
+extern HeapTuple cq_store_put_built(struct CqStore *st, Datum *values, bool *nulls);
 
 #endif							/* CQ_STORE_PRIVATE_H */

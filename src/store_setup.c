@@ -268,59 +268,14 @@ cq_store_merges_in_c(Oid state_table, const char *kinds)
 }
 
 /*
- * record_hash
- *	  hash_record(ROW(g1, ...)) of a row's keys (values/nulls in the state
- *	  row layout) as the SQL path computes it (cq_state_key_hash_sql) and
- *	  the target's index is probed by: each key hashed by its type's hash
- *	  function with its collation, NULL as 0, combined as result * 31 +
- *	  hash.  Only for a state with the key hash column h (st->hproc set).
- */
-static uint32
-record_hash(CqStore *st, Datum *values, bool *nulls)
-{
-	uint32		h = 0;
-
-	for (int g = 0; g < st->ng && !st->keyless; g++)
-	{
-		uint32		k = 0;
-
-		if (!nulls[g])
-			k = DatumGetUInt32(FunctionCall1Coll(&st->hproc[g], st->coll[g], values[g]));
-		h = (h << 5) - h + k;
-	}
-	return h;
-}
-
-/*
- * cq_store_hash_of_h
- *	  The store's 64-bit hash of a group whose key hash h (record_hash) is
- *	  known: h spread over 64 bits.  A state with the column h hashes its
- *	  groups so (cq_store_key_hash), so that batch 0, whose d row has h
- *	  already (cq_store_set_h), puts each new group without hashing its
- *	  keys a second time by other functions (session 32: ~1% of batch 0's
- *	  instructions at 200k groups).  Two groups in 2^32 share h: their
- *	  chain holds both, told apart by the keys' equality, as any two
- *	  groups of one hash.
- */
-uint64
-cq_store_hash_of_h(uint32 h)
-{
-	return hash_bytes_uint32_extended(h, UINT64CONST(0x9e3779b97f4a7c15));
-}
-
-/*
  * key_hash
- *	  64-bit hash of a row's keys (values/nulls in the state row layout):
- *	  with the key hash column h (and keys), that of record_hash
- *	  (cq_store_hash_of_h); else each key's extended hash, combined.
+ *	  64-bit hash of a row's keys (values/nulls in the state row layout).
  */
 uint64
 cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
 {
 	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
 
-	if (st->h_att != 0 && !st->keyless)
-		return cq_store_hash_of_h(record_hash(st, values, nulls));
 	for (int g = 0; g < st->ng; g++)
 	{
 		uint64		k = UINT64CONST(0x5bd1e9955bd1e995);
@@ -336,15 +291,27 @@ cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
 /*
  * set_h
  *	  The key hash h of a row of d (values/nulls in the state row layout),
- *	  which the store's d statement leaves NULL (record_hash; 0 for a
- *	  query without keys).
+ *	  which the store's d statement leaves NULL: hash_record(ROW(g1, ...))
+ *	  as the SQL path computes it (cq_state_key_hash_sql) and the target's
+ *	  index is probed by: each key hashed by its type's hash function with
+ *	  its collation, NULL as 0, combined as result * 31 + hash.
  */
 void
 cq_store_set_h(CqStore *st, Datum *values, bool *nulls)
 {
+	uint32		h = 0;
+
 	if (st->h_att == 0)
 		return;
-	values[st->h_att - 1] = UInt32GetDatum(record_hash(st, values, nulls));
+	for (int g = 0; g < st->ng && !st->keyless; g++)
+	{
+		uint32		k = 0;
+
+		if (!nulls[g])
+			k = DatumGetUInt32(FunctionCall1Coll(&st->hproc[g], st->coll[g], values[g]));
+		h = (h << 5) - h + k;
+	}
+	values[st->h_att - 1] = UInt32GetDatum(h);
 	nulls[st->h_att - 1] = false;
 }
 
