@@ -70,9 +70,10 @@ INSERT INTO sp_src SELECT g % 401, 't' || (g % 4), g % 19 FROM generate_series(1
 CALL cq.run('sp_l');
 SELECT mismatches('sp_l', 'TABLE sp_oracle') AS l_batch2;
 
--- the store's hash of a state with h is h spread over 64 bits (cq_store_hash_of_h): two
--- groups whose h is equal share a chain and stay two groups, put by batch 0 from the h
--- of d's row, found again by later batches' lookups (hashed from the keys)
+-- groups whose key hash h (hash_record, computed in C for the store: cq_store_set_h) is
+-- equal stay two groups in the store and in the target (whose index is on h), put by
+-- batch 0, found again by later batches' lookups (the case a store hashed from h alone
+-- would have to chain; session 32 tried that and left it)
 SELECT hash_record(ROW(33, 65)) = hash_record(ROW(236, 273)) AS same_h,
        hash_record(ROW(24, 370)) = hash_record(ROW(35, 57)) AS same_h2;
 CREATE TABLE hc_src (a int, b int, v int);
