@@ -353,7 +353,7 @@ incremental() {
 # 20000 -> ~1M groups at 5M rows), one fold of the backlog (WITH NO DATA,
 # then CALL cq.run) with client_min_messages = debug1, which prints the CPU
 # time of each phase of the store's or the state table's fold (with
-# cq.bench_split_batch on, the store's d and lookups are timed apart), and
+# cq.bench_split_batch on, the store's d, puts and target rows timed apart), and
 # the plain GROUP BY's CPU time and its EXPLAIN ANALYZE (scan vs
 # aggregation).  Both serial, jit off, the GROUP BY's work_mem = cq.work_mem
 # (as bench/fold.sh, which measures the goal's medians).  One run each: a
@@ -857,7 +857,7 @@ report_part() {
             echo
             echo "### $H2P"
             echo
-            echo "The fold with \`client_min_messages = debug1\` and \`cq.bench_split_batch = on\` (the store times d and the group lookups apart), serial, jit off: pg_cq's DEBUG1 lines give each phase's CPU time. The GROUP BY: its CPU time, then EXPLAIN ANALYZE for scan vs aggregation (timing overhead included), work_mem = cq.work_mem. Raw: raw/profile_fold_*.txt."
+            echo "The fold with \`client_min_messages = debug1\` and \`cq.bench_split_batch = on\` (the store times d, the puts into the store and batch 0's target rows apart, on the path the batch takes: the target load since session 32), serial, jit off: pg_cq's DEBUG1 lines give each phase's CPU time. The GROUP BY: its CPU time, then EXPLAIN ANALYZE for scan vs aggregation (timing overhead included), work_mem = cq.work_mem. Raw: raw/profile_fold_*.txt."
             echo
             echo "| backlog | state path | fold CPU | its phases (DEBUG1, CPU ms) | plain GROUP BY CPU | its plan | fold / GROUP BY |"
             echo "|---|---|---|---|---|---|---|"

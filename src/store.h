@@ -60,6 +60,7 @@ typedef struct CqStoreMetrics
 	/* the fold's phases, in this backend's CPU time (ms; DEBUG1 report) */
 	double		d_ms;			/* the d statement */
 	double		lookup_ms;		/* lookups, puts (cq.bench_split_batch; else inside d_ms) */
+	double		load_ms;		/* batch 0's target rows loaded (likewise) */
 	double		merge_ms;		/* the merge statement and its results */
 	double		evict_ms;		/* eviction */
 	double		enr_ms;			/* building m and x */

@@ -63,8 +63,10 @@ struct CqTargetLoad
 /*
  * load_result
  *	  The result of the load statement of sql, or NULL when batch 0 does
- *	  not write its target by a load (cq.bulk_load off, the measurement
- *	  split, a target statement that reads more than the state row).
+ *	  not write its target by a load (cq.bulk_load off, a target
+ *	  statement that reads more than the state row).  The measurement
+ *	  split (cq.bench_split_batch) keeps the load since session 32: its
+ *	  profile is the path the batch takes.
  */
 static TupleDesc
 load_result(const CqStoreSql *sql)
@@ -72,7 +74,7 @@ load_result(const CqStoreSql *sql)
 	Oid			types[4] = {XID8OID, XID8OID, PG_SNAPSHOTOID, PG_SNAPSHOTOID};
 	List	   *sources;
 
-	if (!cq_bulk_load || cq_bench_split_batch || !sql->sink_history_plain || sql->load_history == NULL)
+	if (!cq_bulk_load || !sql->sink_history_plain || sql->load_history == NULL)
 		return NULL;
 	sources = SPI_plan_get_plan_sources(cq_spi_plan(sql->load_history, 4, types));
 	if (list_length(sources) != 1)
