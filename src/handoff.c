@@ -306,6 +306,7 @@ claim_worker(int32 id, HandoffCall *c)
 		else if (!db->call_wanted)
 		{
 			db->call_wanted = true;
+			db->call_wanted_query = id;
 			wake = db->latch;
 		}
 	}

@@ -1005,13 +1005,35 @@ static void
 call_worker(CqDbSlot *db, TimestampTz now)
 {
 	bool		wanted;
+	int32		query;
+	int			w;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	wanted = db->call_wanted;
+	query = db->call_wanted_query;
 	db->call_wanted = false;
+	db->call_wanted_query = 0;
 	LWLockRelease(cq_shared->lock);
-	if (wanted)
-		(void) idle_worker(now);
+	if (!wanted || (w = idle_worker(now)) < 0 || query == 0)
+		return;
+
+	/*
+	 * The next call of that query (pg_cron's next run) goes to this worker
+	 * (handoff.c prefers it): have it warm up for the query meanwhile
+	 * (warm.c), so that the call does not pay the worker's first batch.
+	 */
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	if (cq_shared->workers[w].in_use && cq_shared->workers[w].call_pid == 0 &&
+		!cq_shared->workers[w].busy)
+	{
+		Latch	   *latch = cq_shared->workers[w].latch;
+
+		cq_shared->workers[w].warm_query = query;
+		cq_shared->workers[w].call_last_query = query;
+		if (latch)
+			SetLatch(latch);
+	}
+	LWLockRelease(cq_shared->lock);
 }
 
 /*

@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ *
+ * warm.c
+ *	  A pool worker started for a CALL cq.run warms up for that call's
+ *	  query while it is idle, before the next call of the query comes.
+ *
+ * A CALL cq.run that finds no idle worker runs its batches itself and asks
+ * the scheduler for a worker (handoff.c); the next call of the same query
+ * (pg_cron's next run) is handed to that worker, which handoff.c prefers.
+ * Its first batch of the query used to cost what a new backend's does
+ * (bench/README.md, "Cold first batch": 80-90 ms of CPU at 10M rows of
+ * history instead of 15-20 ms): the relation and catalog caches of the
+ * query's relations, the analysis and generated SQL (plan.c), and first
+ * touches of the pages the batch reads -- the target's index leaves into
+ * which it inserts, the source's BRIN index, the store's slots and rows
+ * (a process pays for the first touch of each page of shared memory on the
+ * virtual machines this was measured on, 8-50 us a page).  The scheduler
+ * therefore gives the new worker the query (CqWorkerSlot.warm_query) and
+ * the worker, idle, does that work now (cq_warm_query), in a transaction
+ * of its own that changes nothing: it reads the query's catalog row and
+ * last offset, builds the analysis and SQL into the per-backend cache
+ * (plan.c), reads the blocks of the target's (and a state table's)
+ * indexes, of the target itself when it fits, and of the source's BRIN
+ * indexes through shared buffers (at most an eighth of them, as batch 0
+ * does in rowload.c), touching each page, and touches the store's pages
+ * (store.c).  Relations locked by someone else are skipped (no waiting
+ * behind DDL: a call may be waiting for this worker).  A warm-up that
+ * fails says so in the log and is forgotten: it is only an optimization.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/pg_am_d.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "warm.h"
+#include "catalog.h"
+#include "plan.h"
+#include "progress.h"
+#include "store.h"
+
+/*
+ * touch_relation
+ *	  Read every block of rel through shared buffers (at most *budget of
+ *	  them, decreased by what was read) and a byte of each 4 kB page of it.
+ *	  Returns the blocks read.
+ */
+static int64
+touch_relation(Relation rel, int64 *budget)
+{
+	BlockNumber n = RelationGetNumberOfBlocks(rel);
+	int64		read = 0;
+	volatile char sink = 0;
+
+	for (BlockNumber b = 0; b < n && *budget > 0; b++, (*budget)--, read++)
+	{
+		Buffer		buf;
+		const char *page;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, b, RBM_NORMAL, NULL);
+		page = (const char *) BufferGetPage(buf);
+		for (int off = 0; off < BLCKSZ; off += 4096)
+			sink += page[off];
+		ReleaseBuffer(buf);
+	}
+	(void) sink;
+	return read;
+}
+
+/*
+ * touch_table
+ *	  touch_relation of table relid's indexes (only its BRIN ones with
+ *	  brin_only), then of the table itself with heap when it fits in what
+ *	  is left of *budget (the target: update mode rewrites its rows).  A relation that someone else has locked
+ *	  (conflicting with ACCESS SHARE: DDL) or that is gone is skipped.
+ */
+static int64
+touch_table(Oid relid, bool brin_only, bool heap, int64 *budget)
+{
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	int64		read = 0;
+
+	if (!OidIsValid(relid) || *budget <= 0 ||
+		!ConditionalLockRelationOid(relid, AccessShareLock))
+		return 0;
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(relid, AccessShareLock);
+		return 0;
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
+	{
+		relation_close(rel, AccessShareLock);
+		return 0;
+	}
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Oid			ix = lfirst_oid(lc);
+		Relation	idx;
+
+		if (!ConditionalLockRelationOid(ix, AccessShareLock))
+			continue;
+		idx = try_relation_open(ix, NoLock);
+		if (idx == NULL)
+		{
+			UnlockRelationOid(ix, AccessShareLock);
+			continue;
+		}
+		if (idx->rd_rel->relkind == RELKIND_INDEX && idx->rd_index->indisvalid &&
+			(!brin_only || idx->rd_rel->relam == BRIN_AM_OID))
+			read += touch_relation(idx, budget);
+		relation_close(idx, AccessShareLock);
+	}
+	if (heap && RelationGetNumberOfBlocks(rel) <= *budget)
+		read += touch_relation(rel, budget);
+	relation_close(rel, AccessShareLock);
+	return read;
+}
+
+/*
+ * cq_warm_query
+ *	  Warm this worker up for query id (see file header).  Called by a
+ *	  pool worker outside a transaction.
+ */
+void
+cq_warm_query(int32 id)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TimestampTz t0 = GetCurrentTimestamp();
+	int64		blocks = 0;
+	int64		rows = 0;
+	bool		found = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		CqQuery    *q;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_cq: SPI_connect failed");
+		q = cq_catalog_get_query_by_id(id, true, false);
+		/* a join of two streams has batches of its own (join.c): its caches stay cold */
+		if (q != NULL && !OidIsValid(q->opts.join_source_relid))
+		{
+			CqLastOffset last;
+			CqAnalysis *an;
+			CqPlan	   *plan;
+			int64		budget = NBuffers / 8;
+
+			found = true;
+			cq_progress_last_offset(q, &last);
+			cq_plan_get(q, &an, &plan);
+			blocks += touch_table(q->target, false, true, &budget);
+			blocks += touch_table(q->state_table, false, false, &budget);
+			blocks += touch_table(an->source_relid, true, false, &budget);
+			if (plan->use_store)
+				rows = cq_store_touch(MyDatabaseId, id);
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* only an optimization: say why it stopped, and go on */
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("pg_cq: warm-up for continuous query %d failed: %s", id, edata->message)));
+		FreeErrorData(edata);
+		return;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	if (found)
+		elog(DEBUG1, "pg_cq: worker warmed up for continuous query %d in %.3f ms: %lld blocks, %lld store rows",
+			 id, (double) (GetCurrentTimestamp() - t0) / 1000.0, (long long) blocks, (long long) rows);
+}
