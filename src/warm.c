@@ -24,7 +24,8 @@
  * indexes through shared buffers (at most an eighth of them, as batch 0
  * does in rowload.c), touching each page, and touches the store's pages
  * (store.c).  Relations locked by someone else are skipped (no waiting
- * behind DDL: a call may be waiting for this worker).  A warm-up that
+ * behind DDL), and a CALL cq.run posted to the worker meanwhile cuts the
+ * page touches short (the caller waits for it).  A warm-up that
  * fails says so in the log and is forgotten: it is only an optimization.
  *
  *-------------------------------------------------------------------------
@@ -48,6 +49,27 @@
 #include "plan.h"
 #include "progress.h"
 #include "store.h"
+#include "shmem.h"
+#include "handoff.h"
+
+/* our worker slot, while cq_warm_query runs */
+static int	warm_slot = -1;
+
+/*
+ * call_posted
+ *	  Has a caller posted a CALL cq.run to us meanwhile?  Then the warm-up
+ *	  stops touching pages: the call is waiting for us.
+ */
+static bool
+call_posted(void)
+{
+	bool		posted;
+
+	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	posted = cq_handoff_pending(warm_slot);
+	LWLockRelease(cq_shared->lock);
+	return posted;
+}
 
 /*
  * touch_relation
@@ -68,6 +90,11 @@ touch_relation(Relation rel, int64 *budget)
 		const char *page;
 
 		CHECK_FOR_INTERRUPTS();
+		if (read % 256 == 0 && call_posted())
+		{
+			*budget = 0;
+			break;
+		}
 		buf = ReadBufferExtended(rel, MAIN_FORKNUM, b, RBM_NORMAL, NULL);
 		page = (const char *) BufferGetPage(buf);
 		for (int off = 0; off < BLCKSZ; off += 4096)
@@ -134,11 +161,12 @@ touch_table(Oid relid, bool brin_only, bool heap, int64 *budget)
 
 /*
  * cq_warm_query
- *	  Warm this worker up for query id (see file header).  Called by a
- *	  pool worker outside a transaction.
+ *	  Warm this worker (its slot: slot) up for query id (see file
+ *	  header).  Called by a pool worker outside a transaction.  A call
+ *	  posted to it meanwhile cuts the page touches short.
  */
 void
-cq_warm_query(int32 id)
+cq_warm_query(int32 id, int slot)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz t0 = GetCurrentTimestamp();
@@ -146,6 +174,7 @@ cq_warm_query(int32 id)
 	int64		rows = 0;
 	bool		found = false;
 
+	warm_slot = slot;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
@@ -170,7 +199,7 @@ cq_warm_query(int32 id)
 			blocks += touch_table(q->target, false, true, &budget);
 			blocks += touch_table(q->state_table, false, false, &budget);
 			blocks += touch_table(an->source_relid, true, false, &budget);
-			if (plan->use_store)
+			if (plan->use_store && !call_posted())
 				rows = cq_store_touch(MyDatabaseId, id);
 		}
 		SPI_finish();

@@ -10,6 +10,6 @@
 
 #include "postgres.h"
 
-extern void cq_warm_query(int32 id);
+extern void cq_warm_query(int32 id, int slot);
 
 #endif							/* CQ_WARM_H */

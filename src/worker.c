@@ -644,7 +644,7 @@ cq_worker_main(Datum arg)
 			if (slot->warm_query == warm)
 				slot->warm_query = 0;
 			LWLockRelease(cq_shared->lock);
-			cq_warm_query(warm);
+			cq_warm_query(warm, my_slot);
 			MemoryContextReset(worker_context);
 			continue;
 		}
