@@ -52,8 +52,9 @@ typedef struct CqDbSlot
 	TimestampTz restart_at;		/* launcher: earliest restart after a crash */
 	bool		call_wanted;	/* a CALL cq.run found no idle worker: start
 								 * one for the next call (handoff.c) */
-	int32		call_wanted_query;	/* the query of that call: the worker warms
-									 * up for it (warm.c) */
+	int32		call_wanted_query;	/* a call of this query ran in-process for
+									 * want of a worker: one warms up for it
+									 * (warm.c) */
 } CqDbSlot;
 
 /* Most batches a worker is given at once (scheduler.c, "groups"). */

@@ -25,8 +25,9 @@
  * does in rowload.c), touching each page, and touches the store's pages
  * (store.c).  Relations locked by someone else are skipped (no waiting
  * behind DDL), and a CALL cq.run posted to the worker meanwhile cuts the
- * page touches short (the caller waits for it).  A warm-up that
- * fails says so in the log and is forgotten: it is only an optimization.
+ * page touches short (the caller waits for it).  A warm-up that fails (the
+ * query dropped meanwhile) says so at DEBUG1 and is forgotten: it is only
+ * an optimization.
  *
  *-------------------------------------------------------------------------
  */
@@ -210,12 +211,15 @@ cq_warm_query(int32 id, int slot)
 	{
 		ErrorData  *edata;
 
-		/* only an optimization: say why it stopped, and go on */
+		/*
+		 * Only an optimization, which a query dropped meanwhile ends (its
+		 * relations gone): say why at DEBUG1, and go on.
+		 */
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ereport(LOG,
+		ereport(DEBUG1,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_cq: warm-up for continuous query %d failed: %s", id, edata->message)));
 		FreeErrorData(edata);
