@@ -17,7 +17,10 @@
  *		only workers without a call, under the same lock).  None idle, or
  *		no scheduler: returns false, the caller runs the batches itself,
  *		and the scheduler is asked (call_wanted) to start a worker for the
- *		next call if the pool is not full.  It never waits for a worker;
+ *		next call if the pool is not full; once those batches committed,
+ *		to have an idle worker warm up for the query (cq_handoff_ran_here,
+ *		warm.c), which the next call then prefers.  It never waits for a
+ *		worker;
  *	 2. puts the request in a new DSM segment (query id, name as written,
  *		once, the target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
