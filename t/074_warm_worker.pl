@@ -19,7 +19,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use CqTest;
 
-my $node = cq_node('warm_worker', 'log_min_messages = debug1', q{log_line_prefix = '%m [%p] '});
+# autovacuum off: its ANALYZE of a table invalidates every backend's cached
+# analyses (plan.c), which would make a call rebuild them by chance
+my $node = cq_node('warm_worker', 'log_min_messages = debug1', q{log_line_prefix = '%m [%p] '}, 'autovacuum = off');
 my $oracle = 'SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k';
 
 $node->safe_psql('postgres', qq{
