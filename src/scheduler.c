@@ -430,8 +430,11 @@ update_query(uint64 r, TimestampTz now)
 	if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
 		q->next_tick = now;
 	mark_maybe_new(q, now);		/* the fallback poll */
-	/* a new query run by CALLs: an idle worker warms up for it (warm_new_query) */
-	if (!known && reloaded && q->trigger == TRIG_NOW && q->state == 'a')
+	/*
+	 * a new query run by CALLs, created with its first batch (CREATE TABLE
+	 * ... AS): an idle worker warms up for it (warm_new_query)
+	 */
+	if (!known && reloaded && q->trigger == TRIG_NOW && q->state == 'a' && q->last_batch_id >= 0)
 		warm_new = id;
 }
 
@@ -440,7 +443,8 @@ update_query(uint64 r, TimestampTz now)
  *	  An idle worker of the pool warms up (warm.c) for query warm_new and
  *	  becomes the one its calls prefer (handoff.c), so that its next call
  *	  does not pay the worker's first batch of the query: a query run only
- *	  by CALL cq.run (available_now) that appeared, or the query of a call
+ *	  by CALL cq.run (available_now) that appeared with its first batch
+ *	  done (batch 0 of one made by CREATE TABLE ... AS), or the query of a call
  *	  that found no idle worker and ran in-process (call_worker started a
  *	  worker for it; the caller asks once its batches committed, so that
  *	  the warm-up sees what they made).  No worker is started for it; while

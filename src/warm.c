@@ -16,7 +16,8 @@
  * (a process pays for the first touch of each page of shared memory on the
  * virtual machines this was measured on, 8-50 us a page).  The scheduler
  * therefore gives the new worker the query (CqWorkerSlot.warm_query) and
- * the worker, idle, does that work now (cq_warm_query), in a transaction
+ * the worker, idle, does that work now (cq_warm_query; only for a query
+ * whose first batch committed), in a transaction
  * of its own that changes nothing: it reads the query's catalog row and
  * last offset, builds the analysis and SQL into the per-backend cache
  * (plan.c), reads the blocks of the target's (and a state table's)
@@ -190,12 +191,21 @@ cq_warm_query(int32 id, int slot)
 		if (q != NULL && !OidIsValid(q->opts.join_source_relid))
 		{
 			CqLastOffset last;
+
+			cq_progress_last_offset(q, &last);
+			found = last.found;
+		}
+		/*
+		 * Before its first batch there is nothing to warm (an empty store
+		 * and target), and batch 0 rebuilds the target's index only if
+		 * its lock is free at once: stay away from it.
+		 */
+		if (found)
+		{
 			CqAnalysis *an;
 			CqPlan	   *plan;
 			int64		budget = NBuffers / 8;
 
-			found = true;
-			cq_progress_last_offset(q, &last);
 			cq_plan_get(q, &an, &plan);
 			blocks += touch_table(q->target, false, true, &budget);
 			blocks += touch_table(q->state_table, false, false, &budget);
