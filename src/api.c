@@ -1078,7 +1078,11 @@ cq_run(PG_FUNCTION_ARGS)
 	r.was_failed = strcmp(q->state, "failed") == 0;
 	r.node_target = cq_batch_node_goal(q->source, q->owner);	/* a source stamped per node */
 	if (atomic || !cq_handoff_run(&r))
+	{
 		cq_callrun_loop(&r, atomic);
+		if (!atomic)
+			cq_handoff_ran_here(r.id);	/* a worker warms up for the next call */
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -21,7 +21,10 @@
  *		new database whose only queries are called, or one restarting)
  *		the wish is left in the database's slot and the launcher asked for
  *		the scheduler, which starts the worker when it comes up; otherwise
- *		no worker would ever start for calls alone.  It never waits for a
+ *		no worker would ever start for calls alone.  Once those batches
+ *		committed, the caller asks for an idle worker to warm up for the
+ *		query (cq_handoff_ran_here, warm.c), which the next call then
+ *		prefers.  It never waits for a
  *		worker;
  *	 2. puts the request in a new DSM segment (query id, name as written,
  *		once, the target snapshot, the caller's settings, see below) with a
@@ -145,6 +148,9 @@ typedef struct HandoffCall
 
 static HandoffCall current = {-1, 0, 0, 0};
 static bool exit_registered = false;
+
+/* the query of our last call that found no idle worker (cq_handoff_ran_here) */
+static int32 unserved_query = 0;
 
 /* Settings never passed (see file header). */
 static const char *const unpassed[] = {
@@ -310,10 +316,14 @@ claim_worker(int32 id, HandoffCall *c)
 			c->worker_pid = w->pid;
 			c->handle = DSM_HANDLE_INVALID;
 		}
-		else if (!db->call_wanted)
+		else
 		{
-			db->call_wanted = true;
-			wake = db->latch;
+			unserved_query = id;
+			if (!db->call_wanted)
+			{
+				db->call_wanted = true;
+				wake = db->latch;
+			}
 		}
 	}
 	else
@@ -331,6 +341,7 @@ claim_worker(int32 id, HandoffCall *c)
 			if (db->state == CQ_DB_ABSENT && db->pid == 0)
 				db->state = CQ_DB_UNKNOWN;
 		}
+		unserved_query = id;
 		want_scheduler = true;
 	}
 	LWLockRelease(cq_shared->lock);
@@ -879,4 +890,33 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 	pgstat_report_stat(true);
 	MemoryContextSwitchTo(worker_cxt);
 	MemoryContextDelete(call_cxt);
+}
+
+/*
+ * cq_handoff_ran_here
+ *	  The caller ran the batches of its call of query id itself because no
+ *	  worker was idle (cq_handoff_run asked the scheduler for one), and
+ *	  they committed: ask the scheduler to have a worker warm up for the
+ *	  query now (warm.c), so that its next call does not pay the worker's
+ *	  first batch.  After the batches, so that the warm-up sees them.
+ */
+void
+cq_handoff_ran_here(int32 id)
+{
+	CqDbSlot   *db;
+	Latch	   *wake = NULL;
+
+	if (unserved_query != id || cq_shared == NULL)
+		return;
+	unserved_query = 0;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	db = cq_shmem_find_db(MyDatabaseId);
+	if (db != NULL && db->pid != 0 && db->state == CQ_DB_RUNNING)
+	{
+		db->call_wanted_query = id;
+		wake = db->latch;
+	}
+	LWLockRelease(cq_shared->lock);
+	if (wake)
+		SetLatch(wake);
 }

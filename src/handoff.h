@@ -13,6 +13,7 @@
 #include "callrun.h"
 
 extern bool cq_handoff_run(const CqCallRun *r);
+extern void cq_handoff_ran_here(int32 id);
 extern bool cq_handoff_pending(int slot);
 extern void cq_handoff_serve(int slot, MemoryContext worker_cxt);
 

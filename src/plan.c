@@ -780,6 +780,8 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	sweep_dropped(q->id);
 	*an = new_an;
 	*plan = new_plan;
+	/* t/074_warm_worker.pl: a warmed-up worker's first call builds nothing */
+	elog(DEBUG1, "pg_cq: analysis and SQL of continuous query %d built", q->id);
 }
 
 /*

@@ -126,6 +126,9 @@ static Oid	my_dboid = InvalidOid;
 static SchedQuery *queries = NULL;
 static int	nqueries = 0;
 static int	maxqueries = 0;
+/* a query new since the first reload, run by CALLs: to warm up for (warm_new_query) */
+static bool reloaded = false;
+static int32 warm_new = 0;
 
 /* our workers: slot index and handle; -1 = unused */
 static int *my_workers = NULL;
@@ -396,7 +399,9 @@ update_query(uint64 r, TimestampTz now)
 	char	   *state = SPI_getvalue(tup, desc, 4);
 	bool		no_batch;
 	Datum		last = SPI_getbinval(tup, desc, 6, &no_batch);
-	SchedQuery *q = query_entry(DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull)));
+	int32		id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	bool		known = find_query(id) != NULL;
+	SchedQuery *q = query_entry(id);
 	char		old_state;
 
 	q->seen = true;
@@ -425,6 +430,59 @@ update_query(uint64 r, TimestampTz now)
 	if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
 		q->next_tick = now;
 	mark_maybe_new(q, now);		/* the fallback poll */
+	/*
+	 * a new query run by CALLs, created with its first batch (CREATE TABLE
+	 * ... AS): an idle worker warms up for it (warm_new_query)
+	 */
+	if (!known && reloaded && q->trigger == TRIG_NOW && q->state == 'a' && q->last_batch_id >= 0)
+		warm_new = id;
+}
+
+/*
+ * warm_new_query
+ *	  An idle worker of the pool warms up (warm.c) for query warm_new and
+ *	  becomes the one its calls prefer (handoff.c), so that its next call
+ *	  does not pay the worker's first batch of the query: a query run only
+ *	  by CALL cq.run (available_now) that appeared with its first batch
+ *	  done (batch 0 of one made by CREATE TABLE ... AS), or the query of a call
+ *	  that found no idle worker and ran in-process (call_worker started a
+ *	  worker for it; the caller asks once its batches committed, so that
+ *	  the warm-up sees what they made).  No worker is started for it; while
+ *	  none is idle (one starting), it waits for the next round.
+ */
+static void
+warm_new_query(void)
+{
+	Latch	   *latch = NULL;
+	bool		any = false;
+
+	if (warm_new == 0)
+		return;
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		int			w = my_workers[k];
+		CqWorkerSlot *slot;
+
+		if (w < 0)
+			continue;
+		any = true;
+		slot = &cq_shared->workers[w];
+		if (slot->in_use && slot->pid != 0 && !slot->stop && !slot->busy &&
+			slot->query_id == 0 && slot->call_pid == 0 && slot->warm_query == 0)
+		{
+			slot->warm_query = warm_new;
+			slot->call_last_query = warm_new;
+			latch = slot->latch;
+			break;
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+	if (latch)
+		SetLatch(latch);
+	/* none idle: it stays for the next round while a worker may become so (one starting) */
+	if (latch || !any)
+		warm_new = 0;
 }
 
 /*
@@ -1005,13 +1063,18 @@ static void
 call_worker(CqDbSlot *db, TimestampTz now)
 {
 	bool		wanted;
+	int32		warm;
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	wanted = db->call_wanted;
 	db->call_wanted = false;
+	warm = db->call_wanted_query;
+	db->call_wanted_query = 0;
 	LWLockRelease(cq_shared->lock);
 	if (wanted)
 		(void) idle_worker(now);
+	if (warm != 0)
+		warm_new = warm;		/* warm_new_query gives it to the new worker */
 }
 
 /*
@@ -1134,11 +1197,13 @@ cq_scheduler_main(Datum arg)
 		{
 			seen_gen = gen;
 			reload(now);
+			reloaded = true;
 			next_reload = now + cq_naptime_ms * (int64) 1000;
 		}
 		collect_pending(now);
 		next = dispatch(now);
 		call_worker(db, now);
+		warm_new_query();
 
 		if (next == 0 || next > next_reload)
 			next = next_reload;

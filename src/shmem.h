@@ -52,6 +52,9 @@ typedef struct CqDbSlot
 	TimestampTz restart_at;		/* launcher: earliest restart after a crash */
 	bool		call_wanted;	/* a CALL cq.run found no idle worker: start
 								 * one for the next call (handoff.c) */
+	int32		call_wanted_query;	/* a call of this query ran in-process for
+									 * want of a worker: one warms up for it
+									 * (warm.c) */
 } CqDbSlot;
 
 /* Most batches a worker is given at once (scheduler.c, "groups"). */
@@ -112,6 +115,8 @@ typedef struct CqWorkerSlot
 	Latch	   *call_latch;		/* the caller's latch */
 	dsm_handle	call_dsm;		/* the request, DSM_HANDLE_INVALID until posted */
 	int32		call_last_query;	/* query of its last call (the caller's choice) */
+	int32		warm_query;		/* scheduler: warm up for this query while
+								 * idle (warm.c), 0 = none */
 } CqWorkerSlot;
 
 /* Live status of one query (cq.status). */

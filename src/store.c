@@ -1287,6 +1287,56 @@ cq_store_info(Oid dboid, int32 query_id, Oid rowtype, int64 *batch_id, int64 *ro
 }
 
 /*
+ * walk_published
+ *	  fn(row, arg) for every row of published store h, under the table's
+ *	  lock (shared).  The caller holds h's directory entry locked, so the
+ *	  table cannot be replaced meanwhile.
+ */
+static void
+walk_published(StoreHeader *h, void (*fn) (MinimalTuple row, void *arg), void *arg)
+{
+	CqGroupTable *table = cq_gt_attach(cq_store_area, h->table);
+	CqGroupSlot *slots;
+	uint64		n;
+
+	cq_gt_lock(table, LW_SHARED);
+	slots = cq_gt_slots(table, &n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
+		{
+			StoreNode  *node = dsa_get_address(cq_store_area, np);
+
+			if (DsaPointerIsValid(node->tuple))
+				fn(dsa_get_address(cq_store_area, node->tuple), arg);
+			np = node->next;
+		}
+	}
+	cq_gt_unlock(table);
+	pfree(table);
+}
+
+/* walk_published callback of cq_store_read: the row into the tuplestore arg */
+static void
+put_row(MinimalTuple row, void *arg)
+{
+	HeapTuple	t = heap_tuple_from_minimal_tuple(row);
+
+	tuplestore_puttuple((Tuplestorestate *) arg, t);
+	heap_freetuple(t);
+}
+
+/* walk_published callback of cq_store_touch: read a byte of the row, count it */
+static void
+touch_row(MinimalTuple row, void *arg)
+{
+	volatile char sink = *(volatile char *) row;
+
+	(void) sink;
+	(*(int64 *) arg)++;
+}
+
+/*
  * cq_store_read
  *	  Put every row of a query's store into ts (rows of desc, the state
  *	  table's row type): the published rows, or, in a transaction that ran
@@ -1301,9 +1351,6 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 	StoreKey	key = {dboid, query_id};
 	StoreDirEntry *d;
 	StoreHeader *h;
-	CqGroupTable *table;
-	CqGroupSlot *slots;
-	uint64		n;
 	ListCell   *lc;
 
 	if (dropped_here(dboid, query_id))
@@ -1335,28 +1382,36 @@ cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc)
 		dshash_release_lock(store_dir, d);
 		return false;
 	}
-	/* the directory entry stays locked: the table cannot be replaced meanwhile */
-	table = cq_gt_attach(cq_store_area, h->table);
-	cq_gt_lock(table, LW_SHARED);
-	slots = cq_gt_slots(table, &n);
-	for (uint64 i = 0; i < n; i++)
-	{
-		for (dsa_pointer np = slots[i].head; DsaPointerIsValid(np);)
-		{
-			StoreNode  *node = dsa_get_address(cq_store_area, np);
-
-			if (DsaPointerIsValid(node->tuple))
-			{
-				HeapTuple	t = heap_tuple_from_minimal_tuple(dsa_get_address(cq_store_area, node->tuple));
-
-				tuplestore_puttuple(ts, t);
-				heap_freetuple(t);
-			}
-			np = node->next;
-		}
-	}
-	cq_gt_unlock(table);
-	pfree(table);
+	walk_published(h, put_row, ts);
 	dshash_release_lock(store_dir, d);
 	return true;
+}
+
+/*
+ * cq_store_touch
+ *	  Read a byte of every slot page, node and row of a query's published
+ *	  store, so that this process has touched their pages before its first
+ *	  batch of the query looks groups up (warm.c: a process pays for the
+ *	  first touch of each page, bench/README.md "Cold first batch").
+ *	  Returns the rows seen; 0 when the query has no valid store.
+ */
+int64
+cq_store_touch(Oid dboid, int32 query_id)
+{
+	StoreKey	key = {dboid, query_id};
+	StoreDirEntry *d;
+	StoreHeader *h;
+	int64		rows = 0;
+
+	if (cq_shared == NULL || !cq_shared->store_ready)
+		return 0;
+	store_attach();
+	d = dshash_find(store_dir, &key, false);
+	if (d == NULL)
+		return 0;
+	if (DsaPointerIsValid(d->header) &&
+		(h = dsa_get_address(cq_store_area, d->header))->valid)
+		walk_published(h, touch_row, &rows);
+	dshash_release_lock(store_dir, d);
+	return rows;
 }

@@ -82,6 +82,7 @@
 #include "runner.h"
 #include "scheduler.h"
 #include "handoff.h"
+#include "warm.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
@@ -604,6 +605,7 @@ cq_worker_main(Datum arg)
 		bool		stop,
 					busy,
 					call;
+		int32		warm;
 
 		/* a cancel between batches has nothing to cancel (as for an idle session) */
 		QueryCancelPending = false;
@@ -619,6 +621,7 @@ cq_worker_main(Datum arg)
 		stop = slot->stop || db == NULL || db->pid == 0;
 		busy = slot->busy;
 		call = cq_handoff_pending(my_slot);
+		warm = slot->warm_query;
 		LWLockRelease(cq_shared->lock);
 
 		if (busy)
@@ -635,6 +638,17 @@ cq_worker_main(Datum arg)
 		}
 		if (stop)
 			proc_exit(0);
+		if (warm != 0)
+		{
+			/* idle: warm up for the query whose call started us (warm.c) */
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			if (slot->warm_query == warm)
+				slot->warm_query = 0;
+			LWLockRelease(cq_shared->lock);
+			cq_warm_query(warm, my_slot);
+			MemoryContextReset(worker_context);
+			continue;
+		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 cq_naptime_ms, PG_WAIT_EXTENSION);
