@@ -109,6 +109,10 @@ typedef struct SchedQuery
 	char		state;			/* 'a'ctive, 'p'aused, 'f'ailed */
 	bool		seen;			/* found by the last reload */
 	bool		due;			/* run as soon as a worker is free */
+	TimestampTz due_since;		/* due: since then (the commit that made it
+								 * pending; the poll; a rerun's end) */
+	uint64		assigned_seq;	/* when last given to a worker (dispatch
+								 * order; 0 = never) */
 	bool		maybe_new;		/* interval: take the next tick (see header) */
 	bool		no_wakeup;		/* no status slot: commits cannot mark it */
 	TimestampTz next_tick;		/* interval: next tick */
@@ -126,6 +130,7 @@ static Oid	my_dboid = InvalidOid;
 static SchedQuery *queries = NULL;
 static int	nqueries = 0;
 static int	maxqueries = 0;
+static uint64 assign_counter = 0;	/* assigned_seq of the last assignment */
 
 /* our workers: slot index and handle; -1 = unused */
 static int *my_workers = NULL;
@@ -295,6 +300,20 @@ mark_maybe_new(SchedQuery *q, TimestampTz now)
 }
 
 /*
+ * make_due
+ *	  Query q is due, new rows waiting since `since`: the longest-waiting
+ *	  due query is served first (dispatch), so a query already due keeps
+ *	  the earlier time.
+ */
+static void
+make_due(SchedQuery *q, TimestampTz since)
+{
+	if (!q->due || since < q->due_since)
+		q->due_since = since;
+	q->due = true;
+}
+
+/*
  * find_query
  *	  Local entry of a query id, or NULL.
  */
@@ -411,7 +430,7 @@ update_query(uint64 r, TimestampTz now)
 		/* resumed (or recovered): forget the backoff, run now */
 		q->nfailures = 0;
 		q->retry_at = 0;
-		q->due = true;
+		make_due(q, now);
 		q->last_end = 0;
 	}
 	if (q->state == 'f' && q->nfailures == 0)
@@ -421,7 +440,7 @@ update_query(uint64 r, TimestampTz now)
 		q->retry_at = now + USECS_PER_SEC;
 	}
 	if (q->trigger == TRIG_ZERO)
-		q->due = true;
+		make_due(q, now);
 	if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
 		q->next_tick = now;
 	mark_maybe_new(q, now);		/* the fallback poll */
@@ -569,10 +588,10 @@ collect_pending(TimestampTz now)
 			 * A '0' query in its hold stays pending: the commits until its
 			 * batch need not wake us again (assign clears it).
 			 */
+			if (q->trigger == TRIG_ZERO)
+				make_due(q, s->pending_since != 0 ? s->pending_since : now);
 			if (!held(q, now, &until))
 				s->pending = false;
-			if (q->trigger == TRIG_ZERO)
-				q->due = true;
 			mark_maybe_new(q, now);
 		}
 	}
@@ -600,7 +619,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
 	q->last_cpu_us = cpu_us;
 	q->last_rows = rows;
 	if (dead)
-		q->due = true;			/* killed mid-batch: it rolled back, run again */
+		make_due(q, now);		/* killed mid-batch: it rolled back, run again */
 	else if (failed)
 	{
 		q->state = 'f';
@@ -614,7 +633,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
 			q->state = 'a';
 		q->nfailures = 0;
 		if (more)
-			q->due = true;
+			make_due(q, now);	/* behind the queries waiting now */
 	}
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	{
@@ -924,6 +943,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 
 		q->worker = w;
 		q->due = false;
+		q->assigned_seq = ++assign_counter;
 		q->maybe_new = false;	/* the batch sees every commit until now */
 		if (q->trigger == TRIG_INTERVAL)
 			q->next_tick = next_tick_after(now, q->interval_us);
@@ -932,21 +952,60 @@ assign(const int *group, int n, int w, TimestampTz now)
 }
 
 /*
+ * wait_key
+ *	  Since when due query q has waited for a worker: the commit that made a
+ *	  '0' query pending (or the poll, or a rerun's end), an interval
+ *	  query's tick, a failed query's retry time.
+ */
+static TimestampTz
+wait_key(const SchedQuery *q)
+{
+	if (q->state == 'f')
+		return q->retry_at;
+	if (q->trigger == TRIG_INTERVAL && !q->due)
+		return q->next_tick;
+	return q->due_since;
+}
+
+/*
+ * wait_cmp
+ *	  qsort order of dispatch's wanted queries (indexes into queries[]):
+ *	  the longest-waiting first; among equals (one commit made them all
+ *	  pending) the one given to a worker least recently.
+ */
+static int
+wait_cmp(const void *a, const void *b)
+{
+	const SchedQuery *qa = &queries[*(const int *) a];
+	const SchedQuery *qb = &queries[*(const int *) b];
+	TimestampTz ka = wait_key(qa);
+	TimestampTz kb = wait_key(qb);
+
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	if (qa->assigned_seq != qb->assigned_seq)
+		return qa->assigned_seq < qb->assigned_seq ? -1 : 1;
+	return *(const int *) a - *(const int *) b;
+}
+
+/*
  * dispatch
  *	  Give every due query to a worker while there are workers.  Fair: the
- *	  queries are visited round-robin, from the one after the last query
- *	  assigned, so that under load (every commit makes every '0' query
- *	  over the source due again) the first queries of the list do not take
- *	  every free worker while the last ones starve.  A worker gets a group:
- *	  the due query and the next due queries over the same source, about
- *	  an even share of the due queries per worker (cq.max_workers) and at
- *	  most CQ_WORKER_GROUP_MAX, run one after the other in one visit.
- *	  Returns the time of the next timed event (tick, retry), or 0.
+ *	  longest-waiting query first (wait_cmp), so that under load (every
+ *	  commit makes every '0' query over the source due again) each query
+ *	  waits for the others once between two of its batches, whatever the
+ *	  order in which the workers come back: served in turn from a fixed
+ *	  list, the boundaries of the groups moved from one round to the next
+ *	  and some queries waited for up to 1.7 times the others' batches.  A
+ *	  worker gets a group: the due query and the next due queries (in that
+ *	  order) over the same source, about an even share of the due queries
+ *	  per worker (cq.max_workers) and at most CQ_WORKER_GROUP_MAX, run one
+ *	  after the other in one visit.  Returns the time of the next timed
+ *	  event (tick, retry), or 0.
  */
 static TimestampTz
 dispatch(TimestampTz now)
 {
-	static int	rr_next = 0;
 	TimestampTz next = 0;
 	int		   *wanted;
 	int			nwanted = 0;
@@ -956,13 +1015,11 @@ dispatch(TimestampTz now)
 	if (nqueries == 0)
 		return 0;
 	wanted = palloc(sizeof(int) * nqueries);
-	for (int n = 0; n < nqueries; n++)
-	{
-		int			i = (rr_next + n) % nqueries;
-
+	for (int i = 0; i < nqueries; i++)
 		if (want_query(&queries[i], now, &next))
 			wanted[nwanted++] = i;
-	}
+	if (nwanted > 1)
+		qsort(wanted, nwanted, sizeof(int), wait_cmp);
 	share = Min(CQ_WORKER_GROUP_MAX, Max(1, (nwanted + nworkers - 1) / nworkers));
 	for (int a = 0; a < nwanted; a++)
 	{
@@ -989,7 +1046,6 @@ dispatch(TimestampTz now)
 		}
 		if (!assign(group, n, w, now))
 			break;				/* its call's end wakes us */
-		rr_next = (group[n - 1] + 1) % nqueries;
 	}
 	pfree(wanted);
 	return next;

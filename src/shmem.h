@@ -122,6 +122,10 @@ typedef struct CqQuerySlot
 	int32		query_id;
 	Oid			source;			/* tracked source, for commit wake-ups */
 	bool		pending;		/* a commit to the source is not processed yet */
+	TimestampTz pending_since;	/* commit time of the commit that set pending
+								 * (the oldest one the query has not seen:
+								 * the scheduler serves the longest-waiting
+								 * query first) */
 	bool		wake_on_commit; /* commits to the source mark it pending and
 								 * wake the scheduler (trigger '0' and
 								 * interval queries; not available_now) */
