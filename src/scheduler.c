@@ -113,6 +113,7 @@ typedef struct SchedQuery
 								 * pending; the poll; a rerun's end) */
 	uint64		assigned_seq;	/* when last given to a worker (dispatch
 								 * order; 0 = never) */
+	TimestampTz assigned_key;	/* and how long it had waited then (steal) */
 	bool		maybe_new;		/* interval: take the next tick (see header) */
 	bool		no_wakeup;		/* no status slot: commits cannot mark it */
 	TimestampTz next_tick;		/* interval: next tick */
@@ -861,97 +862,6 @@ want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
 }
 
 /*
- * nudge_workers
- *	  Due queries wait for a worker: ask busy workers to end their visit
- *	  after the current round, and wake those that wait out a trigger '0'
- *	  hold of their group (worker.c, continue_group).
- */
-static void
-nudge_workers(void)
-{
-	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	for (int k = 0; k < max_my_workers; k++)
-	{
-		CqWorkerSlot *slot;
-
-		if (my_workers[k] < 0)
-			continue;
-		slot = &cq_shared->workers[my_workers[k]];
-		if (slot->busy && !slot->yield)
-		{
-			slot->yield = true;
-			if (slot->latch)
-				SetLatch(slot->latch);
-		}
-	}
-	LWLockRelease(cq_shared->lock);
-}
-
-/*
- * assign
- *	  Give the group of n queries (indexes into queries[]) to worker w.
- *	  Returns false when a CALL cq.run claimed the worker meanwhile
- *	  (handoff.c; idle_worker read the slot without the lock).
- */
-static bool
-assign(const int *group, int n, int w, TimestampTz now)
-{
-	CqWorkerSlot *slot = &cq_shared->workers[w];
-	Latch	   *latch;
-
-	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-	if (slot->call_pid != 0)
-	{
-		LWLockRelease(cq_shared->lock);
-		return false;
-	}
-	slot->query_id = queries[group[0]].id;
-	slot->nqueries = n;
-	for (int j = 0; j < n; j++)
-	{
-		SchedQuery *q = &queries[group[j]];
-		CqQuerySlot *s = query_slot(q);
-
-		slot->query_ids[j] = q->id;
-		strlcpy(slot->query_names[j], q->name, NAMEDATALEN);
-		/* an interval query waits for its next tick, a failed one for its backoff */
-		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
-		slot->idle_msg[j] = idle_message(q);
-		slot->done[j] = slot->collected[j] = false;
-		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
-		slot->ended[j] = 0;
-		slot->cpu_us[j] = 0;
-		slot->rows[j] = 0;
-		if (s)
-		{
-			s->is_trigger_active = true;
-			s->batch_over = false;
-			s->worker_pid = slot->pid;
-			s->pending = false;
-		}
-	}
-	slot->busy = true;
-	slot->yield = false;
-	latch = slot->latch;
-	LWLockRelease(cq_shared->lock);
-	if (latch)
-		SetLatch(latch);
-
-	for (int j = 0; j < n; j++)
-	{
-		SchedQuery *q = &queries[group[j]];
-
-		q->worker = w;
-		q->due = false;
-		q->assigned_seq = ++assign_counter;
-		q->maybe_new = false;	/* the batch sees every commit until now */
-		if (q->trigger == TRIG_INTERVAL)
-			q->next_tick = next_tick_after(now, q->interval_us);
-	}
-	return true;
-}
-
-/*
  * wait_key
  *	  Since when due query q has waited for a worker: the commit that made a
  *	  '0' query pending (or the poll, or a rerun's end), an interval
@@ -989,6 +899,206 @@ wait_cmp(const void *a, const void *b)
 }
 
 /*
+ * not_begun
+ *	  q is in a busy worker's group and that worker has not begun its batch:
+ *	  its place in the group (an idle worker may take it, steal), else -1.
+ *	  Caller holds the lock.
+ */
+static int
+not_begun(const SchedQuery *q)
+{
+	CqWorkerSlot *slot;
+
+	if (q->worker < 0)
+		return -1;
+	slot = &cq_shared->workers[q->worker];
+	if (!slot->busy)
+		return -1;
+	for (int j = 0; j < slot->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
+		if (slot->query_ids[j] == q->id)
+			return (slot->started[j] || slot->done[j] || slot->collected[j]) ? -1 : j;
+	return -1;
+}
+
+/*
+ * taken_cmp
+ *	  qsort order of steal's candidates: wait_cmp's, by how long each had
+ *	  waited when its worker got it.
+ */
+static int
+taken_cmp(const void *a, const void *b)
+{
+	const SchedQuery *qa = &queries[*(const int *) a];
+	const SchedQuery *qb = &queries[*(const int *) b];
+
+	if (qa->assigned_key != qb->assigned_key)
+		return qa->assigned_key < qb->assigned_key ? -1 : 1;
+	if (qa->assigned_seq != qb->assigned_seq)
+		return qa->assigned_seq < qb->assigned_seq ? -1 : 1;
+	return *(const int *) a - *(const int *) b;
+}
+
+static bool assign(const int *wanted_group, int n, int w, bool steal, TimestampTz now);
+
+/*
+ * steal
+ *	  A worker is idle and no due query is left for it, while batches wait
+ *	  in the group of a busy worker behind the batch it runs (a long batch,
+ *	  a lock wait, a worker the machine does not schedule): give the idle
+ *	  worker about half of them, the longest-waiting first, over one
+ *	  source.  They are taken back from the busy worker only if it has not
+ *	  begun them (assign, under the lock; the worker checks before each
+ *	  batch).  Returns true when it gave something.
+ */
+static bool
+steal(TimestampTz now)
+{
+	int		   *cand = palloc(sizeof(int) * nqueries);
+	int			ncand = 0;
+	int			group[CQ_WORKER_GROUP_MAX];
+	int			n = 0;
+	int			w;
+	bool		gave = false;
+
+	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	for (int i = 0; i < nqueries; i++)
+		if (not_begun(&queries[i]) >= 0)
+			cand[ncand++] = i;
+	LWLockRelease(cq_shared->lock);
+	if (ncand > 0 && (w = idle_worker(now)) >= 0)
+	{
+		int			share = Min(CQ_WORKER_GROUP_MAX, Max(1, ncand / 2));
+
+		if (ncand > 1)
+			qsort(cand, ncand, sizeof(int), taken_cmp);
+		group[n++] = cand[0];
+		for (int b = 1; b < ncand && n < share; b++)
+			if (queries[cand[b]].source == queries[cand[0]].source)
+				group[n++] = cand[b];
+		gave = assign(group, n, w, true, now) && queries[cand[0]].worker == w;
+	}
+	pfree(cand);
+	return gave;
+}
+
+/*
+ * nudge_workers
+ *	  Due queries wait for a worker: ask busy workers to end their visit
+ *	  after the current round, and wake those that wait out a trigger '0'
+ *	  hold of their group (worker.c, continue_group).
+ */
+static void
+nudge_workers(void)
+{
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	for (int k = 0; k < max_my_workers; k++)
+	{
+		CqWorkerSlot *slot;
+
+		if (my_workers[k] < 0)
+			continue;
+		slot = &cq_shared->workers[my_workers[k]];
+		if (slot->busy && !slot->yield)
+		{
+			slot->yield = true;
+			if (slot->latch)
+				SetLatch(slot->latch);
+		}
+	}
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
+ * assign
+ *	  Give the group of n queries (indexes into queries[]) to worker w.
+ *	  Returns false when a CALL cq.run claimed the worker meanwhile
+ *	  (handoff.c; idle_worker read the slot without the lock).
+ */
+static bool
+assign(const int *wanted_group, int n, int w, bool steal, TimestampTz now)
+{
+	CqWorkerSlot *slot = &cq_shared->workers[w];
+	Latch	   *latch;
+	int			group[CQ_WORKER_GROUP_MAX];
+
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	if (slot->call_pid != 0)
+	{
+		LWLockRelease(cq_shared->lock);
+		return false;
+	}
+	if (steal)
+	{
+		/* take back those their worker has still not begun (worker.c) */
+		int			m = 0;
+
+		for (int j = 0; j < n; j++)
+		{
+			SchedQuery *q = &queries[wanted_group[j]];
+			int			k = not_begun(q);
+
+			if (k < 0)
+				continue;
+			cq_shared->workers[q->worker].collected[k] = true;
+			group[m++] = wanted_group[j];
+		}
+		n = m;
+		if (n == 0)
+		{
+			LWLockRelease(cq_shared->lock);
+			return true;
+		}
+	}
+	else
+		memcpy(group, wanted_group, sizeof(int) * n);
+	slot->query_id = queries[group[0]].id;
+	slot->nqueries = n;
+	for (int j = 0; j < n; j++)
+	{
+		SchedQuery *q = &queries[group[j]];
+		CqQuerySlot *s = query_slot(q);
+
+		slot->query_ids[j] = q->id;
+		strlcpy(slot->query_names[j], q->name, NAMEDATALEN);
+		/* an interval query waits for its next tick, a failed one for its backoff */
+		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
+		slot->idle_msg[j] = idle_message(q);
+		slot->done[j] = slot->collected[j] = slot->started[j] = false;
+		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
+		slot->ended[j] = 0;
+		slot->cpu_us[j] = 0;
+		slot->rows[j] = 0;
+		if (s)
+		{
+			s->is_trigger_active = true;
+			s->batch_over = false;
+			s->worker_pid = slot->pid;
+			s->pending = false;
+		}
+	}
+	slot->busy = true;
+	slot->yield = false;
+	latch = slot->latch;
+	LWLockRelease(cq_shared->lock);
+	if (latch)
+		SetLatch(latch);
+
+	for (int j = 0; j < n; j++)
+	{
+		SchedQuery *q = &queries[group[j]];
+
+		q->worker = w;
+		q->assigned_key = wait_key(q);
+		q->due = false;
+		q->assigned_seq = ++assign_counter;
+		q->maybe_new = false;	/* the batch sees every commit until now */
+		if (q->trigger == TRIG_INTERVAL)
+			q->next_tick = next_tick_after(now, q->interval_us);
+	}
+	return true;
+}
+
+/*
  * dispatch
  *	  Give every due query to a worker while there are workers.  Fair: the
  *	  longest-waiting query first (wait_cmp), so that under load (every
@@ -1011,6 +1121,7 @@ dispatch(TimestampTz now)
 	int			nwanted = 0;
 	int			nworkers = Max(cq_max_workers, 1);
 	int			share;
+	bool		out = false;	/* no idle worker left */
 
 	if (nqueries == 0)
 		return 0;
@@ -1034,6 +1145,7 @@ dispatch(TimestampTz now)
 		if (w < 0)
 		{
 			nudge_workers();
+			out = true;
 			break;				/* a worker's latch will bring us back */
 		}
 		group[n++] = wanted[a];
@@ -1044,10 +1156,16 @@ dispatch(TimestampTz now)
 			if (o->worker < 0 && o->source == q->source)
 				group[n++] = wanted[b];
 		}
-		if (!assign(group, n, w, now))
+		if (!assign(group, n, w, false, now))
+		{
+			out = true;
 			break;				/* its call's end wakes us */
+		}
 	}
 	pfree(wanted);
+	/* every due query has a worker: batches waiting behind others' next */
+	for (int k = 0; k < max_my_workers && !out && steal(now); k++)
+		;
 	return next;
 }
 

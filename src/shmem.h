@@ -92,7 +92,12 @@ typedef struct CqWorkerSlot
 												 * batch is over */
 	/* outcome per query, written by the worker as each batch ends */
 	bool		done[CQ_WORKER_GROUP_MAX];	/* its batch is over (outcome below) */
-	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome */
+	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome;
+												 * set before the batch is done:
+												 * taken back for an idle
+												 * worker (not started) */
+	bool		started[CQ_WORKER_GROUP_MAX];	/* the worker began its batch (it
+												 * can no longer be taken back) */
 	bool		ran[CQ_WORKER_GROUP_MAX];	/* a batch was committed */
 	bool		failed[CQ_WORKER_GROUP_MAX];	/* the batch failed (recorded in the
 												 * catalog) */

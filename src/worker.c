@@ -342,7 +342,7 @@ running_elsewhere(int32 id)
 		if (i == my_slot || !w->in_use || w->dboid != my_dboid || !w->busy)
 			continue;
 		for (int j = 0; j < w->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
-			if (w->query_ids[j] == id && !w->done[j])
+			if (w->query_ids[j] == id && !w->done[j] && !w->collected[j])
 				return true;
 	}
 	return false;
@@ -443,6 +443,7 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, Timestamp
 			qs[k]->pending = false;
 			qs[k]->batch_over = false;
 			slot->done[k] = false;
+			slot->started[k] = false;
 		}
 done:
 	LWLockRelease(cq_shared->lock);
@@ -493,6 +494,17 @@ run_assigned(CqWorkerSlot *slot)
 			int64		cpu0;
 			int64		rows;
 
+			if (!run[k])
+				continue;
+			/*
+			 * Not begun yet: the scheduler may have given it to an idle
+			 * worker meanwhile (scheduler.c, steal), rather than let it wait
+			 * for the batches before it here.
+			 */
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			run[k] = !slot->collected[k];
+			slot->started[k] = run[k];
+			LWLockRelease(cq_shared->lock);
 			if (!run[k])
 				continue;
 			CHECK_FOR_INTERRUPTS();
