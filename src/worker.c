@@ -370,6 +370,33 @@ batch_over(CqWorkerSlot *slot, int32 id, int k, bool failed)
 }
 
 /*
+ * begin_next
+ *	  The next batch of the round to run, from group position `from`: the
+ *	  first flagged in run[] that the scheduler has not taken back for an
+ *	  idle worker meanwhile (scheduler.c, steal: rather than let it wait
+ *	  here behind the batches before it) is marked started, so that it can
+ *	  no longer be taken; those taken back are unflagged.  Marking it in
+ *	  the lock section that records the previous batch costs no extra lock
+ *	  per batch.  Caller holds the lock.
+ */
+static void
+begin_next(CqWorkerSlot *slot, bool *run, int n, int from)
+{
+	for (int k = from; k < n; k++)
+	{
+		if (!run[k])
+			continue;
+		if (slot->collected[k])
+		{
+			run[k] = false;
+			continue;
+		}
+		slot->started[k] = true;
+		return;
+	}
+}
+
+/*
  * continue_group
  *	  After a round of the group's batches: should we run again, without
  *	  going back to the scheduler, the trigger-'0' queries of the group
@@ -445,6 +472,8 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, Timestamp
 			slot->done[k] = false;
 			slot->started[k] = false;
 		}
+	if (any)
+		begin_next(slot, run, n, 0);
 done:
 	LWLockRelease(cq_shared->lock);
 	return any;
@@ -474,13 +503,14 @@ run_assigned(CqWorkerSlot *slot)
 	Latch	   *latch = NULL;
 	CqDbSlot   *db;
 
-	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	n = Min(Max(slot->nqueries, 0), CQ_WORKER_GROUP_MAX);
 	memcpy(ids, slot->query_ids, sizeof(int32) * n);
 	memcpy(names, slot->query_names, NAMEDATALEN * n);
-	LWLockRelease(cq_shared->lock);
 	for (int k = 0; k < n; k++)
 		run[k] = true;
+	begin_next(slot, run, n, 0);
+	LWLockRelease(cq_shared->lock);
 
 	for (;;)
 	{
@@ -495,18 +525,7 @@ run_assigned(CqWorkerSlot *slot)
 			int64		rows;
 
 			if (!run[k])
-				continue;
-			/*
-			 * Not begun yet: the scheduler may have given it to an idle
-			 * worker meanwhile (scheduler.c, steal), rather than let it wait
-			 * for the batches before it here.
-			 */
-			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
-			run[k] = !slot->collected[k];
-			slot->started[k] = run[k];
-			LWLockRelease(cq_shared->lock);
-			if (!run[k])
-				continue;
+				continue;		/* not to run, or taken back (begin_next) */
 			CHECK_FOR_INTERRUPTS();
 			if (ConfigReloadPending)
 			{
@@ -528,6 +547,7 @@ run_assigned(CqWorkerSlot *slot)
 			slot->rows[k] = rows;
 			slot->done[k] = true;
 			batch_over(slot, ids[k], k, failed);
+			begin_next(slot, run, n, k + 1);
 			db = cq_shmem_find_db(my_dboid);
 			stop = slot->stop || db == NULL || db->pid == 0;
 			LWLockRelease(cq_shared->lock);
