@@ -38,14 +38,22 @@
  *	 - available_now: never;
  *	 - failed: retried after 1, 2, 4, ... 300 s; paused: never.
  * Due queries go to idle workers (worker.c) through their shared worker
- * slots, visited round-robin (fair under a stream of commits, which makes
- * every '0' query over the source due again at once), in groups: a worker
- * gets a due query and the next due queries over the same source (an even
- * share per worker, at most CQ_WORKER_GROUP_MAX), runs their batches one
- * after the other, one transaction each, writes each outcome into its slot
+ * slots, the longest-waiting first (since the commit that made it pending,
+ * its tick, its retry time; among equals the one given to a worker least
+ * recently): under a stream of commits, which makes every '0' query over
+ * the source due again at once, each query then waits for the others once
+ * between two of its batches.  In groups: a worker gets a due query and
+ * the next due queries (in that order) over the same source (an even share
+ * per worker, at most CQ_WORKER_GROUP_MAX), runs their batches one after
+ * the other, one transaction each, writes each outcome into its slot
  * (collected as soon as we look) and sets our latch when the visit is
- * over.  A query is never given to two workers at once (and the catalog
- * row lock serializes it against CALL cq.run anyway).
+ * over.  A worker that is idle when no due query is left for it takes the
+ * batches of another worker's group that this worker has not begun (steal):
+ * a long batch, a lock wait or a worker the machine does not schedule does
+ * not keep the rest of its group waiting.  A query is never given to two
+ * workers at once (a batch taken back is marked so under the lock, and the
+ * worker checks before it begins each one; the catalog row lock
+ * serializes it against CALL cq.run anyway).
  *
  * Workers are started on demand, up to cq.max_workers, and stay (also
  * when a CALL cq.run found none idle to hand its batches to, handoff.c); extra

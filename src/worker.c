@@ -12,7 +12,9 @@
  * default reaches the catalog work it does as superuser.  Loop: wait on
  * the latch; when the slot is busy, run one batch of each query of the
  * assigned group in turn (up to CQ_WORKER_GROUP_MAX, each in its own
- * transaction, so a failing query changes nothing for the others), write
+ * transaction, so a failing query changes nothing for the others; not
+ * those the scheduler took back for an idle worker before they began,
+ * begin_next), write
  * each outcome into the slot as it ends, then clear busy and set the
  * scheduler's latch.
  *
