@@ -591,7 +591,14 @@ collect_pending(TimestampTz now)
 		CqQuerySlot *s = query_slot(q);
 		TimestampTz until;
 
-		if (s && s->pending)
+		/*
+		 * A query a worker has is left to it: the worker clears pending as
+		 * its batch begins (that batch sees those commits) and takes it
+		 * again in its visit, or we collect it once its outcome is in.
+		 * Taken as due here, before its batch, it would keep that early
+		 * time and be served first again after the batch.
+		 */
+		if (s && s->pending && q->worker < 0)
 		{
 			/*
 			 * A '0' query in its hold stays pending: the commits until its

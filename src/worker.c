@@ -379,7 +379,9 @@ batch_over(CqWorkerSlot *slot, int32 id, int k, bool failed)
  *	  here behind the batches before it) is marked started, so that it can
  *	  no longer be taken; those taken back are unflagged.  Marking it in
  *	  the lock section that records the previous batch costs no extra lock
- *	  per batch.  Caller holds the lock.
+ *	  per batch.  Its pending is cleared (the batch sees those commits), so
+ *	  that the next commit dates how long the query waits again (the
+ *	  scheduler's order).  Caller holds the lock.
  */
 static void
 begin_next(CqWorkerSlot *slot, bool *run, int n, int from)
@@ -394,6 +396,13 @@ begin_next(CqWorkerSlot *slot, bool *run, int n, int from)
 			continue;
 		}
 		slot->started[k] = true;
+		/* its snapshot, taken after this, sees every commit until now */
+		{
+			CqQuerySlot *qs = cq_shmem_find_query(my_dboid, slot->query_ids[k]);
+
+			if (qs)
+				qs->pending = false;
+		}
 		return;
 	}
 }
