@@ -38,14 +38,22 @@
  *	 - available_now: never;
  *	 - failed: retried after 1, 2, 4, ... 300 s; paused: never.
  * Due queries go to idle workers (worker.c) through their shared worker
- * slots, visited round-robin (fair under a stream of commits, which makes
- * every '0' query over the source due again at once), in groups: a worker
- * gets a due query and the next due queries over the same source (an even
- * share per worker, at most CQ_WORKER_GROUP_MAX), runs their batches one
- * after the other, one transaction each, writes each outcome into its slot
+ * slots, the longest-waiting first (since the commit that made it pending,
+ * its tick, its retry time; among equals the one given to a worker least
+ * recently): under a stream of commits, which makes every '0' query over
+ * the source due again at once, each query then waits for the others once
+ * between two of its batches.  In groups: a worker gets a due query and
+ * the next due queries (in that order) over the same source (an even share
+ * per worker, at most CQ_WORKER_GROUP_MAX), runs their batches one after
+ * the other, one transaction each, writes each outcome into its slot
  * (collected as soon as we look) and sets our latch when the visit is
- * over.  A query is never given to two workers at once (and the catalog
- * row lock serializes it against CALL cq.run anyway).
+ * over.  A worker that is idle when no due query is left for it takes the
+ * batches of another worker's group that this worker has not begun (steal):
+ * a long batch, a lock wait or a worker the machine does not schedule does
+ * not keep the rest of its group waiting.  A query is never given to two
+ * workers at once (a batch taken back is marked so under the lock, and the
+ * worker checks before it begins each one; the catalog row lock
+ * serializes it against CALL cq.run anyway).
  *
  * Workers are started on demand, up to cq.max_workers, and stay (also
  * when a CALL cq.run found none idle to hand its batches to, handoff.c); extra
@@ -109,6 +117,11 @@ typedef struct SchedQuery
 	char		state;			/* 'a'ctive, 'p'aused, 'f'ailed */
 	bool		seen;			/* found by the last reload */
 	bool		due;			/* run as soon as a worker is free */
+	TimestampTz due_since;		/* due: since then (the commit that made it
+								 * pending; the poll; a rerun's end) */
+	uint64		assigned_seq;	/* when last given to a worker (dispatch
+								 * order; 0 = never) */
+	TimestampTz assigned_key;	/* and how long it had waited then (steal) */
 	bool		maybe_new;		/* interval: take the next tick (see header) */
 	bool		no_wakeup;		/* no status slot: commits cannot mark it */
 	TimestampTz next_tick;		/* interval: next tick */
@@ -129,6 +142,7 @@ static int	maxqueries = 0;
 /* a query new since the first reload, run by CALLs: to warm up for (warm_new_query) */
 static bool reloaded = false;
 static int32 warm_new = 0;
+static uint64 assign_counter = 0;	/* assigned_seq of the last assignment */
 
 /* our workers: slot index and handle; -1 = unused */
 static int *my_workers = NULL;
@@ -298,6 +312,20 @@ mark_maybe_new(SchedQuery *q, TimestampTz now)
 }
 
 /*
+ * make_due
+ *	  Query q is due, new rows waiting since `since`: the longest-waiting
+ *	  due query is served first (dispatch), so a query already due keeps
+ *	  the earlier time.
+ */
+static void
+make_due(SchedQuery *q, TimestampTz since)
+{
+	if (!q->due || since < q->due_since)
+		q->due_since = since;
+	q->due = true;
+}
+
+/*
  * find_query
  *	  Local entry of a query id, or NULL.
  */
@@ -416,7 +444,7 @@ update_query(uint64 r, TimestampTz now)
 		/* resumed (or recovered): forget the backoff, run now */
 		q->nfailures = 0;
 		q->retry_at = 0;
-		q->due = true;
+		make_due(q, now);
 		q->last_end = 0;
 	}
 	if (q->state == 'f' && q->nfailures == 0)
@@ -426,7 +454,7 @@ update_query(uint64 r, TimestampTz now)
 		q->retry_at = now + USECS_PER_SEC;
 	}
 	if (q->trigger == TRIG_ZERO)
-		q->due = true;
+		make_due(q, now);
 	if (q->trigger == TRIG_INTERVAL && q->next_tick == 0)
 		q->next_tick = now;
 	mark_maybe_new(q, now);		/* the fallback poll */
@@ -621,16 +649,23 @@ collect_pending(TimestampTz now)
 		CqQuerySlot *s = query_slot(q);
 		TimestampTz until;
 
-		if (s && s->pending)
+		/*
+		 * A query a worker has is left to it: the worker clears pending as
+		 * its batch begins (that batch sees those commits) and takes it
+		 * again in its visit, or we collect it once its outcome is in.
+		 * Taken as due here, before its batch, it would keep that early
+		 * time and be served first again after the batch.
+		 */
+		if (s && s->pending && q->worker < 0)
 		{
 			/*
 			 * A '0' query in its hold stays pending: the commits until its
 			 * batch need not wake us again (assign clears it).
 			 */
+			if (q->trigger == TRIG_ZERO)
+				make_due(q, s->pending_since != 0 ? s->pending_since : now);
 			if (!held(q, now, &until))
 				s->pending = false;
-			if (q->trigger == TRIG_ZERO)
-				q->due = true;
 			mark_maybe_new(q, now);
 		}
 	}
@@ -658,7 +693,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
 	q->last_cpu_us = cpu_us;
 	q->last_rows = rows;
 	if (dead)
-		q->due = true;			/* killed mid-batch: it rolled back, run again */
+		make_due(q, now);		/* killed mid-batch: it rolled back, run again */
 	else if (failed)
 	{
 		q->state = 'f';
@@ -672,7 +707,7 @@ batch_done(int32 query_id, bool dead, bool failed, bool more, TimestampTz ended,
 			q->state = 'a';
 		q->nfailures = 0;
 		if (more)
-			q->due = true;
+			make_due(q, now);	/* behind the queries waiting now */
 	}
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	{
@@ -900,6 +935,126 @@ want_query(SchedQuery *q, TimestampTz now, TimestampTz *next)
 }
 
 /*
+ * wait_key
+ *	  Since when due query q has waited for a worker: the commit that made a
+ *	  '0' query pending (or the poll, or a rerun's end), an interval
+ *	  query's tick, a failed query's retry time.
+ */
+static TimestampTz
+wait_key(const SchedQuery *q)
+{
+	if (q->state == 'f')
+		return q->retry_at;
+	if (q->trigger == TRIG_INTERVAL && !q->due)
+		return q->next_tick;
+	return q->due_since;
+}
+
+/*
+ * wait_cmp
+ *	  qsort order of dispatch's wanted queries (indexes into queries[]):
+ *	  the longest-waiting first; among equals (one commit made them all
+ *	  pending) the one given to a worker least recently.
+ */
+static int
+wait_cmp(const void *a, const void *b)
+{
+	const SchedQuery *qa = &queries[*(const int *) a];
+	const SchedQuery *qb = &queries[*(const int *) b];
+	TimestampTz ka = wait_key(qa);
+	TimestampTz kb = wait_key(qb);
+
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
+	if (qa->assigned_seq != qb->assigned_seq)
+		return qa->assigned_seq < qb->assigned_seq ? -1 : 1;
+	return *(const int *) a - *(const int *) b;
+}
+
+/*
+ * not_begun
+ *	  q is in a busy worker's group and that worker has not begun its batch:
+ *	  its place in the group (an idle worker may take it, steal), else -1.
+ *	  Caller holds the lock.
+ */
+static int
+not_begun(const SchedQuery *q)
+{
+	CqWorkerSlot *slot;
+
+	if (q->worker < 0)
+		return -1;
+	slot = &cq_shared->workers[q->worker];
+	if (!slot->busy)
+		return -1;
+	for (int j = 0; j < slot->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
+		if (slot->query_ids[j] == q->id)
+			return (slot->started[j] || slot->done[j] || slot->collected[j]) ? -1 : j;
+	return -1;
+}
+
+/*
+ * taken_cmp
+ *	  qsort order of steal's candidates: wait_cmp's, by how long each had
+ *	  waited when its worker got it.
+ */
+static int
+taken_cmp(const void *a, const void *b)
+{
+	const SchedQuery *qa = &queries[*(const int *) a];
+	const SchedQuery *qb = &queries[*(const int *) b];
+
+	if (qa->assigned_key != qb->assigned_key)
+		return qa->assigned_key < qb->assigned_key ? -1 : 1;
+	if (qa->assigned_seq != qb->assigned_seq)
+		return qa->assigned_seq < qb->assigned_seq ? -1 : 1;
+	return *(const int *) a - *(const int *) b;
+}
+
+static bool assign(const int *wanted_group, int n, int w, bool steal, TimestampTz now);
+
+/*
+ * steal
+ *	  A worker is idle and no due query is left for it, while batches wait
+ *	  in the group of a busy worker behind the batch it runs (a long batch,
+ *	  a lock wait, a worker the machine does not schedule): give the idle
+ *	  worker about half of them, the longest-waiting first, over one
+ *	  source.  They are taken back from the busy worker only if it has not
+ *	  begun them (assign, under the lock; the worker checks before each
+ *	  batch).  Returns true when it gave something.
+ */
+static bool
+steal(TimestampTz now)
+{
+	int		   *cand = palloc(sizeof(int) * nqueries);
+	int			ncand = 0;
+	int			group[CQ_WORKER_GROUP_MAX];
+	int			n = 0;
+	int			w;
+	bool		gave = false;
+
+	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	for (int i = 0; i < nqueries; i++)
+		if (not_begun(&queries[i]) >= 0)
+			cand[ncand++] = i;
+	LWLockRelease(cq_shared->lock);
+	if (ncand > 0 && (w = idle_worker(now)) >= 0)
+	{
+		int			share = Min(CQ_WORKER_GROUP_MAX, Max(1, ncand / 2));
+
+		if (ncand > 1)
+			qsort(cand, ncand, sizeof(int), taken_cmp);
+		group[n++] = cand[0];
+		for (int b = 1; b < ncand && n < share; b++)
+			if (queries[cand[b]].source == queries[cand[0]].source)
+				group[n++] = cand[b];
+		gave = assign(group, n, w, true, now) && queries[cand[0]].worker == w;
+	}
+	pfree(cand);
+	return gave;
+}
+
+/*
  * nudge_workers
  *	  Due queries wait for a worker: ask busy workers to end their visit
  *	  after the current round, and wake those that wait out a trigger '0'
@@ -933,10 +1088,11 @@ nudge_workers(void)
  *	  (handoff.c; idle_worker read the slot without the lock).
  */
 static bool
-assign(const int *group, int n, int w, TimestampTz now)
+assign(const int *wanted_group, int n, int w, bool steal, TimestampTz now)
 {
 	CqWorkerSlot *slot = &cq_shared->workers[w];
 	Latch	   *latch;
+	int			group[CQ_WORKER_GROUP_MAX];
 
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	if (slot->call_pid != 0)
@@ -944,6 +1100,30 @@ assign(const int *group, int n, int w, TimestampTz now)
 		LWLockRelease(cq_shared->lock);
 		return false;
 	}
+	if (steal)
+	{
+		/* take back those their worker has still not begun (worker.c) */
+		int			m = 0;
+
+		for (int j = 0; j < n; j++)
+		{
+			SchedQuery *q = &queries[wanted_group[j]];
+			int			k = not_begun(q);
+
+			if (k < 0)
+				continue;
+			cq_shared->workers[q->worker].collected[k] = true;
+			group[m++] = wanted_group[j];
+		}
+		n = m;
+		if (n == 0)
+		{
+			LWLockRelease(cq_shared->lock);
+			return true;
+		}
+	}
+	else
+		memcpy(group, wanted_group, sizeof(int) * n);
 	slot->query_id = queries[group[0]].id;
 	slot->nqueries = n;
 	for (int j = 0; j < n; j++)
@@ -956,7 +1136,7 @@ assign(const int *group, int n, int w, TimestampTz now)
 		/* an interval query waits for its next tick, a failed one for its backoff */
 		slot->rerun_ok[j] = (q->trigger == TRIG_ZERO && q->state == 'a');
 		slot->idle_msg[j] = idle_message(q);
-		slot->done[j] = slot->collected[j] = false;
+		slot->done[j] = slot->collected[j] = slot->started[j] = false;
 		slot->ran[j] = slot->failed[j] = slot->more[j] = false;
 		slot->ended[j] = 0;
 		slot->cpu_us[j] = 0;
@@ -981,7 +1161,9 @@ assign(const int *group, int n, int w, TimestampTz now)
 		SchedQuery *q = &queries[group[j]];
 
 		q->worker = w;
+		q->assigned_key = wait_key(q);
 		q->due = false;
+		q->assigned_seq = ++assign_counter;
 		q->maybe_new = false;	/* the batch sees every commit until now */
 		if (q->trigger == TRIG_INTERVAL)
 			q->next_tick = next_tick_after(now, q->interval_us);
@@ -992,35 +1174,36 @@ assign(const int *group, int n, int w, TimestampTz now)
 /*
  * dispatch
  *	  Give every due query to a worker while there are workers.  Fair: the
- *	  queries are visited round-robin, from the one after the last query
- *	  assigned, so that under load (every commit makes every '0' query
- *	  over the source due again) the first queries of the list do not take
- *	  every free worker while the last ones starve.  A worker gets a group:
- *	  the due query and the next due queries over the same source, about
- *	  an even share of the due queries per worker (cq.max_workers) and at
- *	  most CQ_WORKER_GROUP_MAX, run one after the other in one visit.
- *	  Returns the time of the next timed event (tick, retry), or 0.
+ *	  longest-waiting query first (wait_cmp), so that under load (every
+ *	  commit makes every '0' query over the source due again) each query
+ *	  waits for the others once between two of its batches, whatever the
+ *	  order in which the workers come back: served in turn from a fixed
+ *	  list, the boundaries of the groups moved from one round to the next
+ *	  and some queries waited for up to 1.7 times the others' batches.  A
+ *	  worker gets a group: the due query and the next due queries (in that
+ *	  order) over the same source, about an even share of the due queries
+ *	  per worker (cq.max_workers) and at most CQ_WORKER_GROUP_MAX, run one
+ *	  after the other in one visit.  Returns the time of the next timed
+ *	  event (tick, retry), or 0.
  */
 static TimestampTz
 dispatch(TimestampTz now)
 {
-	static int	rr_next = 0;
 	TimestampTz next = 0;
 	int		   *wanted;
 	int			nwanted = 0;
 	int			nworkers = Max(cq_max_workers, 1);
 	int			share;
+	bool		out = false;	/* no idle worker left */
 
 	if (nqueries == 0)
 		return 0;
 	wanted = palloc(sizeof(int) * nqueries);
-	for (int n = 0; n < nqueries; n++)
-	{
-		int			i = (rr_next + n) % nqueries;
-
+	for (int i = 0; i < nqueries; i++)
 		if (want_query(&queries[i], now, &next))
 			wanted[nwanted++] = i;
-	}
+	if (nwanted > 1)
+		qsort(wanted, nwanted, sizeof(int), wait_cmp);
 	share = Min(CQ_WORKER_GROUP_MAX, Max(1, (nwanted + nworkers - 1) / nworkers));
 	for (int a = 0; a < nwanted; a++)
 	{
@@ -1035,6 +1218,7 @@ dispatch(TimestampTz now)
 		if (w < 0)
 		{
 			nudge_workers();
+			out = true;
 			break;				/* a worker's latch will bring us back */
 		}
 		group[n++] = wanted[a];
@@ -1045,11 +1229,16 @@ dispatch(TimestampTz now)
 			if (o->worker < 0 && o->source == q->source)
 				group[n++] = wanted[b];
 		}
-		if (!assign(group, n, w, now))
+		if (!assign(group, n, w, false, now))
+		{
+			out = true;
 			break;				/* its call's end wakes us */
-		rr_next = (group[n - 1] + 1) % nqueries;
+		}
 	}
 	pfree(wanted);
+	/* every due query has a worker: batches waiting behind others' next */
+	for (int k = 0; k < max_my_workers && !out && steal(now); k++)
+		;
 	return next;
 }
 

@@ -26,13 +26,14 @@
  *	   call_wanted, creating the slot (UNKNOWN) or turning ABSENT into
  *	   UNKNOWN when no scheduler runs (handoff.c).
  *	 - CqWorkerSlot: the scheduler claims a slot and assigns a group of
- *	   queries (busy = true) and marks outcomes collected; the worker sets
- *	   pid/latch, each query's outcome (done) and, after the visit, busy =
- *	   false.
+ *	   queries (busy = true) and marks outcomes collected (or, before the
+ *	   batch is started, takes it back for an idle worker); the worker sets
+ *	   pid/latch, started before each batch, each query's outcome (done)
+ *	   and, after the visit, busy = false.
  *	 - CqQuerySlot: the scheduler creates and frees them on catalog reload
  *	   and writes message/is_trigger_active between batches; the worker
  *	   writes worker_pid, message and results during a batch; committing
- *	   backends set pending (only where wake_on_commit, set by the scheduler
+ *	   backends set pending and pending_since (only where wake_on_commit, set by the scheduler
  *	   for trigger '0' and interval queries, and only waking the scheduler
  *	   when pending was false and no worker has the query); a worker that
  *	   reruns its group clears pending.

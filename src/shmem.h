@@ -95,7 +95,12 @@ typedef struct CqWorkerSlot
 												 * batch is over */
 	/* outcome per query, written by the worker as each batch ends */
 	bool		done[CQ_WORKER_GROUP_MAX];	/* its batch is over (outcome below) */
-	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome */
+	bool		collected[CQ_WORKER_GROUP_MAX]; /* the scheduler took the outcome;
+												 * set before the batch is done:
+												 * taken back for an idle
+												 * worker (not started) */
+	bool		started[CQ_WORKER_GROUP_MAX];	/* the worker began its batch (it
+												 * can no longer be taken back) */
 	bool		ran[CQ_WORKER_GROUP_MAX];	/* a batch was committed */
 	bool		failed[CQ_WORKER_GROUP_MAX];	/* the batch failed (recorded in the
 												 * catalog) */
@@ -127,6 +132,10 @@ typedef struct CqQuerySlot
 	int32		query_id;
 	Oid			source;			/* tracked source, for commit wake-ups */
 	bool		pending;		/* a commit to the source is not processed yet */
+	TimestampTz pending_since;	/* commit time of the commit that set pending
+								 * (the oldest one the query has not seen:
+								 * the scheduler serves the longest-waiting
+								 * query first) */
 	bool		wake_on_commit; /* commits to the source mark it pending and
 								 * wake the scheduler (trigger '0' and
 								 * interval queries; not available_now) */

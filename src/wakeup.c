@@ -141,6 +141,8 @@ notify_at_commit(void)
 			if (!q->pending && wants_wakeup(q))
 			{
 				q->pending = true;
+				/* this commit's time, taken at commit (no clock read) */
+				q->pending_since = GetCurrentTransactionStopTimestamp();
 				/* a worker has it: it looks at pending itself, or wakes the scheduler */
 				if (!q->is_trigger_active)
 					wake = true;

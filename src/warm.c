@@ -59,8 +59,9 @@ static int	warm_slot = -1;
 
 /*
  * call_posted
- *	  Has a caller posted a CALL cq.run to us meanwhile?  Then the warm-up
- *	  stops touching pages: the call is waiting for us.
+ *	  Has a caller posted a CALL cq.run to us meanwhile, or the scheduler
+ *	  assigned us batches?  Then the warm-up stops touching pages: they are
+ *	  waiting for us.
  */
 static bool
 call_posted(void)
@@ -68,7 +69,7 @@ call_posted(void)
 	bool		posted;
 
 	LWLockAcquire(cq_shared->lock, LW_SHARED);
-	posted = cq_handoff_pending(warm_slot);
+	posted = cq_handoff_pending(warm_slot) || cq_shared->workers[warm_slot].busy;
 	LWLockRelease(cq_shared->lock);
 	return posted;
 }

@@ -12,7 +12,9 @@
  * default reaches the catalog work it does as superuser.  Loop: wait on
  * the latch; when the slot is busy, run one batch of each query of the
  * assigned group in turn (up to CQ_WORKER_GROUP_MAX, each in its own
- * transaction, so a failing query changes nothing for the others), write
+ * transaction, so a failing query changes nothing for the others; not
+ * those the scheduler took back for an idle worker before they began,
+ * begin_next), write
  * each outcome into the slot as it ends, then clear busy and set the
  * scheduler's latch.
  *
@@ -343,7 +345,7 @@ running_elsewhere(int32 id)
 		if (i == my_slot || !w->in_use || w->dboid != my_dboid || !w->busy)
 			continue;
 		for (int j = 0; j < w->nqueries && j < CQ_WORKER_GROUP_MAX; j++)
-			if (w->query_ids[j] == id && !w->done[j])
+			if (w->query_ids[j] == id && !w->done[j] && !w->collected[j])
 				return true;
 	}
 	return false;
@@ -368,6 +370,42 @@ batch_over(CqWorkerSlot *slot, int32 id, int k, bool failed)
 		return;
 	s->batch_over = true;
 	s->message = failed ? CQ_MSG_STOPPED : slot->idle_msg[k];
+}
+
+/*
+ * begin_next
+ *	  The next batch of the round to run, from group position `from`: the
+ *	  first flagged in run[] that the scheduler has not taken back for an
+ *	  idle worker meanwhile (scheduler.c, steal: rather than let it wait
+ *	  here behind the batches before it) is marked started, so that it can
+ *	  no longer be taken; those taken back are unflagged.  Marking it in
+ *	  the lock section that records the previous batch costs no extra lock
+ *	  per batch.  Its pending is cleared (the batch sees those commits), so
+ *	  that the next commit dates how long the query waits again (the
+ *	  scheduler's order).  Caller holds the lock.
+ */
+static void
+begin_next(CqWorkerSlot *slot, bool *run, int n, int from)
+{
+	for (int k = from; k < n; k++)
+	{
+		if (!run[k])
+			continue;
+		if (slot->collected[k])
+		{
+			run[k] = false;
+			continue;
+		}
+		slot->started[k] = true;
+		/* its snapshot, taken after this, sees every commit until now */
+		{
+			CqQuerySlot *qs = cq_shmem_find_query(my_dboid, slot->query_ids[k]);
+
+			if (qs)
+				qs->pending = false;
+		}
+		return;
+	}
 }
 
 /*
@@ -444,7 +482,10 @@ continue_group(CqWorkerSlot *slot, const int32 *ids, int n, bool *run, Timestamp
 			qs[k]->pending = false;
 			qs[k]->batch_over = false;
 			slot->done[k] = false;
+			slot->started[k] = false;
 		}
+	if (any)
+		begin_next(slot, run, n, 0);
 done:
 	LWLockRelease(cq_shared->lock);
 	return any;
@@ -474,13 +515,14 @@ run_assigned(CqWorkerSlot *slot)
 	Latch	   *latch = NULL;
 	CqDbSlot   *db;
 
-	LWLockAcquire(cq_shared->lock, LW_SHARED);
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
 	n = Min(Max(slot->nqueries, 0), CQ_WORKER_GROUP_MAX);
 	memcpy(ids, slot->query_ids, sizeof(int32) * n);
 	memcpy(names, slot->query_names, NAMEDATALEN * n);
-	LWLockRelease(cq_shared->lock);
 	for (int k = 0; k < n; k++)
 		run[k] = true;
+	begin_next(slot, run, n, 0);
+	LWLockRelease(cq_shared->lock);
 
 	for (;;)
 	{
@@ -495,7 +537,7 @@ run_assigned(CqWorkerSlot *slot)
 			int64		rows;
 
 			if (!run[k])
-				continue;
+				continue;		/* not to run, or taken back (begin_next) */
 			CHECK_FOR_INTERRUPTS();
 			if (ConfigReloadPending)
 			{
@@ -517,6 +559,7 @@ run_assigned(CqWorkerSlot *slot)
 			slot->rows[k] = rows;
 			slot->done[k] = true;
 			batch_over(slot, ids[k], k, failed);
+			begin_next(slot, run, n, k + 1);
 			db = cq_shmem_find_db(my_dboid);
 			stop = slot->stop || db == NULL || db->pid == 0;
 			LWLockRelease(cq_shared->lock);

@@ -1,6 +1,6 @@
 # Issue 12 goal 5, many trigger-'0' queries over one source:
 #  - fairness: while commits keep every query due, each query gets its turn
-#    (the scheduler visits due queries round-robin; it used to give every
+#    (the scheduler serves the longest-waiting due query first; it used to give every
 #    free worker to the first queries of its list, and the last ones
 #    starved until the writers stopped);
 #  - groups: a worker runs several due queries of the source in one visit
