@@ -753,7 +753,7 @@ drop_own_table(CqStore *st)
 	if (!st->own_table)
 		return;
 	for (; st->nlinked < st->npending; st->nlinked++)
-		dsa_free(cq_store_area, st->pending[st->nlinked].head);
+		cq_store_free_node(st->pending[st->nlinked].head);
 	st->npending = st->nlinked = 0;
 	cq_store_destroy_table(st->table);
 	st->table = NULL;
@@ -903,7 +903,7 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 	if (it->deleted)
 	{
 		if (DsaPointerIsValid(it->newnode))
-			dsa_free(cq_store_area, it->newnode);	/* never linked */
+			cq_store_free_node(it->newnode);	/* never linked */
 		if (!st->replace && DsaPointerIsValid(it->node))
 			cq_store_unlink_node(st->table, hash, it->node);
 		return;
@@ -923,10 +923,10 @@ publish_item(CqStore *st, uint64 hash, OvItem *it)
 			((StoreNode *) dsa_get_address(cq_store_area, it->newnode))->next =
 				((StoreNode *) dsa_get_address(cq_store_area, it->node))->next;
 			*link = it->newnode;
-			dsa_free(cq_store_area, it->node);
+			cq_store_free_node(it->node);
 		}
 		else
-			dsa_free(cq_store_area, it->newnode);	/* not reached: batches are serialized */
+			cq_store_free_node(it->newnode);	/* not reached: batches are serialized */
 	}
 	else
 		((StoreNode *) dsa_get_address(cq_store_area, it->newnode))->tuple = NODE_ROW(it->newnode);
@@ -1028,7 +1028,7 @@ discard_item(CqStore *st, uint64 hash, OvItem *it)
 	if (!DsaPointerIsValid(it->newnode))
 		return;
 	if (!it->linked)
-		dsa_free(cq_store_area, it->newnode);
+		cq_store_free_node(it->newnode);
 	else if (!st->replace)
 		cq_store_unlink_node(st->table, hash, it->newnode);
 	it->newnode = InvalidDsaPointer;

@@ -574,9 +574,14 @@ fold_row(FoldState *fs, Datum *values, bool *isnull)
 		{
 			HeapTuple	t = merge_row(st, ref.tup, values, isnull, fs->sv, fs->sn);
 
+			/*
+			 * m first: sv's by-reference values point into the stored row,
+			 * which put frees when it is the overlay's and the merged row
+			 * has another size (cq_store_own_row; sql/139)
+			 */
+			put_m(st, fs->mo, t, fs->sv, fs->sn, false);
 			(void) cq_store_put(st, &ref, t);
 			fs->changed++;
-			put_m(st, fs->mo, t, fs->sv, fs->sn, false);
 		}
 		else
 			keep_pair(fs, &ref, values, isnull);

@@ -23,6 +23,27 @@
 dsa_area   *cq_store_area = NULL;
 
 /*
+ * cq_store_free_node
+ *	  Free a node (and the row after it).  In builds that clobber freed
+ *	  memory (CLOBBER_FREED_MEMORY, assert-enabled PostgreSQL; or
+ *	  -DCQ_CLOBBER_STORE) the node and its row are overwritten first, as
+ *	  pfree does: the area's freed memory otherwise stays readable and
+ *	  intact, so a read of a freed row returns the right bytes and goes
+ *	  unnoticed until the segment is given back (then a segfault).  Raises
+ *	  no error.
+ */
+void
+cq_store_free_node(dsa_pointer np)
+{
+#if defined(CLOBBER_FREED_MEMORY) || defined(CQ_CLOBBER_STORE)
+	char	   *n = dsa_get_address(cq_store_area, np);
+
+	memset(n, 0x7f, NODE_ROW_OFFSET + ((MinimalTuple) (n + NODE_ROW_OFFSET))->t_len);
+#endif
+	dsa_free(cq_store_area, np);
+}
+
+/*
  * cq_store_set_view, cq_store_shared_tuple
  *	  A heap tuple header (t; a new one) over a row in the area, without
  *	  copying it: a published row stays where it is while the batch runs
@@ -116,7 +137,7 @@ cq_store_own_row(OvItem *it, HeapTuple t)
 
 		it->newnode = cq_store_alloc_node(t, false, &row);
 		if (DsaPointerIsValid(old))
-			dsa_free(cq_store_area, old);
+			cq_store_free_node(old);
 	}
 	cq_store_set_view(&it->tup, NODE_ROW(it->newnode));
 }
@@ -137,11 +158,16 @@ cq_store_free_items(CqStore *st, bool nodes)
 			OvItem	   *it = cq_store_item_at(st, i);
 
 			if (DsaPointerIsValid(it->newnode) && !it->linked)
-				dsa_free(cq_store_area, it->newnode);
+				cq_store_free_node(it->newnode);
 		}
 	}
 	for (int c = 0; c < st->nchunks; c++)
+	{
+#if defined(CLOBBER_FREED_MEMORY) || defined(CQ_CLOBBER_STORE)
+		memset(st->chunks[c], 0x7f, sizeof(OvItem) * OV_ITEM_CHUNK);
+#endif
 		dsa_free(cq_store_area, st->chunk_dp[c]);
+	}
 	st->nchunks = 0;
 	st->nitems = st->n_indexed = 0;
 }
@@ -242,7 +268,7 @@ cq_store_unlink_node(CqGroupTable *table, uint64 hash, dsa_pointer np)
 		if (*link == np)
 		{
 			*link = node->next;
-			dsa_free(cq_store_area, np);
+			cq_store_free_node(np);
 			break;
 		}
 		link = &node->next;
@@ -267,7 +293,7 @@ cq_store_destroy_table(CqGroupTable *table)
 		{
 			dsa_pointer next = ((StoreNode *) dsa_get_address(cq_store_area, np))->next;
 
-			dsa_free(cq_store_area, np);
+			cq_store_free_node(np);
 			np = next;
 		}
 	}
