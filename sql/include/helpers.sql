@@ -93,20 +93,13 @@ CREATE OR REPLACE FUNCTION public.pause_others() RETURNS boolean LANGUAGE sql AS
 $$;
 
 -- pool_idle_worker(): is a pg_cq worker of this database idle (a CALL
--- cq.run would hand its batches to it)?  pool_scheduler(): does the
--- database have its scheduler?  (Each reads pg_stat_activity afresh.)
+-- cq.run would hand its batches to it)?  (Reads pg_stat_activity afresh.)
 CREATE OR REPLACE FUNCTION public.pool_idle_worker() RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_stat_clear_snapshot();
   RETURN EXISTS (SELECT 1 FROM pg_stat_activity
                   WHERE backend_type = 'pg_cq worker' AND datname = current_database()
                     AND coalesce(state, 'idle') = 'idle');
-END $$;
-CREATE OR REPLACE FUNCTION public.pool_scheduler() RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_stat_clear_snapshot();
-  RETURN EXISTS (SELECT 1 FROM pg_stat_activity
-                  WHERE backend_type = 'pg_cq scheduler' AND datname = current_database());
 END $$;
 
 -- store_left(q): what a query left: its store's rows (NULL: none in
