@@ -10,8 +10,9 @@
  * cq.run (pg_cron runs one in a new backend each time) that finds an idle
  * worker of its database runs its batches there:
  *
- * Caller (cq_handoff_run, from cq_run after the name, isolation and
- * owner checks and the target snapshot, all in the caller):
+ * Caller (cq_handoff_run, from cq_run after the isolation check, the
+ * target snapshot and, by name (below), the schemas the name may be in;
+ * or after the name and owner checks):
  *	 1. claims an idle worker under the shared lock (CqWorkerSlot.call_pid):
  *		running, not stopping, no group assigned (the scheduler assigns
  *		only workers without a call, under the same lock).  None idle, or
@@ -26,8 +27,9 @@
  *		query (cq_handoff_ran_here, warm.c), which the next call then
  *		prefers.  It never waits for a
  *		worker;
- *	 2. puts the request in a new DSM segment (query id, name as written,
- *		once, the target snapshot, the caller's settings, see below) with a
+ *	 2. puts the request in a new DSM segment (query id or, by name, the
+ *		name's schemas and the caller's user; name as written, once, the
+ *		target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
  *	 3. waits, relaying every NOTICE (and WARNING ...) the worker sends as
  *		it comes and keeping its error.  A caller whose transaction wrote
