@@ -2,7 +2,7 @@
 -- (cq.run_in_worker, src/handoff.c).  What the caller sees must not change:
 -- the same NOTICEs, errors and failed-state bookkeeping as in-process, once,
 -- the transaction-block path and the setting off run in-process, and the
--- owner check comes first.  Each CALL below says whether a worker served it
+-- owner check comes before any batch.  Each CALL below says whether a worker served it
 -- (ho_served: the worker's pg_stat_activity entry names this backend and
 -- changed since the last look).
 CREATE EXTENSION IF NOT EXISTS pg_cq;
@@ -136,7 +136,8 @@ SELECT ho_served('ho_q') AS served;
 RESET cq.run_in_worker;
 SELECT mismatches('ho_q', 'SELECT k, sum(v) AS s, count(*) AS c FROM ho_src GROUP BY k') AS mismatches;
 
--- a role without the owner's privileges is refused before any hand-off
+-- a role without the owner's privileges is refused before any batch: by the
+-- worker, which reads the query for a call by name (handoff.c, "By name")
 CREATE ROLE ho_other;
 GRANT USAGE ON SCHEMA cq TO ho_other;
 INSERT INTO ho_src VALUES (2, 8, '2024-01-07');

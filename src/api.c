@@ -55,6 +55,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
+#include "catalog_name.h"
 #include "store.h"
 #include "progress.h"
 #include "analyze.h"
@@ -146,10 +147,7 @@ check_name_parts(const char *name)
 static void
 check_owner(CqQuery *q)
 {
-	if (!has_privs_of_role(GetUserId(), q->owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of continuous query \"%s\"", q->name)));
+	cq_catalog_check_owner(q, GetUserId());
 }
 
 /*
@@ -1051,7 +1049,10 @@ check_run(const char *name)
  *	  SERIALIZABLE transactions.  The checks and the target are the
  *	  caller's; outside a transaction block the batches run in an idle
  *	  pool worker when there is one (cq.run_in_worker, handoff.c), else
- *	  here.
+ *	  here.  Handed off, the caller only resolves the name to the schemas
+ *	  to look in (its search_path and rights) and the worker reads the
+ *	  query there and checks the caller's ownership (catalog_name.c): a new
+ *	  backend then does not build its cache of cq.queries for one row.
  */
 Datum
 cq_run(PG_FUNCTION_ARGS)
@@ -1062,22 +1063,39 @@ cq_run(PG_FUNCTION_ARGS)
 						   !castNode(CallContext, fcinfo->context)->atomic);
 	CqCallRun	r;
 	CqQuery    *q;
+	bool		tried = false;
 
 	check_run(name);
 	if (SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 
 	/* everything committed before the call */
+	memset(&r, 0, sizeof(r));
 	r.target = cq_snap_current();
+	r.name = name;
+	r.once = once;
+
+	/* handed off by name: the worker finds the query and checks the owner */
+	if (!atomic && cq_handoff_applies() &&
+		cq_catalog_name_path(name, false, (char **) &r.objname, (char **) &r.shown,
+							 (Oid **) &r.path, &r.npath))
+	{
+		r.caller = GetUserId();
+		tried = true;
+		if (cq_handoff_run(&r))
+		{
+			SPI_finish();
+			PG_RETURN_VOID();
+		}
+		r.objname = NULL;
+	}
 
 	q = cq_api_owned_query(name, false);
-	r.name = name;
 	r.id = q->id;
-	r.once = once;
 	r.has_watermark = q->opts.watermark != NULL;
 	r.was_failed = strcmp(q->state, "failed") == 0;
 	r.node_target = cq_batch_node_goal(q->source, q->owner);	/* a source stamped per node */
-	if (atomic || !cq_handoff_run(&r))
+	if (atomic || tried || !cq_handoff_run(&r))
 	{
 		cq_callrun_loop(&r, atomic);
 		if (!atomic)

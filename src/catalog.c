@@ -750,65 +750,6 @@ name_datum(const char *s)
 }
 
 /*
- * cq_catalog_get_query
- *	  Load a query by its name as a user gives it to cq.run, cq.drop_query
- *	  and the others.  Since 0.2, a query lives in its target's schema and
- *	  the name is read as regclass input reads a table's: "q" or "s.q",
- *	  unquoted parts folded to lower case.  "s.q" is query q of schema s
- *	  (the caller needs USAGE on s, as for a table); "q" is the first query
- *	  named q in a schema of the caller's search_path (schemas without
- *	  USAGE and pg_temp are skipped), as for a table.  On a 0.1 catalog
- *	  names are unique in the database and taken as they are.  With lock,
- *	  see fetch_query.  Must run with the caller's search_path and user.
- */
-CqQuery *
-cq_catalog_get_query(const char *name, bool missing_ok, bool lock)
-{
-	CqQuery    *q = NULL;
-	const char *shown = name;
-
-	if (name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("continuous query name must not be null")));
-
-	if (cq_catalog_version() < CQ_CATALOG_0_2)
-		q = cq_catalog_get_query_in(InvalidOid, name, true, lock);	/* the schema does not matter */
-	else
-	{
-		List	   *names = stringToQualifiedNameList(name);
-		char	   *schemaname;
-		char	   *objname;
-
-		shown = NameListToString(names);
-		DeconstructQualifiedName(names, &schemaname, &objname);
-		if (schemaname != NULL)
-		{
-			Oid			nsp = LookupExplicitNamespace(schemaname, missing_ok);
-
-			if (OidIsValid(nsp))
-				q = cq_catalog_get_query_in(nsp, objname, true, lock);
-		}
-		else
-		{
-			int			n = fetch_search_path_array(NULL, 0);
-			Oid		   *path = palloc(sizeof(Oid) * Max(n, 1));
-
-			/* as RelnameGetRelid: USAGE only, no temporary schema */
-			n = Min(n, fetch_search_path_array(path, n));
-			for (int i = 0; i < n && q == NULL; i++)
-				q = cq_catalog_get_query_in(path[i], objname, true, lock);
-		}
-	}
-
-	if (q == NULL && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("continuous query \"%s\" does not exist", shown)));
-	return q;
-}
-
-/*
  * cq_catalog_get_query_in
  *	  Load the query named `name` (exactly) of schema nsp; no privilege
  *	  is checked.  On a 0.1 catalog the schema does not matter.  With

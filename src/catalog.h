@@ -47,7 +47,6 @@ typedef struct CqQuery
 #define CQ_CATALOG_0_2 2		/* pg_cq--0.1--0.2.sql applied */
 extern int	cq_catalog_version(void);
 extern Oid	cq_catalog_function(const char *name, int nargs, const Oid *argtypes);
-extern CqQuery *cq_catalog_get_query(const char *name, bool missing_ok, bool lock);
 extern CqQuery *cq_catalog_get_query_in(Oid nsp, const char *name, bool missing_ok, bool lock);
 extern CqQuery *cq_catalog_get_query_by_id(int32 id, bool missing_ok, bool lock);
 extern char *cq_catalog_name_for_relation(Oid relid, bool as_target);

@@ -10,8 +10,9 @@
  * cq.run (pg_cron runs one in a new backend each time) that finds an idle
  * worker of its database runs its batches there:
  *
- * Caller (cq_handoff_run, from cq_run after the name, isolation and
- * owner checks and the target snapshot, all in the caller):
+ * Caller (cq_handoff_run, from cq_run after the isolation check, the
+ * target snapshot and, by name (below), the schemas the name may be in;
+ * or after the name and owner checks):
  *	 1. claims an idle worker under the shared lock (CqWorkerSlot.call_pid):
  *		running, not stopping, no group assigned (the scheduler assigns
  *		only workers without a call, under the same lock).  None idle, or
@@ -26,8 +27,9 @@
  *		query (cq_handoff_ran_here, warm.c), which the next call then
  *		prefers.  It never waits for a
  *		worker;
- *	 2. puts the request in a new DSM segment (query id, name as written,
- *		once, the target snapshot, the caller's settings, see below) with a
+ *	 2. puts the request in a new DSM segment (query id or, by name, the
+ *		name's schemas and the caller's user; name as written, once, the
+ *		target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
  *	 3. waits, relaying every NOTICE (and WARNING ...) the worker sends as
  *		it comes and keeping its error.  A caller whose transaction wrote
@@ -58,6 +60,15 @@
  * channel and frees the call.  pg_stat_activity shows it as "pg_cq: CALL
  * cq.run(...) for PID n".
  *
+ * By name: a caller that has not read the query yet (cq_run, the usual
+ * case) sends the name without its schema, the schemas to look in (its
+ * search_path and rights decided them: catalog_name.c) and its user; the
+ * worker reads the query there and checks that user's ownership, as the
+ * caller would (the same errors), in the call's first transaction, then
+ * takes the query's state, watermark and per-node goal as the caller
+ * would have.  The claim prefers the worker whose last call or warm-up
+ * was of a query of that name (call_last_key).
+ *
  * Settings: every setting of the caller that a user may change (USERSET,
  * SUSET) and that comes from its role, its client connection or SET in
  * the session is applied in the worker for the call (session level) and
@@ -85,6 +96,7 @@
 #include <signal.h>
 
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "libpq/libpq.h"
 #include "libpq/libpq-be.h"
@@ -112,6 +124,8 @@
 #include "shmem.h"
 #include "security.h"
 #include "callrun.h"
+#include "catalog_name.h"
+#include "batch.h"
 
 #define HANDOFF_MAGIC	0x63716866
 #define HANDOFF_QUEUE_SIZE	16384
@@ -125,6 +139,9 @@ typedef struct HandoffHeader
 	bool		has_watermark;
 	bool		was_failed;
 	bool		has_node_target;
+	bool		by_name;		/* the worker finds the query: see file header */
+	Oid			caller;			/* by name: the user asking */
+	int			npath;			/* by name: schemas to look in */
 	pid_t		caller_pid;
 	/* written by the worker */
 	bool		started;		/* attached: it runs the batches now */
@@ -134,6 +151,9 @@ typedef struct HandoffHeader
 	Size		target_off;
 	Size		node_target_off;
 	Size		settings_off;	/* name\0value\0how\0 ... \0 */
+	Size		objname_off;	/* by name: the name without schema, as shown, */
+	Size		shown_off;
+	Size		path_off;		/* and the schemas (Oid[npath]) */
 	Size		queue_off;
 } HandoffHeader;
 
@@ -149,7 +169,10 @@ typedef struct HandoffCall
 static HandoffCall current = {-1, 0, 0, 0};
 static bool exit_registered = false;
 
-/* the query of our last call that found no idle worker (cq_handoff_ran_here) */
+/*
+ * the query of our last call that found no idle worker (cq_handoff_ran_here);
+ * -1: a call by name
+ */
 static int32 unserved_query = 0;
 
 /* Settings never passed (see file header). */
@@ -274,13 +297,14 @@ handoff_exit(int code, Datum arg)
 
 /*
  * claim_worker
- *	  Claim an idle worker of our database for query id (see file header,
- *	  step 1): the one that served this query last if it is idle, else the
- *	  first idle one.  When none is idle, ask the scheduler for one, and
+ *	  Claim an idle worker of our database for query id, or for a call by
+ *	  name (id 0) of a query whose name has key (see file header, step 1):
+ *	  the one that served or warmed up for this query last if it is idle,
+ *	  else the first idle one.  When none is idle, ask the scheduler for one, and
  *	  the launcher for the scheduler when it does not run.
  */
 static bool
-claim_worker(int32 id, HandoffCall *c)
+claim_worker(int32 id, uint32 key, HandoffCall *c)
 {
 	CqDbSlot   *db;
 	int			found = -1;
@@ -294,13 +318,16 @@ claim_worker(int32 id, HandoffCall *c)
 		for (int i = 0; i < cq_shared->nworkers; i++)
 		{
 			CqWorkerSlot *w = &cq_shared->workers[i];
+			bool		last;
 
 			if (!w->in_use || w->dboid != MyDatabaseId || w->pid == 0 || w->latch == NULL ||
 				w->stop || w->orphaned || w->busy || w->query_id != 0 || w->call_pid != 0)
 				continue;
-			if (found < 0 || w->call_last_query == id)
+			/* its last call or warm-up: of this query (a call by name: of this name) */
+			last = id != 0 ? w->call_last_query == id : w->call_last_key == key;
+			if (found < 0 || last)
 				found = i;
-			if (w->call_last_query == id)
+			if (last)
 				break;
 		}
 		if (found >= 0)
@@ -310,7 +337,8 @@ claim_worker(int32 id, HandoffCall *c)
 			w->call_pid = MyProcPid;
 			w->call_latch = MyLatch;
 			w->call_dsm = DSM_HANDLE_INVALID;
-			w->call_last_query = id;
+			if (id != 0)
+				w->call_last_query = id;
 			c->slot = found;
 			c->generation = w->generation;
 			c->worker_pid = w->pid;
@@ -318,7 +346,7 @@ claim_worker(int32 id, HandoffCall *c)
 		}
 		else
 		{
-			unserved_query = id;
+			unserved_query = id != 0 ? id : -1;
 			if (!db->call_wanted)
 			{
 				db->call_wanted = true;
@@ -341,7 +369,7 @@ claim_worker(int32 id, HandoffCall *c)
 			if (db->state == CQ_DB_ABSENT && db->pid == 0)
 				db->state = CQ_DB_UNKNOWN;
 		}
-		unserved_query = id;
+		unserved_query = id != 0 ? id : -1;
 		want_scheduler = true;
 	}
 	LWLockRelease(cq_shared->lock);
@@ -364,6 +392,9 @@ post_request(const CqCallRun *r, HandoffCall *c, StringInfo settings, shm_mq_han
 	Size		name_len = strlen(r->name) + 1;
 	Size		target_len = strlen(r->target) + 1;
 	Size		node_len = r->node_target ? strlen(r->node_target) + 1 : 1;
+	Size		objname_len = r->objname ? strlen(r->objname) + 1 : 1;
+	Size		shown_len = r->objname ? strlen(r->shown) + 1 : 1;
+	Size		path_len = r->objname ? sizeof(Oid) * r->npath : 0;
 	Size		size;
 	HandoffHeader *h;
 	dsm_segment *seg;
@@ -372,7 +403,7 @@ post_request(const CqCallRun *r, HandoffCall *c, StringInfo settings, shm_mq_han
 
 	size = MAXALIGN(sizeof(HandoffHeader));
 	size += MAXALIGN(name_len) + MAXALIGN(target_len) + MAXALIGN(node_len) +
-		MAXALIGN(settings->len);
+		MAXALIGN(settings->len) + MAXALIGN(objname_len) + MAXALIGN(shown_len) + MAXALIGN(path_len);
 	size += HANDOFF_QUEUE_SIZE;
 	seg = dsm_create(size, 0);
 	base = dsm_segment_address(seg);
@@ -384,16 +415,26 @@ post_request(const CqCallRun *r, HandoffCall *c, StringInfo settings, shm_mq_han
 	h->has_watermark = r->has_watermark;
 	h->was_failed = r->was_failed;
 	h->has_node_target = r->node_target != NULL;
+	h->by_name = r->objname != NULL;
+	h->caller = r->caller;
+	h->npath = h->by_name ? r->npath : 0;
 	h->caller_pid = MyProcPid;
 	h->name_off = MAXALIGN(sizeof(HandoffHeader));
 	h->target_off = h->name_off + MAXALIGN(name_len);
 	h->node_target_off = h->target_off + MAXALIGN(target_len);
 	h->settings_off = h->node_target_off + MAXALIGN(node_len);
-	h->queue_off = h->settings_off + MAXALIGN(settings->len);
+	h->objname_off = h->settings_off + MAXALIGN(settings->len);
+	h->shown_off = h->objname_off + MAXALIGN(objname_len);
+	h->path_off = h->shown_off + MAXALIGN(shown_len);
+	h->queue_off = h->path_off + MAXALIGN(path_len);
 	memcpy(base + h->name_off, r->name, name_len);
 	memcpy(base + h->target_off, r->target, target_len);
 	memcpy(base + h->node_target_off, r->node_target ? r->node_target : "", node_len);
 	memcpy(base + h->settings_off, settings->data, settings->len);
+	memcpy(base + h->objname_off, h->by_name ? r->objname : "", objname_len);
+	memcpy(base + h->shown_off, h->by_name ? r->shown : "", shown_len);
+	if (path_len > 0)
+		memcpy(base + h->path_off, r->path, path_len);
 	mq = shm_mq_create(base + h->queue_off, HANDOFF_QUEUE_SIZE);
 	shm_mq_set_receiver(mq, MyProc);
 	*mqh = shm_mq_attach(mq, seg, NULL);
@@ -540,6 +581,27 @@ wait_call(HandoffHeader *h, shm_mq_handle *mqh, ErrorData **worker_error,
 }
 
 /*
+ * cq_handoff_applies
+ *	  May a CALL cq.run be handed off at all (cq.run_in_worker, a pool)?
+ */
+bool
+cq_handoff_applies(void)
+{
+	return cq_run_in_worker && cq_shared != NULL && IsUnderPostmaster;
+}
+
+/*
+ * cq_handoff_name_key
+ *	  The key of a query's name (without its schema) that a call by name
+ *	  prefers a worker by (call_last_key); never 0.
+ */
+uint32
+cq_handoff_name_key(const char *objname)
+{
+	return hash_bytes((const unsigned char *) objname, strlen(objname)) | 1;
+}
+
+/*
  * cq_handoff_run
  *	  Run the batches of CALL cq.run r in an idle worker (see file
  *	  header).  Returns false, having done nothing, when the hand-off does
@@ -562,12 +624,12 @@ cq_handoff_run(const CqCallRun *r)
 	ResourceOwner owner = CurrentResourceOwner;
 	StringInfoData settings;
 
-	if (!cq_run_in_worker || cq_shared == NULL || !IsUnderPostmaster)
+	if (!cq_handoff_applies())
 		return false;
 	/* the caller's settings, read before the claim (catalog reads: see post_request) */
 	initStringInfo(&settings);
 	serialize_settings(&settings);
-	if (!claim_worker(r->id, &c))
+	if (!claim_worker(r->objname ? 0 : r->id, r->objname ? cq_handoff_name_key(r->objname) : 0, &c))
 	{
 		pfree(settings.data);
 		return false;
@@ -737,6 +799,32 @@ reset_settings(List *names)
 }
 
 /*
+ * find_query
+ *	  A call by name (see file header): the query the caller's schemas
+ *	  hold, if the caller (its user) owns it, with what the caller would
+ *	  have read of it.  Our slot remembers it for the next claim.  In the
+ *	  call's first transaction, SPI connected.
+ */
+static void
+find_query(HandoffHeader *h, CqCallRun *r, CqWorkerSlot *w)
+{
+	char	   *base = (char *) h;
+	CqQuery    *q;
+
+	q = cq_catalog_get_query_on(base + h->objname_off, base + h->shown_off,
+								(const Oid *) (base + h->path_off), h->npath, false, false);
+	cq_catalog_check_owner(q, h->caller);
+	r->id = q->id;
+	r->has_watermark = q->opts.watermark != NULL;
+	r->was_failed = strcmp(q->state, "failed") == 0;
+	r->node_target = cq_batch_node_goal(q->source, q->owner);	/* a source stamped per node */
+	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+	w->call_last_query = q->id;
+	w->call_last_key = cq_handoff_name_key(base + h->objname_off);
+	LWLockRelease(cq_shared->lock);
+}
+
+/*
  * cq_handoff_pending
  *	  Has a caller posted a call to worker slot `slot`?  Caller holds the
  *	  lock.
@@ -796,6 +884,7 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 		mqh = shm_mq_attach(mq, seg, NULL);
 		pq_redirect_to_shm_mq(seg, mqh);
 		SetClientEncoding(GetDatabaseEncoding());
+		memset(&r, 0, sizeof(r));
 		r.name = base + h->name_off;
 		r.id = h->id;
 		r.once = h->once;
@@ -829,6 +918,8 @@ cq_handoff_serve(int slot, MemoryContext worker_cxt)
 			portal->portalSnapshot = GetActiveSnapshot();
 			if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 				elog(ERROR, "pg_cq: SPI_connect failed");
+			if (h->by_name)
+				find_query(h, &r, w);
 			cq_callrun_loop(&r, false);
 			SPI_finish();
 			if (portal->portalSnapshot != NULL && ActiveSnapshotSet())
@@ -906,7 +997,7 @@ cq_handoff_ran_here(int32 id)
 	CqDbSlot   *db;
 	Latch	   *wake = NULL;
 
-	if (unserved_query != id || cq_shared == NULL)
+	if ((unserved_query != id && unserved_query != -1) || cq_shared == NULL)
 		return;
 	unserved_query = 0;
 	LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);

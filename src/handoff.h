@@ -12,6 +12,8 @@
 
 #include "callrun.h"
 
+extern bool cq_handoff_applies(void);
+extern uint32 cq_handoff_name_key(const char *objname);
 extern bool cq_handoff_run(const CqCallRun *r);
 extern void cq_handoff_ran_here(int32 id);
 extern bool cq_handoff_pending(int slot);

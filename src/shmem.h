@@ -120,6 +120,8 @@ typedef struct CqWorkerSlot
 	Latch	   *call_latch;		/* the caller's latch */
 	dsm_handle	call_dsm;		/* the request, DSM_HANDLE_INVALID until posted */
 	int32		call_last_query;	/* query of its last call (the caller's choice) */
+	uint32		call_last_key;	/* and its name's key (cq_handoff_name_key), for a
+								 * call by name; 0 = none */
 	int32		warm_query;		/* scheduler: warm up for this query while
 								 * idle (warm.c), 0 = none */
 } CqWorkerSlot;

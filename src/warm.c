@@ -188,6 +188,13 @@ cq_warm_query(int32 id, int slot)
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
 		q = cq_catalog_get_query_by_id(id, true, false);
+		if (q != NULL)
+		{
+			/* a call by name prefers us (handoff.c) */
+			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
+			cq_shared->workers[slot].call_last_key = cq_handoff_name_key(q->name);
+			LWLockRelease(cq_shared->lock);
+		}
 		/* a join of two streams has batches of its own (join.c): its caches stay cold */
 		if (q != NULL && !OidIsValid(q->opts.join_source_relid))
 		{
