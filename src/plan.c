@@ -649,7 +649,6 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.load_history_all);
 #undef COPY_SQL
 	copy_plan->store.target = new_plan->store.target;
-	copy_plan->store.sink_target = new_plan->store.sink_target;
 	copy_plan->store.having = new_plan->store.having;
 	copy_plan->store.nout = new_plan->store.nout;
 	copy_plan->store.out_names = new_plan->store.nout ? palloc(sizeof(char *) * new_plan->store.nout) : NULL;

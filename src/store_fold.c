@@ -1081,9 +1081,11 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		}
 		else
 		{
-			/* no new group: without o1, unless statement triggers would fire once less */
-			if (!history && mo.ins == 0 && sql->sink_existing != NULL &&
-				!cq_sink_statement_triggers(sql->sink_target))
+			/*
+			 * no new group: the statement without o1 (its other INSERT into
+			 * the target fires the same statement triggers: once a query)
+			 */
+			if (!history && mo.ins == 0 && sql->sink_existing != NULL)
 				sink = sql->sink_existing;
 			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 												   tuplestore_tuple_count(mo.ts) + list_length(x)),

@@ -202,7 +202,6 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 						  q->state_table);
 
 	sql->sink = sql->sink_history = sql->sink_existing = NULL;
-	sql->sink_target = q->target;
 	sql->load_history = sql->load_history_all = NULL;
 	sql->target = InvalidOid;
 	sql->out_names = NULL;
