@@ -11,8 +11,8 @@
 --    statement triggers on the target fire as they did with o1 (PostgreSQL
 --    fires them once a query for each table and event: oi's INSERT fires
 --    INSERT's).
-CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET cq.run_in_worker = off;
 SET TimeZone = 'UTC';
 

@@ -617,6 +617,27 @@ cq_sink_existing_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *ta
 }
 
 /*
+ * cq_sink_target_has_columns
+ *	  Has the target every column of names (n of them)?  Locked as the
+ *	  statement that writes it locks it.  The statement without o1
+ *	  (cq_sink_existing_ctes) runs only then: over a target column renamed
+ *	  or dropped, its first reference to it is ou's WHERE ("column t.n does
+ *	  not exist"), and the full statement's o1 fails with the clear error
+ *	  that the query records (column "n" of relation "t" does not exist).
+ */
+bool
+cq_sink_target_has_columns(Oid target, char **names, int n)
+{
+	Relation	rel = table_open(target, RowExclusiveLock);
+	bool		all = true;
+
+	for (int i = 0; all && i < n; i++)
+		all = cq_rel_attnum(rel, names[i]) != InvalidAttrNumber;
+	table_close(rel, NoLock);
+	return all;
+}
+
+/*
  * cq_sink_update_rewrite_sql
  *	  Update mode: one statement that makes the target agree with every
  *	  group of the state, as if each had changed in a batch: rows that

@@ -1083,9 +1083,11 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		{
 			/*
 			 * no new group: the statement without o1 (its other INSERT into
-			 * the target fires the same statement triggers: once a query)
+			 * the target fires the same statement triggers: once a query),
+			 * over a target that has its columns (else o1's clear error)
 			 */
-			if (!history && mo.ins == 0 && sql->sink_existing != NULL)
+			if (!history && mo.ins == 0 && sql->sink_existing != NULL &&
+				cq_sink_target_has_columns(sql->target, sql->out_names, sql->nout))
 				sink = sql->sink_existing;
 			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 												   tuplestore_tuple_count(mo.ts) + list_length(x)),

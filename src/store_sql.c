@@ -228,7 +228,11 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			else
 				sql->sink = buf.data;
 		}
-		/* a batch whose changed groups all exist: the target statement without o1 */
+		/*
+		 * a batch whose changed groups all exist: the target statement
+		 * without o1 (its check of the target's columns reads target and
+		 * out_names, set with sink_history_plain below)
+		 */
 		if (q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL)
 		{
 			StringInfoData ctes;
