@@ -49,6 +49,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "colmap.h"
 #include "wakeup.h"
 #include "security.h"
 #include "sql_builder.h"
@@ -338,15 +339,14 @@ typedef enum
 
 /*
  * query_col
- *	  Column `name` of the row in slot (of cq.queries, rel), into *str or
+ *	  Column att (InvalidAttrNumber: none) of the row in slot (of cq.queries, rel), into *str or
  *	  *num (NULL or ifnull when null); false if the table has no such
  *	  column or it has a type this does not read as kind.
  */
 static bool
-query_col(Relation rel, TupleTableSlot *slot, const char *name, QueryColKind kind,
+query_col(Relation rel, TupleTableSlot *slot, AttrNumber att, QueryColKind kind,
 		  char **str, int64 *num, int64 ifnull)
 {
-	AttrNumber	att = cq_rel_attnum(rel, name);
 	Oid			type;
 	bool		isnull;
 	Datum		d;
@@ -407,13 +407,12 @@ static HTAB *tree_cache = NULL;
 
 /*
  * query_tree_col
- *	  query_col(.., "query_tree", QC_TEXT, ..) for the row of query id in
+ *	  query_col(.., att of query_tree, QC_TEXT, ..) for the row of query id in
  *	  slot, the text from tree_cache when the row stores the same bytes.
  */
 static bool
-query_tree_col(Relation rel, TupleTableSlot *slot, int32 id, char **str)
+query_tree_col(Relation rel, TupleTableSlot *slot, AttrNumber att, int32 id, char **str)
 {
-	AttrNumber	att = cq_rel_attnum(rel, "query_tree");
 	TreeCacheEntry *e;
 	struct varlena *v;
 	Size		size;
@@ -423,10 +422,10 @@ query_tree_col(Relation rel, TupleTableSlot *slot, int32 id, char **str)
 
 	if (att == InvalidAttrNumber ||
 		TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid != TEXTOID)
-		return query_col(rel, slot, "query_tree", QC_TEXT, str, NULL, 0);
+		return query_col(rel, slot, att, QC_TEXT, str, NULL, 0);
 	d = slot_getattr(slot, att, &isnull);
 	if (isnull || VARATT_IS_EXTERNAL(DatumGetPointer(d)))
-		return query_col(rel, slot, "query_tree", QC_TEXT, str, NULL, 0);
+		return query_col(rel, slot, att, QC_TEXT, str, NULL, 0);
 	v = (struct varlena *) DatumGetPointer(d);
 	size = VARSIZE_ANY(v);
 	if (tree_cache == NULL)
@@ -462,6 +461,67 @@ query_tree_col(Relation rel, TupleTableSlot *slot, int32 id, char **str)
 	return true;
 }
 
+/* The columns query_from_slot reads, in query_col_names' order (0.2 ones last). */
+typedef enum
+{
+	QA_NAME,
+	QA_ID,
+	QA_OWNER,
+	QA_SOURCE,
+	QA_TARGET,
+	QA_OUTPUT_MODE,
+	QA_TRIGGER,
+	QA_EVENT_TIME,
+	QA_WATERMARK_DELAY,
+	QA_MAX_ROWS_PER_TRIGGER,
+	QA_STARTING,
+	QA_STATE_STORAGE,
+	QA_COMPLETE_REFRESH,
+	QA_STATE,
+	QA_QUERY_TREE,
+	QA_STATE_TABLE,
+	QA_START_OFFSET,
+	QA_RUN_ID,
+	QA_CLUSTER_ID,
+	QA_TIMEZONE,
+	QA_COUNT_01,				/* the columns of a 0.1 catalog */
+	QA_SCHEMA = QA_COUNT_01,
+	QA_JOIN_SOURCE,
+	QA_JOIN_EVENT_TIME,
+	QA_JOIN_WATERMARK_DELAY,
+	QA_STATE_PATH,
+	QA_COUNT
+} QueryAtt;
+
+static const char *const query_col_names[QA_COUNT] = {
+	"name",
+	"id",
+	"owner",
+	"source",
+	"target",
+	"output_mode",
+	"trigger",
+	"event_time",
+	"watermark_delay",
+	"max_rows_per_trigger",
+	"starting",
+	"state_storage",
+	"complete_refresh",
+	"state",
+	"query_tree",
+	"state_table",
+	"start_offset",
+	"run_id",
+	"cluster_id",
+	"timezone",
+	"schema",
+	"join_source",
+	"join_event_time",
+	"join_watermark_delay",
+	"state_path",
+};
+static CqColMap query_cols = CQ_COLMAP_INIT;
+
 /*
  * query_from_slot
  *	  The CqQuery of the cq.queries row in slot, as fetch_query makes it;
@@ -474,34 +534,36 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 	int64		n[8];
 	char	   *dummy;
 	bool		ok;
+	const AttrNumber *att = cq_colmap_get(&query_cols, rel, query_col_names,
+										  v02 ? QA_COUNT : QA_COUNT_01);
 
 	cq_options_init(&q->opts);
-	ok = query_col(rel, slot, "name", QC_TEXT, &q->name, NULL, 0) &&
-		query_col(rel, slot, "id", QC_INT, &dummy, &n[0], 0) &&
-		query_col(rel, slot, "owner", QC_OID, &dummy, &n[1], 0) &&
-		query_col(rel, slot, "source", QC_OID, &dummy, &n[2], 0) &&
-		query_col(rel, slot, "target", QC_OID, &dummy, &n[3], 0) &&
-		query_col(rel, slot, "output_mode", QC_TEXT, &q->opts.output_mode, NULL, 0) &&
-		query_col(rel, slot, "trigger", QC_TEXT, &q->opts.trigger, NULL, 0) &&
-		query_col(rel, slot, "event_time", QC_TEXT, &q->opts.event_time, NULL, 0) &&
-		query_col(rel, slot, "watermark_delay", QC_TEXT, &q->opts.watermark, NULL, 0) &&
-		query_col(rel, slot, "max_rows_per_trigger", QC_INT, &dummy, &n[4], 0) &&
-		query_col(rel, slot, "starting", QC_TEXT, &q->opts.starting, NULL, 0) &&
-		query_col(rel, slot, "state_storage", QC_TEXT, &q->opts.state_storage, NULL, 0) &&
-		query_col(rel, slot, "complete_refresh", QC_TEXT, &q->opts.complete_refresh, NULL, 0) &&
-		query_col(rel, slot, "state", QC_TEXT, &q->state, NULL, 0) &&
-		query_tree_col(rel, slot, (int32) n[0], &q->query_tree) &&
-		query_col(rel, slot, "state_table", QC_OID, &dummy, &n[5], 0) &&
-		query_col(rel, slot, "start_offset", QC_TEXT, &q->start_offset, NULL, 0) &&
-		query_col(rel, slot, "run_id", QC_TEXT, &q->run_id, NULL, 0) &&
-		query_col(rel, slot, "cluster_id", QC_TEXT, &q->cluster_id, NULL, 0) &&
-		query_col(rel, slot, "timezone", QC_TEXT, &q->timezone, NULL, 0);
+	ok = query_col(rel, slot, att[QA_NAME], QC_TEXT, &q->name, NULL, 0) &&
+		query_col(rel, slot, att[QA_ID], QC_INT, &dummy, &n[0], 0) &&
+		query_col(rel, slot, att[QA_OWNER], QC_OID, &dummy, &n[1], 0) &&
+		query_col(rel, slot, att[QA_SOURCE], QC_OID, &dummy, &n[2], 0) &&
+		query_col(rel, slot, att[QA_TARGET], QC_OID, &dummy, &n[3], 0) &&
+		query_col(rel, slot, att[QA_OUTPUT_MODE], QC_TEXT, &q->opts.output_mode, NULL, 0) &&
+		query_col(rel, slot, att[QA_TRIGGER], QC_TEXT, &q->opts.trigger, NULL, 0) &&
+		query_col(rel, slot, att[QA_EVENT_TIME], QC_TEXT, &q->opts.event_time, NULL, 0) &&
+		query_col(rel, slot, att[QA_WATERMARK_DELAY], QC_TEXT, &q->opts.watermark, NULL, 0) &&
+		query_col(rel, slot, att[QA_MAX_ROWS_PER_TRIGGER], QC_INT, &dummy, &n[4], 0) &&
+		query_col(rel, slot, att[QA_STARTING], QC_TEXT, &q->opts.starting, NULL, 0) &&
+		query_col(rel, slot, att[QA_STATE_STORAGE], QC_TEXT, &q->opts.state_storage, NULL, 0) &&
+		query_col(rel, slot, att[QA_COMPLETE_REFRESH], QC_TEXT, &q->opts.complete_refresh, NULL, 0) &&
+		query_col(rel, slot, att[QA_STATE], QC_TEXT, &q->state, NULL, 0) &&
+		query_tree_col(rel, slot, att[QA_QUERY_TREE], (int32) n[0], &q->query_tree) &&
+		query_col(rel, slot, att[QA_STATE_TABLE], QC_OID, &dummy, &n[5], 0) &&
+		query_col(rel, slot, att[QA_START_OFFSET], QC_TEXT, &q->start_offset, NULL, 0) &&
+		query_col(rel, slot, att[QA_RUN_ID], QC_TEXT, &q->run_id, NULL, 0) &&
+		query_col(rel, slot, att[QA_CLUSTER_ID], QC_TEXT, &q->cluster_id, NULL, 0) &&
+		query_col(rel, slot, att[QA_TIMEZONE], QC_TEXT, &q->timezone, NULL, 0);
 	if (ok && v02)
-		ok = query_col(rel, slot, "schema", QC_TEXT, &q->schema, NULL, 0) &&
-			query_col(rel, slot, "join_source", QC_OID, &dummy, &n[6], 0) &&
-			query_col(rel, slot, "join_event_time", QC_TEXT, &q->opts.join_event_time, NULL, 0) &&
-			query_col(rel, slot, "join_watermark_delay", QC_TEXT, &q->opts.join_watermark, NULL, 0) &&
-			query_col(rel, slot, "state_path", QC_TEXT, &q->opts.state_path, NULL, 0);
+		ok = query_col(rel, slot, att[QA_SCHEMA], QC_TEXT, &q->schema, NULL, 0) &&
+			query_col(rel, slot, att[QA_JOIN_SOURCE], QC_OID, &dummy, &n[6], 0) &&
+			query_col(rel, slot, att[QA_JOIN_EVENT_TIME], QC_TEXT, &q->opts.join_event_time, NULL, 0) &&
+			query_col(rel, slot, att[QA_JOIN_WATERMARK_DELAY], QC_TEXT, &q->opts.join_watermark, NULL, 0) &&
+			query_col(rel, slot, att[QA_STATE_PATH], QC_TEXT, &q->opts.state_path, NULL, 0);
 	if (!ok)
 		return NULL;
 	q->id = (int32) n[0];
@@ -1128,78 +1190,6 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 		elog(ERROR, "pg_cq: target %u of continuous query \"%s\" not found", target, name);
 	cq_security_restore(&sec);
 	return (int32) spi_int64(1, 0);
-}
-
-/*
- * cq_catalog_set_state_table
- *	  Remember the state table of a query.
- */
-void
-cq_catalog_set_state_table(int32 id, Oid state_table)
-{
-	Oid			types[2] = {INT4OID, OIDOID};
-	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(state_table)};
-	CqSecurity	sec;
-
-	char		nulls[2] = {' ', OidIsValid(state_table) ? ' ' : 'n'};
-
-	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.queries SET state_table = $2::pg_catalog.regclass WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 2, types, values, nulls);
-	cq_security_restore(&sec);
-}
-
-/*
- * cq_catalog_delete_query
- *	  Delete a query's row; its offsets and progress go with it.
- */
-void
-cq_catalog_delete_query(int32 id)
-{
-	Oid			types[1] = {INT4OID};
-	Datum		values[1] = {Int32GetDatum(id)};
-	CqSecurity	sec;
-
-	cq_wakeup_catalog_changed();
-	cq_security_superuser(&sec);
-	cq_spi_exec("DELETE FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1", SPI_OK_DELETE, 1, types, values, NULL);
-	cq_security_restore(&sec);
-}
-
-/*
- * cq_catalog_update_options
- *	  Store changed options (already validated).
- */
-void
-cq_catalog_update_options(int32 id, CqOptions *o)
-{
-	Oid			types[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
-	TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[9];
-	char		nulls[9];
-	CqSecurity	sec;
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = Int32GetDatum(id);
-	values[1] = CStringGetTextDatum(o->output_mode);
-	values[2] = CStringGetTextDatum(o->trigger);
-	values[3] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
-	nulls[3] = o->event_time ? ' ' : 'n';
-	values[4] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
-	nulls[4] = o->watermark ? ' ' : 'n';
-	values[5] = Int64GetDatum(o->max_rows_per_trigger);
-	nulls[5] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
-	values[6] = CStringGetTextDatum(o->starting);
-	values[7] = CStringGetTextDatum(o->state_storage);
-	values[8] = CStringGetTextDatum(o->complete_refresh);
-
-	cq_wakeup_catalog_changed();
-	cq_security_superuser(&sec);
-	cq_spi_exec("UPDATE cq.queries SET output_mode = $2, \"trigger\" = $3, event_time = $4, "
-				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
-				"state_storage = $8, complete_refresh = $9 WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 9, types, values, nulls);
-	cq_security_restore(&sec);
 }
 
 /*

@@ -3,7 +3,9 @@
  * catalog_ddl.c
  *	  The changes of cq.queries that DDL on a query's relations makes
  *	  (ddl.c's hooks, tracking.c's guards): a new owner, the rename of an
- *	  event-time column, and whether a table is some query's source.
+ *	  event-time column, and whether a table is some query's source; and
+ *	  the DDL of a query itself: its state table, changed options, its row
+ *	  deleted (moved out of catalog.c, which is full, in session 33).
  *
  * As in catalog.c: callers have SPI connected and are inside a
  * transaction, and every statement runs in a superuser section
@@ -20,6 +22,8 @@
 #include "utils/builtins.h"
 
 #include "catalog.h"
+#include "options.h"
+#include "wakeup.h"
 #include "security.h"
 #include "sql_builder.h"
 
@@ -118,4 +122,76 @@ cq_catalog_rename_event_time(List *relids, const char *oldname, const char *newn
 	}
 	cq_security_restore(&sec);
 	return n;
+}
+
+/*
+ * cq_catalog_set_state_table
+ *	  Remember the state table of a query.
+ */
+void
+cq_catalog_set_state_table(int32 id, Oid state_table)
+{
+	Oid			types[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(id), ObjectIdGetDatum(state_table)};
+	CqSecurity	sec;
+
+	char		nulls[2] = {' ', OidIsValid(state_table) ? ' ' : 'n'};
+
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET state_table = $2::pg_catalog.regclass WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 2, types, values, nulls);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_catalog_delete_query
+ *	  Delete a query's row; its offsets and progress go with it.
+ */
+void
+cq_catalog_delete_query(int32 id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(id)};
+	CqSecurity	sec;
+
+	cq_wakeup_catalog_changed();
+	cq_security_superuser(&sec);
+	cq_spi_exec("DELETE FROM cq.queries WHERE id OPERATOR(pg_catalog.=) $1", SPI_OK_DELETE, 1, types, values, NULL);
+	cq_security_restore(&sec);
+}
+
+/*
+ * cq_catalog_update_options
+ *	  Store changed options (already validated).
+ */
+void
+cq_catalog_update_options(int32 id, CqOptions *o)
+{
+	Oid			types[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
+	TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9];
+	CqSecurity	sec;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int32GetDatum(id);
+	values[1] = CStringGetTextDatum(o->output_mode);
+	values[2] = CStringGetTextDatum(o->trigger);
+	values[3] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
+	nulls[3] = o->event_time ? ' ' : 'n';
+	values[4] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
+	nulls[4] = o->watermark ? ' ' : 'n';
+	values[5] = Int64GetDatum(o->max_rows_per_trigger);
+	nulls[5] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
+	values[6] = CStringGetTextDatum(o->starting);
+	values[7] = CStringGetTextDatum(o->state_storage);
+	values[8] = CStringGetTextDatum(o->complete_refresh);
+
+	cq_wakeup_catalog_changed();
+	cq_security_superuser(&sec);
+	cq_spi_exec("UPDATE cq.queries SET output_mode = $2, \"trigger\" = $3, event_time = $4, "
+				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
+				"state_storage = $8, complete_refresh = $9 WHERE id OPERATOR(pg_catalog.=) $1",
+				SPI_OK_UPDATE, 9, types, values, nulls);
+	cq_security_restore(&sec);
 }

@@ -48,6 +48,7 @@
 #include "utils/timestamp.h"
 
 #include "progress.h"
+#include "colmap.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
@@ -176,8 +177,10 @@ pk_open(const char *relname, bool v02, PkScan *pk, LOCKMODE lockmode)
 	Oid			nsp = get_namespace_oid("cq", true);
 	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
 	Oid			idxid;
-	const char *cols[3] = {"schema", "name", "batch_id"};
+	static const char *const cols[3] = {"schema", "name", "batch_id"};
+	static CqColMap maps[2] = {CQ_COLMAP_INIT, CQ_COLMAP_INIT};
 	int			first = v02 ? 0 : 1;
+	const AttrNumber *atts;
 	bool		ok;
 
 	if (!OidIsValid(relid))
@@ -192,8 +195,10 @@ pk_open(const char *relname, bool v02, PkScan *pk, LOCKMODE lockmode)
 	pk->idx = index_open(idxid, lockmode);
 	pk->nkeys = 2 - first;
 	ok = pk->idx->rd_index->indnkeyatts == 3 - first;
+	/* the key's column numbers, one map per table (colmap.c) */
+	atts = cq_colmap_get(&maps[strcmp(relname, "offsets") == 0 ? 0 : 1], pk->rel, cols, 3);
 	for (int i = first; i < 3 && ok; i++)
-		ok = pk->idx->rd_index->indkey.values[i - first] == cq_rel_attnum(pk->rel, cols[i]);
+		ok = pk->idx->rd_index->indkey.values[i - first] == atts[i];
 	if (!ok)
 	{
 		index_close(pk->idx, NoLock);
@@ -460,7 +465,12 @@ direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, Direct
 	List	   *indexes;
 	bool		ok;
 	int			found = 0;
+	static CqColMap maps[2] = {CQ_COLMAP_INIT, CQ_COLMAP_INIT};
+	const char *names[CQ_COLMAP_MAX];
+	const AttrNumber *atts;
+	int		   *colof;			/* attribute -> its entry in cols, or -1 */
 
+	Assert(ncols <= CQ_COLMAP_MAX);
 	if (!pk_open(relname, v02, &row->pk, RowExclusiveLock))
 		return false;
 	rel = row->pk.rel;
@@ -485,21 +495,28 @@ direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, Direct
 	}
 	list_free(indexes);
 
+	/* each column's number, one map per table (colmap.c) */
+	for (int c = 0; c < ncols; c++)
+		names[c] = cols[c].name;
+	atts = cq_colmap_get(&maps[strcmp(relname, "offsets") == 0 ? 0 : 1], rel, names, ncols);
+	colof = palloc(sizeof(int) * desc->natts);
+	for (int a = 0; a < desc->natts; a++)
+		colof[a] = -1;
+	for (int c = 0; c < ncols; c++)
+		if (atts[c] != InvalidAttrNumber && colof[atts[c] - 1] < 0)
+			colof[atts[c] - 1] = c;
 	row->values = palloc(sizeof(Datum) * desc->natts);
 	row->isnull = palloc(sizeof(bool) * desc->natts);
 	for (int a = 0; ok && a < desc->natts; a++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, a);
-		int			c;
+		int			c = colof[a];
 
 		row->values[a] = (Datum) 0;
 		row->isnull[a] = true;
 		if (att->attisdropped)
 			continue;
-		for (c = 0; c < ncols; c++)
-			if (strcmp(NameStr(att->attname), cols[c].name) == 0)
-				break;
-		if (c == ncols)
+		if (c < 0)
 		{
 			/* left out: as the statement leaves it, null */
 			ok = !att->attnotnull && !att->atthasdef && att->attgenerated == '\0';

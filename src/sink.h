@@ -31,6 +31,8 @@ extern void cq_sink_write_ctes(StringInfo buf, CqAnalysis *an, CqOutputMode mode
 extern void cq_sink_write_ctes_sized(StringInfo buf, CqAnalysis *an, CqOutputMode mode, Oid viewid,
 									 const char *target, bool history, bool sized,
 									 bool *has_o, bool *has_o1);
+extern void cq_sink_existing_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target);
+extern bool cq_sink_target_has_columns(Oid target, char **names, int n);
 extern void cq_sink_having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid,
 									  const char *target, const char *match);
 extern char *cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target,

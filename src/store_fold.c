@@ -389,6 +389,7 @@ typedef struct MOut
 	Datum	   *values;
 	bool	   *isnull;
 	int64		sid;
+	int64		ins;			/* rows of groups new to the state (_ins) */
 } MOut;
 
 /*
@@ -415,6 +416,7 @@ put_m(CqStore *st, MOut *mo, HeapTuple t, Datum *values, bool *isnull, bool ins)
 	mo->isnull[natts] = false;
 	mo->values[natts + 1] = BoolGetDatum(ins);
 	mo->isnull[natts + 1] = false;
+	mo->ins += ins ? 1 : 0;
 	tuplestore_putvalues(mo->ts, mo->desc, mo->values, mo->isnull);
 }
 
@@ -1079,6 +1081,14 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		}
 		else
 		{
+			/*
+			 * no new group: the statement without o1 (its other INSERT into
+			 * the target fires the same statement triggers: once a query),
+			 * over a target that has its columns (else o1's clear error)
+			 */
+			if (!history && mo.ins == 0 && sql->sink_existing != NULL &&
+				cq_sink_target_has_columns(sql->target, sql->out_names, sql->nout))
+				sink = sql->sink_existing;
 			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 												   tuplestore_tuple_count(mo.ts) + list_length(x)),
 								  NULL, NULL, false, 0);

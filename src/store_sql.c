@@ -201,7 +201,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	sql->merge = psprintf("SELECT s._k%s FROM %s s /* state %u */", merges.data, STORE_ENR_PAIRS,
 						  q->state_table);
 
-	sql->sink = sql->sink_history = NULL;
+	sql->sink = sql->sink_history = sql->sink_existing = NULL;
 	sql->load_history = sql->load_history_all = NULL;
 	sql->target = InvalidOid;
 	sql->out_names = NULL;
@@ -227,6 +227,19 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 				sql->sink_history = buf.data;
 			else
 				sql->sink = buf.data;
+		}
+		/*
+		 * a batch whose changed groups all exist: the target statement
+		 * without o1 (its check of the target's columns reads target and
+		 * out_names, set with sink_history_plain below)
+		 */
+		if (q->opts.mode == CQ_MODE_UPDATE && an->group_exprs != NIL)
+		{
+			StringInfoData ctes;
+
+			initStringInfo(&ctes);
+			cq_sink_existing_ctes(&ctes, an, viewid, target);
+			sql->sink_existing = psprintf("WITH %s SELECT (SELECT count(*) FROM o)", ctes.data + 2);
 		}
 		/*
 		 * Batch 0 over history in update mode writes every group to the
