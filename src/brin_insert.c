@@ -723,6 +723,16 @@ cq_brin_swap_aminsert(Relation idx)
 }
 
 /*
+ * cq_brin_is_ours
+ *	  Is cq_brininsert the aminsert of an open index?
+ */
+bool
+cq_brin_is_ours(Relation idx)
+{
+	return idx->rd_indam->aminsert == cq_brininsert;
+}
+
+/*
  * cq_brin_swap_table
  *	  cq_brin_swap_aminsert for the indexes of a table about to be written by
  *	  COPY, which opens them itself (with the same lock), or whose stamp

@@ -38,6 +38,8 @@
 #include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
@@ -60,6 +62,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/xid8.h"
 
 #include "stamp.h"
 #include "brin_insert.h"
@@ -116,6 +119,7 @@ static Oid	stamp_func = InvalidOid;
 static Oid	wakeup_func = InvalidOid;
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /*
@@ -547,13 +551,13 @@ insert_target(PlannedStmt *pstmt, Plan **sub)
 }
 
 /*
- * leaves_default
- *	  Do the new rows take column att from the expression
+ * default_entry
+ *	  The entry of the new rows' column att, if it is the expression
  *	  pg_catalog.pg_current_xact_id() itself (what the default puts there
- *	  when the statement leaves the column out)?
+ *	  when the statement leaves the column out), else NULL.
  */
-static bool
-leaves_default(Plan *sub, AttrNumber att)
+static TargetEntry *
+default_entry(Plan *sub, AttrNumber att)
 {
 	ListCell   *lc;
 
@@ -564,9 +568,60 @@ leaves_default(Plan *sub, AttrNumber att)
 		if (tle->resno == att)
 			return !tle->resjunk && IsA(tle->expr, FuncExpr) &&
 				((FuncExpr *) tle->expr)->funcid == F_PG_CURRENT_XACT_ID &&
-				((FuncExpr *) tle->expr)->args == NIL;
+				((FuncExpr *) tle->expr)->args == NIL ? tle : NULL;
 	}
-	return false;
+	return NULL;
+}
+
+/*
+ * makes_one_row
+ *	  Does the plan computing the new rows make exactly one row (a Result
+ *	  without input or one-time filter: INSERT ... VALUES of one row), in a
+ *	  transaction that may write?  Then its statement is started with
+ *	  cq_xid's pg_current_xact_id() replaced by its value (xid_const_begin).
+ */
+static inline bool
+makes_one_row(Plan *sub)
+{
+	return IsA(sub, Result) && outerPlan(sub) == NULL && ((Result *) sub)->resconstantqual == NULL &&
+		!XactReadOnly && !IsInParallelMode();
+}
+
+/*
+ * xid_const_begin
+ *	  Put a Const holding the top-level transaction's id in the place of
+ *	  the entry's pg_current_xact_id() while the statement starts
+ *	  (cq_stamp_ExecutorStart puts the expression back: the plan is the
+ *	  plan cache's; the executor copies a Const's value into the projection
+ *	  it builds).  Building the function call cost a single-row INSERT a
+ *	  permission check and catalog look-ups (about 450 instructions more
+ *	  than a Const), and its call again.  The value is the same:
+ *	  pg_current_xact_id() is the top-level transaction's id, which does
+ *	  not change while it runs.  The id is assigned here, before the row is
+ *	  computed instead of while it is: the row is made (makes_one_row) and
+ *	  its insert would assign one anyway, unless the statement fails (its
+ *	  transaction, or only its subtransaction, then ends with an id
+ *	  assigned, as when a later column or a constraint fails).
+ *	  XactReadOnly (makes_one_row) excludes hot standby, where
+ *	  pg_current_xact_id() is refused, and keeps a read-only transaction
+ *	  from being given an id before its INSERT is refused.
+ */
+static Expr *
+xid_const_begin(TargetEntry *tle, Const *value)
+{
+	Expr	   *expr = tle->expr;
+
+	memset(value, 0, sizeof(Const));
+	value->xpr.type = T_Const;
+	value->consttype = XID8OID;
+	value->consttypmod = -1;
+	value->constcollid = InvalidOid;
+	value->constlen = sizeof(FullTransactionId);
+	value->constvalue = FullTransactionIdGetDatum(GetTopFullTransactionId());
+	value->constbyval = FLOAT8PASSBYVAL;
+	value->location = -1;
+	tle->expr = (Expr *) value;
+	return expr;
 }
 
 /*
@@ -725,16 +780,20 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	StampSwap  *volatile nested = nested_begin();
 	Oid			relid = InvalidOid;
 	Plan	   *sub = NULL;
+	TargetEntry *volatile xid_entry = NULL;
+	Expr	   *volatile xid_expr = NULL;
+	Const		xid_value;
 
 	if (outer == NULL && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		relid = insert_target(queryDesc->plannedstmt, &sub);
 	if (OidIsValid(relid))
 	{
 		FastTable  *e = fast_table_find(relid);
+		TargetEntry *tle = NULL;
 		bool		leaves = false;
 
 		/* a table known not to qualify costs one lookup */
-		if (e == NULL || (e->fast && !e->in_use && (leaves = leaves_default(sub, e->att))))
+		if (e == NULL || (e->fast && !e->in_use && (leaves = (tle = default_entry(sub, e->att)) != NULL)))
 		{
 			uint64		invals = fast_tables_inval_count;
 
@@ -749,7 +808,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 			if (!(leaves && invals == fast_tables_inval_count && e->made_from == rel->trigdesc))
 			{
 				e = fast_table(rel);
-				leaves = e != NULL && e->fast && leaves_default(sub, e->att);
+				leaves = e != NULL && e->fast && (tle = default_entry(sub, e->att)) != NULL;
 			}
 			if (leaves)
 			{
@@ -757,6 +816,8 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 				e->rel_count = fast_tables_inval_count;
 				swap_begin(&swap, rel, e);
 				active_swap = &swap;
+				if (makes_one_row(sub))
+					xid_entry = tle;
 			}
 			else
 				relation_close(rel, NoLock);
@@ -764,6 +825,8 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	}
 	PG_TRY();
 	{
+		if (xid_entry != NULL)
+			xid_expr = xid_const_begin(xid_entry, &xid_value);
 		if (prev_ExecutorStart)
 			prev_ExecutorStart(queryDesc, eflags);
 		else
@@ -773,6 +836,9 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	}
 	PG_FINALLY();
 	{
+		/* the plan is the plan cache's: its expression goes back */
+		if (xid_expr != NULL)
+			xid_entry->expr = xid_expr;
 		if (swap.rel != NULL)
 			swap_end(&swap);
 		active_swap = outer;
@@ -781,6 +847,62 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	PG_END_TRY();
 	if (swap.rel != NULL)
 		relation_close(swap.rel, NoLock);
+}
+
+/*
+ * keep_index_locks
+ *	  Close the indexes of the tables an INSERT wrote, when all of them
+ *	  are BRIN indexes on xid8 (cq_brininsert: a tracked source's), without
+ *	  releasing the RowExclusiveLock the executor took on them
+ *	  (ExecOpenIndices, open_sole_index): the transaction keeps it until it
+ *	  ends, as it keeps the table's, and as it keeps the locks on the indexes
+ *	  that planning a statement opens.  Releasing a lock on its own cost a
+ *	  single-row INSERT about 1,000 instructions; the end of the
+ *	  transaction releases it with the others for about 600, and a later
+ *	  statement of the transaction finds it held (taking it cost 800).  Nothing that the index's lock excludes could have run before the
+ *	  transaction ends anyway unless it also ran without conflicting with
+ *	  the table's lock, which is kept (ALTER INDEX ... SET TABLESPACE waits
+ *	  for the end of the transaction instead of the statement's).
+ */
+static void
+keep_index_locks(EState *estate)
+{
+	ListCell   *lc;
+
+	foreach(lc, estate->es_opened_result_relations)
+	{
+		ResultRelInfo *rri = lfirst(lc);
+		int			n = rri->ri_NumIndices;
+		bool		ours = n > 0;
+
+		for (int i = 0; i < n && ours; i++)
+			ours = rri->ri_IndexRelationDescs[i] != NULL && cq_brin_is_ours(rri->ri_IndexRelationDescs[i]);
+		if (!ours)
+			continue;
+		/* ExecCloseIndices (ExecutorEnd) closes none of them now */
+		rri->ri_NumIndices = 0;
+		for (int i = 0; i < n; i++)
+		{
+			index_close(rri->ri_IndexRelationDescs[i], NoLock);
+			rri->ri_IndexRelationDescs[i] = NULL;
+		}
+	}
+}
+
+/*
+ * cq_stamp_ExecutorEnd
+ *	  ExecutorEnd hook: an INSERT's BRIN indexes on xid8 stay locked
+ *	  (keep_index_locks).
+ */
+static void
+cq_stamp_ExecutorEnd(QueryDesc *queryDesc)
+{
+	if (queryDesc->operation == CMD_INSERT && queryDesc->estate != NULL)
+		keep_index_locks(queryDesc->estate);
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
 }
 
 /*
@@ -980,6 +1102,8 @@ cq_stamp_init(void)
 	cq_stamp_first_row_hook = cq_brin_swap_table;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = cq_stamp_ExecutorStart;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = cq_stamp_ExecutorEnd;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = cq_stamp_ProcessUtility;
 }
