@@ -620,7 +620,11 @@ cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 void
 cq_state_delta_cte_fold(StringInfo buf, CqAnalysis *an, bool history, bool all)
 {
-	delta_cte_from(buf, an, cq_delta_fold_inner_sql(an, history, all));
+	/* DISTINCT aggregates (not on the store): delta_cte's own source */
+	if (an->distinct_sets && !all)
+		delta_cte(buf, an, history);
+	else
+		delta_cte_from(buf, an, cq_delta_fold_inner_sql(an, history, all));
 }
 
 /*
