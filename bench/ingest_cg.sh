@@ -17,7 +17,14 @@
 # ICG_CONF="cq.custom_plan_rows = 1000" it takes a custom plan of d, with the
 # default (5000) or -1 the generic one.
 #
+# The rows' ts is a constant (ICG_TS): with now(), as bench/run.sh inserts,
+# the count depended on how long the run took (the 100 INSERTs of a slow
+# run under valgrind spanned more 1-minute groups: 3,634 against 3,655
+# instructions a row for the same build, session 33).
+#
 # Env: PGBIN, CQ_TMPBASE, ICG_TX (100), ICG_HISTORY (1000000),
+#      ICG_TS (SQL of the rows' ts; "timestamptz '2026-12-03 12:00:30+00'",
+#      "now()" as before session 33),
 #      ICG_CONF (more postgresql.conf lines, ';'-separated),
 #      ICG_OUT (directory; default $CQ_TMPBASE/pg_cq_ingest_cg).
 # Prints the instructions per folded row, and keeps the callgrind files:
@@ -46,7 +53,8 @@ printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_co
 IFS=';' read -r -a _extra <<<"${ICG_CONF:-}"
 for l in "${_extra[@]}"; do printf '%s\n' "$l" >>"$CG/data/postgresql.conf"; done
 
-INS="INSERT INTO ing_tracked (ts, device_id, category, amount) SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2) FROM generate_series(1, 1000)"
+TS="${ICG_TS:-timestamptz '2026-12-03 12:00:30+00'}"
+INS="INSERT INTO ing_tracked (ts, device_id, category, amount) SELECT $TS, 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2) FROM generate_series(1, 1000)"
 # single-user mode: one statement per line
 {
     echo "CREATE EXTENSION pg_cq"

@@ -18,6 +18,7 @@ extern Node *cq_delta_quals(CqAnalysis *an, bool history);
 extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);
 extern bool cq_delta_history_all_ok(CqAnalysis *an);
 extern char *cq_delta_history_all_sql(CqAnalysis *an);
+extern char *cq_delta_fold_inner_sql(CqAnalysis *an, bool history, bool all);
 /* runs a statement of batch 0 (cq_delta_run_history); returns the caller's result */
 typedef bool (*CqHistoryRun) (const char *sql, void *arg);
 extern bool cq_delta_run_history(Oid source, Datum cur, const char *sql, const char *sql_all,

@@ -612,6 +612,22 @@ cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history)
 }
 
 /*
+ * cq_state_delta_cte_fold
+ *	  cq_state_delta_cte (all: cq_state_delta_cte_all) for a d statement
+ *	  whose rows the store folds in C, its string keys compared bytewise
+ *	  (cq_delta_fold_inner_sql).
+ */
+void
+cq_state_delta_cte_fold(StringInfo buf, CqAnalysis *an, bool history, bool all)
+{
+	/* DISTINCT aggregates (not on the store): delta_cte's own source */
+	if (an->distinct_sets && !all)
+		delta_cte(buf, an, history);
+	else
+		delta_cte_from(buf, an, cq_delta_fold_inner_sql(an, history, all));
+}
+
+/*
  * cq_state_delta_cte_all
  *	  cq_state_delta_cte(buf, an, true) over cq_delta_history_all_sql: the
  *	  history without the test of cq_xid.

@@ -26,6 +26,7 @@ extern bool cq_state_hashed(Oid state_table);
 extern bool cq_state_evicts(CqAnalysis *an);
 extern void cq_state_delta_cte(StringInfo buf, CqAnalysis *an, bool history);
 extern void cq_state_delta_cte_all(StringInfo buf, CqAnalysis *an);
+extern void cq_state_delta_cte_fold(StringInfo buf, CqAnalysis *an, bool history, bool all);
 extern const char *cq_state_wm_param(CqAnalysis *an);
 extern char *cq_state_table_sql(CqAnalysis *an, const char *qualname, bool logged);
 extern char *cq_state_distinct_table_sql(CqAnalysis *an, const char *qualname, bool logged);

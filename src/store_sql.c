@@ -175,7 +175,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	{
 		initStringInfo(&buf);
 		appendStringInfoString(&buf, "WITH ");
-		cq_state_delta_cte(&buf, an, h == 1);
+		cq_state_delta_cte_fold(&buf, an, h == 1, false);
 		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
 		if (h == 1)
 			sql->delta_history = buf.data;
@@ -188,7 +188,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	{
 		initStringInfo(&buf);
 		appendStringInfoString(&buf, "WITH ");
-		cq_state_delta_cte_all(&buf, an);
+		cq_state_delta_cte_fold(&buf, an, true, true);
 		appendStringInfo(&buf, " SELECT %s FROM d", cols.data);
 		sql->delta_history_all = buf.data;
 	}
