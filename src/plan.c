@@ -392,6 +392,8 @@ typedef struct CqPlanCacheEntry
 	int32		id;				/* hash key: the query's internal id */
 	bool		stale;			/* rebuild before use */
 	bool		check;			/* a relation of it changed: compare them */
+	bool		checking;		/* being compared (still set: the comparison
+								 * failed with an error; rebuild) */
 	char	   *key;			/* catalog values the plan was built from */
 	Oid			read;			/* the relation its batches read */
 	MemoryContext cxt;
@@ -402,6 +404,8 @@ typedef struct CqPlanCacheEntry
 
 static HTAB *plan_entries = NULL;
 static uint64 plan_generation = 0;
+static bool sweep_wanted = false;	/* a relation of an entry changed: it
+									 * may be a dropped query's */
 
 /*
  * plan_invalidate_rel
@@ -423,7 +427,7 @@ plan_invalidate_rel(Datum arg, Oid relid)
 		if (!OidIsValid(relid))
 			entry->stale = true;
 		else if (entry->deps != NULL && cq_plan_deps_has_rel(entry->deps, relid))
-			entry->check = true;
+			entry->check = sweep_wanted = true;
 	}
 }
 
@@ -576,9 +580,10 @@ forget_entry_plans(CqPlanCacheEntry *entry, CqPlan *keep)
  * sweep_dropped
  *	  Evict the entries (and their saved SPI plans) of queries that no
  *	  longer exist: every query has a view cq_state.q_<id> for as long as it
- *	  exists.  Runs when an entry is built, which any DROP causes through
- *	  its invalidations, so a long-lived worker does not keep the plans of
- *	  every query it ever ran.
+ *	  exists.  Runs when an entry is built, and after an invalidation of a
+ *	  relation of any entry (dropping a query drops its state table or
+ *	  final view), so a long-lived worker does not keep the plans of every
+ *	  query it ever ran.
  */
 static void
 sweep_dropped(int32 keep_id)
@@ -760,12 +765,17 @@ read_copy(Query *query, Oid source, Oid read)
 static bool
 entry_usable(CqPlanCacheEntry *entry, const char *key, Oid read)
 {
-	if (entry->stale || entry->read != read || strcmp(entry->key, key) != 0)
+	bool		same;
+
+	if (entry->stale || entry->checking || entry->read != read || strcmp(entry->key, key) != 0)
 		return false;
 	for (int tries = 0; entry->check && tries < 3; tries++)
 	{
 		entry->check = false;
-		if (!cq_plan_deps_unchanged(entry->deps) || entry->stale)
+		entry->checking = true;
+		same = cq_plan_deps_unchanged(entry->deps);
+		entry->checking = false;
+		if (!same || entry->stale)
 			return false;
 		if (!entry->check)
 			elog(DEBUG1, "pg_cq: analysis and SQL of continuous query %d kept: its relations are unchanged",
@@ -805,6 +815,12 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	plan_cache_init();
 
+	/* entries of dropped queries go (their relations' invalidations ask for it) */
+	if (sweep_wanted)
+	{
+		sweep_wanted = false;
+		sweep_dropped(q->id);
+	}
 	entry = hash_search(plan_entries, &q->id, HASH_FIND, &found);
 	if (found && entry_usable(entry, key, read))
 	{
@@ -852,6 +868,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	entry->key = copy_key;
 	entry->read = read;
 	entry->check = false;
+	entry->checking = false;
 	entry->stale = plan_generation != gen;
 
 	sweep_dropped(q->id);

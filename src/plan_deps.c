@@ -159,6 +159,15 @@ collect_walker(Node *node, Collected *c)
 			if (rte->rtekind == RTE_RELATION)
 				c->rels = list_append_unique_oid(c->rels, rte->relid);
 		}
+		/* the operators of GROUP BY, DISTINCT and ORDER BY (not expressions) */
+		foreach(lc, list_concat(list_concat(list_copy(query->groupClause), query->distinctClause),
+								query->sortClause))
+		{
+			SortGroupClause *sgc = lfirst(lc);
+
+			add_operator(c, sgc->eqop);
+			add_operator(c, sgc->sortop);
+		}
 		return query_tree_walker(query, collect_walker, (void *) c, 0);
 	}
 	switch (nodeTag(node))
@@ -188,10 +197,6 @@ collect_walker(Node *node, Collected *c)
 					add_operator(c, lfirst_oid(lc));
 			}
 			break;
-		case T_SortGroupClause:
-			add_operator(c, ((SortGroupClause *) node)->eqop);
-			add_operator(c, ((SortGroupClause *) node)->sortop);
-			return false;
 		default:
 			break;
 	}
