@@ -490,12 +490,14 @@ cq_plan_generation(void)
 
 /*
  * plan_key
- *	  Everything of the catalog row the generated SQL depends on.
+ *	  Everything of the catalog row the generated SQL depends on, and the
+ *	  catalog's version (the SQL chosen for 0.1 is never run on 0.2; an
+ *	  ALTER EXTENSION UPDATE changes no relation of the query).
  */
 static char *
 plan_key(CqQuery *q)
 {
-	return cq_plan_key(q);
+	return psprintf("%s|%d", cq_plan_key(q), cq_catalog_version());
 }
 
 /*
@@ -846,8 +848,8 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	/* the copy to keep, in a context freed with the caller's until it is complete */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq analysis", ALLOCSET_SMALL_SIZES);
+	copy_deps = cq_plan_deps_collect(q, new_an, stored, read, cxt);
 	old = MemoryContextSwitchTo(cxt);
-	copy_deps = cq_plan_deps_collect(q, new_an, stored, read);
 	copy_an = copy_analysis(new_an);
 	copy_plan = copy_plan_sql(new_plan);
 	copy_key = pstrdup(key);

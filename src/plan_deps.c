@@ -382,21 +382,50 @@ add_internal(Collected *c, const char *prefix, int32 id)
 }
 
 /*
+ * copy_hashes
+ *	  hashes[0..n) into the current memory context, with the PlanInvalItems
+ *	  of items for cache cacheid after them; *n counts them.
+ */
+static uint32 *
+copy_hashes(const uint32 *hashes, int *n, List *items, int cacheid)
+{
+	uint32	   *h = palloc(sizeof(uint32) * (*n + list_length(items) + 1));
+	ListCell   *lc;
+
+	memcpy(h, hashes, sizeof(uint32) * *n);
+	foreach(lc, items)
+	{
+		PlanInvalItem *item = lfirst(lc);
+
+		if (item->cacheId == cacheid)
+			h[(*n)++] = item->hashValue;
+	}
+	return h;
+}
+
+/*
  * cq_plan_deps_collect
  *	  The dependencies of query q's analysis an (built from stored, its
  *	  catalog tree, over relation read), with their fingerprints as they
- *	  are now, allocated in the current memory context.
+ *	  are now, allocated in cxt (the work in the current memory context).
  */
 CqPlanDeps *
-cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read)
+cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, MemoryContext cxt)
 {
-	CqPlanDeps *deps = palloc0(sizeof(CqPlanDeps));
+	CqPlanDeps *deps;
 	Collected	c = {NIL, NIL, NIL, NIL};
 	List	   *rels_planner = NIL;
 	List	   *items = NIL;
 	bool		rls = false;
 	ListCell   *lc;
+	int			nrels;
+	Oid		   *rels;
+	char	  **fps;
+	uint32	   *procs,
+			   *types,
+			   *nsps;
 	int			i;
+	MemoryContext old;
 
 	(void) collect_walker((Node *) stored, &c);
 	(void) collect_walker((Node *) an->query, &c);
@@ -414,39 +443,37 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read)
 	add_internal(&c, "f_", q->id);
 	add_internal(&c, "sd_", q->id);
 
-	deps->nrels = list_length(c.rels);
-	deps->rels = palloc(sizeof(Oid) * Max(deps->nrels, 1));
-	deps->fps = palloc(sizeof(char *) * Max(deps->nrels, 1));
+	nrels = list_length(c.rels);
+	rels = palloc(sizeof(Oid) * Max(nrels, 1));
+	fps = palloc(sizeof(char *) * Max(nrels, 1));
 	i = 0;
 	foreach(lc, c.rels)
 	{
-		deps->rels[i] = lfirst_oid(lc);
-		deps->fps[i] = rel_fingerprint(deps->rels[i], &c.types);
+		rels[i] = lfirst_oid(lc);
+		fps[i] = rel_fingerprint(rels[i], &c.types);
 		i++;
 	}
 	add_namespaces(&c);
-	deps->nnsps = list_length(c.nsps);
-	deps->nsps = hash_values(NAMESPACEOID, c.nsps);
-	deps->nprocs = list_length(c.procs);
-	deps->procs = hash_values(PROCOID, c.procs);
-	deps->ntypes = list_length(c.types);
-	deps->types = hash_values(TYPEOID, c.types);
-	/* the planner's items are PROCOID and TYPEOID hash values already */
-	foreach(lc, items)
-	{
-		PlanInvalItem *item = lfirst(lc);
+	procs = hash_values(PROCOID, c.procs);
+	types = hash_values(TYPEOID, c.types);
+	nsps = hash_values(NAMESPACEOID, c.nsps);
 
-		if (item->cacheId == PROCOID)
-		{
-			deps->procs = repalloc(deps->procs, sizeof(uint32) * (deps->nprocs + 1));
-			deps->procs[deps->nprocs++] = item->hashValue;
-		}
-		else if (item->cacheId == TYPEOID)
-		{
-			deps->types = repalloc(deps->types, sizeof(uint32) * (deps->ntypes + 1));
-			deps->types[deps->ntypes++] = item->hashValue;
-		}
-	}
+	old = MemoryContextSwitchTo(cxt);
+	deps = palloc0(sizeof(CqPlanDeps));
+	deps->nrels = nrels;
+	deps->rels = palloc(sizeof(Oid) * Max(nrels, 1));
+	memcpy(deps->rels, rels, sizeof(Oid) * nrels);
+	deps->fps = palloc(sizeof(char *) * Max(nrels, 1));
+	for (i = 0; i < nrels; i++)
+		deps->fps[i] = fps[i] ? pstrdup(fps[i]) : NULL;
+	/* the planner's items are PROCOID and TYPEOID hash values already */
+	deps->nprocs = list_length(c.procs);
+	deps->procs = copy_hashes(procs, &deps->nprocs, items, PROCOID);
+	deps->ntypes = list_length(c.types);
+	deps->types = copy_hashes(types, &deps->ntypes, items, TYPEOID);
+	deps->nnsps = list_length(c.nsps);
+	deps->nsps = copy_hashes(nsps, &deps->nnsps, NIL, NAMESPACEOID);
+	MemoryContextSwitchTo(old);
 	return deps;
 }
 
