@@ -294,10 +294,15 @@ rel_fingerprint(Oid relid, List **types)
 			appendStringInfo(&b, "|t%u:%u:%d:%c:%d", t->tgoid, t->tgfoid, t->tgtype, t->tgenabled,
 							 t->tgqual != NULL);
 		}
+	/* a view's definition too (CREATE OR REPLACE VIEW keeps its rule's OID) */
 	if (rel->rd_rules)
 		for (int i = 0; i < rel->rd_rules->numLocks; i++)
-			appendStringInfo(&b, "|r%u:%d:%c", rel->rd_rules->rules[i]->ruleId,
-							 (int) rel->rd_rules->rules[i]->event, rel->rd_rules->rules[i]->enabled);
+		{
+			RewriteRule *r = rel->rd_rules->rules[i];
+
+			appendStringInfo(&b, "|r%u:%d:%c:%s:%s", r->ruleId, (int) r->event, r->enabled,
+							 nodeToString(r->qual), nodeToString(r->actions));
+		}
 	if (rel->rd_rsdesc)
 		foreach(lc, rel->rd_rsdesc->policies)
 		{
