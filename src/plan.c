@@ -73,6 +73,7 @@
 #include "merge.h"
 #include "bulkload.h"
 #include "inval.h"
+#include "plan_deps.h"
 
 
 /*
@@ -376,34 +377,80 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 /*
  * Per-backend cache of analyses and generated SQL, so that a worker's
  * batches skip re-analysis and deparsing.  An entry is valid while the
- * query's catalog row is unchanged (its text, tree and options) and no
- * relation, function, type, operator or schema changed since it was built:
- * any such invalidation bumps plan_generation, and the SQL is rebuilt from
- * the tree with current names (renames keep working).
+ * query's catalog row is unchanged (its text, tree and options) and what
+ * it was built from did not change (plan_deps.c): an invalidation of one of
+ * its relations has it checked before its next use (only a changed
+ * definition rebuilds it, not the statistics VACUUM and ANALYZE write),
+ * one of its functions, types or schemas rebuilds it, and so does any
+ * operator change and a reset of a whole cache (relid or hash value 0,
+ * which may stand for any change).  Invalidations of other objects, which
+ * autovacuum and temporary tables cause all the time, leave it.  The SQL is
+ * rebuilt from the tree with current names (renames keep working).
  */
 typedef struct CqPlanCacheEntry
 {
 	int32		id;				/* hash key: the query's internal id */
-	uint64		generation;
+	bool		stale;			/* rebuild before use */
+	bool		check;			/* a relation of it changed: compare them */
+	bool		checking;		/* being compared (still set: the comparison
+								 * failed with an error; rebuild) */
 	char	   *key;			/* catalog values the plan was built from */
+	Oid			read;			/* the relation its batches read */
 	MemoryContext cxt;
 	CqAnalysis *an;
 	CqPlan	   *plan;
+	CqPlanDeps *deps;
 } CqPlanCacheEntry;
 
 static HTAB *plan_entries = NULL;
 static uint64 plan_generation = 0;
+static bool sweep_wanted = false;	/* a relation of an entry changed: it
+									 * may be a dropped query's */
 
+/*
+ * plan_invalidate_rel
+ *	  A relation's cache entry was invalidated (InvalidOid: all of them):
+ *	  check the entries built from it, or drop all.
+ */
 static void
 plan_invalidate_rel(Datum arg, Oid relid)
 {
+	HASH_SEQ_STATUS status;
+	CqPlanCacheEntry *entry;
+
 	plan_generation++;
+	if (plan_entries == NULL)
+		return;
+	hash_seq_init(&status, plan_entries);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (!OidIsValid(relid))
+			entry->stale = true;
+		else if (entry->deps != NULL && cq_plan_deps_has_rel(entry->deps, relid))
+			entry->check = sweep_wanted = true;
+	}
 }
 
+/*
+ * plan_invalidate_syscache
+ *	  A function, type, operator or schema changed (hash value 0: any of
+ *	  them may have): drop the entries built from it; every entry for an
+ *	  operator, or a reset.
+ */
 static void
 plan_invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
 {
+	HASH_SEQ_STATUS status;
+	CqPlanCacheEntry *entry;
+	bool		all = hashvalue == 0 || cacheid == OPEROID;
+
 	plan_generation++;
+	if (plan_entries == NULL)
+		return;
+	hash_seq_init(&status, plan_entries);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (all || entry->deps == NULL || cq_plan_deps_has_hash(entry->deps, cacheid, hashvalue))
+			entry->stale = true;
 }
 
 /*
@@ -443,12 +490,14 @@ cq_plan_generation(void)
 
 /*
  * plan_key
- *	  Everything of the catalog row the generated SQL depends on.
+ *	  Everything of the catalog row the generated SQL depends on, and the
+ *	  catalog's version (the SQL chosen for 0.1 is never run on 0.2; an
+ *	  ALTER EXTENSION UPDATE changes no relation of the query).
  */
 static char *
 plan_key(CqQuery *q)
 {
-	return cq_plan_key(q);
+	return psprintf("%s|%d", cq_plan_key(q), cq_catalog_version());
 }
 
 /*
@@ -534,9 +583,10 @@ forget_entry_plans(CqPlanCacheEntry *entry, CqPlan *keep)
  * sweep_dropped
  *	  Evict the entries (and their saved SPI plans) of queries that no
  *	  longer exist: every query has a view cq_state.q_<id> for as long as it
- *	  exists.  Runs when an entry is built, which any DROP causes through
- *	  its invalidations, so a long-lived worker does not keep the plans of
- *	  every query it ever ran.
+ *	  exists.  Runs when an entry is built, and after an invalidation of a
+ *	  relation of any entry (dropping a query drops its state table or
+ *	  final view), so a long-lived worker does not keep the plans of every
+ *	  query it ever ran.
  */
 static void
 sweep_dropped(int32 keep_id)
@@ -709,13 +759,45 @@ read_copy(Query *query, Oid source, Oid read)
 }
 
 /*
+ * entry_usable
+ *	  May entry (of the query whose catalog values are key, read through
+ *	  read) be used as it is?  After an invalidation of one of its relations,
+ *	  their fingerprints are compared with those it was built from (which
+ *	  locks them, reading the invalidations that came meanwhile: the check
+ *	  is repeated while one of its relations had one during it).
+ */
+static bool
+entry_usable(CqPlanCacheEntry *entry, const char *key, Oid read)
+{
+	bool		same;
+
+	if (entry->stale || entry->checking || entry->read != read || strcmp(entry->key, key) != 0)
+		return false;
+	for (int tries = 0; entry->check && tries < 3; tries++)
+	{
+		entry->check = false;
+		entry->checking = true;
+		same = cq_plan_deps_unchanged(entry->deps);
+		entry->checking = false;
+		if (!same || entry->stale)
+			return false;
+		if (!entry->check)
+			elog(DEBUG1, "pg_cq: analysis and SQL of continuous query %d kept: its relations are unchanged",
+				 entry->id);
+	}
+	return !entry->check;
+}
+
+/*
  * cq_plan_get
  *	  The analysis and SQL of a query, from the cache or built now.
  *
  *	  A new entry is built completely, in a context that belongs to the
  *	  caller until then, before it replaces the old one: an error on the way
  *	  (in analysis, in SQL generation, out of memory) leaves the cache as it
- *	  was, never with an entry that points to freed memory.
+ *	  was, never with an entry that points to freed memory.  An invalidation
+ *	  that comes while it is built (of anything: plan_generation) leaves it
+ *	  stale, as it may have been read before it.
  */
 void
 cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
@@ -725,18 +807,26 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	char	   *key = plan_key(q);
 	MemoryContext old;
 	uint64		gen;
+	Query	   *stored;
 	CqAnalysis *new_an;
 	CqPlan	   *new_plan;
 	MemoryContext cxt;
 	CqAnalysis *copy_an;
 	CqPlan	   *copy_plan;
+	CqPlanDeps *copy_deps;
 	char	   *copy_key;
 	Oid			read = cq_citus_read_relation(q->source, q->id, q->name);
 
 	plan_cache_init();
 
+	/* entries of dropped queries go (their relations' invalidations ask for it) */
+	if (sweep_wanted)
+	{
+		sweep_wanted = false;
+		sweep_dropped(q->id);
+	}
 	entry = hash_search(plan_entries, &q->id, HASH_FIND, &found);
-	if (found && entry->generation == plan_generation && strcmp(entry->key, key) == 0)
+	if (found && entry_usable(entry, key, read))
 	{
 		*an = entry->an;
 		*plan = entry->plan;
@@ -745,20 +835,22 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	/* build in the caller's context */
 	gen = plan_generation;
+	stored = (Query *) stringToNode(q->query_tree);
 	if (read == q->source)
-		new_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
+		new_an = cq_analyze_query(copyObject(stored), &q->opts, q->name);
 	else
 	{
 		CqOptions	opts = q->opts;
 
 		opts.source_relid = read;
-		new_an = cq_analyze_query(read_copy((Query *) stringToNode(q->query_tree), q->source, read),
+		new_an = cq_analyze_query(read_copy(copyObject(stored), q->source, read),
 								  &opts, q->name);
 	}
 	new_plan = cq_plan_build(new_an, q);
 
 	/* the copy to keep, in a context freed with the caller's until it is complete */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq analysis", ALLOCSET_SMALL_SIZES);
+	copy_deps = cq_plan_deps_collect(q, new_an, stored, read, cxt);
 	old = MemoryContextSwitchTo(cxt);
 	copy_an = copy_analysis(new_an);
 	copy_plan = copy_plan_sql(new_plan);
@@ -776,8 +868,12 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	entry->cxt = cxt;
 	entry->an = copy_an;
 	entry->plan = copy_plan;
+	entry->deps = copy_deps;
 	entry->key = copy_key;
-	entry->generation = gen;
+	entry->read = read;
+	entry->check = false;
+	entry->checking = false;
+	entry->stale = plan_generation != gen;
 
 	sweep_dropped(q->id);
 	*an = new_an;

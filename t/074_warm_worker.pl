@@ -6,7 +6,9 @@
 #      scheduler starts for it warms up for that query: it builds the
 #      analysis and SQL, reads the target's index and touches the store;
 #   2. the next CALL, from a new session (pg_cron's way), goes to that
-#      worker, whose batch builds no analysis or SQL (its cache is warm);
+#      worker, whose batch builds no analysis or SQL (its cache is warm),
+#      although every table was analyzed and vacuumed meanwhile and other
+#      tables created (autovacuum is on);
 #   3. the target matches the plain query after each call;
 #   4. a new query run by CALLs (available_now, CREATE TABLE ... AS) is
 #      warmed up for by an idle worker at once, which its first call goes to;
@@ -19,9 +21,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use CqTest;
 
-# autovacuum off: its ANALYZE of a table invalidates every backend's cached
-# analyses (plan.c), which would make a call rebuild them by chance
-my $node = cq_node('warm_worker', 'log_min_messages = debug1', q{log_line_prefix = '%m [%p] '}, 'autovacuum = off');
+# autovacuum on (session 33): its ANALYZE or VACUUM of a table, the query's
+# own included, no longer drops a cached analysis (plan_deps.c); before, it
+# dropped every backend's and made a call rebuild by chance
+my $node = cq_node('warm_worker', 'log_min_messages = debug1', q{log_line_prefix = '%m [%p] '},
+	'autovacuum_naptime = 1s', 'autovacuum_analyze_threshold = 10', 'autovacuum_vacuum_insert_threshold = 10');
 my $oracle = 'SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k';
 
 $node->safe_psql('postgres', qq{
@@ -60,6 +64,14 @@ is($node->safe_psql('postgres', $diff), '0', 'target matches the plain query aft
 # 2. the next call, in a new session, goes to the warmed-up worker and
 #    builds nothing
 $node->safe_psql('postgres', 'INSERT INTO src SELECT i % 60, i FROM generate_series(1, 3000) i');
+# what autovacuum and other sessions do meanwhile does not cool the worker
+# down: ANALYZE and VACUUM of every table (the query's own too), a temporary
+# table, a new table (session 32: any of them dropped its cached analysis)
+$node->safe_psql('postgres', q{
+  SET client_min_messages = warning;
+  ANALYZE; VACUUM src; VACUUM q;
+  CREATE TEMP TABLE scratch (x int); CREATE TABLE unrelated (x int); ANALYZE unrelated;
+});
 $off = -s $node->logfile;
 my $out = $node->safe_psql('postgres', qq{
   SET client_min_messages = debug1;
