@@ -9,7 +9,8 @@
 #      (what pg_ctl -c does): servers the test starts inherit it, and a
 #      crashed process leaves a core in its data directory when
 #      kernel.core_pattern is a plain file name (under runuser the soft limit
-#      is 0, so no core was ever written).
+#      is 0, so no core was ever written), with pg_cq's dynamic shared
+#      memory in it.
 #   2. At exit, before Cluster's END block stops and cleans the nodes, the
 #      log of every node the test made is read; a server process terminated
 #      by a signal other than SIGKILL (which tests send on purpose) fails the
@@ -45,6 +46,14 @@ BEGIN
 		system('prlimit', '--pid', $$, "--core=$1:$1");
 		$core_limit = `prlimit --pid $$ --core --raw --noheadings --output SOFT 2>/dev/null`;
 		$core_limit =~ s/\s+//g;
+	}
+	# cores also hold file-backed shared mappings (bit 3), i.e. the dynamic
+	# shared memory segments of pg_cq's store in /dev/shm; inherited by
+	# the servers as the limit is
+	if (open(my $f, '>', '/proc/self/coredump_filter'))
+	{
+		print $f "0x3b\n";
+		close($f);
 	}
 }
 
