@@ -213,6 +213,15 @@ fi
 
 section "summary"
 stop_cluster test     # before the closing line, so that line is the last one printed
+# A server process of the shared cluster killed by a signal (a segfault, an
+# abort) fails the run even when every test passed: the crash-restart that
+# follows lets the suites go on (t/CqCrash.pm does the same for t/).
+crashes=$(grep -E 'was terminated by signal' "$(cluster_dir test)/postgres.log" 2>/dev/null || true)
+if [[ -n "$crashes" ]]; then
+    echo "$crashes"
+    record server FAIL 0 "$(grep -c . <<<"$crashes")"
+    FAILED_NAMES+=("server: a process crashed, see $(cluster_dir test)/postgres.log")
+fi
 for line in "${SUMMARY[@]}"; do echo "$line"; done
 for line in "${FAILED_NAMES[@]}"; do echo "failed: $line"; done
 echo "logs: ${LOGDIR#"$REPO_ROOT"/}/, server log: $(cluster_dir test)/postgres.log"

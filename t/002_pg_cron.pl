@@ -3,9 +3,12 @@
 # minute granularity, so this waits for up to a minute or two (polled).
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $node = PostgreSQL::Test::Cluster->new('cron');
 $node->init;

@@ -6,9 +6,12 @@
 # the table path.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $node = PostgreSQL::Test::Cluster->new('crash');
 $node->init;

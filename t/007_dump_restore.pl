@@ -5,9 +5,12 @@
 # rows exactly once.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $conf = "shared_preload_libraries = 'pg_cq'\nmax_worker_processes = 16\ncq.naptime = 1\n";
 my $old = PostgreSQL::Test::Cluster->new('old');

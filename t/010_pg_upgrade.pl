@@ -7,9 +7,12 @@
 use strict;
 use warnings;
 use Cwd;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $conf = "shared_preload_libraries = 'pg_cq'\nmax_worker_processes = 16\ncq.naptime = 1000\n";
 my $old = PostgreSQL::Test::Cluster->new('old');

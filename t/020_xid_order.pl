@@ -6,9 +6,12 @@
 # below the next power of ten, then commit one-row transactions across it.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $node = PostgreSQL::Test::Cluster->new('xid_order');
 $node->init;

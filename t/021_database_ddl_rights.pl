@@ -5,9 +5,12 @@
 # queries with a statement bound to fail.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $node = PostgreSQL::Test::Cluster->new('database_ddl_rights');
 $node->init;

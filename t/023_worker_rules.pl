@@ -8,9 +8,12 @@
 #    (they failed under repeatable read).
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 use POSIX ();
 use Time::HiRes qw(time sleep);
 

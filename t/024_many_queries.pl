@@ -15,9 +15,12 @@
 #    also after workers are terminated in the middle of a group.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $nq = 24;
 my $node = PostgreSQL::Test::Cluster->new('many_queries');

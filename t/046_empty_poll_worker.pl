@@ -17,9 +17,12 @@
 # gives the worker chances to poll, the assertions do not depend on it.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('empty_poll');

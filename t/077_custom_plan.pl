@@ -11,9 +11,12 @@
 #     (count, sum, avg, max of a numeric, keys with NULLs), whichever plan.
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 
 my $node = PostgreSQL::Test::Cluster->new('custom_plan');
 $node->init;

@@ -3,6 +3,8 @@
 # "caught up" condition and the oracle comparison; and the setup of the
 # trigger '0' coalescing tests (t/042, t/072).  Every wait polls with a
 # deadline (poll_query_until: PG_TEST_TIMEOUT_DEFAULT, 180 s by default).
+# It loads CqCrash (a crashed server process fails the test) and exports
+# its functions.
 package CqTest;
 
 use strict;
@@ -12,11 +14,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(usleep time);
+use CqCrash;
 use Exporter 'import';
 
 our @EXPORT = qw(cq_node wait_accepting writers_sql start_writer stop_writers caught_up_sql
   wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target
-  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits);
+  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits
+  crash_report no_crashes accept_crashes core_limit);
 
 # A started node with pg_cq preloaded and crash-restart on.
 sub cq_node
