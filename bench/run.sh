@@ -935,7 +935,7 @@ report_part() {
             echo
             echo "## $HWHERE"
             echo
-            echo "One extra batch per phase under auto_explain (log_analyze on)."
+            echo "One extra batch per phase under auto_explain (log_analyze on), run in the calling session (hand-off off: auto_explain and the DEBUG1 split are the session's), so it profiles the in-process path; phase A's timed CALL is handed off to a pool worker (bench/results/cold10m-s33-cold10m.md splits that path)."
             echo
             echo "d = scan of the new rows + partial aggregation, m = state upsert, o = target upsert (CTEs of the batch statement, each without its input's time);"
             echo "other statements = the rest of the batch's SQL (e.g. the store's target statement, WITH f); rest = the CALL outside those (catalog reads, SQL generation, parse/plan, bookkeeping, the store's fold in C); DEBUG1 = pg_cq's CPU split of the fold. Plans: raw/profile_*.txt."
