@@ -1075,8 +1075,12 @@ cq_run(PG_FUNCTION_ARGS)
 	r.name = name;
 	r.once = once;
 
-	/* handed off by name: the worker finds the query and checks the owner */
-	if (!atomic && cq_handoff_applies() &&
+	/*
+	 * handed off by name: the worker finds the query and checks the owner.
+	 * Not with Citus: a source stamped per node needs every node's goal
+	 * taken at the call, here (cq_batch_node_goal), which needs the query.
+	 */
+	if (!atomic && cq_handoff_applies() && !cq_citus_installed() &&
 		cq_catalog_name_path(name, false, (char **) &r.objname, (char **) &r.shown,
 							 (Oid **) &r.path, &r.npath))
 	{

@@ -882,6 +882,17 @@ cq_citus_node_source(Oid relid)
 }
 
 /*
+ * cq_citus_installed
+ *	  Is Citus installed in this database (its pg_dist_partition exists)?
+ *	  One catalog cache look-up.
+ */
+bool
+cq_citus_installed(void)
+{
+	return OidIsValid(citus_catalog("pg_dist_partition"));
+}
+
+/*
  * cq_citus_per_node_offsets
  *	  Is relid a hash-distributed source stamped per node, whose batches
  *	  keep an offset per node?  A reference table or a Citus local table,

@@ -41,6 +41,7 @@ extern Oid	cq_citus_node_visible_function(void);
 extern AttrNumber cq_citus_node_att(Relation rel);
 extern bool cq_citus_node_stamped(Oid relid);
 extern bool cq_citus_node_source(Oid relid);
+extern bool cq_citus_installed(void);
 extern bool cq_citus_per_node_offsets(Oid relid);
 extern List *cq_citus_node_snapshots(Oid source, Oid owner);
 extern CqCitusKind cq_citus_kind(Oid relid);

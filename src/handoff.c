@@ -61,7 +61,7 @@
  * cq.run(...) for PID n".
  *
  * By name: a caller that has not read the query yet (cq_run, the usual
- * case) sends the name without its schema, the schemas to look in (its
+ * case; not with Citus installed, see cq_run) sends the name without its schema, the schemas to look in (its
  * search_path and rights decided them: catalog_name.c) and its user; the
  * worker reads the query there and checks that user's ownership, as the
  * caller would (the same errors), in the call's first transaction, then
