@@ -30,6 +30,12 @@
 # "pg_cq CPU" = utime + stime of the pg_cq worker and scheduler processes
 # over the run (/proc/PID/stat; a process that exits during the run is
 # not counted: the report says so if that happened).
+# Its profile (a "profile N:" line per N after the table): the share of the
+# cores pg_cq took (its CPU over the run's wall time) and the cycle of a
+# query's batches, the time between two commits of the same query's
+# batches while the writer ran (median and p99 over every query): a row
+# waits for its query's next batch, so once pg_cq is at the cores' limit
+# the latency is this cycle (one batch of every query), not a wake-up.
 #
 # Env: PGBIN (server binaries), CQ_BENCH_PORT (default 55462), CQ_TMPBASE,
 #      LAT_RATES (default "1 100 1000"), LAT_SECONDS (default "60 20 20"),
@@ -156,6 +162,7 @@ done
 # ---- many queries over one source (issue 12 goal 5) ----
 read -r -a NQS <<<"${LAT_QUERIES:-}"
 ((${#NQS[@]} == 0)) && { echo "report: ${report#"$REPO_ROOT"/}"; exit 0; }
+QPROF=()
 QRATE="${LAT_Q_RATE:-1000}" QSECS="${LAT_Q_SECS:-20}" QSAMPLE="${LAT_Q_SAMPLE:-2000}"
 "${PSQL[@]}" <<'SQL'
 SET client_min_messages = warning;
@@ -205,6 +212,7 @@ for nq in "${NQS[@]}"; do
     nbatches="SELECT coalesce(sum(m), 0) FROM (SELECT max(batch_id) AS m FROM cq.offsets WHERE name LIKE 'mq\\_${nq}\\_%' GROUP BY name) o"
     b0=$("${PSQL[@]}" -c "$nbatches")
     while read -r pid t; do C0[$pid]=$t; done < <(cq_cpu)
+    t0=$(date +%s.%N)
     "$PGBENCH" -n -c 1 -j 1 -R "$QRATE" -T "$QSECS" -f "$OUT/mq_insert.sql" >"$OUT/pgbench-mq-$nq.log" 2>&1
     # until every query's last batch sees the last row (bounded: 120 s)
     last=$("${PSQL[@]}" -c "SELECT max(cq_xid) FROM $src")
@@ -214,6 +222,7 @@ for nq in "${NQS[@]}"; do
         sleep 0.02
     done
     while read -r pid t; do C1[$pid]=$t; done < <(cq_cpu)
+    t1=$(date +%s.%N)
     nb=$(($("${PSQL[@]}" -c "$nbatches") - b0))
     if [[ "$PROBE" == decode ]]; then
         # every batch's offset row, with its transaction, from the WAL
@@ -248,6 +257,21 @@ SQL
             "$( ((behind != 0)) && echo "   ($behind queries not caught up after 120 s)")$( ((lost)) && echo "   ($lost pg_cq processes exited during the run: CPU undercounted)")" | tee -a "$report"
         [[ -z "${LAT_DATA:-}" ]] || echo "queries $nq $QRATE $rows $p50 $p99 $mx $cpu $lost" >>"$LAT_DATA"
     done
+    # the profile of the figure: a row waits for its query's next batch, so
+    # the latency follows the cycle of each query's batches (commit to
+    # commit, while the writer ran), and how much of the machine pg_cq took
+    rows=$("${PSQL[@]}" -c "SELECT count(*) FROM $src")
+    read -r g50 g99 ng < <("${PSQL[@]}" -F ' ' <<SQL
+WITH w AS (SELECT min(pg_xact_commit_timestamp(xmin)) + interval '1 s' AS lo, max(pg_xact_commit_timestamp(xmin)) AS hi FROM $src),
+     b AS (SELECT name, pg_xact_commit_timestamp(xid) AS ct FROM mq_batches WHERE name LIKE 'mq\_${nq}\_%'),
+     g AS (SELECT ct, extract(epoch FROM ct - lag(ct) OVER (PARTITION BY name ORDER BY ct)) * 1000 AS gap FROM b)
+SELECT coalesce(round((percentile_cont(0.5) WITHIN GROUP (ORDER BY gap))::numeric, 1), 0),
+       coalesce(round((percentile_cont(0.99) WITHIN GROUP (ORDER BY gap))::numeric, 1), 0), count(*)
+  FROM g, w WHERE g.gap IS NOT NULL AND g.ct > w.lo AND g.ct <= w.hi;
+SQL
+)
+    QPROF+=("$(awk -v n="$nq" -v c="$cpu" -v t0="$t0" -v t1="$t1" -v cores="$(nproc)" -v g50="$g50" -v g99="$g99" -v ng="$ng" -v r="$rows" -v b="$nb" \
+        'BEGIN { printf "profile %s: pg_cq took %.2f of %d cores (%.2f s of CPU in %.1f s); a query'"'"'s batch committed every %s ms (median; p99 %s ms; %d gaps), %.1f rows per batch", n, (t1 > t0 ? c / (t1 - t0) : 0), cores, c, t1 - t0, g50, g99, ng, b ? r * n / b : 0 }')")
     {
         echo "SET client_min_messages = warning;"
         for ((i = 0; i < nq; i++)); do echo "SELECT cq.drop_query('mq_${nq}_$i', drop_target => true);"; done
@@ -255,4 +279,10 @@ SQL
     } | "${PSQL[@]}" >/dev/null
     unset C0 C1
 done
+if ((${#QPROF[@]})); then
+    {
+        printf '%s\n' "${QPROF[@]}"
+        echo "(a row waits for its query's next batch: p50 is about half that cycle and p99 its tail; with pg_cq at the cores' limit the cycle is the CPU of one batch of every query over the cores it gets)"
+    } | tee -a "$report"
+fi
 echo "report: ${report#"$REPO_ROOT"/}"
