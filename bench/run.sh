@@ -788,7 +788,7 @@ if ((${#LATQ_LINE[@]})); then
         fig+="CPU $nmax/1 = $(fmt_x "$xr")"
     else xr=nan; fi
     ok=$(awk -v p="$p99" -v x="$xr" 'BEGIN { print (p <= 50 && x != "nan" && x <= 10) ? "yes" : "**no**" }')
-    goal 5 "Many queries per source: $(printf '%s\n' "${!LATQ_LINE[@]}" | sort -n | paste -sd /) trigger '0' queries, $(awk '$1 == "queries" { print $3; exit }' "$DATA") rows/s" "p99 ≤ 50 ms at 100; CPU(100) ≤ 10x CPU(1)" "$fig" "$ok" "[$H56]($(anchor "$H56")): percentiles; profile: pg_cq's CPU per batch and per 1k rows, batches run"
+    goal 5 "Many queries per source: $(printf '%s\n' "${!LATQ_LINE[@]}" | sort -n | paste -sd /) trigger '0' queries, $(awk '$1 == "queries" { print $3; exit }' "$DATA") rows/s" "p99 ≤ 50 ms at 100; CPU(100) ≤ 10x CPU(1)" "$fig" "$ok" "[$H56]($(anchor "$H56")): percentiles; profile: pg_cq's CPU per batch and per 1k rows, batches run, the share of the cores pg_cq took and the cycle of a query's batches (the latency follows it)"
 else
     goal 5 "Many queries per source" "p99 ≤ 50 ms at 100; CPU ≤ 10x" "$(not_run)" "—" "bench/latency.sh LAT_QUERIES"
 fi
