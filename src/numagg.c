@@ -224,6 +224,86 @@ num_cmp(const CqNum *a, const CqNum *b)
 	return a->neg ? num_cmp_abs(b, a) : num_cmp_abs(a, b);
 }
 
+/*
+ * num_cmp_short
+ *	  num_cmp() of two values in the short format whose first digit is not
+ *	  zero (all of a packed value's digits are the number's: a nonzero
+ *	  first digit makes the weight the order of magnitude); false when
+ *	  either is not such a value (then num_cmp() decides).  a and b point
+ *	  at varlenas with 1-byte headers.
+ */
+static inline bool
+num_cmp_short(const char *a, const char *b, int *cmp)
+{
+	uint16		ha;
+	uint16		hb;
+	int			na = (VARSIZE_SHORT(a) - VARHDRSZ_SHORT - sizeof(uint16)) / sizeof(int16);
+	int			nb = (VARSIZE_SHORT(b) - VARHDRSZ_SHORT - sizeof(uint16)) / sizeof(int16);
+	const char *da = a + VARHDRSZ_SHORT + sizeof(uint16);
+	const char *db = b + VARHDRSZ_SHORT + sizeof(uint16);
+	int16		x;
+	int16		y;
+	int			wa;
+	int			wb;
+	int			r = 0;
+
+	memcpy(&ha, a + VARHDRSZ_SHORT, sizeof(ha));
+	memcpy(&hb, b + VARHDRSZ_SHORT, sizeof(hb));
+	if ((ha & NUM_SIGN_MASK) != NUM_SHORT || (hb & NUM_SIGN_MASK) != NUM_SHORT ||
+		na == 0 || nb == 0)
+		return false;
+	memcpy(&x, da, sizeof(x));
+	memcpy(&y, db, sizeof(y));
+	if (x == 0 || y == 0)
+		return false;
+	if ((ha ^ hb) & NUM_SHORT_SIGN_MASK)
+	{
+		*cmp = (ha & NUM_SHORT_SIGN_MASK) ? -1 : 1;
+		return true;
+	}
+	wa = ((ha & NUM_SHORT_WEIGHT_SIGN_MASK) ? ~NUM_SHORT_WEIGHT_MASK : 0) | (ha & NUM_SHORT_WEIGHT_MASK);
+	wb = ((hb & NUM_SHORT_WEIGHT_SIGN_MASK) ? ~NUM_SHORT_WEIGHT_MASK : 0) | (hb & NUM_SHORT_WEIGHT_MASK);
+	if (wa != wb)
+		r = wa > wb ? 1 : -1;
+	else
+	{
+		int			i;
+
+		for (i = 0; i < na && i < nb; i++)
+		{
+			memcpy(&x, da + i * sizeof(int16), sizeof(x));
+			memcpy(&y, db + i * sizeof(int16), sizeof(y));
+			if (x != y)
+				break;
+		}
+		if (i < na && i < nb)
+			r = x > y ? 1 : -1;
+		else if (na != nb)
+			r = na > nb ? 1 : -1;	/* a packed value's last digit is not zero */
+	}
+	*cmp = (ha & NUM_SHORT_SIGN_MASK) ? -r : r;
+	return true;
+}
+
+/*
+ * num_cmp_datums
+ *	  cmp_numerics() of two numeric datums, read in place.
+ */
+static inline int
+num_cmp_datums(Datum a, Datum b)
+{
+	CqNum		na;
+	CqNum		nb;
+	int			cmp;
+
+	if (VARATT_IS_SHORT(DatumGetPointer(a)) && VARATT_IS_SHORT(DatumGetPointer(b)) &&
+		num_cmp_short(DatumGetPointer(a), DatumGetPointer(b), &cmp))
+		return cmp;
+	num_read(a, &na);
+	num_read(b, &nb);
+	return num_cmp(&na, &nb);
+}
+
 PG_FUNCTION_INFO_V1(cq_numeric_larger);
 
 /*
@@ -234,12 +314,8 @@ PG_FUNCTION_INFO_V1(cq_numeric_larger);
 Datum
 cq_numeric_larger(PG_FUNCTION_ARGS)
 {
-	CqNum		a;
-	CqNum		b;
-
-	num_read(PG_GETARG_DATUM(0), &a);
-	num_read(PG_GETARG_DATUM(1), &b);
-	PG_RETURN_DATUM(num_cmp(&a, &b) > 0 ? PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1));
+	PG_RETURN_DATUM(num_cmp_datums(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) > 0 ?
+					PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1));
 }
 
 PG_FUNCTION_INFO_V1(cq_numeric_smaller);
@@ -252,12 +328,8 @@ PG_FUNCTION_INFO_V1(cq_numeric_smaller);
 Datum
 cq_numeric_smaller(PG_FUNCTION_ARGS)
 {
-	CqNum		a;
-	CqNum		b;
-
-	num_read(PG_GETARG_DATUM(0), &a);
-	num_read(PG_GETARG_DATUM(1), &b);
-	PG_RETURN_DATUM(num_cmp(&a, &b) < 0 ? PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1));
+	PG_RETURN_DATUM(num_cmp_datums(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) < 0 ?
+					PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1));
 }
 
 /*
@@ -274,6 +346,7 @@ typedef struct CqNumSum
 	bool		pinf;			/* an Infinity input */
 	bool		ninf;			/* a -Infinity input */
 	Numeric		nsum;			/* the other finite inputs' sum, or NULL */
+	MemoryContext aggcxt;		/* the aggregate's context */
 } CqNumSum;
 
 /*
@@ -574,6 +647,76 @@ isum_add(CqNumSum *st, const CqNum *n, MemoryContext aggcxt)
 	}
 	return true;
 }
+
+/*
+ * isum_add_short
+ *	  isum_add() of the most common input, inline: a value with a 1-byte
+ *	  varlena header (as read from a heap tuple), the short format, the
+ *	  state's scale as its display scale and at most 4 digits; false for
+ *	  any other (then isum_add() decides) or when the sum would overflow.
+ */
+static inline bool
+isum_add_short(CqNumSum *st, const char *p)
+{
+	uint16		head;
+	int			nd = (VARSIZE_SHORT(p) - VARHDRSZ_SHORT - sizeof(uint16)) / sizeof(int16);
+	const char *dig = p + VARHDRSZ_SHORT + sizeof(uint16);
+	int64		v = 0;
+	int			w;
+	int			e;
+	int128		sum;
+
+	memcpy(&head, p + VARHDRSZ_SHORT, sizeof(head));
+	if ((head & NUM_SIGN_MASK) != NUM_SHORT || nd > 4 ||
+		(head & NUM_SHORT_DSCALE_MASK) >> NUM_SHORT_DSCALE_SHIFT != st->iscale)
+		return false;
+	if (nd > 0)
+	{
+		for (int i = 0; i < nd; i++)
+		{
+			int16		d;
+
+			memcpy(&d, dig + i * sizeof(int16), sizeof(d));
+			v = v * NUM_NBASE + d;
+		}
+		w = ((head & NUM_SHORT_WEIGHT_SIGN_MASK) ? ~NUM_SHORT_WEIGHT_MASK : 0) |
+			(head & NUM_SHORT_WEIGHT_MASK);
+		e = 4 * (w - nd + 1) + st->iscale;
+		if (e >= 0)
+		{
+			if (e > 18 || __builtin_mul_overflow(v, pow10_64[e], &v))
+				return false;
+		}
+		else
+		{
+			int64		q;
+
+			switch (-e)
+			{
+				case 1:
+					q = v / 10;
+					break;
+				case 2:
+					q = v / 100;
+					break;
+				case 3:
+					q = v / 1000;
+					break;
+				default:
+					return false;
+			}
+			if (q * pow10_64[-e] != v)
+				return false;
+			v = q;
+		}
+		if (head & NUM_SHORT_SIGN_MASK)
+			v = -v;
+	}
+	if (__builtin_add_overflow(st->isum, (int128) v, &sum))
+		return false;
+	st->isum = sum;
+	return true;
+}
 #endif							/* HAVE_INT128 */
 
 PG_FUNCTION_INFO_V1(cq_numeric_sum_accum);
@@ -591,8 +734,6 @@ cq_numeric_sum_accum(PG_FUNCTION_ARGS)
 	CqNumSum   *st;
 	CqNum		n;
 
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		elog(ERROR, "cq_numeric_sum_accum called in non-aggregate context");
 	st = PG_ARGISNULL(0) ? NULL : (CqNumSum *) PG_GETARG_POINTER(0);
 	if (PG_ARGISNULL(1))
 	{
@@ -601,8 +742,20 @@ cq_numeric_sum_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(st);
 	}
 	if (st == NULL)
+	{
+		/* the state lives in the aggregate's context: checked at the first input */
+		if (!AggCheckCallContext(fcinfo, &aggcxt))
+			elog(ERROR, "cq_numeric_sum_accum called in non-aggregate context");
 		st = (CqNumSum *) MemoryContextAllocZero(aggcxt, sizeof(CqNumSum));
+		st->aggcxt = aggcxt;
+	}
+	aggcxt = st->aggcxt;
 	st->seen = true;
+#ifdef HAVE_INT128
+	if (VARATT_IS_SHORT(DatumGetPointer(PG_GETARG_DATUM(1))) &&
+		isum_add_short(st, DatumGetPointer(PG_GETARG_DATUM(1))))
+		PG_RETURN_POINTER(st);
+#endif
 	num_read(PG_GETARG_DATUM(1), &n);
 	switch (n.kind)
 	{
