@@ -51,7 +51,8 @@ INSERT INTO na_edge VALUES
   (17, -3.14159), (17, 2.71828), (17, 1.41421),
   (18, 1e20), (18, 1e21), (18, 12345678901234567.8),      -- more than 4 digits
   (19, 170141183460469231731687303715884105727),          -- 2^127 - 1, and past it
-  (19, 1), (19, -2);
+  (19, 1), (19, -2),
+  (23, 1e30), (23, 1e30), (23, 0.0000000001), (23, 5);   -- a larger scale would overflow: moved to numeric
 INSERT INTO na_edge SELECT 20 + g % 3, (g * 1.01)::numeric * 1 FROM generate_series(1, 50) g;
 SELECT * FROM na_check('TABLE na_edge');
 SELECT * FROM na_check('SELECT g, v * 1 FROM na_edge');
