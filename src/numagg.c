@@ -400,6 +400,39 @@ static const int64 pow10_64[] = {
 };
 
 /*
+ * scale_int64
+ *	  *v times 10^e, for -3 <= e <= 18, if exact and in range (a negative e
+ *	  drops the last digit's zeros below the display scale: constant
+ *	  divisors); false otherwise.
+ */
+static inline bool
+scale_int64(int64 *v, int e)
+{
+	int64		q;
+
+	if (e >= 0)
+		return e <= 18 && !__builtin_mul_overflow(*v, pow10_64[e], v);
+	switch (-e)
+	{
+		case 1:
+			q = *v / 10;
+			break;
+		case 2:
+			q = *v / 100;
+			break;
+		case 3:
+			q = *v / 1000;
+			break;
+		default:
+			return false;		/* nonzero digits below the scale: never packed */
+	}
+	if (q * pow10_64[-e] != *v)
+		return false;
+	*v = q;
+	return true;
+}
+
+/*
  * num_to_int128
  *	  The finite number n times 10^scale as an int128, if it is an integer
  *	  that fits; false otherwise.  (scale >= n's display scale: a packed
@@ -424,36 +457,9 @@ num_to_int128(const CqNum *n, int scale, int128 *out)
 
 		for (int i = 0; i < n->ndigits; i++)
 			v = v * NUM_NBASE + num_digit(n, i);
-		if (e >= 0)
+		if (scale_int64(&v, e))
 		{
-			if (e <= 18 && !__builtin_mul_overflow(v, pow10_64[e], &v))
-			{
-				*out = n->neg ? -v : v;
-				return true;
-			}
-		}
-		else
-		{
-			/* the last digit's zeros below the display scale (constant divisors) */
-			int64		q;
-
-			switch (-e)
-			{
-				case 1:
-					q = v / 10;
-					break;
-				case 2:
-					q = v / 100;
-					break;
-				case 3:
-					q = v / 1000;
-					break;
-				default:
-					return false;	/* nonzero digits below scale: never packed */
-			}
-			if (q * pow10_64[-e] != v)
-				return false;
-			*out = n->neg ? -q : q;
+			*out = n->neg ? -v : v;
 			return true;
 		}
 	}
@@ -682,33 +688,8 @@ isum_add_short(CqNumSum *st, const char *p)
 		w = ((head & NUM_SHORT_WEIGHT_SIGN_MASK) ? ~NUM_SHORT_WEIGHT_MASK : 0) |
 			(head & NUM_SHORT_WEIGHT_MASK);
 		e = 4 * (w - nd + 1) + st->iscale;
-		if (e >= 0)
-		{
-			if (e > 18 || __builtin_mul_overflow(v, pow10_64[e], &v))
-				return false;
-		}
-		else
-		{
-			int64		q;
-
-			switch (-e)
-			{
-				case 1:
-					q = v / 10;
-					break;
-				case 2:
-					q = v / 100;
-					break;
-				case 3:
-					q = v / 1000;
-					break;
-				default:
-					return false;
-			}
-			if (q * pow10_64[-e] != v)
-				return false;
-			v = q;
-		}
+		if (!scale_int64(&v, e))
+			return false;
 		if (head & NUM_SHORT_SIGN_MASK)
 			v = -v;
 	}
