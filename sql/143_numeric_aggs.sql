@@ -67,6 +67,23 @@ INSERT INTO na_toast SELECT 1, repeat('1', 8000)::numeric;
 INSERT INTO na_toast VALUES (1, 2.5), (1, -1), (2, -1), (2, repeat('2', 8000)::numeric);
 SELECT g, pg_column_compression(v) AS compressed FROM na_toast WHERE v > 1e10 ORDER BY g;
 SELECT * FROM na_check('SELECT g, v FROM na_toast');
+-- out of line (TOAST pointers): min and max keep the value, not the pointer
+CREATE TABLE na_ext (g int, v numeric);
+ALTER TABLE na_ext ALTER COLUMN v SET STORAGE external;
+INSERT INTO na_ext VALUES (1, repeat('3', 8000)::numeric), (1, 2), (2, 1), (2, repeat('4', 8000)::numeric), (2, 0);
+SELECT * FROM na_check('SELECT g, v FROM na_ext');
+SELECT g, pg_column_size(cq.numeric_max(v)) = pg_column_size(max(v)) AS max_detoasted,
+       length(cq.numeric_max(v)::text) AS max_digits FROM na_ext GROUP BY g ORDER BY g;
+-- and a query's state keeps the values, after the source rows are gone
+CREATE TABLE na_ext_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT g, sum(v) AS s, min(v) AS mn, max(v) AS mx FROM na_ext GROUP BY g;
+CREATE TEMP TABLE na_ext_oracle AS SELECT g, sum(v)::text AS s, min(v)::text AS mn, max(v)::text AS mx FROM na_ext GROUP BY g;
+DELETE FROM na_ext;
+VACUUM na_ext;
+INSERT INTO na_ext VALUES (1, 1), (2, 2);
+CALL cq.run('na_ext_agg');
+SELECT g, a.s::text = o.s AS sum_same, a.mn::text = o.mn AS min_same, a.mx::text = o.mx AS max_same
+  FROM na_ext_agg a JOIN na_ext_oracle o USING (g) ORDER BY g;
 
 -- random groups: mixed scales and magnitudes, sums that leave int128 and
 -- come back, a few specials
@@ -128,5 +145,5 @@ CREATE TABLE na_int_agg WITH (cq.output_mode = 'update', cq.trigger = 'available
   SELECT k, sum(i) AS si, sum(b) AS sb, max(b) AS mb FROM na_int GROUP BY k;
 SELECT cq.explain('na_int_agg') LIKE '%cq.numeric_%' AS int_uses_them;
 
-DROP TABLE na_int_agg, na_int, na_agg, na_tab, na_src, na_rand, na_toast, na_edge;
+DROP TABLE na_int_agg, na_int, na_agg, na_tab, na_src, na_rand, na_ext_agg, na_ext, na_toast, na_edge;
 DROP FUNCTION na_check(text);

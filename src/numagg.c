@@ -26,7 +26,8 @@
  *		them (NaN above +Infinity); of equal values the later one is kept,
  *		as numeric_larger() and numeric_smaller() do (1.0 vs 1.00).  When the
  *		kept value does not change the transition function returns it
- *		unchanged and nodeAgg copies nothing.
+ *		unchanged and nodeAgg copies nothing; a compressed or out-of-line
+ *		value is kept detoasted.
  *
  * The 0.2 catalog declares them (pg_cq--0.1--0.2.sql); aggregates.c chooses
  * them for d's partial states when they exist, else generates PostgreSQL's
@@ -68,6 +69,12 @@
 #define NUM_DSCALE_MASK		0x3FFF
 #define NUM_NBASE			10000
 
+/*
+ * A varlena with a 1-byte header held inline (VARATT_IS_SHORT is true of
+ * a TOAST pointer's header too).
+ */
+#define NUM_INLINE_SHORT(p) (VARATT_IS_SHORT(p) && !VARATT_IS_EXTERNAL(p))
+
 /* what kind of value a packed numeric holds */
 typedef enum CqNumKind
 {
@@ -101,7 +108,7 @@ num_read(Datum d, CqNum *n)
 	int			len;
 	uint16		head;
 
-	if (VARATT_IS_SHORT(v))
+	if (NUM_INLINE_SHORT(v))
 	{
 		data = VARDATA_SHORT(v);
 		len = VARSIZE_SHORT(v) - VARHDRSZ_SHORT;
@@ -296,12 +303,29 @@ num_cmp_datums(Datum a, Datum b)
 	CqNum		nb;
 	int			cmp;
 
-	if (VARATT_IS_SHORT(DatumGetPointer(a)) && VARATT_IS_SHORT(DatumGetPointer(b)) &&
+	if (NUM_INLINE_SHORT(DatumGetPointer(a)) && NUM_INLINE_SHORT(DatumGetPointer(b)) &&
 		num_cmp_short(DatumGetPointer(a), DatumGetPointer(b), &cmp))
 		return cmp;
 	num_read(a, &na);
 	num_read(b, &nb);
 	return num_cmp(&na, &nb);
+}
+
+/*
+ * num_kept
+ *	  The input min or max keeps, as its transition value: as it is, unless
+ *	  compressed or out of line (a TOAST pointer must not outlive the
+ *	  scan's row in the aggregate's state, nor reach the state rows), then
+ *	  detoasted as numeric_larger() returns it.
+ */
+static inline Datum
+num_kept(Datum d)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(d);
+
+	if (VARATT_IS_EXTENDED(v) && !NUM_INLINE_SHORT(v))
+		return PointerGetDatum(pg_detoast_datum(v));
+	return d;
 }
 
 PG_FUNCTION_INFO_V1(cq_numeric_larger);
@@ -314,8 +338,8 @@ PG_FUNCTION_INFO_V1(cq_numeric_larger);
 Datum
 cq_numeric_larger(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_DATUM(num_cmp_datums(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) > 0 ?
-					PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1));
+	PG_RETURN_DATUM(num_kept(num_cmp_datums(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) > 0 ?
+							 PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1)));
 }
 
 PG_FUNCTION_INFO_V1(cq_numeric_smaller);
@@ -328,8 +352,8 @@ PG_FUNCTION_INFO_V1(cq_numeric_smaller);
 Datum
 cq_numeric_smaller(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_DATUM(num_cmp_datums(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) < 0 ?
-					PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1));
+	PG_RETURN_DATUM(num_kept(num_cmp_datums(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1)) < 0 ?
+							 PG_GETARG_DATUM(0) : PG_GETARG_DATUM(1)));
 }
 
 /*
@@ -733,7 +757,7 @@ cq_numeric_sum_accum(PG_FUNCTION_ARGS)
 	aggcxt = st->aggcxt;
 	st->seen = true;
 #ifdef HAVE_INT128
-	if (VARATT_IS_SHORT(DatumGetPointer(PG_GETARG_DATUM(1))) &&
+	if (NUM_INLINE_SHORT(DatumGetPointer(PG_GETARG_DATUM(1))) &&
 		isum_add_short(st, DatumGetPointer(PG_GETARG_DATUM(1))))
 		PG_RETURN_POINTER(st);
 #endif
