@@ -247,7 +247,9 @@ cq_agg_kind_find(Aggref *agg, Oid argtype)
  *	  (0.2)?  Their results are PostgreSQL's sum, min and max exactly, for
  *	  fewer instructions a row (numagg.c); a 0.1 catalog keeps PostgreSQL's.
  *	  Asked whenever SQL is built: generated SQL is cached with the
- *	  catalog's version (plan.c).
+ *	  catalog's version (plan.c).  Not over a Citus source
+ *	  (CqAgg.builtin_numeric): its partial aggregates may run on worker
+ *	  nodes, whose catalog need not have them.
  */
 static bool
 numeric_aggs_present(void)
@@ -277,7 +279,8 @@ cq_agg_add_part(List **parts, CqAgg *a, int k)
 	ListCell   *lc;
 
 	/* a DISTINCT aggregate reads the batch's new values, FILTER applied */
-	part->partial = psprintf(kp->numeric && a->arg_type == NUMERICOID && numeric_aggs_present() ?
+	part->partial = psprintf(kp->numeric && a->arg_type == NUMERICOID && !a->builtin_numeric &&
+							 numeric_aggs_present() ?
 							 kp->numeric : kp->partial,
 							 a->distinct_col > 0 ? psprintf("i.y%d", a->distinct_col) :
 							 a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "");
