@@ -454,3 +454,50 @@ GRANT EXECUTE ON FUNCTION cq.xid_new(pg_catalog.xid8, pg_catalog.pg_snapshot, pg
 -- (docs/scale-out.md).  NULL for every other source.
 ALTER TABLE cq.queries ADD COLUMN read_relation oid;
 COMMENT ON COLUMN cq.queries.read_relation IS 'pg_cq internal: the coordinator''s copy (shard) of a Citus reference or local source that batches read, or NULL';
+
+-- issue 12 goal 3: sum, min and max of numeric for the partial states of a
+-- batch (the generated statements' d), with exactly the results of
+-- PostgreSQL's own: the inputs read in place (no copy of each 1-byte-header
+-- numeric), the sum in an int128 while it fits (src/numagg.c).  Internal;
+-- chosen by the generated SQL when present.
+CREATE FUNCTION cq.numeric_sum_accum(internal, pg_catalog.numeric) RETURNS internal
+AS 'MODULE_PATHNAME', 'cq_numeric_sum_accum'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cq.numeric_sum_final(internal) RETURNS pg_catalog.numeric
+AS 'MODULE_PATHNAME', 'cq_numeric_sum_final'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE cq.numeric_sum(pg_catalog.numeric) (
+    sfunc = cq.numeric_sum_accum,
+    stype = internal,
+    sspace = 48,
+    finalfunc = cq.numeric_sum_final,
+    parallel = safe
+);
+COMMENT ON AGGREGATE cq.numeric_sum(pg_catalog.numeric)
+  IS 'pg_cq internal: sum(numeric), the partial state of a batch';
+CREATE FUNCTION cq.numeric_larger(pg_catalog.numeric, pg_catalog.numeric) RETURNS pg_catalog.numeric
+AS 'MODULE_PATHNAME', 'cq_numeric_larger'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cq.numeric_smaller(pg_catalog.numeric, pg_catalog.numeric) RETURNS pg_catalog.numeric
+AS 'MODULE_PATHNAME', 'cq_numeric_smaller'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE AGGREGATE cq.numeric_max(pg_catalog.numeric) (
+    sfunc = cq.numeric_larger,
+    stype = pg_catalog.numeric,
+    combinefunc = cq.numeric_larger,
+    parallel = safe
+);
+COMMENT ON AGGREGATE cq.numeric_max(pg_catalog.numeric)
+  IS 'pg_cq internal: max(numeric), the partial state of a batch';
+CREATE AGGREGATE cq.numeric_min(pg_catalog.numeric) (
+    sfunc = cq.numeric_smaller,
+    stype = pg_catalog.numeric,
+    combinefunc = cq.numeric_smaller,
+    parallel = safe
+);
+COMMENT ON AGGREGATE cq.numeric_min(pg_catalog.numeric)
+  IS 'pg_cq internal: min(numeric), the partial state of a batch';
+COMMENT ON FUNCTION cq.numeric_sum_accum(internal, pg_catalog.numeric) IS 'pg_cq internal: transition function of cq.numeric_sum';
+COMMENT ON FUNCTION cq.numeric_sum_final(internal) IS 'pg_cq internal: final function of cq.numeric_sum';
+COMMENT ON FUNCTION cq.numeric_larger(pg_catalog.numeric, pg_catalog.numeric) IS 'pg_cq internal: numeric_larger without copies';
+COMMENT ON FUNCTION cq.numeric_smaller(pg_catalog.numeric, pg_catalog.numeric) IS 'pg_cq internal: numeric_smaller without copies';

@@ -53,6 +53,8 @@ typedef struct CqAggPart
 	const char *partial;
 	Oid			type;			/* TYPE_AGG: the aggregate's own; TYPE_SUM: sum()'s */
 	const char *merge;
+	const char *numeric;		/* partial over a numeric argument with 0.2's
+								 * cq.numeric_* aggregates (numagg.c), or NULL */
 } CqAggPart;
 
 #define TYPE_AGG InvalidOid
@@ -89,7 +91,7 @@ typedef struct CqAggKind
 #define MERGE_ADD "%1$s + %2$s"
 #define MERGE_SUM "coalesce(%1$s + %2$s, %1$s, %2$s)"
 #define PART_COUNT {"count(%1$s)", INT8OID, MERGE_ADD}
-#define PART_SUM {"sum(%1$s)", TYPE_SUM, MERGE_SUM}
+#define PART_SUM {"sum(%1$s)", TYPE_SUM, MERGE_SUM, "cq.numeric_sum(%1$s)"}
 #define PART_NSUM {"sum(%1$s::pg_catalog.numeric)", NUMERICOID, MERGE_SUM}
 #define PART_NSUMSQ {"sum(%1$s::pg_catalog.numeric * %1$s::pg_catalog.numeric)", NUMERICOID, MERGE_SUM}
 #define PART_F8STATE {"cq.float8_state(%1$s::pg_catalog.float8)", FLOAT8ARRAYOID, "float8_combine(%1$s, %2$s)"}
@@ -120,7 +122,7 @@ typedef struct CqAggKind
 static const CqAggKind agg_kinds[] = {
 	{"count", true, ARG_ANY, 1, {{"count(*)", INT8OID, MERGE_ADD}}, "%1$s"},
 	{"count", false, ARG_ANY, 1, {PART_COUNT}, "%1$s"},
-	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", TYPE_AGG, MERGE_SUM}}, "%1$s"},
+	{"sum", false, ARG_ANY, 1, {{"sum(%1$s)", TYPE_AGG, MERGE_SUM, "cq.numeric_sum(%1$s)"}}, "%1$s"},
 	{"avg", false, ARG_EXACT, 2, {PART_SUM, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s::numeric / %2$s::numeric END"},
 	/* avg(float): float8_accum() sums from +0, so an all -0 input averages to 0 */
@@ -129,8 +131,8 @@ static const CqAggKind agg_kinds[] = {
 	"CASE WHEN %2$s = 0 THEN NULL ELSE (%1$s + 0::float8) / %2$s::float8 END"},
 	{"avg", false, ARG_INTERVAL, 2, {{"sum(%1$s)", INTERVALOID, MERGE_SUM}, PART_COUNT},
 	"CASE WHEN %2$s = 0 THEN NULL ELSE %1$s / %2$s::float8 END"},
-	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, MERGE_LEAST}}, "%1$s"},
-	{"max", false, ARG_ANY, 1, {{"max(%1$s)", TYPE_AGG, MERGE_GREATEST}}, "%1$s"},
+	{"min", false, ARG_ANY, 1, {{"min(%1$s)", TYPE_AGG, MERGE_LEAST, "cq.numeric_min(%1$s)"}}, "%1$s"},
+	{"max", false, ARG_ANY, 1, {{"max(%1$s)", TYPE_AGG, MERGE_GREATEST, "cq.numeric_max(%1$s)"}}, "%1$s"},
 	{"var_samp", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
 	{"variance", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("1", DENOM_SAMP)},
 	{"var_pop", false, ARG_EXACT, 3, {PART_COUNT, PART_NSUM, PART_NSUMSQ}, NUM_VAR("0", DENOM_POP)},
@@ -240,6 +242,27 @@ cq_agg_kind_find(Aggref *agg, Oid argtype)
 }
 
 /*
+ * numeric_aggs_present
+ *	  Does the catalog have cq.numeric_sum, cq.numeric_min and cq.numeric_max
+ *	  (0.2)?  Their results are PostgreSQL's sum, min and max exactly, for
+ *	  fewer instructions a row (numagg.c); a 0.1 catalog keeps PostgreSQL's.
+ *	  Asked whenever SQL is built: generated SQL is cached with the
+ *	  catalog's version (plan.c).  Not over a Citus source
+ *	  (CqAgg.builtin_numeric): its partial aggregates may run on worker
+ *	  nodes, whose catalog need not have them.
+ */
+static bool
+numeric_aggs_present(void)
+{
+	Oid			arg = NUMERICOID;
+
+	return cq_catalog_version() >= CQ_CATALOG_0_2 &&
+		OidIsValid(cq_catalog_function("numeric_sum", 1, &arg)) &&
+		OidIsValid(cq_catalog_function("numeric_min", 1, &arg)) &&
+		OidIsValid(cq_catalog_function("numeric_max", 1, &arg));
+}
+
+/*
  * cq_agg_add_part
  *	  The state column for part k of aggregate a: an existing one in *parts with the
  *	  same partial expression and type, column n (the row count) for a plain
@@ -256,7 +279,9 @@ cq_agg_add_part(List **parts, CqAgg *a, int k)
 	ListCell   *lc;
 
 	/* a DISTINCT aggregate reads the batch's new values, FILTER applied */
-	part->partial = psprintf(kp->partial,
+	part->partial = psprintf(kp->numeric && a->arg_type == NUMERICOID && !a->builtin_numeric &&
+							 numeric_aggs_present() ?
+							 kp->numeric : kp->partial,
 							 a->distinct_col > 0 ? psprintf("i.y%d", a->distinct_col) :
 							 a->arg_col >= 0 ? psprintf("i.x%d", a->arg_col + 1) : "");
 	if (a->filter_col >= 0 && a->distinct_col == 0)

@@ -45,6 +45,8 @@ typedef struct CqAgg
 								 * values, N = 1.. (CqAnalysis.distinct_sets);
 								 * 0 = not DISTINCT */
 	Oid			arg_type;
+	bool		builtin_numeric;	/* keep PostgreSQL's sum/min/max over
+									 * numeric, not cq.numeric_* (numagg.c) */
 	/* generic path (kind == NULL): one cq.agg_state column, part[0] */
 	List	   *arg_cols;		/* inner columns x<N> of every argument (int) */
 	char	   *final;			/* final template; %1$s = the state column */

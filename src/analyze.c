@@ -226,6 +226,8 @@ collect_aggs_walker(Node *node, CollectCtx *ctx)
 		a->aggref = agg;
 		a->kind = kind;
 		a->arg_type = argtype;
+		a->builtin_numeric = cq_citus_kind(an->source_relid) != CQ_CITUS_NONE ||
+			(an->join && cq_citus_kind(an->join->side[1].relid) != CQ_CITUS_NONE);
 		a->filter_col = agg->aggfilter ? add_expr_once(&an->filter_exprs, (Node *) agg->aggfilter) : -1;
 		if (kind != NULL)
 		{

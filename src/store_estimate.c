@@ -31,7 +31,8 @@
  * source column it comes from (a grouping key that is a column), or for
  * the partial of min or max of a column (one of the column's values) and
  * of sum of a numeric column (its values' width and 2 bytes: one more
- * base-10000 digit, a sum of up to 10,000 times the values); any other
+ * base-10000 digit, a sum of up to 10,000 times the values), also when
+ * computed by cq.numeric_min, _max and _sum (numagg.c); any other
  * the planner's width for its type (32 bytes for a numeric), as before
  * session 28, when every column took the planner's width: a state row of
  * two numeric partials was estimated at 123 bytes where the store counted
@@ -48,6 +49,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
@@ -152,14 +154,26 @@ value_width(Query *q, Node *expr, int depth)
 		Node	   *arg;
 		int32		w;
 
-		if (list_length(a->args) != 1 || a->aggorder != NIL || a->aggdistinct != NIL ||
-			get_func_namespace(a->aggfnoid) != PG_CATALOG_NAMESPACE)
+		Oid			nsp;
+
+		if (list_length(a->args) != 1 || a->aggorder != NIL || a->aggdistinct != NIL)
 			return -1;
+		nsp = get_func_namespace(a->aggfnoid);
 		arg = (Node *) ((TargetEntry *) linitial(a->args))->expr;
 		if (exprType(arg) != a->aggtype)
 			return -1;
 		name = get_func_name(a->aggfnoid);
 		if (name == NULL)
+			return -1;
+		/* cq.numeric_sum, _min, _max (numagg.c): PostgreSQL's sum, min, max */
+		if (OidIsValid(nsp) && nsp == get_namespace_oid("cq", true) &&
+			(strcmp(name, "numeric_sum") == 0 || strcmp(name, "numeric_min") == 0 ||
+			 strcmp(name, "numeric_max") == 0))
+		{
+			name += strlen("numeric_");
+			nsp = PG_CATALOG_NAMESPACE;
+		}
+		if (nsp != PG_CATALOG_NAMESPACE)
 			return -1;
 		if (strcmp(name, "min") != 0 && strcmp(name, "max") != 0 &&
 			(strcmp(name, "sum") != 0 || a->aggtype != NUMERICOID))
