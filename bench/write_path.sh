@@ -20,6 +20,16 @@
 # (reaped children of the postmaster), per transaction: on a shared, loaded
 # machine wall-clock tps swings widely, CPU per transaction much less.
 #
+# Then (part "mix", the goal's figure) BENCH_MIX_ROUNDS rounds of
+# BENCH_MIX_SECS in which one pgbench runs both tables' scripts at equal
+# weights: every transaction picks its table at random, so both meet the
+# same load, and the ratio is that of the median latencies of the two
+# tables' transactions (pgbench's per-transaction log), untracked / tracked;
+# the figure is the median of the rounds' ratios, the spread their min-max.
+# Separate runs seconds apart (above) meet different load on a shared
+# machine: their per-pair ratios swung 0.52x-1.33x (session 33) where the
+# interleaved rounds agree within a few percent.
+#
 # Then, when valgrind is installed: the instructions the executor runs per
 # row, counted by callgrind in a single-user backend on a second throwaway
 # data directory (deterministic, unlike wall-clock figures on a shared
@@ -38,10 +48,12 @@
 # read the index's metapage until a summarization extends the revmap.
 #
 # Env: BENCH_PORT (default 55452), BENCH_PAIRS (7), BENCH_PGBENCH_SECS (3),
+# BENCH_MIX_ROUNDS (9), BENCH_MIX_SECS (3),
 # BENCH_PREFILL (0), BENCH_FLOOR (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
-# BENCH_PARTS ("tps callgrind"), BENCH_OUT (bench/results/write_path.md),
+# BENCH_PARTS ("tps mix callgrind"), BENCH_OUT (bench/results/write_path.md),
 # BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
-# lines for bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
+# and "writepathmix KIND CLIENTS RATIO MIN MAX MEAN_RATIO" lines for
+# bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
 # CQ_SKIP_APT, CQ_SKIP_BUILD.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
