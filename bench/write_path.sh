@@ -76,6 +76,8 @@ BENCH_FLOOR="${BENCH_FLOOR:-0}"
 TABLES="w_plain w_trk"
 ((BENCH_FLOOR)) && TABLES="w_plain w_trk w_const"
 part() { [[ " $BENCH_PARTS " == *" $1 "* ]]; }
+# part_kinds PART: the kinds of write to measure in PART, none if it is off
+part_kinds() { if part "$1"; then echo "$BENCH_KINDS"; fi; }
 WORK="$(cluster_dir bench_write)_files"
 
 trap 'stop_cluster bench_write' EXIT
@@ -164,9 +166,7 @@ run() {
 # transaction), interleaved pairs ----
 declare -A LABEL=([single]="single-row INSERT" [multi]="1000-row INSERT ... SELECT" [copy]="COPY, 10,000 rows")
 REPORT=() CPU_REPORT=() FLOOR_REPORT=()
-TPS_KINDS="$BENCH_KINDS"
-part tps || TPS_KINDS=""
-for kind in $TPS_KINDS; do
+for kind in $(part_kinds tps); do
     for clients in $BENCH_CLIENTS; do
         section "tps: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
@@ -228,9 +228,7 @@ mix_round() {
             printf "%.6f %.6f %d %d\n", med("p") / med("t"), (sum["p"] / n["p"]) / (sum["t"] / n["t"]), n["p"], n["t"] }'
 }
 MIX_REPORT=()
-MIX_KINDS="$BENCH_KINDS"
-part mix || MIX_KINDS=""
-for kind in $MIX_KINDS; do
+for kind in $(part_kinds mix); do
     for clients in $BENCH_CLIENTS; do
         section "interleaved: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
