@@ -48,7 +48,8 @@
 # read the index's metapage until a summarization extends the revmap.
 #
 # Env: BENCH_PORT (default 55452), BENCH_PAIRS (7), BENCH_PGBENCH_SECS (3),
-# BENCH_MIX_ROUNDS (9), BENCH_MIX_SECS (3),
+# BENCH_MIX_ROUNDS (9), BENCH_MIX_SECS (3; single-row INSERTs),
+# BENCH_MIX_SECS_LONG (8; 1000-row INSERTs and COPYs),
 # BENCH_PREFILL (0), BENCH_FLOOR (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
 # BENCH_PARTS ("tps mix callgrind"), BENCH_OUT (bench/results/write_path.md),
 # BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
@@ -71,6 +72,7 @@ BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/write_path.md}"
 BENCH_PARTS="${BENCH_PARTS:-tps mix callgrind}"
 BENCH_MIX_ROUNDS="${BENCH_MIX_ROUNDS:-9}"
 BENCH_MIX_SECS="${BENCH_MIX_SECS:-3}"
+BENCH_MIX_SECS_LONG="${BENCH_MIX_SECS_LONG:-8}"
 BENCH_PREFILL="${BENCH_PREFILL:-0}"
 BENCH_FLOOR="${BENCH_FLOOR:-0}"
 TABLES="w_plain w_trk"
@@ -211,13 +213,18 @@ done
 # tracked is slower).  The median leaves out the preempted transactions
 # (the log's mean is dominated by them, and they hit either table by
 # chance); the ratio of the means, what a throughput ratio would be, is
-# reported next to it.  Rounds alternate which table is script 0.
+# reported next to it.  Rounds alternate which table is script 0.  The
+# 1000-row INSERTs and COPYs (5-40 ms each) get BENCH_MIX_SECS_LONG rounds:
+# at 3 s a round held 13-80 of them per table and its ratio spread +-10 %
+# (the single-row rounds, thousands of transactions, +-3 %).
 # mix_round KIND CLIENTS SWAP: "median_ratio mean_ratio n_plain n_tracked"
 mix_round() {
     local kind="$1" clients="$2" swap="$3" a=w_plain b=w_trk out
     ((swap)) && { a=w_trk b=w_plain; }
     rm -f "$WORK"/mixlog.*
-    out="$("$PGBIN/pgbench" -n -M prepared -T "$BENCH_MIX_SECS" -c "$clients" -j "$clients" -l --log-prefix="$WORK/mixlog" \
+    local secs="$BENCH_MIX_SECS"
+    [[ "$kind" == single ]] || secs="$BENCH_MIX_SECS_LONG"
+    out="$("$PGBIN/pgbench" -n -M prepared -T "$secs" -c "$clients" -j "$clients" -l --log-prefix="$WORK/mixlog" \
         -f "$WORK/${kind}_$a.sql@1" -f "$WORK/${kind}_$b.sql@1" 2>&1)" || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
     # log lines: client transaction latency_us script epoch epoch_us
     cat "$WORK"/mixlog.* | awk -v swap="$swap" '{ print (($4 == 0) == (swap == 0) ? "p" : "t"), $3 }' | sort -k1,1 -k2,2n |
@@ -318,7 +325,7 @@ report_table() {
     report_table "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):" \
         "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |" \
         "|---|---|---|---|---|---|---|" "${CPU_REPORT[@]}"
-    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round, ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it:" \
+    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it:" \
         "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) |" \
         "|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
     report_table "The floor (BENCH_FLOOR): the same runs' third twin, plain PostgreSQL with the same nullable xid8 column and a constant default ('0'), no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-triplet ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
