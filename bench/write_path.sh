@@ -20,6 +20,16 @@
 # (reaped children of the postmaster), per transaction: on a shared, loaded
 # machine wall-clock tps swings widely, CPU per transaction much less.
 #
+# Then (part "mix", the goal's figure) BENCH_MIX_ROUNDS rounds of
+# BENCH_MIX_SECS in which one pgbench runs both tables' scripts at equal
+# weights: every transaction picks its table at random, so both meet the
+# same load, and the ratio is that of the median latencies of the two
+# tables' transactions (pgbench's per-transaction log), untracked / tracked;
+# the figure is the median of the rounds' ratios, the spread their min-max.
+# Separate runs seconds apart (above) meet different load on a shared
+# machine: their per-pair ratios swung 0.52x-1.33x (session 33) where the
+# interleaved rounds agree within a few percent.
+#
 # Then, when valgrind is installed: the instructions the executor runs per
 # row, counted by callgrind in a single-user backend on a second throwaway
 # data directory (deterministic, unlike wall-clock figures on a shared
@@ -38,10 +48,13 @@
 # read the index's metapage until a summarization extends the revmap.
 #
 # Env: BENCH_PORT (default 55452), BENCH_PAIRS (7), BENCH_PGBENCH_SECS (3),
+# BENCH_MIX_ROUNDS (9), BENCH_MIX_SECS (3; single-row INSERTs),
+# BENCH_MIX_SECS_LONG (8; 1000-row INSERTs and COPYs),
 # BENCH_PREFILL (0), BENCH_FLOOR (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
-# BENCH_PARTS ("tps callgrind"), BENCH_OUT (bench/results/write_path.md),
+# BENCH_PARTS ("tps mix callgrind"), BENCH_OUT (bench/results/write_path.md),
 # BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
-# lines for bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
+# and "writepathmix KIND CLIENTS RATIO MIN MAX MEAN_RATIO" lines for
+# bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
 # CQ_SKIP_APT, CQ_SKIP_BUILD.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -56,12 +69,17 @@ BENCH_CLIENTS="${BENCH_CLIENTS:-1 2}"
 BENCH_KINDS="${BENCH_KINDS:-single multi copy}"
 BENCH_PGBENCH_SECS="${BENCH_PGBENCH_SECS:-3}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/write_path.md}"
-BENCH_PARTS="${BENCH_PARTS:-tps callgrind}"
+BENCH_PARTS="${BENCH_PARTS:-tps mix callgrind}"
+BENCH_MIX_ROUNDS="${BENCH_MIX_ROUNDS:-9}"
+BENCH_MIX_SECS="${BENCH_MIX_SECS:-3}"
+BENCH_MIX_SECS_LONG="${BENCH_MIX_SECS_LONG:-8}"
 BENCH_PREFILL="${BENCH_PREFILL:-0}"
 BENCH_FLOOR="${BENCH_FLOOR:-0}"
 TABLES="w_plain w_trk"
 ((BENCH_FLOOR)) && TABLES="w_plain w_trk w_const"
 part() { [[ " $BENCH_PARTS " == *" $1 "* ]]; }
+# part_kinds PART: the kinds of write to measure in PART, none if it is off
+part_kinds() { if part "$1"; then echo "$BENCH_KINDS"; fi; }
 WORK="$(cluster_dir bench_write)_files"
 
 trap 'stop_cluster bench_write' EXIT
@@ -150,8 +168,7 @@ run() {
 # transaction), interleaved pairs ----
 declare -A LABEL=([single]="single-row INSERT" [multi]="1000-row INSERT ... SELECT" [copy]="COPY, 10,000 rows")
 REPORT=() CPU_REPORT=() FLOOR_REPORT=()
-part tps || BENCH_KINDS=""
-for kind in $BENCH_KINDS; do
+for kind in $(part_kinds tps); do
     for clients in $BENCH_CLIENTS; do
         section "tps: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
@@ -182,6 +199,57 @@ for kind in $BENCH_KINDS; do
         [[ -z "${BENCH_DATA:-}" ]] || echo "writepath $kind $clients $(median "${ratios[@]}") ${sorted[0]} ${sorted[-1]} $(median "${cratios[@]}")" >>"$BENCH_DATA"
         mapfile -t sorted < <(printf '%s\n' "${cratios[@]}" | sort -g)
         CPU_REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.3f' "$(median "${cp[@]}")") | $(printf '%.3f' "$(median "${ct[@]}")") | **$(fmt_x "$(median "${cratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${cratios[@]}")|")
+    done
+done
+
+# ---- B: interleaved within one run (pgbench with both scripts, equal
+# weights: each transaction of each client picks the table at random) ----
+# Separate runs (part A) compare seconds apart, and on a shared machine the
+# other load changes between them: a pair's ratio swung 0.52x-1.33x for a
+# difference of a few percent.  Here the two tables' transactions alternate
+# at random within one run, so both meet the same load; pgbench's log gives
+# every transaction's latency and script, and the ratio is that of the
+# median latencies (untracked / tracked: as a throughput ratio, < 1 when
+# tracked is slower).  The median leaves out the preempted transactions
+# (the log's mean is dominated by them, and they hit either table by
+# chance); the ratio of the means, what a throughput ratio would be, is
+# reported next to it.  Rounds alternate which table is script 0.  The
+# 1000-row INSERTs and COPYs (5-40 ms each) get BENCH_MIX_SECS_LONG rounds:
+# at 3 s a round held 13-80 of them per table and its ratio spread +-10 %
+# (the single-row rounds, thousands of transactions, +-3 %).
+# mix_round KIND CLIENTS SWAP: "median_ratio mean_ratio n_plain n_tracked"
+mix_round() {
+    local kind="$1" clients="$2" swap="$3" a=w_plain b=w_trk out
+    ((swap)) && { a=w_trk b=w_plain; }
+    rm -f "$WORK"/mixlog.*
+    local secs="$BENCH_MIX_SECS"
+    [[ "$kind" == single ]] || secs="$BENCH_MIX_SECS_LONG"
+    out="$("$PGBIN/pgbench" -n -M prepared -T "$secs" -c "$clients" -j "$clients" -l --log-prefix="$WORK/mixlog" \
+        -f "$WORK/${kind}_$a.sql@1" -f "$WORK/${kind}_$b.sql@1" 2>&1)" || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+    # log lines: client transaction latency_us script epoch epoch_us
+    cat "$WORK"/mixlog.* | awk -v swap="$swap" '{ print (($4 == 0) == (swap == 0) ? "p" : "t"), $3 }' | sort -k1,1 -k2,2n |
+        awk '{ n[$1]++; sum[$1] += $2; v[$1, n[$1]] = $2 }
+        function med(s,    m) { m = n[s]; return m % 2 ? v[s, (m + 1) / 2] : (v[s, m / 2] + v[s, m / 2 + 1]) / 2 }
+        END {
+            if (n["p"] < 3 || n["t"] < 3) { print "nan nan 0 0"; exit }
+            printf "%.6f %.6f %d %d\n", med("p") / med("t"), (sum["p"] / n["p"]) / (sum["t"] / n["t"]), n["p"], n["t"] }'
+}
+MIX_REPORT=()
+for kind in $(part_kinds mix); do
+    for clients in $BENCH_CLIENTS; do
+        section "interleaved: ${LABEL[$kind]}, $clients client(s)"
+        setup_tables
+        mr=() mm=() np=0 nt=0
+        for ((r = 1; r <= BENCH_MIX_ROUNDS; r++)); do
+            read -r a b c d <<<"$(mix_round "$kind" "$clients" $((r % 2 == 0)))"
+            [[ "$a" != nan ]] || die "too few transactions in an interleaved round ($kind, $clients clients)"
+            mr+=("$a") mm+=("$b"); np=$((np + c)) nt=$((nt + d))
+            info "round $r: median latency ratio $a, mean latency ratio $b ($c untracked, $d tracked transactions)"
+        done
+        mapfile -t sorted < <(printf '%s\n' "${mr[@]}" | sort -g)
+        mapfile -t msorted < <(printf '%s\n' "${mm[@]}" | sort -g)
+        MIX_REPORT+=("| ${LABEL[$kind]} | $clients | $np / $nt | **$(fmt_x "$(median "${mr[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.3f ' "${mr[@]}")| $(fmt_x "$(median "${mm[@]}")") ($(fmt_x "${msorted[0]}")–$(fmt_x "${msorted[-1]}")) |")
+        [[ -z "${BENCH_DATA:-}" ]] || echo "writepathmix $kind $clients $(median "${mr[@]}") ${sorted[0]} ${sorted[-1]} $(median "${mm[@]}")" >>"$BENCH_DATA"
     done
 done
 
@@ -257,6 +325,9 @@ report_table() {
     report_table "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):" \
         "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |" \
         "|---|---|---|---|---|---|---|" "${CPU_REPORT[@]}"
+    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it:" \
+        "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) |" \
+        "|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
     report_table "The floor (BENCH_FLOOR): the same runs' third twin, plain PostgreSQL with the same nullable xid8 column and a constant default ('0'), no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-triplet ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
         "| write | clients | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
         "|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"

@@ -533,8 +533,14 @@ brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
  * another range whose revmap entry it then reads and finds empty (what
  * cq_brininsert answers without calling brininsert), after doing what
  * index_insert does before it calls the access method (the serializable
- * conflict check on the index, the reindex check); true sends the row on to
- * index_insert and cq_brininsert as before.  The decision is
+ * conflict check on the index); true sends the row on to index_insert and
+ * cq_brininsert as before.  An index that a REINDEX (or CLUSTER, VACUUM
+ * FULL) of this backend is rebuilding or has yet to rebuild gets no gate:
+ * checked once, where the gate is installed (brin_gate_rows), not for every
+ * row (~10 instructions), because that cannot change while the statement
+ * runs: a statement nested in a rebuild (user code an index expression
+ * runs) ends before the rebuild moves on, and a rebuild cannot start on
+ * an index the statement has open (CheckTableNotInUse).  The decision is
  * cached_range_empty's and range_has_tuple's, so the reasons it is safe
  * against a concurrent summarization are those given at range_has_tuple.  Not with
  * autosummarize (brininsert is asked at the first row of every range), for
@@ -549,14 +555,8 @@ brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
 	int			known = cached_range_empty(c, blk);
 
 	*isnull = false;
-	if (unlikely(known != 1))
-	{
-		/* another range (or the statement's first row): read its entry */
-		if (known == 0 || ReindexIsProcessingIndex(RelationGetRelid(c->index)) ||
-			range_has_tuple(c, c->index, blk))
-			return BoolGetDatum(true);
-	}
-	else if (unlikely(ReindexIsProcessingIndex(RelationGetRelid(c->index))))
+	/* another range (or the statement's first row): read its entry */
+	if (unlikely(known != 1) && (known == 0 || range_has_tuple(c, c->index, blk)))
 		return BoolGetDatum(true);
 
 	/*
@@ -585,7 +585,7 @@ brin_gate_rows(BrinInsertCache *c, Relation idx, IndexInfo *indexInfo)
 
 	c->gate_tried = true;
 	if (c->autosummarize || indexInfo->ii_Predicate != NIL || indexInfo->ii_PredicateState != NULL ||
-		indexInfo->ii_Concurrent)
+		indexInfo->ii_Concurrent || ReindexIsProcessingIndex(RelationGetRelid(idx)))
 		return;
 	if (gate_predicate == NIL)
 	{
