@@ -381,9 +381,9 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
  * it was built from did not change (plan_deps.c): an invalidation of one of
  * its relations has it checked before its next use (only a changed
  * definition rebuilds it, not the statistics VACUUM and ANALYZE write),
- * one of its functions, types or schemas rebuilds it, and so does any
- * operator change and a reset of a whole cache (relid or hash value 0,
- * which may stand for any change).  Invalidations of other objects, which
+ * one of its functions, types, collations or schemas rebuilds it, and so
+ * does any operator change and a reset of a whole cache (relid or hash
+ * value 0, which may stand for any change).  Invalidations of other objects, which
  * autovacuum and temporary tables cause all the time, leave it.  The SQL is
  * rebuilt from the tree with current names (renames keep working).
  */
@@ -433,9 +433,9 @@ plan_invalidate_rel(Datum arg, Oid relid)
 
 /*
  * plan_invalidate_syscache
- *	  A function, type, operator or schema changed (hash value 0: any of
- *	  them may have): drop the entries built from it; every entry for an
- *	  operator, or a reset.
+ *	  A function, type, collation, operator or schema changed (hash value
+ *	  0: any of them may have): drop the entries built from it; every entry
+ *	  for an operator, or a reset.
  */
 static void
 plan_invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
@@ -471,6 +471,7 @@ plan_cache_init(void)
 	cq_relcache_callback(plan_invalidate_rel, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(TYPEOID, plan_invalidate_syscache, (Datum) 0);
+	CacheRegisterSyscacheCallback(COLLOID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(OPEROID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, plan_invalidate_syscache, (Datum) 0);
 }
@@ -478,8 +479,9 @@ plan_cache_init(void)
 /*
  * cq_plan_generation
  *	  The cache's generation: it changes whenever a relation, function,
- *	  type, operator or schema changes.  For other caches of generated SQL
- *	  (join.c): an entry built at generation g is valid while it is g.
+ *	  type, collation, operator or schema changes.  For other caches of
+ *	  generated SQL (join.c): an entry built at generation g is valid while
+ *	  it is g.
  */
 uint64
 cq_plan_generation(void)
