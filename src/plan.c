@@ -45,6 +45,7 @@
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteManip.h"
 #include "parser/parse_oper.h"
+#include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -386,6 +387,22 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
  * value 0, which may stand for any change).  Invalidations of other objects, which
  * autovacuum and temporary tables cause all the time, leave it.  The SQL is
  * rebuilt from the tree with current names (renames keep working).
+ *
+ * Settings.  The SQL is printed under fixed ones (search_path, DateStyle,
+ * IntervalStyle, extra_float_digits: cq_security_deparse_begin), so that
+ * it reads back the same under any; standard_conforming_strings, which
+ * decides how a string constant with a backslash is printed and read
+ * alike, is in the key (plan_key).  No cq.* setting changes the analysis or
+ * the SQL: those that choose a batch's path (cq.merge_max_groups,
+ * cq.bulk_load, cq.custom_plan_rows, cq.state_memory, cq.bench_split_batch)
+ * are read at each batch and choose among the statements of one entry.
+ * The planner's settings (enable_*, work_mem, jit, the costs; those
+ * delta.c sets for a batch too) choose a plan, not a result: they are in
+ * neither the entry nor its saved plans' keys, and a saved generic plan
+ * made under others stays correct, as PostgreSQL's own plan cache keeps
+ * one.  TimeZone changes no text either (a timestamptz constant is
+ * printed with its offset); a batch sets the query's own.  Still
+ * session-dependent: a money constant (lc_monetary), as in pg_dump.
  */
 typedef struct CqPlanCacheEntry
 {
@@ -504,16 +521,20 @@ plan_key(CqQuery *q)
 
 /*
  * cq_plan_key
- *	  plan_key for other caches of generated SQL (join.c).
+ *	  plan_key for other caches of generated SQL (join.c).  With
+ *	  standard_conforming_strings: a string constant with a backslash is
+ *	  printed as the setting wants it read, and SQL printed under one value
+ *	  and first prepared under the other read another string (sql/152).
  */
 char *
 cq_plan_key(CqQuery *q)
 {
-	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s",
+	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d",
 					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
 					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
 					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
-					q->target, q->state_table, q->owner, q->start_offset);
+					q->target, q->state_table, q->owner, q->start_offset,
+					(int) standard_conforming_strings);
 }
 
 /*
