@@ -345,16 +345,39 @@ rel_fingerprint(Oid relid, Collected *into)
 }
 
 /*
+ * add_namespaces_of
+ *	  The schemas of the objects oids of syscache cacheid, whose column
+ *	  nspattr names their schema (those gone meanwhile are left out).
+ */
+static void
+add_namespaces_of(Collected *c, List *oids, int cacheid, AttrNumber nspattr)
+{
+	ListCell   *lc;
+
+	foreach(lc, oids)
+	{
+		HeapTuple	tup = SearchSysCache1(cacheid, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		isnull;
+		Datum		nsp;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		nsp = SysCacheGetAttr(cacheid, tup, nspattr, &isnull);
+		if (!isnull)
+			c->nsps = list_append_unique_oid(c->nsps, DatumGetObjectId(nsp));
+		ReleaseSysCache(tup);
+	}
+}
+
+/*
  * add_namespaces
  *	  The schemas of the collected relations, functions, types and
- *	  collations: renaming
- *	  one renames what the SQL prints.
+ *	  collations: renaming one renames what the SQL prints.
  */
 static void
 add_namespaces(Collected *c)
 {
 	ListCell   *lc;
-	HeapTuple	tup;
 
 	foreach(lc, c->rels)
 	{
@@ -363,30 +386,9 @@ add_namespaces(Collected *c)
 		if (OidIsValid(nsp))
 			c->nsps = list_append_unique_oid(c->nsps, nsp);
 	}
-	foreach(lc, c->procs)
-	{
-		tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(lfirst_oid(lc)));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		c->nsps = list_append_unique_oid(c->nsps, ((Form_pg_proc) GETSTRUCT(tup))->pronamespace);
-		ReleaseSysCache(tup);
-	}
-	foreach(lc, c->types)
-	{
-		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(lfirst_oid(lc)));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		c->nsps = list_append_unique_oid(c->nsps, ((Form_pg_type) GETSTRUCT(tup))->typnamespace);
-		ReleaseSysCache(tup);
-	}
-	foreach(lc, c->colls)
-	{
-		tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(lfirst_oid(lc)));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		c->nsps = list_append_unique_oid(c->nsps, ((Form_pg_collation) GETSTRUCT(tup))->collnamespace);
-		ReleaseSysCache(tup);
-	}
+	add_namespaces_of(c, c->procs, PROCOID, Anum_pg_proc_pronamespace);
+	add_namespaces_of(c, c->types, TYPEOID, Anum_pg_type_typnamespace);
+	add_namespaces_of(c, c->colls, COLLOID, Anum_pg_collation_collnamespace);
 }
 
 /*
