@@ -378,31 +378,33 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 /*
  * Per-backend cache of analyses and generated SQL, so that a worker's
  * batches skip re-analysis and deparsing.  An entry is valid while the
- * query's catalog row is unchanged (its text, tree and options) and what
- * it was built from did not change (plan_deps.c): an invalidation of one of
+ * query's catalog row is unchanged (its text, tree and options) and what it
+ * was built from did not change (plan_deps.c): an invalidation of one of
  * its relations has it checked before its next use (only a changed
- * definition rebuilds it, not the statistics VACUUM and ANALYZE write),
- * one of its functions, types, collations or schemas rebuilds it, and so
- * does any operator change and a reset of a whole cache (relid or hash
- * value 0, which may stand for any change).  Invalidations of other objects, which
+ * definition rebuilds it, not the statistics VACUUM and ANALYZE write), one
+ * of its functions, types, collations or schemas rebuilds it, and so does
+ * any operator change and a reset of a whole cache (relid or hash value 0,
+ * which may stand for any change).  Invalidations of other objects, which
  * autovacuum and temporary tables cause all the time, leave it.  The SQL is
  * rebuilt from the tree with current names (renames keep working).
  *
  * Settings.  The SQL is printed under fixed ones (search_path, DateStyle,
- * IntervalStyle, extra_float_digits: cq_security_deparse_begin), so that
- * it reads back the same under any; standard_conforming_strings, which
- * decides how a string constant with a backslash is printed and read
- * alike, is in the key (plan_key).  No cq.* setting changes the analysis or
- * the SQL: those that choose a batch's path (cq.merge_max_groups,
- * cq.bulk_load, cq.custom_plan_rows, cq.state_memory, cq.bench_split_batch)
- * are read at each batch and choose among the statements of one entry.
- * The planner's settings (enable_*, work_mem, jit, the costs; those
- * delta.c sets for a batch too) choose a plan, not a result: they are in
- * neither the entry nor its saved plans' keys, and a saved generic plan
- * made under others stays correct, as PostgreSQL's own plan cache keeps
- * one.  TimeZone changes no text either (a timestamptz constant is
- * printed with its offset); a batch sets the query's own.  Still
- * session-dependent: a money constant (lc_monetary), as in pg_dump.
+ * IntervalStyle, extra_float_digits: cq_security_deparse_begin), so that it
+ * reads back the same under any; standard_conforming_strings, which decides
+ * how a string constant with a backslash is printed and read alike, is in
+ * the key (plan_key).  No cq.* setting changes the analysis or the SQL:
+ * those that choose a batch's path (cq.merge_max_groups, cq.bulk_load,
+ * cq.custom_plan_rows, cq.state_memory, cq.bench_split_batch) are read at
+ * each batch and choose among the statements of one entry;
+ * cq.citus_shard_scans adds, where a shard query is planned, a condition
+ * its own conditions imply (shard.c).  The planner's settings (enable_*,
+ * work_mem, jit, the costs; those delta.c sets for a batch too) choose a
+ * plan, not a result: they are in neither the entry nor its saved plans'
+ * keys, and a saved generic plan made under others stays correct, as
+ * PostgreSQL's own plan cache keeps one.  TimeZone changes no text either (a
+ * timestamptz constant is printed with its offset); a batch sets the
+ * query's own.  Still session-dependent: a money constant (lc_monetary), as
+ * in pg_dump.
  */
 typedef struct CqPlanCacheEntry
 {
