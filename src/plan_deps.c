@@ -30,9 +30,10 @@
  * An invalidation of one of its relations has the entry checked before it
  * is used again: its relations' fingerprints are taken again, and only a
  * difference rebuilds it.  An invalidation of one of its functions, types,
- * collations or schemas rebuilds it.  A reset of a whole cache, and any operator
- * change (rare; the operators the SQL spells are looked up by type as well
- * as taken from the tree), still rebuild every entry: plan.c's callbacks.
+ * collations or schemas rebuilds it.  A reset of a whole cache, and any
+ * operator change (rare; the operators the SQL spells are looked up by type
+ * as well as taken from the tree), still rebuild every entry: plan.c's
+ * callbacks.
  *
  *-------------------------------------------------------------------------
  */
@@ -264,8 +265,8 @@ collect_walker(Node *node, Collected *c)
  *	  Everything of relation relid that a query's analysis and SQL can
  *	  depend on, as a string; NULL when it does not exist.  Not what
  *	  VACUUM, ANALYZE or TRUNCATE change.  Adds its columns' types and
- *	  collations to *into when into is not NULL.  Locks the relation as a batch does
- *	  (ACCESS SHARE, held to the end of the transaction).
+ *	  collations to *into when into is not NULL.  Locks the relation as a
+ *	  batch does (ACCESS SHARE, held to the end of the transaction).
  */
 static char *
 rel_fingerprint(Oid relid, Collected *into)
@@ -540,9 +541,9 @@ cq_plan_deps_has_rel(const CqPlanDeps *deps, Oid relid)
 /*
  * cq_plan_deps_has_hash
  *	  Was the entry built from a function (cacheid PROCOID), type (TYPEOID),
- *	  collation (COLLOID) or schema (NAMESPACEOID) of this hash value?  (Another object of the
- *	  same hash value rebuilds it for nothing, as a cached plan is.)  True
- *	  for any other cache.
+ *	  collation (COLLOID) or schema (NAMESPACEOID) of this hash value?
+ *	  (Another object of the same hash value rebuilds it for nothing, as a
+ *	  cached plan is.)  True for any other cache.
  */
 bool
 cq_plan_deps_has_hash(const CqPlanDeps *deps, int cacheid, uint32 hashvalue)
