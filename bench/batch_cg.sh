@@ -29,21 +29,16 @@
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+# shellcheck source=bench/lib.sh
+source "$REPO_ROOT/bench/lib.sh"
 
 KIND="${BCG_KIND:-update}"
 NQ="${BCG_QUERIES:-10}"
 HIST="${BCG_HISTORY:-2000}"
 if [[ "$KIND" == append ]]; then NEW="${BCG_NEW:-5}"; else NEW="${BCG_NEW:-1}"; fi
 CG="${BCG_OUT:-$CQ_TMPBASE/pg_cq_batch_cg}"
-command -v valgrind >/dev/null || die "valgrind is needed (apt-get install valgrind)"
-
-rm -rf "$CG"
-mkdir -p "$CG"
-chmod 755 "$CG"
-is_root && chown postgres:postgres "$CG"
-as_postgres "$PGBIN/initdb" -D "$CG/data" -A trust -U postgres --no-sync >/dev/null
-printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_commit = off" \
-    "full_page_writes = off" "shared_buffers = 256MB" "autovacuum = off" >>"$CG/data/postgresql.conf"
+cg_prepare new
+cg_initdb "$CG/data" "" "shared_buffers = 256MB"
 
 row() {
     if [[ "$KIND" == append ]]; then echo "INSERT INTO cg_src (payload) VALUES ('x')"
@@ -65,23 +60,18 @@ row() {
     for ((k = 0; k < HIST; k++)); do row "$k"; done
     for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
 } >"$CG/setup.sql"
-as_postgres "$PGBIN/postgres" --single -D "$CG/data" postgres <"$CG/setup.sql" >"$CG/setup.log" 2>&1
-! grep -q ERROR "$CG/setup.log" || { grep ERROR "$CG/setup.log" >&2; die "set-up failed"; }
+cg_single "$CG/data" setup
 
 # count R: instructions of R rounds, on a copy of the set-up
 count() {
     local r="$1" i k
-    rm -rf "$CG/run" && cp -a "$CG/data" "$CG/run"
     {
         for ((k = 0; k < r; k++)); do
             for ((i = 0; i < NEW; i++)); do row "$((HIST + k * NEW + i))"; done
             for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
         done
     } >"$CG/rounds-$r.sql"
-    as_postgres valgrind --tool=callgrind --callgrind-out-file="$CG/callgrind.$r" --toggle-collect=cq_run \
-        "$PGBIN/postgres" --single -D "$CG/run" postgres <"$CG/rounds-$r.sql" >"$CG/rounds-$r.log" 2>&1
-    ! grep -q ERROR "$CG/rounds-$r.log" || { grep ERROR "$CG/rounds-$r.log" >&2; die "rounds failed"; }
-    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$CG/rounds-$r.log"
+    cg_count "$CG/data" cq_run "rounds-$r" "$r"
 }
 c6="$(count 6)"
 c9="$(count 9)"

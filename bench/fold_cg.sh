@@ -45,34 +45,22 @@ WHICH="${FCG_WHICH:-store fold}"
 STORAGE_OPT="${FCG_STORAGE:+, cq.state_storage = '$FCG_STORAGE'}"
 STORE_RUNS="${FCG_STORE_RUNS:-gb mem tab}"
 CG="${FCG_OUT:-$CQ_TMPBASE/pg_cq_fold_cg}"
-command -v valgrind >/dev/null || die "valgrind is needed (apt-get install valgrind)"
-
-mkdir -p "$CG"
-chmod 755 "$CG"
-is_root && chown postgres:postgres "$CG"
+cg_prepare keep
 
 # setup NAME: a data directory $CG/NAME made by the single-user script on stdin
 setup() {
     rm -rf "${CG:?}/$1"
-    as_postgres "$PGBIN/initdb" -D "$CG/$1" -A trust -U postgres -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
-    printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_commit = off" \
-        "full_page_writes = off" "shared_buffers = 512MB" "autovacuum = off" "cq.state_memory = 1GB" \
+    cg_initdb "$CG/$1" "-E UTF8 --locale=C.UTF-8" "shared_buffers = 512MB" "cq.state_memory = 1GB" \
         "max_parallel_workers_per_gather = 0" "max_parallel_maintenance_workers = 0" "jit = off" "work_mem = '$WM'" "cq.work_mem = '$WM'" \
-        "maintenance_work_mem = 256MB" "cq.state_image_interval = 0" >>"$CG/$1/postgresql.conf"
+        "maintenance_work_mem = 256MB" "cq.state_image_interval = 0"
     cat >"$CG/$1.setup.sql"
-    as_postgres "$PGBIN/postgres" --single -D "$CG/$1" postgres <"$CG/$1.setup.sql" >"$CG/$1.setup.log" 2>&1
-    ! grep -q ERROR "$CG/$1.setup.log" || { grep ERROR "$CG/$1.setup.log" >&2; die "set-up $1 failed"; }
+    cg_single "$CG/$1" "$1.setup"
 }
 
 # count DATA LABEL SQL: instructions of SQL run alone on a copy of DATA
 count() {
-    local data="$1" label="$2" sql="$3"
-    rm -rf "$CG/run" && cp -a "$CG/$data" "$CG/run"
-    printf '%s\n' "$sql" >"$CG/$label.sql"
-    as_postgres valgrind --tool=callgrind --callgrind-out-file="$CG/callgrind.$label" --toggle-collect=PortalRun \
-        "$PGBIN/postgres" --single -D "$CG/run" postgres <"$CG/$label.sql" >"$CG/$label.log" 2>&1
-    ! grep -q ERROR "$CG/$label.log" || { grep ERROR "$CG/$label.log" >&2; die "$label failed"; }
-    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$CG/$label.log"
+    printf '%s\n' "$3" >"$CG/$2.sql"
+    cg_count "$CG/$1" PortalRun "$2" "$2"
 }
 
 report() {   # report LABEL GB FOLD

@@ -39,19 +39,11 @@ source "$REPO_ROOT/bench/lib.sh"
 TX="${ICG_TX:-100}"
 HIST="${ICG_HISTORY:-1000000}"
 CG="${ICG_OUT:-$CQ_TMPBASE/pg_cq_ingest_cg}"
-command -v valgrind >/dev/null || die "valgrind is needed (apt-get install valgrind)"
-
-rm -rf "$CG"
-mkdir -p "$CG"
-chmod 755 "$CG"
-is_root && chown postgres:postgres "$CG"
-as_postgres "$PGBIN/initdb" -D "$CG/data" -A trust -U postgres -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
-printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_commit = off" \
-    "full_page_writes = off" "shared_buffers = 512MB" "autovacuum = off" "work_mem = 64MB" \
-    "max_parallel_workers_per_gather = 0" "jit = off" "cq.run_in_worker = off" \
-    "cq.state_image_interval = 0" >>"$CG/data/postgresql.conf"
 IFS=';' read -r -a _extra <<<"${ICG_CONF:-}"
-for l in "${_extra[@]}"; do printf '%s\n' "$l" >>"$CG/data/postgresql.conf"; done
+cg_prepare new
+cg_initdb "$CG/data" "-E UTF8 --locale=C.UTF-8" "shared_buffers = 512MB" "work_mem = 64MB" \
+    "max_parallel_workers_per_gather = 0" "jit = off" "cq.run_in_worker = off" \
+    "cq.state_image_interval = 0" "${_extra[@]}"
 
 TS="${ICG_TS:-timestamptz '2026-12-03 12:00:30+00'}"
 INS="INSERT INTO ing_tracked (ts, device_id, category, amount) SELECT $TS, 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2) FROM generate_series(1, 1000)"
@@ -65,13 +57,11 @@ INS="INSERT INTO ing_tracked (ts, device_id, category, amount) SELECT $TS, 1 + (
     echo "CALL cq.run('ing_agg')"
     echo "CHECKPOINT"
 } >"$CG/setup.sql"
-as_postgres "$PGBIN/postgres" --single -D "$CG/data" postgres <"$CG/setup.sql" >"$CG/setup.log" 2>&1
-! grep -q ERROR "$CG/setup.log" || { grep ERROR "$CG/setup.log" >&2; die "set-up failed"; }
+cg_single "$CG/data" setup
 
 # count N: N = 1 the warm-up round, N = 2 the warm-up and the measured round
 count() {
-    local n="$1" k
-    rm -rf "$CG/run" && cp -a "$CG/data" "$CG/run"
+    local n="$1" k c
     {
         echo "SELECT setseed(0.25)"
         for ((k = 0; k < 6; k++)); do echo "$INS"; echo "CALL cq.run('ing_agg')"; done
@@ -81,11 +71,9 @@ count() {
         fi
         echo "SELECT 'check', (SELECT sum(n) FROM ing_agg) = (SELECT count(*) FROM ing_tracked)"
     } >"$CG/rounds-$n.sql"
-    as_postgres valgrind --tool=callgrind --callgrind-out-file="$CG/callgrind.$n" --toggle-collect=cq_run \
-        "$PGBIN/postgres" --single -D "$CG/run" postgres <"$CG/rounds-$n.sql" >"$CG/rounds-$n.log" 2>&1
-    ! grep -q ERROR "$CG/rounds-$n.log" || { grep ERROR "$CG/rounds-$n.log" >&2; die "rounds failed"; }
+    c="$(cg_count "$CG/data" cq_run "rounds-$n" "$n")"
     grep -A2 "check" "$CG/rounds-$n.log" | grep -q '= "t"' || { tail -20 "$CG/rounds-$n.log" >&2; die "ing_agg does not cover the source"; }
-    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$CG/rounds-$n.log"
+    echo "$c"
 }
 c1="$(count 1)"
 c2="$(count 2)"

@@ -212,3 +212,50 @@ profile_summary() {
             (other > 0 ? sprintf("other statements %.1f [%s] + ", other, others) : ""), call - count - batch - other,
             scan (hb != "" ? " (" hb ")" : ""), agg, (folds != "" ? "; DEBUG1: " folds : "") }' "$1"
 }
+
+# ---- instruction counts (valgrind callgrind): bench/*_cg.sh ----
+# A script keeps its files in directory $CG: a data directory made by a
+# single-user script, then each count on a fresh copy of it ($CG/run).
+
+# cg_prepare new|keep: valgrind is there; $CG made (emptied first if new),
+# owned by the server's OS user
+cg_prepare() {
+    command -v valgrind >/dev/null || die "valgrind is needed (apt-get install valgrind)"
+    [[ "$1" == keep ]] || rm -rf "${CG:?}"
+    mkdir -p "$CG"
+    chmod 755 "$CG"
+    is_root && chown postgres:postgres "$CG"
+    return 0
+}
+
+# cg_initdb DATA LOCALE CONF...: a new data directory DATA (initdb with the
+# words of LOCALE, "-E UTF8 --locale=C.UTF-8" or ""), pg_cq preloaded, no
+# fsync and no autovacuum, and the postgresql.conf lines CONF
+cg_initdb() {
+    local data="$1" locale="$2"; shift 2
+    # shellcheck disable=SC2086  # LOCALE is initdb's words
+    as_postgres "$PGBIN/initdb" -D "$data" -A trust -U postgres $locale --no-sync >/dev/null
+    printf '%s\n' "shared_preload_libraries = 'pg_cq'" "fsync = off" "synchronous_commit = off" \
+        "full_page_writes = off" "autovacuum = off" "$@" >>"$data/postgresql.conf"
+}
+
+# cg_single DATA NAME: the single-user script $CG/NAME.sql (one statement a
+# line) on DATA, output in $CG/NAME.log; dies on an ERROR
+cg_single() {
+    as_postgres "$PGBIN/postgres" --single -D "$1" postgres <"$CG/$2.sql" >"$CG/$2.log" 2>&1
+    ! grep -q ERROR "$CG/$2.log" || { grep ERROR "$CG/$2.log" >&2; die "$2 failed"; }
+}
+
+# cg_count DATA TOGGLE NAME LABEL: the script $CG/NAME.sql on a fresh copy
+# of DATA under callgrind, counting the instructions under function TOGGLE
+# (--toggle-collect: the statements, not the start-up), into
+# $CG/callgrind.LABEL; output in $CG/NAME.log; dies on an ERROR; prints
+# the count
+cg_count() {
+    local data="$1" toggle="$2" name="$3" label="$4"
+    rm -rf "${CG:?}/run" && cp -a "$data" "$CG/run"
+    as_postgres valgrind --tool=callgrind --callgrind-out-file="$CG/callgrind.$label" --toggle-collect="$toggle" \
+        "$PGBIN/postgres" --single -D "$CG/run" postgres <"$CG/$name.sql" >"$CG/$name.log" 2>&1
+    ! grep -q ERROR "$CG/$name.log" || { grep ERROR "$CG/$name.log" >&2; die "$name failed"; }
+    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$CG/$name.log"
+}

@@ -182,7 +182,10 @@ SELECT count(*) FILTER (WHERE name = 'pg_cq analysis') >= 2 AS analyses_cached,
        count(*) FILTER (WHERE name = 'CachedPlanSource' AND ident LIKE '%jk_cache_src%') > 0 AS plans_saved
   FROM pg_backend_memory_contexts;
 SELECT count(*) AS analyses_before FROM pg_backend_memory_contexts WHERE name = 'pg_cq analysis' \gset
--- ... and frees those of the dropped one when it next builds a plan
+-- ... and frees those of the dropped one at the next batch of any query:
+-- the drop invalidated a relation of its entry, after which the next look-up
+-- in the cache sweeps out the entries of dropped queries (plan.c's
+-- sweep_dropped), whether it builds one or not
 DROP TABLE jk_cache;
 INSERT INTO jk_cache_other VALUES (1, 10);
 CALL cq.run('jk_cache_o');

@@ -1122,6 +1122,36 @@ cq_catalog_sync_schema(Oid relid, Oid nsp)
 }
 
 /*
+ * cq_catalog_options_datums
+ *	  The options of a cq.queries row as statement parameters, the
+ *	  CQ_CATALOG_NOPTIONS from types[0], values[0] and nulls[0]: output_mode,
+ *	  trigger, event_time, watermark_delay (text: the statement casts it),
+ *	  max_rows_per_trigger (NULL when not positive), starting,
+ *	  state_storage, complete_refresh.  For the INSERT of a new query and
+ *	  the UPDATE of its options (catalog_ddl.c), in that order in both.
+ */
+void
+cq_catalog_options_datums(CqOptions *o, Oid *types, Datum *values, char *nulls)
+{
+	static const Oid option_types[CQ_CATALOG_NOPTIONS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	INT8OID, TEXTOID, TEXTOID, TEXTOID};
+
+	memcpy(types, option_types, sizeof(option_types));
+	memset(nulls, ' ', CQ_CATALOG_NOPTIONS);
+	values[0] = CStringGetTextDatum(o->output_mode);
+	values[1] = CStringGetTextDatum(o->trigger);
+	values[2] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
+	nulls[2] = o->event_time ? ' ' : 'n';
+	values[3] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
+	nulls[3] = o->watermark ? ' ' : 'n';
+	values[4] = Int64GetDatum(o->max_rows_per_trigger);
+	nulls[4] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
+	values[5] = CStringGetTextDatum(o->starting);
+	values[6] = CStringGetTextDatum(o->state_storage);
+	values[7] = CStringGetTextDatum(o->complete_refresh);
+}
+
+/*
  * cq_catalog_insert_query
  *	  Insert a cq.queries row; returns its internal id.
  */
@@ -1130,8 +1160,7 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 						const char *query_text, CqOptions *o,
 						const char *query_tree, const char *start_offset)
 {
-	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID};
 	Datum		values[18];
 	char		nulls[18];
 	CqSecurity	sec;
@@ -1142,17 +1171,10 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	values[2] = ObjectIdGetDatum(source);
 	values[3] = ObjectIdGetDatum(target);
 	values[4] = CStringGetTextDatum(query_text);
-	values[5] = CStringGetTextDatum(o->output_mode);
-	values[6] = CStringGetTextDatum(o->trigger);
-	values[7] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
-	nulls[7] = o->event_time ? ' ' : 'n';
-	values[8] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
-	nulls[8] = o->watermark ? ' ' : 'n';
-	values[9] = Int64GetDatum(o->max_rows_per_trigger);
-	nulls[9] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
-	values[10] = CStringGetTextDatum(o->starting);
-	values[11] = CStringGetTextDatum(o->state_storage);
-	values[12] = CStringGetTextDatum(o->complete_refresh);
+	/* $6 to $13 */
+	cq_catalog_options_datums(o, &types[5], &values[5], &nulls[5]);
+	for (int i = 13; i < 18; i++)
+		types[i] = TEXTOID;
 	values[13] = CStringGetTextDatum(query_tree);
 	values[14] = CStringGetTextDatum(start_offset);
 	values[15] = (Datum) 0;

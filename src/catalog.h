@@ -57,6 +57,9 @@ extern void cq_catalog_sync_schema(Oid relid, Oid nsp);
 extern void cq_catalog_set_owner(int32 id, Oid owner);
 extern bool cq_catalog_relation_is_source(Oid relid);
 extern char *cq_catalog_cluster_id(void);
+/* the options of a cq.queries row as statement parameters (catalog.c) */
+#define CQ_CATALOG_NOPTIONS 8
+extern void cq_catalog_options_datums(CqOptions *o, Oid *types, Datum *values, char *nulls);
 extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 									 const char *query_text, CqOptions *opts,
 									 const char *query_tree, const char *start_offset);

@@ -167,31 +167,21 @@ cq_catalog_delete_query(int32 id)
 void
 cq_catalog_update_options(int32 id, CqOptions *o)
 {
-	Oid			types[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
-	TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[9];
-	char		nulls[9];
+	Oid			types[1 + CQ_CATALOG_NOPTIONS] = {INT4OID};
+	Datum		values[1 + CQ_CATALOG_NOPTIONS];
+	char		nulls[1 + CQ_CATALOG_NOPTIONS];
 	CqSecurity	sec;
 
-	memset(nulls, ' ', sizeof(nulls));
 	values[0] = Int32GetDatum(id);
-	values[1] = CStringGetTextDatum(o->output_mode);
-	values[2] = CStringGetTextDatum(o->trigger);
-	values[3] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
-	nulls[3] = o->event_time ? ' ' : 'n';
-	values[4] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
-	nulls[4] = o->watermark ? ' ' : 'n';
-	values[5] = Int64GetDatum(o->max_rows_per_trigger);
-	nulls[5] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
-	values[6] = CStringGetTextDatum(o->starting);
-	values[7] = CStringGetTextDatum(o->state_storage);
-	values[8] = CStringGetTextDatum(o->complete_refresh);
+	nulls[0] = ' ';
+	/* $2 to $9 */
+	cq_catalog_options_datums(o, &types[1], &values[1], &nulls[1]);
 
 	cq_wakeup_catalog_changed();
 	cq_security_superuser(&sec);
 	cq_spi_exec("UPDATE cq.queries SET output_mode = $2, \"trigger\" = $3, event_time = $4, "
 				"watermark_delay = $5::pg_catalog.interval, max_rows_per_trigger = $6, starting = $7, "
 				"state_storage = $8, complete_refresh = $9 WHERE id OPERATOR(pg_catalog.=) $1",
-				SPI_OK_UPDATE, 9, types, values, nulls);
+				SPI_OK_UPDATE, 1 + CQ_CATALOG_NOPTIONS, types, values, nulls);
 	cq_security_restore(&sec);
 }

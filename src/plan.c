@@ -45,6 +45,7 @@
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteManip.h"
 #include "parser/parse_oper.h"
+#include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -377,15 +378,33 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 /*
  * Per-backend cache of analyses and generated SQL, so that a worker's
  * batches skip re-analysis and deparsing.  An entry is valid while the
- * query's catalog row is unchanged (its text, tree and options) and what
- * it was built from did not change (plan_deps.c): an invalidation of one of
+ * query's catalog row is unchanged (its text, tree and options) and what it
+ * was built from did not change (plan_deps.c): an invalidation of one of
  * its relations has it checked before its next use (only a changed
- * definition rebuilds it, not the statistics VACUUM and ANALYZE write),
- * one of its functions, types or schemas rebuilds it, and so does any
- * operator change and a reset of a whole cache (relid or hash value 0,
+ * definition rebuilds it, not the statistics VACUUM and ANALYZE write), one
+ * of its functions, types, collations or schemas rebuilds it, and so does
+ * any operator change and a reset of a whole cache (relid or hash value 0,
  * which may stand for any change).  Invalidations of other objects, which
  * autovacuum and temporary tables cause all the time, leave it.  The SQL is
  * rebuilt from the tree with current names (renames keep working).
+ *
+ * Settings.  The SQL is printed under fixed ones (search_path, DateStyle,
+ * IntervalStyle, extra_float_digits: cq_security_deparse_begin), so that it
+ * reads back the same under any; standard_conforming_strings, which decides
+ * how a string constant with a backslash is printed and read alike, is in
+ * the key (plan_key).  No cq.* setting changes the analysis or the SQL:
+ * those that choose a batch's path (cq.merge_max_groups, cq.bulk_load,
+ * cq.custom_plan_rows, cq.state_memory, cq.bench_split_batch) are read at
+ * each batch and choose among the statements of one entry;
+ * cq.citus_shard_scans adds, where a shard query is planned, a condition
+ * its own conditions imply (shard.c).  The planner's settings (enable_*,
+ * work_mem, jit, the costs; those delta.c sets for a batch too) choose a
+ * plan, not a result: they are in neither the entry nor its saved plans'
+ * keys, and a saved generic plan made under others stays correct, as
+ * PostgreSQL's own plan cache keeps one.  TimeZone changes no text either (a
+ * timestamptz constant is printed with its offset); a batch sets the
+ * query's own.  Still session-dependent: a money constant (lc_monetary), as
+ * in pg_dump.
  */
 typedef struct CqPlanCacheEntry
 {
@@ -433,9 +452,9 @@ plan_invalidate_rel(Datum arg, Oid relid)
 
 /*
  * plan_invalidate_syscache
- *	  A function, type, operator or schema changed (hash value 0: any of
- *	  them may have): drop the entries built from it; every entry for an
- *	  operator, or a reset.
+ *	  A function, type, collation, operator or schema changed (hash value
+ *	  0: any of them may have): drop the entries built from it; every entry
+ *	  for an operator, or a reset.
  */
 static void
 plan_invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
@@ -471,6 +490,7 @@ plan_cache_init(void)
 	cq_relcache_callback(plan_invalidate_rel, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(TYPEOID, plan_invalidate_syscache, (Datum) 0);
+	CacheRegisterSyscacheCallback(COLLOID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(OPEROID, plan_invalidate_syscache, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, plan_invalidate_syscache, (Datum) 0);
 }
@@ -478,8 +498,9 @@ plan_cache_init(void)
 /*
  * cq_plan_generation
  *	  The cache's generation: it changes whenever a relation, function,
- *	  type, operator or schema changes.  For other caches of generated SQL
- *	  (join.c): an entry built at generation g is valid while it is g.
+ *	  type, collation, operator or schema changes.  For other caches of
+ *	  generated SQL (join.c): an entry built at generation g is valid while
+ *	  it is g.
  */
 uint64
 cq_plan_generation(void)
@@ -502,16 +523,20 @@ plan_key(CqQuery *q)
 
 /*
  * cq_plan_key
- *	  plan_key for other caches of generated SQL (join.c).
+ *	  plan_key for other caches of generated SQL (join.c).  With
+ *	  standard_conforming_strings: a string constant with a backslash is
+ *	  printed as the setting wants it read, and SQL printed under one value
+ *	  and first prepared under the other read another string (sql/152).
  */
 char *
 cq_plan_key(CqQuery *q)
 {
-	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s",
+	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d",
 					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
 					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
 					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
-					q->target, q->state_table, q->owner, q->start_offset);
+					q->target, q->state_table, q->owner, q->start_offset,
+					(int) standard_conforming_strings);
 }
 
 /*

@@ -2,7 +2,8 @@
  *
  * plan_deps.c
  *	  What a query's cached analysis and SQL (plan.c) were built from: the
- *	  relations, functions and types a change of which can change them.
+ *	  relations, functions, types and collations a change of which can
+ *	  change them.
  *
  * plan.c used to drop every cached entry on any relation, function or
  * type invalidation in the database, and those are frequent where nothing
@@ -22,14 +23,17 @@
  *	 - the hash values (as the syscache invalidation gives them) of the
  *	   functions the query calls (with its aggregates' support functions
  *	   and the functions of its operators and grouping equality operators),
- *	   of every type of its expressions and of its relations' columns, and
- *	   of the schemas of all of them and of its operators.
+ *	   of every type of its expressions and of its relations' columns, of
+ *	   every collation they use or compare under (renaming one renames
+ *	   what the SQL prints: the batch failed when its statement was parsed
+ *	   again), and of the schemas of all of them and of its operators.
  * An invalidation of one of its relations has the entry checked before it
  * is used again: its relations' fingerprints are taken again, and only a
- * difference rebuilds it.  An invalidation of one of its functions, types
- * or schemas rebuilds it.  A reset of a whole cache, and any operator
- * change (rare; the operators the SQL spells are looked up by type as well
- * as taken from the tree), still rebuild every entry: plan.c's callbacks.
+ * difference rebuilds it.  An invalidation of one of its functions, types,
+ * collations or schemas rebuilds it.  A reset of a whole cache, and any
+ * operator change (rare; the operators the SQL spells are looked up by type
+ * as well as taken from the tree), still rebuild every entry: plan.c's
+ * callbacks.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +43,7 @@
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
@@ -63,6 +68,8 @@ struct CqPlanDeps
 	uint32	   *procs;			/* PROCOID hash values */
 	int			ntypes;
 	uint32	   *types;			/* TYPEOID hash values */
+	int			ncolls;
+	uint32	   *colls;			/* COLLOID hash values */
 	int			nnsps;
 	uint32	   *nsps;			/* NAMESPACEOID hash values */
 };
@@ -72,8 +79,21 @@ typedef struct Collected
 	List	   *rels;			/* OID */
 	List	   *procs;			/* OID */
 	List	   *types;			/* OID */
+	List	   *colls;			/* OID, not the database's default */
 	List	   *nsps;			/* OID: the schemas of all of them */
 } Collected;
+
+/*
+ * add_collation
+ *	  A collation the SQL may name or compare under (InvalidOid: none).
+ *	  The database's default is never altered or dropped.
+ */
+static void
+add_collation(Collected *c, Oid coll)
+{
+	if (OidIsValid(coll) && coll != DEFAULT_COLLATION_OID)
+		c->colls = list_append_unique_oid(c->colls, coll);
+}
 
 /*
  * add_proc
@@ -195,6 +215,8 @@ collect_walker(Node *node, Collected *c)
 
 				foreach(lc, ((RowCompareExpr *) node)->opnos)
 					add_operator(c, lfirst_oid(lc));
+				foreach(lc, ((RowCompareExpr *) node)->inputcollids)
+					add_collation(c, lfirst_oid(lc));
 			}
 			break;
 		default:
@@ -225,10 +247,13 @@ collect_walker(Node *node, Collected *c)
 		case T_MinMaxExpr:
 		case T_CoerceToDomain:
 			c->types = list_append_unique_oid(c->types, exprType(node));
+			add_collation(c, exprCollation(node));
 			break;
 		default:
 			break;
 	}
+	/* the collation a function, operator or aggregate compares under */
+	add_collation(c, exprInputCollation(node));
 	if (IsA(node, Const) && ((Const *) node)->consttype == REGCLASSOID &&
 		!((Const *) node)->constisnull)
 		c->rels = list_append_unique_oid(c->rels, DatumGetObjectId(((Const *) node)->constvalue));
@@ -239,12 +264,12 @@ collect_walker(Node *node, Collected *c)
  * rel_fingerprint
  *	  Everything of relation relid that a query's analysis and SQL can
  *	  depend on, as a string; NULL when it does not exist.  Not what
- *	  VACUUM, ANALYZE or TRUNCATE change.  Adds its columns' types to
- *	  *types when types is not NULL.  Locks the relation as a batch does
- *	  (ACCESS SHARE, held to the end of the transaction).
+ *	  VACUUM, ANALYZE or TRUNCATE change.  Adds its columns' types and
+ *	  collations to *into when into is not NULL.  Locks the relation as a
+ *	  batch does (ACCESS SHARE, held to the end of the transaction).
  */
 static char *
-rel_fingerprint(Oid relid, List **types)
+rel_fingerprint(Oid relid, Collected *into)
 {
 	Relation	rel = try_relation_open(relid, AccessShareLock);
 	Form_pg_class c;
@@ -270,8 +295,11 @@ rel_fingerprint(Oid relid, List **types)
 		appendStringInfo(&b, "|a%s:%u:%d:%d:%u:%d%d%d:%d:%d", NameStr(a->attname), a->atttypid,
 						 a->atttypmod, a->attndims, a->attcollation, a->attnotnull,
 						 a->attisdropped, a->atthasdef, (int) a->attidentity, (int) a->attgenerated);
-		if (types && !a->attisdropped)
-			*types = list_append_unique_oid(*types, a->atttypid);
+		if (into && !a->attisdropped)
+		{
+			into->types = list_append_unique_oid(into->types, a->atttypid);
+			add_collation(into, a->attcollation);
+		}
 	}
 	if (desc->constr)
 	{
@@ -318,15 +346,39 @@ rel_fingerprint(Oid relid, List **types)
 }
 
 /*
+ * add_namespaces_of
+ *	  The schemas of the objects oids of syscache cacheid, whose column
+ *	  nspattr names their schema (those gone meanwhile are left out).
+ */
+static void
+add_namespaces_of(Collected *c, List *oids, int cacheid, AttrNumber nspattr)
+{
+	ListCell   *lc;
+
+	foreach(lc, oids)
+	{
+		HeapTuple	tup = SearchSysCache1(cacheid, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		isnull;
+		Datum		nsp;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		nsp = SysCacheGetAttr(cacheid, tup, nspattr, &isnull);
+		if (!isnull)
+			c->nsps = list_append_unique_oid(c->nsps, DatumGetObjectId(nsp));
+		ReleaseSysCache(tup);
+	}
+}
+
+/*
  * add_namespaces
- *	  The schemas of the collected relations, functions and types: renaming
- *	  one renames what the SQL prints.
+ *	  The schemas of the collected relations, functions, types and
+ *	  collations: renaming one renames what the SQL prints.
  */
 static void
 add_namespaces(Collected *c)
 {
 	ListCell   *lc;
-	HeapTuple	tup;
 
 	foreach(lc, c->rels)
 	{
@@ -335,22 +387,9 @@ add_namespaces(Collected *c)
 		if (OidIsValid(nsp))
 			c->nsps = list_append_unique_oid(c->nsps, nsp);
 	}
-	foreach(lc, c->procs)
-	{
-		tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(lfirst_oid(lc)));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		c->nsps = list_append_unique_oid(c->nsps, ((Form_pg_proc) GETSTRUCT(tup))->pronamespace);
-		ReleaseSysCache(tup);
-	}
-	foreach(lc, c->types)
-	{
-		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(lfirst_oid(lc)));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		c->nsps = list_append_unique_oid(c->nsps, ((Form_pg_type) GETSTRUCT(tup))->typnamespace);
-		ReleaseSysCache(tup);
-	}
+	add_namespaces_of(c, c->procs, PROCOID, Anum_pg_proc_pronamespace);
+	add_namespaces_of(c, c->types, TYPEOID, Anum_pg_type_typnamespace);
+	add_namespaces_of(c, c->colls, COLLOID, Anum_pg_collation_collnamespace);
 }
 
 /*
@@ -418,7 +457,7 @@ CqPlanDeps *
 cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, MemoryContext cxt)
 {
 	CqPlanDeps *deps;
-	Collected	c = {NIL, NIL, NIL, NIL};
+	Collected	c = {NIL, NIL, NIL, NIL, NIL};
 	List	   *rels_planner = NIL;
 	List	   *items = NIL;
 	bool		rls = false;
@@ -428,6 +467,7 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, Memory
 	char	  **fps;
 	uint32	   *procs,
 			   *types,
+			   *colls,
 			   *nsps;
 	int			i;
 	MemoryContext old;
@@ -455,12 +495,13 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, Memory
 	foreach(lc, c.rels)
 	{
 		rels[i] = lfirst_oid(lc);
-		fps[i] = rel_fingerprint(rels[i], &c.types);
+		fps[i] = rel_fingerprint(rels[i], &c);
 		i++;
 	}
 	add_namespaces(&c);
 	procs = hash_values(PROCOID, c.procs);
 	types = hash_values(TYPEOID, c.types);
+	colls = hash_values(COLLOID, c.colls);
 	nsps = hash_values(NAMESPACEOID, c.nsps);
 
 	old = MemoryContextSwitchTo(cxt);
@@ -476,6 +517,8 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, Memory
 	deps->procs = copy_hashes(procs, &deps->nprocs, items, PROCOID);
 	deps->ntypes = list_length(c.types);
 	deps->types = copy_hashes(types, &deps->ntypes, items, TYPEOID);
+	deps->ncolls = list_length(c.colls);
+	deps->colls = copy_hashes(colls, &deps->ncolls, NIL, COLLOID);
 	deps->nnsps = list_length(c.nsps);
 	deps->nsps = copy_hashes(nsps, &deps->nnsps, NIL, NAMESPACEOID);
 	MemoryContextSwitchTo(old);
@@ -497,10 +540,10 @@ cq_plan_deps_has_rel(const CqPlanDeps *deps, Oid relid)
 
 /*
  * cq_plan_deps_has_hash
- *	  Was the entry built from a function (cacheid PROCOID), type (TYPEOID)
- *	  or schema (NAMESPACEOID) of this hash value?  (Another object of the
- *	  same hash value rebuilds it for nothing, as a cached plan is.)  True
- *	  for any other cache.
+ *	  Was the entry built from a function (cacheid PROCOID), type (TYPEOID),
+ *	  collation (COLLOID) or schema (NAMESPACEOID) of this hash value?
+ *	  (Another object of the same hash value rebuilds it for nothing, as a
+ *	  cached plan is.)  True for any other cache.
  */
 bool
 cq_plan_deps_has_hash(const CqPlanDeps *deps, int cacheid, uint32 hashvalue)
@@ -512,6 +555,8 @@ cq_plan_deps_has_hash(const CqPlanDeps *deps, int cacheid, uint32 hashvalue)
 		h = deps->procs, n = deps->nprocs;
 	else if (cacheid == TYPEOID)
 		h = deps->types, n = deps->ntypes;
+	else if (cacheid == COLLOID)
+		h = deps->colls, n = deps->ncolls;
 	else if (cacheid == NAMESPACEOID)
 		h = deps->nsps, n = deps->nnsps;
 	else

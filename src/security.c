@@ -178,7 +178,19 @@ cq_security_passes_setting(const char *name, const char *value)
 /*
  * cq_security_deparse_begin / cq_security_deparse_end
  *	  Deparse under search_path = pg_catalog so that every user object is
- *	  printed schema-qualified.
+ *	  printed schema-qualified, and with the constants printed so that they
+ *	  read back the same under any setting (as pg_dump prints them):
+ *	  DateStyle ISO, IntervalStyle postgres, extra_float_digits 3.  The
+ *	  text is parsed later, not always under the settings it was printed
+ *	  with: a backend's cached SQL (plan.c) is run after a SET, a pool
+ *	  worker's by the next caller with that caller's settings, and
+ *	  PostgreSQL's plan cache analyzes a saved plan's statement again under
+ *	  the settings of the moment.  Under the session's settings a date was
+ *	  printed '04/03/2026' under DateStyle 'SQL, DMY' and read back as
+ *	  April 3 under 'ISO, MDY', and a float8 lost digits under a negative
+ *	  extra_float_digits (sql/152).  (standard_conforming_strings, which
+ *	  changes how a string is printed and read back alike, is in plan.c's
+ *	  cache key instead.)
  */
 int
 cq_security_deparse_begin(void)
@@ -186,6 +198,12 @@ cq_security_deparse_begin(void)
 	int			nest = NewGUCNestLevel();
 
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("DateStyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("IntervalStyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	return nest;
 }

@@ -966,8 +966,8 @@ publish(CqStore *st)
 		h->valid = false;
 		h->inflight = -1;
 		h->rows = h->bytes = 0;
+		ConditionVariableBroadcast(&h->cv); /* under the lock: see discard */
 		dshash_release_lock(store_dir, d);
-		ConditionVariableBroadcast(&h->cv);
 		if (old_table)
 			cq_store_destroy_table(old_table);
 		return;
@@ -1010,8 +1010,8 @@ publish(CqStore *st)
 	h->image_at = st->image_at;
 	h->image_base = st->image_base;
 	h->min_e = st->min_e;
+	ConditionVariableBroadcast(&h->cv); /* under the lock: see discard */
 	dshash_release_lock(store_dir, d);
-	ConditionVariableBroadcast(&h->cv);
 	if (old_table)
 		cq_store_destroy_table(old_table);
 }
@@ -1060,11 +1060,24 @@ discard(CqStore *st)
 		cq_store_destroy_table(st->newtable);
 	drop_own_table(st);
 	d = dshash_find(store_dir, &st->key, true);
+
+	/*
+	 * The waiters (cq_store_open) are woken while the directory entry is
+	 * still locked, and only when st's header is still the entry's: a
+	 * header is freed only under that lock (free_entry), so the broadcast
+	 * never touches freed memory, which it could once the lock is released
+	 * (a drop's forget_now may run then).  No wake-up is lost either: a
+	 * waiter is on the condition variable's list (PrepareToSleep) before
+	 * it reads inflight under the same lock, so it either sees -1 or is
+	 * woken by this broadcast.  publish does the same.
+	 */
 	if (d && d->header == st->header)
+	{
 		header_of(st)->inflight = -1;
+		ConditionVariableBroadcast(&header_of(st)->cv);
+	}
 	if (d)
 		dshash_release_lock(store_dir, d);
-	ConditionVariableBroadcast(&header_of(st)->cv);
 }
 
 /*

@@ -5,13 +5,19 @@
 # shared_preload_libraries = 'citus,pg_cq' (Citus must come first), creates
 # the citus extension on every node, registers the workers, and creates
 # pg_cq on the coordinator (Citus propagates it to the workers).
+# Loading it loads t/CqCrash.pm too: a server process of any node that
+# crashed fails the test (the kill -9 of a postmaster the tests make logs no
+# crash of a child).
 package CqCitus;
 
 use strict;
 use warnings;
+use File::Basename ();
+use lib File::Basename::dirname(__FILE__) . '/..';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqCrash;
 use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
