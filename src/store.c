@@ -694,6 +694,8 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	dsa_pointer row;
 	dsa_pointer np;
 	int64		bytes;
+	uint32		len;
+	Size		data_len = 0;
 
 	if (!st->own_table)
 	{
@@ -712,11 +714,20 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	}
 	if (!st->building)
 		return NULL;
+	if (cq_bench_variant & 4)
+	{
 	MemoryContextReset(st->build_cxt);
 	old = MemoryContextSwitchTo(st->build_cxt);
 	t = heap_form_tuple(st->desc, values, nulls);
 	MemoryContextSwitchTo(old);
-	bytes = row_bytes(t);
+	len = t->t_len;
+	}
+	else
+	{
+		len = cq_store_row_len(st->desc, values, nulls, &data_len);
+		t = NULL;
+	}
+	bytes = (int64) (len - HEAPTUPLESIZE + MINIMAL_TUPLE_OFFSET) + NODE_OVERHEAD;	/* row_bytes */
 	if (st->bytes + bytes > (int64) cq_state_memory_kb * 1024)
 	{
 		link_pending(st);
@@ -733,7 +744,15 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 		st->pending = repalloc(st->pending, sizeof(CqGroupSlot) * st->pending_max);
 		st->pending_tmp = repalloc(st->pending_tmp, sizeof(CqGroupSlot) * st->pending_max);
 	}
+	if (t)
 	np = cq_store_alloc_node(t, true, &row);
+	else
+	{
+		/* formed in its node: the row returned is a header over it there */
+		np = cq_store_alloc_node_values(st->desc, values, nulls, len, data_len, &row);
+		cq_store_set_view(&st->built, row);
+		t = &st->built;
+	}
 	st->pending[st->npending].hash = cq_store_key_hash(st, values, nulls);
 	st->pending[st->npending++].head = np;
 	st->bytes += bytes;
