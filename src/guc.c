@@ -56,7 +56,6 @@ int			cq_state_image_interval_s = 300;
 
 /* measurements only: a table path batch in two statements (batch.c) */
 bool		cq_bench_split_batch = false;
-int			cq_bench_variant = 0;
 bool		cq_bulk_load = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c) */
 int			cq_merge_max_groups = 1000;
@@ -296,11 +295,6 @@ cq_guc_init(void)
 							 false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE,
 							 NULL, NULL, NULL);
-
-	DefineCustomIntVariable("cq.bench_variant",
-							"Experiment switch (temporary).", NULL,
-							&cq_bench_variant, 0, 0, 1 << 20,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("cq.bulk_load",
 							 "Loads batch 0 over history of an update query on the state table path directly.",

@@ -31,7 +31,6 @@ extern int	cq_state_memory_kb;
 extern int	cq_state_image_batches;
 extern int	cq_state_image_interval_s;
 extern bool cq_bench_split_batch;
-extern int	cq_bench_variant;
 extern bool cq_bulk_load;
 extern int	cq_merge_max_groups;
 extern char *cq_batch_metrics;

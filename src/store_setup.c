@@ -29,7 +29,6 @@
 
 #include "store_setup.h"
 #include "citus.h"
-#include "guc.h"
 #include "state.h"
 
 /*
@@ -288,7 +287,7 @@ cq_store_key_hash(CqStore *st, Datum *values, bool *nulls)
 {
 	uint64		h = UINT64CONST(0x9e3779b97f4a7c15);
 
-	if (st->h_att != 0 && (cq_bench_variant & 2) == 0)
+	if (st->h_att != 0)
 	{
 		uint32		kh = nulls[st->h_att - 1] ? key_h(st, values, nulls) :
 			DatumGetUInt32(values[st->h_att - 1]);
