@@ -503,12 +503,18 @@ cq_store_lookup_published(CqStore *st, Datum *values, bool *nulls, StoreRef *ref
 
 /*
  * row_bytes
- *	  What a row costs in the store.
+ *	  What a row costs in the store (row_bytes_len: of a row of t_len).
  */
+static int64
+row_bytes_len(uint32 t_len)
+{
+	return (int64) (t_len - HEAPTUPLESIZE + MINIMAL_TUPLE_OFFSET) + NODE_OVERHEAD;
+}
+
 static int64
 row_bytes(HeapTuple t)
 {
-	return (int64) (t->t_len - HEAPTUPLESIZE + MINIMAL_TUPLE_OFFSET) + NODE_OVERHEAD;
+	return row_bytes_len(t->t_len);
 }
 
 /*
@@ -679,8 +685,10 @@ link_pending(CqStore *st)
  *	  into it).  So no overlay item and no local copy of the row are made,
  *	  and nothing is copied at PRE_COMMIT: at 100k groups those were ~7k
  *	  pages first touched and a copy of every row, about a tenth of batch
- *	  0's CPU (bench/README.md, store section, session 27).  Returns the
- *	  row, formed locally (valid until the next call), or NULL when it
+ *	  0's CPU (bench/README.md, store section, session 27).  The row is
+ *	  formed right in its node (since session 34; before, formed locally,
+ *	  then copied).  Returns a header over it (valid until the next call),
+ *	  or NULL when it
  *	  must go to the overlay instead (cq_store_put_owned): the store did
  *	  not start empty, or its rows would pass cq.state_memory (the batch
  *	  then moves to the table path: the table holds no more than the
@@ -694,13 +702,14 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	dsa_pointer row;
 	dsa_pointer np;
 	int64		bytes;
+	uint32		len;
+	Size		data_len;
 
 	if (!st->own_table)
 	{
 		if (!st->replace || st->table != NULL || st->nitems != 0 || st->switched || st->prepared)
 			return NULL;
 		old = MemoryContextSwitchTo(st->cxt);
-		st->build_cxt = AllocSetContextCreate(st->cxt, "pg_cq store build row", ALLOCSET_SMALL_SIZES);
 		st->table = cq_gt_create(cq_store_area, cq_shared->store_tranche, st->expect_groups);
 		st->pending_max = 1024;
 		st->pending = palloc(sizeof(CqGroupSlot) * st->pending_max);
@@ -712,11 +721,8 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	}
 	if (!st->building)
 		return NULL;
-	MemoryContextReset(st->build_cxt);
-	old = MemoryContextSwitchTo(st->build_cxt);
-	t = heap_form_tuple(st->desc, values, nulls);
-	MemoryContextSwitchTo(old);
-	bytes = row_bytes(t);
+	len = cq_store_row_len(st->desc, values, nulls, &data_len);
+	bytes = row_bytes_len(len);
 	if (st->bytes + bytes > (int64) cq_state_memory_kb * 1024)
 	{
 		link_pending(st);
@@ -733,7 +739,10 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 		st->pending = repalloc(st->pending, sizeof(CqGroupSlot) * st->pending_max);
 		st->pending_tmp = repalloc(st->pending_tmp, sizeof(CqGroupSlot) * st->pending_max);
 	}
-	np = cq_store_alloc_node(t, true, &row);
+	/* formed in its node: the row returned is a header over it there */
+	np = cq_store_alloc_node_values(st->desc, values, nulls, len, data_len, &row);
+	cq_store_set_view(&st->built, row);
+	t = &st->built;
 	st->pending[st->npending].hash = cq_store_key_hash(st, values, nulls);
 	st->pending[st->npending++].head = np;
 	st->bytes += bytes;

@@ -215,6 +215,61 @@ cq_store_alloc_node(HeapTuple t, bool visible, dsa_pointer *row)
 }
 
 /*
+ * cq_store_row_len
+ *	  The t_len heap_form_tuple would give the row values/nulls of desc
+ *	  (the heap tuple's: its minimal tuple is MINIMAL_TUPLE_OFFSET
+ *	  shorter), and *data_len its data's, for cq_store_alloc_node_values.
+ */
+uint32
+cq_store_row_len(TupleDesc desc, Datum *values, bool *nulls, Size *data_len)
+{
+	Size		hoff = SizeofHeapTupleHeader;
+
+	for (int i = 0; i < desc->natts; i++)
+		if (nulls[i])
+		{
+			hoff += BITMAPLEN(desc->natts);
+			break;
+		}
+	*data_len = heap_compute_data_size(desc, values, nulls);
+	return MAXALIGN(hoff) + *data_len;
+}
+
+/*
+ * cq_store_alloc_node_values
+ *	  cq_store_alloc_node (visible) of the row values/nulls of desc, formed
+ *	  right in the node, as heap_form_minimal_tuple forms it (len and
+ *	  data_len from cq_store_row_len), with the padding zeroed as
+ *	  cq_store_fill_tuple leaves it: the same bytes without a local row to
+ *	  form, copy and free (batch 0's puts, session 34).  May raise an error
+ *	  (out of memory).
+ */
+dsa_pointer
+cq_store_alloc_node_values(TupleDesc desc, Datum *values, bool *nulls, uint32 len, Size data_len,
+						   dsa_pointer *row)
+{
+	uint32		mlen = len - MINIMAL_TUPLE_OFFSET;
+	dsa_pointer np = dsa_allocate(cq_store_area, NODE_ROW_OFFSET + mlen);
+	StoreNode  *node = dsa_get_address(cq_store_area, np);
+	MinimalTuple mt = (MinimalTuple) ((char *) node + NODE_ROW_OFFSET);
+	uint32		hoff = len - data_len;	/* the heap tuple's t_hoff */
+	bool		hasnull = false;
+
+	for (int i = 0; i < desc->natts && !hasnull; i++)
+		hasnull = nulls[i];
+	memset(mt, 0, mlen);
+	mt->t_len = mlen;
+	HeapTupleHeaderSetNatts(mt, desc->natts);
+	mt->t_hoff = hoff;
+	heap_fill_tuple(desc, values, nulls, (char *) mt + hoff - MINIMAL_TUPLE_OFFSET, data_len,
+					&mt->t_infomask, hasnull ? mt->t_bits : NULL);
+	*row = np + NODE_ROW_OFFSET;
+	node->next = InvalidDsaPointer;
+	node->tuple = *row;
+	return np;
+}
+
+/*
  * cq_store_link_node
  *	  Put node np at the head of the chain of hash in table (its lock held
  *	  exclusively, or the table not visible yet).  May raise an error.

@@ -41,6 +41,9 @@ extern void cq_store_own_row(OvItem *it, HeapTuple t);
 extern void cq_store_free_items(CqStore *st, bool nodes);
 extern void cq_store_fill_tuple(MinimalTuple mt, HeapTuple t);
 extern dsa_pointer cq_store_alloc_node(HeapTuple t, bool visible, dsa_pointer *row);
+extern uint32 cq_store_row_len(TupleDesc desc, Datum *values, bool *nulls, Size *data_len);
+extern dsa_pointer cq_store_alloc_node_values(TupleDesc desc, Datum *values, bool *nulls,
+											  uint32 len, Size data_len, dsa_pointer *row);
 extern void cq_store_free_node(dsa_pointer np);
 extern void cq_store_link_node(CqGroupTable *table, uint64 hash, dsa_pointer np);
 extern void cq_store_link_new_node(CqGroupTable *table, uint64 hash, dsa_pointer np);

@@ -157,7 +157,7 @@ struct CqStore
 	int			pending_max;
 	CqGroupSlot *pending;
 	CqGroupSlot *pending_tmp;
-	MemoryContext build_cxt;	/* cq_store_put_built's row, reset per row */
+	HeapTupleData built;		/* a header over put_built's last row (formed in its node) */
 	HTAB	   *overlay;		/* uint64 -> OvEntry, of the first n_indexed items */
 	HTAB	   *touched;		/* published nodes the overlay replaces (filled by scans) */
 	int64		nitems;			/* items (OvItem), in order: item_at */
