@@ -636,8 +636,7 @@ push_statement_snapshot(void)
 static bool
 fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("queries", nsp) : InvalidOid;
+	Oid			relid = cq_colmap_cq_relid("queries");
 	AttrNumber	idatt;
 	Relation	rel;
 	Relation	idx = NULL;
@@ -747,8 +746,7 @@ static Datum name_datum(const char *s);
 static bool
 fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQuery **result)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("queries", nsp) : InvalidOid;
+	Oid			relid = cq_colmap_cq_relid("queries");
 	AttrNumber	atts[2];
 	Oid			types[2] = {NAMEOID, TEXTOID};
 	RegProcedure eqs[2] = {F_NAMEEQ, F_TEXTEQ};
@@ -912,8 +910,7 @@ cq_catalog_key_values(CqQuery *q, Datum *name, Datum *schema, char *schema_null)
 static Relation
 direct_open(const char *relname, const char *column, Oid type, AttrNumber *att)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+	Oid			relid = cq_colmap_cq_relid(relname);
 	Relation	rel;
 
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)

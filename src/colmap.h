@@ -34,5 +34,6 @@ typedef struct CqColMap
 
 extern const AttrNumber *cq_colmap_get(CqColMap *map, Relation rel, const char *const *names,
 									   int n);
+extern Oid	cq_colmap_cq_relid(const char *relname);
 
 #endif							/* CQ_COLMAP_H */

@@ -21,6 +21,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/relation.h"
@@ -45,6 +47,8 @@
 #include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 #include "progress.h"
@@ -174,8 +178,7 @@ typedef struct PkScan
 static bool
 pk_open(const char *relname, bool v02, PkScan *pk, LOCKMODE lockmode)
 {
-	Oid			nsp = get_namespace_oid("cq", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid(relname, nsp) : InvalidOid;
+	Oid			relid = cq_colmap_cq_relid(relname);
 	Oid			idxid;
 	static const char *const cols[3] = {"schema", "name", "batch_id"};
 	static CqColMap maps[2] = {CQ_COLMAP_INIT, CQ_COLMAP_INIT};
@@ -491,7 +494,7 @@ direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, Direct
 
 		/* only the foreign key to cq.queries the row lock stands for */
 		ok = RI_FKey_trigger_type(t->tgfoid) == RI_TRIGGER_FK &&
-			t->tgconstrrelid == get_relname_relid("queries", RelationGetNamespace(rel));
+			t->tgconstrrelid == cq_colmap_cq_relid("queries");
 	}
 	list_free(indexes);
 
@@ -653,7 +656,7 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 		DCOL("name", TEXTOID, 0), DCOL("batch_id", INT8OID, 1),
 		{"run_id", UUIDOID, DirectFunctionCall1(uuid_in, CStringGetDatum(q->run_id)), false},
 		DCOL("started_at", TIMESTAMPTZOID, 6), DCOL("duration_ms", FLOAT8OID, 7),
-		{"durations", JSONBOID, DirectFunctionCall1(jsonb_in, CStringGetDatum(TextDatumGetCString(v[8]))), false},
+		DCOL("durations", JSONBOID, 8),
 		DCOL("num_input_rows", INT8OID, 9), DCOL("input_rows_per_second", FLOAT8OID, 10),
 		DCOL("processed_rows_per_second", FLOAT8OID, 11), DCOL("num_state_rows_total", INT8OID, 4),
 		DCOL("num_state_rows_updated", INT8OID, 12), DCOL("num_state_rows_removed", INT8OID, 13),
@@ -701,6 +704,55 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 }
 
 /*
+ * push_ms
+ *	  Into the object st builds, key: ms as a number of three decimals, the
+ *	  value the text "%.3f" gives: from whole microseconds (a decimal of
+ *	  scale 3 made directly: formatting and parsing a float took ~18k
+ *	  instructions a batch), or through the text when out of their range.
+ */
+static void
+push_ms(JsonbParseState **st, const char *key, double ms)
+{
+	JsonbValue	k;
+	JsonbValue	v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	(void) pushJsonbValue(st, WJB_KEY, &k);
+	v.type = jbvNumeric;
+	if (fabs(ms) < 1e12)
+		v.val.numeric = int64_div_fast_to_numeric((int64) llround(ms * 1000.0), 3);
+	else
+		v.val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+															CStringGetDatum(psprintf("%.3f", ms)),
+															ObjectIdGetDatum(InvalidOid),
+															Int32GetDatum(-1)));
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/*
+ * durations_jsonb
+ *	  cq.progress.durations of batch r: latestOffset, addBatch,
+ *	  triggerExecution and, after a state rebuild, stateRebuild (ms).
+ */
+static Datum
+durations_jsonb(const CqBatchResult *r)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue *obj;
+
+	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	push_ms(&st, "latestOffset", r->latest_offset_ms);
+	push_ms(&st, "addBatch", r->add_batch_ms);
+	push_ms(&st, "triggerExecution", r->duration_ms);
+	if (r->rebuild_ms >= 0)
+		push_ms(&st, "stateRebuild", r->rebuild_ms);
+	obj = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	return JsonbPGetDatum(JsonbValueToJsonb(obj));
+}
+
+/*
  * cq_progress_record_batch
  *	  Record a committed batch: its offset row and progress row, keeping the
  *	  last CQ_PROGRESS_KEEP of each.  Runs in the batch's transaction, so
@@ -713,7 +765,7 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 {
 #define NREC 28
 	Oid			types[NREC] = {TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
-		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, TEXTOID, INT8OID, FLOAT8OID, FLOAT8OID,
+		TEXTOID, TIMESTAMPTZOID, FLOAT8OID, JSONBOID, INT8OID, FLOAT8OID, FLOAT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 		TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, NAMEOID,
 	TIMESTAMPOID, TIMESTAMPOID, INT8OID};
@@ -733,9 +785,7 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 	values[5] = CStringGetTextDatum(q->run_id);
 	values[6] = TimestampTzGetDatum(r->started_at);
 	values[7] = Float8GetDatum(r->duration_ms);
-	values[8] = CStringGetTextDatum(psprintf("{\"latestOffset\": %.3f, \"addBatch\": %.3f, \"triggerExecution\": %.3f%s}",
-											 r->latest_offset_ms, r->add_batch_ms, r->duration_ms,
-											 r->rebuild_ms >= 0 ? psprintf(", \"stateRebuild\": %.3f", r->rebuild_ms) : ""));
+	values[8] = durations_jsonb(r);
 	values[9] = Int64GetDatum(r->input_rows);
 	values[10] = Float8GetDatum(r->input_rows_per_second);
 	if (r->input_rows_per_second < 0)
@@ -796,7 +846,7 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 				"  num_state_rows_updated, num_state_rows_removed, num_rows_dropped_by_watermark, "
 				"  num_output_rows, start_offset, end_offset, watermark, event_time_min, event_time_max, "
 				"  event_time_avg%1$s%7$s) "
-				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9::pg_catalog.jsonb, $10, $11, $12, $5, $13, $14, $15, $16, "
+				"  VALUES ($1, $2, $6::pg_catalog.uuid, $7, $8, $9, $10, $11, $12, $5, $13, $14, $15, $16, "
 				"  $3::pg_catalog.pg_snapshot, $4::pg_catalog.pg_snapshot, $18, $20, $21, $22%2$s%8$s)), "
 				"x AS (DELETE FROM cq.offsets WHERE %3$s "
 				"  AND batch_id OPERATOR(pg_catalog.<=) $17 AND batch_id OPERATOR(pg_catalog.>=) $24), "
