@@ -1089,6 +1089,11 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			if (!history && mo.ins == 0 && sql->sink_existing != NULL &&
 				cq_sink_target_has_columns(sql->target, sql->out_names, sql->nout))
 				sink = sql->sink_existing;
+			/* only new groups: o1 alone, a plain INSERT (ou and oi write nothing) */
+			else if (!history && x == NIL && sql->sink_new != NULL &&
+					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) &&
+					 !cq_sink_update_statement_triggers(sql->target))
+				sink = sql->sink_new;
 			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 												   tuplestore_tuple_count(mo.ts) + list_length(x)),
 								  NULL, NULL, false, 0);
