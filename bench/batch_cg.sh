@@ -11,6 +11,12 @@
 #           count and sum), BCG_NEW rows per round (default 1);
 #   append: the latency bench's stateless append query, BCG_NEW rows per
 #           round (default 5);
+#   history: goal 4's batch (bench/run.sh scenario 2): its source and
+#           update query (~216k groups over 3 days of history, BCG_HISTORY
+#           rows, default 1M: the batch's cost does not grow with the
+#           rows, bench/history.sh), BCG_NEW rows per round (default
+#           10000, 10 minutes of new groups, as scenario 2 inserts them),
+#           one query (BCG_QUERIES defaults to 1);
 # each query's batch 0 runs in the set-up.  Then, for R rounds: BCG_NEW
 # single-row INSERTs, then CALL cq.run for every query.  The instructions
 # of the CALLs (callgrind --toggle-collect=cq_run) are counted for R = 6
@@ -33,12 +39,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
 source "$REPO_ROOT/bench/lib.sh"
 
 KIND="${BCG_KIND:-update}"
-NQ="${BCG_QUERIES:-10}"
-HIST="${BCG_HISTORY:-2000}"
-if [[ "$KIND" == append ]]; then NEW="${BCG_NEW:-5}"; else NEW="${BCG_NEW:-1}"; fi
+case "$KIND" in
+    append) NQ="${BCG_QUERIES:-10}" HIST="${BCG_HISTORY:-2000}" NEW="${BCG_NEW:-5}" ;;
+    history) NQ="${BCG_QUERIES:-1}" HIST="${BCG_HISTORY:-1000000}" NEW="${BCG_NEW:-10000}" ;;
+    *) NQ="${BCG_QUERIES:-10}" HIST="${BCG_HISTORY:-2000}" NEW="${BCG_NEW:-1}" ;;
+esac
 CG="${BCG_OUT:-$CQ_TMPBASE/pg_cq_batch_cg}"
 cg_prepare new
-cg_initdb "$CG/data" "" "shared_buffers = 256MB"
+# no store image by time (cq.state_image_interval): under valgrind a run outlasts its 5 minutes,
+# and the image of a large state, written in whichever round that happens, is no batch's cost
+cg_initdb "$CG/data" "" "shared_buffers = 256MB" "cq.state_image_interval = 0"
 
 row() {
     if [[ "$KIND" == append ]]; then echo "INSERT INTO cg_src (payload) VALUES ('x')"
@@ -48,17 +58,26 @@ row() {
 {
     echo "CREATE EXTENSION pg_cq"
     if [[ "$KIND" == append ]]; then echo "CREATE TABLE cg_src (id bigserial, payload text)"
+    elif [[ "$KIND" == history ]]; then
+        echo "CREATE TABLE cg_src (id bigserial, ts timestamptz, device_id int, category text, amount numeric(10,2)) WITH (autovacuum_enabled = off)"
+        echo "SELECT setseed(0.5)"
+        gen_rows cg_src "$HIST" '2024-01-01' '3 days'; echo
+        echo "CREATE INDEX ON cg_src (id)"
     else echo "CREATE TABLE cg_src (id bigserial, a int, b int, c int, v int)"; fi
     for ((i = 0; i < NQ; i++)); do
-        if [[ "$KIND" == append ]]; then
+        if [[ "$KIND" == history ]]; then
+            echo "CREATE TABLE cg_q$i WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $(agg_select cg_src)"
+        elif [[ "$KIND" == append ]]; then
             echo "CREATE TABLE cg_q$i WITH (cq.output_mode = 'append', cq.trigger = 'available_now') AS SELECT id, payload FROM cg_src WITH NO DATA"
         else
             col=$(echo "a b c" | cut -d' ' -f$((i % 3 + 1)))
             echo "CREATE TABLE cg_q$i WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS SELECT $col % $((i / 3 + 2)) AS g, count(*) AS n, sum(v) AS s FROM cg_src GROUP BY 1"
         fi
     done
-    for ((k = 0; k < HIST; k++)); do row "$k"; done
-    for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+    if [[ "$KIND" == history ]]; then echo "VACUUM cg_src"; else
+        for ((k = 0; k < HIST; k++)); do row "$k"; done
+        for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+    fi
 } >"$CG/setup.sql"
 cg_single "$CG/data" setup
 
@@ -67,7 +86,12 @@ count() {
     local r="$1" i k
     {
         for ((k = 0; k < r; k++)); do
-            for ((i = 0; i < NEW; i++)); do row "$((HIST + k * NEW + i))"; done
+            if [[ "$KIND" == history ]]; then
+                echo "SELECT setseed(0.$((k + 1)))"   # the same rows in every count
+                gen_rows cg_src "$NEW" "$(date -u -d "2024-01-04 00:00 UTC + $((10 * k)) minutes" '+%Y-%m-%d %H:%M:%S+00')" '10 minutes'; echo
+            else
+                for ((i = 0; i < NEW; i++)); do row "$((HIST + k * NEW + i))"; done
+            fi
             for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
         done
     } >"$CG/rounds-$r.sql"

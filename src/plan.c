@@ -568,6 +568,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->store.complete);
 	l = lappend(l, plan->store.sink_merge);
 	l = lappend(l, plan->store.sink_existing);
+	l = lappend(l, plan->store.sink_new);
 	l = lappend(l, plan->batch_sql_merge);
 	l = lappend(l, plan->bulk_sql);
 	l = lappend(l, plan->bulk_sql_all);
@@ -716,6 +717,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(split_sink_sql);
 	COPY_SQL(store.sink_merge);
 	COPY_SQL(store.sink_existing);
+	COPY_SQL(store.sink_new);
 	COPY_SQL(batch_sql_merge);
 	COPY_SQL(merge_why);
 	COPY_SQL(bulk_sql);

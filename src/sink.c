@@ -678,3 +678,22 @@ cq_sink_statement_triggers(Oid target)
 	table_close(rel, NoLock);
 	return found;
 }
+
+/*
+ * cq_sink_update_statement_triggers
+ *	  Does an UPDATE of the target fire a statement-level trigger (BEFORE
+ *	  or AFTER)?  The upsert's ou fires those in every batch, even one that
+ *	  updates no row; the INSERT of a batch of new groups alone
+ *	  (CqStoreSql.sink_new) runs only where none would miss them.
+ */
+bool
+cq_sink_update_statement_triggers(Oid target)
+{
+	Relation	rel = table_open(target, RowExclusiveLock);
+	TriggerDesc *td = rel->trigdesc;
+	bool		found = td != NULL &&
+		(td->trig_update_before_statement || td->trig_update_after_statement);
+
+	table_close(rel, NoLock);
+	return found;
+}

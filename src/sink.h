@@ -39,5 +39,6 @@ extern char *cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *
 										const char *state);
 
 extern bool cq_sink_statement_triggers(Oid target);
+extern bool cq_sink_update_statement_triggers(Oid target);
 
 #endif							/* CQ_SINK_H */

@@ -28,6 +28,7 @@ typedef struct CqStoreSql
 	bool		sink_history_plain; /* it reads m's state columns only (no _sid, _ins) */
 	char	   *sink_merge;		/* update mode: sink by MERGE (merge.c), or NULL */
 	char	   *sink_existing;	/* sink for an m without new groups (no o1), or NULL */
+	char	   *sink_new;		/* sink for an m of new groups only (o1 alone), or NULL */
 	char	   *complete;		/* complete mode: reload the target from cq_all */
 	char	   *merge_kinds;	/* per part p<i>, char i-1: its CqMergeKind + 'A' */
 	bool		counts;			/* single scan: d's rows give the batch's row count */

@@ -1089,6 +1089,11 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			if (!history && mo.ins == 0 && sql->sink_existing != NULL &&
 				cq_sink_target_has_columns(sql->target, sql->out_names, sql->nout))
 				sink = sql->sink_existing;
+			/* only new groups: o1 alone, a plain INSERT (ou and oi write nothing) */
+			else if (!history && x == NIL && sql->sink_new != NULL &&
+					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) &&
+					 !cq_sink_update_statement_triggers(sql->target))
+				sink = sql->sink_new;
 			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 												   tuplestore_tuple_count(mo.ts) + list_length(x)),
 								  NULL, NULL, false, 0);
@@ -1113,11 +1118,12 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			 metrics->lookup_ms, metrics->load_ms, metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 	else
-		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s%s%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
+		elog(DEBUG1, "pg_cq: store fold: d %.3f ms (%llu groups, each looked up and put as d makes it%s%s%s%s), merge statement %.3f ms, eviction %.3f ms, m and x %.3f ms, target statement %.3f ms (CPU time)",
 			 metrics->d_ms, (unsigned long long) fs.rows,
 			 metrics->untested ? "; the history's rows read without testing cq_xid" : "",
 			 tl ? "; its target rows loaded as it made them" : "",
 			 custom ? "; with a custom plan" : "",
+			 sink != NULL && sink == sql->sink_new ? "; all new: the target by its INSERT alone" : "",
 			 metrics->merge_ms,
 			 metrics->evict_ms, metrics->enr_ms, metrics->sink_ms);
 }

@@ -201,7 +201,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	sql->merge = psprintf("SELECT s._k%s FROM %s s /* state %u */", merges.data, STORE_ENR_PAIRS,
 						  q->state_table);
 
-	sql->sink = sql->sink_history = sql->sink_existing = NULL;
+	sql->sink = sql->sink_history = sql->sink_existing = sql->sink_new = NULL;
 	sql->load_history = sql->load_history_all = NULL;
 	sql->target = InvalidOid;
 	sql->out_names = NULL;
@@ -253,6 +253,13 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 										 target, cq_sink_target_columns(an, "", false, false),
 										 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
 										 cq_sink_having_where(an, viewid));
+			/*
+			 * a later batch whose changed groups are all new to the state
+			 * (every _ins true, as when a time-series query's new rows
+			 * open new minutes): the same INSERT, o1 alone, over an m
+			 * that has the flags (its own text: its own saved plan)
+			 */
+			sql->sink_new = psprintf("%s /* new groups */", sql->sink_history);
 			build_load_sql(an, q, viewid, sql, acols.data, scols.data, fcols.data);
 		}
 	}
