@@ -41,6 +41,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -184,6 +185,16 @@ cq_warm_query(int32 id, int slot)
 	{
 		CqQuery    *q;
 
+		/*
+		 * Never wait for a lock: the catalog read and the analysis lock
+		 * the query's relations one by one, and waiting behind a DROP
+		 * TABLE of several of them while holding another made a deadlock
+		 * that the user's DROP lost (session 34, sql/143 in CI).  A lock
+		 * that is not free within a millisecond ends the warm-up (caught
+		 * below); the setting goes with this transaction.
+		 */
+		(void) set_config_option("lock_timeout", "1", PGC_SUSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_cq: SPI_connect failed");
