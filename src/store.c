@@ -65,6 +65,8 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -535,6 +537,25 @@ note_e(CqStore *st, HeapTuple tup)
 }
 
 /*
+ * Values out of line.  The store outlives the transaction of the batch
+ * that put a row, and a TOAST pointer of a row of d points into a source
+ * table, whose chunks VACUUM removes once the source row is gone: d passes
+ * source values through as they were read (a group key; min or max of a
+ * group with one row, whose transition value nodeAgg copies from the
+ * input; a merged min or max that keeps the new value).  So a row is put
+ * with such values fetched (sql/161); heap_form_tuple marks a row that
+ * holds one (HEAP_HASEXTERNAL), and put_built checks its values.
+ */
+static void
+fetch_external(TupleDesc desc, Datum *values, bool *nulls)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (TupleDescAttr(desc, i)->attlen == -1 && !nulls[i] &&
+			VARATT_IS_EXTERNAL(DatumGetPointer(values[i])))
+			values[i] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(values[i])));
+}
+
+/*
  * put
  *	  Make a copy of tup (NULL: delete) the group's row in the overlay; ref
  *	  is what lookup found for it.  Returns the copy (NULL: deleted), a
@@ -551,6 +572,8 @@ cq_store_put(CqStore *st, StoreRef *ref, HeapTuple tup)
 	int64		rows = 0;
 
 	Assert(!st->prepared);
+	if (tup && HeapTupleHasExternal(tup))
+		tup = toast_flatten_tuple(tup, st->desc);	/* see fetch_external */
 	if (ref->tup != NULL)
 	{
 		bytes -= row_bytes(ref->tup);
@@ -692,7 +715,8 @@ link_pending(CqStore *st)
  *	  must go to the overlay instead (cq_store_put_owned): the store did
  *	  not start empty, or its rows would pass cq.state_memory (the batch
  *	  then moves to the table path: the table holds no more than the
- *	  budget).  May raise an error (out of shared memory).
+ *	  budget).  Values out of line are fetched into values[] (see
+ *	  fetch_external).  May raise an error (out of shared memory).
  */
 HeapTuple
 cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
@@ -721,6 +745,7 @@ cq_store_put_built(CqStore *st, Datum *values, bool *nulls)
 	}
 	if (!st->building)
 		return NULL;
+	fetch_external(st->desc, values, nulls);
 	len = cq_store_row_len(st->desc, values, nulls, &data_len);
 	bytes = row_bytes_len(len);
 	if (st->bytes + bytes > (int64) cq_state_memory_kb * 1024)
