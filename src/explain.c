@@ -224,6 +224,7 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	char	   *state = cq_sql_relname_str(q->state_table);
 	bool		evicts = cq_state_evicts(an) && q->opts.mode != CQ_MODE_COMPLETE;
 	int			step = 1;
+	int			sink_step;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "-- %s\n", cq_objects_target_comment(q->target, q->name, &q->opts));
@@ -290,13 +291,31 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 						 "-- CREATE TEMP TABLE x AS SELECT * FROM %s WITH NO DATA\n",
 						 step++, state, state);
 		appendStringInfo(&buf, "%s;\n", sql->sink);
+		sink_step = step - 1;
 		if (sql->sink_merge != NULL)
 		{
 			appendStringInfo(&buf, "\n-- %d. MERGE: instead of statement %d when the batch changed at most\n"
 							 "-- cq.merge_max_groups groups: the same rows written, from the same m\n",
-							 step, step - 1);
+							 step, sink_step);
 			step++;
 			appendStringInfo(&buf, "%s;\n", sql->sink_merge);
+		}
+		/* the variants store_fold.c runs instead of the upsert (session 35) */
+		if (sql->sink_existing != NULL)
+		{
+			appendStringInfo(&buf, "\n-- %d. no new group: instead of statement %d when no group the batch changed is\n"
+							 "-- new to the store (m's _ins all false), MERGE is not chosen and the target has\n"
+							 "-- its columns: the same without o1\n", step++, sink_step);
+			appendStringInfo(&buf, "%s;\n", sql->sink_existing);
+		}
+		if (sql->sink_new != NULL)
+		{
+			appendStringInfo(&buf, "\n-- %d. only new groups: instead of statement %d when every group the batch changed\n"
+							 "-- is new to the store (m's _ins all true), no window was evicted (x is empty),\n"
+							 "-- MERGE is not chosen, and the target has no statement-level UPDATE or DELETE\n"
+							 "-- trigger (the upsert fires those in every batch): the plain INSERT of those groups\n",
+							 step++, sink_step);
+			appendStringInfo(&buf, "%s;\n", sql->sink_new);
 		}
 	}
 	appendStringInfoString(&buf, "\n-- at commit the batch's changes are published to the store (discarded at abort)\n");

@@ -681,9 +681,10 @@ cq_sink_statement_triggers(Oid target)
 
 /*
  * cq_sink_update_statement_triggers
- *	  Does an UPDATE of the target fire a statement-level trigger (BEFORE
- *	  or AFTER)?  The upsert's ou fires those in every batch, even one that
- *	  updates no row; the INSERT of a batch of new groups alone
+ *	  Does an UPDATE or a DELETE of the target fire a statement-level
+ *	  trigger (BEFORE or AFTER)?  The upsert's ou fires the UPDATE ones in
+ *	  every batch, even one that updates no row, and with HAVING its od the
+ *	  DELETE ones (sql/162); the INSERT of a batch of new groups alone
  *	  (CqStoreSql.sink_new) runs only where none would miss them.
  */
 bool
@@ -692,7 +693,8 @@ cq_sink_update_statement_triggers(Oid target)
 	Relation	rel = table_open(target, RowExclusiveLock);
 	TriggerDesc *td = rel->trigdesc;
 	bool		found = td != NULL &&
-		(td->trig_update_before_statement || td->trig_update_after_statement);
+		(td->trig_update_before_statement || td->trig_update_after_statement ||
+		 td->trig_delete_before_statement || td->trig_delete_after_statement);
 
 	table_close(rel, NoLock);
 	return found;
