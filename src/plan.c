@@ -54,6 +54,7 @@
 #include "utils/ruleutils.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "nodes/readfuncs.h"
@@ -390,9 +391,12 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
  *
  * Settings.  The SQL is printed under fixed ones (search_path, DateStyle,
  * IntervalStyle, extra_float_digits: cq_security_deparse_begin), so that it
- * reads back the same under any; standard_conforming_strings, which decides
- * how a string constant with a backslash is printed and read alike, is in
- * the key (plan_key).  No cq.* setting changes the analysis or the SQL:
+ * reads back the same under any, and an xml constant as XMLPARSE (which
+ * no xmloption changes: sql_builder.c); standard_conforming_strings, which
+ * decides how a string constant with a backslash is printed and read
+ * alike, and lc_monetary, which does for a money constant (its symbol,
+ * separators and decimal places: no text reads back the same under every
+ * locale), are in the key (plan_key; sql/152, t/099).  No cq.* setting changes the analysis or the SQL:
  * those that choose a batch's path (cq.merge_max_groups, cq.bulk_load,
  * cq.custom_plan_rows, cq.state_memory, cq.bench_split_batch) are read at
  * each batch and choose among the statements of one entry;
@@ -403,8 +407,7 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
  * keys, and a saved generic plan made under others stays correct, as
  * PostgreSQL's own plan cache keeps one.  TimeZone changes no text either (a
  * timestamptz constant is printed with its offset); a batch sets the
- * query's own.  Still session-dependent: a money constant (lc_monetary), as
- * in pg_dump.
+ * query's own.
  */
 typedef struct CqPlanCacheEntry
 {
@@ -526,17 +529,20 @@ plan_key(CqQuery *q)
  *	  plan_key for other caches of generated SQL (join.c).  With
  *	  standard_conforming_strings: a string constant with a backslash is
  *	  printed as the setting wants it read, and SQL printed under one value
- *	  and first prepared under the other read another string (sql/152).
+ *	  and first prepared under the other read another string (sql/152);
+ *	  with lc_monetary: a money constant printed under one locale was
+ *	  read under another by the plan cache's new analysis of a saved
+ *	  statement (another value, or an error: t/099).
  */
 char *
 cq_plan_key(CqQuery *q)
 {
-	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d",
+	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d|%s",
 					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
 					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
 					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
 					q->target, q->state_table, q->owner, q->start_offset,
-					(int) standard_conforming_strings);
+					(int) standard_conforming_strings, locale_monetary);
 }
 
 /*

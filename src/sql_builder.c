@@ -10,7 +10,8 @@
  *
  * Queries and expressions are deparsed through cq_sql_querydef and
  * cq_sql_expression, which first make explicit every operator the text
- * would name only implicitly (ready_mutator).
+ * would name only implicitly (ready_mutator), and print an xml constant
+ * in a form that reads back under any xmloption (ready_xml).
  *
  * SPI helpers raise an error on any unexpected return code.  Switching
  * users is security.c's business.
@@ -37,6 +38,7 @@
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/xml.h"
 #include "common/hashfn.h"
 
 #include "sql_builder.h"
@@ -459,6 +461,41 @@ ready_join(JoinExpr *j, ReadyContext *ctx)
 	return (Node *) j;
 }
 
+/*
+ * ready_xml
+ *	  An xml constant printed as XMLPARSE(DOCUMENT|CONTENT '...' PRESERVE
+ *	  WHITESPACE), not '...'::xml, which xml_in reads under the xmloption
+ *	  of the session that parses the statement: a batch of a worker, or
+ *	  of a session with xmloption = document, or the plan cache's new
+ *	  analysis of a saved statement after a SET, failed on a content
+ *	  constant (sql/163).  XMLPARSE with PRESERVE WHITESPACE checks the
+ *	  text as xml_in does and returns it unchanged: the same value.  A
+ *	  document is parsed as one (PostgreSQL 15's content mode refuses a
+ *	  DOCTYPE).  A domain over xml keeps its cast.
+ */
+static Node *
+ready_xml(Const *c)
+{
+	Oid			base = getBaseType(c->consttype);
+	XmlExpr    *x;
+
+	if (base != XMLOID || c->constisnull)
+		return (Node *) c;
+	x = makeNode(XmlExpr);
+	x->op = IS_XMLPARSE;
+	x->xmloption = xml_is_document((xmltype *) DatumGetPointer(c->constvalue)) ?
+		XMLOPTION_DOCUMENT : XMLOPTION_CONTENT;
+	x->args = list_make2(makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1, c->constvalue, false, false),
+						 makeBoolConst(true, false));
+	x->type = XMLOID;
+	x->typmod = -1;
+	x->location = -1;
+	if (base == c->consttype)
+		return (Node *) x;
+	return (Node *) makeRelabelType((Expr *) x, c->consttype, c->consttypmod, InvalidOid,
+									COERCE_EXPLICIT_CAST);
+}
+
 static Node *
 ready_mutator(Node *node, ReadyContext *ctx)
 {
@@ -485,6 +522,8 @@ ready_mutator(Node *node, ReadyContext *ctx)
 			return ready_case((CaseExpr *) node);
 		case T_JoinExpr:
 			return ready_join((JoinExpr *) node, ctx);
+		case T_Const:
+			return ready_xml((Const *) node);
 		default:
 			return node;
 	}

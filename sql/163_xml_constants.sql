@@ -1,0 +1,65 @@
+-- A query's statements are printed from its tree (deparsed) and read back
+-- when prepared, and again when PostgreSQL's plan cache analyzes a saved
+-- statement anew (a relation it reads changed: ANALYZE), each time under
+-- the settings of that moment.  An xml constant was printed as
+-- '...'::xml, which xml_in reads under xmloption: a content constant
+-- ('<a/>tail', not a document) read under xmloption = document failed the
+-- batch ("invalid XML document"), in a session or pool worker with that
+-- setting.  Since session 35 it is printed as XMLPARSE(CONTENT ...
+-- PRESERVE WHITESPACE) (a document as XMLPARSE(DOCUMENT ...)), which
+-- every setting reads as the same value (sql_builder.c, ready_xml).  See
+-- sql/152 for the other settings, t/099 for money (lc_monetary).
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
+\i sql/include/helpers.sql
+SELECT pause_others() AS others_paused;
+SET cq.run_in_worker = off;		-- the batches run in this backend, under its settings
+
+CREATE TABLE x163_src (k int, x xml);
+CREATE DOMAIN x163_dom AS xml CHECK (VALUE IS NOT NULL);
+CREATE PROCEDURE x163_rows() LANGUAGE sql AS $$
+  INSERT INTO x163_src SELECT k, xmlparse(content t) FROM (VALUES (1, '<a/>tail'), (1, '<b/>'), (2, '<a/>tail'), (3, NULL)) v(k, t);
+  INSERT INTO x163_src VALUES (2, xmlparse(document '<!DOCTYPE d><d/>'));
+  ANALYZE x163_src;
+$$;
+-- a content constant, a document with a DOCTYPE, one of a domain over xml
+CREATE VIEW x163_oracle AS
+  SELECT k, count(*) FILTER (WHERE x::text = '<a/>tail'::xml::text) AS content_n,
+            count(*) FILTER (WHERE x::text = '<!DOCTYPE d><d/>'::xml::text) AS doc_n,
+            count(*) FILTER (WHERE x::text = '<b/>'::x163_dom::text) AS dom_n
+    FROM x163_src GROUP BY k;
+CREATE TABLE x163_q WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT k, count(*) FILTER (WHERE x::text = '<a/>tail'::xml::text) AS content_n,
+            count(*) FILTER (WHERE x::text = '<!DOCTYPE d><d/>'::xml::text) AS doc_n,
+            count(*) FILTER (WHERE x::text = '<b/>'::x163_dom::text) AS dom_n
+    FROM x163_src GROUP BY k;
+CALL x163_rows();
+CALL cq.run('x163_q');
+SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches;
+SELECT cq.explain('x163_q') ~ 'XMLPARSE\(CONTENT ''<a/>tail''::text PRESERVE WHITESPACE\)' AS content_parsed,
+       cq.explain('x163_q') ~ 'XMLPARSE\(DOCUMENT ''<!DOCTYPE d><d/>''::text PRESERVE WHITESPACE\)' AS document_parsed;
+
+-- 1. the saved statements analyzed anew (ANALYZE in x163_rows) under
+--    xmloption = document
+SET xmloption = document;
+CALL x163_rows();
+CALL cq.run('x163_q');
+SELECT name, state, last_error FROM cq.queries WHERE name = 'x163_q';
+SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches;
+
+-- 2. a new backend with xmloption = document builds and prepares them
+\c
+SET client_min_messages = warning;
+SET cq.run_in_worker = off;
+SET xmloption = document;
+CALL x163_rows();
+CALL cq.run('x163_q');
+SELECT name, state, last_error FROM cq.queries WHERE name = 'x163_q';
+RESET xmloption;
+SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches;
+
+SELECT cq.drop_query('x163_q', drop_target => true);
+DROP VIEW x163_oracle;
+DROP PROCEDURE x163_rows();
+DROP TABLE x163_src;
+DROP DOMAIN x163_dom;
