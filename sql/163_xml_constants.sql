@@ -7,7 +7,10 @@
 -- batch ("invalid XML document"), in a session or pool worker with that
 -- setting.  Since session 35 it is printed as XMLPARSE(CONTENT ...
 -- PRESERVE WHITESPACE) (a document as XMLPARSE(DOCUMENT ...)), which
--- every setting reads as the same value (sql_builder.c, ready_xml).  See
+-- every setting reads as the same value (sql_builder.c, ready_xml).  An
+-- array constant with a NULL element, printed '{1,NULL}'::integer[], was
+-- read under array_nulls = off as the element "NULL" (an error for int);
+-- it is printed as ARRAY[1, NULL::integer] (ready_array).  See
 -- sql/152 for the other settings, t/099 for money (lc_monetary).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_cq;
@@ -39,27 +42,51 @@ SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches;
 SELECT cq.explain('x163_q') ~ 'XMLPARSE\(CONTENT ''<a/>tail''::text PRESERVE WHITESPACE\)' AS content_parsed,
        cq.explain('x163_q') ~ 'XMLPARSE\(DOCUMENT ''<!DOCTYPE d><d/>''::text PRESERVE WHITESPACE\)' AS document_parsed;
 
+-- an array with a NULL element (array_nulls) and one of xml elements
+CREATE TABLE x163_arr WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT k, count(*) FILTER (WHERE k = ANY ('{1,NULL}'::int[])) AS null_n,
+            count(*) FILTER (WHERE x::text = ANY ('{<a/>tail,<b/>}'::xml[]::text[])) AS xmls_n,
+            count(*) FILTER (WHERE 'NULL' = ANY ('{"NULL",x}'::text[])) AS quoted_n
+    FROM x163_src GROUP BY k;
+CREATE VIEW x163_arr_oracle AS
+  SELECT k, count(*) FILTER (WHERE k = ANY ('{1,NULL}'::int[])) AS null_n,
+            count(*) FILTER (WHERE x::text = ANY ('{<a/>tail,<b/>}'::xml[]::text[])) AS xmls_n,
+            count(*) FILTER (WHERE 'NULL' = ANY ('{"NULL",x}'::text[])) AS quoted_n
+    FROM x163_src GROUP BY k;
+CALL cq.run('x163_arr');
+SELECT mismatches('x163_arr', 'TABLE x163_arr_oracle') AS mismatches;
+SELECT cq.explain('x163_arr') ~ E'ARRAY\\[1, NULL::integer\\]' AS null_array;
+
 -- 1. the saved statements analyzed anew (ANALYZE in x163_rows) under
 --    xmloption = document
+--    and array_nulls = off
 SET xmloption = document;
+SET array_nulls = off;
 CALL x163_rows();
 CALL cq.run('x163_q');
-SELECT name, state, last_error FROM cq.queries WHERE name = 'x163_q';
-SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches;
+CALL cq.run('x163_arr');
+SELECT name, state, last_error FROM cq.queries WHERE name LIKE 'x163%' ORDER BY name;
+SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches,
+       mismatches('x163_arr', 'TABLE x163_arr_oracle') AS arr_mismatches;
 
 -- 2. a new backend with xmloption = document builds and prepares them
 \c
 SET client_min_messages = warning;
 SET cq.run_in_worker = off;
 SET xmloption = document;
+SET array_nulls = off;
 CALL x163_rows();
 CALL cq.run('x163_q');
-SELECT name, state, last_error FROM cq.queries WHERE name = 'x163_q';
+CALL cq.run('x163_arr');
+SELECT name, state, last_error FROM cq.queries WHERE name LIKE 'x163%' ORDER BY name;
 RESET xmloption;
-SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches;
+RESET array_nulls;
+SELECT mismatches('x163_q', 'TABLE x163_oracle') AS mismatches,
+       mismatches('x163_arr', 'TABLE x163_arr_oracle') AS arr_mismatches;
 
+DROP VIEW x163_oracle, x163_arr_oracle;
 SELECT cq.drop_query('x163_q', drop_target => true);
-DROP VIEW x163_oracle;
+SELECT cq.drop_query('x163_arr', drop_target => true);
 DROP PROCEDURE x163_rows();
 DROP TABLE x163_src;
 DROP DOMAIN x163_dom;

@@ -11,7 +11,8 @@
  * Queries and expressions are deparsed through cq_sql_querydef and
  * cq_sql_expression, which first make explicit every operator the text
  * would name only implicitly (ready_mutator), and print an xml constant
- * in a form that reads back under any xmloption (ready_xml).
+ * in a form that reads back under any xmloption (ready_xml), an array
+ * constant with NULL elements under any array_nulls (ready_array).
  *
  * SPI helpers raise an error on any unexpected return code.  Switching
  * users is security.c's business.
@@ -33,6 +34,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -496,6 +498,54 @@ ready_xml(Const *c)
 									COERCE_EXPLICIT_CAST);
 }
 
+/*
+ * ready_array
+ *	  A one-dimensional array constant printed as ARRAY[...] of its
+ *	  elements when one is NULL or of type xml, not as '{...}'::type[]:
+ *	  array_in reads an unquoted NULL element as the string "NULL" under
+ *	  array_nulls = off (an error for other element types), and each xml
+ *	  element under xmloption (sql/163).  The planner folds ARRAY[] of
+ *	  constants back into the constant.  An array with other bounds than
+ *	  [1:n] stays as it is.
+ */
+static Node *
+ready_array(Const *c)
+{
+	ArrayType  *arr;
+	Oid			elem;
+	int16		elmlen;
+	bool		elmbyval;
+	char		elmalign;
+	Datum	   *values;
+	bool	   *nulls;
+	int			n;
+	ArrayExpr  *a;
+
+	if (c->constisnull || (elem = get_element_type(c->consttype)) == InvalidOid ||
+		get_typtype(c->consttype) != TYPTYPE_BASE)
+		return (Node *) c;
+	arr = DatumGetArrayTypeP(c->constvalue);
+	if (ARR_NDIM(arr) != 1 || ARR_LBOUND(arr)[0] != 1)
+		return (Node *) c;
+	if (!ARR_HASNULL(arr) && getBaseType(elem) != XMLOID)
+		return (Node *) c;
+	get_typlenbyvalalign(elem, &elmlen, &elmbyval, &elmalign);
+	deconstruct_array(arr, elem, elmlen, elmbyval, elmalign, &values, &nulls, &n);
+	a = makeNode(ArrayExpr);
+	a->array_typeid = c->consttype;
+	a->array_collid = c->constcollid;
+	a->element_typeid = elem;
+	a->multidims = false;
+	a->location = -1;
+	for (int i = 0; i < n; i++)
+	{
+		Const	   *e = makeConst(elem, -1, c->constcollid, elmlen, values[i], nulls[i], elmbyval);
+
+		a->elements = lappend(a->elements, ready_xml(e));
+	}
+	return (Node *) a;
+}
+
 static Node *
 ready_mutator(Node *node, ReadyContext *ctx)
 {
@@ -523,7 +573,8 @@ ready_mutator(Node *node, ReadyContext *ctx)
 		case T_JoinExpr:
 			return ready_join((JoinExpr *) node, ctx);
 		case T_Const:
-			return ready_xml((Const *) node);
+			node = ready_xml((Const *) node);
+			return IsA(node, Const) ? ready_array((Const *) node) : node;
 		default:
 			return node;
 	}
