@@ -391,15 +391,17 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
  *
  * Settings.  The SQL is printed under fixed ones (search_path, DateStyle,
  * IntervalStyle, extra_float_digits: cq_security_deparse_begin), so that it
- * reads back the same under any, and an xml constant as XMLPARSE (which
- * no xmloption changes: sql_builder.c); standard_conforming_strings, which
+ * reads back the same under any, an xml constant as XMLPARSE and an
+ * array constant with a NULL element as ARRAY[] (which no xmloption or
+ * array_nulls changes: sql_builder.c); standard_conforming_strings, which
  * decides how a string constant with a backslash is printed and read
  * alike, and lc_monetary, which does for a money constant (its symbol,
  * separators and decimal places: no text reads back the same under every
- * locale), are in the key (plan_key; sql/152, t/099).  No cq.* setting changes the analysis or the SQL:
- * those that choose a batch's path (cq.merge_max_groups, cq.bulk_load,
- * cq.custom_plan_rows, cq.state_memory, cq.bench_split_batch) are read at
- * each batch and choose among the statements of one entry;
+ * locale), are in the key (plan_key; sql/152, t/099).  No cq.* setting
+ * changes the analysis or the SQL: those that choose a batch's path
+ * (cq.merge_max_groups, cq.bulk_load, cq.custom_plan_rows, cq.state_memory,
+ * cq.bench_split_batch) are read at each batch and choose among the
+ * statements of one entry;
  * cq.citus_shard_scans adds, where a shard query is planned, a condition
  * its own conditions imply (shard.c).  The planner's settings (enable_*,
  * work_mem, jit, the costs; those delta.c sets for a batch too) choose a
