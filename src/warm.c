@@ -28,7 +28,9 @@
  * behind DDL), and a CALL cq.run posted to the worker meanwhile cuts the
  * page touches short (the caller waits for it).  A warm-up that fails (the
  * query dropped meanwhile) says so at DEBUG1 and is forgotten: it is only
- * an optimization.
+ * an optimization.  It never waits for a lock: one that is not free at
+ * once ends the attempt, which is tried again a little later (see
+ * WARM_LOCK_RETRIES).
  *
  *-------------------------------------------------------------------------
  */
@@ -40,12 +42,14 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "warm.h"
 #include "catalog.h"
@@ -164,13 +168,45 @@ touch_table(Oid relid, bool brin_only, bool heap, int64 *budget)
 }
 
 /*
+ * A warm-up that met a lock held by another transaction (lock_timeout,
+ * below) tries again WARM_LOCK_RETRIES times, WARM_LOCK_RETRY_MS apart,
+ * holding nothing meanwhile: the query's creator (CREATE TABLE ... AS of an
+ * available_now query, whose reload may come before its commit) holds the
+ * locks of the new relations until it commits (t/074 missed the warm-up).
+ */
+#define WARM_LOCK_RETRIES	50
+#define WARM_LOCK_RETRY_MS	10
+
+static bool warm_once(int32 id, int slot);
+
+/*
  * cq_warm_query
  *	  Warm this worker (its slot: slot) up for query id (see file
  *	  header).  Called by a pool worker outside a transaction.  A call
- *	  posted to it meanwhile cuts the page touches short.
+ *	  posted to it meanwhile cuts the page touches short, and ends the
+ *	  retries.
  */
 void
 cq_warm_query(int32 id, int slot)
+{
+	for (int attempt = 0; !warm_once(id, slot) && attempt < WARM_LOCK_RETRIES; attempt++)
+	{
+		if (call_posted())
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 WARM_LOCK_RETRY_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * warm_once
+ *	  One attempt of cq_warm_query, in a transaction of its own; false
+ *	  when a lock was not free (lock_timeout), to try again.
+ */
+static bool
+warm_once(int32 id, int slot)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz t0 = GetCurrentTimestamp();
@@ -189,9 +225,10 @@ cq_warm_query(int32 id, int slot)
 		 * Never wait for a lock: the catalog read and the analysis lock
 		 * the query's relations one by one, and waiting behind a DROP
 		 * TABLE of several of them while holding another made a deadlock
-		 * that the user's DROP lost (session 34, sql/143 in CI).  A lock
-		 * that is not free within a millisecond ends the warm-up (caught
-		 * below); the setting goes with this transaction.
+		 * that the user's DROP lost (session 34, sql/143 in CI;
+		 * t/098).  A lock that is not free within a millisecond ends
+		 * this attempt (caught below; cq_warm_query tries again); the
+		 * setting goes with this transaction.
 		 */
 		(void) set_config_option("lock_timeout", "1", PGC_SUSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
@@ -239,6 +276,7 @@ cq_warm_query(int32 id, int slot)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		bool		locked;
 
 		/*
 		 * Only an optimization, which a query dropped meanwhile ends (its
@@ -251,12 +289,14 @@ cq_warm_query(int32 id, int slot)
 		ereport(DEBUG1,
 				(errcode(edata->sqlerrcode),
 				 errmsg("pg_cq: warm-up for continuous query %d failed: %s", id, edata->message)));
+		locked = edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 		FreeErrorData(edata);
-		return;
+		return !locked;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	if (found)
 		elog(DEBUG1, "pg_cq: worker warmed up for continuous query %d in %.3f ms: %lld blocks, %lld store rows",
 			 id, (double) (GetCurrentTimestamp() - t0) / 1000.0, (long long) blocks, (long long) rows);
+	return true;
 }
