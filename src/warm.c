@@ -189,14 +189,17 @@ static bool warm_once(int32 id, int slot);
 void
 cq_warm_query(int32 id, int slot)
 {
-	for (int attempt = 0; !warm_once(id, slot) && attempt < WARM_LOCK_RETRIES; attempt++)
+	for (int attempt = 0; !warm_once(id, slot); attempt++)
 	{
-		if (call_posted())
+		if (attempt >= WARM_LOCK_RETRIES || call_posted())
 			break;
+		/* the worker's loop looks at its slot again after us: no wake-up is lost */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 WARM_LOCK_RETRY_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+		if (call_posted())
+			break;
 	}
 }
 
