@@ -81,7 +81,9 @@ $blocker->query_safe('COMMIT;');
 $caller->query_until(qr/done/, '');
 is($caller->{stderr}, '', '2: the call of qb done');
 
-# 3. the warm-up for q ends (lock_timeout) or waits for dim (the bug)
+# 3. the warm-up for q ends (lock_timeout) or waits for dim (the bug: a
+#    wait a thousand times longer than lock_timeout; each attempt may be
+#    seen waiting for its millisecond)
 my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 my $state = 'timeout';
 while (time() < $deadline)
@@ -92,7 +94,8 @@ while (time() < $deadline)
 		last;
 	}
 	if ($node->safe_psql('postgres', qq{
-	      SELECT count(*) FROM pg_locks WHERE pid = $worker AND relation = 'dim'::regclass AND NOT granted}) ne '0')
+	      SELECT count(*) FROM pg_locks WHERE pid = $worker AND relation = 'dim'::regclass AND NOT granted
+	         AND now() - waitstart > interval '1 s'}) ne '0')
 	{
 		$state = 'waits for dim';
 		last;
