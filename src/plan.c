@@ -727,6 +727,8 @@ copy_plan_sql(CqPlan *new_plan)
 #undef COPY_SQL
 	copy_plan->store.target = new_plan->store.target;
 	copy_plan->store.having = new_plan->store.having;
+	copy_plan->store.target_has_columns = new_plan->store.target_has_columns;
+	copy_plan->store.update_triggers = new_plan->store.update_triggers;
 	copy_plan->store.nout = new_plan->store.nout;
 	copy_plan->store.out_names = new_plan->store.nout ? palloc(sizeof(char *) * new_plan->store.nout) : NULL;
 	for (int i = 0; i < new_plan->store.nout; i++)
@@ -842,9 +844,12 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	CqPlan	   *copy_plan;
 	CqPlanDeps *copy_deps;
 	char	   *copy_key;
-	Oid			read = cq_citus_read_relation(q->source, q->id, q->name);
+	Oid			read;
 
 	plan_cache_init();
+	/* what the plan says of its relations holds while none changes (store_fold.c) */
+	cq_relcache_mark();
+	read = cq_citus_read_relation(q->source, q->id, q->name);
 
 	/* entries of dropped queries go (their relations' invalidations ask for it) */
 	if (sweep_wanted)
