@@ -522,6 +522,35 @@ plan_key(CqQuery *q)
 }
 
 /*
+ * key_tail
+ *	  cq_plan_key without the query tree it starts with.
+ */
+static char *
+key_tail(CqQuery *q)
+{
+	return psprintf("%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d",
+					q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
+					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
+					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
+					q->target, q->state_table, q->owner, q->start_offset,
+					(int) standard_conforming_strings);
+}
+
+/*
+ * plan_key_is
+ *	  Is key plan_key(q)?  Without printing the query tree (kilobytes) into
+ *	  a new key in every batch: ~9k instructions a batch (bench/batch_cg.sh).
+ */
+static bool
+plan_key_is(const char *key, CqQuery *q)
+{
+	size_t		len = strlen(q->query_tree);
+
+	return strncmp(key, q->query_tree, len) == 0 && key[len] == '|' &&
+		strcmp(key + len + 1, psprintf("%s|%d", key_tail(q), cq_catalog_version())) == 0;
+}
+
+/*
  * cq_plan_key
  *	  plan_key for other caches of generated SQL (join.c).  With
  *	  standard_conforming_strings: a string constant with a backslash is
@@ -531,12 +560,7 @@ plan_key(CqQuery *q)
 char *
 cq_plan_key(CqQuery *q)
 {
-	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d",
-					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
-					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
-					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
-					q->target, q->state_table, q->owner, q->start_offset,
-					(int) standard_conforming_strings);
+	return psprintf("%s|%s", q->query_tree, key_tail(q));
 }
 
 /*
@@ -789,18 +813,17 @@ read_copy(Query *query, Oid source, Oid read)
 
 /*
  * entry_usable
- *	  May entry (of the query whose catalog values are key, read through
- *	  read) be used as it is?  After an invalidation of one of its relations,
+ *	  May entry (of query q, read through read) be used as it is?  After an invalidation of one of its relations,
  *	  their fingerprints are compared with those it was built from (which
  *	  locks them, reading the invalidations that came meanwhile: the check
  *	  is repeated while one of its relations had one during it).
  */
 static bool
-entry_usable(CqPlanCacheEntry *entry, const char *key, Oid read)
+entry_usable(CqPlanCacheEntry *entry, CqQuery *q, Oid read)
 {
 	bool		same;
 
-	if (entry->stale || entry->checking || entry->read != read || strcmp(entry->key, key) != 0)
+	if (entry->stale || entry->checking || entry->read != read || !plan_key_is(entry->key, q))
 		return false;
 	for (int tries = 0; entry->check && tries < 3; tries++)
 	{
@@ -833,7 +856,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 {
 	CqPlanCacheEntry *entry;
 	bool		found;
-	char	   *key = plan_key(q);
+	char	   *key;
 	MemoryContext old;
 	uint64		gen;
 	Query	   *stored;
@@ -858,7 +881,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 		sweep_dropped(q->id);
 	}
 	entry = hash_search(plan_entries, &q->id, HASH_FIND, &found);
-	if (found && entry_usable(entry, key, read))
+	if (found && entry_usable(entry, q, read))
 	{
 		*an = entry->an;
 		*plan = entry->plan;
@@ -867,6 +890,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	/* build in the caller's context */
 	gen = plan_generation;
+	key = plan_key(q);
 	stored = (Query *) stringToNode(q->query_tree);
 	if (read == q->source)
 		new_an = cq_analyze_query(copyObject(stored), &q->opts, q->name);
