@@ -1,4 +1,5 @@
--- Session 35: what an update-mode batch on the store asks of its target -- does an UPDATE
+-- Session 35: what a batch knows without reading it again.
+-- A. What an update-mode batch on the store asks of its target -- does an UPDATE
 -- of it fire a statement trigger (then a batch of new groups alone still runs the upsert,
 -- whose UPDATE fires it), has it every output column (then a batch of existing groups
 -- alone runs the statement without o1) -- is decided when the query's plan is built
@@ -73,6 +74,57 @@ COMMIT;
 SELECT op, count(*) FROM tf_fired GROUP BY op ORDER BY op;
 SELECT * FROM tf_check();
 
+
+-- B. A batch's input_rows_per_second divides its rows by the time since the previous
+-- batch started: the started_at of that batch's cq.progress row, or, when this backend
+-- committed it, the one it remembers (progress.c).  Never a batch rolled back, nor one of
+-- another backend (a pool worker's), nor one of an earlier run of the query (cq.reset).
+-- Every batch's rate agrees with the rows (to 1e-9).
+CREATE FUNCTION tf_rates() RETURNS TABLE (batch_id bigint, rows bigint, rate_ok boolean) LANGUAGE sql AS $$
+  SELECT batch_id, num_input_rows,
+         CASE WHEN prev IS NULL THEN input_rows_per_second IS NULL
+              ELSE abs(input_rows_per_second - num_input_rows /
+                       greatest(extract(epoch FROM started_at - prev)::float8, 0.001))
+                   <= 1e-9 * input_rows_per_second END
+    FROM (SELECT p.*, lag(started_at) OVER (ORDER BY batch_id) AS prev
+            FROM cq.progress p WHERE name = 'tf_agg' AND run_id = (SELECT run_id FROM cq.queries WHERE name = 'tf_agg')) p
+   ORDER BY batch_id $$;
+SELECT cq.reset('tf_agg');
+-- batches of this backend, one after the other
+INSERT INTO tf_src VALUES ('a', 1);
+CALL cq.run('tf_agg');
+INSERT INTO tf_src VALUES ('a', 1), ('b', 1);
+CALL cq.run('tf_agg');
+INSERT INTO tf_src VALUES ('a', 1), ('b', 1), ('c', 1);
+CALL cq.run('tf_agg');
+-- a batch rolled back, in full and to a savepoint
+INSERT INTO tf_src VALUES ('a', 1);
+BEGIN;
+CALL cq.run('tf_agg');
+ROLLBACK;
+BEGIN;
+SAVEPOINT s;
+CALL cq.run('tf_agg');
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+CALL cq.run('tf_agg');
+-- a batch of a background worker (interval trigger) between two of this backend
+\i sql/include/helpers.sql
+SELECT cq.alter_query('tf_agg', "trigger" => '10 milliseconds');
+INSERT INTO tf_src VALUES ('b', 1);
+SELECT wait_until($$(SELECT count(*) FROM cq.offsets WHERE name = 'tf_agg') = 5$$) AS background_ran;
+SELECT cq.alter_query('tf_agg', "trigger" => 'available_now');
+INSERT INTO tf_src VALUES ('c', 1), ('d', 1);
+CALL cq.run('tf_agg');
+SELECT * FROM tf_rates();
+-- after a reset: batch ids start over, the rates too
+SELECT cq.reset('tf_agg');
+INSERT INTO tf_src VALUES ('a', 1);
+CALL cq.run('tf_agg');
+INSERT INTO tf_src VALUES ('a', 1), ('e', 1);
+CALL cq.run('tf_agg');
+SELECT * FROM tf_rates();
+
 SELECT cq.drop_query('tf_agg', drop_target => true);
 DROP TABLE tf_src, tf_fired;
-DROP FUNCTION tf_note(), tf_check();
+DROP FUNCTION tf_note(), tf_check(), tf_rates();
