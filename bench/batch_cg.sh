@@ -29,7 +29,12 @@
 # update queries, which a long-lived worker does not pay -- perf of the
 # workers under bench/latency.sh shows no planning).
 #
-# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW,
+# BCG_PINNED=1 runs the rounds with search_path = pg_catalog, pg_temp (the
+# queries named schema-qualified), as a background worker runs its batches
+# (security.c pins it for the worker's life): the batches' security sections
+# then find it pinned already.
+#
+# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_PINNED,
 #      BCG_OUT (directory for the callgrind files; default $CQ_TMPBASE/pg_cq_batch_cg).
 # Prints "instructions per batch: N".
 set -euo pipefail
@@ -83,7 +88,8 @@ cg_single "$CG/data" setup
 
 # count R: instructions of R rounds, on a copy of the set-up
 count() {
-    local r="$1" i k
+    local r="$1" i k x q=cg_q pin=() unpin=()
+    if [[ "${BCG_PINNED:-0}" == 1 ]]; then q=public.cg_q pin=("SET search_path = pg_catalog, pg_temp") unpin=("RESET search_path"); fi
     {
         for ((k = 0; k < r; k++)); do
             if [[ "$KIND" == history ]]; then
@@ -92,12 +98,14 @@ count() {
             else
                 for ((i = 0; i < NEW; i++)); do row "$((HIST + k * NEW + i))"; done
             fi
-            for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+            for x in "${pin[@]}"; do echo "$x"; done
+            for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('$q$i')"; done
+            for x in "${unpin[@]}"; do echo "$x"; done
         done
     } >"$CG/rounds-$r.sql"
     cg_count "$CG/data" cq_run "rounds-$r" "$r"
 }
 c6="$(count 6)"
 c9="$(count 9)"
-info "kind $KIND, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 (6 rounds), $c9 (9 rounds)"
+info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 (6 rounds), $c9 (9 rounds)"
 echo "instructions per batch: $(( (c9 - c6) / (3 * NQ) ))"

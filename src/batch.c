@@ -1329,13 +1329,13 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		cq_plan_get(in.q, &in.an, &in.plan);
 	}
 
-	/* as the owner, search_path pinned; the settings below end with it */
+	/* as the owner, search_path pinned; the settings below (set where they differ) end with it */
 	cq_security_owner(in.q->owner, &sec);
-	if (cq_work_mem_kb > 0)
+	if (cq_work_mem_kb > 0 && work_mem != cq_work_mem_kb)
 		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* time-zone dependent expressions (date_trunc of a timestamptz...) as their creator saw them */
-	if (in.q->timezone)
+	if (in.q->timezone && strcmp(GetConfigOption("TimeZone", false, false), in.q->timezone) != 0)
 		(void) set_config_option("TimeZone", in.q->timezone, PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (rebuild_sql && last.found)

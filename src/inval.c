@@ -27,6 +27,8 @@ typedef struct CqRelcacheCallback
 
 static CqRelcacheCallback callbacks[CQ_MAX_RELCACHE_CALLBACKS];
 static int	ncallbacks = 0;
+static uint64 generation = 0;	/* invalidations seen (any relation) */
+static uint64 mark = 0;			/* generation at cq_relcache_mark */
 
 /*
  * call_all
@@ -35,6 +37,7 @@ static int	ncallbacks = 0;
 static void
 call_all(Datum arg, Oid relid)
 {
+	generation++;
 	for (int i = 0; i < ncallbacks; i++)
 		callbacks[i].func(callbacks[i].arg, relid);
 }
@@ -59,4 +62,25 @@ cq_relcache_callback(RelcacheCallbackFunction func, Datum arg)
 	callbacks[ncallbacks].func = func;
 	callbacks[ncallbacks].arg = arg;
 	ncallbacks++;
+}
+
+/*
+ * cq_relcache_mark / cq_relcache_changed
+ *	  Has any relation had an invalidation since the last mark?  plan.c
+ *	  marks when a batch gets its plan (before it checks or builds it), so
+ *	  that what the plan says of a relation (CqStoreSql's facts about the
+ *	  target) can be used later in the batch, after the relation is locked,
+ *	  when nothing changed meanwhile, and read again otherwise.  (Only once
+ *	  a module registered a callback: plan.c has, before its first mark.)
+ */
+void
+cq_relcache_mark(void)
+{
+	mark = generation;
+}
+
+bool
+cq_relcache_changed(void)
+{
+	return generation != mark;
 }

@@ -13,5 +13,7 @@
 #include "utils/inval.h"
 
 extern void cq_relcache_callback(RelcacheCallbackFunction func, Datum arg);
+extern void cq_relcache_mark(void);
+extern bool cq_relcache_changed(void);
 
 #endif							/* CQ_INVAL_H */

@@ -527,6 +527,35 @@ plan_key(CqQuery *q)
 }
 
 /*
+ * key_tail
+ *	  cq_plan_key without the query tree it starts with.
+ */
+static char *
+key_tail(CqQuery *q)
+{
+	return psprintf("%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d|%s",
+					q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
+					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
+					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
+					q->target, q->state_table, q->owner, q->start_offset,
+					(int) standard_conforming_strings, locale_monetary);
+}
+
+/*
+ * plan_key_is
+ *	  Is key plan_key(q)?  Without printing the query tree (kilobytes) into
+ *	  a new key in every batch: ~9k instructions a batch (bench/batch_cg.sh).
+ */
+static bool
+plan_key_is(const char *key, CqQuery *q)
+{
+	size_t		len = strlen(q->query_tree);
+
+	return strncmp(key, q->query_tree, len) == 0 && key[len] == '|' &&
+		strcmp(key + len + 1, psprintf("%s|%d", key_tail(q), cq_catalog_version())) == 0;
+}
+
+/*
  * cq_plan_key
  *	  plan_key for other caches of generated SQL (join.c).  With
  *	  standard_conforming_strings: a string constant with a backslash is
@@ -539,12 +568,7 @@ plan_key(CqQuery *q)
 char *
 cq_plan_key(CqQuery *q)
 {
-	return psprintf("%s|%s|%s|%s|%s|" INT64_FORMAT "|%s|%s|%u|%u|%u|%s|%d|%s",
-					q->query_tree, q->opts.output_mode, q->opts.event_time ? q->opts.event_time : "",
-					q->opts.watermark ? q->opts.watermark : "", q->opts.starting,
-					q->opts.max_rows_per_trigger, q->opts.state_storage, q->opts.complete_refresh,
-					q->target, q->state_table, q->owner, q->start_offset,
-					(int) standard_conforming_strings, locale_monetary);
+	return psprintf("%s|%s", q->query_tree, key_tail(q));
 }
 
 /*
@@ -735,6 +759,8 @@ copy_plan_sql(CqPlan *new_plan)
 #undef COPY_SQL
 	copy_plan->store.target = new_plan->store.target;
 	copy_plan->store.having = new_plan->store.having;
+	copy_plan->store.target_has_columns = new_plan->store.target_has_columns;
+	copy_plan->store.update_triggers = new_plan->store.update_triggers;
 	copy_plan->store.nout = new_plan->store.nout;
 	copy_plan->store.out_names = new_plan->store.nout ? palloc(sizeof(char *) * new_plan->store.nout) : NULL;
 	for (int i = 0; i < new_plan->store.nout; i++)
@@ -795,18 +821,17 @@ read_copy(Query *query, Oid source, Oid read)
 
 /*
  * entry_usable
- *	  May entry (of the query whose catalog values are key, read through
- *	  read) be used as it is?  After an invalidation of one of its relations,
+ *	  May entry (of query q, read through read) be used as it is?  After an invalidation of one of its relations,
  *	  their fingerprints are compared with those it was built from (which
  *	  locks them, reading the invalidations that came meanwhile: the check
  *	  is repeated while one of its relations had one during it).
  */
 static bool
-entry_usable(CqPlanCacheEntry *entry, const char *key, Oid read)
+entry_usable(CqPlanCacheEntry *entry, CqQuery *q, Oid read)
 {
 	bool		same;
 
-	if (entry->stale || entry->checking || entry->read != read || strcmp(entry->key, key) != 0)
+	if (entry->stale || entry->checking || entry->read != read || !plan_key_is(entry->key, q))
 		return false;
 	for (int tries = 0; entry->check && tries < 3; tries++)
 	{
@@ -839,7 +864,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 {
 	CqPlanCacheEntry *entry;
 	bool		found;
-	char	   *key = plan_key(q);
+	char	   *key;
 	MemoryContext old;
 	uint64		gen;
 	Query	   *stored;
@@ -850,9 +875,12 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	CqPlan	   *copy_plan;
 	CqPlanDeps *copy_deps;
 	char	   *copy_key;
-	Oid			read = cq_citus_read_relation(q->source, q->id, q->name);
+	Oid			read;
 
 	plan_cache_init();
+	/* what the plan says of its relations holds while none changes (store_fold.c) */
+	cq_relcache_mark();
+	read = cq_citus_read_relation(q->source, q->id, q->name);
 
 	/* entries of dropped queries go (their relations' invalidations ask for it) */
 	if (sweep_wanted)
@@ -861,7 +889,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 		sweep_dropped(q->id);
 	}
 	entry = hash_search(plan_entries, &q->id, HASH_FIND, &found);
-	if (found && entry_usable(entry, key, read))
+	if (found && entry_usable(entry, q, read))
 	{
 		*an = entry->an;
 		*plan = entry->plan;
@@ -870,6 +898,7 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	/* build in the caller's context */
 	gen = plan_generation;
+	key = plan_key(q);
 	stored = (Query *) stringToNode(q->query_tree);
 	if (read == q->source)
 		new_an = cq_analyze_query(copyObject(stored), &q->opts, q->name);

@@ -39,6 +39,8 @@
 #include "executor/tuptable.h"
 #include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -294,6 +296,154 @@ pk_watermark(PkScan *pk, TupleTableSlot *slot, const char *col, const char *ntz_
 }
 
 /*
+ * The started_at of the last batch of each query this backend committed.
+ *
+ * A batch reads its query's last cq.offsets row, and the started_at of the
+ * cq.progress row of the same batch (for input_rows_per_second): a second
+ * table and index opened and probed, ~17k instructions a batch
+ * (bench/batch_cg.sh).  The backend that ran that batch knows it: a batch's
+ * started_at is remembered when its transaction commits, never when the
+ * batch was rolled back (in full or to a savepoint), with its end offset,
+ * which tells it apart from a batch of the same id of another run of the
+ * query (after cq.reset).  A batch another backend ran since is not the
+ * remembered one: read from the table.
+ */
+typedef struct Started
+{
+	int32		id;				/* the query's id (hash key) */
+	int64		batch_id;
+	TimestampTz started_at;
+	char	   *end_offset;		/* in TopMemoryContext */
+	SubTransactionId subid;		/* pending: the subtransaction that wrote it */
+} Started;
+
+static HTAB *started_committed = NULL;
+static List *started_pending = NIL;	/* Started *, in TopMemoryContext */
+
+static void
+started_free(Started *s)
+{
+	pfree(s->end_offset);
+	pfree(s);
+}
+
+/*
+ * started_xact / started_subxact
+ *	  At commit the pending rows become known; at abort (or PREPARE: the
+ *	  commit comes in another backend) they are forgotten, and so are those
+ *	  of a subtransaction rolled back (and of those it started).
+ */
+static void
+started_xact(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT && event != XACT_EVENT_PREPARE)
+		return;
+	foreach(lc, started_pending)
+	{
+		Started    *s = lfirst(lc);
+		bool		found;
+		Started    *e;
+
+		if (event != XACT_EVENT_COMMIT)
+		{
+			started_free(s);
+			continue;
+		}
+		e = hash_search(started_committed, &s->id, HASH_ENTER, &found);
+		if (found)
+			pfree(e->end_offset);
+		e->batch_id = s->batch_id;
+		e->started_at = s->started_at;
+		e->end_offset = s->end_offset;
+		pfree(s);
+	}
+	list_free(started_pending);
+	started_pending = NIL;
+}
+
+static void
+started_subxact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+				void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, started_pending)
+	{
+		Started    *s = lfirst(lc);
+
+		if (s->subid >= mySubid)
+		{
+			started_free(s);
+			started_pending = foreach_delete_current(started_pending, lc);
+		}
+	}
+}
+
+/*
+ * started_remember
+ *	  Batch batch_id of query id, ending at end_offset, started at
+ *	  started_at: known once this transaction commits.
+ */
+static void
+started_remember(int32 id, int64 batch_id, TimestampTz started_at, const char *end_offset)
+{
+	MemoryContext old;
+	Started    *s;
+	ListCell   *lc;
+
+	if (started_committed == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(Started);
+		started_committed = hash_create("pg_cq batch starts", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+		RegisterXactCallback(started_xact, NULL);
+		RegisterSubXactCallback(started_subxact, NULL);
+	}
+	/* one a query: its latest (an earlier one's loss is a read from the table) */
+	foreach(lc, started_pending)
+		if (((Started *) lfirst(lc))->id == id)
+		{
+			started_free(lfirst(lc));
+			started_pending = foreach_delete_current(started_pending, lc);
+		}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	s = palloc(sizeof(Started));
+	s->id = id;
+	s->batch_id = batch_id;
+	s->started_at = started_at;
+	s->end_offset = pstrdup(end_offset);
+	s->subid = GetCurrentSubTransactionId();
+	started_pending = lappend(started_pending, s);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * started_known
+ *	  The started_at of batch batch_id of query id ending at end_offset,
+ *	  if this backend committed it; false if not known.
+ */
+static bool
+started_known(int32 id, int64 batch_id, const char *end_offset, TimestampTz *started_at)
+{
+	Started    *e;
+
+	if (started_committed == NULL || end_offset == NULL)
+		return false;
+	e = hash_search(started_committed, &id, HASH_FIND, NULL);
+	if (e == NULL || e->batch_id != batch_id || strcmp(e->end_offset, end_offset) != 0)
+		return false;
+	*started_at = e->started_at;
+	return true;
+}
+
+/*
  * last_offset_direct
  *	  cq_progress_last_offset through the primary keys: the last cq.offsets
  *	  row of the query (backward scan) and the started_at of its cq.progress
@@ -313,17 +463,13 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 	TupleTableSlot *slot;
 	bool		isnull;
 	Datum		d;
+	bool		direct = true;
 
 	cq_catalog_key_values(q, &name, &schema, &schema_null);
 	if (v02 && schema_null == 'n')
 		return false;
 	if (!pk_open("offsets", v02, &off, AccessShareLock))
 		return false;
-	if (!pk_open("progress", v02, &prog, AccessShareLock))
-	{
-		pk_close(&off);
-		return false;
-	}
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	UpdateActiveSnapshotCommandId();
@@ -348,19 +494,28 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 		last->has_watermark = pk_watermark(&off, slot, "watermark", v02 ? "watermark_ntz" : NULL,
 										   &last->watermark);
 
-		pslot = table_slot_create(prog.rel, NULL);
-		if (pk_first(&prog, snap, name, schema, &batch_id, ForwardScanDirection, pslot))
+		if (started_known(q->id, batch_id, last->end_offset, &last->last_started_at))
+			;					/* this backend committed that batch */
+		else if (pk_open("progress", v02, &prog, AccessShareLock))
 		{
-			d = pk_col(&prog, pslot, "started_at", &isnull);
-			last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
+			pslot = table_slot_create(prog.rel, NULL);
+			if (pk_first(&prog, snap, name, schema, &batch_id, ForwardScanDirection, pslot))
+			{
+				d = pk_col(&prog, pslot, "started_at", &isnull);
+				last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
+			}
+			ExecDropSingleTupleTableSlot(pslot);
+			pk_close(&prog);
 		}
-		ExecDropSingleTupleTableSlot(pslot);
+		else
+			direct = false;
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	PopActiveSnapshot();
-	pk_close(&prog);
 	pk_close(&off);
-	return true;
+	if (!direct)
+		memset(last, 0, sizeof(*last));	/* the statement reads it all again */
+	return direct;
 }
 
 /*
@@ -834,6 +989,7 @@ cq_progress_record_batch(CqQuery *q, CqBatchResult *r)
 	 */
 	values[23] = Int64GetDatum(r->batch_id % CQ_PROGRESS_KEEP == 0 ? PG_INT64_MIN :
 							   r->batch_id - CQ_PROGRESS_KEEP);
+	started_remember(q->id, r->batch_id, r->started_at, r->end_offset);
 	if (record_direct(q, r, v02, values, nulls))
 		return;
 

@@ -617,24 +617,41 @@ cq_sink_existing_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *ta
 }
 
 /*
- * cq_sink_target_has_columns
- *	  Has the target every column of names (n of them)?  Locked as the
- *	  statement that writes it locks it.  The statement without o1
- *	  (cq_sink_existing_ctes) runs only then: over a target column renamed
- *	  or dropped, its first reference to it is ou's WHERE ("column t.n does
- *	  not exist"), and the full statement's o1 fails with the clear error
- *	  that the query records (column "n" of relation "t" does not exist).
+ * cq_sink_target_facts
+ *	  What a batch on the store asks of its update-mode target: has it
+ *	  every column of names (n of them), and does an UPDATE of it fire a
+ *	  statement-level trigger (BEFORE or AFTER)?  The statement without o1
+ *	  (cq_sink_existing_ctes) runs only over a target that has the columns:
+ *	  over a column renamed or dropped, its first reference to it is ou's
+ *	  WHERE ("column t.n does not exist"), and the full statement's o1 fails
+ *	  with the clear error that the query records (column "n" of relation
+ *	  "t" does not exist).  The upsert's ou fires the UPDATE statement
+ *	  triggers in every batch, even one that updates no row: the INSERT of
+ *	  a batch of new groups alone (CqStoreSql.sink_new) runs only where
+ *	  none would miss them.  Asked when the plan is built (lockmode
+ *	  AccessShareLock, as its fingerprint locks the target; a target gone:
+ *	  neither shortcut), and by a batch whose target changed since
+ *	  (RowExclusiveLock, the statement's).
  */
-bool
-cq_sink_target_has_columns(Oid target, char **names, int n)
+void
+cq_sink_target_facts(Oid target, char **names, int n, LOCKMODE lockmode, bool *has_columns,
+					 bool *update_triggers)
 {
-	Relation	rel = table_open(target, RowExclusiveLock);
-	bool		all = true;
+	Relation	rel = try_table_open(target, lockmode);
+	TriggerDesc *td;
 
-	for (int i = 0; all && i < n; i++)
-		all = cq_rel_attnum(rel, names[i]) != InvalidAttrNumber;
+	*has_columns = false;
+	*update_triggers = true;
+	if (rel == NULL)
+		return;
+	*has_columns = true;
+	for (int i = 0; *has_columns && i < n; i++)
+		*has_columns = cq_rel_attnum(rel, names[i]) != InvalidAttrNumber;
+	td = rel->trigdesc;
+	*update_triggers = td != NULL &&
+		(td->trig_update_before_statement || td->trig_update_after_statement ||
+		 td->trig_delete_before_statement || td->trig_delete_after_statement);
 	table_close(rel, NoLock);
-	return all;
 }
 
 /*
@@ -673,27 +690,6 @@ cq_sink_statement_triggers(Oid target)
 	bool		found = td != NULL &&
 		(td->trig_insert_before_statement || td->trig_insert_after_statement ||
 		 td->trig_update_before_statement || td->trig_update_after_statement ||
-		 td->trig_delete_before_statement || td->trig_delete_after_statement);
-
-	table_close(rel, NoLock);
-	return found;
-}
-
-/*
- * cq_sink_update_statement_triggers
- *	  Does an UPDATE or a DELETE of the target fire a statement-level
- *	  trigger (BEFORE or AFTER)?  The upsert's ou fires the UPDATE ones in
- *	  every batch, even one that updates no row, and with HAVING its od the
- *	  DELETE ones (sql/162); the INSERT of a batch of new groups alone
- *	  (CqStoreSql.sink_new) runs only where none would miss them.
- */
-bool
-cq_sink_update_statement_triggers(Oid target)
-{
-	Relation	rel = table_open(target, RowExclusiveLock);
-	TriggerDesc *td = rel->trigdesc;
-	bool		found = td != NULL &&
-		(td->trig_update_before_statement || td->trig_update_after_statement ||
 		 td->trig_delete_before_statement || td->trig_delete_after_statement);
 
 	table_close(rel, NoLock);

@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 #include "lib/stringinfo.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 #include "analyze.h"
 
@@ -32,13 +33,13 @@ extern void cq_sink_write_ctes_sized(StringInfo buf, CqAnalysis *an, CqOutputMod
 									 const char *target, bool history, bool sized,
 									 bool *has_o, bool *has_o1);
 extern void cq_sink_existing_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target);
-extern bool cq_sink_target_has_columns(Oid target, char **names, int n);
+extern void cq_sink_target_facts(Oid target, char **names, int n, LOCKMODE lockmode,
+								 bool *has_columns, bool *update_triggers);
 extern void cq_sink_having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid,
 									  const char *target, const char *match);
 extern char *cq_sink_update_rewrite_sql(CqAnalysis *an, Oid viewid, const char *target,
 										const char *state);
 
 extern bool cq_sink_statement_triggers(Oid target);
-extern bool cq_sink_update_statement_triggers(Oid target);
 
 #endif							/* CQ_SINK_H */

@@ -658,6 +658,42 @@ typedef struct CqPlanCacheEntry
 static HTAB *plan_cache = NULL;
 
 /*
+ * The entries found last, by the address of the text asked for (one slot
+ * an address, direct-mapped): a batch asks for the same statements, by the
+ * same strings of the cached analysis (plan.c), in every batch, and hashing
+ * their text (kilobytes) and printing a key cost ~3k instructions a
+ * statement (bench/batch_cg.sh).  A hit is still checked against the
+ * entry's text (an address may be reused for another one);
+ * cq_spi_plan_forget, which removes entries, empties it.
+ */
+#define CQ_PLAN_MEMO 256
+typedef struct CqPlanMemo
+{
+	const char *sql;			/* the address asked for */
+	int			nargs;
+	int			size_class;
+	CqPlanCacheEntry *entry;
+} CqPlanMemo;
+static CqPlanMemo plan_memo[CQ_PLAN_MEMO];
+
+#define memo_slot(sql) (&plan_memo[((uintptr_t) (sql) >> 3) % CQ_PLAN_MEMO])
+
+/*
+ * memo_add
+ *	  Remember entry as the one for the text at sql (see plan_memo).
+ */
+static void
+memo_add(const char *sql, int nargs, int size_class, CqPlanCacheEntry *entry)
+{
+	CqPlanMemo *m = memo_slot(sql);
+
+	m->sql = sql;
+	m->nargs = nargs;
+	m->size_class = size_class;
+	m->entry = entry;
+}
+
+/*
  * cq_spi_plan
  *	  A saved SPI plan for the statement, prepared on first use.
  */
@@ -705,12 +741,23 @@ cq_spi_plan_rows(const char *sql, int nargs, Oid *types, int64 rows)
 		plan_cache = hash_create("pg_cq plans", 64, &ctl, HASH_ELEM | HASH_STRINGS);
 	}
 
+	{
+		CqPlanMemo *m = memo_slot(sql);
+
+		if (m->sql == sql && m->entry != NULL && m->nargs == nargs &&
+			m->size_class == size_class && strcmp(m->entry->sql, sql) == 0)
+			return m->entry->plan;
+	}
+
 	snprintf(key, sizeof(key), "%08x.%zu.%d.%d",
 			 hash_bytes((const unsigned char *) sql, strlen(sql)), strlen(sql), nargs,
 			 size_class);
 	entry = hash_search(plan_cache, key, HASH_FIND, &found);
 	if (found && strcmp(entry->sql, sql) == 0)
+	{
+		memo_add(sql, nargs, size_class, entry);
 		return entry->plan;
+	}
 
 	plan = SPI_prepare(sql, nargs, types);
 	if (plan == NULL)
@@ -728,6 +775,7 @@ cq_spi_plan_rows(const char *sql, int nargs, Oid *types, int64 rows)
 		entry = hash_search(plan_cache, key, HASH_ENTER, NULL);
 	entry->sql = MemoryContextStrdup(TopMemoryContext, sql);
 	entry->plan = plan;
+	memo_add(sql, nargs, size_class, entry);
 	return plan;
 }
 
@@ -745,6 +793,7 @@ cq_spi_plan_forget(const char *sql)
 
 	if (plan_cache == NULL)
 		return;
+	memset(plan_memo, 0, sizeof(plan_memo));
 	hash_seq_init(&status, plan_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{

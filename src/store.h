@@ -40,6 +40,9 @@ typedef struct CqStoreSql
 	Oid			target;
 	char	  **out_names;		/* the outputs' names */
 	int			nout;
+	/* of the target when the plan was built (cq_sink_target_facts) */
+	bool		target_has_columns; /* every output's column */
+	bool		update_triggers;	/* an UPDATE fires a statement trigger */
 	bool		having;			/* load_history's last column is HAVING */
 } CqStoreSql;
 

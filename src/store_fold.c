@@ -1086,13 +1086,16 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			 * the target fires the same statement triggers: once a query),
 			 * over a target that has its columns (else o1's clear error)
 			 */
-			if (!history && mo.ins == 0 && sql->sink_existing != NULL &&
-				cq_sink_target_has_columns(sql->target, sql->out_names, sql->nout))
+			bool		has_columns = false;
+			bool		update_triggers = true;
+
+			if (!history && sql->sink_existing != NULL)
+				cq_store_sql_target_facts(sql, &has_columns, &update_triggers);
+			if (!history && mo.ins == 0 && sql->sink_existing != NULL && has_columns)
 				sink = sql->sink_existing;
 			/* only new groups: o1 alone, a plain INSERT (ou and oi write nothing) */
 			else if (!history && x == NIL && sql->sink_new != NULL &&
-					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) &&
-					 !cq_sink_update_statement_triggers(sql->target))
+					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) && !update_triggers)
 				sink = sql->sink_new;
 			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 												   tuplestore_tuple_count(mo.ts) + list_length(x)),

@@ -14,6 +14,7 @@
 
 #include "access/table.h"
 #include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
@@ -24,6 +25,7 @@
 #include "state.h"
 #include "sink.h"
 #include "delta.h"
+#include "inval.h"
 
 /*
  * load_column
@@ -261,10 +263,36 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			 */
 			sql->sink_new = psprintf("%s /* new groups */", sql->sink_history);
 			build_load_sql(an, q, viewid, sql, acols.data, scols.data, fcols.data);
+			/* which of sink_existing and sink_new may run: decided here, not per batch */
+			cq_sink_target_facts(sql->target, sql->out_names, sql->nout, AccessShareLock,
+								 &sql->target_has_columns, &sql->update_triggers);
 		}
 	}
 	sql->complete = psprintf("INSERT INTO %s (%s) SELECT %s FROM (SELECT %s FROM %s s) f%s",
 							 target, cq_sink_target_columns(an, "", false, false),
 							 cq_sink_output_list(an, viewid), cq_state_final_select_list(an),
 							 STORE_ENR_ALL, cq_sink_having_where(an, viewid));
+}
+
+/*
+ * cq_store_sql_target_facts
+ *	  sql's facts about its target (cq_sink_target_facts) as the target is
+ *	  now: the plan's, when no relation changed since the batch got it
+ *	  (cq_relcache_mark), else read again.  Locks the target as the
+ *	  statement will, which reads the invalidations that came meanwhile:
+ *	  a trigger created or a column renamed before this batch locked the
+ *	  target is seen here as by the statement.
+ */
+void
+cq_store_sql_target_facts(const CqStoreSql *sql, bool *has_columns, bool *update_triggers)
+{
+	LockRelationOid(sql->target, RowExclusiveLock);
+	if (!cq_relcache_changed())
+	{
+		*has_columns = sql->target_has_columns;
+		*update_triggers = sql->update_triggers;
+	}
+	else
+		cq_sink_target_facts(sql->target, sql->out_names, sql->nout, RowExclusiveLock,
+							 has_columns, update_triggers);
 }

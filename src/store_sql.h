@@ -13,5 +13,6 @@
 #include "store.h"
 
 extern void cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql);
+extern void cq_store_sql_target_facts(const CqStoreSql *sql, bool *has_columns, bool *update_triggers);
 
 #endif							/* CQ_STORE_SQL_H */
