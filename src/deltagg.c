@@ -79,6 +79,8 @@ struct CqDeltaAgg
 	char	   *colk;			/* per column: DA_* */
 	int		   *arg;			/* per column: its scan column (keys, x) */
 	int			nscan;			/* the scan's columns: keys, then the x used */
+	int			nagg;			/* the columns of partials (n, c, s, M, m) */
+	int		   *aggcol;			/* their state columns, in order */
 };
 
 /* one group: per column a count, a value and its NULL flag */
@@ -244,6 +246,10 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 	sql->delta_c = psprintf("SELECT %s FROM (%s) i", cols.data,
 							cq_delta_fold_inner_sql(an, false, false));
 	da->nscan = next;
+	da->aggcol = palloc(sizeof(int) * state->natts);
+	for (int i = 0; i < state->natts; i++)
+		if (da->colk[i] != DA_KEY && da->colk[i] != DA_NULL)
+			da->aggcol[da->nagg++] = i;
 	sql->deltagg = da;
 }
 
@@ -264,6 +270,7 @@ cq_deltagg_copy(const struct CqDeltaAgg *da)
 	c->keycol = memcpy(palloc(sizeof(int) * da->ng), da->keycol, sizeof(int) * da->ng);
 	c->colk = memcpy(palloc(da->ncols), da->colk, da->ncols);
 	c->arg = memcpy(palloc(sizeof(int) * da->ncols), da->arg, sizeof(int) * da->ncols);
+	c->aggcol = memcpy(palloc(sizeof(int) * da->ncols), da->aggcol, sizeof(int) * da->ncols);
 	return c;
 }
 
@@ -421,8 +428,9 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 		if ((uint64) s->ngroups * 4 > (uint64) (s->mask + 1) * 3)
 			grow(s);
 	}
-	for (int c = 0; c < da->ncols; c++)
+	for (int i = 0; i < da->nagg; i++)
 	{
+		int			c = da->aggcol[i];
 		int			a = da->arg[c];
 
 		switch (da->colk[c])
@@ -451,7 +459,9 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 		}
 	}
 	MemoryContextSwitchTo(old);
-	MemoryContextReset(s->row_cxt);
+	/* a detoasted key or numeric (rare): the call only then */
+	if (!s->row_cxt->isReset)
+		MemoryContextReset(s->row_cxt);
 	return true;
 }
 
