@@ -23,12 +23,17 @@ CREATE TABLE dg_sql WITH (cq.output_mode = 'update', cq.trigger = 'available_now
 -- other key types, complete mode
 CREATE TABLE dg_keys WITH (cq.output_mode = 'complete', cq.trigger = 'available_now') AS
   SELECT vc, b, k::int8 AS k8, ts::date AS d, count(*) AS n, max(v) AS hi FROM dg_src GROUP BY 1, 2, 3, 4;
--- shapes d keeps: FILTER, sum of an integer, no keys, a key under no
--- bytewise equality (numeric)
+-- sums of int2 and int4, min and max of integers, dates and timestamps
+CREATE TABLE dg_int WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT t, sum(k) AS s, sum((k - 3)::int2) AS s2, avg(k) AS a, min(k) AS lo, max(k::int8 * 1000000000000) AS hi8,
+         min((k - 3)::int2) AS lo2, max(ts) AS last_ts, min(ts::timestamp) AS first_ts, max(ts::date) AS last_d
+  FROM dg_src GROUP BY t;
+-- shapes d keeps: FILTER, sum of an int8 (a numeric), no keys, a key under
+-- no bytewise equality (numeric)
 CREATE TABLE dg_filter WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
   SELECT k, count(*) FILTER (WHERE v > 1) AS n FROM dg_src GROUP BY k;
-CREATE TABLE dg_int WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
-  SELECT t, sum(k) AS s FROM dg_src GROUP BY t;
+CREATE TABLE dg_int8 WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT t, sum(k::int8) AS s FROM dg_src GROUP BY t;
 CREATE TABLE dg_nokeys WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
   SELECT count(*) AS n, sum(v) AS s FROM dg_src;
 CREATE TABLE dg_numkey WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
@@ -38,7 +43,7 @@ SELECT name, state_path FROM cq.queries WHERE name LIKE 'dg\_%' ORDER BY name;
 -- which batches aggregate in C (cq.explain shows the statement a batch runs)
 CREATE FUNCTION dg_in_c(q text) RETURNS bool LANGUAGE sql AS
   $$ SELECT cq.explain(q) LIKE '%made in C (cq.delta_agg_in_c)%' $$;
-SELECT q, dg_in_c(q) FROM unnest(ARRAY['dg_c', 'dg_keys', 'dg_filter', 'dg_int', 'dg_nokeys', 'dg_numkey']) q;
+SELECT q, dg_in_c(q) FROM unnest(ARRAY['dg_c', 'dg_keys', 'dg_int', 'dg_filter', 'dg_int8', 'dg_nokeys', 'dg_numkey']) q;
 SET cq.delta_agg_in_c = off;
 SELECT dg_in_c('dg_c') AS in_c_when_off;
 RESET cq.delta_agg_in_c;
@@ -50,6 +55,7 @@ RESET cq.delta_agg_in_c;
 CALL cq.run('dg_keys');
 CALL cq.run('dg_filter');
 CALL cq.run('dg_int');
+CALL cq.run('dg_int8');
 CALL cq.run('dg_nokeys');
 CALL cq.run('dg_numkey');
 
@@ -66,6 +72,7 @@ RESET cq.delta_agg_in_c;
 CALL cq.run('dg_keys');
 CALL cq.run('dg_filter');
 CALL cq.run('dg_int');
+CALL cq.run('dg_int8');
 CALL cq.run('dg_nokeys');
 CALL cq.run('dg_numkey');
 -- batch 2: equal values at other scales (the later one kept by min and
@@ -91,6 +98,7 @@ RESET cq.delta_agg_in_c;
 CALL cq.run('dg_keys');
 CALL cq.run('dg_filter');
 CALL cq.run('dg_int');
+CALL cq.run('dg_int8');
 CALL cq.run('dg_nokeys');
 CALL cq.run('dg_numkey');
 -- batch 3: existing groups again, new ones, and values that move the min and max
@@ -106,6 +114,7 @@ RESET cq.delta_agg_in_c;
 CALL cq.run('dg_keys');
 CALL cq.run('dg_filter');
 CALL cq.run('dg_int');
+CALL cq.run('dg_int8');
 CALL cq.run('dg_nokeys');
 CALL cq.run('dg_numkey');
 
@@ -126,12 +135,21 @@ CREATE VIEW dg_keys_direct AS
 SELECT count(*) AS keys_vs_direct FROM (
   (SELECT r1::text FROM dg_keys r1 EXCEPT ALL SELECT r2::text FROM dg_keys_direct r2)
   UNION ALL (SELECT r2::text FROM dg_keys_direct r2 EXCEPT ALL SELECT r1::text FROM dg_keys r1)) x;
+CREATE VIEW dg_int_direct AS
+  SELECT t, sum(k) AS s, sum((k - 3)::int2) AS s2, avg(k) AS a, min(k) AS lo, max(k::int8 * 1000000000000) AS hi8,
+         min((k - 3)::int2) AS lo2, max(ts) AS last_ts, min(ts::timestamp) AS first_ts, max(ts::date) AS last_d
+  FROM dg_src GROUP BY t;
+SELECT count(*) AS int_vs_direct FROM (
+  (SELECT r1::text FROM dg_int r1 EXCEPT ALL SELECT r2::text FROM dg_int_direct r2)
+  UNION ALL (SELECT r2::text FROM dg_int_direct r2 EXCEPT ALL SELECT r1::text FROM dg_int r1)) x;
+SELECT left(t, 12) AS t, s, s2, a, lo, hi8, lo2, last_ts, first_ts, last_d FROM dg_int
+WHERE t IN ('c1', 'nulls', 'big') OR t IS NULL ORDER BY t;
 -- the values that tell the two apart when wrong
 SELECT k, left(t, 12) AS t, hr, n, nv, s, lo, hi FROM dg_c
 WHERE t IN ('nan', 'inf', 'pinf', 'big', 'nulls') OR (k = 1 AND t = 'c1' AND hr = '2026-01-01 00:00+00') OR (k = 5 AND hr IS NULL)
 ORDER BY k, t, hr;
 
-DROP VIEW dg_direct, dg_keys_direct;
-DROP TABLE dg_c, dg_sql, dg_keys, dg_filter, dg_int, dg_nokeys, dg_numkey;
+DROP VIEW dg_direct, dg_keys_direct, dg_int_direct;
+DROP TABLE dg_c, dg_sql, dg_keys, dg_int, dg_filter, dg_int8, dg_nokeys, dg_numkey;
 DROP TABLE dg_src;
 DROP FUNCTION dg_in_c(text);

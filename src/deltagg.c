@@ -24,10 +24,11 @@
  *			date, timestamp[tz], bool, oid), and text or varchar under a
  *			deterministic collation (compared bytewise, as d compares them:
  *			delta.c's bytewise_key); NULL is a key of its own
- *	state	count(*), count(x), and numeric's cq.numeric_sum/_max/_min
- *			(numagg.c, which this calls), each in its own state column of
- *			its partial's type (d casts nothing then); the key hash h
- *			(NULL in d: the store computes it)
+ *	state	count(*), count(x), numeric's cq.numeric_sum/_max/_min
+ *			(numagg.c, which this calls), sum of int2 and int4, min and max
+ *			of integers, date and timestamp[tz], each in its own state
+ *			column of its partial's type (d casts nothing then); the key
+ *			hash h (NULL in d: the store computes it)
  *	not		without keys (d returns a row for no input), DISTINCT, FILTER,
  *			event-time statistics, windows (e), joins, other aggregates
  *
@@ -64,6 +65,9 @@
 #define DA_SUM		's'			/* cq.numeric_sum(x) */
 #define DA_MAX		'M'			/* cq.numeric_max(x) */
 #define DA_MIN		'm'			/* cq.numeric_min(x) */
+#define DA_ISUM		'i'			/* sum(x) of int2 or int4 (an int8) */
+#define DA_VMAX		'X'			/* max(x) of an integer, date or timestamp[tz] */
+#define DA_VMIN		'x'			/* min(x) of the same */
 #define DA_NULL		'0'			/* NULL: the key hash h */
 
 /* a key's comparison (CqDeltaAgg.keyk) */
@@ -78,6 +82,8 @@ struct CqDeltaAgg
 	int			ncols;			/* columns of d's row (the state row) */
 	char	   *colk;			/* per column: DA_* */
 	int		   *arg;			/* per column: its scan column (keys, x) */
+	char	   *width;			/* per column of DA_ISUM/VMAX/VMIN: its input's
+								 * bytes (2, 4, 8) */
 	int			nscan;			/* the scan's columns: keys, then the x used */
 	int			nagg;			/* the columns of partials (n, c, s, M, m) */
 	int		   *aggcol;			/* their state columns, in order */
@@ -100,6 +106,7 @@ typedef struct DaState
 	TupleDesc	desc;			/* of those rows */
 	MemoryContext cxt;			/* the groups */
 	MemoryContext row_cxt;		/* what one row needs (detoasted values) */
+	Datum	   *keys;			/* the row's keys, detoasted */
 	DaGroup   **table;			/* open addressing, linear probing */
 	uint32		mask;
 	DaGroup   **groups;			/* in the order first seen */
@@ -145,6 +152,9 @@ part_kind(const char *partial, int *x)
 		{"cq.numeric_sum(i.x%d)%n", DA_SUM},
 		{"cq.numeric_max(i.x%d)%n", DA_MAX},
 		{"cq.numeric_min(i.x%d)%n", DA_MIN},
+		{"sum(i.x%d)%n", DA_ISUM},
+		{"max(i.x%d)%n", DA_VMAX},
+		{"min(i.x%d)%n", DA_VMIN},
 	};
 
 	for (int f = 0; f < lengthof(forms); f++)
@@ -155,6 +165,37 @@ part_kind(const char *partial, int *x)
 			return forms[f].kind;
 	}
 	return 0;
+}
+
+/*
+ * part_fits
+ *	  Does this aggregates a partial of this kind over an argument of type
+ *	  arg into a state column of type col as d would (no cast between)?
+ *	  *width: the argument's bytes, for the by-value kinds.
+ */
+static bool
+part_fits(char kind, Oid arg, Oid col, char *width)
+{
+	switch (kind)
+	{
+		case DA_COUNT:
+			return col == INT8OID;
+		case DA_SUM:
+		case DA_MAX:
+		case DA_MIN:
+			return arg == NUMERICOID && col == NUMERICOID;
+		case DA_ISUM:
+			/* int2_sum and int4_sum: an int8, added without overflow checks */
+			*width = arg == INT2OID ? 2 : 4;
+			return (arg == INT2OID || arg == INT4OID) && col == INT8OID;
+		case DA_VMAX:
+		case DA_VMIN:
+			*width = get_typlen(arg);
+			return col == arg && (arg == INT2OID || arg == INT4OID || arg == INT8OID ||
+								  arg == DATEOID || arg == TIMESTAMPOID ||
+								  arg == TIMESTAMPTZOID);
+	}
+	return false;
 }
 
 /*
@@ -185,6 +226,7 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 	da->ncols = state->natts;
 	da->colk = palloc(state->natts);
 	da->arg = palloc(sizeof(int) * state->natts);
+	da->width = palloc0(state->natts);
 	xcol = palloc(sizeof(int) * (nx + 1));
 	for (int k = 0; k <= nx; k++)
 		xcol[k] = -1;
@@ -214,8 +256,8 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 			char		kind = part_kind(part->partial, &x);
 
 			if (kind == 0 || x < 1 || x > nx || att->atttypmod != -1 ||
-				att->atttypid != (kind == DA_COUNT ? INT8OID : NUMERICOID) ||
-				(kind != DA_COUNT && exprType(list_nth(an->arg_exprs, x - 1)) != NUMERICOID))
+				!part_fits(kind, exprType(list_nth(an->arg_exprs, x - 1)), att->atttypid,
+						   &da->width[i]))
 				return;
 			if (xcol[x] < 0)
 			{
@@ -270,6 +312,7 @@ cq_deltagg_copy(const struct CqDeltaAgg *da)
 	c->keycol = memcpy(palloc(sizeof(int) * da->ng), da->keycol, sizeof(int) * da->ng);
 	c->colk = memcpy(palloc(da->ncols), da->colk, da->ncols);
 	c->arg = memcpy(palloc(sizeof(int) * da->ncols), da->arg, sizeof(int) * da->ncols);
+	c->width = memcpy(palloc(da->ncols), da->width, da->ncols);
 	c->aggcol = memcpy(palloc(sizeof(int) * da->ncols), da->aggcol, sizeof(int) * da->ncols);
 	return c;
 }
@@ -417,13 +460,16 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 	v = slot->tts_values;
 	n = slot->tts_isnull;
 	for (int k = 0; k < da->ng; k++)
-		hash = hash_combine(hash, n[k] ? 0x5bd1e995 : key_hash(da->keyk[k], &v[k]));
+	{
+		s->keys[k] = v[k];
+		hash = hash_combine(hash, n[k] ? 0x5bd1e995 : key_hash(da->keyk[k], &s->keys[k]));
+	}
 	for (j = hash & s->mask; (g = s->table[j]) != NULL; j = (j + 1) & s->mask)
-		if (g->hash == hash && keys_equal(da, g, v, n))
+		if (g->hash == hash && keys_equal(da, g, s->keys, n))
 			break;
 	if (g == NULL)
 	{
-		g = new_group(s, hash, v, n);
+		g = new_group(s, hash, s->keys, n);
 		s->table[j] = g;
 		if ((uint64) s->ngroups * 4 > (uint64) (s->mask + 1) * 3)
 			grow(s);
@@ -455,6 +501,23 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 			case DA_MIN:
 				if (!n[a])
 					min_max(s, g, c, v[a], da->colk[c] == DA_MAX);
+				break;
+			case DA_ISUM:
+			case DA_VMAX:
+			case DA_VMIN:
+				if (!n[a])
+				{
+					int64		x = da->width[c] == 2 ? DatumGetInt16(v[a]) :
+						da->width[c] == 4 ? DatumGetInt32(v[a]) : DatumGetInt64(v[a]);
+
+					if (g->nulls[c])
+						g->acc[c] = x;
+					else if (da->colk[c] == DA_ISUM)
+						g->acc[c] += x;
+					else if (da->colk[c] == DA_VMAX ? x > g->acc[c] : x < g->acc[c])
+						g->acc[c] = x;
+					g->nulls[c] = false;
+				}
 				break;
 		}
 	}
@@ -508,6 +571,7 @@ cq_deltagg_begin(const struct CqDeltaAgg *da, DestReceiver *fold, TupleDesc stat
 	s->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq delta aggregation",
 								   ALLOCSET_DEFAULT_SIZES);
 	s->row_cxt = AllocSetContextCreate(s->cxt, "pg_cq delta row", ALLOCSET_SMALL_SIZES);
+	s->keys = MemoryContextAlloc(s->cxt, sizeof(Datum) * da->ng);
 	s->mask = 1023;
 	s->table = MemoryContextAllocZero(s->cxt, sizeof(DaGroup *) * (s->mask + 1));
 	s->maxgroups = 1024;
@@ -549,6 +613,14 @@ cq_deltagg_end(DestReceiver *self)
 					slot->tts_values[c] =
 						cq_numsum_result(g->nulls[c] ? NULL : (CqNumSum *) DatumGetPointer(g->vals[c]),
 										 &slot->tts_isnull[c]);
+					break;
+				case DA_ISUM:
+					slot->tts_values[c] = Int64GetDatum(g->acc[c]);
+					break;
+				case DA_VMAX:
+				case DA_VMIN:
+					slot->tts_values[c] = da->width[c] == 2 ? Int16GetDatum((int16) g->acc[c]) :
+						da->width[c] == 4 ? Int32GetDatum((int32) g->acc[c]) : Int64GetDatum(g->acc[c]);
 					break;
 				case DA_NULL:
 					slot->tts_isnull[c] = true;
