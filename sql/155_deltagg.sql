@@ -118,6 +118,24 @@ CALL cq.run('dg_int8');
 CALL cq.run('dg_nokeys');
 CALL cq.run('dg_numkey');
 
+-- batch 4: more new groups than the batch's memory holds (cq.work_mem
+-- 64kB, hash_mem_multiplier 1): the aggregation in C stops the scan, and d,
+-- whose hash aggregation spills to disk, runs instead
+INSERT INTO dg_src SELECT 100 + g, 'many', 'v1', '2026-01-01 00:00+00', g % 2 = 0, g FROM generate_series(1, 3000) g;
+SET cq.work_mem = 64;
+SET hash_mem_multiplier = 1;
+CALL cq.run('dg_c');
+SET cq.delta_agg_in_c = off;
+CALL cq.run('dg_sql');
+RESET cq.delta_agg_in_c;
+CALL cq.run('dg_keys');
+CALL cq.run('dg_filter');
+CALL cq.run('dg_int');
+CALL cq.run('dg_int8');
+CALL cq.run('dg_nokeys');
+CALL cq.run('dg_numkey');
+RESET cq.work_mem;
+RESET hash_mem_multiplier;
 -- the C aggregation and d's give the same rows, and both the GROUP BY's
 SELECT count(*) AS c_rows, (SELECT count(*) FROM dg_sql) AS sql_rows FROM dg_c;
 SELECT count(*) AS c_vs_sql FROM (

@@ -49,6 +49,7 @@
 #include "nodes/nodeFuncs.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "deltagg.h"
@@ -85,6 +86,7 @@ struct CqDeltaAgg
 	char	   *width;			/* per column of DA_ISUM/VMAX/VMIN: its input's
 								 * bytes (2, 4, 8) */
 	int			nscan;			/* the scan's columns: keys, then the x used */
+	int			skip;			/* batches left that keep d: one ran out of memory */
 	int			nagg;			/* the columns of partials (n, c, s, M, m) */
 	int		   *aggcol;			/* their state columns, in order */
 };
@@ -101,7 +103,7 @@ typedef struct DaGroup
 typedef struct DaState
 {
 	DestReceiver pub;
-	const struct CqDeltaAgg *da;
+	struct CqDeltaAgg *da;
 	DestReceiver *fold;			/* gets each group's row at the end */
 	TupleDesc	desc;			/* of those rows */
 	MemoryContext cxt;			/* the groups */
@@ -112,6 +114,8 @@ typedef struct DaState
 	DaGroup   **groups;			/* in the order first seen */
 	int64		ngroups;
 	int64		maxgroups;
+	Size		budget;			/* memory d's hash aggregation would have */
+	bool		full;			/* the groups outgrew it: the scan stopped */
 } DaState;
 
 /* is a key of this type and collation compared by its Datum or bytes? */
@@ -473,6 +477,13 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 		s->table[j] = g;
 		if ((uint64) s->ngroups * 4 > (uint64) (s->mask + 1) * 3)
 			grow(s);
+		/* more groups than d's hash aggregation keeps in memory: stop (see cq_deltagg_end) */
+		if (s->ngroups % 256 == 0 && MemoryContextMemAllocated(s->cxt, true) > s->budget)
+		{
+			s->full = true;
+			MemoryContextSwitchTo(old);
+			return false;
+		}
 	}
 	for (int i = 0; i < da->nagg; i++)
 	{
@@ -553,10 +564,17 @@ da_destroy(DestReceiver *self)
  *	  for cq_deltagg_end to pass d's rows to fold (state: their layout).
  */
 DestReceiver *
-cq_deltagg_begin(const struct CqDeltaAgg *da, DestReceiver *fold, TupleDesc state)
+cq_deltagg_begin(struct CqDeltaAgg *da, DestReceiver *fold, TupleDesc state)
 {
-	DaState    *s = palloc0(sizeof(DaState));
+	DaState    *s;
 
+	if (da->skip > 0)
+	{
+		da->skip--;
+		return NULL;
+	}
+	s = palloc0(sizeof(DaState));
+	s->budget = get_hash_memory_limit();
 	if (state->natts != da->ncols)
 		elog(ERROR, "pg_cq: the state row does not match the delta's aggregation");
 	s->pub.receiveSlot = da_receive;
@@ -582,15 +600,32 @@ cq_deltagg_begin(const struct CqDeltaAgg *da, DestReceiver *fold, TupleDesc stat
 /*
  * cq_deltagg_end
  *	  Each group's row, as d returns it, to the fold's receiver; then the
- *	  groups are freed.
+ *	  groups are freed.  False when the groups outgrew the memory d's hash
+ *	  aggregation has (hash_mem: work_mem x hash_mem_multiplier), which
+ *	  would spill them to disk: then the scan stopped early, nothing went
+ *	  to the fold, and the caller runs d instead (and so do the query's
+ *	  next 16 batches in this process).  Stopping is the executor's own
+ *	  way (receiveSlot returns false); handing over the groups formed so
+ *	  far would give the fold a group twice, which it must not get.
  */
-void
+bool
 cq_deltagg_end(DestReceiver *self)
 {
 	DaState    *s = (DaState *) self;
-	const struct CqDeltaAgg *da = s->da;
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(s->desc, &TTSOpsVirtual);
+	struct CqDeltaAgg *da = (struct CqDeltaAgg *) s->da;
+	TupleTableSlot *slot;
 	MemoryContext old;
+
+	if (s->full)
+	{
+		elog(DEBUG1, "pg_cq: the new rows' groups outgrew hash_mem (%zu bytes); the batch aggregates them in its statement",
+			 s->budget);
+		da->skip = 16;
+		MemoryContextDelete(s->cxt);
+		pfree(s);
+		return false;
+	}
+	slot = MakeSingleTupleTableSlot(s->desc, &TTSOpsVirtual);
 
 	for (int64 i = 0; i < s->ngroups; i++)
 	{
@@ -636,4 +671,5 @@ cq_deltagg_end(DestReceiver *self)
 	ExecDropSingleTupleTableSlot(slot);
 	MemoryContextDelete(s->cxt);
 	pfree(s);
+	return true;
 }

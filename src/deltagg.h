@@ -16,8 +16,7 @@
 
 extern void cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql);
 extern struct CqDeltaAgg *cq_deltagg_copy(const struct CqDeltaAgg *da);
-extern DestReceiver *cq_deltagg_begin(const struct CqDeltaAgg *da, DestReceiver *fold,
-									  TupleDesc state);
-extern void cq_deltagg_end(DestReceiver *self);
+extern DestReceiver *cq_deltagg_begin(struct CqDeltaAgg *da, DestReceiver *fold, TupleDesc state);
+extern bool cq_deltagg_end(DestReceiver *self);
 
 #endif							/* CQ_DELTAGG_H */

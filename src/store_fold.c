@@ -826,9 +826,10 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	options.params = pl;
 	options.read_only = read_only;
 	options.dest = (DestReceiver *) &recv;
-	if (sql == fs->sql->delta && fs->sql->deltagg != NULL && cq_delta_agg_in_c && fs->tl == NULL)
+	if (sql == fs->sql->delta && fs->sql->deltagg != NULL && cq_delta_agg_in_c && fs->tl == NULL &&
+		(agg = cq_deltagg_begin(fs->sql->deltagg, options.dest, fs->st->desc)) != NULL)
 	{
-		options.dest = agg = cq_deltagg_begin(fs->sql->deltagg, options.dest, fs->st->desc);
+		options.dest = agg;
 		sql = fs->sql->delta_c;
 	}
 	plan = cq_spi_plan(sql, 4, types);
@@ -858,8 +859,9 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	}
 	PG_END_TRY();
 	list_free(flagged);
-	if (agg)
-		cq_deltagg_end(agg);
+	/* the groups outgrew memory and the scan stopped: d, whose aggregation spills */
+	if (agg != NULL && !cq_deltagg_end(agg))
+		fold_delta_ext(fs, fs->sql->delta, params, nulls, read_only, custom);
 }
 
 /* fold_history's run: d read-only in cq_delta_run_history's snapshot */
