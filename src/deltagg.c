@@ -30,7 +30,8 @@
  *			column of its partial's type (d casts nothing then); the key
  *			hash h (NULL in d: the store computes it)
  *	not		without keys (d returns a row for no input), DISTINCT, FILTER,
- *			event-time statistics, windows (e), joins, other aggregates
+ *			event-time statistics, windows (e), joins, Citus sources, other
+ *			aggregates
  *
  * Both produce the same rows: count as int8; the sum is numagg.c's state
  * and final; min and max keep the value cq_numeric_smaller/larger keep
@@ -55,6 +56,7 @@
 #include "deltagg.h"
 #include "numagg.h"
 #include "aggregates.h"
+#include "citus.h"
 #include "delta.h"
 #include "guc.h"
 #include "state.h"
@@ -220,8 +222,10 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 
 	sql->delta_c = NULL;
 	sql->deltagg = NULL;
+	/* a Citus source: d's aggregation runs on its workers, not its rows here */
 	if (ng == 0 || an->distinct_sets != NIL || an->join_delta_sql != NULL || an->is_dedup ||
-		(an->single_scan && an->et_attno != InvalidAttrNumber))
+		(an->single_scan && an->et_attno != InvalidAttrNumber) ||
+		cq_citus_kind(an->source_relid) != CQ_CITUS_NONE)
 		return;
 	da = palloc0(sizeof(*da));
 	da->ng = ng;
