@@ -48,16 +48,9 @@ SET cq.delta_agg_in_c = off;
 SELECT dg_in_c('dg_c') AS in_c_when_off;
 RESET cq.delta_agg_in_c;
 
-CALL cq.run('dg_c');
-SET cq.delta_agg_in_c = off;
-CALL cq.run('dg_sql');
-RESET cq.delta_agg_in_c;
-CALL cq.run('dg_keys');
-CALL cq.run('dg_filter');
-CALL cq.run('dg_int');
-CALL cq.run('dg_int8');
-CALL cq.run('dg_nokeys');
-CALL cq.run('dg_numkey');
+-- a batch of each query, dg_sql's with the setting off
+\set run_all 'CALL cq.run(''dg_c''); SET cq.delta_agg_in_c = off; CALL cq.run(''dg_sql''); RESET cq.delta_agg_in_c; CALL cq.run(''dg_keys''); CALL cq.run(''dg_filter''); CALL cq.run(''dg_int''); CALL cq.run(''dg_int8''); CALL cq.run(''dg_nokeys''); CALL cq.run(''dg_numkey'');'
+:run_all
 
 -- batch 1: many rows, some groups with NULL keys and values
 INSERT INTO dg_src
@@ -65,16 +58,7 @@ INSERT INTO dg_src
          '2026-01-01 00:00+00'::timestamptz + (g % 4) * interval '50 minutes', g % 2 = 0,
          CASE WHEN g % 13 = 0 THEN NULL ELSE round((g * 7919 % 100000) / 100.0, g % 3) END
   FROM generate_series(1, 5000) g;
-CALL cq.run('dg_c');
-SET cq.delta_agg_in_c = off;
-CALL cq.run('dg_sql');
-RESET cq.delta_agg_in_c;
-CALL cq.run('dg_keys');
-CALL cq.run('dg_filter');
-CALL cq.run('dg_int');
-CALL cq.run('dg_int8');
-CALL cq.run('dg_nokeys');
-CALL cq.run('dg_numkey');
+:run_all
 -- batch 2: equal values at other scales (the later one kept by min and
 -- max), NaN, infinities, sums beyond 128 bits, long and compressed keys,
 -- a group whose values are all NULL; a rolled-back insert
@@ -91,32 +75,14 @@ INSERT INTO dg_src VALUES
 BEGIN;
 INSERT INTO dg_src VALUES (6, 'rolled back', 'v9', NULL, true, 99);
 ROLLBACK;
-CALL cq.run('dg_c');
-SET cq.delta_agg_in_c = off;
-CALL cq.run('dg_sql');
-RESET cq.delta_agg_in_c;
-CALL cq.run('dg_keys');
-CALL cq.run('dg_filter');
-CALL cq.run('dg_int');
-CALL cq.run('dg_int8');
-CALL cq.run('dg_nokeys');
-CALL cq.run('dg_numkey');
+:run_all
 -- batch 3: existing groups again, new ones, and values that move the min and max
 INSERT INTO dg_src
   SELECT g % 7, 'c' || (g % 5), 'v' || (g % 3), '2026-01-01 00:00+00'::timestamptz + (g % 6) * interval '50 minutes',
          g % 3 = 0, (g - 1000) * 1.25
   FROM generate_series(1, 2000) g;
 INSERT INTO dg_src VALUES (1, 'c1', 'v1', '2026-01-01 00:15+00', true, 1e6), (1, 'c1', 'v1', '2026-01-01 00:25+00', true, 1000000.00);
-CALL cq.run('dg_c');
-SET cq.delta_agg_in_c = off;
-CALL cq.run('dg_sql');
-RESET cq.delta_agg_in_c;
-CALL cq.run('dg_keys');
-CALL cq.run('dg_filter');
-CALL cq.run('dg_int');
-CALL cq.run('dg_int8');
-CALL cq.run('dg_nokeys');
-CALL cq.run('dg_numkey');
+:run_all
 
 -- batch 4: more new groups than the batch's memory holds (cq.work_mem
 -- 64kB, hash_mem_multiplier 1): the aggregation in C stops the scan, and d,
@@ -124,16 +90,7 @@ CALL cq.run('dg_numkey');
 INSERT INTO dg_src SELECT 100 + g, 'many', 'v1', '2026-01-01 00:00+00', g % 2 = 0, g FROM generate_series(1, 3000) g;
 SET cq.work_mem = 64;
 SET hash_mem_multiplier = 1;
-CALL cq.run('dg_c');
-SET cq.delta_agg_in_c = off;
-CALL cq.run('dg_sql');
-RESET cq.delta_agg_in_c;
-CALL cq.run('dg_keys');
-CALL cq.run('dg_filter');
-CALL cq.run('dg_int');
-CALL cq.run('dg_int8');
-CALL cq.run('dg_nokeys');
-CALL cq.run('dg_numkey');
+:run_all
 RESET cq.work_mem;
 RESET hash_mem_multiplier;
 -- the C aggregation and d's give the same rows, and both the GROUP BY's
