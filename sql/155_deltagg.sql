@@ -4,7 +4,7 @@
 -- sum, min and max.  The same query with the setting off (d's hash
 -- aggregation) must give the same target, byte for byte (the display scale
 -- of sums and of the kept min and max, NaN and infinities, NULL keys and
--- values, long and compressed keys), and so must a plain GROUP BY.
+-- values, long, compressed and out-of-line keys), and so must a plain GROUP BY.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SET timezone = 'UTC';
@@ -71,7 +71,10 @@ INSERT INTO dg_src VALUES
   (3, 'big', NULL, NULL, NULL, 1e40), (3, 'big', NULL, NULL, NULL, -1e40), (3, 'big', NULL, NULL, NULL, 123456789012345678901234567890.123456789),
   (4, 'nulls', NULL, NULL, NULL, NULL), (4, 'nulls', NULL, NULL, NULL, NULL),
   (5, repeat('long-key-', 400), 'v1', NULL, true, 1), (5, repeat('long-key-', 400), 'v1', NULL, true, 2.50),
-  (5, repeat('x', 200), 'v1', NULL, true, -7);
+  (5, repeat('x', 200), 'v1', NULL, true, -7),
+  -- keys stored out of line (10 kB that do not compress): each row its own TOAST pointer
+  (5, (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 320) g), 'v1', NULL, true, 1),
+  (5, (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 320) g), 'v1', NULL, true, 2);
 BEGIN;
 INSERT INTO dg_src VALUES (6, 'rolled back', 'v9', NULL, true, 99);
 ROLLBACK;

@@ -338,7 +338,8 @@ key_hash(char kind, Datum *v)
 		return murmurhash32((uint32) (u ^ (u >> 32)));
 	}
 	p = (struct varlena *) DatumGetPointer(*v);
-	if (VARATT_IS_EXTENDED(p) && !VARATT_IS_SHORT(p))
+	/* as pg_detoast_datum_packed (a TOAST pointer's header is "short" too) */
+	if (VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p))
 	{
 		p = detoast_attr(p);
 		*v = PointerGetDatum(p);
