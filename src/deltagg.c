@@ -126,13 +126,15 @@ key_kind(Oid type, Oid coll)
 {
 	switch (type)
 	{
-		case INT2OID:
-		case INT4OID:
 		case INT8OID:
-		case OIDOID:
-		case DATEOID:
 		case TIMESTAMPOID:
 		case TIMESTAMPTZOID:
+			/* by reference where a Datum has 32 bits */
+			return FLOAT8PASSBYVAL ? DA_BYVAL : 0;
+		case INT2OID:
+		case INT4OID:
+		case OIDOID:
+		case DATEOID:
 		case BOOLOID:
 			return DA_BYVAL;
 		case TEXTOID:
