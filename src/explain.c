@@ -248,8 +248,11 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 
 	appendStringInfo(&buf, "\n-- %d. d: the partial aggregates of the batch's new rows, one row per group, as state\n"
 					 "-- rows%s\n", step++,
-					 sql->et_stats ? ", then the event-time statistics of the group's rows" : "");
-	appendStringInfo(&buf, "%s;\n", sql->delta);
+					 sql->et_stats ? ", then the event-time statistics of the group's rows" :
+					 sql->delta_c && cq_delta_agg_in_c ?
+					 ", made in C (cq.delta_agg_in_c) from the new rows this statement reads: their\n"
+					 "-- keys, then the aggregates' arguments" : "");
+	appendStringInfo(&buf, "%s;\n", sql->delta_c && cq_delta_agg_in_c ? sql->delta_c : sql->delta);
 
 	appendStringInfoString(&buf, "\n-- in C: each group of d is looked up in the store by a hash of its keys (compared\n"
 						   "-- with GROUP BY's equality)");

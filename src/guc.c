@@ -57,6 +57,8 @@ int			cq_state_image_interval_s = 300;
 /* measurements only: a table path batch in two statements (batch.c) */
 bool		cq_bench_split_batch = false;
 bool		cq_bulk_load = true;
+/* d's partial aggregation of an incremental batch on the store in C (deltagg.c) */
+bool		cq_delta_agg_in_c = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c) */
 int			cq_merge_max_groups = 1000;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -303,6 +305,16 @@ cq_guc_init(void)
 							 "batch statement instead.  Likewise the state table image of a query on the "
 							 "store, its indexes built after the load.  The results are the same.",
 							 &cq_bulk_load,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.delta_agg_in_c",
+							 "Aggregates the new rows of an incremental batch on the store in C.",
+							 "For the common keys and partial aggregates (docs/reference.md): the batch's "
+							 "statement only scans the new rows, and pg_cq groups them; off runs the "
+							 "aggregation in the statement.  The results are the same.",
+							 &cq_delta_agg_in_c,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

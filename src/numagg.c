@@ -44,6 +44,8 @@
 #include "utils/fmgrprotos.h"
 #include "utils/numeric.h"
 
+#include "numagg.h"
+
 /*
  * The packed numeric format (numeric.c's NumericShort/NumericLong, the
  * on-disk format, stable across releases): the first 16-bit word holds the
@@ -328,6 +330,27 @@ num_kept(Datum d)
 	return d;
 }
 
+/*
+ * cq_numeric_keeps, cq_numeric_kept
+ *	  For deltagg.c's min and max of numeric: does a min (max: a max)
+ *	  whose value is kept stay so against the input in, as
+ *	  cq_numeric_smaller (cq_numeric_larger) decides (of equal values the
+ *	  later one wins)?  If not, its new value is cq_numeric_kept(in).
+ */
+bool
+cq_numeric_keeps(Datum kept, Datum in, bool max)
+{
+	int			cmp = num_cmp_datums(kept, in);
+
+	return max ? cmp > 0 : cmp < 0;
+}
+
+Datum
+cq_numeric_kept(Datum in)
+{
+	return num_kept(in);
+}
+
 PG_FUNCTION_INFO_V1(cq_numeric_larger);
 
 /*
@@ -359,7 +382,7 @@ cq_numeric_smaller(PG_FUNCTION_ARGS)
 /*
  * The state of cq.numeric_sum, in the aggregate's context.
  */
-typedef struct CqNumSum
+struct CqNumSum
 {
 #ifdef HAVE_INT128
 	int128		isum;			/* finite inputs added here, in 10^-iscale */
@@ -371,7 +394,7 @@ typedef struct CqNumSum
 	bool		ninf;			/* a -Infinity input */
 	Numeric		nsum;			/* the other finite inputs' sum, or NULL */
 	MemoryContext aggcxt;		/* the aggregate's context */
-} CqNumSum;
+};
 
 /*
  * nsum_add
@@ -724,44 +747,24 @@ isum_add_short(CqNumSum *st, const char *p)
 }
 #endif							/* HAVE_INT128 */
 
-PG_FUNCTION_INFO_V1(cq_numeric_sum_accum);
-
 /*
- * cq_numeric_sum_accum
- *	  cq.numeric_sum_accum(internal, numeric): the transition function of
- *	  cq.numeric_sum (not strict: the state is made at the first non-NULL
- *	  input).
+ * nsum_accum
+ *	  Adds a non-NULL numeric to a state (the transition's work, shared
+ *	  with deltagg.c's aggregation through cq_numsum_add): inlined in
+ *	  both, as the transition's body was before (a call cost ~16
+ *	  instructions a row of bench/ingest_cg.sh's batch).
  */
-Datum
-cq_numeric_sum_accum(PG_FUNCTION_ARGS)
+static pg_attribute_always_inline void
+nsum_accum(CqNumSum *st, Datum d)
 {
-	MemoryContext aggcxt;
-	CqNumSum   *st;
 	CqNum		n;
 
-	st = PG_ARGISNULL(0) ? NULL : (CqNumSum *) PG_GETARG_POINTER(0);
-	if (PG_ARGISNULL(1))
-	{
-		if (st == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(st);
-	}
-	if (st == NULL)
-	{
-		/* the state lives in the aggregate's context: checked at the first input */
-		if (!AggCheckCallContext(fcinfo, &aggcxt))
-			elog(ERROR, "cq_numeric_sum_accum called in non-aggregate context");
-		st = (CqNumSum *) MemoryContextAllocZero(aggcxt, sizeof(CqNumSum));
-		st->aggcxt = aggcxt;
-	}
-	aggcxt = st->aggcxt;
 	st->seen = true;
 #ifdef HAVE_INT128
-	if (NUM_INLINE_SHORT(DatumGetPointer(PG_GETARG_DATUM(1))) &&
-		isum_add_short(st, DatumGetPointer(PG_GETARG_DATUM(1))))
-		PG_RETURN_POINTER(st);
+	if (NUM_INLINE_SHORT(DatumGetPointer(d)) && isum_add_short(st, DatumGetPointer(d)))
+		return;
 #endif
-	num_read(PG_GETARG_DATUM(1), &n);
+	num_read(d, &n);
 	switch (n.kind)
 	{
 		case CQ_NUM_NAN:
@@ -775,13 +778,65 @@ cq_numeric_sum_accum(PG_FUNCTION_ARGS)
 			break;
 		case CQ_NUM_FINITE:
 #ifdef HAVE_INT128
-			if (isum_add(st, &n, aggcxt))
+			if (isum_add(st, &n, st->aggcxt))
 				break;
 #endif
-			nsum_add(st, PG_GETARG_NUMERIC(1), aggcxt);
+			nsum_add(st, DatumGetNumeric(d), st->aggcxt);
 			break;
 	}
+}
+
+PG_FUNCTION_INFO_V1(cq_numeric_sum_accum);
+
+/*
+ * cq_numeric_sum_accum
+ *	  cq.numeric_sum_accum(internal, numeric): the transition function of
+ *	  cq.numeric_sum (not strict: the state is made at the first non-NULL
+ *	  input).
+ */
+Datum
+cq_numeric_sum_accum(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	CqNumSum   *st;
+
+	st = PG_ARGISNULL(0) ? NULL : (CqNumSum *) PG_GETARG_POINTER(0);
+	if (PG_ARGISNULL(1))
+	{
+		if (st == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(st);
+	}
+	if (st == NULL)
+	{
+		/* the state lives in the aggregate's context: checked at the first input */
+		if (!AggCheckCallContext(fcinfo, &aggcxt))
+			elog(ERROR, "cq_numeric_sum_accum called in non-aggregate context");
+		st = cq_numsum_create(aggcxt);
+	}
+	nsum_accum(st, PG_GETARG_DATUM(1));
 	PG_RETURN_POINTER(st);
+}
+
+/*
+ * cq_numsum_create, cq_numsum_add, cq_numsum_result
+ *	  cq.numeric_sum's state, transition and final outside an aggregate
+ *	  (deltagg.c): a state in cxt, a non-NULL input added, the sum (NULL
+ *	  before any input).
+ */
+CqNumSum *
+cq_numsum_create(MemoryContext cxt)
+{
+	CqNumSum   *st = (CqNumSum *) MemoryContextAllocZero(cxt, sizeof(CqNumSum));
+
+	st->aggcxt = cxt;
+	return st;
+}
+
+void
+cq_numsum_add(CqNumSum *st, Datum num)
+{
+	nsum_accum(st, num);
 }
 
 /*
@@ -798,6 +853,29 @@ special_num(uint16 head)
 	return result;
 }
 
+Datum
+cq_numsum_result(CqNumSum *st, bool *isnull)
+{
+	Numeric		result = NULL;
+
+	*isnull = st == NULL || !st->seen;
+	if (*isnull)
+		return (Datum) 0;
+	if (st->nan || (st->pinf && st->ninf))
+		return NumericGetDatum(special_num(NUM_NAN));
+	if (st->pinf)
+		return NumericGetDatum(special_num(NUM_PINF));
+	if (st->ninf)
+		return NumericGetDatum(special_num(NUM_NINF));
+#ifdef HAVE_INT128
+	result = int128_to_num(st->isum, st->iscale);
+#endif
+	if (st->nsum != NULL)
+		result = result ? numeric_add_opt_error(result, st->nsum, NULL) :
+			DatumGetNumericCopy(NumericGetDatum(st->nsum));
+	return NumericGetDatum(result);
+}
+
 PG_FUNCTION_INFO_V1(cq_numeric_sum_final);
 
 /*
@@ -808,22 +886,11 @@ PG_FUNCTION_INFO_V1(cq_numeric_sum_final);
 Datum
 cq_numeric_sum_final(PG_FUNCTION_ARGS)
 {
-	CqNumSum   *st = PG_ARGISNULL(0) ? NULL : (CqNumSum *) PG_GETARG_POINTER(0);
-	Numeric		result = NULL;
+	bool		isnull;
+	Datum		result = cq_numsum_result(PG_ARGISNULL(0) ? NULL :
+										  (CqNumSum *) PG_GETARG_POINTER(0), &isnull);
 
-	if (st == NULL || !st->seen)
+	if (isnull)
 		PG_RETURN_NULL();
-	if (st->nan || (st->pinf && st->ninf))
-		PG_RETURN_NUMERIC(special_num(NUM_NAN));
-	if (st->pinf)
-		PG_RETURN_NUMERIC(special_num(NUM_PINF));
-	if (st->ninf)
-		PG_RETURN_NUMERIC(special_num(NUM_NINF));
-#ifdef HAVE_INT128
-	result = int128_to_num(st->isum, st->iscale);
-#endif
-	if (st->nsum != NULL)
-		result = result ? numeric_add_opt_error(result, st->nsum, NULL) :
-			DatumGetNumericCopy(NumericGetDatum(st->nsum));
-	PG_RETURN_NUMERIC(result);
+	PG_RETURN_DATUM(result);
 }

@@ -63,6 +63,7 @@
 #include "sql_builder.h"
 #include "catalog.h"
 #include "analyze.h"
+#include "deltagg.h"
 #include "tracking.h"
 #include "citus.h"
 #include "citus_copy.h"
@@ -590,6 +591,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->count_history_sql);
 	l = lappend(l, plan->rebuild_sql);
 	l = lappend(l, plan->store.delta);
+	l = lappend(l, plan->store.delta_c);
 	l = lappend(l, plan->store.delta_history);
 	l = lappend(l, plan->store.delta_history_all);
 	l = lappend(l, plan->store.merge);
@@ -738,6 +740,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(count_history_sql);
 	COPY_SQL(rebuild_sql);
 	COPY_SQL(store.delta);
+	COPY_SQL(store.delta_c);
 	COPY_SQL(store.delta_history);
 	COPY_SQL(store.delta_history_all);
 	COPY_SQL(store.merge);
@@ -768,6 +771,7 @@ copy_plan_sql(CqPlan *new_plan)
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;
+	copy_plan->store.deltagg = cq_deltagg_copy(new_plan->store.deltagg);
 	copy_plan->store.et_stats = new_plan->store.et_stats;
 	copy_plan->store.source = new_plan->store.source;
 	copy_plan->store.sink_history_plain = new_plan->store.sink_history_plain;

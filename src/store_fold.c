@@ -60,6 +60,7 @@
 #include "sink.h"
 #include "merge.h"
 #include "delta.h"
+#include "deltagg.h"
 #include "store_load.h"
 #include "rowload.h"
 
@@ -801,9 +802,10 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	FoldReceiver recv;
 	SPIExecuteOptions options;
 	ParamListInfo pl = makeParamList(4);
-	SPIPlanPtr	plan = cq_spi_plan(sql, 4, types);
+	SPIPlanPtr	plan;
 	List	   *flagged = NIL;	/* plan sources whose option this call set */
 	ListCell   *lc;
+	DestReceiver *agg = NULL;	/* the new rows aggregated in C (deltagg.c) */
 
 	for (int i = 0; i < 4; i++)
 	{
@@ -824,6 +826,13 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	options.params = pl;
 	options.read_only = read_only;
 	options.dest = (DestReceiver *) &recv;
+	if (sql == fs->sql->delta && fs->sql->deltagg != NULL && cq_delta_agg_in_c && fs->tl == NULL &&
+		(agg = cq_deltagg_begin(fs->sql->deltagg, options.dest, fs->st->desc)) != NULL)
+	{
+		options.dest = agg;
+		sql = fs->sql->delta_c;
+	}
+	plan = cq_spi_plan(sql, 4, types);
 	if (custom)
 	{
 		foreach(lc, SPI_plan_get_plan_sources(plan))
@@ -850,6 +859,9 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	}
 	PG_END_TRY();
 	list_free(flagged);
+	/* the groups outgrew memory and the scan stopped: d, whose aggregation spills */
+	if (agg != NULL && !cq_deltagg_end(agg))
+		fold_delta_ext(fs, fs->sql->delta, params, nulls, read_only, custom);
 }
 
 /* fold_history's run: d read-only in cq_delta_run_history's snapshot */

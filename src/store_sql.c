@@ -26,6 +26,7 @@
 #include "sink.h"
 #include "delta.h"
 #include "inval.h"
+#include "deltagg.h"
 
 /*
  * load_column
@@ -154,6 +155,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 		appendStringInfo(&acols, "%s%s AS %s", i ? ", " : "", cols.data + len + (i ? 2 : 0), qname);
 		load_column(&scols, &fcols, name);
 	}
+	cq_deltagg_build(an, desc, sql);
 	table_close(rel, AccessShareLock);
 
 	/* the merge of each part, for the merge in C (the cached analysis has no parts) */
