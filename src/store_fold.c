@@ -1094,15 +1094,20 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) &&
 					 !cq_sink_update_statement_triggers(sql->target))
 				sink = sql->sink_new;
-			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
-												   tuplestore_tuple_count(mo.ts) + list_length(x)),
-								  NULL, NULL, false, 0);
+			/* its rows written from C where they can be (store_load.c) */
+			if (sink == sql->sink_new &&
+				cq_target_load_new(sql, st->desc, tuplestore_tuple_count(mo.ts), &metrics->output_rows))
+				rc = SPI_OK_FINISH;
+			else
+				rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
+													   tuplestore_tuple_count(mo.ts) + list_length(x)),
+									  NULL, NULL, false, 0);
 			if (rc == SPI_OK_INSERT)
 				metrics->output_rows = SPI_processed;	/* a plain INSERT (batch 0) */
 			else if (rc == SPI_OK_SELECT && SPI_processed == 1)
 				metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 																   SPI_tuptable->tupdesc, 1, &on));
-			else
+			else if (rc != SPI_OK_FINISH)	/* written from C: output_rows set */
 				elog(ERROR, "pg_cq: target statement failed");
 		}
 		unregister_enr("m");
