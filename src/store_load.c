@@ -345,5 +345,7 @@ cq_target_load_new(const CqStoreSql *sql, TupleDesc state, uint64 groups, int64 
 	*written = cq_rowload_finish(tl.load);
 	CommandCounterIncrement();
 	table_close(rel, NoLock);
+	elog(DEBUG1, "pg_cq: store fold: %lld target rows of new groups written from C",
+		 (long long) *written);
 	return true;
 }
