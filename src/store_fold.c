@@ -61,6 +61,7 @@
 #include "merge.h"
 #include "delta.h"
 #include "store_load.h"
+#include "delta_plan.h"
 #include "rowload.h"
 
 /*
@@ -840,11 +841,13 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	/* the saved plan outlives an error: its option is cleared either way */
 	PG_TRY();
 	{
+		cq_delta_plan_begin(fs->sql->source, sql);	/* its plan without the recheck */
 		if (SPI_execute_plan_extended(plan, &options) != SPI_OK_SELECT)
 			elog(ERROR, "pg_cq: delta statement failed");
 	}
 	PG_FINALLY();
 	{
+		cq_delta_plan_end();
 		foreach(lc, flagged)
 			((CachedPlanSource *) lfirst(lc))->cursor_options &= ~CURSOR_OPT_CUSTOM_PLAN;
 	}
