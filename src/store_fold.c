@@ -1099,7 +1099,8 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 				sink = sql->sink_new;
 			/* its rows written from C where they can be (store_load.c) */
 			if (sink == sql->sink_new &&
-				cq_target_load_new(sql, st->desc, tuplestore_tuple_count(mo.ts), &metrics->output_rows))
+				cq_target_load_new(sql, st->desc, st->coll, tuplestore_tuple_count(mo.ts),
+								   &metrics->output_rows))
 				rc = SPI_OK_FINISH;
 			else
 				rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,

@@ -246,11 +246,12 @@ new_shutdown(DestReceiver *self)
 /*
  * new_key_index
  *	  The target's only index if it is pg_cq's key-hash index over the
- *	  columns of the grouping keys, each of the type and collation of the
- *	  state's key column (so the store's h is its value); else InvalidOid.
+ *	  columns of the grouping keys, each of the type of the state's key
+ *	  column and of the collation the store hashes that key with (coll: so
+ *	  the store's h is its value); else InvalidOid.
  */
 static Oid
-new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state)
+new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state, const Oid *coll)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	List	   *keys = NIL;
@@ -270,7 +271,7 @@ new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state)
 			return InvalidOid;
 		t = TupleDescAttr(RelationGetDescr(rel), att - 1);
 		if (t->atttypid != TupleDescAttr(state, g)->atttypid ||
-			t->attcollation != TupleDescAttr(state, g)->attcollation)
+			t->attcollation != coll[g])
 			return InvalidOid;
 		keys = lappend_int(keys, att);
 	}
@@ -288,10 +289,12 @@ new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state)
  *	  Write the target rows of m's groups, all new (see above; m is
  *	  registered, groups of them), from C; false when the path does not
  *	  apply: nothing was done, the caller runs sink_new.  *written: the
- *	  rows written (HAVING leaves some groups out).  state: the state row.
+ *	  rows written (HAVING leaves some groups out).  state: the state row;
+ *	  coll: per grouping key, the collation the store hashes it with.
  */
 bool
-cq_target_load_new(const CqStoreSql *sql, TupleDesc state, uint64 groups, int64 *written)
+cq_target_load_new(const CqStoreSql *sql, TupleDesc state, const Oid *coll, uint64 groups,
+				   int64 *written)
 {
 	SPIPlanPtr	plan;
 	List	   *sources;
@@ -316,7 +319,7 @@ cq_target_load_new(const CqStoreSql *sql, TupleDesc state, uint64 groups, int64 
 	rel = table_open(sql->target, RowExclusiveLock);
 	memset(&tl, 0, sizeof(tl));
 	tl.map = palloc(sizeof(int) * RelationGetDescr(rel)->natts);
-	index = new_key_index(sql, rel, state);
+	index = new_key_index(sql, rel, state, coll);
 	if (!OidIsValid(index) || !cq_rowload_plain_table(rel, index) ||
 		!cq_rowload_map_columns(rel, result, 1, sql->out_names, sql->nout, tl.map))
 	{
