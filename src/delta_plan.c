@@ -20,7 +20,7 @@
  * of that text (not one that d's functions plan meanwhile), only a bitmap
  * heap scan of the source whose recheck is exactly that range over
  * cq_xid and whose filter calls cq.xid_new over cq_xid.  bench/batch_cg.sh
- * BCG_KIND=history: ~1.3M of ~44.6M instructions a batch of 10k new rows
+ * BCG_KIND=history: a batch of 10k new rows 44.57M -> 42.92M instructions
  * (session 35).
  *
  *-------------------------------------------------------------------------
