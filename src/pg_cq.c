@@ -25,6 +25,7 @@
 #include "tracking.h"
 #include "citus.h"
 #include "shard.h"
+#include "delta_plan.h"
 
 PG_MODULE_MAGIC;
 
@@ -54,5 +55,6 @@ _PG_init(void)
 	cq_tracking_init();
 	cq_citus_init();
 	cq_shard_init();
+	cq_delta_plan_init();
 	cq_launcher_register();
 }

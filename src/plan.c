@@ -608,6 +608,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->bulk_sql_all);
 	l = lappend(l, plan->store.load_history);
 	l = lappend(l, plan->store.load_history_all);
+	l = lappend(l, plan->store.load_new);
 	return l;
 }
 
@@ -759,6 +760,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(bulk_sql_all);
 	COPY_SQL(store.load_history);
 	COPY_SQL(store.load_history_all);
+	COPY_SQL(store.load_new);
 #undef COPY_SQL
 	copy_plan->store.target = new_plan->store.target;
 	copy_plan->store.having = new_plan->store.having;
@@ -768,6 +770,10 @@ copy_plan_sql(CqPlan *new_plan)
 	copy_plan->store.out_names = new_plan->store.nout ? palloc(sizeof(char *) * new_plan->store.nout) : NULL;
 	for (int i = 0; i < new_plan->store.nout; i++)
 		copy_plan->store.out_names[i] = pstrdup(new_plan->store.out_names[i]);
+	copy_plan->store.nkeys = new_plan->store.nkeys;
+	copy_plan->store.key_outs = new_plan->store.nkeys ? palloc(sizeof(int) * new_plan->store.nkeys) : NULL;
+	for (int i = 0; i < new_plan->store.nkeys; i++)
+		copy_plan->store.key_outs[i] = new_plan->store.key_outs[i];
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;

@@ -84,7 +84,9 @@ struct CqRowLoad
 	Size		bytes;
 	int64		rows;			/* rows written */
 	BufFile    *keys;			/* (h, TID) of each row written, for its index; or NULL */
-	int32		h[ROWLOAD_MAX_ROWS];	/* the buffered rows' key hashes, when keys */
+	int32		h[ROWLOAD_MAX_ROWS];	/* the buffered rows' key hashes, when keys or idx */
+	Relation	idx;			/* the key-hash index each row's h goes into, or NULL */
+	IndexInfo  *iinfo;
 };
 
 /*
@@ -359,9 +361,23 @@ cq_rowload_begin(Relation rel, int options, int flags)
 }
 
 /*
+ * cq_rowload_index_inserts
+ *	  Insert each row's entry into index, a btree on the key hash as pg_cq
+ *	  makes it (a column of type int4 whose value is the h given with each
+ *	  row; locked by the caller), as the rows are written: the load of a
+ *	  table that has rows already (cq_target_load_new).
+ */
+void
+cq_rowload_index_inserts(CqRowLoad *rl, Oid index)
+{
+	rl->idx = index_open(index, RowExclusiveLock);
+	rl->iinfo = BuildIndexInfo(rl->idx);
+}
+
+/*
  * flush_rows
  *	  Insert the buffered rows; with keys, note each row's key hash and TID
- *	  there for the index.
+ *	  there for the index; with idx, insert each row's entry into it.
  */
 static void
 flush_rows(CqRowLoad *rl)
@@ -379,6 +395,14 @@ flush_rows(CqRowLoad *rl)
 			keys[i].tid = rl->slots[i]->tts_tid;
 		}
 		BufFileWrite(rl->keys, keys, sizeof(RowKey) * rl->nused);
+	}
+	for (int i = 0; rl->idx != NULL && i < rl->nused; i++)
+	{
+		Datum		h = Int32GetDatum(rl->h[i]);
+		bool		hnull = false;
+
+		index_insert(rl->idx, &h, &hnull, &rl->slots[i]->tts_tid, rl->rel, UNIQUE_CHECK_NO, false,
+					 rl->iinfo);
 	}
 	for (int i = 0; i < rl->nused; i++)
 		ExecClearTuple(rl->slots[i]);
@@ -496,6 +520,9 @@ int64
 cq_rowload_finish(CqRowLoad *rl)
 {
 	flush_rows(rl);
+	if (rl->idx)
+		index_close(rl->idx, NoLock);
+	rl->idx = NULL;
 	FreeBulkInsertState(rl->bis);
 	rl->bis = NULL;
 	table_finish_bulk_insert(rl->rel, rl->options);

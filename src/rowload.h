@@ -30,6 +30,7 @@ extern bool cq_rowload_same_key_columns(Relation target, List *keys, TupleDesc r
 extern CqRowLoad *cq_rowload_begin(Relation rel, int options, int flags);
 extern void cq_rowload_values(CqRowLoad *rl, const int *map, Datum *values, bool *isnull, int32 h);
 extern void cq_rowload_tuple(CqRowLoad *rl, HeapTuple tup);
+extern void cq_rowload_index_inserts(CqRowLoad *rl, Oid index);
 extern int64 cq_rowload_finish(CqRowLoad *rl);
 extern void cq_rowload_build_index(CqRowLoad *rl, Oid index);
 extern void cq_rowload_cache(Oid target, bool target_heap, Oid state);

@@ -46,6 +46,10 @@ typedef struct CqStoreSql
 	bool		target_has_columns; /* every output's column */
 	bool		update_triggers;	/* an UPDATE fires a statement trigger */
 	bool		having;			/* load_history's last column is HAVING */
+	/* a later batch of new groups only, written from C (cq_target_load_new) */
+	char	   *load_new;		/* over m: h, then the outputs (and HAVING), or NULL */
+	int		   *key_outs;		/* per grouping key: the output that gives it, or -1 */
+	int			nkeys;
 } CqStoreSql;
 
 /* What a fold on the store did (the metrics the SQL path's statement returns). */

@@ -62,6 +62,7 @@
 #include "delta.h"
 #include "deltagg.h"
 #include "store_load.h"
+#include "delta_plan.h"
 #include "rowload.h"
 
 /*
@@ -849,11 +850,13 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	/* the saved plan outlives an error: its option is cleared either way */
 	PG_TRY();
 	{
+		cq_delta_plan_begin(fs->sql->source, sql);	/* its plan without the recheck */
 		if (SPI_execute_plan_extended(plan, &options) != SPI_OK_SELECT)
 			elog(ERROR, "pg_cq: delta statement failed");
 	}
 	PG_FINALLY();
 	{
+		cq_delta_plan_end();
 		foreach(lc, flagged)
 			((CachedPlanSource *) lfirst(lc))->cursor_options &= ~CURSOR_OPT_CUSTOM_PLAN;
 	}
@@ -1109,15 +1112,21 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			else if (!history && x == NIL && sql->sink_new != NULL &&
 					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) && !update_triggers)
 				sink = sql->sink_new;
-			rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
-												   tuplestore_tuple_count(mo.ts) + list_length(x)),
-								  NULL, NULL, false, 0);
+			/* its rows written from C where they can be (store_load.c) */
+			if (sink == sql->sink_new &&
+				cq_target_load_new(sql, st->desc, st->coll, tuplestore_tuple_count(mo.ts),
+								   &metrics->output_rows))
+				rc = SPI_OK_FINISH;
+			else
+				rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
+													   tuplestore_tuple_count(mo.ts) + list_length(x)),
+									  NULL, NULL, false, 0);
 			if (rc == SPI_OK_INSERT)
 				metrics->output_rows = SPI_processed;	/* a plain INSERT (batch 0) */
 			else if (rc == SPI_OK_SELECT && SPI_processed == 1)
 				metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 																   SPI_tuptable->tupdesc, 1, &on));
-			else
+			else if (rc != SPI_OK_FINISH)	/* written from C: output_rows set */
 				elog(ERROR, "pg_cq: target statement failed");
 		}
 		unregister_enr("m");

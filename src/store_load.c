@@ -32,14 +32,17 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "parser/parse_relation.h"
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
@@ -188,4 +191,164 @@ cq_target_load_end(CqTargetLoad *tl)
 	}
 	table_close(tl->rel, NoLock);
 	return rows;
+}
+
+/*
+ * New groups of a later batch, written from C.
+ *
+ * A batch whose changed groups are all new to the state (every _ins of m
+ * true, as when a time-series query's new rows open new minutes) runs
+ * sink_new, a plain INSERT of their target rows.  Where that INSERT does
+ * nothing but heap inserts and the index entries of the target's one index,
+ * pg_cq's btree on hash_record(ROW(keys)), the rows of load_new (the same
+ * target rows, after each group's key hash h) go to the target as COPY
+ * writes them (rowload.c, buffered, one WAL record per page) and each row's
+ * index entry is inserted with the h the store computed for the group
+ * (the same value: cq_store_set_h, checked as for batch 0 by the key
+ * columns' types and collations), sparing the executor's insert of each
+ * row and the evaluation of the index's expression.  The conditions are
+ * batch 0's (cq_target_load_begin), checked in every such batch under the
+ * target's lock: a plain table (no trigger, rule, row-level security,
+ * CHECK, generated or identity column; not a Citus table), INSERT granted
+ * to the current user (the query's owner), every column an output of the
+ * same type; and that index its only one, ready and valid.
+ */
+typedef struct NewReceiver
+{
+	DestReceiver pub;
+	CqTargetLoad *tl;
+} NewReceiver;
+
+/* receiveSlot: the target row of one group (h, the outputs, HAVING) */
+static bool
+new_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	CqTargetLoad *tl = ((NewReceiver *) self)->tl;
+
+	slot_getallattrs(slot);
+	/* every group of m was put by fold_row, which set its h */
+	if (slot->tts_isnull[0])
+		elog(ERROR, "pg_cq: a new group without its key hash");
+	cq_target_load_row(tl, slot->tts_values, slot->tts_isnull, DatumGetInt32(slot->tts_values[0]));
+	return true;
+}
+
+static void
+new_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+new_shutdown(DestReceiver *self)
+{
+}
+
+/*
+ * new_key_index
+ *	  The target's only index if it is pg_cq's key-hash index over the
+ *	  columns of the grouping keys, each of the type of the state's key
+ *	  column and of the collation the store hashes that key with (coll: so
+ *	  the store's h is its value); else InvalidOid.
+ */
+static Oid
+new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state, const Oid *coll)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *keys = NIL;
+	Relation	idx;
+	Form_pg_index ix;
+	bool		ok;
+
+	if (list_length(indexes) != 1 || sql->nkeys == 0 || sql->nkeys > state->natts)
+		return InvalidOid;
+	for (int g = 0; g < sql->nkeys; g++)
+	{
+		AttrNumber	att = sql->key_outs[g] < 0 ? InvalidAttrNumber :
+			attnameAttNum(rel, sql->out_names[sql->key_outs[g]], false);
+		Form_pg_attribute t;
+
+		if (att <= 0)
+			return InvalidOid;
+		t = TupleDescAttr(RelationGetDescr(rel), att - 1);
+		if (t->atttypid != TupleDescAttr(state, g)->atttypid ||
+			t->attcollation != coll[g])
+			return InvalidOid;
+		keys = lappend_int(keys, att);
+	}
+	idx = index_open(linitial_oid(indexes), RowExclusiveLock);
+	ix = idx->rd_index;
+	ok = !ix->indisunique && !ix->indisexclusion && ix->indisvalid && ix->indisready && ix->indislive &&
+		TupleDescAttr(RelationGetDescr(idx), 0)->atttypid == INT4OID &&
+		cq_sink_is_key_hash_index(idx, keys);
+	index_close(idx, NoLock);
+	return ok ? linitial_oid(indexes) : InvalidOid;
+}
+
+/*
+ * cq_target_load_new
+ *	  Write the target rows of m's groups, all new (see above; m is
+ *	  registered, groups of them), from C; false when the path does not
+ *	  apply: nothing was done, the caller runs sink_new.  *written: the
+ *	  rows written (HAVING leaves some groups out).  state: the state row;
+ *	  coll: per grouping key, the collation the store hashes it with.
+ */
+bool
+cq_target_load_new(const CqStoreSql *sql, TupleDesc state, const Oid *coll, uint64 groups,
+				   int64 *written)
+{
+	SPIPlanPtr	plan;
+	List	   *sources;
+	TupleDesc	result;
+	Relation	rel;
+	Oid			index;
+	CqTargetLoad tl;
+	NewReceiver recv;
+	SPIExecuteOptions options;
+
+	if (!cq_bulk_load || sql->load_new == NULL || !OidIsValid(sql->target))
+		return false;
+	plan = cq_spi_plan_rows(sql->load_new, 0, NULL, groups);
+	sources = SPI_plan_get_plan_sources(plan);
+	if (list_length(sources) != 1)
+		return false;
+	result = ((CachedPlanSource *) linitial(sources))->resultDesc;
+	if (result == NULL || result->natts != 1 + sql->nout + (sql->having ? 1 : 0) ||
+		TupleDescAttr(result, 0)->atttypid != INT4OID ||
+		(sql->having && TupleDescAttr(result, result->natts - 1)->atttypid != BOOLOID))
+		return false;
+	rel = table_open(sql->target, RowExclusiveLock);
+	memset(&tl, 0, sizeof(tl));
+	tl.map = palloc(sizeof(int) * RelationGetDescr(rel)->natts);
+	index = new_key_index(sql, rel, state, coll);
+	if (!OidIsValid(index) || !cq_rowload_plain_table(rel, index) ||
+		!cq_rowload_map_columns(rel, result, 1, sql->out_names, sql->nout, tl.map))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+	tl.rel = rel;
+	tl.having_col = sql->having ? 1 + sql->nout : -1;
+	tl.index = InvalidOid;
+	/* no ring: the pages stay in shared buffers, as the INSERT's would */
+	tl.load = cq_rowload_begin(rel, 0, 0);
+	cq_rowload_index_inserts(tl.load, index);
+
+	memset(&recv, 0, sizeof(recv));
+	recv.pub.receiveSlot = new_receive;
+	recv.pub.rStartup = new_startup;
+	recv.pub.rShutdown = new_shutdown;
+	recv.pub.rDestroy = new_shutdown;
+	/* any tag but DestNone and DestSPI: SPI reports SPI_OK_SELECT, keeps no rows */
+	recv.pub.mydest = DestTuplestore;
+	recv.tl = &tl;
+	memset(&options, 0, sizeof(options));
+	options.dest = (DestReceiver *) &recv;
+	if (SPI_execute_plan_extended(plan, &options) != SPI_OK_SELECT)
+		elog(ERROR, "pg_cq: target statement failed");
+	*written = cq_rowload_finish(tl.load);
+	CommandCounterIncrement();
+	table_close(rel, NoLock);
+	elog(DEBUG1, "pg_cq: store fold: %lld target rows of new groups written from C",
+		 (long long) *written);
+	return true;
 }

@@ -20,5 +20,7 @@ extern bool cq_target_load_index_plan(CqAnalysis *an, CqQuery *q, const CqStoreS
 extern CqTargetLoad *cq_target_load_begin(const CqStoreSql *sql, Oid index);
 extern void cq_target_load_row(CqTargetLoad *tl, Datum *values, bool *isnull, int32 h);
 extern int64 cq_target_load_end(CqTargetLoad *tl);
+extern bool cq_target_load_new(const CqStoreSql *sql, TupleDesc state, const Oid *coll, uint64 groups,
+							   int64 *written);
 
 #endif							/* CQ_STORE_LOAD_H */

@@ -50,11 +50,12 @@ load_column(StringInfo scols, StringInfo fcols, const char *name)
  *	  event-time statistics), then each group's target row as
  *	  sink_history's INSERT computes it from the state row (the final
  *	  values f, the outputs over f, HAVING as a boolean): the result is
- *	  fcols, the outputs, HAVING.
+ *	  fcols, the outputs, HAVING.  Also load_new, a later batch's target
+ *	  rows of new groups from m, when the state has the key hash (has_h).
  */
 static void
 build_load_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql, const char *acols,
-			   const char *scols, const char *fcols)
+			   const char *scols, const char *fcols, bool has_h)
 {
 	char	   *having = cq_sink_having_sql(an, viewid);
 	StringInfoData buf;
@@ -90,6 +91,41 @@ build_load_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql, const ch
 	sql->out_names = palloc(sizeof(char *) * sql->nout);
 	foreach(lc, an->outputs)
 		sql->out_names[k++] = pstrdup(((TargetEntry *) lfirst(lc))->resname);
+
+	/*
+	 * A later batch whose groups are all new, written from C
+	 * (cq_target_load_new): over m, each group's key hash h, then its
+	 * target row as sink_new's INSERT computes it; and which output gives
+	 * each grouping key, to check that the target's index is on them.
+	 */
+	sql->load_new = NULL;
+	sql->nkeys = list_length(an->group_exprs);
+	sql->key_outs = palloc(sizeof(int) * Max(sql->nkeys, 1));
+	for (int g = 0; g < sql->nkeys; g++)
+	{
+		ListCell   *lk;
+
+		sql->key_outs[g] = -1;
+		foreach(lk, an->output_key)
+			if (lfirst_int(lk) == g)
+			{
+				sql->key_outs[g] = foreach_current_index(lk);
+				break;
+			}
+	}
+	if (has_h)
+	{
+		StringInfoData hs;
+		StringInfoData hf;
+
+		initStringInfo(&hs);
+		initStringInfo(&hf);
+		load_column(&hs, &hf, CQ_KEY_HASH_COLUMN);
+		sql->load_new = psprintf("SELECT %s, %s%s%s%s FROM (SELECT %s%s FROM m s) f /* new groups, written from C */",
+								 hf.data, cq_sink_output_list(an, viewid),
+								 having ? ", ((" : "", having ? having : "", having ? ") IS TRUE)" : "",
+								 cq_state_final_select_list(an), hs.data);
+	}
 }
 
 /*
@@ -110,6 +146,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 	char	   *target = cq_sql_relname_str(q->target);
 	bool		has_o;
 	bool		has_o1;
+	bool		has_h = false;	/* the state has the key hash h */
 
 	/* d in the state row's layout, partials in the state columns' types */
 	initStringInfo(&cols);
@@ -142,6 +179,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 		}
 		else if (strcmp(name, CQ_KEY_HASH_COLUMN) == 0)
 		{
+			has_h = true;
 			/* computed in C (cq_store_set_h): the planner drops d's hash_record() */
 			appendStringInfo(&cols, "%sNULL::pg_catalog.int4", i ? ", " : "");
 			appendStringInfo(&merges, ", s.%s", qname);
@@ -206,7 +244,9 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 						  q->state_table);
 
 	sql->sink = sql->sink_history = sql->sink_existing = sql->sink_new = NULL;
-	sql->load_history = sql->load_history_all = NULL;
+	sql->load_history = sql->load_history_all = sql->load_new = NULL;
+	sql->key_outs = NULL;
+	sql->nkeys = 0;
 	sql->target = InvalidOid;
 	sql->out_names = NULL;
 	sql->nout = 0;
@@ -264,7 +304,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 			 * that has the flags (its own text: its own saved plan)
 			 */
 			sql->sink_new = psprintf("%s /* new groups */", sql->sink_history);
-			build_load_sql(an, q, viewid, sql, acols.data, scols.data, fcols.data);
+			build_load_sql(an, q, viewid, sql, acols.data, scols.data, fcols.data, has_h);
 			/* which of sink_existing and sink_new may run: decided here, not per batch */
 			cq_sink_target_facts(sql->target, sql->out_names, sql->nout, AccessShareLock,
 								 &sql->target_has_columns, &sql->update_triggers);
