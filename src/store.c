@@ -1462,3 +1462,33 @@ cq_store_touch(Oid dboid, int32 query_id)
 	dshash_release_lock(store_dir, d);
 	return rows;
 }
+
+/*
+ * cq_store_over_budget
+ *	  Would the store exceed cq.state_memory after this batch?
+ */
+bool
+cq_store_over_budget(CqStore *st)
+{
+	return st->bytes > (int64) cq_state_memory_kb * 1024;
+}
+
+/*
+ * cq_store_switched
+ *	  Has this transaction moved the query to the table path?
+ */
+bool
+cq_store_switched(CqStore *st)
+{
+	return st->switched;
+}
+
+/*
+ * cq_store_rows
+ *	  Rows of the store as this transaction sees it.
+ */
+int64
+cq_store_rows(CqStore *st)
+{
+	return st->rows;
+}

@@ -86,6 +86,9 @@ extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *la
 extern void cq_store_forget(Oid dboid, int32 query_id);
 extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern int64 cq_store_touch(Oid dboid, int32 query_id);
+extern int64 cq_store_rows(CqStore *st);
+extern bool cq_store_over_budget(CqStore *st);
+extern bool cq_store_switched(CqStore *st);
 extern bool cq_store_info(Oid dboid, int32 query_id, Oid rowtype, int64 *batch_id, int64 *rows,
 						  int64 *bytes);
 

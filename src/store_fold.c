@@ -807,6 +807,7 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	List	   *flagged = NIL;	/* plan sources whose option this call set */
 	ListCell   *lc;
 	DestReceiver *agg = NULL;	/* the new rows aggregated in C (deltagg.c) */
+	const char *volatile run_sql;	/* the statement run: d or its scan */
 
 	for (int i = 0; i < 4; i++)
 	{
@@ -848,9 +849,10 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 		}
 	}
 	/* the saved plan outlives an error: its option is cleared either way */
+	run_sql = sql;
 	PG_TRY();
 	{
-		cq_delta_plan_begin(fs->sql->source, sql);	/* its plan without the recheck */
+		cq_delta_plan_begin(fs->sql->source, run_sql);	/* its plan without the recheck */
 		if (SPI_execute_plan_extended(plan, &options) != SPI_OK_SELECT)
 			elog(ERROR, "pg_cq: delta statement failed");
 	}
@@ -1444,26 +1446,6 @@ cq_store_replay(CqStore *st, const CqStoreSql *sql, Datum *params, const char *n
 }
 
 /*
- * cq_store_over_budget
- *	  Would the store exceed cq.state_memory after this batch?
- */
-bool
-cq_store_over_budget(CqStore *st)
-{
-	return st->bytes > (int64) cq_state_memory_kb * 1024;
-}
-
-/*
- * cq_store_switched
- *	  Has this transaction moved the query to the table path?
- */
-bool
-cq_store_switched(CqStore *st)
-{
-	return st->switched;
-}
-
-/*
  * cq_store_switch_to_table
  *	  Move a query's state to its state table (the table path) in this
  *	  transaction: write the table from the store, forget the image row;
@@ -1474,16 +1456,6 @@ cq_store_switch_to_table(CqStore *st, CqQuery *q)
 {
 	cq_store_write_image(st, q, st->batch_id, NULL);
 	st->switched = true;
-}
-
-/*
- * cq_store_rows
- *	  Rows of the store as this transaction sees it.
- */
-int64
-cq_store_rows(CqStore *st)
-{
-	return st->rows;
 }
 
 /*

@@ -21,10 +21,7 @@ extern void cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datu
 extern Tuplestorestate *cq_store_refresh_begin(CqStore *st, int64 *rows);
 extern void cq_store_refresh_end(Tuplestorestate *ts);
 extern void cq_store_batch_done(CqStore *st, int64 batch_id);
-extern int64 cq_store_rows(CqStore *st);
 extern int64 cq_store_bytes(CqStore *st);
-extern bool cq_store_over_budget(CqStore *st);
-extern bool cq_store_switched(CqStore *st);
 extern void cq_store_switch_to_table(CqStore *st, CqQuery *q);
 extern bool cq_store_image_due(CqStore *st, CqQuery *q, int64 batch_id);
 extern const char *cq_store_image_table(CqQuery *q);
