@@ -735,7 +735,11 @@ if want write_path && grep -q '^writepathmix ' "$DATA" 2>/dev/null; then
     fig="$(awk '$1 == "writepathmix" { printf "%s%s %s cl. %.2fx (%.2f–%.2f)", sep, $2, $3, $4, $5, $6; sep = "; " }' "$DATA")"
     tps="$(awk '$1 == "writepath" { printf "%s%s %s cl. %.2fx (CPU %.2fx)", sep, $2, $3, $4, $7; sep = "; " }' "$DATA")"
     ok="$(awk '$1 == "writepathmix" { if ($4 < 0.97) bad = 1 } END { print bad ? "**no**" : "yes" }' "$DATA")"
-    goal 1 "Write path: tracked, query paused / untracked (single-row INSERT, 1000-row INSERT, COPY; 1 and 2 clients)" "≥ 0.97x each" "$fig (interleaved rounds: median latency ratio, median of rounds, spread)${tps:+; separate runs' tps: $tps}" "$ok" "[$H1]($(anchor "$H1")): interleaved rounds, tps, backend CPU per transaction; profile: callgrind instructions per row, untracked vs tracked"
+    # (the note apart: an apostrophe inside ${tps:+...} in double quotes
+    # broke the $(anchor ...) that follows it in bash 5.2)
+    tpsnote=""
+    [ -n "$tps" ] && tpsnote="; separate runs' tps: $tps"
+    goal 1 "Write path: tracked, query paused / untracked (single-row INSERT, 1000-row INSERT, COPY; 1 and 2 clients)" "≥ 0.97x each" "$fig (interleaved rounds: median latency ratio, median of rounds, spread)$tpsnote" "$ok" "[$H1]($(anchor "$H1")): interleaved rounds, tps, backend CPU per transaction; profile: callgrind instructions per row, untracked vs tracked"
 elif want write_path && grep -q '^writepath ' "$DATA" 2>/dev/null; then
     fig="$(awk '$1 == "writepath" { printf "%s%s %s cl. %.2fx (%.2f–%.2f)", sep, $2, $3, $4, $5, $6; sep = "; " }' "$DATA")"
     ok="$(awk '$1 == "writepath" { if ($4 < 0.97) bad = 1 } END { print bad ? "**no**" : "yes" }' "$DATA")"
