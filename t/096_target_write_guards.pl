@@ -84,12 +84,11 @@ is($node->safe_psql('postgres', $mismatch), '0', 'the target equals the GROUP BY
 # 1. the key-hash index made again with an INCLUDE column
 $node->safe_psql('postgres', q{
 	SET ROLE alice;
+	CREATE TABLE keydef AS SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'agg';
 	DO $$
-	DECLARE d text;
 	BEGIN
-	  SELECT indexdef INTO STRICT d FROM pg_indexes WHERE tablename = 'agg';
-	  EXECUTE 'DROP INDEX ' || (SELECT indexname FROM pg_indexes WHERE tablename = 'agg');
-	  EXECUTE d || ' INCLUDE (n)';
+	  EXECUTE 'DROP INDEX ' || (SELECT indexname FROM keydef);
+	  EXECUTE (SELECT indexdef FROM keydef) || ' INCLUDE (n)';
 	END $$;
 });
 like($node->safe_psql('postgres', "SELECT indexdef FROM pg_indexes WHERE tablename = 'agg'"),
@@ -100,14 +99,26 @@ is($node->safe_psql('postgres', $mismatch), '0', 'the target equals the GROUP BY
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_index i, LATERAL (SELECT bt_index_check(i.indexrelid, true)) c
 	WHERE i.indrelid = 'agg'::regclass}), '1', "amcheck finds every row's index entry");
 
+# pg_cq's index again: new groups written from C
+$node->safe_psql('postgres', q{
+	SET ROLE alice;
+	DO $$
+	BEGIN
+	  EXECUTE 'DROP INDEX ' || (SELECT indexname FROM pg_indexes WHERE tablename = 'agg');
+	  EXECUTE (SELECT indexdef FROM keydef);
+	END $$;
+});
+($ok, $out, $err, $c) = batch(rows(5, 'a', 'b'));
+ok($ok && $c, "pg_cq's index again: new groups written from C") or diag($err);
+
 # 2. the target attached as a partition of minutes 0-29
 $node->safe_psql('postgres', q{
 	SET ROLE alice;
 	CREATE TABLE aggp (LIKE agg) PARTITION BY RANGE (minute);
 	ALTER TABLE aggp ATTACH PARTITION agg FOR VALUES FROM ('2026-01-01 00:00+00') TO ('2026-01-01 00:30+00');
 });
-($ok, $out, $err, $c) = batch(rows(4, 'a'));
-ok($ok, 'a partition: a batch of new groups in its range') or diag($err);
+($ok, $out, $err, $c) = batch(rows(6, 'a'));
+ok($ok && !$c, 'a partition: a batch of new groups in its range, not from C') or diag($err);
 ($ok, $out, $err, $c) = batch(rows(40, 'a'));
 like($err, qr/violates partition constraint/, 'a new group outside the range: the INSERT\'s error');
 ok(!$c, 'not from C');
@@ -138,5 +149,46 @@ like($err, qr/new row violates row-level security policy/, 'with an existing gro
 $node->safe_psql('postgres', q{SET ROLE alice; DROP POLICY sel ON agg; CREATE POLICY sel ON agg FOR SELECT USING (true);});
 $node->safe_psql('postgres', q{SET cq.run_in_worker = off; SET ROLE alice; CALL cq.run('agg');});
 is($node->safe_psql('postgres', $mismatch), '0', 'the policy changed: the batch catches up, the target equals the GROUP BY');
+
+# 4. MERGE (keys NOT NULL, small batches) under the same policies: its
+# INSERT checks no new row against the SELECT policies, and it matches no
+# row they hide, so a batch with the hidden group inserted it again (two
+# rows of one group); now such a target takes the upsert, which inserts a
+# row it does not find again too, but whose INSERT ... RETURNING fails on a
+# row its owner cannot read
+my $qm = q{SELECT k, count(*) AS n FROM srcm GROUP BY k};
+$node->safe_psql('postgres', qq{
+	SET client_min_messages = warning;
+	SET ROLE alice;
+	CREATE TABLE srcm (k text NOT NULL);
+	CREATE TABLE aggm WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $qm;
+	ALTER TABLE aggm ALTER k SET NOT NULL;
+});
+my $batchm = sub {
+	my ($vals) = @_;
+	my ($o, $e) = ('', '');
+	$node->psql('postgres', qq{SET cq.run_in_worker = off; SET ROLE alice;
+		INSERT INTO srcm VALUES $vals; CALL cq.run('aggm');}, stdout => \$o, stderr => \$e);
+	return $e;
+};
+is($batchm->("('a'), ('hidden')"), '', 'aggm: batch 0');
+like($node->safe_psql('postgres', "SELECT cq.explain('aggm')"), qr/by MERGE/, 'aggm: batches write by MERGE');
+$node->safe_psql('postgres', q{
+	SET ROLE alice;
+	ALTER TABLE aggm ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE aggm FORCE ROW LEVEL SECURITY;
+	CREATE POLICY ins ON aggm FOR INSERT WITH CHECK (true);
+	CREATE POLICY upd ON aggm FOR UPDATE USING (true);
+	CREATE POLICY del ON aggm FOR DELETE USING (true);
+	CREATE POLICY sel ON aggm FOR SELECT USING (k NOT LIKE 'hidden%');
+});
+unlike($node->safe_psql('postgres', "SELECT cq.explain('aggm')"), qr/by MERGE/, 'with row-level security: not by MERGE');
+like($batchm->("('hidden'), ('a')"), qr/new row violates row-level security policy/,
+	'a batch with the hidden group: the upsert finds its row missing, and its INSERT fails');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM aggm WHERE k = 'hidden'}), '1',
+	'one row of the hidden group, not two');
+like($batchm->("('hidden new')"), qr/new row violates row-level security policy/,
+	'a new group alice cannot read: the error');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM aggm WHERE k = 'hidden new'}), '0', 'nothing of it written');
 
 done_testing();
