@@ -206,8 +206,8 @@ expr_not_null(CqAnalysis *an, Node *e, const char **what)
  *	  May batches of this query write its target by MERGE?  An update-mode
  *	  aggregation with grouping keys, every key provably NOT NULL (its
  *	  target column carries NOT NULL, or its grouping expression cannot be
- *	  NULL), into a plain table without rules or row-level security that
- *	  Citus does not distribute.  *why says why or why not (cq.explain).
+ *	  NULL), into a plain table without rules that Citus does not
+ *	  distribute.  *why says why or why not (cq.explain).
  */
 bool
 cq_merge_eligible(CqAnalysis *an, CqQuery *q, char **why)
@@ -216,7 +216,6 @@ cq_merge_eligible(CqAnalysis *an, CqQuery *q, char **why)
 	char		relkind;
 	HeapTuple	tup;
 	bool		hasrules;
-	bool		rls;
 
 	if (q->opts.mode != CQ_MODE_UPDATE || !an->is_aggregate || an->is_dedup ||
 		an->group_exprs == NIL)
@@ -238,25 +237,11 @@ cq_merge_eligible(CqAnalysis *an, CqQuery *q, char **why)
 	}
 	relkind = ((Form_pg_class) GETSTRUCT(tup))->relkind;
 	hasrules = ((Form_pg_class) GETSTRUCT(tup))->relhasrules;
-	rls = ((Form_pg_class) GETSTRUCT(tup))->relrowsecurity;
 	ReleaseSysCache(tup);
 	if (relkind != RELKIND_RELATION || hasrules)
 	{
 		*why = hasrules ? "the target has rules, which MERGE does not support" :
 			"the target is not a plain table";
-		return false;
-	}
-
-	/*
-	 * Row-level security: PostgreSQL 15's MERGE checks no new row of its
-	 * INSERT against the SELECT policies (the upsert's INSERT ... RETURNING
-	 * does: an error for a row its owner could not read back), and a row
-	 * the SELECT policies hide is not matched, so its group was inserted
-	 * again: the upsert, on every batch of such a target.
-	 */
-	if (rls)
-	{
-		*why = "the target has row-level security (MERGE would not check its new rows against the SELECT policies, nor match the rows they hide)";
 		return false;
 	}
 	if (cq_citus_kind(q->target) != CQ_CITUS_NONE)

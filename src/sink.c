@@ -628,8 +628,7 @@ cq_sink_existing_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *ta
  *	  "t" does not exist).  The upsert's ou fires the UPDATE statement
  *	  triggers in every batch, even one that updates no row: the INSERT of
  *	  a batch of new groups alone (CqStoreSql.sink_new) runs only where
- *	  none would miss them, and not on a target with row-level security
- *	  (*update_triggers then true: see below).  Asked when the plan is built (lockmode
+ *	  none would miss them.  Asked when the plan is built (lockmode
  *	  AccessShareLock, as its fingerprint locks the target; a target gone:
  *	  neither shortcut), and by a batch whose target changed since
  *	  (RowExclusiveLock, the statement's).
@@ -652,15 +651,6 @@ cq_sink_target_facts(Oid target, char **names, int n, LOCKMODE lockmode, bool *h
 	*update_triggers = td != NULL &&
 		(td->trig_update_before_statement || td->trig_update_after_statement ||
 		 td->trig_delete_before_statement || td->trig_delete_after_statement);
-	/*
-	 * Row-level security: the upsert's INSERT (o1, with RETURNING) checks
-	 * each new row against the SELECT policies too, the plain INSERT only
-	 * against the INSERT policies.  A batch of new groups alone must fail
-	 * where the upsert fails (a row its owner could not read back, whose
-	 * later updates would find nothing): it takes the upsert.
-	 */
-	if (rel->rd_rel->relrowsecurity)
-		*update_triggers = true;
 	table_close(rel, NoLock);
 }
 

@@ -9,13 +9,7 @@
 #   - the target attached as a partition of its owner's table: an INSERT
 #     into a partition checks the partition constraint, the load from C
 #     did not (a row outside the partition's range); now the INSERT's
-#     error, nothing written;
-#   - row-level security forced on the target, a SELECT policy the owner
-#     fails for one new row: the upsert's INSERT ... RETURNING fails on it
-#     (new row violates row-level security policy), the plain INSERT of a
-#     batch of new groups alone (sink_new) let it in; now that batch takes
-#     the upsert and fails the same way, and after the policy is dropped
-#     the target equals the GROUP BY.
+#     error, nothing written.
 # In one session (cq.run_in_worker off: the DEBUG1 report reaches the
 # client), the query owned by a role without superuser rights.
 use strict;
@@ -127,68 +121,5 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM agg WHERE minute >= '2026
 $node->safe_psql('postgres', q{SET ROLE alice; ALTER TABLE aggp DETACH PARTITION agg; DROP TABLE aggp;});
 $node->safe_psql('postgres', q{SET cq.run_in_worker = off; SET ROLE alice; CALL cq.run('agg');});
 is($node->safe_psql('postgres', $mismatch), '0', 'detached: the batch catches up, the target equals the GROUP BY');
-
-# 3. row-level security forced on the target, a SELECT policy alice fails for k = 'hidden'
-$node->safe_psql('postgres', q{
-	SET ROLE alice;
-	ALTER TABLE agg ENABLE ROW LEVEL SECURITY;
-	ALTER TABLE agg FORCE ROW LEVEL SECURITY;
-	CREATE POLICY ins ON agg FOR INSERT WITH CHECK (true);
-	CREATE POLICY upd ON agg FOR UPDATE USING (true);
-	CREATE POLICY del ON agg FOR DELETE USING (true);
-	CREATE POLICY sel ON agg FOR SELECT USING (k <> 'hidden');
-});
-($ok, $out, $err, $c) = batch(rows(50, 'a'));
-ok($ok && !$c, 'forced row-level security: a batch of new groups, not from C') or diag($err);
-($ok, $out, $err, $c) = batch(rows(51, 'hidden'));
-like($err, qr/new row violates row-level security policy/,
-	'a batch of new groups alone, one alice cannot read: fails as the upsert does');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM agg WHERE k = 'hidden'}), '0', 'nothing of it written');
-($ok, $out, $err, $c) = batch(rows(1, 'a'));
-like($err, qr/new row violates row-level security policy/, 'with an existing group (the upsert): the same error');
-$node->safe_psql('postgres', q{SET ROLE alice; DROP POLICY sel ON agg; CREATE POLICY sel ON agg FOR SELECT USING (true);});
-$node->safe_psql('postgres', q{SET cq.run_in_worker = off; SET ROLE alice; CALL cq.run('agg');});
-is($node->safe_psql('postgres', $mismatch), '0', 'the policy changed: the batch catches up, the target equals the GROUP BY');
-
-# 4. MERGE (keys NOT NULL, small batches) under the same policies: its
-# INSERT checks no new row against the SELECT policies, and it matches no
-# row they hide, so a batch with the hidden group inserted it again (two
-# rows of one group); now such a target takes the upsert, which inserts a
-# row it does not find again too, but whose INSERT ... RETURNING fails on a
-# row its owner cannot read
-my $qm = q{SELECT k, count(*) AS n FROM srcm GROUP BY k};
-$node->safe_psql('postgres', qq{
-	SET client_min_messages = warning;
-	SET ROLE alice;
-	CREATE TABLE srcm (k text NOT NULL);
-	CREATE TABLE aggm WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS $qm;
-	ALTER TABLE aggm ALTER k SET NOT NULL;
-});
-my $batchm = sub {
-	my ($vals) = @_;
-	my ($o, $e) = ('', '');
-	$node->psql('postgres', qq{SET cq.run_in_worker = off; SET ROLE alice;
-		INSERT INTO srcm VALUES $vals; CALL cq.run('aggm');}, stdout => \$o, stderr => \$e);
-	return $e;
-};
-is($batchm->("('a'), ('hidden')"), '', 'aggm: batch 0');
-like($node->safe_psql('postgres', "SELECT cq.explain('aggm')"), qr/by MERGE/, 'aggm: batches write by MERGE');
-$node->safe_psql('postgres', q{
-	SET ROLE alice;
-	ALTER TABLE aggm ENABLE ROW LEVEL SECURITY;
-	ALTER TABLE aggm FORCE ROW LEVEL SECURITY;
-	CREATE POLICY ins ON aggm FOR INSERT WITH CHECK (true);
-	CREATE POLICY upd ON aggm FOR UPDATE USING (true);
-	CREATE POLICY del ON aggm FOR DELETE USING (true);
-	CREATE POLICY sel ON aggm FOR SELECT USING (k NOT LIKE 'hidden%');
-});
-unlike($node->safe_psql('postgres', "SELECT cq.explain('aggm')"), qr/by MERGE/, 'with row-level security: not by MERGE');
-like($batchm->("('hidden'), ('a')"), qr/new row violates row-level security policy/,
-	'a batch with the hidden group: the upsert finds its row missing, and its INSERT fails');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM aggm WHERE k = 'hidden'}), '1',
-	'one row of the hidden group, not two');
-like($batchm->("('hidden new')"), qr/new row violates row-level security policy/,
-	'a new group alice cannot read: the error');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM aggm WHERE k = 'hidden new'}), '0', 'nothing of it written');
 
 done_testing();

@@ -55,8 +55,9 @@ my %q = (
 $node->safe_psql('hostile', q{
 	SET client_min_messages = warning;
 	SET ROLE dbowner;
-	CREATE TABLE app.src (k int, b bool, t text, i int, v numeric, ts timestamptz);
-	INSERT INTO app.src SELECT g % 7, g % 2 = 0, 'h' || (g % 3), g, g / 10.0, '2024-01-01'::timestamptz + g * interval '1 second'
+	CREATE TABLE app.src (k pg_catalog.int4, b pg_catalog.bool, t pg_catalog.text, i pg_catalog.int4,
+	  v pg_catalog.numeric, ts pg_catalog.timestamptz);
+	INSERT INTO app.src SELECT g % 7, g % 2 OPERATOR(pg_catalog.=) 0, 'h' || (g % 3), g, g / 10.0, '2024-01-01'::timestamptz + g * interval '1 second'
 	  FROM pg_catalog.generate_series(1, 300) g;
 } . join('', map { qq{
 	SELECT cq.create_query('$_', \$q\$$q{$_}\$q\$, output_mode => 'update', "trigger" => 'available_now',
@@ -77,7 +78,7 @@ my @steps = (
 	[ 'batch 0', '' ],
 	[ 'new groups only', q{SELECT 100 + g % 5, true, 'n' || g, g, g, '2024-02-01'::timestamptz + g * interval '1 minute'
 		FROM pg_catalog.generate_series(1, 40) g} ],
-	[ 'new and existing groups', q{SELECT g % 9, g % 3 = 0, 'h' || (g % 4), -g, NULL, '2024-01-01'::timestamptz + g * interval '7 seconds'
+	[ 'new and existing groups', q{SELECT g % 9, g % 3 OPERATOR(pg_catalog.=) 0, 'h' || (g % 4), -g, NULL, '2024-01-01'::timestamptz + g * interval '7 seconds'
 		FROM pg_catalog.generate_series(1, 500) g} ],
 	[ 'delta_agg_in_c off', q{SELECT g % 11, NULL, NULL, g, g * 3, NULL FROM pg_catalog.generate_series(1, 100) g} ],
 );
