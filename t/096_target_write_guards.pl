@@ -9,7 +9,11 @@
 #   - the target attached as a partition of its owner's table: an INSERT
 #     into a partition checks the partition constraint, the load from C
 #     did not (a row outside the partition's range); now the INSERT's
-#     error, nothing written.
+#     error, nothing written;
+#   - row-level security forced on the target, a SELECT policy that hides a
+#     group's row from its owner: the upsert found that row missing and
+#     inserted it again (two rows of one group; MERGE did the same); now
+#     the batch fails (security.c, cq_security_target_rls).
 # In one session (cq.run_in_worker off: the DEBUG1 report reaches the
 # client), the query owned by a role without superuser rights.
 use strict;
@@ -121,5 +125,27 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM agg WHERE minute >= '2026
 $node->safe_psql('postgres', q{SET ROLE alice; ALTER TABLE aggp DETACH PARTITION agg; DROP TABLE aggp;});
 $node->safe_psql('postgres', q{SET cq.run_in_worker = off; SET ROLE alice; CALL cq.run('agg');});
 is($node->safe_psql('postgres', $mismatch), '0', 'detached: the batch catches up, the target equals the GROUP BY');
+
+# 3. row-level security forced on the target, a SELECT policy that hides a
+# group's row from alice: the upsert found that row missing and inserted it
+# again (two rows of one group); now the batch fails with what to change
+($ok, $out, $err, $c) = batch(rows(9, 'hidden', 'a'));
+ok($ok, 'a group to hide, written') or diag($err);
+$node->safe_psql('postgres', q{
+	SET ROLE alice;
+	ALTER TABLE agg ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE agg FORCE ROW LEVEL SECURITY;
+	CREATE POLICY ins ON agg FOR INSERT WITH CHECK (true);
+	CREATE POLICY upd ON agg FOR UPDATE USING (true);
+	CREATE POLICY sel ON agg FOR SELECT USING (k <> 'hidden');
+});
+($ok, $out, $err, $c) = batch(rows(9, 'hidden'));
+like($err, qr/cannot write its target "agg": row-level security applies to its owner there/,
+	'forced row-level security: the batch fails');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM agg WHERE k = 'hidden'}), '1', 'one row of the hidden group');
+$node->safe_psql('postgres', q{SET ROLE alice; ALTER TABLE agg NO FORCE ROW LEVEL SECURITY;});
+($ok, $out, $err, $c) = batch(rows(10, 'hidden'));
+ok($ok, 'not forced (the owner sees every row): the batch runs') or diag($err);
+is($node->safe_psql('postgres', $mismatch), '0', 'the target equals the GROUP BY');
 
 done_testing();
