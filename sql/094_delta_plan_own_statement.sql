@@ -10,8 +10,8 @@
 -- d's statement (from cq.explain) for the second transaction's xid alone,
 -- under enable_seqscan = off (a bitmap scan of the BRIN index), and must
 -- count its row alone.
-CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
 \i sql/include/helpers.sql
 SELECT pause_others() AS others_paused;
 SET cq.run_in_worker = off;

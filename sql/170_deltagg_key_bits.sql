@@ -8,8 +8,8 @@
 -- macro makes it (norm_key).  Also: an oid key the other way round
 -- (int4 -> oid relabeled, sign-extended, and oidin's, zero-extended), and
 -- the setting off for comparison.
-CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET cq.run_in_worker = off;
 \i sql/include/helpers.sql
 
