@@ -159,7 +159,9 @@ gen_rows() {
 #   pre-scan = a separate SELECT count(*) over the new rows before the batch
 #              statement (older builds);
 #   d        = scan + partial aggregation of the new rows (CTE d, or the
-#              aggregate under CTE m when d is inlined);
+#              aggregate under CTE m when d is inlined, or on the store
+#              with cq.delta_agg_in_c the scan statement "SELECT i.g1, ..."
+#              whose rows deltagg.c aggregates: its whole time);
 #   m        = state upsert, without the time of its input (d);
 #   o        = target upsert, without the time of its input (m);
 #   other    = the other statements auto_explain logged (e.g. the target
@@ -182,6 +184,7 @@ profile_summary() {
         want_text = 0; inbatch = 0
         if ($0 ~ /^Query Text: SELECT count\(\*\)/) count += dur
         else if ($0 ~ /^Query Text: WITH d AS/) { batch += dur; inbatch = 1; sect = "" }
+        else if ($0 ~ /^Query Text: SELECT i\.g[0-9]+[ ,]/) { batch += dur; dc += dur; inbatch = 1; sect = "" }
         else { q = $0; sub(/^Query Text: +/, "", q); n = split(q, w, / +/); q = w[1] (n > 1 ? " " w[2] : ""); sub(/[(,].*/, "", q)
                other += dur; others = others sprintf("%s%s %.1f", (others == "" ? "" : ", "), q, dur) }
         next }
@@ -201,6 +204,7 @@ profile_summary() {
     END {
         if (call == "") { print "n/a"; exit }
         d = ("d" in T) ? T["d"] : agg_t
+        if (!("d" in T) && agg == "" && dc > 0) { d = dc; agg = "partial aggregation in C (deltagg.c)" }
         parts = sprintf("d: scan %.1f, scan + partial agg %.1f", scan_t, d)
         for (i = 1; i <= nc; i++) {
             c = order[i]; if (c == "d") continue

@@ -1288,6 +1288,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	res->has_watermark = last.has_watermark;
 	res->watermark = last.watermark;
 
+	cq_security_target_rls(in.q->target, in.q->owner, in.q->opts.mode == CQ_MODE_UPDATE || (in.q->opts.mode ==
+						   CQ_MODE_COMPLETE && strcmp(in.q->opts.complete_refresh, "delete") == 0), in.q->name);
 	/* a join of two streams runs its own batches (join.c) */
 	if (OidIsValid(in.q->opts.join_source_relid))
 	{

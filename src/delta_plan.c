@@ -16,8 +16,11 @@
  * (cq_snap_low_bound); the rebuild of a store (cq_store_rebuild) passes 0
  * and its S_cur's xmax.  So the recheck of the range changes no result,
  * and a planner hook drops it from d's plan as the planner makes it: only
- * while store_fold.c runs d (cq_delta_plan_begin), only for the statement
- * of that text (not one that d's functions plan meanwhile), only a bitmap
+ * while store_fold.c runs d (cq_delta_plan_begin), only for d's own saved
+ * statement, known by the address of its text (the plan cache passes the
+ * planner its plan source's copy): not a statement of the same text that
+ * a function d calls plans meanwhile, with its own parameters (session
+ * 36: the text alone was compared), only a bitmap
  * heap scan of the source whose recheck is exactly that range over
  * cq_xid and whose filter calls cq.xid_new over cq_xid.  bench/batch_cg.sh
  * BCG_KIND=history: a batch of 10k new rows 44.57M -> 42.92M instructions
@@ -31,6 +34,7 @@
 #include "nodes/plannodes.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
+#include "utils/plancache.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
@@ -40,7 +44,10 @@
 
 static planner_hook_type prev_planner = NULL;
 
-/* the d statement being run (cq_delta_plan_begin), or InvalidOid / NULL */
+/*
+ * the d statement being run (cq_delta_plan_begin), or InvalidOid / NULL:
+ * its plan source's text, compared by address
+ */
 static Oid	delta_source = InvalidOid;
 static const char *delta_sql = NULL;
 
@@ -147,8 +154,8 @@ delta_planner(Query *parse, const char *query_string, int cursorOptions, ParamLi
 		stmt = prev_planner(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
-	if (OidIsValid(delta_source) && delta_sql != NULL && query_string != NULL &&
-		strcmp(query_string, delta_sql) == 0 && stmt->commandType == CMD_SELECT)
+	if (OidIsValid(delta_source) && delta_sql != NULL && query_string == delta_sql &&
+		stmt->commandType == CMD_SELECT)
 	{
 		AttrNumber	att = cq_source_tracking_attnum(delta_source);
 		Oid			xid_new = cq_delta_xid_new_function(delta_source);
@@ -165,14 +172,21 @@ delta_planner(Query *parse, const char *query_string, int cursorOptions, ParamLi
 
 /*
  * cq_delta_plan_begin
- *	  store_fold.c runs the d statement of text sql over source: its plan,
- *	  if made now, loses the recheck.  cq_delta_plan_end after, also on error.
+ *	  store_fold.c runs the d statement over source, saved as plan (one
+ *	  statement): its plan, if made now, loses the recheck.
+ *	  cq_delta_plan_end after, also on error.
  */
 void
-cq_delta_plan_begin(Oid source, const char *sql)
+cq_delta_plan_begin(Oid source, SPIPlanPtr plan)
 {
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+
+	delta_source = InvalidOid;
+	delta_sql = NULL;
+	if (list_length(sources) != 1)
+		return;
 	delta_source = source;
-	delta_sql = sql;
+	delta_sql = ((CachedPlanSource *) linitial(sources))->query_string;
 }
 
 void

@@ -11,8 +11,10 @@
 
 #include "postgres.h"
 
+#include "executor/spi.h"
+
 extern void cq_delta_plan_init(void);
-extern void cq_delta_plan_begin(Oid source, const char *sql);
+extern void cq_delta_plan_begin(Oid source, SPIPlanPtr plan);
 extern void cq_delta_plan_end(void);
 
 #endif							/* CQ_DELTA_PLAN_H */

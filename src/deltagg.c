@@ -21,7 +21,8 @@
  *
  * The shapes (anything else keeps d; cq.delta_agg_in_c = off too):
  *	keys	by-value types whose equality is that of their bits (integers,
- *			date, timestamp[tz], bool, oid), and text or varchar under a
+ *			date, timestamp[tz], bool, oid; the Datum's bits above the
+ *			type's own made alike: norm_key), and text or varchar under a
  *			deterministic collation (compared bytewise, as d compares them:
  *			delta.c's bytewise_key); NULL is a key of its own
  *	state	count(*), count(x), numeric's cq.numeric_sum/_max/_min
@@ -81,6 +82,7 @@ struct CqDeltaAgg
 {
 	int			ng;				/* keys: the scan's columns 0..ng-1 */
 	char	   *keyk;			/* per key: DA_BYVAL or DA_BYTES */
+	char	   *keyw;			/* per key of DA_BYVAL: its type's bytes (1, 2, 4, 8) */
 	int		   *keycol;			/* per key: its state column */
 	int			ncols;			/* columns of d's row (the state row) */
 	char	   *colk;			/* per column: DA_* */
@@ -120,10 +122,15 @@ typedef struct DaState
 	bool		full;			/* the groups outgrew it: the scan stopped */
 } DaState;
 
-/* is a key of this type and collation compared by its Datum or bytes? */
+/*
+ * key_kind
+ *	  Is a key of this type and collation compared by its Datum or bytes?
+ *	  *width: a by-value type's bytes (see norm_key).
+ */
 static char
-key_kind(Oid type, Oid coll)
+key_kind(Oid type, Oid coll, char *width)
 {
+	*width = 8;
 	switch (type)
 	{
 		case INT8OID:
@@ -136,6 +143,7 @@ key_kind(Oid type, Oid coll)
 		case OIDOID:
 		case DATEOID:
 		case BOOLOID:
+			*width = get_typlen(type);
 			return DA_BYVAL;
 		case TEXTOID:
 		case VARCHAROID:
@@ -232,6 +240,7 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 	da = palloc0(sizeof(*da));
 	da->ng = ng;
 	da->keyk = palloc(ng);
+	da->keyw = palloc(ng);
 	da->keycol = palloc(sizeof(int) * ng);
 	da->ncols = state->natts;
 	da->colk = palloc(state->natts);
@@ -245,7 +254,7 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 	{
 		Node	   *e = list_nth(an->group_exprs, k);
 
-		da->keyk[k] = key_kind(exprType(e), exprCollation(e));
+		da->keyk[k] = key_kind(exprType(e), exprCollation(e), &da->keyw[k]);
 		if (da->keyk[k] == 0)
 			return;
 		da->keycol[k] = -1;
@@ -319,6 +328,7 @@ cq_deltagg_copy(const struct CqDeltaAgg *da)
 	c = palloc(sizeof(*c));
 	*c = *da;
 	c->keyk = memcpy(palloc(da->ng), da->keyk, da->ng);
+	c->keyw = memcpy(palloc(da->ng), da->keyw, da->ng);
 	c->keycol = memcpy(palloc(sizeof(int) * da->ng), da->keycol, sizeof(int) * da->ng);
 	c->colk = memcpy(palloc(da->ncols), da->colk, da->ncols);
 	c->arg = memcpy(palloc(sizeof(int) * da->ncols), da->arg, sizeof(int) * da->ncols);
@@ -327,15 +337,46 @@ cq_deltagg_copy(const struct CqDeltaAgg *da)
 	return c;
 }
 
-/* the hash of a key value (not NULL); *v detoasted in the row's context */
+/*
+ * norm_key
+ *	  A by-value key of width bytes as its type's own macro makes its Datum:
+ *	  the bits above them are not the same for every equal value.  An int4
+ *	  relabeled from an oid (a binary-coercible cast: (t::oid)::int4) keeps
+ *	  the oid's Datum, zero-extended, where an int4 column's is
+ *	  sign-extended: the two -1 of "CASE WHEN c THEN (t::oid)::int4 ELSE
+ *	  i END" were two groups, which d's int4 equality makes one.
+ */
+static inline Datum
+norm_key(char width, Datum v)
+{
+	switch (width)
+	{
+		case 1:
+			return BoolGetDatum(DatumGetBool(v));
+		case 2:
+			return Int16GetDatum(DatumGetInt16(v));
+		case 4:
+			return Int32GetDatum(DatumGetInt32(v));
+	}
+	return v;
+}
+
+/*
+ * key_hash
+ *	  The hash of a key value (not NULL); *v normalized (norm_key) or
+ *	  detoasted in the row's context.
+ */
 static inline uint32
-key_hash(char kind, Datum *v)
+key_hash(char kind, char width, Datum *v)
 {
 	struct varlena *p;
 
 	if (kind == DA_BYVAL)
 	{
-		uint64		u = (uint64) *v;
+		uint64		u;
+
+		*v = norm_key(width, *v);
+		u = (uint64) *v;
 
 		return murmurhash32((uint32) (u ^ (u >> 32)));
 	}
@@ -349,7 +390,7 @@ key_hash(char kind, Datum *v)
 	return hash_bytes((const unsigned char *) VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p));
 }
 
-/* are a group's keys those of the row (v detoasted by key_hash)? */
+/* are a group's keys those of the row (v as key_hash left them)? */
 static inline bool
 keys_equal(const struct CqDeltaAgg *da, DaGroup *g, Datum *v, bool *n)
 {
@@ -473,7 +514,7 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 	for (int k = 0; k < da->ng; k++)
 	{
 		s->keys[k] = v[k];
-		hash = hash_combine(hash, n[k] ? 0x5bd1e995 : key_hash(da->keyk[k], &s->keys[k]));
+		hash = hash_combine(hash, n[k] ? 0x5bd1e995 : key_hash(da->keyk[k], da->keyw[k], &s->keys[k]));
 	}
 	for (j = hash & s->mask; (g = s->table[j]) != NULL; j = (j + 1) & s->mask)
 		if (g->hash == hash && keys_equal(da, g, s->keys, n))

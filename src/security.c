@@ -41,6 +41,8 @@
 #include "commands/tablespace.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/guc.h"
 
 #include "security.h"
@@ -224,4 +226,32 @@ void
 cq_security_deparse_end(int nest)
 {
 	AtEOXact_GUC(false, nest);
+}
+
+/*
+ * cq_security_target_rls
+ *	  A query that reads its target to write it (reads: update mode, or
+ *	  complete mode's DELETE refresh; batch.c, before every batch) cannot
+ *	  run where row-level security applies to its owner on the
+ *	  target (FORCE ROW LEVEL SECURITY on a target it owns, or a target of
+ *	  another role with row-level security on), unless the owner bypasses
+ *	  it: rows the SELECT policies hide from the owner are invisible to the
+ *	  batch's statements, so the upsert found a hidden group's row missing
+ *	  and inserted it again (two rows of one group; MERGE too, and complete
+ *	  mode's reload kept the rows its DELETE did not see), and its UPDATE
+ *	  left it as it was (session 36, t/096).  The batch fails instead, with
+ *	  what to change.
+ */
+void
+cq_security_target_rls(Oid target, Oid owner, bool reads, const char *name)
+{
+	if (!reads || !OidIsValid(target) ||
+		check_enable_rls(target, owner, true) != RLS_ENABLED)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("continuous query \"%s\" cannot write its target \"%s\": row-level security applies to its owner there",
+					name, get_rel_name(target)),
+			 errdetail("The query rewrites its target's rows, and rows its policies hide from its owner would be written again beside the hidden ones."),
+			 errhint("Let the owner see every row: ALTER TABLE ... NO FORCE ROW LEVEL SECURITY on a target it owns, or DISABLE ROW LEVEL SECURITY.")));
 }

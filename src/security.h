@@ -24,5 +24,6 @@ extern void cq_security_pin_process(void);
 extern bool cq_security_passes_setting(const char *name, const char *value);
 extern int	cq_security_deparse_begin(void);
 extern void cq_security_deparse_end(int nest);
+extern void cq_security_target_rls(Oid target, Oid owner, bool reads, const char *name);
 
 #endif							/* CQ_SECURITY_H */

@@ -109,6 +109,7 @@ cq_shmem_startup(void)
 		cq_shared->lock = &(GetNamedLWLockTranche(CQ_TRANCHE))->lock;
 		cq_shared->store_lock = &(GetNamedLWLockTranche(CQ_STORE_TRANCHE))->lock;
 		cq_shared->store_ready = false;
+		ConditionVariableInit(&cq_shared->store_cv);
 		cq_shared->ndbs = max_worker_processes;
 		cq_shared->nworkers = max_worker_processes;
 		cq_shared->nqueries = cq_max_queries;

@@ -14,6 +14,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/nodes.h"
 #include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/dsm_impl.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -185,6 +186,7 @@ typedef struct CqShared
 	dsa_handle	store_area;
 	dsa_pointer store_dir;		/* dshash_table_handle of its directory */
 	int			store_tranche;	/* LWLock tranche of its hash tables */
+	ConditionVariable store_cv; /* broadcast when a store's inflight is cleared */
 } CqShared;
 
 extern CqShared *cq_shared;

@@ -12,7 +12,8 @@
  * cq_sql_expression, which first make explicit every operator the text
  * would name only implicitly (ready_mutator), and print an xml constant
  * in a form that reads back under any xmloption (ready_xml), an array
- * constant with NULL elements under any array_nulls (ready_array).
+ * constant with NULL elements under any array_nulls (ready_array), a
+ * composite one holding either as ROW(...) (ready_composite).
  *
  * SPI helpers raise an error on any unexpected return code.  Switching
  * users is security.c's business.
@@ -26,6 +27,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
+#include "access/htup_details.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -36,10 +38,12 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 #include "utils/xml.h"
 #include "common/hashfn.h"
 
@@ -498,15 +502,61 @@ ready_xml(Const *c)
 									COERCE_EXPLICIT_CAST);
 }
 
+static Node *ready_const(Const *c);
+
+/*
+ * int_array
+ *	  The constant int4[] of the n values v, as an ARRAY[] of them.
+ */
+static Node *
+int_array(const int *v, int n)
+{
+	ArrayExpr  *a = makeNode(ArrayExpr);
+
+	a->array_typeid = INT4ARRAYOID;
+	a->element_typeid = INT4OID;
+	a->location = -1;
+	for (int i = 0; i < n; i++)
+		a->elements = lappend(a->elements, makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+													 Int32GetDatum(v[i]), false, true));
+	return (Node *) a;
+}
+
+/*
+ * array_level
+ *	  ARRAY[...] of the elements (ready_const) of dimension dim on of an
+ *	  array of type c->consttype, from the element *next on (advanced).
+ */
+static Node *
+array_level(Const *c, Oid elem, int ndim, const int *dims, int dim, Node **elems, int *next)
+{
+	ArrayExpr  *a = makeNode(ArrayExpr);
+
+	a->array_typeid = c->consttype;
+	a->array_collid = c->constcollid;
+	a->element_typeid = elem;
+	a->multidims = dim < ndim - 1;
+	a->location = -1;
+	for (int i = 0; i < dims[dim]; i++)
+		a->elements = lappend(a->elements, dim < ndim - 1 ?
+							  array_level(c, elem, ndim, dims, dim + 1, elems, next) :
+							  elems[(*next)++]);
+	return (Node *) a;
+}
+
 /*
  * ready_array
- *	  A one-dimensional array constant printed as ARRAY[...] of its
- *	  elements when one is NULL or of type xml, not as '{...}'::type[]:
- *	  array_in reads an unquoted NULL element as the string "NULL" under
- *	  array_nulls = off (an error for other element types), and each xml
- *	  element under xmloption (sql/163).  The planner folds ARRAY[] of
- *	  constants back into the constant.  An array with other bounds than
- *	  [1:n] stays as it is.
+ *	  An array constant printed as ARRAY[...] of its elements when one is
+ *	  NULL or needs ready_const, not as '{...}'::type[]: array_in reads an
+ *	  unquoted NULL element as the string "NULL" under array_nulls = off
+ *	  (an error for other element types), each xml element under
+ *	  xmloption (sql/163), each composite one by record_in (ready_composite).
+ *	  Of any number of dimensions (ARRAY[ARRAY[...], ...]); one dimension
+ *	  whose lower bound is not 1 as array_cat(array_fill(first, ARRAY[1],
+ *	  ARRAY[lower bound]), ARRAY[the others]) (array_cat keeps its first
+ *	  argument's bounds, sql/170).  The planner folds ARRAY[] of constants
+ *	  back into the constant.  Several dimensions whose lower bounds are
+ *	  not all 1 stay as they are (no expression makes those bounds).
  */
 static Node *
 ready_array(Const *c)
@@ -519,31 +569,129 @@ ready_array(Const *c)
 	Datum	   *values;
 	bool	   *nulls;
 	int			n;
-	ArrayExpr  *a;
+	int			ndim;
+	bool		ones = true;
+	bool		changed;
+	Node	  **elems;
+	int			next = 0;
+	int			one = 1;
+	FuncExpr   *fill;
+	ArrayExpr  *rest;
 
 	if (c->constisnull || (elem = get_element_type(c->consttype)) == InvalidOid ||
 		get_typtype(c->consttype) != TYPTYPE_BASE)
 		return (Node *) c;
 	arr = DatumGetArrayTypeP(c->constvalue);
-	if (ARR_NDIM(arr) != 1 || ARR_LBOUND(arr)[0] != 1)
+	ndim = ARR_NDIM(arr);
+	if (ndim < 1)
 		return (Node *) c;
-	if (!ARR_HASNULL(arr) && getBaseType(elem) != XMLOID)
+	for (int d = 0; d < ndim; d++)
+		ones &= ARR_LBOUND(arr)[d] == 1;
+	if (!ones && ndim > 1)
 		return (Node *) c;
 	get_typlenbyvalalign(elem, &elmlen, &elmbyval, &elmalign);
 	deconstruct_array(arr, elem, elmlen, elmbyval, elmalign, &values, &nulls, &n);
-	a = makeNode(ArrayExpr);
-	a->array_typeid = c->consttype;
-	a->array_collid = c->constcollid;
-	a->element_typeid = elem;
-	a->multidims = false;
-	a->location = -1;
+	changed = ARR_HASNULL(arr);
+	elems = palloc(sizeof(Node *) * n);
 	for (int i = 0; i < n; i++)
 	{
 		Const	   *e = makeConst(elem, -1, c->constcollid, elmlen, values[i], nulls[i], elmbyval);
 
-		a->elements = lappend(a->elements, ready_xml(e));
+		elems[i] = ready_const(e);
+		changed |= elems[i] != (Node *) e;
 	}
-	return (Node *) a;
+	if (!changed)
+		return (Node *) c;
+	if (ones)
+		return array_level(c, elem, ndim, ARR_DIMS(arr), 0, elems, &next);
+	/* one dimension from another lower bound */
+	fill = makeFuncExpr(F_ARRAY_FILL_ANYELEMENT__INT4__INT4, c->consttype,
+						list_make3(elems[0], int_array(&one, 1), int_array(ARR_LBOUND(arr), 1)),
+						InvalidOid, c->constcollid, COERCE_EXPLICIT_CALL);
+	rest = makeNode(ArrayExpr);
+	rest->array_typeid = c->consttype;
+	rest->array_collid = c->constcollid;
+	rest->element_typeid = elem;
+	rest->location = -1;
+	for (int i = 1; i < n; i++)
+		rest->elements = lappend(rest->elements, elems[i]);
+	return (Node *) makeFuncExpr(F_ARRAY_CAT, c->consttype, list_make2(fill, rest), InvalidOid,
+								 c->constcollid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * ready_composite
+ *	  A constant of a composite type printed as ROW(...)::type of its
+ *	  columns when one of them needs ready_const, not as '(...)'::type:
+ *	  record_in reads each column by its type's input function under the
+ *	  settings of the moment (an array with a NULL element under
+ *	  array_nulls, xml under xmloption), sql/170.
+ */
+static Node *
+ready_composite(Const *c)
+{
+	HeapTupleHeader td;
+	HeapTupleData tup;
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
+	RowExpr    *r;
+	bool		changed = false;
+
+	if (c->constisnull || get_typtype(c->consttype) != TYPTYPE_COMPOSITE)
+		return (Node *) c;
+	td = DatumGetHeapTupleHeader(c->constvalue);
+	desc = lookup_rowtype_tupdesc(c->consttype, -1);
+	tup.t_len = HeapTupleHeaderGetDatumLength(td);
+	tup.t_data = td;
+	ItemPointerSetInvalid(&tup.t_self);
+	tup.t_tableOid = InvalidOid;
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(&tup, desc, values, nulls);
+	r = makeNode(RowExpr);
+	r->row_typeid = c->consttype;
+	r->row_format = COERCE_EXPLICIT_CAST;
+	r->location = -1;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Node	   *arg;
+
+		/* a dropped column: a NULL, as the parser's coercion to the type puts */
+		if (att->attisdropped)
+			arg = (Node *) makeNullConst(INT4OID, -1, InvalidOid);
+		else
+		{
+			Const	   *e = makeConst(att->atttypid, att->atttypmod, att->attcollation, att->attlen,
+									  values[i], nulls[i], att->attbyval);
+
+			arg = ready_const(e);
+			changed |= arg != (Node *) e;
+		}
+		r->args = lappend(r->args, arg);
+		r->colnames = lappend(r->colnames, makeString(pstrdup(NameStr(att->attname))));
+	}
+	ReleaseTupleDesc(desc);
+	return changed ? (Node *) r : (Node *) c;
+}
+
+/*
+ * ready_const
+ *	  A constant in a form that reads back as the same value under any
+ *	  setting (ready_xml, ready_array, ready_composite); c itself when its
+ *	  text does.
+ */
+static Node *
+ready_const(Const *c)
+{
+	Node	   *node = ready_xml(c);
+
+	if (node == (Node *) c)
+		node = ready_array(c);
+	if (node == (Node *) c)
+		node = ready_composite(c);
+	return node;
 }
 
 static Node *
@@ -573,8 +721,7 @@ ready_mutator(Node *node, ReadyContext *ctx)
 		case T_JoinExpr:
 			return ready_join((JoinExpr *) node, ctx);
 		case T_Const:
-			node = ready_xml((Const *) node);
-			return IsA(node, Const) ? ready_array((Const *) node) : node;
+			return ready_const((Const *) node);
 		default:
 			return node;
 	}
@@ -830,16 +977,19 @@ cq_rel_attnum(Relation rel, const char *name)
 /*
  * cq_rel_takes_heap_inserts
  *	  Is a heap insert of a row all an INSERT into rel would do, besides
- *	  its indexes: a plain table without triggers, rules, row-level
- *	  security, CHECK constraints, generated or identity columns?  (The
- *	  direct loads of bulkload.c and of the store's image.)
+ *	  its indexes: a plain table, not a partition, without triggers, rules,
+ *	  row-level security, CHECK constraints, generated or identity
+ *	  columns?  (The direct loads of bulkload.c, store_load.c and of the
+ *	  store's image.)
  */
 bool
 cq_rel_takes_heap_inserts(Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != NULL ||
+	/* a partition: an INSERT into it checks its partition constraint */
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
+		rel->trigdesc != NULL ||
 		rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
 		(desc->constr && (desc->constr->num_check > 0 || desc->constr->has_generated_stored)))
 		return false;

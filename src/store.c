@@ -224,7 +224,6 @@ find_header(StoreKey *key, bool exclusive, bool create)
 		h->published = -1;
 		h->inflight = -1;
 		h->image_batch = -1;
-		ConditionVariableInit(&h->cv);
 		d->header = hp;
 	}
 	return d;
@@ -273,6 +272,7 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	HASHCTL		ctl;
 	ListCell   *lc;
 	bool		valid;
+	bool		busy;
 	int64		published;
 	dsa_pointer table = InvalidDsaPointer;
 
@@ -326,18 +326,26 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 	st->state_table = q->state_table;
 	MemoryContextSwitchTo(old);
 
-	/* wait for the publication of the previous batch, if still in flight */
+	/*
+	 * Wait while the previous batch's publication is in flight, reading the
+	 * header under its entry's lock while still the entry's (see discard).
+	 */
 	d = find_header(&st->key, true, true);
 	st->header = d->header;
 	h = header_of(st);
+	ConditionVariablePrepareToSleep(&cq_shared->store_cv);
 	dshash_release_lock(store_dir, d);
-	ConditionVariablePrepareToSleep(&h->cv);
 	for (;;)
 	{
-		bool		busy;
-
 		d = find_header(&st->key, false, false);
-		busy = d != NULL && h->inflight >= 0;
+		if (d == NULL || d->header != st->header)
+		{
+			if (d)
+				dshash_release_lock(store_dir, d);
+			ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							errmsg("the state store of continuous query \"%s\" was freed while a batch waited for it", q->name)));
+		}
+		busy = h->inflight >= 0;
 		valid = h->valid && h->rowtype == st->desc->tdtypeid;
 		published = h->published;
 		table = h->table;
@@ -349,11 +357,10 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 		st->image_at = h->image_at;
 		st->image_base = h->image_base;
 		st->min_e = h->min_e;
-		if (d)
-			dshash_release_lock(store_dir, d);
+		dshash_release_lock(store_dir, d);
 		if (!busy)
 			break;
-		ConditionVariableSleep(&h->cv, PG_WAIT_EXTENSION);
+		ConditionVariableSleep(&cq_shared->store_cv, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
 
@@ -1000,7 +1007,7 @@ publish(CqStore *st)
 		h->valid = false;
 		h->inflight = -1;
 		h->rows = h->bytes = 0;
-		ConditionVariableBroadcast(&h->cv); /* under the lock: see discard */
+		ConditionVariableBroadcast(&cq_shared->store_cv); /* under the lock: see discard */
 		dshash_release_lock(store_dir, d);
 		if (old_table)
 			cq_store_destroy_table(old_table);
@@ -1044,7 +1051,7 @@ publish(CqStore *st)
 	h->image_at = st->image_at;
 	h->image_base = st->image_base;
 	h->min_e = st->min_e;
-	ConditionVariableBroadcast(&h->cv); /* under the lock: see discard */
+	ConditionVariableBroadcast(&cq_shared->store_cv); /* under the lock: see discard */
 	dshash_release_lock(store_dir, d);
 	if (old_table)
 		cq_store_destroy_table(old_table);
@@ -1098,17 +1105,16 @@ discard(CqStore *st)
 	/*
 	 * The waiters (cq_store_open) are woken while the directory entry is
 	 * still locked, and only when st's header is still the entry's: a
-	 * header is freed only under that lock (free_entry), so the broadcast
-	 * never touches freed memory, which it could once the lock is released
-	 * (a drop's forget_now may run then).  No wake-up is lost either: a
-	 * waiter is on the condition variable's list (PrepareToSleep) before
-	 * it reads inflight under the same lock, so it either sees -1 or is
-	 * woken by this broadcast.  publish does the same.
+	 * header is freed only under that lock (free_entry, by a drop's
+	 * forget_now).  No wake-up is lost: a waiter is on the condition
+	 * variable's list (PrepareToSleep) before it reads inflight under the
+	 * same lock, so it either sees -1 or is woken by this broadcast (of the
+	 * store's one condition variable, never freed).  publish does the same.
 	 */
 	if (d && d->header == st->header)
 	{
 		header_of(st)->inflight = -1;
-		ConditionVariableBroadcast(&header_of(st)->cv);
+		ConditionVariableBroadcast(&cq_shared->store_cv);
 	}
 	if (d)
 		dshash_release_lock(store_dir, d);

@@ -807,7 +807,6 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	List	   *flagged = NIL;	/* plan sources whose option this call set */
 	ListCell   *lc;
 	DestReceiver *agg = NULL;	/* the new rows aggregated in C (deltagg.c) */
-	const char *volatile run_sql;	/* the statement run: d or its scan */
 
 	for (int i = 0; i < 4; i++)
 	{
@@ -849,10 +848,9 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 		}
 	}
 	/* the saved plan outlives an error: its option is cleared either way */
-	run_sql = sql;
 	PG_TRY();
 	{
-		cq_delta_plan_begin(fs->sql->source, run_sql);	/* its plan without the recheck */
+		cq_delta_plan_begin(fs->sql->source, plan);	/* its plan without the recheck */
 		if (SPI_execute_plan_extended(plan, &options) != SPI_OK_SELECT)
 			elog(ERROR, "pg_cq: delta statement failed");
 	}

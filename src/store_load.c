@@ -277,7 +277,9 @@ new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state, const Oid *c
 	}
 	idx = index_open(linitial_oid(indexes), RowExclusiveLock);
 	ix = idx->rd_index;
-	ok = !ix->indisunique && !ix->indisexclusion && ix->indisvalid && ix->indisready && ix->indislive &&
+	/* one column: no INCLUDE column, whose value the row's entry would lack */
+	ok = ix->indnatts == 1 &&
+		!ix->indisunique && !ix->indisexclusion && ix->indisvalid && ix->indisready && ix->indislive &&
 		TupleDescAttr(RelationGetDescr(idx), 0)->atttypid == INT4OID &&
 		cq_sink_is_key_hash_index(idx, keys);
 	index_close(idx, NoLock);

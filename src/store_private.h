@@ -67,7 +67,6 @@ typedef struct StoreHeader
 	TimestampTz image_at;		/* when it was written (none: when the store was built) */
 	int64		image_base;		/* none: the batch before the store's first */
 	TimestampTz min_e;			/* no row has e < min_e (PG_INT64_MAX: none has e) */
-	ConditionVariable cv;		/* broadcast when inflight is cleared */
 } StoreHeader;
 
 typedef struct StoreNode

@@ -148,7 +148,7 @@ my $pid = $node->safe_psql('postgres',
 kill 'KILL', $pid;
 stop_writers($bg);
 # the postmaster resets shared memory and restarts: wait until it serves again
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server is back after the crash');
+ok(wait_accepting($node, 'postgres'), 'the server is back after the crash');
 $node->safe_psql('postgres', 'UPDATE gate SET open = true');
 run_all();
 check('after a kill -9 in the middle of a batch');

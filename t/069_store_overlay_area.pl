@@ -135,7 +135,7 @@ $pid = $node->safe_psql('postgres', $waiting);
 my $off = -s $node->logfile;
 kill 'KILL', $pid;
 stop_writers($bg);
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server is back after the crash');
+ok(wait_accepting($node, 'postgres'), 'the server is back after the crash');
 $node->safe_psql('postgres', 'UPDATE gate SET open = true');
 $node->safe_psql('postgres', "CALL cq.run('q')");
 ok($node->log_contains(qr/rebuilt lost state of continuous query "q"/, $off), 'the store was rebuilt from the source');
