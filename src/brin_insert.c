@@ -515,6 +515,9 @@ brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
 }
 
 /*
+ * gate_row
+ *	  Does a row in heap block blk go to index_insert (brin_row_gate)?
+ *
  * brin_row_gate
  *	  The evalfunc of the statement's index predicate: does this row go to
  *	  index_insert?
@@ -547,17 +550,14 @@ brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
  * a partial index, or for CREATE INDEX CONCURRENTLY's validation.  The
  * state lives in the statement's cache (BrinInsertCache.gate).
  */
-static Datum
-brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
+static inline bool
+gate_row(BrinInsertCache *c, BlockNumber blk)
 {
-	BrinInsertCache *c = (BrinInsertCache *) ((char *) state - offsetof(BrinInsertCache, gate));
-	BlockNumber blk = ItemPointerGetBlockNumber(&econtext->ecxt_scantuple->tts_tid);
 	int			known = cached_range_empty(c, blk);
 
-	*isnull = false;
 	/* another range (or the statement's first row): read its entry */
 	if (unlikely(known != 1) && (known == 0 || range_has_tuple(c, c->index, blk)))
-		return BoolGetDatum(true);
+		return true;
 
 	/*
 	 * index_insert's check, called only in a serializable transaction: it
@@ -567,7 +567,17 @@ brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
 	 */
 	if (unlikely(IsolationIsSerializable()))
 		CheckForSerializableConflictIn(c->index, NULL, InvalidBlockNumber);
-	return BoolGetDatum(false);
+	return false;
+}
+
+/* see gate_row */
+static Datum
+brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
+{
+	BrinInsertCache *c = (BrinInsertCache *) ((char *) state - offsetof(BrinInsertCache, gate));
+
+	*isnull = false;
+	return BoolGetDatum(gate_row(c, ItemPointerGetBlockNumber(&econtext->ecxt_scantuple->tts_tid)));
 }
 
 /*
@@ -764,13 +774,36 @@ cq_brin_swap_table(Relation rel)
  *	  cq_brininsert, made at its ExecutorStart (in the statement's memory,
  *	  the current context): FormIndexDatum skips the column from the first
  *	  row on (values_from_heap), and the gate decides from the first row on
- *	  (brin_row_gate).
+ *	  (brin_row_gate).  Returns whether the index has the gate.
  */
-void
+bool
 cq_brin_statement_begin(Relation idx, Relation heap, IndexInfo *indexInfo)
 {
-	if (idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL)
-		brin_gate_rows(brin_statement_cache(idx, heap, indexInfo), idx, indexInfo);
+	BrinInsertCache *c;
+
+	if (idx->rd_indam->aminsert != cq_brininsert || indexInfo->ii_AmCache != NULL)
+		return false;
+	c = brin_statement_cache(idx, heap, indexInfo);
+	brin_gate_rows(c, idx, indexInfo);
+	return indexInfo->ii_PredicateState == &c->gate;
+}
+
+/*
+ * cq_brin_row_needs_index
+ *	  The gate's answer (gate_row) for the row at tid, which the statement
+ *	  inserted without ExecInsertIndexTuples (a single-row INSERT, asked at
+ *	  its ExecutorFinish: stamp.c): must the row go to ExecInsertIndexTuples
+ *	  now?  The statement's cache and gate are those cq_brin_statement_begin
+ *	  made; true without them.
+ */
+bool
+cq_brin_row_needs_index(IndexInfo *indexInfo, ItemPointer tid)
+{
+	BrinInsertCache *c = indexInfo->ii_AmCache;
+
+	if (c == NULL || c->magic != brin_cache_magic || indexInfo->ii_PredicateState != &c->gate)
+		return true;
+	return gate_row(c, ItemPointerGetBlockNumber(tid));
 }
 
 /*
