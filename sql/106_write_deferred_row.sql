@@ -123,6 +123,7 @@ SELECT wdr_since('savepoints') AS savepoints;
 -- a statement that fails before its row is inserted (its check never runs), then others
 ALTER TABLE wdr_src ADD CONSTRAINT wdr_k_positive CHECK (k > 0);
 INSERT INTO wdr_mark VALUES ('errors', pg_current_xact_id());
+\set VERBOSITY terse
 INSERT INTO wdr_src VALUES (-1, 'refused');
 BEGIN;
 INSERT INTO wdr_src VALUES (90, 'kept');
@@ -131,6 +132,7 @@ INSERT INTO wdr_src VALUES (-2, 'refused');
 ROLLBACK TO a;
 INSERT INTO wdr_src VALUES (91, 'kept');
 COMMIT;
+\set VERBOSITY default
 EXECUTE wdr_ins(92);
 SELECT wdr_since('errors') AS errors;
 
