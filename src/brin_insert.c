@@ -419,6 +419,57 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 }
 
 /*
+ * cq_brin_row_in_summary
+ *	  Does the revmap point the range of the row at tid, which this backend
+ *	  has just inserted, at an index tuple (a summary or a placeholder):
+ *	  must the row go to the index?  For the row of a single-row INSERT
+ *	  that skipped ExecInsertIndexTuples (stamp.c, defer_row), asked at the
+ *	  statement's end instead, without a statement cache: range_has_tuple's
+ *	  reading (safe against a concurrent summarization for the reasons given
+ *	  there), the page pinned only while its entry is read.  False after
+ *	  the check index_insert would have made (the gate's, brin_row_gate).
+ */
+bool
+cq_brin_row_in_summary(Relation idx, ItemPointer tid)
+{
+	BrinInsertCache c;
+	BlockNumber blk = ItemPointerGetBlockNumber(tid);
+	BlockNumber range;
+	BlockNumber mapblk;
+	bool		found = true;
+
+	brin_recent_meta(&c, idx);
+	range = blk / c.pages_per_range;
+	mapblk = range / REVMAP_PAGE_MAXITEMS + 1;	/* after the metapage */
+	if (mapblk > c.last_revmap_page)
+	{
+		/* the revmap may have grown since it was read: the metapage says */
+		Buffer		meta = read_recent(idx, BRIN_METAPAGE_BLKNO);
+		volatile BlockNumber *last;
+
+		last = (volatile BlockNumber *) &((BrinMetaPageData *) PageGetContents(BufferGetPage(meta)))->lastRevmapPage;
+		pg_memory_barrier();
+		found = mapblk <= *last;
+		ReleaseBuffer(meta);
+		if (found)
+			brin_read_meta(&c, idx);
+	}
+	if (found)
+	{
+		Buffer		buf = read_recent(idx, mapblk);
+		volatile ItemPointerData *entry;
+
+		entry = &((RevmapContents *) PageGetContents(BufferGetPage(buf)))->rm_tids[range % REVMAP_PAGE_MAXITEMS];
+		pg_memory_barrier();
+		found = entry->ip_posid != InvalidOffsetNumber;
+		ReleaseBuffer(buf);
+	}
+	if (!found && IsolationIsSerializable())
+		CheckForSerializableConflictIn(idx, NULL, InvalidBlockNumber);
+	return found;
+}
+
+/*
  * cached_range_empty
  *	  Is heap block blk in the range read last (range_has_tuple), which has
  *	  no index tuple still?  1: yes; 0: it has one; -1: another range, or
@@ -515,9 +566,6 @@ brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
 }
 
 /*
- * gate_row
- *	  Does a row in heap block blk go to index_insert (brin_row_gate)?
- *
  * brin_row_gate
  *	  The evalfunc of the statement's index predicate: does this row go to
  *	  index_insert?
@@ -550,14 +598,17 @@ brin_cache_make(Relation idx, Relation heap, IndexInfo *indexInfo)
  * a partial index, or for CREATE INDEX CONCURRENTLY's validation.  The
  * state lives in the statement's cache (BrinInsertCache.gate).
  */
-static inline bool
-gate_row(BrinInsertCache *c, BlockNumber blk)
+static Datum
+brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
 {
+	BrinInsertCache *c = (BrinInsertCache *) ((char *) state - offsetof(BrinInsertCache, gate));
+	BlockNumber blk = ItemPointerGetBlockNumber(&econtext->ecxt_scantuple->tts_tid);
 	int			known = cached_range_empty(c, blk);
 
+	*isnull = false;
 	/* another range (or the statement's first row): read its entry */
 	if (unlikely(known != 1) && (known == 0 || range_has_tuple(c, c->index, blk)))
-		return true;
+		return BoolGetDatum(true);
 
 	/*
 	 * index_insert's check, called only in a serializable transaction: it
@@ -567,17 +618,7 @@ gate_row(BrinInsertCache *c, BlockNumber blk)
 	 */
 	if (unlikely(IsolationIsSerializable()))
 		CheckForSerializableConflictIn(c->index, NULL, InvalidBlockNumber);
-	return false;
-}
-
-/* see gate_row */
-static Datum
-brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
-{
-	BrinInsertCache *c = (BrinInsertCache *) ((char *) state - offsetof(BrinInsertCache, gate));
-
-	*isnull = false;
-	return BoolGetDatum(gate_row(c, ItemPointerGetBlockNumber(&econtext->ecxt_scantuple->tts_tid)));
+	return BoolGetDatum(false);
 }
 
 /*
@@ -774,36 +815,29 @@ cq_brin_swap_table(Relation rel)
  *	  cq_brininsert, made at its ExecutorStart (in the statement's memory,
  *	  the current context): FormIndexDatum skips the column from the first
  *	  row on (values_from_heap), and the gate decides from the first row on
- *	  (brin_row_gate).  Returns whether the index has the gate.
+ *	  (brin_row_gate).
  */
-bool
+void
 cq_brin_statement_begin(Relation idx, Relation heap, IndexInfo *indexInfo)
 {
-	BrinInsertCache *c;
-
-	if (idx->rd_indam->aminsert != cq_brininsert || indexInfo->ii_AmCache != NULL)
-		return false;
-	c = brin_statement_cache(idx, heap, indexInfo);
-	brin_gate_rows(c, idx, indexInfo);
-	return indexInfo->ii_PredicateState == &c->gate;
+	if (idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL)
+		brin_gate_rows(brin_statement_cache(idx, heap, indexInfo), idx, indexInfo);
 }
 
 /*
- * cq_brin_row_needs_index
- *	  The gate's answer (gate_row) for the row at tid, which the statement
- *	  inserted without ExecInsertIndexTuples (a single-row INSERT, asked at
- *	  its ExecutorFinish: stamp.c): must the row go to ExecInsertIndexTuples
- *	  now?  The statement's cache and gate are those cq_brin_statement_begin
- *	  made; true without them.
+ * cq_brin_row_can_wait
+ *	  May the row of a single-row INSERT skip ExecInsertIndexTuples for
+ *	  this index, to ask cq_brin_row_in_summary at the statement's end
+ *	  (stamp.c, defer_row)?  When the index would get the gate
+ *	  (brin_gate_rows' conditions) and takes inserts.
  */
 bool
-cq_brin_row_needs_index(IndexInfo *indexInfo, ItemPointer tid)
+cq_brin_row_can_wait(Relation idx, IndexInfo *indexInfo)
 {
-	BrinInsertCache *c = indexInfo->ii_AmCache;
-
-	if (c == NULL || c->magic != brin_cache_magic || indexInfo->ii_PredicateState != &c->gate)
-		return true;
-	return gate_row(c, ItemPointerGetBlockNumber(tid));
+	return idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL &&
+		indexInfo->ii_ReadyForInserts && !BrinGetAutoSummarize(idx) && indexInfo->ii_Predicate == NIL &&
+		indexInfo->ii_PredicateState == NULL && !indexInfo->ii_Concurrent &&
+		!ReindexIsProcessingIndex(RelationGetRelid(idx));
 }
 
 /*

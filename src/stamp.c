@@ -5,8 +5,8 @@
  *	  its default skip the stamp row trigger, rows go into the BRIN index on
  *	  cq_xid through brin_insert.c (installed here: an INSERT's indexes are
  *	  opened at its ExecutorStart, a single-row INSERT's sole index with an
- *	  IndexInfo made once, open_sole_index; a single-row INSERT's row asks
- *	  the index's gate at the statement's ExecutorFinish, defer_row), and
+ *	  IndexInfo made once, open_sole_index; a single-row INSERT's row is
+ *	  checked at the statement's ExecutorFinish, defer_row), and
  *	  the stamp trigger cannot be dropped or disabled while queries read the
  *	  table.
  *
@@ -742,15 +742,18 @@ deferred_gone(void *arg)
 /*
  * defer_row
  *	  A single-row INSERT (makes_one_row) into a table whose only index,
- *	  opened by open_sole_index, is the BRIN index on cq_xid with its gate
- *	  (brin_row_gate): its row skips ExecInsertIndexTuples, and the gate is
- *	  asked about it at the statement's ExecutorFinish instead
- *	  (deferred_check).  ExecInsertIndexTuples cost such an INSERT about
- *	  600 instructions, most of them for the statement's per-tuple
- *	  expression context it makes (and the statement's end frees) only to
- *	  evaluate the gate.  Asking later is as exact: what makes the gate's
- *	  answer safe against a concurrent summarization is that the row is in
- *	  the table before the range's revmap entry is read (range_has_tuple,
+ *	  opened by open_sole_index, is the BRIN index on cq_xid that would get
+ *	  the gate (brin_row_gate; cq_brin_row_can_wait): its row skips
+ *	  ExecInsertIndexTuples, and the revmap entry of its range is read at
+ *	  the statement's ExecutorFinish instead (deferred_check,
+ *	  cq_brin_row_in_summary), without the statement cache and gate that
+ *	  cq_brin_statement_begin makes.  ExecInsertIndexTuples, the gate and
+ *	  the cache cost such an INSERT about 700 instructions, among them the
+ *	  statement's per-tuple expression context that ExecInsertIndexTuples
+ *	  makes (and the statement's end frees) only to evaluate the gate.
+ *	  Reading the entry later is as exact: what makes the answer safe
+ *	  against a concurrent summarization is that the row is in the table
+ *	  before the range's revmap entry is read (range_has_tuple,
  *	  brin_insert.c), whenever that is before the transaction ends; the
  *	  index's lock is held all along.  Nor can anything read the index in
  *	  between and miss the row: without RETURNING and WITH CHECK OPTIONs
@@ -781,7 +784,8 @@ defer_row(QueryDesc *queryDesc, ResultRelInfo *rri)
  *	  At a statement's ExecutorFinish (or ExecutorEnd, if no ExecutorFinish
  *	  came), if its row waits (defer_row): the table's index back in its
  *	  ResultRelInfo, and the row, if its range has an index tuple, through
- *	  ExecInsertIndexTuples, as ExecInsert would have done.  The row is in
+ *	  ExecInsertIndexTuples, as ExecInsert would have done (cq_brininsert
+ *	  then makes the statement's cache, with the row's value).  The row is in
  *	  the table's slot of the statement (ri_newTupleSlot: ExecInsert's,
  *	  made for the statement, its tts_tid set by the insert).  If no row was
  *	  inserted, the Result did not make it (the statement never ran); a row
@@ -813,7 +817,7 @@ deferred_check(EState *estate)
 				 errmsg("pg_cq: the row inserted into table \"%s\" was not found for its BRIN index",
 						RelationGetRelationName(rri->ri_RelationDesc))));
 	}
-	if (!cq_brin_row_needs_index(rri->ri_IndexRelationInfo[0], &slot->tts_tid))
+	if (!cq_brin_row_in_summary(rri->ri_IndexRelationDescs[0], &slot->tts_tid))
 		return;
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
 	ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
@@ -844,7 +848,6 @@ brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap, bool one_row)
 		ResultRelInfo *rri = &mts->resultRelInfo[r];
 		Relation	rel = rri->ri_RelationDesc;
 		bool		sole = false;
-		bool		gated = false;
 
 		if (rel->rd_rel->relkind != RELKIND_RELATION || !rel->rd_rel->relhasindex)
 			continue;
@@ -859,12 +862,13 @@ brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap, bool one_row)
 			if (idx == NULL)
 				continue;
 			cq_brin_swap_aminsert(idx);
-			/* the statement's cache and gate, made now */
-			gated = cq_brin_statement_begin(idx, rel, rri->ri_IndexRelationInfo[i]);
+			if (one_row && sole && mts->mt_nrels == 1 && mt->returningLists == NIL &&
+				rri->ri_WithCheckOptions == NIL && cq_brin_row_can_wait(idx, rri->ri_IndexRelationInfo[i]))
+				defer_row(queryDesc, rri);
+			else
+				/* the statement's cache and gate, made now */
+				cq_brin_statement_begin(idx, rel, rri->ri_IndexRelationInfo[i]);
 		}
-		if (one_row && sole && gated && mts->mt_nrels == 1 && mt->returningLists == NIL &&
-			rri->ri_WithCheckOptions == NIL && rri->ri_IndexRelationInfo[0]->ii_ReadyForInserts)
-			defer_row(queryDesc, rri);
 	}
 	MemoryContextSwitchTo(old);
 }
