@@ -419,6 +419,57 @@ range_has_tuple(BrinInsertCache *c, Relation idx, BlockNumber blk)
 }
 
 /*
+ * cq_brin_row_in_summary
+ *	  Does the revmap point the range of the row at tid, which this backend
+ *	  has just inserted, at an index tuple (a summary or a placeholder):
+ *	  must the row go to the index?  For the row of a single-row INSERT
+ *	  that skipped ExecInsertIndexTuples (stamp.c, defer_row), asked at the
+ *	  statement's end instead, without a statement cache: range_has_tuple's
+ *	  reading (safe against a concurrent summarization for the reasons given
+ *	  there), the page pinned only while its entry is read.  False after
+ *	  the check index_insert would have made (the gate's, brin_row_gate).
+ */
+bool
+cq_brin_row_in_summary(Relation idx, ItemPointer tid)
+{
+	BrinInsertCache c;
+	BlockNumber blk = ItemPointerGetBlockNumber(tid);
+	BlockNumber range;
+	BlockNumber mapblk;
+	bool		found = true;
+
+	brin_recent_meta(&c, idx);
+	range = blk / c.pages_per_range;
+	mapblk = range / REVMAP_PAGE_MAXITEMS + 1;	/* after the metapage */
+	if (mapblk > c.last_revmap_page)
+	{
+		/* the revmap may have grown since it was read: the metapage says */
+		Buffer		meta = read_recent(idx, BRIN_METAPAGE_BLKNO);
+		volatile BlockNumber *last;
+
+		last = (volatile BlockNumber *) &((BrinMetaPageData *) PageGetContents(BufferGetPage(meta)))->lastRevmapPage;
+		pg_memory_barrier();
+		found = mapblk <= *last;
+		ReleaseBuffer(meta);
+		if (found)
+			brin_read_meta(&c, idx);
+	}
+	if (found)
+	{
+		Buffer		buf = read_recent(idx, mapblk);
+		volatile ItemPointerData *entry;
+
+		entry = &((RevmapContents *) PageGetContents(BufferGetPage(buf)))->rm_tids[range % REVMAP_PAGE_MAXITEMS];
+		pg_memory_barrier();
+		found = entry->ip_posid != InvalidOffsetNumber;
+		ReleaseBuffer(buf);
+	}
+	if (!found && IsolationIsSerializable())
+		CheckForSerializableConflictIn(idx, NULL, InvalidBlockNumber);
+	return found;
+}
+
+/*
  * cached_range_empty
  *	  Is heap block blk in the range read last (range_has_tuple), which has
  *	  no index tuple still?  1: yes; 0: it has one; -1: another range, or
@@ -771,6 +822,22 @@ cq_brin_statement_begin(Relation idx, Relation heap, IndexInfo *indexInfo)
 {
 	if (idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL)
 		brin_gate_rows(brin_statement_cache(idx, heap, indexInfo), idx, indexInfo);
+}
+
+/*
+ * cq_brin_row_can_wait
+ *	  May the row of a single-row INSERT skip ExecInsertIndexTuples for
+ *	  this index, to ask cq_brin_row_in_summary at the statement's end
+ *	  (stamp.c, defer_row)?  When the index would get the gate
+ *	  (brin_gate_rows' conditions) and takes inserts.
+ */
+bool
+cq_brin_row_can_wait(Relation idx, IndexInfo *indexInfo)
+{
+	return idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL &&
+		indexInfo->ii_ReadyForInserts && !BrinGetAutoSummarize(idx) && indexInfo->ii_Predicate == NIL &&
+		indexInfo->ii_PredicateState == NULL && !indexInfo->ii_Concurrent &&
+		!ReindexIsProcessingIndex(RelationGetRelid(idx));
 }
 
 /*

@@ -5,8 +5,10 @@
  *	  its default skip the stamp row trigger, rows go into the BRIN index on
  *	  cq_xid through brin_insert.c (installed here: an INSERT's indexes are
  *	  opened at its ExecutorStart, a single-row INSERT's sole index with an
- *	  IndexInfo made once, open_sole_index), and the stamp trigger cannot be
- *	  dropped or disabled while queries read the table.
+ *	  IndexInfo made once, open_sole_index; a single-row INSERT's row is
+ *	  checked at the statement's ExecutorFinish, defer_row), and
+ *	  the stamp trigger cannot be dropped or disabled while queries read the
+ *	  table.
  *
  * The row trigger zz_cq_stamp only compares when the column's default
  * stamped the row: the statement did not give cq_xid a value and the default
@@ -119,6 +121,7 @@ static Oid	stamp_func = InvalidOid;
 static Oid	wakeup_func = InvalidOid;
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -692,6 +695,136 @@ open_sole_index(ResultRelInfo *rri, FastTable *e)
 }
 
 /*
+ * The row of a single-row INSERT whose index check waits for the
+ * statement's ExecutorFinish (defer_row).
+ */
+typedef struct DeferredRow
+{
+	EState	   *estate;			/* the statement's */
+	ResultRelInfo *rri;			/* its table's: ri_NumIndices 0 meanwhile */
+	PlanState  *source;			/* the Result that makes the row */
+	MemoryContextCallback gone; /* on es_query_cxt: unlinks it */
+	struct DeferredRow *next;
+} DeferredRow;
+
+/* the statements whose row waits, innermost first */
+static DeferredRow *deferred_rows = NULL;
+
+/*
+ * deferred_unlink
+ *	  Take a statement's entry out of deferred_rows, if there.
+ */
+static void
+deferred_unlink(DeferredRow *d)
+{
+	for (DeferredRow **p = &deferred_rows; *p != NULL; p = &(*p)->next)
+	{
+		if (*p == d)
+		{
+			*p = d->next;
+			return;
+		}
+	}
+}
+
+/*
+ * deferred_gone
+ *	  Memory context callback: the statement's memory goes (its end, or an
+ *	  error before its ExecutorFinish: then its row goes with the
+ *	  transaction or subtransaction that aborts).
+ */
+static void
+deferred_gone(void *arg)
+{
+	deferred_unlink((DeferredRow *) arg);
+}
+
+/*
+ * defer_row
+ *	  A single-row INSERT (makes_one_row) into a table whose only index,
+ *	  opened by open_sole_index, is the BRIN index on cq_xid that would get
+ *	  the gate (brin_row_gate; cq_brin_row_can_wait): its row skips
+ *	  ExecInsertIndexTuples, and the revmap entry of its range is read at
+ *	  the statement's ExecutorFinish instead (deferred_check,
+ *	  cq_brin_row_in_summary), without the statement cache and gate that
+ *	  cq_brin_statement_begin makes.  ExecInsertIndexTuples, the gate and
+ *	  the cache cost such an INSERT about 700 instructions, among them the
+ *	  statement's per-tuple expression context that ExecInsertIndexTuples
+ *	  makes (and the statement's end frees) only to evaluate the gate.
+ *	  Reading the entry later is as exact: what makes the answer safe
+ *	  against a concurrent summarization is that the row is in the table
+ *	  before the range's revmap entry is read (range_has_tuple,
+ *	  brin_insert.c), whenever that is before the transaction ends; the
+ *	  index's lock is held all along.  Nor can anything read the index in
+ *	  between and miss the row: without RETURNING and WITH CHECK OPTIONs
+ *	  (the caller's conditions) no user code runs between the row's insert
+ *	  and ExecutorFinish (AFTER triggers run in it, after the check), and
+ *	  the statement's own snapshot does not see its row.  In the
+ *	  statement's memory.
+ */
+static void
+defer_row(QueryDesc *queryDesc, ResultRelInfo *rri)
+{
+	DeferredRow *d = palloc(sizeof(DeferredRow));
+
+	d->estate = queryDesc->estate;
+	d->rri = rri;
+	d->source = outerPlanState(queryDesc->planstate);
+	d->gone.func = deferred_gone;
+	d->gone.arg = d;
+	MemoryContextRegisterResetCallback(queryDesc->estate->es_query_cxt, &d->gone);
+	d->next = deferred_rows;
+	deferred_rows = d;
+	/* ExecInsert (ExecInsertIndexTuples) sees no index; the executor keeps it open */
+	rri->ri_NumIndices = 0;
+}
+
+/*
+ * deferred_check
+ *	  At a statement's ExecutorFinish (or ExecutorEnd, if no ExecutorFinish
+ *	  came), if its row waits (defer_row): the table's index back in its
+ *	  ResultRelInfo, and the row, if its range has an index tuple, through
+ *	  ExecInsertIndexTuples, as ExecInsert would have done (cq_brininsert
+ *	  then makes the statement's cache, with the row's value).  The row is in
+ *	  the table's slot of the statement (ri_newTupleSlot: ExecInsert's,
+ *	  made for the statement, its tts_tid set by the insert).  If no row was
+ *	  inserted, the Result did not make it (the statement never ran); a row
+ *	  made but not found is an error, not a row left out of the index.
+ */
+static void
+deferred_check(EState *estate)
+{
+	DeferredRow *d;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	MemoryContext old;
+
+	for (d = deferred_rows; d != NULL && d->estate != estate; d = d->next)
+		;
+	if (d == NULL)
+		return;
+	deferred_unlink(d);
+	rri = d->rri;
+	rri->ri_NumIndices = 1;
+	slot = rri->ri_newTupleSlot;
+	if (slot == NULL || !ItemPointerIsValid(&slot->tts_tid) ||
+		slot->tts_tableOid != RelationGetRelid(rri->ri_RelationDesc))
+	{
+		if (d->source != NULL && IsA(d->source, ResultState) && !((ResultState *) d->source)->rs_done)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("pg_cq: the row inserted into table \"%s\" was not found for its BRIN index",
+						RelationGetRelationName(rri->ri_RelationDesc))));
+	}
+	if (!cq_brin_row_in_summary(rri->ri_IndexRelationDescs[0], &slot->tts_tid))
+		return;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * brin_swap_insert
  *	  cq_brin_swap_aminsert for the indexes of the table an INSERT writes.
  *	  The executor opens them at the first row (ExecInsert): they are opened
@@ -700,7 +833,7 @@ open_sole_index(ResultRelInfo *rri, FastTable *e)
  *	  to are opened later, untouched.)
  */
 static void
-brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap)
+brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap, bool one_row)
 {
 	ModifyTableState *mts = (ModifyTableState *) queryDesc->planstate;
 	ModifyTable *mt;
@@ -714,12 +847,13 @@ brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap)
 	{
 		ResultRelInfo *rri = &mts->resultRelInfo[r];
 		Relation	rel = rri->ri_RelationDesc;
+		bool		sole = false;
 
 		if (rel->rd_rel->relkind != RELKIND_RELATION || !rel->rd_rel->relhasindex)
 			continue;
 		if (rri->ri_IndexRelationDescs == NULL &&
-			(swap->rel == NULL || RelationGetRelid(swap->rel) != RelationGetRelid(rel) ||
-			 !open_sole_index(rri, swap->entry)))
+			!(sole = (swap->rel != NULL && RelationGetRelid(swap->rel) == RelationGetRelid(rel) &&
+					  open_sole_index(rri, swap->entry))))
 			ExecOpenIndices(rri, mt->onConflictAction != ONCONFLICT_NONE);
 		for (int i = 0; i < rri->ri_NumIndices; i++)
 		{
@@ -728,8 +862,12 @@ brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap)
 			if (idx == NULL)
 				continue;
 			cq_brin_swap_aminsert(idx);
-			/* the statement's cache and gate, made now */
-			cq_brin_statement_begin(idx, rel, rri->ri_IndexRelationInfo[i]);
+			if (one_row && sole && mts->mt_nrels == 1 && mt->returningLists == NIL &&
+				rri->ri_WithCheckOptions == NIL && cq_brin_row_can_wait(idx, rri->ri_IndexRelationInfo[i]))
+				defer_row(queryDesc, rri);
+			else
+				/* the statement's cache and gate, made now */
+				cq_brin_statement_begin(idx, rel, rri->ri_IndexRelationInfo[i]);
 		}
 	}
 	MemoryContextSwitchTo(old);
@@ -832,7 +970,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		else
 			standard_ExecutorStart(queryDesc, eflags);
 		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-			brin_swap_insert(queryDesc, &swap);
+			brin_swap_insert(queryDesc, &swap, xid_expr != NULL);
 	}
 	PG_FINALLY();
 	{
@@ -890,13 +1028,32 @@ keep_index_locks(EState *estate)
 }
 
 /*
+ * cq_stamp_ExecutorFinish
+ *	  ExecutorFinish hook: the row of a single-row INSERT that waits
+ *	  (defer_row) is checked, before AFTER triggers run.
+ */
+static void
+cq_stamp_ExecutorFinish(QueryDesc *queryDesc)
+{
+	if (unlikely(deferred_rows != NULL))
+		deferred_check(queryDesc->estate);
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+}
+
+/*
  * cq_stamp_ExecutorEnd
- *	  ExecutorEnd hook: an INSERT's BRIN indexes on xid8 stay locked
- *	  (keep_index_locks).
+ *	  ExecutorEnd hook: the row of a single-row INSERT that still waits
+ *	  (defer_row: no ExecutorFinish came) is checked; an INSERT's BRIN
+ *	  indexes on xid8 stay locked (keep_index_locks).
  */
 static void
 cq_stamp_ExecutorEnd(QueryDesc *queryDesc)
 {
+	if (unlikely(deferred_rows != NULL))
+		deferred_check(queryDesc->estate);
 	if (queryDesc->operation == CMD_INSERT && queryDesc->estate != NULL)
 		keep_index_locks(queryDesc->estate);
 	if (prev_ExecutorEnd)
@@ -965,6 +1122,13 @@ check_stamp_ddl(Node *parsetree)
 {
 	ListCell   *lc;
 
+	/*
+	 * Other statements first, without the look-ups below (cq.stamp() by
+	 * name: two catalog cache searches, which every utility statement of a
+	 * user without superuser rights, an EXECUTE or COPY say, paid).
+	 */
+	if (!IsA(parsetree, DropStmt) && !IsA(parsetree, AlterTableStmt))
+		return;
 	if (cq_tracking_dropping_stamp() || !IsTransactionState() || superuser() ||
 		!OidIsValid(cq_tracking_trigger_function("stamp")))
 		return;
@@ -1102,6 +1266,8 @@ cq_stamp_init(void)
 	cq_stamp_first_row_hook = cq_brin_swap_table;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = cq_stamp_ExecutorStart;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = cq_stamp_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = cq_stamp_ExecutorEnd;
 	prev_ProcessUtility = ProcessUtility_hook;
