@@ -22,9 +22,9 @@ SELECT pause_others() AS others_paused;
 
 CREATE TABLE tu_src (k int, t text, v int, x numeric);
 -- two keys whose hash (hash_record of the one key: hashint4) is the same
-SELECT hashint4(KEYA) = hashint4(KEYB) AS keys_collide;
+SELECT hashint4(2775) = hashint4(131913) AS keys_collide;
 INSERT INTO tu_src VALUES (1, 'a', 1, 1.0), (1, 'b', 2, 2), (NULL, 'a', 3, NULL), (2, NULL, 4, 0.5),
-  (NULL, NULL, 5, 5), (KEYA, 'c', 1, 1), (KEYB, 'c', 2, 2), (3, 'd', -1, 1), (4, 'e', 7, 7);
+  (NULL, NULL, 5, 5), (2775, 'c', 1, 1), (131913, 'c', 2, 2), (3, 'd', -1, 1), (4, 'e', 7, 7);
 
 -- q1: NULL keys, numeric display scale, the colliding keys
 -- q2: HAVING (false and NULL take a group out)
@@ -44,7 +44,7 @@ INSERT INTO tu_queries VALUES
   ('tu4', 'SELECT count(*) AS n, k % 3 AS g, k % 3 AS g2, max(t) AS mt FROM tu_src GROUP BY 2 HAVING count(*) > 2'),
   ('tu5', 'SELECT k % 5 AS g, max(v) AS mx FROM tu_src GROUP BY 1');
 SELECT count(tu_create(q, sel)) FROM tu_queries;
-SELECT name, state_storage FROM cq.queries WHERE name LIKE 'tu%' ORDER BY name;
+SELECT name, state_storage FROM cq.queries WHERE name ~ '^tu[0-9]_' ORDER BY name;
 
 -- a batch of every query, the _s twins with the setting off
 \set run_all 'CALL cq.run(''tu1_c''); CALL cq.run(''tu2_c''); CALL cq.run(''tu3_c''); CALL cq.run(''tu4_c''); CALL cq.run(''tu5_c''); SET cq.target_update_in_c = off; CALL cq.run(''tu1_s''); CALL cq.run(''tu2_s''); CALL cq.run(''tu3_s''); CALL cq.run(''tu4_s''); CALL cq.run(''tu5_s''); RESET cq.target_update_in_c;'
@@ -78,14 +78,14 @@ SELECT * FROM tu_check();
 -- 0.00 keeps the value and changes its display (the row is rewritten);
 -- group 3 stays out of HAVING (sum -1 + -5), max(v) of k % 5 = 4 unchanged
 INSERT INTO tu_src VALUES (1, 'a', 10, 0.00), (NULL, 'a', 1, 1), (2, NULL, 1, NULL), (NULL, NULL, 1, 1),
-  (KEYA, 'c', 5, 5), (KEYB, 'c', 7, 7.5), (3, 'd', -5, 0), (4, 'e', 1, 1);
+  (2775, 'c', 5, 5), (131913, 'c', 7, 7.5), (3, 'd', -5, 0), (4, 'e', 1, 1);
 :run_all
 SELECT * FROM tu_check();
 
 -- new and existing groups together; group 3 back into HAVING; NULL sums
 -- (sum(v) of only NULLs: HAVING NULL)
 INSERT INTO tu_src VALUES (5, 'f', 1, 1), (6, 'g', NULL, NULL), (3, 'd', 20, 1), (1, 'b', 1, 1),
-  (7, 'h', NULL, 2), (KEYA, 'c', 1, 0.000);
+  (7, 'h', NULL, 2), (2775, 'c', 1, 0.000);
 :run_all
 SELECT * FROM tu_check();
 INSERT INTO tu_src VALUES (3, 'd', -100, 1), (7, 'h', NULL, 2), (11, 'h', NULL, 2);
@@ -116,12 +116,12 @@ DELETE FROM tu1_c t WHERE k = 2 AND ctid <> (SELECT min(ctid) FROM tu1_c WHERE k
 DELETE FROM tu1_s t WHERE k = 2 AND ctid <> (SELECT min(ctid) FROM tu1_s WHERE k = 2);
 
 -- a rolled-back batch: the target and the store as before it
-INSERT INTO tu_src VALUES (1, 'a', 100, 100), (KEYB, 'c', 100, 100), (12, 'k', 1, 1);
+INSERT INTO tu_src VALUES (1, 'a', 100, 100), (131913, 'c', 100, 100), (12, 'k', 1, 1);
 BEGIN;
 CALL cq.run('tu1_c');
-SELECT s FROM tu1_c WHERE k = KEYB;
+SELECT s FROM tu1_c WHERE k = 131913;
 ROLLBACK;
-SELECT s FROM tu1_c WHERE k = KEYB;
+SELECT s FROM tu1_c WHERE k = 131913;
 :run_all
 SELECT * FROM tu_check();
 
@@ -160,16 +160,22 @@ BEGIN
                               CASE WHEN g % 7 = 0 THEN NULL ELSE (i * g) % 11 - 4 END,
                               round((i + g) / 3.0, g % 3)
                          FROM generate_series(1, 4) g;
+    -- committed first: a batch in the transaction that inserted into its
+    -- source sees those rows or not depending on what ran before it in
+    -- that transaction (found here, with either path; not this test's subject)
+    COMMIT;
     CALL cq.run('tu1_c'); CALL cq.run('tu2_c'); CALL cq.run('tu3_c'); CALL cq.run('tu4_c'); CALL cq.run('tu5_c');
     PERFORM set_config('cq.target_update_in_c', 'off', false);
     CALL cq.run('tu1_s'); CALL cq.run('tu2_s'); CALL cq.run('tu3_s'); CALL cq.run('tu4_s'); CALL cq.run('tu5_s');
     PERFORM set_config('cq.target_update_in_c', 'on', false);
+    COMMIT;
   END LOOP;
 END $$;
 CALL tu_many(25);
 SELECT * FROM tu_check();
 
-SELECT count(cq.drop_query(name, drop_target => true)) FROM cq.queries WHERE name LIKE 'tu%';
+SELECT count(cq.drop_query(name, drop_target => true)) FROM cq.queries WHERE name ~ '^tu[0-9]_';
 DROP PROCEDURE tu_many(int);
 DROP FUNCTION tu_check(), tu_create(text, text), tu_by_hand(), tu_note();
 DROP TABLE tu_src, tu_queries, tu_fired;
+DROP EXTENSION amcheck;

@@ -62,6 +62,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -97,6 +98,7 @@ typedef struct TargetUpdate
 	Relation	idx;			/* pg_cq's index on the key hash */
 	IndexInfo  *iinfo;			/* built at its first insert */
 	IndexScanDesc scan;
+	MemoryContext scan_cxt;		/* the scan's: what it keeps across rows */
 	TupleTableSlot *found;		/* a row of the index scan */
 	TupleTableSlot *latest;		/* a row's latest version, locked */
 	TupleTableSlot *row;		/* the row written (virtual) */
@@ -391,6 +393,13 @@ find_rows(TargetUpdate *tu, int32 h, Datum *values, bool *isnull)
 	ScanKeyData key;
 	List	   *rows = NIL;
 
+	MemoryContext row_cxt = MemoryContextSwitchTo(tu->scan_cxt);
+
+	/*
+	 * In the scan's context: the btree keeps what it allocates while
+	 * scanning (the array of items to mark dead, made when a row version
+	 * is found dead) until index_endscan frees it
+	 */
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(h));
 	index_rescan(tu->scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(tu->scan, ForwardScanDirection, tu->found))
@@ -400,11 +409,14 @@ find_rows(TargetUpdate *tu, int32 h, Datum *values, bool *isnull)
 		/* another group of the same key hash: not this one's */
 		if (keys_match(tu, t, values, isnull))
 		{
+			MemoryContextSwitchTo(row_cxt);
 			t = heap_copytuple(t);
 			t->t_self = tu->found->tts_tid;
 			rows = lappend(rows, t);
+			MemoryContextSwitchTo(tu->scan_cxt);
 		}
 	}
+	MemoryContextSwitchTo(row_cxt);
 	return rows;
 }
 
@@ -472,6 +484,7 @@ update_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	tu->snapshot = GetActiveSnapshot();
 	tu->cid = GetCurrentCommandId(true);
 	Assert(tu->snapshot->curcid == tu->cid);
+	tu->scan_cxt = CurrentMemoryContext;
 	tu->scan = index_beginscan(tu->rel, tu->idx, tu->snapshot, 1, 0);
 }
 
