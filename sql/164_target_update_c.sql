@@ -14,8 +14,8 @@
 -- second index; t/100 shows which batches were written from C, revoked
 -- privileges and concurrent writers).
 CREATE EXTENSION IF NOT EXISTS pg_cq;
-CREATE EXTENSION IF NOT EXISTS amcheck;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS amcheck;
 SET cq.run_in_worker = off;
 \i sql/include/helpers.sql
 SELECT pause_others() AS others_paused;
