@@ -111,6 +111,7 @@ typedef struct TargetUpdate
 	const Oid  *coll;
 	int			having_col;		/* -1: no HAVING */
 	bool		with_new;		/* the statement inserts new groups (o1) */
+	bool		nonkeys;		/* some output is not a key (the statement's UPDATE) */
 	Snapshot	snapshot;		/* the SELECT's: what the upsert reads */
 	CommandId	cid;
 	MemoryContext row_cxt;
@@ -506,26 +507,36 @@ update_destroy(DestReceiver *self)
 /*
  * qualifies
  *	  Does the target (rel, locked) take the upsert's writes as this file
- *	  makes them (see the header)?  Fills tu's layout; *index: pg_cq's
- *	  key-hash index.
+ *	  makes them (see the header), as far as the target itself says?
+ *	  *index: pg_cq's key-hash index.  Asked before the SELECT's plan is
+ *	  looked up: a target that never qualifies costs only this.
  */
 static bool
-qualifies(TargetUpdate *tu, const CqStoreSql *sql, TupleDesc result, TupleDesc state, Oid *index)
+qualifies(TargetUpdate *tu, const CqStoreSql *sql, TupleDesc state, Oid *index)
 {
 	Relation	rel = tu->rel;
 	AclMode		need = ACL_SELECT | ACL_INSERT;
-	bool		nonkeys = false;
 
-	for (int k = 0; k < sql->nout; k++)
-		nonkeys |= !sql->out_key[k];
-	if (nonkeys)
+	if (tu->nonkeys)
 		need |= ACL_UPDATE;
 	if (sql->having)
 		need |= ACL_DELETE;
 	*index = cq_target_key_index(sql, rel, state, tu->coll);
-	if (!OidIsValid(*index) || rel->rd_rel->relispartition || !cq_rowload_plain_table(rel, *index) ||
-		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), need, ACLMASK_ALL) != need ||
-		!cq_rowload_map_columns(rel, result, UPD_FIRST_OUTPUT, sql->out_names, sql->nout, tu->map))
+	return OidIsValid(*index) && !rel->rd_rel->relispartition && cq_rowload_plain_table(rel, *index) &&
+		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), need, ACLMASK_ALL) == need;
+}
+
+/*
+ * map_target
+ *	  The target's columns in the SELECT's result (every one an output of
+ *	  the same type: cq_rowload_map_columns) and its key columns, into tu;
+ *	  false if they do not match.  Then the replica identity check that the
+ *	  statement's UPDATE and DELETE make at their start (its error).
+ */
+static bool
+map_target(TargetUpdate *tu, const CqStoreSql *sql, TupleDesc result)
+{
+	if (!cq_rowload_map_columns(tu->rel, result, UPD_FIRST_OUTPUT, sql->out_names, sql->nout, tu->map))
 		return false;
 	for (int i = 0; i < tu->desc->natts; i++)
 		tu->keep[i] = tu->map[i] >= 0 && sql->out_key[tu->map[i] - UPD_FIRST_OUTPUT];
@@ -539,11 +550,10 @@ qualifies(TargetUpdate *tu, const CqStoreSql *sql, TupleDesc result, TupleDesc s
 		if (tu->key_att[g] == InvalidAttrNumber)
 			return false;
 	}
-	/* what the statement's UPDATE and DELETE check at their start */
-	if (nonkeys)
-		CheckCmdReplicaIdentity(rel, CMD_UPDATE);
+	if (tu->nonkeys)
+		CheckCmdReplicaIdentity(tu->rel, CMD_UPDATE);
 	if (sql->having)
-		CheckCmdReplicaIdentity(rel, CMD_DELETE);
+		CheckCmdReplicaIdentity(tu->rel, CMD_DELETE);
 	return true;
 }
 
@@ -570,18 +580,11 @@ cq_target_update(const CqStoreSql *sql, TupleDesc state, FmgrInfo *eq, const Oid
 	if (!cq_target_update_in_c || sql->load_changed == NULL || !OidIsValid(sql->target) ||
 		sql->nkeys == 0 || sql->out_key == NULL)
 		return false;
-	plan = cq_spi_plan_rows(sql->load_changed, 0, NULL, groups);
-	sources = SPI_plan_get_plan_sources(plan);
-	if (list_length(sources) != 1)
-		return false;
-	result = ((CachedPlanSource *) linitial(sources))->resultDesc;
-	if (result == NULL || result->natts != UPD_FIRST_OUTPUT + sql->nout + (sql->having ? 1 : 0) ||
-		TupleDescAttr(result, 0)->atttypid != INT4OID || TupleDescAttr(result, 1)->atttypid != BOOLOID ||
-		(sql->having && TupleDescAttr(result, result->natts - 1)->atttypid != BOOLOID))
-		return false;
-
 	tu = palloc0(sizeof(TargetUpdate));
-	tu->rel = table_open(sql->target, RowExclusiveLock);
+	/* a target gone: the statement's own error */
+	tu->rel = try_table_open(sql->target, RowExclusiveLock);
+	if (tu->rel == NULL)
+		return false;
 	tu->desc = RelationGetDescr(tu->rel);
 	tu->map = palloc(sizeof(int) * tu->desc->natts);
 	tu->keep = palloc0(sizeof(bool) * tu->desc->natts);
@@ -590,7 +593,20 @@ cq_target_update(const CqStoreSql *sql, TupleDesc state, FmgrInfo *eq, const Oid
 	tu->key_col = palloc(sizeof(int) * sql->nkeys);
 	tu->eq = eq;
 	tu->coll = coll;
-	if (!qualifies(tu, sql, result, state, &index))
+	for (int k = 0; k < sql->nout; k++)
+		tu->nonkeys |= !sql->out_key[k];
+	if (!qualifies(tu, sql, state, &index))
+	{
+		table_close(tu->rel, NoLock);
+		return false;
+	}
+	plan = cq_spi_plan_rows(sql->load_changed, 0, NULL, groups);
+	sources = SPI_plan_get_plan_sources(plan);
+	result = list_length(sources) == 1 ? ((CachedPlanSource *) linitial(sources))->resultDesc : NULL;
+	if (result == NULL || result->natts != UPD_FIRST_OUTPUT + sql->nout + (sql->having ? 1 : 0) ||
+		TupleDescAttr(result, 0)->atttypid != INT4OID || TupleDescAttr(result, 1)->atttypid != BOOLOID ||
+		(sql->having && TupleDescAttr(result, result->natts - 1)->atttypid != BOOLOID) ||
+		!map_target(tu, sql, result))
 	{
 		table_close(tu->rel, NoLock);
 		return false;
