@@ -34,7 +34,10 @@
 # (security.c pins it for the worker's life): the batches' security sections
 # then find it pinned already.
 #
-# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_PINNED,
+# BCG_CONF: more postgresql.conf lines, ';'-separated (e.g. "cq.target_update_in_c = off"
+# for the same build's other path).
+#
+# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_PINNED, BCG_CONF,
 #      BCG_OUT (directory for the callgrind files; default $CQ_TMPBASE/pg_cq_batch_cg).
 # Prints "instructions per batch: N".
 set -euo pipefail
@@ -53,7 +56,8 @@ CG="${BCG_OUT:-$CQ_TMPBASE/pg_cq_batch_cg}"
 cg_prepare new
 # no store image by time (cq.state_image_interval): under valgrind a run outlasts its 5 minutes,
 # and the image of a large state, written in whichever round that happens, is no batch's cost
-cg_initdb "$CG/data" "" "shared_buffers = 256MB" "cq.state_image_interval = 0"
+IFS=';' read -r -a conf <<<"${BCG_CONF:-}"
+cg_initdb "$CG/data" "" "shared_buffers = 256MB" "cq.state_image_interval = 0" ${conf[@]+"${conf[@]}"}
 
 row() {
     if [[ "$KIND" == append ]]; then echo "INSERT INTO cg_src (payload) VALUES ('x')"

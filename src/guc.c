@@ -59,6 +59,8 @@ bool		cq_bench_split_batch = false;
 bool		cq_bulk_load = true;
 /* d's partial aggregation of an incremental batch on the store in C (deltagg.c) */
 bool		cq_delta_agg_in_c = true;
+/* an incremental batch's changed groups written to the target in C (store_update.c) */
+bool		cq_target_update_in_c = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c) */
 int			cq_merge_max_groups = 1000;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -305,6 +307,16 @@ cq_guc_init(void)
 							 "batch statement instead.  Likewise the state table image of a query on the "
 							 "store, its indexes built after the load.  The results are the same.",
 							 &cq_bulk_load,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.target_update_in_c",
+							 "Writes the changed groups of an incremental batch on the store to the target in C.",
+							 "An update query's changed groups are updated, inserted or deleted in its target "
+							 "row by row, where the target allows it (docs/reference.md); off runs the upsert "
+							 "statement instead.  The results are the same.",
+							 &cq_target_update_in_c,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

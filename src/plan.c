@@ -609,6 +609,7 @@ plan_sql_list(CqPlan *plan)
 	l = lappend(l, plan->store.load_history);
 	l = lappend(l, plan->store.load_history_all);
 	l = lappend(l, plan->store.load_new);
+	l = lappend(l, plan->store.load_changed);
 	return l;
 }
 
@@ -761,6 +762,7 @@ copy_plan_sql(CqPlan *new_plan)
 	COPY_SQL(store.load_history);
 	COPY_SQL(store.load_history_all);
 	COPY_SQL(store.load_new);
+	COPY_SQL(store.load_changed);
 #undef COPY_SQL
 	copy_plan->store.target = new_plan->store.target;
 	copy_plan->store.having = new_plan->store.having;
@@ -774,6 +776,12 @@ copy_plan_sql(CqPlan *new_plan)
 	copy_plan->store.key_outs = new_plan->store.nkeys ? palloc(sizeof(int) * new_plan->store.nkeys) : NULL;
 	for (int i = 0; i < new_plan->store.nkeys; i++)
 		copy_plan->store.key_outs[i] = new_plan->store.key_outs[i];
+	copy_plan->store.out_key = NULL;
+	if (new_plan->store.out_key)
+	{
+		copy_plan->store.out_key = palloc(sizeof(bool) * Max(new_plan->store.nout, 1));
+		memcpy(copy_plan->store.out_key, new_plan->store.out_key, sizeof(bool) * new_plan->store.nout);
+	}
 	copy_plan->merge_eligible = new_plan->merge_eligible;
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;

@@ -50,6 +50,9 @@ typedef struct CqStoreSql
 	char	   *load_new;		/* over m: h, then the outputs (and HAVING), or NULL */
 	int		   *key_outs;		/* per grouping key: the output that gives it, or -1 */
 	int			nkeys;
+	/* a later batch's changed groups, written from C (cq_target_update) */
+	char	   *load_changed;	/* over m: h, _ins, the outputs (and HAVING), or NULL */
+	bool	   *out_key;		/* per output: a grouping key (an UPDATE keeps its column) */
 } CqStoreSql;
 
 /* What a fold on the store did (the metrics the SQL path's statement returns). */

@@ -62,6 +62,7 @@
 #include "delta.h"
 #include "deltagg.h"
 #include "store_load.h"
+#include "store_update.h"
 #include "delta_plan.h"
 #include "rowload.h"
 
@@ -1112,10 +1113,14 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			else if (!history && x == NIL && sql->sink_new != NULL &&
 					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) && !update_triggers)
 				sink = sql->sink_new;
-			/* its rows written from C where they can be (store_load.c) */
+			/* its rows written from C where they can be (store_load.c, store_update.c) */
 			if (sink == sql->sink_new &&
 				cq_target_load_new(sql, st->desc, st->coll, tuplestore_tuple_count(mo.ts),
 								   &metrics->output_rows))
+				rc = SPI_OK_FINISH;
+			else if (!history && (sink == sql->sink_existing || sink == sql->sink) &&
+					 cq_target_update(sql, st->desc, st->eq, st->coll, tuplestore_tuple_count(mo.ts),
+									  sink == sql->sink, &metrics->output_rows))
 				rc = SPI_OK_FINISH;
 			else
 				rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,

@@ -244,14 +244,15 @@ new_shutdown(DestReceiver *self)
 }
 
 /*
- * new_key_index
+ * cq_target_key_index
  *	  The target's only index if it is pg_cq's key-hash index over the
  *	  columns of the grouping keys, each of the type of the state's key
  *	  column and of the collation the store hashes that key with (coll: so
- *	  the store's h is its value); else InvalidOid.
+ *	  the store's h is its value); else InvalidOid.  Also for the changed
+ *	  groups written from C (store_update.c).
  */
-static Oid
-new_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state, const Oid *coll)
+Oid
+cq_target_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state, const Oid *coll)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	List	   *keys = NIL;
@@ -321,7 +322,7 @@ cq_target_load_new(const CqStoreSql *sql, TupleDesc state, const Oid *coll, uint
 	rel = table_open(sql->target, RowExclusiveLock);
 	memset(&tl, 0, sizeof(tl));
 	tl.map = palloc(sizeof(int) * RelationGetDescr(rel)->natts);
-	index = new_key_index(sql, rel, state, coll);
+	index = cq_target_key_index(sql, rel, state, coll);
 	if (!OidIsValid(index) || !cq_rowload_plain_table(rel, index) ||
 		!cq_rowload_map_columns(rel, result, 1, sql->out_names, sql->nout, tl.map))
 	{

@@ -13,6 +13,7 @@
 #include "analyze.h"
 #include "catalog.h"
 #include "store.h"
+#include "utils/relcache.h"
 
 typedef struct CqTargetLoad CqTargetLoad;
 
@@ -22,5 +23,6 @@ extern void cq_target_load_row(CqTargetLoad *tl, Datum *values, bool *isnull, in
 extern int64 cq_target_load_end(CqTargetLoad *tl);
 extern bool cq_target_load_new(const CqStoreSql *sql, TupleDesc state, const Oid *coll, uint64 groups,
 							   int64 *written);
+extern Oid	cq_target_key_index(const CqStoreSql *sql, Relation rel, TupleDesc state, const Oid *coll);
 
 #endif							/* CQ_STORE_LOAD_H */

@@ -113,18 +113,33 @@ build_load_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql, const ch
 				break;
 			}
 	}
+	sql->out_key = palloc(sizeof(bool) * Max(sql->nout, 1));
+	k = 0;
+	foreach(lc, an->output_key)
+		sql->out_key[k++] = lfirst_int(lc) >= 0;
+	sql->load_changed = NULL;
 	if (has_h)
 	{
 		StringInfoData hs;
 		StringInfoData hf;
+		char	   *tail = psprintf("%s%s%s%s FROM (SELECT %s", cq_sink_output_list(an, viewid),
+									having ? ", ((" : "", having ? having : "",
+									having ? ") IS TRUE)" : "", cq_state_final_select_list(an));
 
 		initStringInfo(&hs);
 		initStringInfo(&hf);
 		load_column(&hs, &hf, CQ_KEY_HASH_COLUMN);
-		sql->load_new = psprintf("SELECT %s, %s%s%s%s FROM (SELECT %s%s FROM m s) f /* new groups, written from C */",
-								 hf.data, cq_sink_output_list(an, viewid),
-								 having ? ", ((" : "", having ? having : "", having ? ") IS TRUE)" : "",
-								 cq_state_final_select_list(an), hs.data);
+		sql->load_new = psprintf("SELECT %s, %s%s FROM m s) f /* new groups, written from C */",
+								 hf.data, tail, hs.data);
+
+		/*
+		 * any later batch's changed groups (cq_target_update): over the m
+		 * that has the flags, with each group's _ins; the state table's
+		 * OID makes the text, and so the saved plan, this query's own
+		 */
+		load_column(&hs, &hf, "_ins");
+		sql->load_changed = psprintf("SELECT %s, %s%s FROM m s) f /* changed groups of state %u, written from C */",
+									 hf.data, tail, hs.data, q->state_table);
 	}
 }
 
@@ -244,8 +259,9 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 						  q->state_table);
 
 	sql->sink = sql->sink_history = sql->sink_existing = sql->sink_new = NULL;
-	sql->load_history = sql->load_history_all = sql->load_new = NULL;
+	sql->load_history = sql->load_history_all = sql->load_new = sql->load_changed = NULL;
 	sql->key_outs = NULL;
+	sql->out_key = NULL;
 	sql->nkeys = 0;
 	sql->target = InvalidOid;
 	sql->out_names = NULL;

@@ -45,9 +45,12 @@ is($node->safe_psql('postgres', "SELECT string_agg(name || ' ' || state_path, ',
 # One session: a one-row batch, then a batch of 5,000 changed groups, each
 # target statement's plan reported by auto_explain.
 my ($out, $err) = ('', '');
-# (the upsert: keys that are NOT NULL would take MERGE, cq.merge_max_groups)
+# (the upsert: keys that are NOT NULL would take MERGE, cq.merge_max_groups;
+# and the statement, not its writes from C, cq.target_update_in_c: its plan
+# is what this test reads)
 $node->psql('postgres', q{
   SET cq.merge_max_groups = 0;
+  SET cq.target_update_in_c = off;
   SET cq.run_in_worker = off;  -- auto_explain is loaded in this session only: batches here
   LOAD 'auto_explain';
   SET auto_explain.log_min_duration = 0;
