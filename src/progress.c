@@ -257,12 +257,10 @@ pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch
 	return found;
 }
 
-/* Column `col` of the slot's row (a row of pk's table); NULL if no such column. */
+/* Column att of the slot's row; NULL if att is InvalidAttrNumber (no such column). */
 static Datum
-pk_col(PkScan *pk, TupleTableSlot *slot, const char *col, bool *isnull)
+pk_col(TupleTableSlot *slot, AttrNumber att, bool *isnull)
 {
-	AttrNumber	att = cq_rel_attnum(pk->rel, col);
-
 	if (att == InvalidAttrNumber)
 	{
 		*isnull = true;
@@ -273,24 +271,23 @@ pk_col(PkScan *pk, TupleTableSlot *slot, const char *col, bool *isnull)
 
 /*
  * pk_watermark
- *	  spi_watermark for a row read directly: column ntz_col (NULL = none,
- *	  a 0.1 catalog) when not null, else column col.
+ *	  spi_watermark for a row read directly: column ntz_att (InvalidAttrNumber
+ *	  = none, a 0.1 catalog) when not null, else column att.
  */
 static bool
-pk_watermark(PkScan *pk, TupleTableSlot *slot, const char *col, const char *ntz_col,
-			 TimestampTz *wm)
+pk_watermark(TupleTableSlot *slot, AttrNumber att, AttrNumber ntz_att, TimestampTz *wm)
 {
 	bool		isnull = true;
 	Datum		d = (Datum) 0;
 
-	if (ntz_col)
-		d = pk_col(pk, slot, ntz_col, &isnull);
+	if (ntz_att != InvalidAttrNumber)
+		d = pk_col(slot, ntz_att, &isnull);
 	if (!isnull)
 	{
 		*wm = (TimestampTz) DatumGetTimestamp(d);
 		return true;
 	}
-	d = pk_col(pk, slot, col, &isnull);
+	d = pk_col(slot, att, &isnull);
 	*wm = isnull ? 0 : DatumGetTimestampTz(d);
 	return !isnull;
 }
@@ -464,6 +461,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 	bool		isnull;
 	Datum		d;
 	bool		direct = true;
+	AttrNumber	att[7];
 
 	cq_catalog_key_values(q, &name, &schema, &schema_null);
 	if (v02 && schema_null == 'n')
@@ -475,6 +473,16 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 	UpdateActiveSnapshotCommandId();
 	snap = GetActiveSnapshot();
 
+	/* the columns read, by number (colmap.c), copied before anything processes invalidations */
+	{
+		static const char *const names[] = {"batch_id", "end_offset", "state_rows", "batch_watermark",
+		"watermark", "batch_watermark_ntz", "watermark_ntz"};
+		static CqColMap map = CQ_COLMAP_INIT;
+
+		memset(att, 0, sizeof(att));
+		memcpy(att, cq_colmap_get(&map, off.rel, names, v02 ? 7 : 5),
+			   sizeof(AttrNumber) * (v02 ? 7 : 5));
+	}
 	slot = table_slot_create(off.rel, NULL);
 	if (pk_first(&off, snap, name, schema, NULL, BackwardScanDirection, slot))
 	{
@@ -482,17 +490,14 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 		TupleTableSlot *pslot;
 
 		last->found = true;
-		batch_id = DatumGetInt64(pk_col(&off, slot, "batch_id", &isnull));
+		batch_id = DatumGetInt64(pk_col(slot, att[0], &isnull));
 		last->batch_id = batch_id;
-		d = pk_col(&off, slot, "end_offset", &isnull);
+		d = pk_col(slot, att[1], &isnull);
 		last->end_offset = isnull ? NULL : DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
-		d = pk_col(&off, slot, "state_rows", &isnull);
+		d = pk_col(slot, att[2], &isnull);
 		last->state_rows = isnull ? 0 : DatumGetInt64(d);
-		last->has_batch_watermark = pk_watermark(&off, slot, "batch_watermark",
-												 v02 ? "batch_watermark_ntz" : NULL,
-												 &last->batch_watermark);
-		last->has_watermark = pk_watermark(&off, slot, "watermark", v02 ? "watermark_ntz" : NULL,
-										   &last->watermark);
+		last->has_batch_watermark = pk_watermark(slot, att[3], att[5], &last->batch_watermark);
+		last->has_watermark = pk_watermark(slot, att[4], att[6], &last->watermark);
 
 		if (started_known(q->id, batch_id, last->end_offset, &last->last_started_at))
 			;					/* this backend committed that batch */
@@ -501,7 +506,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 			pslot = table_slot_create(prog.rel, NULL);
 			if (pk_first(&prog, snap, name, schema, &batch_id, ForwardScanDirection, pslot))
 			{
-				d = pk_col(&prog, pslot, "started_at", &isnull);
+				d = pk_col(pslot, cq_rel_attnum(prog.rel, "started_at"), &isnull);
 				last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
 			}
 			ExecDropSingleTupleTableSlot(pslot);
