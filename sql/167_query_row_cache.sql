@@ -13,25 +13,33 @@ CREATE TABLE rc_src (k int, v int);
 CREATE TABLE rc_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now',
                           cq.max_rows_per_trigger = 2) AS
   SELECT k, count(*) AS n, sum(v) AS s FROM rc_src GROUP BY k;
+-- rows in transactions of their own (a row limit ends a batch at a transaction's end)
+CREATE PROCEDURE rc_add(k int, a int, b int) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR g IN a .. b LOOP INSERT INTO public.rc_src VALUES (coalesce(k, g % 3), g); COMMIT; END LOOP;
+END $$;
 CREATE VIEW rc_batches AS
   SELECT batch_id, num_input_rows AS rows FROM cq.progress WHERE name = 'rc_agg' ORDER BY batch_id;
 
 -- A. this backend: the row limit altered between batches is the next batch's
-INSERT INTO rc_src SELECT g % 3, g FROM generate_series(1, 20) g;
-CALL cq.run('rc_agg', once => true);
-CALL cq.run('rc_agg', once => true);
-SELECT cq.alter_query('rc_agg', max_rows_per_trigger => 5);
-CALL cq.run('rc_agg', once => true);
+-- (cq.run runs batches of at most max_rows_per_trigger rows until it has caught up)
+CALL rc_add(NULL, 1, 4);
+CALL cq.run('rc_agg');
 SELECT cq.alter_query('rc_agg', max_rows_per_trigger => 3);
-CALL cq.run('rc_agg', once => true);
+CALL rc_add(NULL, 5, 10);
+CALL cq.run('rc_agg');
+SELECT cq.alter_query('rc_agg', max_rows_per_trigger => 5);
+CALL rc_add(NULL, 11, 20);
+CALL cq.run('rc_agg');
 SELECT * FROM rc_batches;
--- paused, then resumed: the row's state as it is now
+-- paused: this backend's next call finds the row paused
 SELECT cq.pause('rc_agg');
 \set VERBOSITY terse
-CALL cq.run('rc_agg', once => true);
+CALL cq.run('rc_agg');
 \set VERBOSITY default
 SELECT cq.resume('rc_agg');
 SELECT cq.alter_query('rc_agg', max_rows_per_trigger => 0);
+INSERT INTO rc_src SELECT g % 3, g FROM generate_series(21, 27) g;
 CALL cq.run('rc_agg');
 SELECT * FROM rc_batches;
 SELECT mismatches('rc_agg', 'SELECT k, count(*) AS n, sum(v) AS s FROM rc_src GROUP BY k') AS diff;
@@ -44,16 +52,18 @@ SELECT batch_id, rows, (SELECT run_id FROM cq.progress WHERE name = 'rc_agg')
   FROM rc_batches;
 
 -- B. a row changed by another backend: a pool worker runs the batches (interval
--- trigger) with the row read before, the limit altered here in between
+-- trigger) with the row as it read it before, the limit altered here in between
+-- (its three rows committed within a few microseconds: with the row of limit 4 the
+-- worker would read them in one batch; with limit 1 always one a batch)
+CALL rc_add(1, 1, 8);
 SELECT cq.alter_query('rc_agg', "trigger" => '10 milliseconds', max_rows_per_trigger => 4);
-INSERT INTO rc_src SELECT 1, g FROM generate_series(1, 8) g;
-SELECT wait_until($$(SELECT sum(num_input_rows) FROM cq.progress WHERE name = 'rc_agg') = 9$$) AS worker_caught_up;
+SELECT wait_until($$(SELECT sum(num_input_rows) FROM cq.progress WHERE name = 'rc_agg') = 36$$) AS worker_caught_up;
 SELECT cq.alter_query('rc_agg', max_rows_per_trigger => 1);
-INSERT INTO rc_src SELECT 2, g FROM generate_series(1, 3) g;
-SELECT wait_until($$(SELECT sum(num_input_rows) FROM cq.progress WHERE name = 'rc_agg') = 12$$) AS worker_caught_up;
+CALL rc_add(2, 1, 3);
+SELECT wait_until($$(SELECT sum(num_input_rows) FROM cq.progress WHERE name = 'rc_agg') = 39$$) AS worker_caught_up;
 SELECT cq.alter_query('rc_agg', "trigger" => 'available_now');
--- every batch after batch 0: at most 4 rows, then (the last three) one row each
-SELECT array_agg(rows ORDER BY batch_id) FILTER (WHERE batch_id > 0) AS rows FROM rc_batches;
+-- the batches after batch 0: 4 rows each, then one row each
+SELECT array_agg(rows ORDER BY batch_id) FILTER (WHERE batch_id > 0 AND rows > 0) AS rows FROM rc_batches;
 SELECT mismatches('rc_agg', 'SELECT k, count(*) AS n, sum(v) AS s FROM rc_src GROUP BY k') AS diff;
 
 -- C. an interval column (watermark) read under another IntervalStyle: the same delay
@@ -102,3 +112,4 @@ SELECT cq.drop_query('rc_agg', drop_target => true);
 SELECT cq.drop_query('rc_win', drop_target => true);
 DROP VIEW rc_batches;
 DROP TABLE rc_src, rc_ticks;
+DROP PROCEDURE rc_add(int, int, int);
