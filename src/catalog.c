@@ -452,8 +452,8 @@ static CqColMap query_cols = CQ_COLMAP_INIT;
 
 /*
  * query_copy
- *	  A copy of q, its strings included, in cxt (q as query_read makes it:
- *	  no parsed interval yet).
+ *	  A copy of q in cxt: the struct, its strings in one block, its
+ *	  intervals.
  */
 static CqQuery *
 query_copy(MemoryContext cxt, const CqQuery *q)
@@ -464,12 +464,30 @@ query_copy(MemoryContext cxt, const CqQuery *q)
 		&c->opts.event_time, &c->opts.watermark, &c->opts.starting, &c->opts.source,
 		&c->opts.state_storage, &c->opts.complete_refresh, &c->opts.join_event_time,
 		&c->opts.join_watermark, &c->opts.state_path};
+	Interval  **ivs[] = {&c->opts.watermark_delay, &c->opts.join_watermark_delay};
+	size_t		lens[lengthof(strs)];
+	size_t		total = 0;
+	char	   *p;
 
-	Assert(q->opts.watermark_delay == NULL && q->opts.join_watermark_delay == NULL);
 	*c = *q;
 	for (int i = 0; i < lengthof(strs); i++)
+		total += (lens[i] = *strs[i] ? strlen(*strs[i]) + 1 : 0);
+	p = MemoryContextAlloc(cxt, Max(total, 1));
+	for (int i = 0; i < lengthof(strs); i++)
 		if (*strs[i] != NULL)
-			*strs[i] = MemoryContextStrdup(cxt, *strs[i]);
+		{
+			memcpy(p, *strs[i], lens[i]);
+			*strs[i] = p;
+			p += lens[i];
+		}
+	for (int i = 0; i < lengthof(ivs); i++)
+		if (*ivs[i] != NULL)
+		{
+			Interval   *iv = MemoryContextAlloc(cxt, sizeof(Interval));
+
+			*iv = **ivs[i];
+			*ivs[i] = iv;
+		}
 	return c;
 }
 
@@ -529,16 +547,16 @@ query_read(Relation rel, TupleTableSlot *slot, bool v02, const AttrNumber *att)
 /*
  * query_from_slot
  *	  The CqQuery of the cq.queries row in slot, as fetch_query makes it;
- *	  NULL when a column is missing or of another type.  What query_read
- *	  made of the same row bytes before is copied instead of read again
- *	  (rowcache.c; the text of an interval column follows IntervalStyle,
- *	  the columns read the catalog's version); the options are finished
- *	  each time (a default may come from a setting).
+ *	  NULL when a column is missing or of another type.  What this made of
+ *	  the same row bytes before is copied instead (rowcache.c; the text of
+ *	  an interval column follows IntervalStyle, the columns read the
+ *	  catalog's version): the finished options too, unless a default of
+ *	  theirs comes from a setting (a row without state_storage).
  */
 static CqQuery *
 query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 {
-	CqQuery    *q = NULL;
+	CqQuery    *q;
 	const AttrNumber *att = cq_colmap_get(&query_cols, rel, query_col_names,
 										  v02 ? QA_COUNT : QA_COUNT_01);
 	int64		id;
@@ -548,29 +566,32 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 	CqRowCacheEntry *e = NULL;
 	uint32		variant = (uint32) v02 | ((uint32) IntervalStyle << 1);
 	bool		hit = false;
+	bool		keep;
+	MemoryContext cxt;
 
 	if (query_col(rel, slot, att[QA_ID], QC_INT, &dummy, &id, 0))
 	{
 		tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
 		e = cq_rowcache_lookup(RelationGetRelid(rel), (int32) id, variant, tup, &hit);
 	}
-	if (hit)
-		q = query_copy(CurrentMemoryContext, e->payload);
-	else
+	if (hit && e->payload != NULL)
 	{
-		MemoryContext cxt;
-
-		q = query_read(rel, slot, v02, att);
-		if (q == NULL)
-			return NULL;
-		cxt = e ? cq_rowcache_fill(e, variant, tup) : NULL;
-		if (cxt != NULL)
-			e->payload = query_copy(cxt, q);
+		q = query_copy(CurrentMemoryContext, e->payload);
+		if (should_free)
+			heap_freetuple(tup);
+		return q;
 	}
-	if (should_free)
-		heap_freetuple(tup);
+	q = query_read(rel, slot, v02, att);
+	if (q == NULL)
+		return NULL;
+	keep = q->opts.state_storage != NULL;
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;
+	cxt = e ? cq_rowcache_fill(e, variant, tup) : NULL;
+	if (cxt != NULL && keep)
+		e->payload = query_copy(cxt, q);
+	if (should_free)
+		heap_freetuple(tup);
 	return q;
 }
 
@@ -1167,99 +1188,6 @@ cq_catalog_sync_schema(Oid relid, Oid nsp)
 				"  AND q.schema OPERATOR(pg_catalog.<>) $3",
 				SPI_OK_UPDATE, 3, types, values, NULL);
 	cq_security_restore(&sec);
-}
-
-/*
- * cq_catalog_options_datums
- *	  The options of a cq.queries row as statement parameters, the
- *	  CQ_CATALOG_NOPTIONS from types[0], values[0] and nulls[0]: output_mode,
- *	  trigger, event_time, watermark_delay (text: the statement casts it),
- *	  max_rows_per_trigger (NULL when not positive), starting,
- *	  state_storage, complete_refresh.  For the INSERT of a new query and
- *	  the UPDATE of its options (catalog_ddl.c), in that order in both.
- */
-void
-cq_catalog_options_datums(CqOptions *o, Oid *types, Datum *values, char *nulls)
-{
-	static const Oid option_types[CQ_CATALOG_NOPTIONS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	INT8OID, TEXTOID, TEXTOID, TEXTOID};
-
-	memcpy(types, option_types, sizeof(option_types));
-	memset(nulls, ' ', CQ_CATALOG_NOPTIONS);
-	values[0] = CStringGetTextDatum(o->output_mode);
-	values[1] = CStringGetTextDatum(o->trigger);
-	values[2] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
-	nulls[2] = o->event_time ? ' ' : 'n';
-	values[3] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
-	nulls[3] = o->watermark ? ' ' : 'n';
-	values[4] = Int64GetDatum(o->max_rows_per_trigger);
-	nulls[4] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
-	values[5] = CStringGetTextDatum(o->starting);
-	values[6] = CStringGetTextDatum(o->state_storage);
-	values[7] = CStringGetTextDatum(o->complete_refresh);
-}
-
-/*
- * cq_catalog_insert_query
- *	  Insert a cq.queries row; returns its internal id.
- */
-int32
-cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
-						const char *query_text, CqOptions *o,
-						const char *query_tree, const char *start_offset)
-{
-	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID};
-	Datum		values[18];
-	char		nulls[18];
-	CqSecurity	sec;
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(name);
-	values[1] = ObjectIdGetDatum(owner);
-	values[2] = ObjectIdGetDatum(source);
-	values[3] = ObjectIdGetDatum(target);
-	values[4] = CStringGetTextDatum(query_text);
-	/* $6 to $13 */
-	cq_catalog_options_datums(o, &types[5], &values[5], &nulls[5]);
-	for (int i = 13; i < 18; i++)
-		types[i] = TEXTOID;
-	values[13] = CStringGetTextDatum(query_tree);
-	values[14] = CStringGetTextDatum(start_offset);
-	values[15] = (Datum) 0;
-	nulls[15] = 'n';
-
-	cq_wakeup_catalog_changed();
-	cq_security_superuser(&sec);
-	values[15] = CStringGetTextDatum(cq_catalog_cluster_id());
-	nulls[15] = ' ';
-	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
-	nulls[16] = ' ';
-	values[17] = o->state_path ? CStringGetTextDatum(o->state_path) : (Datum) 0;
-	nulls[17] = o->state_path ? ' ' : 'n';
-	/* since 0.2, a query lives in its target's schema */
-	if (cq_catalog_version() >= CQ_CATALOG_0_2)
-		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
-					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema, state_path) "
-					"SELECT $1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
-					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname, $18 "
-					"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-					"  ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
-					"WHERE c.oid OPERATOR(pg_catalog.=) $4 RETURNING id",
-					SPI_OK_INSERT_RETURNING, 18, types, values, nulls);
-	else
-		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
-					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-					"complete_refresh, query_tree, start_offset, cluster_id, timezone) "
-					"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
-					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-					"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
-					SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
-	if (SPI_processed != 1)
-		elog(ERROR, "pg_cq: target %u of continuous query \"%s\" not found", target, name);
-	cq_security_restore(&sec);
-	return (int32) spi_int64(1, 0);
 }
 
 /*
