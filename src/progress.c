@@ -441,6 +441,98 @@ started_known(int32 id, int64 batch_id, const char *end_offset, TimestampTz *sta
 }
 
 /*
+ * The batch id of each query's last cq.offsets row as this backend last read
+ * it: where the next read starts.  The last row was found by a backward scan
+ * of the query's primary key range, and a btree scan reads every entry of
+ * its range on the page it lands on before returning the first: with the
+ * query's CQ_PROGRESS_KEEP rows on the page, a hundred key checks for one
+ * row.  From the batch id read last, a forward scan of the ids from there
+ * reads that row and any newer one (another backend's batch).  The id is
+ * only where to start: the answer is the last visible row of ids from
+ * there, which is the last row of all when there is any; when there is
+ * none (a reset started the ids over) the backward scan runs as before.
+ */
+typedef struct OffsetHint
+{
+	int32		id;				/* the query's id (hash key) */
+	int64		batch_id;
+} OffsetHint;
+
+static HTAB *offset_hints = NULL;
+
+/*
+ * pk_last_from
+ *	  Into slot, the last visible row of the query's rows of pk's table
+ *	  with batch_id >= from (forward scan); false if none.
+ */
+static bool
+pk_last_from(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 from,
+			 TupleTableSlot *slot)
+{
+	ScanKeyData key[3];
+	int			n = 0;
+	IndexScanDesc scan;
+	bool		found = false;
+	TupleTableSlot *row = table_slot_create(pk->rel, NULL);
+
+	if (pk->nkeys == 2)
+	{
+		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+							   pk->idx->rd_indcollation[n], F_NAMEEQ, schema);
+		n++;
+	}
+	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
+						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
+	n++;
+	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTGreaterEqualStrategyNumber, InvalidOid,
+						   pk->idx->rd_indcollation[n], F_INT8GE, Int64GetDatum(from));
+	n++;
+	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
+	index_rescan(scan, key, n, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, row))
+	{
+		ExecCopySlot(slot, row);
+		found = true;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(row);
+	return found;
+}
+
+/*
+ * last_offset_row
+ *	  Into slot, the query's last row of the cq.offsets of off (see
+ *	  OffsetHint); false if none.
+ */
+static bool
+last_offset_row(PkScan *off, Snapshot snap, int32 id, Datum name, Datum schema,
+				TupleTableSlot *slot)
+{
+	OffsetHint *h;
+	bool		found;
+
+	if (offset_hints == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(OffsetHint);
+		offset_hints = hash_create("pg_cq offset hints", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	h = hash_search(offset_hints, &id, HASH_ENTER, &found);
+	if (found && pk_last_from(off, snap, name, schema, h->batch_id, slot))
+		return true;
+	if (!pk_first(off, snap, name, schema, NULL, BackwardScanDirection, slot))
+	{
+		/* none: read from the start next time */
+		hash_search(offset_hints, &id, HASH_REMOVE, NULL);
+		return false;
+	}
+	return true;
+}
+
+/*
  * last_offset_direct
  *	  cq_progress_last_offset through the primary keys: the last cq.offsets
  *	  row of the query (backward scan) and the started_at of its cq.progress
@@ -484,7 +576,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 			   sizeof(AttrNumber) * (v02 ? 7 : 5));
 	}
 	slot = table_slot_create(off.rel, NULL);
-	if (pk_first(&off, snap, name, schema, NULL, BackwardScanDirection, slot))
+	if (last_offset_row(&off, snap, q->id, name, schema, slot))
 	{
 		int64		batch_id;
 		TupleTableSlot *pslot;
@@ -492,6 +584,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 		last->found = true;
 		batch_id = DatumGetInt64(pk_col(slot, att[0], &isnull));
 		last->batch_id = batch_id;
+		((OffsetHint *) hash_search(offset_hints, &q->id, HASH_ENTER, NULL))->batch_id = batch_id;
 		d = pk_col(slot, att[1], &isnull);
 		last->end_offset = isnull ? NULL : DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
 		d = pk_col(slot, att[2], &isnull);
