@@ -29,12 +29,18 @@
 # update queries, which a long-lived worker does not pay -- perf of the
 # workers under bench/latency.sh shows no planning).
 #
+# BCG_WARM=N (update and append) runs N rounds more in the set-up, uncounted:
+# with N >= 100 the counted batches are those of a query in its steady state,
+# whose cq.offsets and cq.progress hold their last 100 rows (each batch then
+# deletes the row that falls out of the window, and its primary key ranges
+# are full), as in the latency bench's runs of thousands of batches a query.
+#
 # BCG_PINNED=1 runs the rounds with search_path = pg_catalog, pg_temp (the
 # queries named schema-qualified), as a background worker runs its batches
 # (security.c pins it for the worker's life): the batches' security sections
 # then find it pinned already.
 #
-# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_PINNED,
+# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_WARM, BCG_PINNED,
 #      BCG_OUT (directory for the callgrind files; default $CQ_TMPBASE/pg_cq_batch_cg).
 # Prints "instructions per batch: N".
 set -euo pipefail
@@ -82,6 +88,10 @@ row() {
     if [[ "$KIND" == history ]]; then echo "VACUUM cg_src"; else
         for ((k = 0; k < HIST; k++)); do row "$k"; done
         for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+        for ((w = 0; w < ${BCG_WARM:-0}; w++)); do
+            for ((k = 0; k < NEW; k++)); do row "$((10000 + w * NEW + k))"; done
+            for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+        done
     fi
 } >"$CG/setup.sql"
 cg_single "$CG/data" setup
@@ -107,5 +117,5 @@ count() {
 }
 c6="$(count 6)"
 c9="$(count 9)"
-info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 (6 rounds), $c9 (9 rounds)"
+info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}${BCG_WARM:+ (warm $BCG_WARM)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 (6 rounds), $c9 (9 rounds)"
 echo "instructions per batch: $(( (c9 - c6) / (3 * NQ) ))"

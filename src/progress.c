@@ -317,6 +317,8 @@ typedef struct Started
 static HTAB *started_committed = NULL;
 static List *started_pending = NIL;	/* Started *, in TopMemoryContext */
 
+static void offset_hint_set(int32 id, int64 batch_id);
+
 static void
 started_free(Started *s)
 {
@@ -351,6 +353,7 @@ started_xact(XactEvent event, void *arg)
 		e = hash_search(started_committed, &s->id, HASH_ENTER, &found);
 		if (found)
 			pfree(e->end_offset);
+		offset_hint_set(s->id, s->batch_id);	/* the next read starts there */
 		e->batch_id = s->batch_id;
 		e->started_at = s->started_at;
 		e->end_offset = s->end_offset;
@@ -442,15 +445,17 @@ started_known(int32 id, int64 batch_id, const char *end_offset, TimestampTz *sta
 
 /*
  * The batch id of each query's last cq.offsets row as this backend last read
- * it: where the next read starts.  The last row was found by a backward scan
- * of the query's primary key range, and a btree scan reads every entry of
- * its range on the page it lands on before returning the first: with the
- * query's CQ_PROGRESS_KEEP rows on the page, a hundred key checks for one
- * row.  From the batch id read last, a forward scan of the ids from there
- * reads that row and any newer one (another backend's batch).  The id is
- * only where to start: the answer is the last visible row of ids from
- * there, which is the last row of all when there is any; when there is
- * none (a reset started the ids over) the backward scan runs as before.
+ * it, or last committed: where the next read starts.  The last row was
+ * found by a backward scan of the query's primary key range, and a btree
+ * scan reads every entry of its range on the page it lands on before
+ * returning the first: with the query's CQ_PROGRESS_KEEP rows on the page
+ * (and the entries of deleted ones not vacuumed yet), a hundred key checks
+ * and more for one row.  From the batch id known last, a forward scan of
+ * the ids from there reads that row and any newer one (another backend's
+ * batch).  The id is only where to start: the answer is the last visible
+ * row of the ids from there, which is the last row of all when there is
+ * any; when there is none (a reset started the ids over, a batch rolled
+ * back) the backward scan runs as before.
  */
 typedef struct OffsetHint
 {
@@ -459,6 +464,22 @@ typedef struct OffsetHint
 } OffsetHint;
 
 static HTAB *offset_hints = NULL;
+
+/* Where the next read of query id's last row starts: batch_id (also kept at commit). */
+static void
+offset_hint_set(int32 id, int64 batch_id)
+{
+	if (offset_hints == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(OffsetHint);
+		offset_hints = hash_create("pg_cq offset hints", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	((OffsetHint *) hash_search(offset_hints, &id, HASH_ENTER, NULL))->batch_id = batch_id;
+}
 
 /*
  * pk_last_from
@@ -508,25 +529,15 @@ static bool
 last_offset_row(PkScan *off, Snapshot snap, int32 id, Datum name, Datum schema,
 				TupleTableSlot *slot)
 {
-	OffsetHint *h;
-	bool		found;
+	OffsetHint *h = offset_hints ? hash_search(offset_hints, &id, HASH_FIND, NULL) : NULL;
 
-	if (offset_hints == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int32);
-		ctl.entrysize = sizeof(OffsetHint);
-		offset_hints = hash_create("pg_cq offset hints", 64, &ctl, HASH_ELEM | HASH_BLOBS);
-	}
-	h = hash_search(offset_hints, &id, HASH_ENTER, &found);
-	if (found && pk_last_from(off, snap, name, schema, h->batch_id, slot))
+	if (h != NULL && pk_last_from(off, snap, name, schema, h->batch_id, slot))
 		return true;
 	if (!pk_first(off, snap, name, schema, NULL, BackwardScanDirection, slot))
 	{
 		/* none: read from the start next time */
-		hash_search(offset_hints, &id, HASH_REMOVE, NULL);
+		if (h != NULL)
+			hash_search(offset_hints, &id, HASH_REMOVE, NULL);
 		return false;
 	}
 	return true;
@@ -584,7 +595,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 		last->found = true;
 		batch_id = DatumGetInt64(pk_col(slot, att[0], &isnull));
 		last->batch_id = batch_id;
-		((OffsetHint *) hash_search(offset_hints, &q->id, HASH_ENTER, NULL))->batch_id = batch_id;
+		offset_hint_set(q->id, batch_id);
 		d = pk_col(slot, att[1], &isnull);
 		last->end_offset = isnull ? NULL : DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
 		d = pk_col(slot, att[2], &isnull);
