@@ -804,17 +804,128 @@ direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, Direct
 }
 
 /*
+ * Where this backend inserted the cq.offsets and cq.progress rows of each
+ * query's recent batches (their TIDs, with the table's relfilenode).
+ *
+ * Every batch deletes the rows of the batch CQ_PROGRESS_KEEP back: found by
+ * a probe of the primary key, a descent with a collation-aware comparison
+ * of the query's name at each level, ~5k instructions a table in the
+ * steady state (bench/batch_cg.sh BCG_WARM, session 36).  When this backend
+ * inserted that row, its TID is known: the row there is read with the
+ * same snapshot and deleted when it is visible and has the query's key
+ * (schema, name, batch_id).  That is the row the probe finds: the key is
+ * unique among the rows a snapshot sees.  A TID is only a guess (the row
+ * may be gone, its slot reused by another row after a vacuum, the batch
+ * rolled back, the table rewritten or truncated): anything else than such
+ * a row, and the probe runs as before.
+ */
+#define TID_RING 128			/* > CQ_PROGRESS_KEEP */
+
+typedef struct RowTids
+{
+	int32		id;				/* the query's id (hash key) */
+	int64		batch[TID_RING];	/* batch id of each slot, or -1 */
+	Oid			relfilenode[2][TID_RING];	/* [0] cq.offsets, [1] cq.progress */
+	ItemPointerData tid[2][TID_RING];
+} RowTids;
+
+static HTAB *row_tids = NULL;
+
+/* Batch batch_id's row of table which (0 offsets, 1 progress) of query id is at tid in rel. */
+static void
+row_tid_remember(int32 id, int which, int64 batch_id, Relation rel, ItemPointer tid)
+{
+	RowTids    *e;
+	bool		found;
+	int			k;
+
+	if (batch_id < 0)
+		return;
+	if (row_tids == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(RowTids);
+		row_tids = hash_create("pg_cq progress row tids", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	e = hash_search(row_tids, &id, HASH_ENTER, &found);
+	if (!found)
+		for (k = 0; k < TID_RING; k++)
+			e->batch[k] = -1;
+	k = (int) (batch_id % TID_RING);
+	if (e->batch[k] != batch_id)
+	{
+		e->batch[k] = batch_id;
+		e->relfilenode[0][k] = e->relfilenode[1][k] = InvalidOid;
+	}
+	e->relfilenode[which][k] = rel->rd_node.relNode;
+	e->tid[which][k] = *tid;
+}
+
+/*
+ * row_tid_fetch
+ *	  Into slot, the row of batch_id of query id (keys name, schema) in the
+ *	  table of pk (which: 0 offsets, 1 progress) at the TID this backend
+ *	  inserted it at, when it is still there, visible to snap and has that
+ *	  key; false otherwise.
+ */
+static bool
+row_tid_fetch(PkScan *pk, int which, Snapshot snap, int32 id, Datum name, Datum schema,
+			  int64 batch_id, TupleTableSlot *slot)
+{
+	RowTids    *e = row_tids && batch_id >= 0 ? hash_search(row_tids, &id, HASH_FIND, NULL) : NULL;
+	int			k = (int) (batch_id % TID_RING);
+	ItemPointerData tid;
+	int			first = pk->nkeys == 2 ? 0 : 1;
+	bool		isnull;
+	Datum		d;
+
+	if (e == NULL || e->batch[k] != batch_id ||
+		e->relfilenode[which][k] != pk->rel->rd_node.relNode)
+		return false;
+	tid = e->tid[which][k];
+	/* a vacuum may have truncated the table since */
+	if (ItemPointerGetBlockNumber(&tid) >= RelationGetNumberOfBlocks(pk->rel) ||
+		!table_tuple_fetch_row_version(pk->rel, &tid, snap, slot))
+		return false;
+	/* the key, compared as the primary key's equality does (deterministic collations) */
+	for (int i = first; i < 3; i++)
+	{
+		AttrNumber	att = pk->idx->rd_index->indkey.values[i - first];
+
+		d = slot_getattr(slot, att, &isnull);
+		if (isnull)
+			return false;
+		if (i == 0 && strncmp(NameStr(*DatumGetName(d)), NameStr(*DatumGetName(schema)),
+							  NAMEDATALEN) != 0)
+			return false;
+		if (i == 1 && !DatumGetBool(DirectFunctionCall2Coll(texteq, pk->idx->rd_indcollation[1 - first],
+															  d, name)))
+			return false;
+		if (i == 2 && DatumGetInt64(d) != batch_id)
+			return false;
+	}
+	return true;
+}
+
+/*
  * direct_trim
- *	  Delete the query's row of batch_id from the table of pk, if any, as
- *	  the statement's DELETE would with snapshot snap.  A row another
- *	  transaction changed meanwhile is left to the next full sweep.
+ *	  Delete the query's row of batch_id from the table of pk (which: 0
+ *	  offsets, 1 progress), if any, as the statement's DELETE would with
+ *	  snapshot snap: found at the TID this backend inserted it at, else by
+ *	  a probe of the primary key.  A row another transaction changed
+ *	  meanwhile is left to the next full sweep.
  */
 static void
-direct_trim(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 batch_id)
+direct_trim(PkScan *pk, int which, Snapshot snap, int32 id, Datum name, Datum schema,
+			int64 batch_id)
 {
 	TupleTableSlot *slot = table_slot_create(pk->rel, NULL);
 
-	if (pk_first(pk, snap, name, schema, &batch_id, ForwardScanDirection, slot))
+	if (row_tid_fetch(pk, which, snap, id, name, schema, batch_id, slot) ||
+		pk_first(pk, snap, name, schema, &batch_id, ForwardScanDirection, slot))
 	{
 		TM_FailureData tmfd;
 
@@ -867,10 +978,12 @@ direct_sweep(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 upto)
 /*
  * direct_insert
  *	  Insert row's tuple into its table and its primary key (a duplicate
- *	  key is the same error as the statement's), then close the table.
+ *	  key is the same error as the statement's), remember where (the row of
+ *	  batch_id of query id in table which: see RowTids), then close the
+ *	  table.
  */
 static void
-direct_insert(DirectRow *row)
+direct_insert(DirectRow *row, int32 id, int which, int64 batch_id)
 {
 	Relation	rel = row->pk.rel;
 	Relation	idx = row->pk.idx;
@@ -887,6 +1000,7 @@ direct_insert(DirectRow *row)
 	}
 	index_insert(idx, ivalues, iisnull, &row->tup->t_self, rel, UNIQUE_CHECK_YES, false,
 				 BuildIndexInfo(idx));
+	row_tid_remember(id, which, batch_id, rel, &row->tup->t_self);
 	pk_close(&row->pk);
 }
 
@@ -956,13 +1070,13 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 	}
 	else
 	{
-		direct_trim(&off.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
-		direct_trim(&prog.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+		direct_trim(&off.pk, 0, snap, q->id, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+		direct_trim(&prog.pk, 1, snap, q->id, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
 	}
 	PopActiveSnapshot();
 
-	direct_insert(&off);
-	direct_insert(&prog);
+	direct_insert(&off, q->id, 0, r->batch_id);
+	direct_insert(&prog, q->id, 1, r->batch_id);
 	CommandCounterIncrement();
 	return true;
 }
