@@ -35,12 +35,16 @@
 # deletes the row that falls out of the window, and its primary key ranges
 # are full), as in the latency bench's runs of thousands of batches a query.
 #
+# BCG_ROUNDS=R counts R and R + 3 rounds (default 6): with R > 100, the
+# counted batches delete rows their own backend inserted 100 batches before
+# (progress.c keeps where), as a long-lived worker's do.
+#
 # BCG_PINNED=1 runs the rounds with search_path = pg_catalog, pg_temp (the
 # queries named schema-qualified), as a background worker runs its batches
 # (security.c pins it for the worker's life): the batches' security sections
 # then find it pinned already.
 #
-# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_WARM, BCG_PINNED,
+# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_WARM, BCG_ROUNDS, BCG_PINNED,
 #      BCG_OUT (directory for the callgrind files; default $CQ_TMPBASE/pg_cq_batch_cg).
 # Prints "instructions per batch: N".
 set -euo pipefail
@@ -115,7 +119,8 @@ count() {
     } >"$CG/rounds-$r.sql"
     cg_count "$CG/data" cq_run "rounds-$r" "$r"
 }
-c6="$(count 6)"
-c9="$(count 9)"
-info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}${BCG_WARM:+ (warm $BCG_WARM)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 (6 rounds), $c9 (9 rounds)"
+R0="${BCG_ROUNDS:-6}"
+c6="$(count "$R0")"
+c9="$(count $((R0 + 3)))"
+info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}${BCG_WARM:+ (warm $BCG_WARM)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 ($R0 rounds), $c9 ($((R0 + 3)) rounds)"
 echo "instructions per batch: $(( (c9 - c6) / (3 * NQ) ))"
