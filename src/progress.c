@@ -221,19 +221,18 @@ pk_close(PkScan *pk)
 }
 
 /*
- * pk_first
- *	  Into slot, the first row in direction dir of the query's rows
- *	  (name, and schema on a 0.2 catalog), and with batch_id = *batch_id
- *	  unless batch_id is NULL; false if none.
+ * pk_scan
+ *	  Begin a scan of pk's primary key over the query's rows (name, and
+ *	  schema on a 0.2 catalog) and, unless strategy is InvalidStrategy, those
+ *	  whose batch_id is =, <= or >= batch_id (strategy).
  */
-static bool
-pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch_id,
-		 ScanDirection dir, TupleTableSlot *slot)
+static IndexScanDesc
+pk_scan(PkScan *pk, Snapshot snap, Datum name, Datum schema, StrategyNumber strategy,
+		int64 batch_id)
 {
 	ScanKeyData key[3];
 	int			n = 0;
 	IndexScanDesc scan;
-	bool		found;
 
 	if (pk->nkeys == 2)
 	{
@@ -244,15 +243,35 @@ pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch
 	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
 						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
 	n++;
-	if (batch_id)
+	if (strategy != InvalidStrategy)
 	{
-		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-							   pk->idx->rd_indcollation[n], F_INT8EQ, Int64GetDatum(*batch_id));
+		ScanKeyEntryInitialize(&key[n], 0, n + 1, strategy, InvalidOid,
+							   pk->idx->rd_indcollation[n],
+							   strategy == BTLessEqualStrategyNumber ? F_INT8LE :
+							   strategy == BTGreaterEqualStrategyNumber ? F_INT8GE : F_INT8EQ,
+							   Int64GetDatum(batch_id));
 		n++;
 	}
 	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
 	index_rescan(scan, key, n, NULL, 0);
-	found = index_getnext_slot(scan, dir, slot);
+	return scan;
+}
+
+/*
+ * pk_first
+ *	  Into slot, the first row in direction dir of the query's rows
+ *	  (name, and schema on a 0.2 catalog), and with batch_id = *batch_id
+ *	  unless batch_id is NULL; false if none.
+ */
+static bool
+pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch_id,
+		 ScanDirection dir, TupleTableSlot *slot)
+{
+	IndexScanDesc scan = pk_scan(pk, snap, name, schema,
+								 batch_id ? BTEqualStrategyNumber : InvalidStrategy,
+								 batch_id ? *batch_id : 0);
+	bool		found = index_getnext_slot(scan, dir, slot);
+
 	index_endscan(scan);
 	return found;
 }
@@ -490,26 +509,10 @@ static bool
 pk_last_from(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 from,
 			 TupleTableSlot *slot)
 {
-	ScanKeyData key[3];
-	int			n = 0;
-	IndexScanDesc scan;
+	IndexScanDesc scan = pk_scan(pk, snap, name, schema, BTGreaterEqualStrategyNumber, from);
 	bool		found = false;
 	TupleTableSlot *row = table_slot_create(pk->rel, NULL);
 
-	if (pk->nkeys == 2)
-	{
-		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-							   pk->idx->rd_indcollation[n], F_NAMEEQ, schema);
-		n++;
-	}
-	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
-	n++;
-	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTGreaterEqualStrategyNumber, InvalidOid,
-						   pk->idx->rd_indcollation[n], F_INT8GE, Int64GetDatum(from));
-	n++;
-	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
-	index_rescan(scan, key, n, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, row))
 	{
 		ExecCopySlot(slot, row);
@@ -945,25 +948,9 @@ direct_trim(PkScan *pk, int which, Snapshot snap, int32 id, Datum name, Datum sc
 static void
 direct_sweep(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 upto)
 {
-	ScanKeyData key[3];
-	int			n = 0;
-	IndexScanDesc scan;
+	IndexScanDesc scan = pk_scan(pk, snap, name, schema, BTLessEqualStrategyNumber, upto);
 	TupleTableSlot *slot = table_slot_create(pk->rel, NULL);
 
-	if (pk->nkeys == 2)
-	{
-		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-							   pk->idx->rd_indcollation[n], F_NAMEEQ, schema);
-		n++;
-	}
-	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
-	n++;
-	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTLessEqualStrategyNumber, InvalidOid,
-						   pk->idx->rd_indcollation[n], F_INT8LE, Int64GetDatum(upto));
-	n++;
-	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
-	index_rescan(scan, key, n, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
 		TM_FailureData tmfd;
