@@ -6,8 +6,8 @@
 -- point at after a rewrite of the tables, a reset, rows deleted by hand and
 -- their slots taken by another query's rows, each query keeps exactly its
 -- last 100 rows and no other query's row is deleted.
-CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET cq.run_in_worker = off;
 
 CREATE TABLE tt_src (k int, v int);
