@@ -29,6 +29,16 @@
 # update queries, which a long-lived worker does not pay -- perf of the
 # workers under bench/latency.sh shows no planning).
 #
+# BCG_WARM=N (update and append) runs N rounds more in the set-up, uncounted:
+# with N >= 100 the counted batches are those of a query in its steady state,
+# whose cq.offsets and cq.progress hold their last 100 rows (each batch then
+# deletes the row that falls out of the window, and its primary key ranges
+# are full), as in the latency bench's runs of thousands of batches a query.
+#
+# BCG_ROUNDS=R counts R and R + 3 rounds (default 6): with R > 100, the
+# counted batches delete rows their own backend inserted 100 batches before
+# (progress.c keeps where), as a long-lived worker's do.
+#
 # BCG_PINNED=1 runs the rounds with search_path = pg_catalog, pg_temp (the
 # queries named schema-qualified), as a background worker runs its batches
 # (security.c pins it for the worker's life): the batches' security sections
@@ -37,7 +47,8 @@
 # BCG_CONF: more postgresql.conf lines, ';'-separated (e.g. "cq.target_update_in_c = off"
 # for the same build's other path).
 #
-# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_PINNED, BCG_CONF,
+# Env: PGBIN, CQ_TMPBASE, BCG_KIND, BCG_QUERIES, BCG_HISTORY, BCG_NEW, BCG_WARM, BCG_ROUNDS, BCG_PINNED,
+#      BCG_CONF,
 #      BCG_OUT (directory for the callgrind files; default $CQ_TMPBASE/pg_cq_batch_cg).
 # Prints "instructions per batch: N".
 set -euo pipefail
@@ -86,6 +97,10 @@ row() {
     if [[ "$KIND" == history ]]; then echo "VACUUM cg_src"; else
         for ((k = 0; k < HIST; k++)); do row "$k"; done
         for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+        for ((w = 0; w < ${BCG_WARM:-0}; w++)); do
+            for ((k = 0; k < NEW; k++)); do row "$((10000 + w * NEW + k))"; done
+            for ((i = 0; i < NQ; i++)); do echo "CALL cq.run('cg_q$i')"; done
+        done
     fi
 } >"$CG/setup.sql"
 cg_single "$CG/data" setup
@@ -109,7 +124,8 @@ count() {
     } >"$CG/rounds-$r.sql"
     cg_count "$CG/data" cq_run "rounds-$r" "$r"
 }
-c6="$(count 6)"
-c9="$(count 9)"
-info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 (6 rounds), $c9 (9 rounds)"
+R0="${BCG_ROUNDS:-6}"
+c6="$(count "$R0")"
+c9="$(count $((R0 + 3)))"
+info "kind $KIND${BCG_PINNED:+ (pinned $BCG_PINNED)}${BCG_WARM:+ (warm $BCG_WARM)}, $NQ queries, $HIST rows of history, $NEW new rows per batch: $c6 ($R0 rounds), $c9 ($((R0 + 3)) rounds)"
 echo "instructions per batch: $(( (c9 - c6) / (3 * NQ) ))"

@@ -25,6 +25,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "access/xlog.h"
@@ -49,6 +50,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "rowcache.h"
 #include "colmap.h"
 #include "wakeup.h"
 #include "security.h"
@@ -387,80 +389,6 @@ query_col(Relation rel, TupleTableSlot *slot, AttrNumber att, QueryColKind kind,
 	return false;
 }
 
-/*
- * The query_tree of each query as this backend last read it, with the
- * bytes it was stored as.  query_tree is the longest column of cq.queries,
- * stored compressed: decompressing it took about 3% of a small batch's
- * instructions (each batch reads its query's row twice).  The same stored
- * bytes are the same text, so a row whose stored query_tree equals the one
- * read before gets the text read then; a value stored out of line (a
- * pointer to its toast rows) is always read.
- */
-typedef struct TreeCacheEntry
-{
-	int32		id;
-	struct varlena *stored;		/* in TopMemoryContext, as the row stores it */
-	char	   *tree;			/* in TopMemoryContext */
-} TreeCacheEntry;
-
-static HTAB *tree_cache = NULL;
-
-/*
- * query_tree_col
- *	  query_col(.., att of query_tree, QC_TEXT, ..) for the row of query id in
- *	  slot, the text from tree_cache when the row stores the same bytes.
- */
-static bool
-query_tree_col(Relation rel, TupleTableSlot *slot, AttrNumber att, int32 id, char **str)
-{
-	TreeCacheEntry *e;
-	struct varlena *v;
-	Size		size;
-	bool		isnull;
-	bool		found;
-	Datum		d;
-
-	if (att == InvalidAttrNumber ||
-		TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid != TEXTOID)
-		return query_col(rel, slot, att, QC_TEXT, str, NULL, 0);
-	d = slot_getattr(slot, att, &isnull);
-	if (isnull || VARATT_IS_EXTERNAL(DatumGetPointer(d)))
-		return query_col(rel, slot, att, QC_TEXT, str, NULL, 0);
-	v = (struct varlena *) DatumGetPointer(d);
-	size = VARSIZE_ANY(v);
-	if (tree_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int32);
-		ctl.entrysize = sizeof(TreeCacheEntry);
-		tree_cache = hash_create("pg_cq query trees", 64, &ctl, HASH_ELEM | HASH_BLOBS);
-	}
-	e = hash_search(tree_cache, &id, HASH_FIND, NULL);
-	if (e != NULL && VARSIZE_ANY(e->stored) == size && memcmp(e->stored, v, size) == 0)
-	{
-		*str = pstrdup(e->tree);
-		return true;
-	}
-	*str = TextDatumGetCString(d);
-	{
-		char	   *tree = MemoryContextStrdup(TopMemoryContext, *str);
-		struct varlena *stored = MemoryContextAlloc(TopMemoryContext, size);
-
-		memcpy(stored, v, size);
-		e = hash_search(tree_cache, &id, HASH_ENTER, &found);
-		if (found)
-		{
-			pfree(e->tree);
-			pfree(e->stored);
-		}
-		e->tree = tree;
-		e->stored = stored;
-	}
-	return true;
-}
-
 /* The columns query_from_slot reads, in query_col_names' order (0.2 ones last). */
 typedef enum
 {
@@ -523,19 +451,58 @@ static const char *const query_col_names[QA_COUNT] = {
 static CqColMap query_cols = CQ_COLMAP_INIT;
 
 /*
- * query_from_slot
- *	  The CqQuery of the cq.queries row in slot, as fetch_query makes it;
- *	  NULL when a column is missing or of another type.
+ * query_copy
+ *	  A copy of q in cxt: the struct, its strings in one block, its
+ *	  intervals.
  */
 static CqQuery *
-query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
+query_copy(MemoryContext cxt, const CqQuery *q)
+{
+	CqQuery    *c = MemoryContextAlloc(cxt, sizeof(CqQuery));
+	char	  **strs[] = {&c->name, &c->schema, &c->state, &c->query_tree, &c->start_offset,
+		&c->run_id, &c->cluster_id, &c->timezone, &c->opts.output_mode, &c->opts.trigger,
+		&c->opts.event_time, &c->opts.watermark, &c->opts.starting, &c->opts.source,
+		&c->opts.state_storage, &c->opts.complete_refresh, &c->opts.join_event_time,
+		&c->opts.join_watermark, &c->opts.state_path};
+	Interval  **ivs[] = {&c->opts.watermark_delay, &c->opts.join_watermark_delay};
+	size_t		lens[lengthof(strs)];
+	size_t		total = 0;
+	char	   *p;
+
+	*c = *q;
+	for (int i = 0; i < lengthof(strs); i++)
+		total += (lens[i] = *strs[i] ? strlen(*strs[i]) + 1 : 0);
+	p = MemoryContextAlloc(cxt, Max(total, 1));
+	for (int i = 0; i < lengthof(strs); i++)
+		if (*strs[i] != NULL)
+		{
+			memcpy(p, *strs[i], lens[i]);
+			*strs[i] = p;
+			p += lens[i];
+		}
+	for (int i = 0; i < lengthof(ivs); i++)
+		if (*ivs[i] != NULL)
+		{
+			Interval   *iv = MemoryContextAlloc(cxt, sizeof(Interval));
+
+			*iv = **ivs[i];
+			*ivs[i] = iv;
+		}
+	return c;
+}
+
+/*
+ * query_read
+ *	  The columns of the cq.queries row in slot, into a new CqQuery, before
+ *	  cq_options_finish; NULL when a column is missing or of another type.
+ */
+static CqQuery *
+query_read(Relation rel, TupleTableSlot *slot, bool v02, const AttrNumber *att)
 {
 	CqQuery    *q = palloc0(sizeof(CqQuery));
 	int64		n[8];
 	char	   *dummy;
 	bool		ok;
-	const AttrNumber *att = cq_colmap_get(&query_cols, rel, query_col_names,
-										  v02 ? QA_COUNT : QA_COUNT_01);
 
 	cq_options_init(&q->opts);
 	ok = query_col(rel, slot, att[QA_NAME], QC_TEXT, &q->name, NULL, 0) &&
@@ -552,7 +519,7 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 		query_col(rel, slot, att[QA_STATE_STORAGE], QC_TEXT, &q->opts.state_storage, NULL, 0) &&
 		query_col(rel, slot, att[QA_COMPLETE_REFRESH], QC_TEXT, &q->opts.complete_refresh, NULL, 0) &&
 		query_col(rel, slot, att[QA_STATE], QC_TEXT, &q->state, NULL, 0) &&
-		query_tree_col(rel, slot, att[QA_QUERY_TREE], (int32) n[0], &q->query_tree) &&
+		query_col(rel, slot, att[QA_QUERY_TREE], QC_TEXT, &q->query_tree, NULL, 0) &&
 		query_col(rel, slot, att[QA_STATE_TABLE], QC_OID, &dummy, &n[5], 0) &&
 		query_col(rel, slot, att[QA_START_OFFSET], QC_TEXT, &q->start_offset, NULL, 0) &&
 		query_col(rel, slot, att[QA_RUN_ID], QC_TEXT, &q->run_id, NULL, 0) &&
@@ -574,8 +541,57 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 	q->state_table = (Oid) n[5];
 	if (v02)
 		q->opts.join_source_relid = (Oid) n[6];
+	return q;
+}
+
+/*
+ * query_from_slot
+ *	  The CqQuery of the cq.queries row in slot, as fetch_query makes it;
+ *	  NULL when a column is missing or of another type.  What this made of
+ *	  the same row bytes before is copied instead (rowcache.c; the text of
+ *	  an interval column follows IntervalStyle, the columns read the
+ *	  catalog's version): the finished options too, unless a default of
+ *	  theirs comes from a setting (a row without state_storage).
+ */
+static CqQuery *
+query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
+{
+	CqQuery    *q;
+	const AttrNumber *att = cq_colmap_get(&query_cols, rel, query_col_names,
+										  v02 ? QA_COUNT : QA_COUNT_01);
+	int64		id;
+	char	   *dummy;
+	HeapTuple	tup = NULL;
+	bool		should_free = false;
+	CqRowCacheEntry *e = NULL;
+	uint32		variant = (uint32) v02 | ((uint32) IntervalStyle << 1);
+	bool		hit = false;
+	bool		keep;
+	MemoryContext cxt;
+
+	if (query_col(rel, slot, att[QA_ID], QC_INT, &dummy, &id, 0))
+	{
+		tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		e = cq_rowcache_lookup(RelationGetRelid(rel), (int32) id, variant, tup, &hit);
+	}
+	if (hit && e->payload != NULL)
+	{
+		q = query_copy(CurrentMemoryContext, e->payload);
+		if (should_free)
+			heap_freetuple(tup);
+		return q;
+	}
+	q = query_read(rel, slot, v02, att);
+	if (q == NULL)
+		return NULL;
+	keep = q->opts.state_storage != NULL;
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;
+	cxt = e ? cq_rowcache_fill(e, variant, tup) : NULL;
+	if (cxt != NULL && keep)
+		e->payload = query_copy(cxt, q);
+	if (should_free)
+		heap_freetuple(tup);
 	return q;
 }
 
@@ -610,6 +626,62 @@ unique_btree_index(Relation rel, int nkeys, const AttrNumber *atts, const Oid *t
 		index_close(i, AccessShareLock);
 	}
 	list_free(indexes);
+	return idx;
+}
+
+/*
+ * The index a direct read of cq.queries found last, per call site: kept
+ * until cq.queries' or the index's relation cache entry is invalidated
+ * (inval.c), which any change of the table's index list or of the
+ * index's definition does; then unique_btree_index looks again.  Opening
+ * the table's other indexes (and locking them) to find it was ~3k
+ * instructions a read.
+ */
+typedef struct FoundIndex
+{
+	Oid			rel;			/* cq.queries, or InvalidOid: look again */
+	Oid			idx;
+	int			nkeys;
+	AttrNumber	atts[2];
+} FoundIndex;
+
+static FoundIndex found_by_id;
+static FoundIndex found_by_name;
+
+/* Relation cache callback: forget what relid's invalidation may change. */
+static void
+found_index_inval(Datum arg, Oid relid)
+{
+	FoundIndex *fs[] = {&found_by_id, &found_by_name};
+
+	for (int i = 0; i < lengthof(fs); i++)
+		if (!OidIsValid(relid) || relid == fs[i]->rel || relid == fs[i]->idx)
+			fs[i]->rel = InvalidOid;
+}
+
+/*
+ * found_unique_index
+ *	  unique_btree_index through f: the index found before for the same
+ *	  columns, when nothing about it or rel was invalidated since.
+ */
+static Relation
+found_unique_index(FoundIndex *f, Relation rel, int nkeys, const AttrNumber *atts,
+				   const Oid *types)
+{
+	Relation	idx;
+
+	Assert(nkeys <= lengthof(f->atts));
+	if (f->rel == RelationGetRelid(rel) && f->nkeys == nkeys &&
+		memcmp(f->atts, atts, sizeof(AttrNumber) * nkeys) == 0)
+		return index_open(f->idx, AccessShareLock);
+	idx = unique_btree_index(rel, nkeys, atts, types);
+	if (idx == NULL)
+		return NULL;
+	cq_relcache_callback(found_index_inval, (Datum) 0);
+	f->rel = RelationGetRelid(rel);
+	f->idx = RelationGetRelid(idx);
+	f->nkeys = nkeys;
+	memcpy(f->atts, atts, sizeof(AttrNumber) * nkeys);
 	return idx;
 }
 
@@ -652,7 +724,7 @@ fetch_query_by_id_direct(int32 id, bool lock, bool v02, CqQuery **result)
 	/* the table lock of the statement: RowShareLock with FOR ... UPDATE */
 	rel = table_open(relid, lock ? RowShareLock : AccessShareLock);
 	idatt = cq_rel_column(rel, "id", INT4OID);
-	idx = idatt == InvalidAttrNumber ? NULL : unique_btree_index(rel, 1, &idatt, NULL);
+	idx = idatt == InvalidAttrNumber ? NULL : found_unique_index(&found_by_id, rel, 1, &idatt, NULL);
 	if (idx == NULL)
 	{
 		table_close(rel, NoLock);
@@ -767,7 +839,7 @@ fetch_query_by_name_direct(const char *nspname, const char *name, bool v02, CqQu
 	atts[0] = cq_rel_column(rel, "schema", types[0]);
 	atts[1] = cq_rel_column(rel, "name", types[1]);
 	if (atts[first] != InvalidAttrNumber && atts[1] != InvalidAttrNumber)
-		idx = unique_btree_index(rel, nkeys, atts + first, types + first);
+		idx = found_unique_index(&found_by_name, rel, nkeys, atts + first, types + first);
 	if (idx == NULL)
 	{
 		table_close(rel, NoLock);
@@ -1116,99 +1188,6 @@ cq_catalog_sync_schema(Oid relid, Oid nsp)
 				"  AND q.schema OPERATOR(pg_catalog.<>) $3",
 				SPI_OK_UPDATE, 3, types, values, NULL);
 	cq_security_restore(&sec);
-}
-
-/*
- * cq_catalog_options_datums
- *	  The options of a cq.queries row as statement parameters, the
- *	  CQ_CATALOG_NOPTIONS from types[0], values[0] and nulls[0]: output_mode,
- *	  trigger, event_time, watermark_delay (text: the statement casts it),
- *	  max_rows_per_trigger (NULL when not positive), starting,
- *	  state_storage, complete_refresh.  For the INSERT of a new query and
- *	  the UPDATE of its options (catalog_ddl.c), in that order in both.
- */
-void
-cq_catalog_options_datums(CqOptions *o, Oid *types, Datum *values, char *nulls)
-{
-	static const Oid option_types[CQ_CATALOG_NOPTIONS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	INT8OID, TEXTOID, TEXTOID, TEXTOID};
-
-	memcpy(types, option_types, sizeof(option_types));
-	memset(nulls, ' ', CQ_CATALOG_NOPTIONS);
-	values[0] = CStringGetTextDatum(o->output_mode);
-	values[1] = CStringGetTextDatum(o->trigger);
-	values[2] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
-	nulls[2] = o->event_time ? ' ' : 'n';
-	values[3] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
-	nulls[3] = o->watermark ? ' ' : 'n';
-	values[4] = Int64GetDatum(o->max_rows_per_trigger);
-	nulls[4] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
-	values[5] = CStringGetTextDatum(o->starting);
-	values[6] = CStringGetTextDatum(o->state_storage);
-	values[7] = CStringGetTextDatum(o->complete_refresh);
-}
-
-/*
- * cq_catalog_insert_query
- *	  Insert a cq.queries row; returns its internal id.
- */
-int32
-cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
-						const char *query_text, CqOptions *o,
-						const char *query_tree, const char *start_offset)
-{
-	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID};
-	Datum		values[18];
-	char		nulls[18];
-	CqSecurity	sec;
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(name);
-	values[1] = ObjectIdGetDatum(owner);
-	values[2] = ObjectIdGetDatum(source);
-	values[3] = ObjectIdGetDatum(target);
-	values[4] = CStringGetTextDatum(query_text);
-	/* $6 to $13 */
-	cq_catalog_options_datums(o, &types[5], &values[5], &nulls[5]);
-	for (int i = 13; i < 18; i++)
-		types[i] = TEXTOID;
-	values[13] = CStringGetTextDatum(query_tree);
-	values[14] = CStringGetTextDatum(start_offset);
-	values[15] = (Datum) 0;
-	nulls[15] = 'n';
-
-	cq_wakeup_catalog_changed();
-	cq_security_superuser(&sec);
-	values[15] = CStringGetTextDatum(cq_catalog_cluster_id());
-	nulls[15] = ' ';
-	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
-	nulls[16] = ' ';
-	values[17] = o->state_path ? CStringGetTextDatum(o->state_path) : (Datum) 0;
-	nulls[17] = o->state_path ? ' ' : 'n';
-	/* since 0.2, a query lives in its target's schema */
-	if (cq_catalog_version() >= CQ_CATALOG_0_2)
-		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
-					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema, state_path) "
-					"SELECT $1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
-					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname, $18 "
-					"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-					"  ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
-					"WHERE c.oid OPERATOR(pg_catalog.=) $4 RETURNING id",
-					SPI_OK_INSERT_RETURNING, 18, types, values, nulls);
-	else
-		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
-					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-					"complete_refresh, query_tree, start_offset, cluster_id, timezone) "
-					"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
-					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-					"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
-					SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
-	if (SPI_processed != 1)
-		elog(ERROR, "pg_cq: target %u of continuous query \"%s\" not found", target, name);
-	cq_security_restore(&sec);
-	return (int32) spi_int64(1, 0);
 }
 
 /*

@@ -5,7 +5,8 @@
  *	  (ddl.c's hooks, tracking.c's guards): a new owner, the rename of an
  *	  event-time column, and whether a table is some query's source; and
  *	  the DDL of a query itself: its state table, changed options, its row
- *	  deleted (moved out of catalog.c, which is full, in session 33).
+ *	  deleted (moved out of catalog.c, which is full, in session 33); the
+ *	  insert of a new query's row (session 36).
  *
  * As in catalog.c: callers have SPI connected and are inside a
  * transaction, and every statement runs in a superuser section
@@ -20,6 +21,7 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 #include "catalog.h"
 #include "options.h"
@@ -184,4 +186,106 @@ cq_catalog_update_options(int32 id, CqOptions *o)
 				"state_storage = $8, complete_refresh = $9 WHERE id OPERATOR(pg_catalog.=) $1",
 				SPI_OK_UPDATE, 1 + CQ_CATALOG_NOPTIONS, types, values, nulls);
 	cq_security_restore(&sec);
+}
+
+/*
+ * cq_catalog_options_datums
+ *	  The options of a cq.queries row as statement parameters, the
+ *	  CQ_CATALOG_NOPTIONS from types[0], values[0] and nulls[0]: output_mode,
+ *	  trigger, event_time, watermark_delay (text: the statement casts it),
+ *	  max_rows_per_trigger (NULL when not positive), starting,
+ *	  state_storage, complete_refresh.  For the INSERT of a new query and
+ *	  the UPDATE of its options (catalog_ddl.c), in that order in both.
+ */
+void
+cq_catalog_options_datums(CqOptions *o, Oid *types, Datum *values, char *nulls)
+{
+	static const Oid option_types[CQ_CATALOG_NOPTIONS] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	INT8OID, TEXTOID, TEXTOID, TEXTOID};
+
+	memcpy(types, option_types, sizeof(option_types));
+	memset(nulls, ' ', CQ_CATALOG_NOPTIONS);
+	values[0] = CStringGetTextDatum(o->output_mode);
+	values[1] = CStringGetTextDatum(o->trigger);
+	values[2] = o->event_time ? CStringGetTextDatum(o->event_time) : (Datum) 0;
+	nulls[2] = o->event_time ? ' ' : 'n';
+	values[3] = o->watermark ? CStringGetTextDatum(o->watermark) : (Datum) 0;
+	nulls[3] = o->watermark ? ' ' : 'n';
+	values[4] = Int64GetDatum(o->max_rows_per_trigger);
+	nulls[4] = o->max_rows_per_trigger > 0 ? ' ' : 'n';
+	values[5] = CStringGetTextDatum(o->starting);
+	values[6] = CStringGetTextDatum(o->state_storage);
+	values[7] = CStringGetTextDatum(o->complete_refresh);
+}
+
+/*
+ * cq_catalog_insert_query
+ *	  Insert a cq.queries row; returns its internal id.
+ */
+int32
+cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
+						const char *query_text, CqOptions *o,
+						const char *query_tree, const char *start_offset)
+{
+	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID};
+	Datum		values[18];
+	char		nulls[18];
+	CqSecurity	sec;
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(name);
+	values[1] = ObjectIdGetDatum(owner);
+	values[2] = ObjectIdGetDatum(source);
+	values[3] = ObjectIdGetDatum(target);
+	values[4] = CStringGetTextDatum(query_text);
+	/* $6 to $13 */
+	cq_catalog_options_datums(o, &types[5], &values[5], &nulls[5]);
+	for (int i = 13; i < 18; i++)
+		types[i] = TEXTOID;
+	values[13] = CStringGetTextDatum(query_tree);
+	values[14] = CStringGetTextDatum(start_offset);
+	values[15] = (Datum) 0;
+	nulls[15] = 'n';
+
+	cq_wakeup_catalog_changed();
+	cq_security_superuser(&sec);
+	values[15] = CStringGetTextDatum(cq_catalog_cluster_id());
+	nulls[15] = ' ';
+	values[16] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
+	nulls[16] = ' ';
+	values[17] = o->state_path ? CStringGetTextDatum(o->state_path) : (Datum) 0;
+	nulls[17] = o->state_path ? ' ' : 'n';
+	/* since 0.2, a query lives in its target's schema */
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
+					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
+					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema, state_path) "
+					"SELECT $1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
+					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
+					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname, $18 "
+					"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+					"  ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+					"WHERE c.oid OPERATOR(pg_catalog.=) $4 RETURNING id",
+					SPI_OK_INSERT_RETURNING, 18, types, values, nulls);
+	else
+		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
+					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
+					"complete_refresh, query_tree, start_offset, cluster_id, timezone) "
+					"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
+					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
+					"$15::pg_catalog.pg_snapshot, $16, $17) RETURNING id",
+					SPI_OK_INSERT_RETURNING, 17, types, values, nulls);
+	if (SPI_processed != 1)
+		elog(ERROR, "pg_cq: target %u of continuous query \"%s\" not found", target, name);
+	cq_security_restore(&sec);
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		/* the id column: integer (int8 accepted too, as catalog.c reads it) */
+		if (isnull)
+			return 0;
+		return SPI_gettypeid(SPI_tuptable->tupdesc, 1) == INT4OID ? DatumGetInt32(d) :
+			(int32) DatumGetInt64(d);
+	}
 }

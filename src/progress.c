@@ -221,19 +221,18 @@ pk_close(PkScan *pk)
 }
 
 /*
- * pk_first
- *	  Into slot, the first row in direction dir of the query's rows
- *	  (name, and schema on a 0.2 catalog), and with batch_id = *batch_id
- *	  unless batch_id is NULL; false if none.
+ * pk_scan
+ *	  Begin a scan of pk's primary key over the query's rows (name, and
+ *	  schema on a 0.2 catalog) and, unless strategy is InvalidStrategy, those
+ *	  whose batch_id is =, <= or >= batch_id (strategy).
  */
-static bool
-pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch_id,
-		 ScanDirection dir, TupleTableSlot *slot)
+static IndexScanDesc
+pk_scan(PkScan *pk, Snapshot snap, Datum name, Datum schema, StrategyNumber strategy,
+		int64 batch_id)
 {
 	ScanKeyData key[3];
 	int			n = 0;
 	IndexScanDesc scan;
-	bool		found;
 
 	if (pk->nkeys == 2)
 	{
@@ -244,25 +243,43 @@ pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch
 	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
 						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
 	n++;
-	if (batch_id)
+	if (strategy != InvalidStrategy)
 	{
-		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-							   pk->idx->rd_indcollation[n], F_INT8EQ, Int64GetDatum(*batch_id));
+		ScanKeyEntryInitialize(&key[n], 0, n + 1, strategy, InvalidOid,
+							   pk->idx->rd_indcollation[n],
+							   strategy == BTLessEqualStrategyNumber ? F_INT8LE :
+							   strategy == BTGreaterEqualStrategyNumber ? F_INT8GE : F_INT8EQ,
+							   Int64GetDatum(batch_id));
 		n++;
 	}
 	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
 	index_rescan(scan, key, n, NULL, 0);
-	found = index_getnext_slot(scan, dir, slot);
+	return scan;
+}
+
+/*
+ * pk_first
+ *	  Into slot, the first row in direction dir of the query's rows
+ *	  (name, and schema on a 0.2 catalog), and with batch_id = *batch_id
+ *	  unless batch_id is NULL; false if none.
+ */
+static bool
+pk_first(PkScan *pk, Snapshot snap, Datum name, Datum schema, const int64 *batch_id,
+		 ScanDirection dir, TupleTableSlot *slot)
+{
+	IndexScanDesc scan = pk_scan(pk, snap, name, schema,
+								 batch_id ? BTEqualStrategyNumber : InvalidStrategy,
+								 batch_id ? *batch_id : 0);
+	bool		found = index_getnext_slot(scan, dir, slot);
+
 	index_endscan(scan);
 	return found;
 }
 
-/* Column `col` of the slot's row (a row of pk's table); NULL if no such column. */
+/* Column att of the slot's row; NULL if att is InvalidAttrNumber (no such column). */
 static Datum
-pk_col(PkScan *pk, TupleTableSlot *slot, const char *col, bool *isnull)
+pk_col(TupleTableSlot *slot, AttrNumber att, bool *isnull)
 {
-	AttrNumber	att = cq_rel_attnum(pk->rel, col);
-
 	if (att == InvalidAttrNumber)
 	{
 		*isnull = true;
@@ -273,24 +290,23 @@ pk_col(PkScan *pk, TupleTableSlot *slot, const char *col, bool *isnull)
 
 /*
  * pk_watermark
- *	  spi_watermark for a row read directly: column ntz_col (NULL = none,
- *	  a 0.1 catalog) when not null, else column col.
+ *	  spi_watermark for a row read directly: column ntz_att (InvalidAttrNumber
+ *	  = none, a 0.1 catalog) when not null, else column att.
  */
 static bool
-pk_watermark(PkScan *pk, TupleTableSlot *slot, const char *col, const char *ntz_col,
-			 TimestampTz *wm)
+pk_watermark(TupleTableSlot *slot, AttrNumber att, AttrNumber ntz_att, TimestampTz *wm)
 {
 	bool		isnull = true;
 	Datum		d = (Datum) 0;
 
-	if (ntz_col)
-		d = pk_col(pk, slot, ntz_col, &isnull);
+	if (ntz_att != InvalidAttrNumber)
+		d = pk_col(slot, ntz_att, &isnull);
 	if (!isnull)
 	{
 		*wm = (TimestampTz) DatumGetTimestamp(d);
 		return true;
 	}
-	d = pk_col(pk, slot, col, &isnull);
+	d = pk_col(slot, att, &isnull);
 	*wm = isnull ? 0 : DatumGetTimestampTz(d);
 	return !isnull;
 }
@@ -319,6 +335,8 @@ typedef struct Started
 
 static HTAB *started_committed = NULL;
 static List *started_pending = NIL;	/* Started *, in TopMemoryContext */
+
+static void offset_hint_set(int32 id, int64 batch_id);
 
 static void
 started_free(Started *s)
@@ -354,6 +372,7 @@ started_xact(XactEvent event, void *arg)
 		e = hash_search(started_committed, &s->id, HASH_ENTER, &found);
 		if (found)
 			pfree(e->end_offset);
+		offset_hint_set(s->id, s->batch_id);	/* the next read starts there */
 		e->batch_id = s->batch_id;
 		e->started_at = s->started_at;
 		e->end_offset = s->end_offset;
@@ -444,6 +463,90 @@ started_known(int32 id, int64 batch_id, const char *end_offset, TimestampTz *sta
 }
 
 /*
+ * The batch id of each query's last cq.offsets row as this backend last read
+ * it, or last committed: where the next read starts.  The last row was
+ * found by a backward scan of the query's primary key range, and a btree
+ * scan reads every entry of its range on the page it lands on before
+ * returning the first: with the query's CQ_PROGRESS_KEEP rows on the page
+ * (and the entries of deleted ones not vacuumed yet), a hundred key checks
+ * and more for one row.  From the batch id known last, a forward scan of
+ * the ids from there reads that row and any newer one (another backend's
+ * batch).  The id is only where to start: the answer is the last visible
+ * row of the ids from there, which is the last row of all when there is
+ * any; when there is none (a reset started the ids over, a batch rolled
+ * back) the backward scan runs as before.
+ */
+typedef struct OffsetHint
+{
+	int32		id;				/* the query's id (hash key) */
+	int64		batch_id;
+} OffsetHint;
+
+static HTAB *offset_hints = NULL;
+
+/* Where the next read of query id's last row starts: batch_id (also kept at commit). */
+static void
+offset_hint_set(int32 id, int64 batch_id)
+{
+	if (offset_hints == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(OffsetHint);
+		offset_hints = hash_create("pg_cq offset hints", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	((OffsetHint *) hash_search(offset_hints, &id, HASH_ENTER, NULL))->batch_id = batch_id;
+}
+
+/*
+ * pk_last_from
+ *	  Into slot, the last visible row of the query's rows of pk's table
+ *	  with batch_id >= from (forward scan); false if none.
+ */
+static bool
+pk_last_from(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 from,
+			 TupleTableSlot *slot)
+{
+	IndexScanDesc scan = pk_scan(pk, snap, name, schema, BTGreaterEqualStrategyNumber, from);
+	bool		found = false;
+	TupleTableSlot *row = table_slot_create(pk->rel, NULL);
+
+	while (index_getnext_slot(scan, ForwardScanDirection, row))
+	{
+		ExecCopySlot(slot, row);
+		found = true;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(row);
+	return found;
+}
+
+/*
+ * last_offset_row
+ *	  Into slot, the query's last row of the cq.offsets of off (see
+ *	  OffsetHint); false if none.
+ */
+static bool
+last_offset_row(PkScan *off, Snapshot snap, int32 id, Datum name, Datum schema,
+				TupleTableSlot *slot)
+{
+	OffsetHint *h = offset_hints ? hash_search(offset_hints, &id, HASH_FIND, NULL) : NULL;
+
+	if (h != NULL && pk_last_from(off, snap, name, schema, h->batch_id, slot))
+		return true;
+	if (!pk_first(off, snap, name, schema, NULL, BackwardScanDirection, slot))
+	{
+		/* none: read from the start next time */
+		if (h != NULL)
+			hash_search(offset_hints, &id, HASH_REMOVE, NULL);
+		return false;
+	}
+	return true;
+}
+
+/*
  * last_offset_direct
  *	  cq_progress_last_offset through the primary keys: the last cq.offsets
  *	  row of the query (backward scan) and the started_at of its cq.progress
@@ -464,6 +567,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 	bool		isnull;
 	Datum		d;
 	bool		direct = true;
+	AttrNumber	att[7];
 
 	cq_catalog_key_values(q, &name, &schema, &schema_null);
 	if (v02 && schema_null == 'n')
@@ -475,24 +579,32 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 	UpdateActiveSnapshotCommandId();
 	snap = GetActiveSnapshot();
 
+	/* the columns read, by number (colmap.c), copied before anything processes invalidations */
+	{
+		static const char *const names[] = {"batch_id", "end_offset", "state_rows", "batch_watermark",
+		"watermark", "batch_watermark_ntz", "watermark_ntz"};
+		static CqColMap map = CQ_COLMAP_INIT;
+
+		memset(att, 0, sizeof(att));
+		memcpy(att, cq_colmap_get(&map, off.rel, names, v02 ? 7 : 5),
+			   sizeof(AttrNumber) * (v02 ? 7 : 5));
+	}
 	slot = table_slot_create(off.rel, NULL);
-	if (pk_first(&off, snap, name, schema, NULL, BackwardScanDirection, slot))
+	if (last_offset_row(&off, snap, q->id, name, schema, slot))
 	{
 		int64		batch_id;
 		TupleTableSlot *pslot;
 
 		last->found = true;
-		batch_id = DatumGetInt64(pk_col(&off, slot, "batch_id", &isnull));
+		batch_id = DatumGetInt64(pk_col(slot, att[0], &isnull));
 		last->batch_id = batch_id;
-		d = pk_col(&off, slot, "end_offset", &isnull);
+		offset_hint_set(q->id, batch_id);
+		d = pk_col(slot, att[1], &isnull);
 		last->end_offset = isnull ? NULL : DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
-		d = pk_col(&off, slot, "state_rows", &isnull);
+		d = pk_col(slot, att[2], &isnull);
 		last->state_rows = isnull ? 0 : DatumGetInt64(d);
-		last->has_batch_watermark = pk_watermark(&off, slot, "batch_watermark",
-												 v02 ? "batch_watermark_ntz" : NULL,
-												 &last->batch_watermark);
-		last->has_watermark = pk_watermark(&off, slot, "watermark", v02 ? "watermark_ntz" : NULL,
-										   &last->watermark);
+		last->has_batch_watermark = pk_watermark(slot, att[3], att[5], &last->batch_watermark);
+		last->has_watermark = pk_watermark(slot, att[4], att[6], &last->watermark);
 
 		if (started_known(q->id, batch_id, last->end_offset, &last->last_started_at))
 			;					/* this backend committed that batch */
@@ -501,7 +613,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 			pslot = table_slot_create(prog.rel, NULL);
 			if (pk_first(&prog, snap, name, schema, &batch_id, ForwardScanDirection, pslot))
 			{
-				d = pk_col(&prog, pslot, "started_at", &isnull);
+				d = pk_col(pslot, cq_rel_attnum(prog.rel, "started_at"), &isnull);
 				last->last_started_at = isnull ? 0 : DatumGetTimestampTz(d);
 			}
 			ExecDropSingleTupleTableSlot(pslot);
@@ -695,17 +807,128 @@ direct_prepare(const char *relname, bool v02, DirectCol *cols, int ncols, Direct
 }
 
 /*
+ * Where this backend inserted the cq.offsets and cq.progress rows of each
+ * query's recent batches (their TIDs, with the table's relfilenode).
+ *
+ * Every batch deletes the rows of the batch CQ_PROGRESS_KEEP back: found by
+ * a probe of the primary key, a descent with a collation-aware comparison
+ * of the query's name at each level, ~5k instructions a table in the
+ * steady state (bench/batch_cg.sh BCG_WARM, session 36).  When this backend
+ * inserted that row, its TID is known: the row there is read with the
+ * same snapshot and deleted when it is visible and has the query's key
+ * (schema, name, batch_id).  That is the row the probe finds: the key is
+ * unique among the rows a snapshot sees.  A TID is only a guess (the row
+ * may be gone, its slot reused by another row after a vacuum, the batch
+ * rolled back, the table rewritten or truncated): anything else than such
+ * a row, and the probe runs as before.
+ */
+#define TID_RING 128			/* > CQ_PROGRESS_KEEP */
+
+typedef struct RowTids
+{
+	int32		id;				/* the query's id (hash key) */
+	int64		batch[TID_RING];	/* batch id of each slot, or -1 */
+	Oid			relfilenode[2][TID_RING];	/* [0] cq.offsets, [1] cq.progress */
+	ItemPointerData tid[2][TID_RING];
+} RowTids;
+
+static HTAB *row_tids = NULL;
+
+/* Batch batch_id's row of table which (0 offsets, 1 progress) of query id is at tid in rel. */
+static void
+row_tid_remember(int32 id, int which, int64 batch_id, Relation rel, ItemPointer tid)
+{
+	RowTids    *e;
+	bool		found;
+	int			k;
+
+	if (batch_id < 0)
+		return;
+	if (row_tids == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(RowTids);
+		row_tids = hash_create("pg_cq progress row tids", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	e = hash_search(row_tids, &id, HASH_ENTER, &found);
+	if (!found)
+		for (k = 0; k < TID_RING; k++)
+			e->batch[k] = -1;
+	k = (int) (batch_id % TID_RING);
+	if (e->batch[k] != batch_id)
+	{
+		e->batch[k] = batch_id;
+		e->relfilenode[0][k] = e->relfilenode[1][k] = InvalidOid;
+	}
+	e->relfilenode[which][k] = rel->rd_node.relNode;
+	e->tid[which][k] = *tid;
+}
+
+/*
+ * row_tid_fetch
+ *	  Into slot, the row of batch_id of query id (keys name, schema) in the
+ *	  table of pk (which: 0 offsets, 1 progress) at the TID this backend
+ *	  inserted it at, when it is still there, visible to snap and has that
+ *	  key; false otherwise.
+ */
+static bool
+row_tid_fetch(PkScan *pk, int which, Snapshot snap, int32 id, Datum name, Datum schema,
+			  int64 batch_id, TupleTableSlot *slot)
+{
+	RowTids    *e = row_tids && batch_id >= 0 ? hash_search(row_tids, &id, HASH_FIND, NULL) : NULL;
+	int			k = (int) (batch_id % TID_RING);
+	ItemPointerData tid;
+	int			first = pk->nkeys == 2 ? 0 : 1;
+	bool		isnull;
+	Datum		d;
+
+	if (e == NULL || e->batch[k] != batch_id ||
+		e->relfilenode[which][k] != pk->rel->rd_node.relNode)
+		return false;
+	tid = e->tid[which][k];
+	/* a vacuum may have truncated the table since */
+	if (ItemPointerGetBlockNumber(&tid) >= RelationGetNumberOfBlocks(pk->rel) ||
+		!table_tuple_fetch_row_version(pk->rel, &tid, snap, slot))
+		return false;
+	/* the key, compared as the primary key's equality does (deterministic collations) */
+	for (int i = first; i < 3; i++)
+	{
+		AttrNumber	att = pk->idx->rd_index->indkey.values[i - first];
+
+		d = slot_getattr(slot, att, &isnull);
+		if (isnull)
+			return false;
+		if (i == 0 && strncmp(NameStr(*DatumGetName(d)), NameStr(*DatumGetName(schema)),
+							  NAMEDATALEN) != 0)
+			return false;
+		if (i == 1 && !DatumGetBool(DirectFunctionCall2Coll(texteq, pk->idx->rd_indcollation[1 - first],
+															  d, name)))
+			return false;
+		if (i == 2 && DatumGetInt64(d) != batch_id)
+			return false;
+	}
+	return true;
+}
+
+/*
  * direct_trim
- *	  Delete the query's row of batch_id from the table of pk, if any, as
- *	  the statement's DELETE would with snapshot snap.  A row another
- *	  transaction changed meanwhile is left to the next full sweep.
+ *	  Delete the query's row of batch_id from the table of pk (which: 0
+ *	  offsets, 1 progress), if any, as the statement's DELETE would with
+ *	  snapshot snap: found at the TID this backend inserted it at, else by
+ *	  a probe of the primary key.  A row another transaction changed
+ *	  meanwhile is left to the next full sweep.
  */
 static void
-direct_trim(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 batch_id)
+direct_trim(PkScan *pk, int which, Snapshot snap, int32 id, Datum name, Datum schema,
+			int64 batch_id)
 {
 	TupleTableSlot *slot = table_slot_create(pk->rel, NULL);
 
-	if (pk_first(pk, snap, name, schema, &batch_id, ForwardScanDirection, slot))
+	if (row_tid_fetch(pk, which, snap, id, name, schema, batch_id, slot) ||
+		pk_first(pk, snap, name, schema, &batch_id, ForwardScanDirection, slot))
 	{
 		TM_FailureData tmfd;
 
@@ -725,25 +948,9 @@ direct_trim(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 batch_id)
 static void
 direct_sweep(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 upto)
 {
-	ScanKeyData key[3];
-	int			n = 0;
-	IndexScanDesc scan;
+	IndexScanDesc scan = pk_scan(pk, snap, name, schema, BTLessEqualStrategyNumber, upto);
 	TupleTableSlot *slot = table_slot_create(pk->rel, NULL);
 
-	if (pk->nkeys == 2)
-	{
-		ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-							   pk->idx->rd_indcollation[n], F_NAMEEQ, schema);
-		n++;
-	}
-	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTEqualStrategyNumber, InvalidOid,
-						   pk->idx->rd_indcollation[n], F_TEXTEQ, name);
-	n++;
-	ScanKeyEntryInitialize(&key[n], 0, n + 1, BTLessEqualStrategyNumber, InvalidOid,
-						   pk->idx->rd_indcollation[n], F_INT8LE, Int64GetDatum(upto));
-	n++;
-	scan = index_beginscan(pk->rel, pk->idx, snap, n, 0);
-	index_rescan(scan, key, n, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
 		TM_FailureData tmfd;
@@ -758,10 +965,12 @@ direct_sweep(PkScan *pk, Snapshot snap, Datum name, Datum schema, int64 upto)
 /*
  * direct_insert
  *	  Insert row's tuple into its table and its primary key (a duplicate
- *	  key is the same error as the statement's), then close the table.
+ *	  key is the same error as the statement's), remember where (the row of
+ *	  batch_id of query id in table which: see RowTids), then close the
+ *	  table.
  */
 static void
-direct_insert(DirectRow *row)
+direct_insert(DirectRow *row, int32 id, int which, int64 batch_id)
 {
 	Relation	rel = row->pk.rel;
 	Relation	idx = row->pk.idx;
@@ -778,6 +987,7 @@ direct_insert(DirectRow *row)
 	}
 	index_insert(idx, ivalues, iisnull, &row->tup->t_self, rel, UNIQUE_CHECK_YES, false,
 				 BuildIndexInfo(idx));
+	row_tid_remember(id, which, batch_id, rel, &row->tup->t_self);
 	pk_close(&row->pk);
 }
 
@@ -847,13 +1057,13 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 	}
 	else
 	{
-		direct_trim(&off.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
-		direct_trim(&prog.pk, snap, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+		direct_trim(&off.pk, 0, snap, q->id, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
+		direct_trim(&prog.pk, 1, snap, q->id, v[0], v[24], r->batch_id - CQ_PROGRESS_KEEP);
 	}
 	PopActiveSnapshot();
 
-	direct_insert(&off);
-	direct_insert(&prog);
+	direct_insert(&off, q->id, 0, r->batch_id);
+	direct_insert(&prog, q->id, 1, r->batch_id);
 	CommandCounterIncrement();
 	return true;
 }

@@ -25,9 +25,13 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "store_setup.h"
+#include "inval.h"
 #include "citus.h"
 #include "state.h"
 
@@ -142,11 +146,11 @@ setup_layout(CqStore *st, Oid state_table)
 }
 
 /*
- * cq_store_setup_keys
+ * setup_keys
  *	  The state row's layout and the keys' hash and equality functions.
  */
-void
-cq_store_setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
+static void
+setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
 {
 	int			ng = cq_state_ngroup_cols(an);
 
@@ -208,8 +212,8 @@ plus_proc(Oid type)
  *	  compare with the type's default btree comparison and the column's
  *	  collation, as ExecEvalMinMax does.  Once per store and transaction.
  */
-void
-cq_store_setup_merge(CqStore *st, const char *kinds)
+static void
+setup_merge(CqStore *st, const char *kinds)
 {
 	Oid			proc;
 
@@ -263,8 +267,234 @@ cq_store_merges_in_c(Oid state_table, const char *kinds)
 	memset(&st, 0, sizeof(st));
 	st.cxt = CurrentMemoryContext;
 	setup_layout(&st, state_table);
-	cq_store_setup_merge(&st, kinds);
+	setup_merge(&st, kinds);
 	return st.cmerge;
+}
+
+/*
+ * What setup_keys and setup_merge decide for a query, kept for its next
+ * batches in this backend.
+ *
+ * A store is opened per batch (per transaction), and deciding its layout
+ * and functions again each time was ~9.5k instructions a small batch
+ * (the state table opened and its descriptor copied, the type cache and
+ * the operator look-ups, the FmgrInfos; bench/batch_cg.sh, session 36).
+ * What they decide depends on the state table's descriptor, on the
+ * analysis' keys (types, equality operators, collations, evictions) and
+ * merge kinds, which are compared, and on the catalogs of types,
+ * operators and functions: any invalidation of the state table (or of
+ * every relation) or of a pg_type, pg_operator, pg_proc, pg_opclass or
+ * pg_amproc entry makes the entries of every query decide again.  The
+ * FmgrInfos are then the ones the store calls (their fn_extra caches live
+ * as long as the entry).  An entry decided again keeps its old memory
+ * until the end of the transaction, which a store of it may still use.
+ */
+typedef struct SetupEntry
+{
+	int32		query_id;		/* hash key */
+	bool		valid;
+	uint64		inval_seen;		/* setup_inval count when filled */
+	MemoryContext cxt;
+	Oid			state_table;
+	int			ng;
+	bool		evicts;
+	Oid		   *types;			/* per key */
+	Oid		   *eqops;
+	Oid		   *colls;
+	CqStore		keys;			/* the fields setup_keys sets, in cxt */
+	bool		merge_done;		/* keys' merge fields set, for merge_kinds */
+	char	   *merge_kinds;	/* NULL: none */
+} SetupEntry;
+
+static HTAB *setups = NULL;
+static uint64 setup_invals = 0;
+
+/* Relation cache and syscache callbacks: every entry decides again. */
+static void
+setup_inval_rel(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	SetupEntry *e;
+
+	if (setups == NULL)
+		return;
+	setup_invals++;
+	hash_seq_init(&seq, setups);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (!OidIsValid(relid) || e->state_table == relid)
+			e->valid = false;
+}
+
+static void
+setup_inval_sys(Datum arg, int cacheid, uint32 hashvalue)
+{
+	setup_inval_rel(arg, InvalidOid);
+}
+
+/* The key inputs of an analysis, as setup_keys reads them. */
+static void
+key_inputs(CqAnalysis *an, int ng, int g, Oid *type, Oid *eqop, Oid *coll)
+{
+	*type = an->group_exprs ? exprType(list_nth(an->group_exprs, g)) : BOOLOID;
+	*eqop = an->group_exprs ? list_nth_oid(an->group_eqops, g) : BooleanEqualOperator;
+	*coll = an->group_exprs ? exprCollation(list_nth(an->group_exprs, g)) : InvalidOid;
+}
+
+/*
+ * setup_entry
+ *	  The entry of query q when it holds what setup_keys decides for q and
+ *	  an (hit), else the entry emptied for setup_keys to fill.
+ */
+static SetupEntry *
+setup_entry(CqQuery *q, CqAnalysis *an, int ng, bool *hit)
+{
+	SetupEntry *e;
+	bool		found;
+	bool		same;
+
+	if (setups == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int32);
+		ctl.entrysize = sizeof(SetupEntry);
+		ctl.hcxt = TopMemoryContext;
+		setups = hash_create("pg_cq store setups", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		cq_relcache_callback(setup_inval_rel, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, setup_inval_sys, (Datum) 0);
+		CacheRegisterSyscacheCallback(OPEROID, setup_inval_sys, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, setup_inval_sys, (Datum) 0);
+		CacheRegisterSyscacheCallback(CLAOID, setup_inval_sys, (Datum) 0);
+		CacheRegisterSyscacheCallback(AMPROCNUM, setup_inval_sys, (Datum) 0);
+	}
+	e = hash_search(setups, &q->id, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->valid = false;
+		e->cxt = NULL;
+	}
+	same = found && e->valid && e->state_table == q->state_table && e->ng == ng &&
+		e->evicts == cq_state_evicts(an);
+	for (int g = 0; same && g < ng; g++)
+	{
+		Oid			type,
+					eqop,
+					coll;
+
+		key_inputs(an, ng, g, &type, &eqop, &coll);
+		same = e->types[g] == type && e->eqops[g] == eqop && e->colls[g] == coll;
+	}
+	*hit = same;
+	if (same)
+		return e;
+	/* a store of this transaction may still use the old memory */
+	if (e->cxt != NULL)
+		MemoryContextSetParent(e->cxt, TopTransactionContext);
+	e->cxt = AllocSetContextCreate(TopMemoryContext, "pg_cq store setup", ALLOCSET_SMALL_SIZES);
+	e->valid = false;
+	e->inval_seen = setup_invals;
+	e->state_table = q->state_table;
+	e->ng = ng;
+	e->evicts = cq_state_evicts(an);
+	e->types = MemoryContextAlloc(e->cxt, sizeof(Oid) * Max(ng, 1));
+	e->eqops = MemoryContextAlloc(e->cxt, sizeof(Oid) * Max(ng, 1));
+	e->colls = MemoryContextAlloc(e->cxt, sizeof(Oid) * Max(ng, 1));
+	for (int g = 0; g < ng; g++)
+		key_inputs(an, ng, g, &e->types[g], &e->eqops[g], &e->colls[g]);
+	e->merge_done = false;
+	e->merge_kinds = NULL;
+	return e;
+}
+
+/* Copy the fields setup_keys (with merge: and setup_merge) sets from src to dst. */
+static void
+copy_setup(CqStore *dst, const CqStore *src, bool merge)
+{
+	dst->desc = src->desc;
+	dst->ng = src->ng;
+	dst->n_att = src->n_att;
+	dst->e_att = src->e_att;
+	dst->nparts = src->nparts;
+	dst->p_att = src->p_att;
+	dst->eq = src->eq;
+	dst->hashfn = src->hashfn;
+	dst->coll = src->coll;
+	dst->h_att = src->h_att;
+	dst->keyless = src->keyless;
+	dst->hproc = src->hproc;
+	if (!merge)
+		return;
+	dst->merge_ready = src->merge_ready;
+	dst->cmerge = src->cmerge;
+	dst->nplus = src->nplus;
+	dst->pkind = src->pkind;
+	dst->pfn = src->pfn;
+	dst->pcoll = src->pcoll;
+}
+
+/*
+ * cq_store_setup_keys
+ *	  The state row's layout and the keys' hash and equality functions
+ *	  (setup_keys), as decided for an earlier batch of the query when
+ *	  nothing they depend on changed since (see above).
+ */
+void
+cq_store_setup_keys(CqStore *st, CqQuery *q, CqAnalysis *an)
+{
+	int			ng = cq_state_ngroup_cols(an);
+	bool		hit;
+	SetupEntry *e = setup_entry(q, an, ng, &hit);
+	MemoryContext old;
+
+	if (hit)
+	{
+		copy_setup(st, &e->keys, false);
+		return;
+	}
+	memset(&e->keys, 0, sizeof(CqStore));
+	e->keys.cxt = e->cxt;
+	old = MemoryContextSwitchTo(e->cxt);
+	setup_keys(&e->keys, q, an);
+	MemoryContextSwitchTo(old);
+	/* an invalidation while it was decided (a catalog look-up took it): decide again next time */
+	e->valid = e->inval_seen == setup_invals;
+	copy_setup(st, &e->keys, false);
+}
+
+/*
+ * cq_store_setup_merge
+ *	  setup_merge, once per store and transaction, as decided for an
+ *	  earlier batch when st was set up from the same entry (its
+ *	  descriptor is the entry's) with the same kinds.
+ */
+void
+cq_store_setup_merge(CqStore *st, const char *kinds)
+{
+	SetupEntry *e = setups ? hash_search(setups, &st->key.query_id, HASH_FIND, NULL) : NULL;
+	MemoryContext old;
+
+	if (st->merge_ready)
+		return;
+	if (e == NULL || !e->valid || e->keys.desc != st->desc)
+	{
+		setup_merge(st, kinds);
+		return;
+	}
+	if (e->merge_done && (kinds == NULL ? e->merge_kinds == NULL :
+						  e->merge_kinds != NULL && strcmp(kinds, e->merge_kinds) == 0))
+	{
+		copy_setup(st, &e->keys, true);
+		return;
+	}
+	e->keys.merge_ready = false;
+	old = MemoryContextSwitchTo(e->cxt);
+	setup_merge(&e->keys, kinds);
+	e->merge_kinds = kinds ? pstrdup(kinds) : NULL;
+	MemoryContextSwitchTo(old);
+	e->merge_done = true;
+	e->valid = e->valid && e->inval_seen == setup_invals;
+	copy_setup(st, &e->keys, true);
 }
 
 static uint32 key_h(CqStore *st, Datum *values, bool *nulls);

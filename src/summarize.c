@@ -328,6 +328,7 @@ summarize_leaf(Oid relid, bool horizon)
 	SummarizedEntry *entry;
 	bool		found;
 	int64		last;
+	CqSecurity	sec;
 
 	if (att == InvalidAttrNumber)
 		return;
@@ -345,7 +346,8 @@ summarize_leaf(Oid relid, bool horizon)
 	memset(&key, 0, sizeof(key));
 	key.index = idx;
 	key.relfilenode = irel->rd_node.relNode;
-	index_close(irel, AccessShareLock);
+	/* kept, as the table's: the batch's scan of it takes the same lock (not released and taken again) */
+	index_close(irel, NoLock);
 
 	last = (int64) (nblocks / ppr) * ppr - ppr;
 	if (last < 0)
@@ -366,6 +368,7 @@ summarize_leaf(Oid relid, bool horizon)
 		return;
 	if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
 		return;
+	cq_security_superuser(&sec);
 	heap = table_open(relid, NoLock);
 	irel = index_open(idx, ShareUpdateExclusiveLock);
 	if (fast_summary_ok(irel))
@@ -395,24 +398,27 @@ summarize_leaf(Oid relid, bool horizon)
 	}
 	table_close(heap, NoLock);
 	UnlockRelationOid(relid, ShareUpdateExclusiveLock);
+	cq_security_restore(&sec);
 	entry->upto = last;
 }
 
 /*
  * summarize_source
  *	  Summarize the leaves of relid (itself, or a partitioned table's
- *	  partitions) as superuser (summarizing requires ownership), with or
- *	  without the scan horizon (summarize_leaf).
+ *	  partitions), with or without the scan horizon (summarize_leaf).
+ *	  Summarizing requires ownership: summarize_leaf takes the superuser
+ *	  section only when it summarizes, not for the look-ups that find
+ *	  nothing to do in most batches (~1.5k instructions a batch).
  */
 static void
 summarize_source(Oid relid, bool horizon)
 {
-	CqSecurity	sec;
+	char		relkind;
 
 	if (horizon)
 		cq_source_sample_horizon();
-	cq_security_superuser(&sec);
-	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+	relkind = get_rel_relkind(relid);
+	if (relkind == RELKIND_PARTITIONED_TABLE)
 	{
 		ListCell   *lc;
 
@@ -420,9 +426,8 @@ summarize_source(Oid relid, bool horizon)
 			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
 				summarize_leaf(lfirst_oid(lc), horizon);
 	}
-	else if (get_rel_relkind(relid) == RELKIND_RELATION)
+	else if (relkind == RELKIND_RELATION)
 		summarize_leaf(relid, horizon);
-	cq_security_restore(&sec);
 }
 
 /*
