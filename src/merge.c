@@ -372,22 +372,38 @@ cq_merge_chosen(int64 groups)
 	return cq_merge_max_groups < 0 || groups <= (int64) cq_merge_max_groups;
 }
 
-/* The path of each query's last batch in this backend (cq.explain). */
+/* The writer of each query's last batch in this backend (cq.explain). */
 typedef struct MergeLast
 {
 	int32		query_id;		/* hash key */
-	bool		merge;
+	CqTargetWriter writer;
 	int64		groups;
 } MergeLast;
 
 static HTAB *merge_last = NULL;
 
+/* How cq.explain and the DEBUG1 message name a writer. */
+static const char *
+writer_name(CqTargetWriter writer)
+{
+	switch (writer)
+	{
+		case CQ_WRITER_MERGE:
+			return "MERGE";
+		case CQ_WRITER_C:
+			return "the C writer";
+		case CQ_WRITER_UPSERT:
+			break;
+	}
+	return "the upsert statement";
+}
+
 /*
  * cq_merge_note
- *	  Remember the path a batch of the query took in this backend.
+ *	  Remember the writer a batch of the query took in this backend.
  */
 void
-cq_merge_note(int32 query_id, bool merge, int64 groups)
+cq_merge_note(int32 query_id, CqTargetWriter writer, int64 groups)
 {
 	MergeLast  *e;
 
@@ -401,18 +417,18 @@ cq_merge_note(int32 query_id, bool merge, int64 groups)
 		merge_last = hash_create("pg_cq merge paths", 16, &ctl, HASH_ELEM | HASH_BLOBS);
 	}
 	e = hash_search(merge_last, &query_id, HASH_ENTER, NULL);
-	e->merge = merge;
+	e->writer = writer;
 	e->groups = groups;
 	elog(DEBUG1, "pg_cq: the batch wrote its target by %s (%lld changed groups or new rows)",
-		 merge ? "MERGE" : "the upsert", (long long) groups);
+		 writer_name(writer), (long long) groups);
 }
 
 /*
  * cq_merge_last
- *	  The path of the query's last batch in this backend, if any.
+ *	  The writer of the query's last batch in this backend, if any.
  */
 bool
-cq_merge_last(int32 query_id, bool *merge, int64 *groups)
+cq_merge_last(int32 query_id, CqTargetWriter *writer, int64 *groups)
 {
 	MergeLast  *e;
 
@@ -421,37 +437,53 @@ cq_merge_last(int32 query_id, bool *merge, int64 *groups)
 	e = hash_search(merge_last, &query_id, HASH_FIND, NULL);
 	if (e == NULL)
 		return false;
-	*merge = e->merge;
+	*writer = e->writer;
 	*groups = e->groups;
 	return true;
 }
 
 /*
  * cq_merge_explain
- *	  cq.explain's comment on how the target is written: which path and why,
- *	  and the path of the last batch run in this session.
+ *	  cq.explain's comment on how the target is written: which writer and
+ *	  why, and the writer of the last batch run in this session.  store:
+ *	  the query is on the store; c_writer: its batches may write the
+ *	  target from C (cq_target_update), which then comes first.
  */
 char *
-cq_merge_explain(int32 query_id, bool eligible, const char *why, bool store)
+cq_merge_explain(int32 query_id, bool eligible, const char *why, bool store, bool c_writer)
 {
 	StringInfoData buf;
-	bool		merge;
+	CqTargetWriter writer;
 	int64		groups;
 
 	initStringInfo(&buf);
+	appendStringInfoString(&buf, "-- target write: ");
+	if (c_writer)
+		appendStringInfo(&buf, "the C writer (src/store_update.c) where the target qualifies,\n"
+						 "-- checked in every batch (a plain table whose only index is pg_cq's key-hash\n"
+						 "-- index, without triggers, rules, row-level security, CHECK, generated or\n"
+						 "-- identity columns, its privileges granted to the owner): it measured faster\n"
+						 "-- than both statements (bench/README.md, MERGE)%s; otherwise\n-- ",
+						 cq_target_update_in_c ? "" : ", but cq.target_update_in_c\n-- is off");
 	if (!eligible)
-		appendStringInfo(&buf, "-- target write: the upsert, not MERGE: %s\n", why);
+		appendStringInfo(&buf, "the upsert statement, not MERGE: %s\n", why);
 	else
-		appendStringInfo(&buf, "-- target write: MERGE (statement below) when the batch %s at most\n"
-						 "-- cq.merge_max_groups = %d (-1: always, 0: never), else the upsert: MERGE was\n"
-						 "-- faster at 1,000 changed groups and twice as slow at 10,000 on a quiet machine\n"
-						 "-- (bench/README.md, MERGE); it compares\n"
-						 "-- the keys with plain equality, and %s\n",
-						 store ? "changed" : "has new rows (each changes one group)",
-						 cq_merge_max_groups, why);
-	if (cq_merge_last(query_id, &merge, &groups))
+	{
+		if (cq_merge_max_groups < 0)
+			appendStringInfoString(&buf, "MERGE (statement below) in every batch (cq.merge_max_groups = -1)");
+		else if (cq_merge_max_groups == 0)
+			appendStringInfoString(&buf, "the upsert statement, not MERGE (cq.merge_max_groups = 0)");
+		else
+			appendStringInfo(&buf, "MERGE (statement below) when the batch %s at most\n"
+							 "-- cq.merge_max_groups = %d, else the upsert statement",
+							 store ? "changed" : "has new rows (each changes one group)",
+							 cq_merge_max_groups);
+		appendStringInfo(&buf, ":\n-- MERGE measured at least as fast as the upsert statement (bench/README.md, MERGE).\n"
+						 "-- It compares the keys with plain equality, and %s\n", why);
+	}
+	if (cq_merge_last(query_id, &writer, &groups))
 		appendStringInfo(&buf, "-- last batch in this session: %s (" INT64_FORMAT " %s)\n",
-						 merge ? "MERGE" : "the upsert", groups,
+						 writer_name(writer), groups,
 						 store ? "changed groups" : "new rows");
 	return buf.data;
 }
