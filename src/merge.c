@@ -24,17 +24,22 @@
  * is NULL: the path is taken only when every key is provably NOT NULL
  * (cq_merge_eligible), else the upsert, whose comparison is null-safe.
  *
- * Measured (bench/merge.sh, bench/README.md "MERGE"; bench/store.sh on a
- * quiet machine): on the store, with its statement planned for the batch's
- * size, MERGE's target statement took 7.3 ms against the upsert's 9.2 ms
- * for 1,000 changed groups of 100,000, but 134 ms against 55-59 ms for
- * 10,000 (the loaded runs of merge.sh had put the break-even beyond
- * 100,000).  So a batch takes MERGE only when it changes at most
- * cq.merge_max_groups groups (default 1,000): on the store the changed groups are counted
- * before the target statement; on the table path the batch's new rows are
- * counted first and bound them (one new row changes at most one group in
- * a query without joins or set-returning functions; other queries on the
- * table path keep the upsert).
+ * Which writer a batch takes, as measured (bench/merge.sh, session 38;
+ * bench/README.md "MERGE"; CPU of CALL cq.run, 1k-300k changed groups of
+ * 4k- and 1M-group targets): on the store, the C writer (store_update.c)
+ * first wherever the target qualifies, whatever the keys: it was the
+ * fastest, or within 1%, in 11 of 12 rows (0.56-1.01x MERGE's target
+ * write; once 1.07x the upsert statement's), so store_fold.c tries it
+ * before MERGE.  Otherwise MERGE where every key is NOT NULL:
+ * against the upsert statement it took 0.68-1.12x the store's target write
+ * and 0.84-1.24x the table path's batch, no crossover up to 300k changed
+ * groups, so cq.merge_max_groups defaults to -1, every batch (a positive
+ * value limits it: on the store the changed groups are counted before the
+ * target write; on the table path the batch's new rows are counted first,
+ * a scan more, and bound them).  On the table path only queries without
+ * joins or set-returning functions, whose new rows bound the changed
+ * groups, have a MERGE statement (plan.c); the others keep the upsert.  The
+ * writer of each batch is noted for cq.explain (cq_merge_note).
  *
  *-------------------------------------------------------------------------
  */
