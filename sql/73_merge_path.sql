@@ -1,8 +1,10 @@
 -- Issue 12 goal 7: update mode writes its target by MERGE when every key is
 -- provably NOT NULL and the batch is small (cq.merge_max_groups), else by
--- the upsert.  Each query runs as four twins: on the store (_m) and on a
--- state table (_t), each also forced to the upsert (_mu, _tu:
--- cq.merge_max_groups = 0 for their batches).  Over random batches (rows
+-- the upsert.  Each query runs as four twins: on the store (_m, with
+-- cq.target_update_in_c off: the C writer, which the store takes first
+-- where the target qualifies, sql/171_merge_path.sql, would take every
+-- batch) and on a state table (_t), each also forced off MERGE (_mu: the C
+-- writer, _tu: the upsert; cq.merge_max_groups = 0 for their batches).  Over random batches (rows
 -- entering and leaving HAVING, rows deleted from the targets by hand,
 -- windows closed by the watermark, a join with a static table) every twin
 -- equals the others row for row as text, with the same metrics, and the
@@ -32,7 +34,7 @@ CREATE FUNCTION mp_rows(n int, t0 timestamptz) RETURNS void LANGUAGE sql AS $$
 $$;
 -- the path of a query's last batch in this session, as cq.explain says
 CREATE FUNCTION mp_path(qname text) RETURNS text LANGUAGE sql AS $$
-  SELECT (regexp_match(cq.explain(qname), '-- last batch in this session: (MERGE|the upsert)'))[1]
+  SELECT (regexp_match(cq.explain(qname), '-- last batch in this session: (MERGE|the upsert statement|the C writer)'))[1]
 $$;
 -- the metrics of a query's batches
 CREATE FUNCTION mp_metrics(qname text) RETURNS TABLE (batch_id bigint, i bigint, t bigint, u bigint, r bigint,
@@ -66,10 +68,10 @@ SELECT name || s.suffix AS query,
 -- which path each query may take, and why
 SELECT name, line
   FROM cq.queries, regexp_split_to_table(cq.explain(name), E'\n') AS line
- WHERE name ~ '^mp_[a-z]_(m|t)$' AND line ~ '^-- (target write|the keys)'
+ WHERE name ~ '^mp_[a-z]_(m|t)$' AND line ~ '^-- (target write|MERGE \(statement|the upsert statement|It compares)'
  ORDER BY name, line;
 
-CREATE TABLE mp_log (batch int, name text, suffix text, path text, input bigint, updated bigint);
+CREATE TABLE mp_log (batch int, name text, suffix text, path text, input bigint, updated bigint, all_new boolean);
 CREATE TABLE mp_bad (batch int, name text, twin text, bad bigint);
 DO $$
 DECLARE
@@ -93,15 +95,19 @@ BEGIN
     FOR q IN SELECT * FROM mp_queries ORDER BY name LOOP
       FOREACH s IN ARRAY ARRAY['_m', '_mu', '_t', '_tu'] LOOP
         PERFORM set_config('cq.merge_max_groups', CASE WHEN s LIKE '%u' THEN '0' ELSE '8' END, false);
+        PERFORM set_config('cq.target_update_in_c', CASE WHEN s = '_m' THEN 'off' ELSE 'on' END, false);
         CALL cq.run(q.name || s);
         -- the last batch that ran a target statement (on the store: one
         -- that changed or evicted groups), which cq.explain's path is of
         INSERT INTO mp_log
-        SELECT b, q.name, s, mp_path(q.name || s), m.i, m.u
-          FROM mp_metrics(q.name || s) m WHERE s LIKE '\_t%' OR m.u > 0 OR m.r > 0
+        SELECT b, q.name, s, mp_path(q.name || s), m.i, m.u, m.u > 0 AND m.r = 0 AND m.u = m.new
+          FROM (SELECT x.*, x.t - coalesce(lag(x.t) OVER (ORDER BY x.batch_id), 0) + x.r AS new
+                  FROM mp_metrics(q.name || s) x) m
+         WHERE s LIKE '\_t%' OR m.u > 0 OR m.r > 0
          ORDER BY m.batch_id DESC LIMIT 1;
       END LOOP;
       PERFORM set_config('cq.merge_max_groups', '10000', false);
+      PERFORM set_config('cq.target_update_in_c', 'on', false);
       INSERT INTO mp_bad
       SELECT b, q.name, x.twin, twin_bad((q.name || '_m')::regclass, (q.name || x.twin)::regclass)
         FROM (VALUES ('_mu'), ('_t'), ('_tu')) x(twin);
@@ -127,19 +133,24 @@ SELECT (SELECT count(*) FROM (SELECT k FROM mp_src GROUP BY k HAVING sum(v) <= 0
        (SELECT sum(d) FROM mp_metrics('mp_w_m')) > 0 AS late_rows_dropped;
 -- the paths taken (batch 0 loads the target: no path): MERGE exactly when
 -- the batch changed at most 8 groups (store) or had at most 8 new rows
--- (table), the upsert when forced, neither noted (no MERGE possible) with
--- a key that may be NULL or a join on the table path; both paths taken
+-- (table), the C writer (store) or the upsert (table) when forced, the
+-- upsert statement or the C writer on the store with a key that may be
+-- NULL, no path noted (no MERGE possible) with a key that may be NULL or a
+-- join on the table path, and on the store a batch whose changed groups
+-- are all new, none evicted, loaded from C (cq.bulk_load) whatever the
+-- writer; both statements taken
 -- where MERGE may be (but by the window query on the table path, whose
 -- last batch in each run is the no-data batch that closes windows: no new
 -- rows, MERGE)
 SELECT name, suffix,
        count(*) FILTER (WHERE path = 'MERGE') > 0 AS took_merge,
-       count(*) FILTER (WHERE path = 'the upsert') > 0 AS took_upsert,
+       count(*) FILTER (WHERE path = 'the upsert statement') > 0 AS took_upsert,
        bool_and(path IS NOT DISTINCT FROM
-                CASE WHEN name = 'mp_g' OR (name = 'mp_j' AND suffix IN ('_t', '_tu')) THEN NULL
-                     WHEN suffix LIKE '%u' THEN 'the upsert'
+                CASE WHEN suffix = '_mu' OR (suffix = '_m' AND all_new) THEN 'the C writer'
+                     WHEN (name = 'mp_g' OR name = 'mp_j') AND suffix IN ('_t', '_tu') THEN NULL
+                     WHEN name = 'mp_g' OR suffix LIKE '%u' THEN 'the upsert statement'
                      WHEN (CASE WHEN suffix = '_m' THEN updated ELSE input END) <= 8 THEN 'MERGE'
-                     ELSE 'the upsert' END) AS as_sized
+                     ELSE 'the upsert statement' END) AS as_sized
   FROM mp_log WHERE batch > 1 GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- rows whose values did not change are not rewritten (as by the upsert)
@@ -166,14 +177,19 @@ SELECT mismatches('mp_x_m', 'SELECT k, max(v) AS mx FROM mp_src2 GROUP BY k') AS
 CREATE TABLE mp_src3 (a int, v int);
 SELECT cq.create_query('mp_n', 'SELECT a + 0 AS a, count(*) AS n FROM mp_src3 GROUP BY a + 0', output_mode => 'update',
                        "trigger" => 'available_now') IS NOT NULL AS created;
-SELECT line FROM regexp_split_to_table(cq.explain('mp_n'), E'\n') AS line WHERE line ~ '^-- (target write|the keys)';
+SELECT line FROM regexp_split_to_table(cq.explain('mp_n'), E'\n') AS line
+ WHERE line ~ '^-- (target write|MERGE \(statement|the upsert statement|It compares)';
 ALTER TABLE mp_n ALTER COLUMN a SET NOT NULL;
-SELECT line FROM regexp_split_to_table(cq.explain('mp_n'), E'\n') AS line WHERE line ~ '^-- (target write|the keys)';
+SELECT line FROM regexp_split_to_table(cq.explain('mp_n'), E'\n') AS line
+ WHERE line ~ '^-- (target write|MERGE \(statement|the upsert statement|It compares)';
+-- (with the C writer off: on the store it comes first where it applies)
+SET cq.target_update_in_c = off;
 INSERT INTO mp_src3 SELECT i % 3, i FROM generate_series(1, 10) i;
 CALL cq.run('mp_n');
 INSERT INTO mp_src3 SELECT i % 4, i FROM generate_series(1, 10) i;
 CALL cq.run('mp_n');
 SELECT mp_path('mp_n') AS path, mismatches('mp_n', 'SELECT a + 0 AS a, count(*) AS n FROM mp_src3 GROUP BY a + 0') AS m;
+RESET cq.target_update_in_c;
 
 SELECT cq.drop_query(name, drop_target => true) IS NOT NULL AS dropped
   FROM cq.queries WHERE name LIKE 'mp\_%' ORDER BY name;

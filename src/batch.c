@@ -788,7 +788,7 @@ fold(OwnerBatch *ob)
 	{
 		bool		merge = cq_merge_chosen(ob->nodata ? 0 : ob->input_rows);
 
-		cq_merge_note(in->q->id, merge, ob->nodata ? 0 : ob->input_rows);
+		cq_merge_note(in->q->id, merge ? CQ_WRITER_MERGE : CQ_WRITER_UPSERT, ob->nodata ? 0 : ob->input_rows);
 		if (merge)
 		{
 			fold_merge(ob);
@@ -851,8 +851,8 @@ fold_store(OwnerBatch *ob)
 	res->state_total -= res->state_removed;
 	res->dropped_by_watermark = m.dropped;
 	res->output_rows = m.output_rows;
-	if (in->plan->store.sink_merge != NULL && !in->history && m.wrote)
-		cq_merge_note(in->q->id, m.by_merge, m.updated);
+	if (!in->history && m.wrote && cq_merge_applies(in->an, in->q))
+		cq_merge_note(in->q->id, m.by_merge ? CQ_WRITER_MERGE : m.by_c ? CQ_WRITER_C : CQ_WRITER_UPSERT, m.updated);
 	if (in->plan->single_scan && !ob->nodata)
 	{
 		ob->input_rows = m.input_rows;

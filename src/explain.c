@@ -102,7 +102,7 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	append_state_path(&buf, q);
 	if (cq_merge_applies(an, q))
 		appendStringInfoString(&buf, cq_merge_explain(q->id, plan->batch_sql_merge != NULL,
-													  plan->merge_why, false));
+													  plan->merge_why, false, false));
 	append_settings(&buf, q, "this statement");
 	if (cq_citus_per_node_offsets(q->source))
 		appendStringInfoString(&buf,
@@ -231,7 +231,7 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	append_state_path(&buf, q);
 	if (cq_merge_applies(an, q))
 		appendStringInfoString(&buf, cq_merge_explain(q->id, sql->sink_merge != NULL,
-													  plan->merge_why, true));
+													  plan->merge_why, true, sql->load_changed != NULL));
 	appendStringInfo(&buf, "-- the groups' state rows (of the row type of %s, which holds the\n"
 					 "-- store's image) are in pg_cq's shared-memory store\n", state);
 	append_store_now(&buf, q);
@@ -297,8 +297,9 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 		sink_step = step - 1;
 		if (sql->sink_merge != NULL)
 		{
-			appendStringInfo(&buf, "\n-- %d. MERGE: instead of statement %d when the batch changed at most\n"
-							 "-- cq.merge_max_groups groups: the same rows written, from the same m\n",
+			appendStringInfo(&buf, "\n-- %d. MERGE: instead of statement %d when the C writer does not write the\n"
+							 "-- batch's groups and cq.merge_max_groups allows it (target write, above): the\n"
+							 "-- same rows written, from the same m\n",
 							 step, sink_step);
 			step++;
 			appendStringInfo(&buf, "%s;\n", sql->sink_merge);

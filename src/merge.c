@@ -24,17 +24,22 @@
  * is NULL: the path is taken only when every key is provably NOT NULL
  * (cq_merge_eligible), else the upsert, whose comparison is null-safe.
  *
- * Measured (bench/merge.sh, bench/README.md "MERGE"; bench/store.sh on a
- * quiet machine): on the store, with its statement planned for the batch's
- * size, MERGE's target statement took 7.3 ms against the upsert's 9.2 ms
- * for 1,000 changed groups of 100,000, but 134 ms against 55-59 ms for
- * 10,000 (the loaded runs of merge.sh had put the break-even beyond
- * 100,000).  So a batch takes MERGE only when it changes at most
- * cq.merge_max_groups groups (default 1,000): on the store the changed groups are counted
- * before the target statement; on the table path the batch's new rows are
- * counted first and bound them (one new row changes at most one group in
- * a query without joins or set-returning functions; other queries on the
- * table path keep the upsert).
+ * Which writer a batch takes, as measured (bench/merge.sh, session 38;
+ * bench/README.md "MERGE"; CPU of CALL cq.run, 1k-300k changed groups of
+ * 4k- and 1M-group targets): on the store, the C writer (store_update.c)
+ * first wherever the target qualifies, whatever the keys: it was the
+ * fastest, or within 1%, in 11 of 12 rows (0.56-1.01x MERGE's target
+ * write; once 1.07x the upsert statement's), so store_fold.c tries it
+ * before MERGE.  Otherwise MERGE where every key is NOT NULL:
+ * against the upsert statement it took 0.68-1.12x the store's target write
+ * and 0.84-1.24x the table path's batch, no crossover up to 300k changed
+ * groups, so cq.merge_max_groups defaults to -1, every batch (a positive
+ * value limits it: on the store the changed groups are counted before the
+ * target write; on the table path the batch's new rows are counted first,
+ * a scan more, and bound them).  On the table path only queries without
+ * joins or set-returning functions, whose new rows bound the changed
+ * groups, have a MERGE statement (plan.c); the others keep the upsert.  The
+ * writer of each batch is noted for cq.explain (cq_merge_note).
  *
  *-------------------------------------------------------------------------
  */
@@ -372,22 +377,38 @@ cq_merge_chosen(int64 groups)
 	return cq_merge_max_groups < 0 || groups <= (int64) cq_merge_max_groups;
 }
 
-/* The path of each query's last batch in this backend (cq.explain). */
+/* The writer of each query's last batch in this backend (cq.explain). */
 typedef struct MergeLast
 {
 	int32		query_id;		/* hash key */
-	bool		merge;
+	CqTargetWriter writer;
 	int64		groups;
 } MergeLast;
 
 static HTAB *merge_last = NULL;
 
+/* How cq.explain and the DEBUG1 message name a writer. */
+static const char *
+writer_name(CqTargetWriter writer)
+{
+	switch (writer)
+	{
+		case CQ_WRITER_MERGE:
+			return "MERGE";
+		case CQ_WRITER_C:
+			return "the C writer";
+		case CQ_WRITER_UPSERT:
+			break;
+	}
+	return "the upsert statement";
+}
+
 /*
  * cq_merge_note
- *	  Remember the path a batch of the query took in this backend.
+ *	  Remember the writer a batch of the query took in this backend.
  */
 void
-cq_merge_note(int32 query_id, bool merge, int64 groups)
+cq_merge_note(int32 query_id, CqTargetWriter writer, int64 groups)
 {
 	MergeLast  *e;
 
@@ -401,18 +422,18 @@ cq_merge_note(int32 query_id, bool merge, int64 groups)
 		merge_last = hash_create("pg_cq merge paths", 16, &ctl, HASH_ELEM | HASH_BLOBS);
 	}
 	e = hash_search(merge_last, &query_id, HASH_ENTER, NULL);
-	e->merge = merge;
+	e->writer = writer;
 	e->groups = groups;
 	elog(DEBUG1, "pg_cq: the batch wrote its target by %s (%lld changed groups or new rows)",
-		 merge ? "MERGE" : "the upsert", (long long) groups);
+		 writer_name(writer), (long long) groups);
 }
 
 /*
  * cq_merge_last
- *	  The path of the query's last batch in this backend, if any.
+ *	  The writer of the query's last batch in this backend, if any.
  */
 bool
-cq_merge_last(int32 query_id, bool *merge, int64 *groups)
+cq_merge_last(int32 query_id, CqTargetWriter *writer, int64 *groups)
 {
 	MergeLast  *e;
 
@@ -421,37 +442,53 @@ cq_merge_last(int32 query_id, bool *merge, int64 *groups)
 	e = hash_search(merge_last, &query_id, HASH_FIND, NULL);
 	if (e == NULL)
 		return false;
-	*merge = e->merge;
+	*writer = e->writer;
 	*groups = e->groups;
 	return true;
 }
 
 /*
  * cq_merge_explain
- *	  cq.explain's comment on how the target is written: which path and why,
- *	  and the path of the last batch run in this session.
+ *	  cq.explain's comment on how the target is written: which writer and
+ *	  why, and the writer of the last batch run in this session.  store:
+ *	  the query is on the store; c_writer: its batches may write the
+ *	  target from C (cq_target_update), which then comes first.
  */
 char *
-cq_merge_explain(int32 query_id, bool eligible, const char *why, bool store)
+cq_merge_explain(int32 query_id, bool eligible, const char *why, bool store, bool c_writer)
 {
 	StringInfoData buf;
-	bool		merge;
+	CqTargetWriter writer;
 	int64		groups;
 
 	initStringInfo(&buf);
+	appendStringInfoString(&buf, "-- target write: ");
+	if (c_writer)
+		appendStringInfo(&buf, "the C writer (src/store_update.c) where the target qualifies,\n"
+						 "-- checked in every batch (a plain table whose only index is pg_cq's key-hash\n"
+						 "-- index, without triggers, rules, row-level security, CHECK, generated or\n"
+						 "-- identity columns, its privileges granted to the owner): it measured faster\n"
+						 "-- than both statements (bench/README.md, MERGE)%s; otherwise\n-- ",
+						 cq_target_update_in_c ? "" : ", but cq.target_update_in_c\n-- is off");
 	if (!eligible)
-		appendStringInfo(&buf, "-- target write: the upsert, not MERGE: %s\n", why);
+		appendStringInfo(&buf, "the upsert statement, not MERGE: %s\n", why);
 	else
-		appendStringInfo(&buf, "-- target write: MERGE (statement below) when the batch %s at most\n"
-						 "-- cq.merge_max_groups = %d (-1: always, 0: never), else the upsert: MERGE was\n"
-						 "-- faster at 1,000 changed groups and twice as slow at 10,000 on a quiet machine\n"
-						 "-- (bench/README.md, MERGE); it compares\n"
-						 "-- the keys with plain equality, and %s\n",
-						 store ? "changed" : "has new rows (each changes one group)",
-						 cq_merge_max_groups, why);
-	if (cq_merge_last(query_id, &merge, &groups))
+	{
+		if (cq_merge_max_groups < 0)
+			appendStringInfoString(&buf, "MERGE (statement below) in every batch (cq.merge_max_groups = -1)");
+		else if (cq_merge_max_groups == 0)
+			appendStringInfoString(&buf, "the upsert statement, not MERGE (cq.merge_max_groups = 0)");
+		else
+			appendStringInfo(&buf, "MERGE (statement below) when the batch %s at most\n"
+							 "-- cq.merge_max_groups = %d, else the upsert statement",
+							 store ? "changed" : "has new rows (each changes one group)",
+							 cq_merge_max_groups);
+		appendStringInfo(&buf, ":\n-- MERGE measured at least as fast as the upsert statement (bench/README.md, MERGE).\n"
+						 "-- It compares the keys with plain equality, and %s\n", why);
+	}
+	if (cq_merge_last(query_id, &writer, &groups))
 		appendStringInfo(&buf, "-- last batch in this session: %s (" INT64_FORMAT " %s)\n",
-						 merge ? "MERGE" : "the upsert", groups,
+						 writer_name(writer), groups,
 						 store ? "changed groups" : "new rows");
 	return buf.data;
 }

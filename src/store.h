@@ -65,6 +65,7 @@ typedef struct CqStoreMetrics
 	int64		output_rows;
 	bool		wrote;			/* a target statement ran */
 	bool		by_merge;		/* and it was sink_merge */
+	bool		by_c;			/* or the rows were written from C */
 	/* CqStoreSql.counts: the batch's rows and event-time statistics */
 	int64		input_rows;
 	bool		has_event_time;

@@ -1084,18 +1084,7 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 		register_enr("x", xd, xts);
 		metrics->enr_ms = cq_store_cpu_ms() - t0;
 		t0 = cq_store_cpu_ms();
-		/* update mode, keys NOT NULL, a small batch: MERGE (merge.c) */
 		metrics->wrote = true;
-		if (!history && sql->sink_merge != NULL && cq_merge_chosen(m))
-		{
-			if (SPI_execute_plan(cq_spi_plan_rows(sql->sink_merge, 0, NULL,
-												  tuplestore_tuple_count(mo.ts) + list_length(x)),
-								 NULL, NULL, false, 0) != SPI_OK_MERGE)
-				elog(ERROR, "pg_cq: target statement failed");
-			metrics->output_rows = (int64) SPI_processed;
-			metrics->by_merge = true;
-		}
-		else
 		{
 			/*
 			 * no new group: the statement without o1 (its other INSERT into
@@ -1113,7 +1102,13 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 			else if (!history && x == NIL && sql->sink_new != NULL &&
 					 mo.ins == (int64) tuplestore_tuple_count(mo.ts) && !update_triggers)
 				sink = sql->sink_new;
-			/* its rows written from C where they can be (store_load.c, store_update.c) */
+
+			/*
+			 * its rows written from C where they can be (store_load.c,
+			 * store_update.c): measured faster than both statements
+			 * (merge.c); else MERGE for a small batch with keys NOT NULL;
+			 * else the statement
+			 */
 			if (sink == sql->sink_new &&
 				cq_target_load_new(sql, st->desc, st->coll, tuplestore_tuple_count(mo.ts),
 								   &metrics->output_rows))
@@ -1122,16 +1117,28 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 					 cq_target_update(sql, st->desc, st->eq, st->coll, tuplestore_tuple_count(mo.ts),
 									  sink == sql->sink, &metrics->output_rows))
 				rc = SPI_OK_FINISH;
+			else if (!history && sql->sink_merge != NULL && cq_merge_chosen(m))
+			{
+				rc = SPI_execute_plan(cq_spi_plan_rows(sql->sink_merge, 0, NULL,
+													   tuplestore_tuple_count(mo.ts) + list_length(x)),
+									  NULL, NULL, false, 0);
+				if (rc != SPI_OK_MERGE)
+					elog(ERROR, "pg_cq: target statement failed");
+				metrics->output_rows = (int64) SPI_processed;
+				metrics->by_merge = true;
+				sink = sql->sink_merge;
+			}
 			else
 				rc = SPI_execute_plan(cq_spi_plan_rows(sink, 0, NULL,
 													   tuplestore_tuple_count(mo.ts) + list_length(x)),
 									  NULL, NULL, false, 0);
+			metrics->by_c = (rc == SPI_OK_FINISH);
 			if (rc == SPI_OK_INSERT)
 				metrics->output_rows = SPI_processed;	/* a plain INSERT (batch 0) */
 			else if (rc == SPI_OK_SELECT && SPI_processed == 1)
 				metrics->output_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 																   SPI_tuptable->tupdesc, 1, &on));
-			else if (rc != SPI_OK_FINISH)	/* written from C: output_rows set */
+			else if (rc != SPI_OK_FINISH && rc != SPI_OK_MERGE)	/* from C or MERGE: set */
 				elog(ERROR, "pg_cq: target statement failed");
 		}
 		unregister_enr("m");
