@@ -56,6 +56,9 @@
 #   BENCH_FOLD_SPANS="80 20000"   scenario 3: minutes of event time (~4k, ~1M groups)
 #   BENCH_FOLD_STORAGES=default BENCH_FOLD_WORK_MEM=4MB   bench/fold.sh's cells ("default unlogged", "4MB 64MB": all)
 #   BENCH_INGEST="multi:1 multi:2"   scenario 4: KIND:CLIENTS (single|multi)
+#   BENCH_INGEST_PAUSED=0   scenario 4: 1 = the writers run with ing_agg paused
+#                           (resumed after the last run, to fold the backlog):
+#                           their CPU per row without the fold beside them
 #   BENCH_PGBENCH_SECS=3    seconds per pgbench run (scenario 4, write_path)
 #   BENCH_PGBENCH_ROUNDS=7  tracked/untracked pairs per config (ratio = median of pair ratios)
 #   BENCH_LAT_RATES="100 1000 10000" BENCH_LAT_SECS="20 20 20"   scenario 5 (bench/latency.sh)
@@ -439,6 +442,7 @@ ingest() {
     for cfg in "${ING_CONFIGS[@]}"; do
         IFS='|' read -r label kind c <<<"$cfg"
         psql_run "CHECKPOINT;" >/dev/null
+        [[ "${BENCH_INGEST_PAUSED:-0}" != 1 ]] || psql_run "SELECT cq.pause('ing_agg');" >/dev/null
         local tt=() tu=() ratios=()
         declare -A cpu=([ing_tracked]=0 [ing_untracked]=0) W0=()
         rows_t0=$(psql_val "SELECT count(*) FROM ing_tracked"); rows_u0=$(psql_val "SELECT count(*) FROM ing_untracked")
@@ -471,6 +475,7 @@ ingest() {
         ING_U[$label]=$(median "${tu[@]}")
         ING_R[$label]=$(median "${ratios[@]}")
         # goal 3: the query caught up at the end (the workers, no CALL)
+        [[ "${BENCH_INGEST_PAUSED:-0}" != 1 ]] || psql_run "SELECT cq.resume('ing_agg');" >/dev/null
         t0=$SECONDS caught=""
         for _ in $(seq 1 6000); do
             if [[ "$(psql_val "SELECT (SELECT coalesce(sum(n), 0) FROM ing_agg) = (SELECT count(*) FROM ing_tracked)")" == t ]]; then
