@@ -94,9 +94,10 @@ struct CqRowLoad
  *	  rel takes an INSERT as a heap insert and nothing else: a plain table
  *	  (not a Citus table, whose rows live in its shards) without triggers,
  *	  rules, row-level security, CHECK constraints, generated or identity
- *	  columns, on which the current user holds INSERT, and without indexes
- *	  but index (one cq_rowload_buildable_index found, which the load
- *	  builds from the keys it writes).
+ *	  columns, on which the current user holds INSERT, and USAGE on its
+ *	  schema (the statement names the table: without it, its error), and
+ *	  without indexes but index (one cq_rowload_buildable_index found,
+ *	  which the load builds from the keys it writes).
  */
 bool
 cq_rowload_plain_table(Relation rel, Oid index)
@@ -105,7 +106,8 @@ cq_rowload_plain_table(Relation rel, Oid index)
 
 	if (!cq_rel_takes_heap_inserts(rel) ||
 		cq_citus_kind(RelationGetRelid(rel)) != CQ_CITUS_NONE ||
-		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK ||
+		pg_namespace_aclcheck(RelationGetNamespace(rel), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
 		return false;
 	indexes = RelationGetIndexList(rel);
 	return indexes == NIL ||
