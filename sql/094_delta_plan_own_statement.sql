@@ -40,9 +40,10 @@ CREATE TABLE dp_q WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
   SELECT k, count(*) AS n, sum(dp_f(v)) AS s FROM dp_src GROUP BY k;
 CALL cq.run('dp_q');
 SELECT state_path FROM cq.queries WHERE name = 'dp_q';
--- d's statement, as the batch runs it
-UPDATE dp_probe SET dtext = substring(cq.explain('dp_q') from E'the aggregates'' arguments\n(.*?);\n\n');
-SELECT dtext LIKE 'SELECT %' AS has_statement FROM dp_probe;
+-- d's statement, as the batch runs it (d itself: dp_f is volatile, so the
+-- new rows are not grouped in C, sql/177)
+UPDATE dp_probe SET dtext = substring(cq.explain('dp_q') from E'one row per group, as state\n-- rows\n(.*?);\n\n');
+SELECT dtext LIKE 'WITH d AS (SELECT %' AS has_statement FROM dp_probe;
 
 -- two transactions' rows on the first page; the probe's range: the second's xid
 INSERT INTO dp_src SELECT 1, g FROM generate_series(1, 50) g;

@@ -32,7 +32,9 @@
  *			hash h (NULL in d: the store computes it)
  *	not		without keys (d returns a row for no input), DISTINCT, FILTER,
  *			event-time statistics, windows (e), joins, Citus sources, other
- *			aggregates
+ *			aggregates, a volatile function anywhere in the query (d would
+ *			call it again for the rows scanned when the groups outgrow
+ *			memory)
  *
  * Both produce the same rows: count as int8; the sum is numagg.c's state
  * and final; min and max keep the value cq_numeric_smaller/larger keep
@@ -49,6 +51,7 @@
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "miscadmin.h"
@@ -232,8 +235,15 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 
 	sql->delta_c = NULL;
 	sql->deltagg = NULL;
-	/* a Citus source: d's aggregation runs on its workers, not its rows here */
+	/*
+	 * A Citus source: d's aggregation runs on its workers, not its rows
+	 * here.  A volatile function anywhere in the query: when the groups
+	 * outgrow memory the scan stops and d reads the rows again
+	 * (cq_deltagg_end), which would call it again for the rows already
+	 * scanned (a nextval() advanced twice); d alone calls it once a row.
+	 */
 	if (ng == 0 || an->distinct_sets != NIL || an->join_delta_sql != NULL || an->is_dedup ||
+		contain_volatile_functions((Node *) an->query) ||
 		(an->single_scan && an->et_attno != InvalidAttrNumber) ||
 		cq_citus_kind(an->source_relid) != CQ_CITUS_NONE)
 		return;

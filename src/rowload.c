@@ -43,6 +43,7 @@
 #include "catalog/pg_type.h"
 #include "commands/tablecmds.h"
 #include "executor/tuptable.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/buffile.h"
@@ -52,7 +53,9 @@
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/timestamp.h"
 
 #include "rowload.h"
@@ -94,9 +97,10 @@ struct CqRowLoad
  *	  rel takes an INSERT as a heap insert and nothing else: a plain table
  *	  (not a Citus table, whose rows live in its shards) without triggers,
  *	  rules, row-level security, CHECK constraints, generated or identity
- *	  columns, on which the current user holds INSERT, and without indexes
- *	  but index (one cq_rowload_buildable_index found, which the load
- *	  builds from the keys it writes).
+ *	  columns, on which the current user holds INSERT, and USAGE on its
+ *	  schema (the statement names the table: without it, its error), and
+ *	  without indexes but index (one cq_rowload_buildable_index found,
+ *	  which the load builds from the keys it writes).
  */
 bool
 cq_rowload_plain_table(Relation rel, Oid index)
@@ -105,7 +109,8 @@ cq_rowload_plain_table(Relation rel, Oid index)
 
 	if (!cq_rel_takes_heap_inserts(rel) ||
 		cq_citus_kind(RelationGetRelid(rel)) != CQ_CITUS_NONE ||
-		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK ||
+		pg_namespace_aclcheck(RelationGetNamespace(rel), GetUserId(), ACL_USAGE) != ACLCHECK_OK)
 		return false;
 	indexes = RelationGetIndexList(rel);
 	return indexes == NIL ||
@@ -429,17 +434,103 @@ next_slot(CqRowLoad *rl)
 }
 
 /*
- * not_null_violation
- *	  The executor's error for a null in a NOT NULL column (attribute i).
+ * failing_row
+ *	  The DETAIL of the executor's error for a row of rel (values/isnull
+ *	  per attribute) that fails a constraint, as ExecBuildSlotValueDescription
+ *	  makes it: "(v1, v2, ...)" when the current user may read the table,
+ *	  else "(c1, c2) = (v1, v2)" of the columns the statement writes
+ *	  (kept: per attribute, not written, as an UPDATE's key columns; NULL:
+ *	  all are, an INSERT) or that the user may read; no DETAIL when none
+ *	  is shown, or row-level security applies.  A value is cut at 64
+ *	  bytes (then "...").
  */
-static void
-not_null_violation(CqRowLoad *rl, int i)
+static char *
+failing_row(Relation rel, Datum *values, bool *isnull, const bool *kept)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_NOT_NULL_VIOLATION),
-			 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-					NameStr(TupleDescAttr(rl->desc, i)->attname), RelationGetRelationName(rl->rel)),
-			 errtablecol(rl->rel, i + 1)));
+	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			relid = RelationGetRelid(rel);
+	bool		table_perm;
+	bool		any = false;
+	StringInfoData buf;
+	StringInfoData cols;
+
+	if (check_enable_rls(relid, InvalidOid, true) == RLS_ENABLED)
+		return NULL;
+	table_perm = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+	initStringInfo(&buf);
+	initStringInfo(&cols);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *val;
+		int			len;
+
+		if (att->attisdropped)
+			continue;
+		if (!table_perm)
+		{
+			if ((kept != NULL && kept[i]) &&
+				pg_attribute_aclcheck(relid, att->attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+				continue;
+			appendStringInfoString(&cols, any ? ", " : "(");
+			appendStringInfoString(&cols, NameStr(att->attname));
+		}
+		if (isnull[i])
+			val = "null";
+		else
+		{
+			Oid			out;
+			bool		varlena;
+
+			getTypeOutputInfo(att->atttypid, &out, &varlena);
+			val = OidOutputFunctionCall(out, values[i]);
+		}
+		appendStringInfoString(&buf, any ? ", " : "(");
+		len = strlen(val);
+		if (len <= 64)
+			appendBinaryStringInfo(&buf, val, len);
+		else
+		{
+			appendBinaryStringInfo(&buf, val, pg_mbcliplen(val, len, 64));
+			appendStringInfoString(&buf, "...");
+		}
+		any = true;
+	}
+	if (!any)
+		return NULL;
+	appendStringInfoChar(&buf, ')');
+	if (table_perm)
+		return buf.data;
+	appendStringInfo(&cols, ") = %s", buf.data);
+	return cols.data;
+}
+
+/*
+ * cq_rowload_check_not_null
+ *	  The executor's NOT NULL check (ExecConstraints) of a row of rel
+ *	  (values/isnull per attribute) that a statement writes, and its error
+ *	  for the first column that fails, with the failing row (failing_row;
+ *	  kept: see there).
+ */
+void
+cq_rowload_check_not_null(Relation rel, Datum *values, bool *isnull, const bool *kept)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		char	   *detail;
+
+		if (!isnull[i] || !TupleDescAttr(desc, i)->attnotnull)
+			continue;
+		detail = failing_row(rel, values, isnull, kept);
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+						NameStr(TupleDescAttr(desc, i)->attname), RelationGetRelationName(rel)),
+				 detail ? errdetail("Failing row contains %s.", detail) : 0,
+				 errtablecol(rel, i + 1)));
+	}
 }
 
 /*
@@ -480,9 +571,8 @@ cq_rowload_values(CqRowLoad *rl, const int *map, Datum *values, bool *isnull, in
 		}
 		slot->tts_values[i] = values[map[i]];
 		slot->tts_isnull[i] = isnull[map[i]];
-		if (slot->tts_isnull[i] && TupleDescAttr(RelationGetDescr(rl->rel), i)->attnotnull)
-			not_null_violation(rl, i);
 	}
+	cq_rowload_check_not_null(rl->rel, slot->tts_values, slot->tts_isnull, NULL);
 	rl->h[rl->nused] = h;
 	ExecStoreVirtualTuple(slot);
 	ExecMaterializeSlot(slot);
@@ -502,11 +592,12 @@ cq_rowload_tuple(CqRowLoad *rl, HeapTuple tup)
 	TupleTableSlot *slot = next_slot(rl);
 
 	Assert(rl->keys == NULL);
-	if (HeapTupleHasNulls(tup))
-		for (int i = 0; i < rl->desc->natts; i++)
-			if (TupleDescAttr(RelationGetDescr(rl->rel), i)->attnotnull && heap_attisnull(tup, i + 1, rl->desc))
-				not_null_violation(rl, i);
 	ExecForceStoreHeapTuple(tup, slot, false);
+	if (HeapTupleHasNulls(tup))
+	{
+		slot_getallattrs(slot);
+		cq_rowload_check_not_null(rl->rel, slot->tts_values, slot->tts_isnull, NULL);
+	}
 	added(rl, tup->t_len);
 }
 

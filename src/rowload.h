@@ -25,6 +25,7 @@ typedef struct CqRowLoad CqRowLoad;
 extern bool cq_rowload_plain_table(Relation rel, Oid index);
 extern bool cq_rowload_map_columns(Relation rel, TupleDesc result, int first, char **names,
 								   int nnames, int *map);
+extern void cq_rowload_check_not_null(Relation rel, Datum *values, bool *isnull, const bool *kept);
 extern bool cq_rowload_buildable_index(Relation rel, List *keys, Oid *index);
 extern bool cq_rowload_same_key_columns(Relation target, List *keys, TupleDesc result, int ngroups);
 extern CqRowLoad *cq_rowload_begin(Relation rel, int options, int flags);

@@ -178,7 +178,7 @@ changed(TargetUpdate *tu, HeapTuple t, Datum *values, bool *isnull)
  * form_row
  *	  The row to write into tu->row: the outputs, except that with old the
  *	  key columns keep old's values (an update); after the executor's NOT
- *	  NULL check.
+ *	  NULL check (its error, with the failing row).
  */
 static void
 form_row(TargetUpdate *tu, HeapTuple old, Datum *values, bool *isnull)
@@ -188,8 +188,6 @@ form_row(TargetUpdate *tu, HeapTuple old, Datum *values, bool *isnull)
 	ExecClearTuple(slot);
 	for (int i = 0; i < tu->desc->natts; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(tu->desc, i);
-
 		if (tu->map[i] < 0)
 		{
 			slot->tts_values[i] = (Datum) 0;
@@ -203,13 +201,8 @@ form_row(TargetUpdate *tu, HeapTuple old, Datum *values, bool *isnull)
 			slot->tts_values[i] = values[tu->map[i]];
 			slot->tts_isnull[i] = isnull[tu->map[i]];
 		}
-		if (slot->tts_isnull[i] && att->attnotnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-							NameStr(att->attname), RelationGetRelationName(tu->rel)),
-					 errtablecol(tu->rel, i + 1)));
 	}
+	cq_rowload_check_not_null(tu->rel, slot->tts_values, slot->tts_isnull, old ? tu->keep : NULL);
 	ExecStoreVirtualTuple(slot);
 }
 
