@@ -5,7 +5,7 @@
 -- (keep_index_locks).  Every row carries its top-level transaction's id, for a plan reused
 -- by later transactions, in subtransactions, with RETURNING; EXPLAIN shows the function;
 -- a read-only transaction is refused as before; the index's lock is held until commit or
--- rollback, and released then.
+-- rollback, and released then.  (Since session 38 every INSERT is: sql/173_*.)
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 
@@ -68,7 +68,7 @@ INSERT INTO wxc_src (k, note) VALUES (9, 'i') RETURNING k, cq_xid = pg_current_x
 COMMIT;
 INSERT INTO wxc_seen SELECT 9, cq_xid FROM wxc_src WHERE k = 9;
 
--- the other plans are not swapped and stamp as before: several rows, no row, explicit values
+-- the other plans stamp as before: several rows, no row, explicit values (sql/173_*: many rows)
 BEGIN;
 INSERT INTO wxc_src (k, note) VALUES (10, 'j'), (11, 'k');
 INSERT INTO wxc_src (k, note) SELECT 12, 'l' WHERE false;

@@ -577,17 +577,27 @@ default_entry(Plan *sub, AttrNumber att)
 }
 
 /*
+ * may_stamp_early
+ *	  May the statement be started with cq_xid's pg_current_xact_id()
+ *	  replaced by its value (xid_const_begin)?  In a transaction that may
+ *	  write and is not in parallel mode.
+ */
+static inline bool
+may_stamp_early(void)
+{
+	return !XactReadOnly && !IsInParallelMode();
+}
+
+/*
  * makes_one_row
  *	  Does the plan computing the new rows make exactly one row (a Result
- *	  without input or one-time filter: INSERT ... VALUES of one row), in a
- *	  transaction that may write?  Then its statement is started with
- *	  cq_xid's pg_current_xact_id() replaced by its value (xid_const_begin).
+ *	  without input or one-time filter: INSERT ... VALUES of one row)?
+ *	  Then its row may wait for its index (defer_row).
  */
 static inline bool
 makes_one_row(Plan *sub)
 {
-	return IsA(sub, Result) && outerPlan(sub) == NULL && ((Result *) sub)->resconstantqual == NULL &&
-		!XactReadOnly && !IsInParallelMode();
+	return IsA(sub, Result) && outerPlan(sub) == NULL && ((Result *) sub)->resconstantqual == NULL;
 }
 
 /*
@@ -600,14 +610,19 @@ makes_one_row(Plan *sub)
  *	  permission check and catalog look-ups (about 450 instructions more
  *	  than a Const), and its call again.  The value is the same:
  *	  pg_current_xact_id() is the top-level transaction's id, which does
- *	  not change while it runs.  The id is assigned here, before the row is
- *	  computed instead of while it is: the row is made (makes_one_row) and
- *	  its insert would assign one anyway, unless the statement fails (its
- *	  transaction, or only its subtransaction, then ends with an id
- *	  assigned, as when a later column or a constraint fails).
- *	  XactReadOnly (makes_one_row) excludes hot standby, where
- *	  pg_current_xact_id() is refused, and keeps a read-only transaction
- *	  from being given an id before its INSERT is refused.
+ *	  not change while it runs.  The id is assigned here, before the rows
+ *	  are computed instead of while the first one is: their first insert
+ *	  would assign one anyway, unless the statement fails or makes no row
+ *	  (its transaction, or only its subtransaction, then ends with an id
+ *	  assigned, as when a later column or a constraint fails: a batch
+ *	  waits for it as for any writer, and finds no row of it).  For an
+ *	  INSERT of many rows (INSERT ... SELECT, multi-row VALUES) the call
+ *	  was also evaluated for every row: about 75 instructions a row
+ *	  (ExecInterpExpr's function call, PreventCommandDuringRecovery,
+ *	  GetTopFullTransactionId), a fifth of what tracking added to a
+ *	  1000-row INSERT.  XactReadOnly (may_stamp_early) excludes hot
+ *	  standby, where pg_current_xact_id() is refused, and keeps a read-only
+ *	  transaction from being given an id before its INSERT is refused.
  */
 static Expr *
 xid_const_begin(TargetEntry *tle, Const *value)
@@ -921,6 +936,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	TargetEntry *volatile xid_entry = NULL;
 	Expr	   *volatile xid_expr = NULL;
 	Const		xid_value;
+	volatile bool one_row = false;
 
 	if (outer == NULL && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		relid = insert_target(queryDesc->plannedstmt, &sub);
@@ -954,8 +970,11 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 				e->rel_count = fast_tables_inval_count;
 				swap_begin(&swap, rel, e);
 				active_swap = &swap;
-				if (makes_one_row(sub))
+				if (may_stamp_early())
+				{
 					xid_entry = tle;
+					one_row = makes_one_row(sub);
+				}
 			}
 			else
 				relation_close(rel, NoLock);
@@ -970,7 +989,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		else
 			standard_ExecutorStart(queryDesc, eflags);
 		if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
-			brin_swap_insert(queryDesc, &swap, xid_expr != NULL);
+			brin_swap_insert(queryDesc, &swap, xid_expr != NULL && one_row);
 	}
 	PG_FINALLY();
 	{
