@@ -110,7 +110,9 @@ cq_target_load_index_plan(CqAnalysis *an, CqQuery *q, const CqStoreSql *sql, Oid
 		get_rel_relkind(q->target) != RELKIND_RELATION || !pg_class_ownercheck(q->target, GetUserId()) ||
 		(result = load_result(sql)) == NULL)
 		return false;
-	target = table_open(q->target, RowExclusiveLock);
+	target = try_table_open(q->target, RowExclusiveLock);
+	if (target == NULL)
+		return false;
 	keys = cq_sink_target_key_attnums(an, target);
 	ok = cq_rowload_same_key_columns(target, keys, result, list_length(an->group_exprs)) &&
 		cq_rowload_buildable_index(target, keys, index);
@@ -140,7 +142,10 @@ cq_target_load_begin(const CqStoreSql *sql, Oid index)
 	first = result->natts - sql->nout - (sql->having ? 1 : 0);
 	if (first < 0 || (sql->having && TupleDescAttr(result, result->natts - 1)->atttypid != BOOLOID))
 		return NULL;
-	rel = table_open(sql->target, RowExclusiveLock);
+	/* a target dropped since the batch began: the statement gives its error */
+	rel = try_table_open(sql->target, RowExclusiveLock);
+	if (rel == NULL)
+		return NULL;
 	tl = palloc0(sizeof(CqTargetLoad));
 	tl->map = palloc(sizeof(int) * RelationGetDescr(rel)->natts);
 	if (!cq_rowload_plain_table(rel, index) ||
@@ -319,7 +324,9 @@ cq_target_load_new(const CqStoreSql *sql, TupleDesc state, const Oid *coll, uint
 		TupleDescAttr(result, 0)->atttypid != INT4OID ||
 		(sql->having && TupleDescAttr(result, result->natts - 1)->atttypid != BOOLOID))
 		return false;
-	rel = table_open(sql->target, RowExclusiveLock);
+	rel = try_table_open(sql->target, RowExclusiveLock);
+	if (rel == NULL)
+		return false;			/* dropped: the statement gives its error */
 	memset(&tl, 0, sizeof(tl));
 	tl.map = palloc(sizeof(int) * RelationGetDescr(rel)->natts);
 	index = cq_target_key_index(sql, rel, state, coll);
