@@ -46,6 +46,7 @@
 
 #include "batch.h"
 #include "delta.h"
+#include "delta_plan.h"
 #include "guc.h"
 #include "shmem.h"
 #include "security.h"
@@ -940,12 +941,12 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 	memset(ob.nulls, ' ', sizeof(ob.nulls));
 
 	end_offset(&ob);
-	scan_nest = cq_delta_scan_settings(in->history, true);
+	scan_nest = cq_delta_plan_scan_settings(in->history, true);
 	cut(&ob);
 	count(&ob);
 	if (ob.nodata && !nodata_batch(&ob))
 	{
-		AtEOXact_GUC(true, scan_nest);
+		cq_delta_plan_scan_end(scan_nest);
 		return false;
 	}
 	if (!res->nodata)
@@ -972,7 +973,7 @@ run_as_owner(BatchInput *in, CqBatchResult *res)
 		fold_store(&ob);
 	else
 		fold(&ob);
-	AtEOXact_GUC(true, scan_nest);
+	cq_delta_plan_scan_end(scan_nest);
 	if (in->history)			/* what it wrote past shared buffers, read into them */
 		cq_rowload_cache(in->q->target, in->q->opts.mode == CQ_MODE_UPDATE,
 						 in->store ? InvalidOid : in->q->state_table);

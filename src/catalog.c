@@ -571,7 +571,16 @@ query_from_slot(Relation rel, TupleTableSlot *slot, bool v02)
 
 	if (query_col(rel, slot, att[QA_ID], QC_INT, &dummy, &id, 0))
 	{
-		tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		HeapTuple	stored = ExecFetchSlotHeapTuple(slot, false, &should_free);
+
+		/* a long query's row: its TOASTed values fetched, compared as they are stored */
+		tup = cq_rowcache_inline(stored, RelationGetDescr(rel));
+		if (tup != stored)
+		{
+			if (should_free)
+				heap_freetuple(stored);
+			should_free = true;
+		}
 		e = cq_rowcache_lookup(RelationGetRelid(rel), (int32) id, variant, tup, &hit);
 	}
 	if (hit && e->payload != NULL)

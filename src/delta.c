@@ -604,32 +604,3 @@ cq_delta_run_history(Oid source, Datum cur, const char *sql, const char *sql_all
 	PG_END_TRY();
 	return result;
 }
-
-/*
- * cq_delta_scan_settings
- *	  New rows are found through the BRIN index on cq_xid.  Until the
- *	  source is analyzed after tracking began, the planner has no
- *	  correlation statistics for cq_xid and would scan the whole table for
- *	  every batch; only batch 0 reading history really wants that.  With
- *	  no_sort, sorting is disabled too (the same missing statistics make a
- *	  sort look cheaper than hashing the groups of an aggregation).
- *	  Returns the GUC nest level to restore (AtEOXact_GUC).
- */
-int
-cq_delta_scan_settings(bool history, bool no_sort)
-{
-	int			nest = NewGUCNestLevel();
-
-	if (!history)
-	{
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		/* the disabled path's cost would otherwise trigger JIT compilation */
-		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		if (no_sort)
-			(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_SAVE, true, 0, false);
-	}
-	return nest;
-}

@@ -23,7 +23,6 @@ extern char *cq_delta_fold_inner_sql(CqAnalysis *an, bool history, bool all);
 typedef bool (*CqHistoryRun) (const char *sql, void *arg);
 extern bool cq_delta_run_history(Oid source, Datum cur, const char *sql, const char *sql_all,
 								 CqHistoryRun run, void *arg, bool *untested);
-extern int	cq_delta_scan_settings(bool history, bool no_sort);
 extern char *cq_delta_avg_time_sql(const char *epoch);
 extern char *cq_delta_count_stats_sql(CqAnalysis *an, const char *from, const char *pred,
 									  bool history);

@@ -26,16 +26,36 @@
  * BCG_KIND=history: a batch of 10k new rows 44.57M -> 42.92M instructions
  * (session 35).
  *
+ * The settings a batch's statements are planned under
+ * (cq_delta_plan_scan_settings): enable_seqscan and jit off (and
+ * enable_sort), see there.  They matter to the planner only, and a
+ * batch's statements are saved plans, planned again only when
+ * invalidated: set around every batch, they cost ~7.7k instructions a
+ * batch (three set_config_option calls and the walk of every setting by
+ * AtEOXact_GUC that any set makes) for plans already made.  So a batch
+ * only marks its region, and the planner hook sets them, at a GUC nest
+ * level of its own, around each planning within the region (a statement
+ * of the batch planned again, a statement of a function it calls planned
+ * as it runs): every plan made within the region is made under them, as
+ * when they were set for the whole region.  Outside the planner the
+ * region shows the session's values (current_setting() in a user's
+ * function), and a plan made outside the region and run within it (none
+ * of the batch's own: they run within it only) keeps the JIT the plan
+ * chose.  A region ends with the (sub)transaction it began in when that
+ * aborts (transaction callbacks), as a GUC nest level would.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
 #include "utils/plancache.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "delta_plan.h"
@@ -50,6 +70,17 @@ static planner_hook_type prev_planner = NULL;
  */
 static Oid	delta_source = InvalidOid;
 static const char *delta_sql = NULL;
+
+/* the open scan-settings regions, innermost last, and where each began */
+#define SCAN_REGIONS_MAX 8
+typedef struct ScanRegion
+{
+	bool		no_sort;		/* enable_sort off too */
+	SubTransactionId subid;		/* the subtransaction it began in */
+} ScanRegion;
+static ScanRegion scan_regions[SCAN_REGIONS_MAX];
+static int	scan_depth = 0;
+static bool scan_callbacks = false;
 
 /* is e the Var of cq_xid (att) in the scan of scanrelid? */
 static bool
@@ -141,19 +172,53 @@ strip_rechecks(PlannedStmt *stmt, Plan *plan, AttrNumber att, Oid xid_new)
 }
 
 /*
- * delta_planner
- *	  Planner hook: d's plan, as the planner made it, without the recheck
- *	  (see above).
+ * plan_with_settings
+ *	  The next planner, under the scan settings when a region is open (see
+ *	  file header): set at a nest level of their own, back when it is done
+ *	  (an error unwinds them with the (sub)transaction, as any setting).
  */
 static PlannedStmt *
-delta_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
+plan_with_settings(Query *parse, const char *query_string, int cursorOptions,
+				   ParamListInfo boundParams)
 {
 	PlannedStmt *stmt;
+	int			nest = -1;
 
+	if (scan_depth > 0)
+	{
+		bool		no_sort = false;
+
+		for (int i = 0; i < scan_depth; i++)
+			no_sort |= scan_regions[i].no_sort;
+		nest = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		/* the disabled path's cost would otherwise trigger JIT compilation */
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		if (no_sort)
+			(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+	}
 	if (prev_planner)
 		stmt = prev_planner(parse, query_string, cursorOptions, boundParams);
 	else
 		stmt = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (nest >= 0)
+		AtEOXact_GUC(true, nest);
+	return stmt;
+}
+
+/*
+ * delta_planner
+ *	  Planner hook: plans within a batch's scan-settings region under them;
+ *	  d's plan, as the planner made it, without the recheck (see above).
+ */
+static PlannedStmt *
+delta_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo boundParams)
+{
+	PlannedStmt *stmt = plan_with_settings(parse, query_string, cursorOptions, boundParams);
+
 	if (OidIsValid(delta_source) && delta_sql != NULL && query_string == delta_sql &&
 		stmt->commandType == CMD_SELECT)
 	{
@@ -194,6 +259,76 @@ cq_delta_plan_end(void)
 {
 	delta_source = InvalidOid;
 	delta_sql = NULL;
+}
+
+/*
+ * scan_xact_callback, scan_subxact_callback
+ *	  A region ends with the transaction, and with an aborted
+ *	  subtransaction it began in (or within: subtransaction ids grow).
+ */
+static void
+scan_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+		scan_depth = 0;
+}
+
+static void
+scan_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	while (scan_depth > 0 && scan_regions[scan_depth - 1].subid >= mySubid)
+		scan_depth--;
+}
+
+/*
+ * cq_delta_plan_scan_settings
+ *	  New rows are found through the BRIN index on cq_xid.  Until the
+ *	  source is analyzed after tracking began, the planner has no
+ *	  correlation statistics for cq_xid and would scan the whole table for
+ *	  every batch; only batch 0 reading history really wants that.  So,
+ *	  unless history, what is planned until cq_delta_plan_scan_end is
+ *	  planned with enable_seqscan and jit off; with no_sort, enable_sort
+ *	  too (the same missing statistics make a sort look cheaper than
+ *	  hashing the groups of an aggregation).  Set by the planner hook, for
+ *	  the plannings only (see file header).  Returns the token to pass to
+ *	  cq_delta_plan_scan_end (also when history).
+ */
+int
+cq_delta_plan_scan_settings(bool history, bool no_sort)
+{
+	int			token = scan_depth;
+
+	if (history)
+		return token;
+	if (scan_depth >= SCAN_REGIONS_MAX)
+		elog(ERROR, "pg_cq: scan settings nested too deeply");
+	if (!scan_callbacks)
+	{
+		RegisterXactCallback(scan_xact_callback, NULL);
+		RegisterSubXactCallback(scan_subxact_callback, NULL);
+		scan_callbacks = true;
+	}
+	scan_regions[scan_depth].no_sort = no_sort;
+	scan_regions[scan_depth].subid = GetCurrentSubTransactionId();
+	scan_depth++;
+	return token;
+}
+
+/*
+ * cq_delta_plan_scan_end
+ *	  End the region cq_delta_plan_scan_settings began (and any left open
+ *	  within it).
+ */
+void
+cq_delta_plan_scan_end(int token)
+{
+	if (token >= 0 && scan_depth > token)
+		scan_depth = token;
 }
 
 /*

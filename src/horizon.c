@@ -722,7 +722,6 @@ horizon_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	TIDBitmap  *all;
 	TBMIterator *it;
 	TBMIterateResult *page;
-	BlockNumber nblocks;
 	int64		result;
 
 	heap = table_open(IndexGetRelation(RelationGetRelid(scan->indexRelation), false),
@@ -737,21 +736,24 @@ horizon_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		result *= 10;			/* as bringetbitmap counts */
 	else
 		result = bringetbitmap(scan, all);
-	nblocks = RelationGetNumberOfBlocks(heap);
+
+	/*
+	 * Every page in `all` exists: cached_getbitmap and bringetbitmap add
+	 * only pages below the table's size as they read it, and the table
+	 * cannot shrink while we hold a lock on it (truncation takes ACCESS
+	 * EXCLUSIVE).  So no size is read here again (an lseek a batch).
+	 */
 	it = tbm_begin_iterate(all);
 	while ((page = tbm_iterate(it)) != NULL)
 	{
-		if (page->blockno < nblocks)
-		{
-			Buffer		buf = ReadBuffer(heap, page->blockno);
-			XLogRecPtr	page_lsn;
+		Buffer		buf = ReadBuffer(heap, page->blockno);
+		XLogRecPtr	page_lsn;
 
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			page_lsn = PageGetLSN(BufferGetPage(buf));
-			UnlockReleaseBuffer(buf);
-			if (page_lsn <= horizon_lsn)
-				continue;		/* no row version newer than the horizon */
-		}
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page_lsn = PageGetLSN(BufferGetPage(buf));
+		UnlockReleaseBuffer(buf);
+		if (page_lsn <= horizon_lsn)
+			continue;			/* no row version newer than the horizon */
 		tbm_add_page(tbm, page->blockno);
 	}
 	tbm_end_iterate(it);

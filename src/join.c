@@ -86,6 +86,7 @@
 #include "citus.h"
 #include "join_sql.h"
 #include "delta.h"
+#include "delta_plan.h"
 #include "guc.h"
 #include "security.h"
 #include "sql_builder.h"
@@ -614,10 +615,10 @@ run_batch(CqAnalysis *an, CqQuery *q, CqJoinSql *sql, const char *prev_text, boo
 	params[5] = Int64GetDatum(res->batch_id);
 
 	t1 = GetCurrentTimestamp();
-	nest = cq_delta_scan_settings(history, false);
+	nest = cq_delta_plan_scan_settings(history, false);
 	for (int s = 0; s < 2; s++)
 		add_new_rows(history ? sql->add_history[s] : sql->add[s], params, nulls, &r[s]);
-	AtEOXact_GUC(true, nest);
+	cq_delta_plan_scan_end(nest);
 	res->latest_offset_ms = cq_ms_since(res->started_at);
 
 	if (!nodata && !history && r[0].rows + r[1].rows == 0)

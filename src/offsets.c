@@ -33,6 +33,7 @@
 #include "utils/rel.h"
 
 #include "offsets.h"
+#include "snapmemo.h"
 #include "citus.h"
 #include "sql_builder.h"
 
@@ -43,11 +44,14 @@ cq_xid8_datum(uint64 x)
 	return FullTransactionIdGetDatum(FullTransactionIdFromU64(x));
 }
 
-/* Datum of a pg_snapshot given as text (batch parameters). */
+/*
+ * cq_snapshot_datum
+ *	  Datum of a pg_snapshot given as text (batch parameters; snapmemo.c).
+ */
 Datum
 cq_snapshot_datum(const char *text)
 {
-	return DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(text));
+	return cq_snapmemo_in(text);
 }
 
 /*
@@ -133,7 +137,7 @@ current_snapshot_text(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
 	snap = pg_current_snapshot(fcinfo);
-	text = DatumGetCString(DirectFunctionCall1(pg_snapshot_out, snap));
+	text = cq_snapmemo_out(snap);
 	PopActiveSnapshot();
 	return text;
 }

@@ -55,6 +55,7 @@
 
 #include "progress.h"
 #include "colmap.h"
+#include "snapmemo.h"
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
@@ -600,7 +601,7 @@ last_offset_direct(CqQuery *q, CqLastOffset *last, bool v02)
 		last->batch_id = batch_id;
 		offset_hint_set(q->id, batch_id);
 		d = pk_col(slot, att[1], &isnull);
-		last->end_offset = isnull ? NULL : DatumGetCString(DirectFunctionCall1(pg_snapshot_out, d));
+		last->end_offset = isnull ? NULL : cq_snapmemo_out(d);
 		d = pk_col(slot, att[2], &isnull);
 		last->state_rows = isnull ? 0 : DatumGetInt64(d);
 		last->has_batch_watermark = pk_watermark(slot, att[3], att[5], &last->batch_watermark);
@@ -1002,8 +1003,8 @@ record_direct(CqQuery *q, CqBatchResult *r, bool v02, Datum *v, char *n)
 {
 	DirectRow	off;
 	DirectRow	prog;
-	Datum		start = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(r->start_offset));
-	Datum		end = DirectFunctionCall1(pg_snapshot_in, CStringGetDatum(r->end_offset));
+	Datum		start = cq_snapmemo_in(r->start_offset);
+	Datum		end = cq_snapmemo_in(r->end_offset);
 	int			first = v02 ? 0 : 1;
 	Snapshot	snap;
 

@@ -18,8 +18,13 @@
  * Compared are the bytes, not the row's identity (ctid, xmin), so that no
  * reuse of a slot or a transaction id can make a stale entry match.
  *
- * Not kept: a row with a value stored out of line (its bytes are a pointer
- * to TOAST rows, which could be another value's after the row is gone).
+ * A row with a value stored out of line is compared in its flattened form
+ * (cq_rowcache_inline: the value fetched from TOAST, still compressed if it
+ * was), never by the out-of-line pointer in its bytes, which could be
+ * another value's after the row is gone: a long query's row (its query
+ * tree TOASTed) was read, fetched and decompressed, whole every batch
+ * (~108k instructions, bench/results/ingest-s38.md); the fetch alone is a
+ * fraction of that.
  * An entry is dropped when its relation's cache entry is invalidated (the
  * tuple descriptor may change: ALTER TABLE, an extension update), through
  * pg_cq's relation cache callback (inval.c); one filled while an
@@ -32,6 +37,7 @@
  */
 #include "postgres.h"
 
+#include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -66,6 +72,22 @@ rowcache_inval(Datum arg, Oid relid)
 /* The bytes of tup that hold its values: null bitmap, padding, attributes. */
 #define ROW_DATA(tup) ((char *) (tup)->t_data + offsetof(HeapTupleHeaderData, t_bits))
 #define ROW_LEN(tup) ((tup)->t_len - offsetof(HeapTupleHeaderData, t_bits))
+
+/*
+ * cq_rowcache_inline
+ *	  tup itself when no value of it is stored out of line, else a copy
+ *	  with those values fetched in (compressed ones stay compressed;
+ *	  toast_flatten_tuple): the form cq_rowcache_lookup and
+ *	  cq_rowcache_fill compare and keep.  The caller frees a copy
+ *	  (result != tup).
+ */
+HeapTuple
+cq_rowcache_inline(HeapTuple tup, TupleDesc desc)
+{
+	if (!HeapTupleHasExternal(tup))
+		return tup;
+	return toast_flatten_tuple(tup, desc);
+}
 
 /*
  * cq_rowcache_lookup
@@ -118,8 +140,8 @@ cq_rowcache_lookup(Oid relid, int32 key, uint32 variant, HeapTuple tup, bool *hi
  *	  Make entry e (from cq_rowcache_lookup of tup and variant, a miss)
  *	  hold tup's bytes, its payload emptied; returns the memory context the
  *	  caller makes the payload in (set e->payload), or NULL when the row is
- *	  not to be kept (a value stored out of line, or an invalidation came
- *	  since the lookup).
+ *	  not to be kept (a value stored out of line: tup was not made by
+ *	  cq_rowcache_inline; or an invalidation came since the lookup).
  */
 MemoryContext
 cq_rowcache_fill(CqRowCacheEntry *e, uint32 variant, HeapTuple tup)

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/htup.h"
+#include "access/tupdesc.h"
 
 typedef struct CqRowCacheKey
 {
@@ -34,6 +35,7 @@ typedef struct CqRowCacheEntry
 	void	   *payload;		/* what the caller made of the row */
 } CqRowCacheEntry;
 
+extern HeapTuple cq_rowcache_inline(HeapTuple tup, TupleDesc desc);
 extern CqRowCacheEntry *cq_rowcache_lookup(Oid relid, int32 key, uint32 variant, HeapTuple tup,
 										   bool *hit);
 extern MemoryContext cq_rowcache_fill(CqRowCacheEntry *e, uint32 variant, HeapTuple tup);

@@ -12,7 +12,7 @@
  * the nodes' transaction counters differ: on a node whose counter runs
  * ahead, the union covers every row it stamped since the query began.  And
  * the settings and the BRIN summarization a batch applies on one server
- * (cq_delta_scan_settings, cq_source_summarize) happen on the coordinator,
+ * (cq_delta_plan_scan_settings, cq_source_summarize) happen on the coordinator,
  * whose shell table is empty: the shards were scanned in full.
  *
  * pg_cq is loaded on every node, so its planner hook sees the shard query

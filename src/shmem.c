@@ -177,18 +177,46 @@ cq_shmem_get_db(Oid dboid)
 }
 
 /*
+ * Where this backend last found a query's slot, by query id (index + 1,
+ * 0 = none; ids that share an entry take it from each other).  The
+ * scheduler claims at most one slot per (database, query id) (it looks
+ * for the query's slot before it claims one), so a slot that is in use for
+ * the same database and id, read under the lock, is the one a scan would
+ * find: the hint is only ever believed after that check.  A worker looks
+ * its queries up several times a batch (begin_next, batch_over,
+ * continue_group, status.c) under the exclusive lock that committing
+ * backends wait for; with many queries a scan of every slot each time was
+ * that lock's longest hold.
+ */
+#define CQ_SLOT_HINTS 1024
+static int	slot_hint[CQ_SLOT_HINTS];
+
+/*
  * cq_shmem_find_query
  *	  The status slot of a query, or NULL.  Caller holds the lock.
  */
 CqQuerySlot *
 cq_shmem_find_query(Oid dboid, int32 query_id)
 {
+	int		   *hint = &slot_hint[(uint32) query_id % CQ_SLOT_HINTS];
+	int			h = *hint - 1;
+
+	if (h >= 0 && h < cq_shared->queries_used)
+	{
+		CqQuerySlot *q = &cq_shared->queries[h];
+
+		if (q->in_use && q->dboid == dboid && q->query_id == query_id)
+			return q;
+	}
 	for (int i = 0; i < cq_shared->queries_used; i++)
 	{
 		CqQuerySlot *q = &cq_shared->queries[i];
 
 		if (q->in_use && q->dboid == dboid && q->query_id == query_id)
+		{
+			*hint = i + 1;
 			return q;
+		}
 	}
 	return NULL;
 }

@@ -528,12 +528,20 @@ run_assigned(CqWorkerSlot *slot)
 	{
 		bool		again = false;
 
+		/*
+		 * The CPU clock is a system call (not the vDSO's): one reading a
+		 * batch, the end of one batch being the start of the next of the
+		 * round (which so also counts the few stores between them).
+		 */
+		int64		cpu_start = -1;
+
 		for (int k = 0; k < n && !stop; k++)
 		{
 			bool		ran,
 						failed,
 						more;
 			int64		cpu0;
+			int64		cpu_end;
 			int64		rows;
 
 			if (!run[k])
@@ -544,9 +552,12 @@ run_assigned(CqWorkerSlot *slot)
 				ConfigReloadPending = false;
 				ProcessConfigFile(PGC_SIGHUP);
 			}
-			cpu0 = cpu_now_us();
+			if (cpu_start < 0)
+				cpu_start = cpu_now_us();
 			run_batch(ids[k], names[k], &ran, &failed, &more, &rows);
-			cpu0 = cpu_now_us() - cpu0;
+			cpu_end = cpu_now_us();
+			cpu0 = cpu_end - cpu_start;
+			cpu_start = cpu_end;
 			MemoryContextReset(worker_context);
 			total++;
 			LWLockAcquire(cq_shared->lock, LW_EXCLUSIVE);
