@@ -705,7 +705,8 @@ cq_sink_check_target_types(CqAnalysis *an, CqOutputMode mode, Oid target, const 
 					 errhint("Change the column back to type %s, or drop the continuous query and create it again.",
 							 format_type_be(type))));
 	}
-	table_close(rel, AccessShareLock);
+	/* kept, as the plan's fingerprint keeps it: not taken again during the build */
+	table_close(rel, NoLock);
 }
 
 /*
