@@ -32,9 +32,9 @@
  *			hash h (NULL in d: the store computes it)
  *	not		without keys (d returns a row for no input), DISTINCT, FILTER,
  *			event-time statistics, windows (e), joins, Citus sources, other
- *			aggregates, a volatile function anywhere in the query (d would
- *			call it again for the rows scanned when the groups outgrow
- *			memory)
+ *			aggregates, a volatile function anywhere in the query or in
+ *			the source's row-level security policies (d would call it
+ *			again for the rows scanned when the groups outgrow memory)
  *
  * Both produce the same rows: count as int8; the sum is numagg.c's state
  * and final; min and max keep the value cq_numeric_smaller/larger keep
@@ -45,6 +45,7 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/table.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
@@ -52,10 +53,12 @@
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "rewrite/rowsecurity.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 
 #include "deltagg.h"
 #include "numagg.h"
@@ -218,6 +221,39 @@ part_fits(char kind, Oid arg, Oid col, char *width)
 }
 
 /*
+ * volatile_policies
+ *	  Has the source (relid) row-level security with a policy whose
+ *	  conditions may call a volatile function (a sublink: another table's
+ *	  policies, not in the condition itself)?  Row-level security adds its
+ *	  policies' conditions to the scan of every row, as the query's own
+ *	  WHERE: with the C aggregation they would be called again for the
+ *	  rows scanned when the groups outgrow memory (an audit function
+ *	  logging each row it is asked about logged those twice).  The plan is
+ *	  rebuilt when the source's policies change (plan_deps.c).
+ */
+static bool
+volatile_policies(Oid relid)
+{
+	Relation	rel = try_table_open(relid, AccessShareLock);
+	bool		found = false;
+	ListCell   *lc;
+
+	if (rel == NULL)
+		return false;
+	if (rel->rd_rel->relrowsecurity && rel->rd_rsdesc != NULL)
+		foreach(lc, rel->rd_rsdesc->policies)
+		{
+			RowSecurityPolicy *p = lfirst(lc);
+
+			if (p->hassublinks || contain_volatile_functions((Node *) p->qual) ||
+				contain_volatile_functions((Node *) p->with_check_qual))
+				found = true;
+		}
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
  * cq_deltagg_build
  *	  When d's shape is one this aggregates (see the header), its scan
  *	  statement (sql->delta_c) and the layout (sql->deltagg); else both
@@ -237,13 +273,14 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 	sql->deltagg = NULL;
 	/*
 	 * A Citus source: d's aggregation runs on its workers, not its rows
-	 * here.  A volatile function anywhere in the query: when the groups
+	 * here.  A volatile function anywhere in the query (or in the
+	 * source's row-level security policies): when the groups
 	 * outgrow memory the scan stops and d reads the rows again
 	 * (cq_deltagg_end), which would call it again for the rows already
 	 * scanned (a nextval() advanced twice); d alone calls it once a row.
 	 */
 	if (ng == 0 || an->distinct_sets != NIL || an->join_delta_sql != NULL || an->is_dedup ||
-		contain_volatile_functions((Node *) an->query) ||
+		contain_volatile_functions((Node *) an->query) || volatile_policies(an->source_relid) ||
 		(an->single_scan && an->et_attno != InvalidAttrNumber) ||
 		cq_citus_kind(an->source_relid) != CQ_CITUS_NONE)
 		return;

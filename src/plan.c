@@ -321,6 +321,8 @@ cq_plan_build(CqAnalysis *an, CqQuery *q)
 									  cq_sql_relname_str(q->state_table),
 									  cq_sink_having_where(an, viewid));
 	}
+	/* a column type changed since creation: a clear error, not the compare's */
+	cq_sink_check_target_types(an, q->opts.mode, q->target, q->name);
 	plan->merge_eligible = cq_merge_eligible(an, q, &plan->merge_why);
 	if (plan->use_store)
 	{
@@ -912,7 +914,14 @@ entry_usable(CqPlanCacheEntry *entry, CqQuery *q, Oid read)
 		entry->checking = true;
 		same = cq_plan_deps_unchanged(entry->deps);
 		entry->checking = false;
-		if (!same || entry->stale)
+		/*
+		 * changed: stale, so that a rebuild that fails (an error the batch
+		 * records) leaves no entry that the next batch would take as
+		 * checked (check is already cleared)
+		 */
+		if (!same)
+			entry->stale = true;
+		if (entry->stale)
 			return false;
 		if (!entry->check)
 			elog(DEBUG1, "pg_cq: analysis and SQL of continuous query %d kept: its relations are unchanged",

@@ -655,6 +655,61 @@ cq_sink_target_facts(Oid target, char **names, int n, LOCKMODE lockmode, bool *h
 }
 
 /*
+ * cq_sink_check_target_types
+ *	  The target of an update-mode query (name) with grouping keys: does
+ *	  each column a non-key output writes still have the output's type, as
+ *	  creation required (api.c, check_target_columns)?  The statements that update its rows
+ *	  (the upsert's ou, MERGE) compare the row with the outputs by binary
+ *	  image (record_image_ne), which fails on columns of different types
+ *	  ("cannot compare dissimilar column types ... at record column 1")
+ *	  as soon as an existing group changes, while a batch of new groups
+ *	  only wrote; ALTER TABLE ... ALTER COLUMN ... TYPE (a wider type, a
+ *	  domain) of such a column so made the query fail with that error now
+ *	  and then.  It fails every batch now, with the error creation gives
+ *	  and a hint.  The key columns are compared by their equality operator
+ *	  and hash, which may hold across types (int4 to int8): left alone.
+ *	  Asked when the plan is built (its fingerprint holds the target's
+ *	  column types, so a change rebuilds it); a target gone or a column
+ *	  missing are the statement's own errors.
+ */
+void
+cq_sink_check_target_types(CqAnalysis *an, CqOutputMode mode, Oid target, const char *name)
+{
+	Relation	rel;
+	ListCell   *lc,
+			   *lk;
+
+	if (mode != CQ_MODE_UPDATE || !an->is_aggregate || an->group_exprs == NIL ||
+		an->is_dedup || an->session || an->join != NULL)
+		return;
+	rel = try_table_open(target, AccessShareLock);
+	if (rel == NULL)
+		return;
+	forboth(lc, an->outputs, lk, an->output_key)
+	{
+		TargetEntry *tle = lfirst(lc);
+		AttrNumber	att = lfirst_int(lk) >= 0 ? InvalidAttrNumber : cq_rel_attnum(rel, tle->resname);
+		Oid			type = exprType((Node *) tle->expr);
+		Oid			has;
+
+		if (att == InvalidAttrNumber)
+			continue;
+		has = TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid;
+		if (has != type)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("target table \"%s\" does not match continuous query \"%s\"",
+							RelationGetRelationName(rel), name),
+					 errdetail("Column \"%s\" has type %s, but the query produces %s.",
+							   tle->resname, format_type_be(has), format_type_be(type)),
+					 errhint("Change the column back to type %s, or drop the continuous query and create it again.",
+							 format_type_be(type))));
+	}
+	/* kept, as the plan's fingerprint keeps it: not taken again during the build */
+	table_close(rel, NoLock);
+}
+
+/*
  * cq_sink_update_rewrite_sql
  *	  Update mode: one statement that makes the target agree with every
  *	  group of the state, as if each had changed in a batch: rows that

@@ -33,6 +33,8 @@ extern void cq_sink_write_ctes_sized(StringInfo buf, CqAnalysis *an, CqOutputMod
 									 const char *target, bool history, bool sized,
 									 bool *has_o, bool *has_o1);
 extern void cq_sink_existing_ctes(StringInfo buf, CqAnalysis *an, Oid viewid, const char *target);
+extern void cq_sink_check_target_types(CqAnalysis *an, CqOutputMode mode, Oid target,
+									   const char *name);
 extern void cq_sink_target_facts(Oid target, char **names, int n, LOCKMODE lockmode,
 								 bool *has_columns, bool *update_triggers);
 extern void cq_sink_having_delete_cte(StringInfo buf, CqAnalysis *an, Oid viewid,

@@ -48,7 +48,9 @@
  * Only where those writes are all the statement would do: the target
  * qualifies for cq_target_load_new (a plain table: no trigger, rule,
  * row-level security, CHECK, generated or identity column; not a
- * partition, whose constraint an UPDATE checks, nor a Citus table; every
+ * partition, whose constraint an UPDATE checks, nor a Citus table, nor an
+ * inheritance parent, whose children the statement's UPDATE, DELETE and
+ * NOT EXISTS read too; every
  * column an output of the same type; pg_cq's key-hash index, ready and
  * valid, its only index), the current user (the query's owner) holds
  * SELECT, INSERT, and UPDATE and DELETE where the statement has them, at
@@ -518,7 +520,12 @@ qualifies(TargetUpdate *tu, const CqStoreSql *sql, TupleDesc state, Oid *index)
 	if (sql->having)
 		need |= ACL_DELETE;
 	*index = cq_target_key_index(sql, rel, state, tu->coll);
-	return OidIsValid(*index) && !rel->rd_rel->relispartition && cq_rowload_plain_table(rel, *index) &&
+	/*
+	 * An inheritance parent: the statement's UPDATE, DELETE and NOT EXISTS
+	 * read its children too (no ONLY), which its index does not cover
+	 */
+	return OidIsValid(*index) && !rel->rd_rel->relispartition && !rel->rd_rel->relhassubclass &&
+		cq_rowload_plain_table(rel, *index) &&
 		pg_class_aclmask(RelationGetRelid(rel), GetUserId(), need, ACLMASK_ALL) == need;
 }
 
