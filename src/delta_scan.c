@@ -16,10 +16,11 @@
  * same access methods: the BRIN index's bitmap for [$1, $2)
  * (index_getbitmap), then the heap's bitmap scan (table_scan_bitmap_next_
  * block/_tuple: heapam's visibility, hint bits and SSI, in the snapshot
- * the statement would take); per row it reads cq_xid alone from the
- * stored tuple (heap_getattr) and tests it as cq.xid_new does (its C
- * function, cq_xid_is_new), and only for the rows that pass deforms the
- * columns up to the last one the query reads, evaluates the query's WHERE
+ * the statement would take); per row it reads cq_xid from the stored
+ * tuple (alone at a fixed offset, else with the columns before it) and
+ * tests it as cq.xid_new does (its C function, cq_xid_is_new), and only
+ * for the rows that pass deforms the columns on to the last one the query
+ * reads, evaluates the query's WHERE
  * and each key and argument (a plain column read from the slot, anything
  * else through an ExprState built once a batch), and hands the values to
  * deltagg.c (cq_deltagg_add).
@@ -366,6 +367,7 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 	TBMIterateResult *tbmres;
 	TableScanDesc scan;
 	TupleDesc	desc = RelationGetDescr(rel);
+	Form_pg_attribute xatt = TupleDescAttr(desc, att - 1);
 	bool		more = true;
 
 	/* as the executor's bitmap index scan: its predicate lock (BRIN has none of its own) */
@@ -384,9 +386,25 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 		while (table_scan_bitmap_next_tuple(scan, tbmres, r->slot))
 		{
 			HeapTuple	tuple = ((HeapTupleTableSlot *) r->slot)->tuple;
-			bool		isnull;
-			Datum		x = heap_getattr(tuple, att, desc, &isnull);
+			bool		isnull = false;
+			Datum		x;
 
+			/*
+			 * cq_xid at a fixed offset: read alone.  Else deformed with the
+			 * columns before it, which the row needs when it is new (the
+			 * deform goes on from there): a walk to cq_xid alone
+			 * (nocachegetattr) cost as much again (bench/ingest_cg.sh: 238
+			 * instructions a row, the deform of the same columns 227).
+			 */
+			if (HeapTupleNoNulls(tuple) && xatt->attcacheoff >= 0 &&
+				att <= HeapTupleHeaderGetNatts(tuple->t_data))
+				x = fastgetattr(tuple, att, desc, &isnull);
+			else
+			{
+				slot_getsomeattrs(r->slot, att);
+				x = r->slot->tts_values[att - 1];
+				isnull = r->slot->tts_isnull[att - 1];
+			}
 			/* cq.xid_new(cq_xid, $3, $4): NULL (a history row) is not new */
 			if (isnull || !cq_xid_is_new(DatumGetUInt64(x), cur, prev))
 				continue;
@@ -403,9 +421,16 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 	tbm_free(tbm);
 }
 
+/* errors while reading: in the statement's context, as SPI reports them */
+static void
+scan_error_context(void *arg)
+{
+	errcontext("SQL statement \"%s\"", (const char *) arg);
+}
+
 /*
  * cq_delta_scan_run
- *	  sql->delta_c's rows, for the parameters $1..$4 (nulls as SPI's),
+ *	  sql->delta_c's rows (sql: its text, for the context of errors), for the parameters $1..$4 (nulls as SPI's),
  *	  into deltagg.c's aggregation agg (cq_deltagg_begin's): read as the
  *	  statement would (fold_delta_ext: read_only in the active snapshot,
  *	  else in a new one after a command counter increment, as SPI runs it).
@@ -415,9 +440,10 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
  *	  groups outgrew memory) ends the read; cq_deltagg_end says so.
  */
 bool
-cq_delta_scan_run(const struct CqDeltaScan *ds, DestReceiver *agg, Datum *params,
-				  const char *nulls, bool read_only)
+cq_delta_scan_run(const struct CqDeltaScan *ds, const char *sql, DestReceiver *agg,
+				  Datum *params, const char *nulls, bool read_only)
 {
+	ErrorContextCallback errcb;
 	Relation	rel;
 	Relation	irel;
 	AttrNumber	att;
@@ -446,6 +472,10 @@ cq_delta_scan_run(const struct CqDeltaScan *ds, DestReceiver *agg, Datum *params
 		table_close(rel, NoLock);
 		return false;
 	}
+	errcb.callback = scan_error_context;
+	errcb.arg = (void *) sql;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
 	check_privileges(ds, rel, att);
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq delta scan", ALLOCSET_DEFAULT_SIZES);
@@ -470,5 +500,6 @@ cq_delta_scan_run(const struct CqDeltaScan *ds, DestReceiver *agg, Datum *params
 	MemoryContextDelete(cxt);
 	index_close(irel, NoLock);
 	table_close(rel, NoLock);
+	error_context_stack = errcb.previous;
 	return true;
 }
