@@ -491,6 +491,8 @@ cq_delta_scan_run(const struct CqDeltaScan *ds, const char *sql, DestReceiver *a
 	}
 	snapshot = RegisterSnapshot(GetActiveSnapshot());
 	read_rows(&r, rel, irel, keys, att, snapshot, cur, prev, agg);
+	elog(DEBUG1, "pg_cq: the batch's new rows of \"%s\" read in C (cq.delta_scan_in_c)",
+		 RelationGetRelationName(rel));
 	UnregisterSnapshot(snapshot);
 	if (!read_only)
 		PopActiveSnapshot();
