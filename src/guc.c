@@ -60,7 +60,7 @@ bool		cq_bulk_load = true;
 /* d's partial aggregation of an incremental batch on the store in C (deltagg.c) */
 bool		cq_delta_agg_in_c = true;
 /* and its new rows read in C, without the statement's scan (delta_scan.c) */
-bool		cq_delta_scan_in_c = false;
+bool		cq_delta_scan_in_c = true;
 /* an incremental batch's changed groups written to the target in C (store_update.c) */
 bool		cq_target_update_in_c = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c); -1: all */
@@ -340,7 +340,7 @@ cq_guc_init(void)
 							 "itself instead of running the batch's scan statement.  The results "
 							 "are the same.",
 							 &cq_delta_scan_in_c,
-							 false,
+							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
