@@ -152,7 +152,8 @@ cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da)
 	ListCell   *lc;
 
 	if (q->cteList != NIL || q->hasSubLinks || q->hasTargetSRFs || q->hasRecursive ||
-		q->rowMarks != NIL || list_length(q->rtable) != 1 ||
+		q->rowMarks != NIL || q->setOperations != NULL || q->groupingSets != NIL ||
+		q->hasWindowFuncs || list_length(q->rtable) != 1 ||
 		list_length(q->jointree->fromlist) != 1)
 		return NULL;
 	rtr = linitial(q->jointree->fromlist);
