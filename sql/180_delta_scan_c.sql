@@ -150,20 +150,16 @@ CALL cq.run('ds_ps');
 INSERT INTO ds_priv VALUES (1, 10, 'd'), (3, 30, 'e');
 REVOKE SELECT ON ds_priv FROM regress_ds_owner;
 GRANT SELECT (k, secret, cq_xid) ON ds_priv TO regress_ds_owner;
-SET cq.delta_scan_in_c = on;
-CALL cq.run('ds_pc');
-SET cq.delta_scan_in_c = off;
-CALL cq.run('ds_ps');
-RESET cq.delta_scan_in_c;
+\set c ds_pc
+\set s ds_ps
+\i sql/include/delta_scan_pair.sql
 RESET ROLE;
 SELECT 'ds_pc' AS q, k, n, s FROM ds_pc UNION ALL SELECT 'ds_ps', k, n, s FROM ds_ps ORDER BY 1, 2;
 GRANT SELECT (v) ON ds_priv TO regress_ds_owner;
 SET ROLE regress_ds_owner;
-SET cq.delta_scan_in_c = on;
-CALL cq.run('ds_pc');
-SET cq.delta_scan_in_c = off;
-CALL cq.run('ds_ps');
-RESET cq.delta_scan_in_c;
+\set c ds_pc
+\set s ds_ps
+\i sql/include/delta_scan_pair.sql
 RESET ROLE;
 SELECT ds_diff('ds_pc', 'TABLE ds_ps') AS priv_c_vs_sql, ds_diff('ds_pc', 'SELECT k, count(*) AS n, sum(v) AS s FROM ds_priv GROUP BY k') AS priv_c_vs_groupby;
 
@@ -180,11 +176,9 @@ CREATE TABLE ds_rc WITH (cq.output_mode = 'update', cq.trigger = 'available_now'
 CREATE TABLE ds_rs WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
   SELECT k, count(*) AS n, sum(v) AS s FROM ds_rls GROUP BY k;
 INSERT INTO ds_rls SELECT g % 10, g FROM generate_series(1, 100) g;
-SET cq.delta_scan_in_c = on;
-CALL cq.run('ds_rc');
-SET cq.delta_scan_in_c = off;
-CALL cq.run('ds_rs');
-RESET cq.delta_scan_in_c;
+\set c ds_rc
+\set s ds_rs
+\i sql/include/delta_scan_pair.sql
 SELECT ds_diff('ds_rc', 'TABLE ds_rs') AS rls_c_vs_sql, (SELECT max(k) FROM ds_rc) AS rls_max_k;
 RESET ROLE;
 
@@ -198,11 +192,9 @@ CREATE TABLE ds_is WITH (cq.output_mode = 'update', cq.trigger = 'available_now'
 CREATE TABLE ds_child () INHERITS (ds_parent);
 INSERT INTO ds_parent SELECT g % 3, g FROM generate_series(1, 30) g;
 INSERT INTO ds_child SELECT g % 3, g FROM generate_series(1, 30) g;
-SET cq.delta_scan_in_c = on;
-CALL cq.run('ds_ic');
-SET cq.delta_scan_in_c = off;
-CALL cq.run('ds_is');
-RESET cq.delta_scan_in_c;
+\set c ds_ic
+\set s ds_is
+\i sql/include/delta_scan_pair.sql
 SELECT ds_diff('ds_ic', 'TABLE ds_is') AS inh_c_vs_sql, (SELECT sum(n) FROM ds_ic) AS inh_rows;
 
 DROP TABLE ds_c, ds_sql, ds_kc, ds_ksql, ds_join, ds_dim, ds_src, ds_ic, ds_is, ds_child, ds_parent;
