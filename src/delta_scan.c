@@ -20,11 +20,12 @@
  * tuple (alone at a fixed offset, else with the columns before it) and
  * tests it as cq.xid_new does (its C function, cq_xid_is_new), and only
  * for the rows that pass deforms the columns on to the last one the query
- * reads, evaluates the query's WHERE
- * and each key and argument (a plain column read from the slot, anything
- * a function or operator over columns and constants called directly,
- * anything else through an ExprState built once a batch), and hands the values to
- * deltagg.c (cq_deltagg_add).
+ * reads, evaluates the query's WHERE and each key and argument (a plain
+ * column read from the slot, a function or operator over columns and
+ * constants called directly, anything else through an ExprState built
+ * once a batch), and hands the values to deltagg.c (cq_deltagg_add).
+ * bench/ingest_cg.sh: 2,162 -> 1,806 instructions a folded row (session
+ * 39, bench/results/ingest-s39-cscan.md).
  *
  * Handled (cq_delta_scan_build; anything else runs sql->delta_c):
  *	the query reads one plain table (the source; not partitioned, ONLY or
@@ -41,9 +42,11 @@
  *
  * Privileges: the statement's executor checks SELECT on the source's
  * columns it reads (its range table's selectedCols: those of the WHERE,
- * the keys, all the arguments (the inner query selects them all) and
- * cq_xid); this does the same check (ExecCheckRTPerms) before reading, so
- * an owner without them gets the statement's error, nothing read.
+ * the keys, all the arguments and FILTER conditions (the inner query
+ * selects them all) and cq_xid); this does the same check
+ * (ExecCheckRTPerms) before reading, so an owner without them gets the
+ * statement's error, nothing read.  Errors while reading carry the
+ * statement's context line ("SQL statement ..."), as SPI's do.
  *
  * Differences from the statement: the statement's filter evaluates the
  * query's WHERE before cq.xid_new (the planner keeps the order of equal
