@@ -96,6 +96,7 @@ struct CqDeltaAgg
 	char	   *width;			/* per column of DA_ISUM/VMAX/VMIN: its input's
 								 * bytes (2, 4, 8) */
 	int			nscan;			/* the scan's columns: keys, then the x used */
+	int		   *scanx;			/* per scan column past the keys: its x<N>, N */
 	int			skip;			/* batches left that keep d: one ran out of memory */
 	int			nagg;			/* the columns of partials (n, c, s, M, m) */
 	int		   *aggcol;			/* their state columns, in order */
@@ -293,6 +294,7 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 	da->colk = palloc(state->natts);
 	da->arg = palloc(sizeof(int) * state->natts);
 	da->width = palloc0(state->natts);
+	da->scanx = palloc0(sizeof(int) * (ng + nx));
 	xcol = palloc(sizeof(int) * (nx + 1));
 	for (int k = 0; k <= nx; k++)
 		xcol[k] = -1;
@@ -327,6 +329,7 @@ cq_deltagg_build(CqAnalysis *an, TupleDesc state, CqStoreSql *sql)
 				return;
 			if (xcol[x] < 0)
 			{
+				da->scanx[next] = x;
 				xcol[x] = next++;
 				appendStringInfo(&cols, ", i.x%d", x);
 			}
@@ -381,6 +384,7 @@ cq_deltagg_copy(const struct CqDeltaAgg *da)
 	c->arg = memcpy(palloc(sizeof(int) * da->ncols), da->arg, sizeof(int) * da->ncols);
 	c->width = memcpy(palloc(da->ncols), da->width, da->ncols);
 	c->aggcol = memcpy(palloc(sizeof(int) * da->ncols), da->aggcol, sizeof(int) * da->ncols);
+	c->scanx = memcpy(palloc(sizeof(int) * da->nscan), da->scanx, sizeof(int) * da->nscan);
 	return c;
 }
 
@@ -540,24 +544,23 @@ min_max(DaState *s, DaGroup *g, int c, Datum v, bool max)
 }
 
 /*
- * da_receive
- *	  receiveSlot: one new row (keys, then the arguments) into its group.
+ * cq_deltagg_add
+ *	  One new row into its group: v and n its scan columns (keys, then the
+ *	  arguments used, as sql->delta_c returns them; cq_deltagg_scan_exprs).
+ *	  self: cq_deltagg_begin's receiver.  False when the groups outgrew
+ *	  memory: the caller stops reading (cq_deltagg_end then says so).  The
+ *	  values are copied where kept: the caller may free them after.
  */
-static bool
-da_receive(TupleTableSlot *slot, DestReceiver *self)
+bool
+cq_deltagg_add(DestReceiver *self, Datum *v, bool *n)
 {
 	DaState    *s = (DaState *) self;
 	const struct CqDeltaAgg *da = s->da;
 	MemoryContext old = MemoryContextSwitchTo(s->row_cxt);
-	Datum	   *v;
-	bool	   *n;
 	uint32		hash = 0;
 	uint32		j;
 	DaGroup    *g;
 
-	slot_getallattrs(slot);
-	v = slot->tts_values;
-	n = slot->tts_isnull;
 	for (int k = 0; k < da->ng; k++)
 	{
 		s->keys[k] = v[k];
@@ -632,6 +635,34 @@ da_receive(TupleTableSlot *slot, DestReceiver *self)
 	if (!s->row_cxt->isReset)
 		MemoryContextReset(s->row_cxt);
 	return true;
+}
+
+/*
+ * da_receive
+ *	  receiveSlot: one new row (keys, then the arguments) into its group.
+ */
+static bool
+da_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	slot_getallattrs(slot);
+	return cq_deltagg_add(self, slot->tts_values, slot->tts_isnull);
+}
+
+/*
+ * cq_deltagg_scan_exprs
+ *	  The expressions of sql->delta_c's columns, in order (the grouping
+ *	  keys, then the arguments used), from the query's analysis an (whose
+ *	  Vars read an->source_rti); for delta_scan.c, which computes them.
+ */
+List *
+cq_deltagg_scan_exprs(const struct CqDeltaAgg *da, CqAnalysis *an)
+{
+	List	   *l = NIL;
+
+	for (int c = 0; c < da->nscan; c++)
+		l = lappend(l, c < da->ng ? list_nth(an->group_exprs, c) :
+					list_nth(an->arg_exprs, da->scanx[c] - 1));
+	return l;
 }
 
 static void

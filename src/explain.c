@@ -253,6 +253,9 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 					 ", made in C (cq.delta_agg_in_c) from the new rows this statement reads: their\n"
 					 "-- keys, then the aggregates' arguments" : "");
 	appendStringInfo(&buf, "%s;\n", sql->delta_c && cq_delta_agg_in_c ? sql->delta_c : sql->delta);
+	if (sql->delta_c && cq_delta_agg_in_c && sql->deltascan && cq_delta_scan_in_c)
+		appendStringInfoString(&buf, "-- (its rows read in C (cq.delta_scan_in_c) through the BRIN index on cq_xid when\n"
+							   "-- the batch runs, unless row-level security applies to the source)\n");
 
 	appendStringInfoString(&buf, "\n-- in C: each group of d is looked up in the store by a hash of its keys (compared\n"
 						   "-- with GROUP BY's equality)");

@@ -59,6 +59,8 @@ bool		cq_bench_split_batch = false;
 bool		cq_bulk_load = true;
 /* d's partial aggregation of an incremental batch on the store in C (deltagg.c) */
 bool		cq_delta_agg_in_c = true;
+/* and its new rows read in C, without the statement's scan (delta_scan.c) */
+bool		cq_delta_scan_in_c = true;
 /* an incremental batch's changed groups written to the target in C (store_update.c) */
 bool		cq_target_update_in_c = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c); -1: all */
@@ -327,6 +329,17 @@ cq_guc_init(void)
 							 "statement only scans the new rows, and pg_cq groups them; off runs the "
 							 "aggregation in the statement.  The results are the same.",
 							 &cq_delta_agg_in_c,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.delta_scan_in_c",
+							 "Reads the new rows of an incremental batch on the store in C.",
+							 "Where cq.delta_agg_in_c applies and the query reads one table's columns "
+							 "(docs/reference.md): pg_cq reads the new rows through the BRIN index "
+							 "itself instead of running the batch's scan statement.  The results "
+							 "are the same.",
+							 &cq_delta_scan_in_c,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

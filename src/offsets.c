@@ -861,6 +861,19 @@ snapshot_sees(const CqPgSnapshot *s, uint64 x)
 	return true;
 }
 
+/*
+ * cq_xid_is_new
+ *	  cq.xid_new's test in C (delta_scan.c calls it for every row it
+ *	  reads): is x visible in cur and not in prev, two detoasted
+ *	  pg_snapshot values?
+ */
+bool
+cq_xid_is_new(uint64 x, const struct varlena *cur, const struct varlena *prev)
+{
+	return snapshot_sees((const CqPgSnapshot *) cur, x) &&
+		!snapshot_sees((const CqPgSnapshot *) prev, x);
+}
+
 PG_FUNCTION_INFO_V1(cq_xid_new);
 
 /*

@@ -59,6 +59,7 @@ extern char *cq_snap_text(const CqSnap *s);
 extern int64 cq_node_self(void);
 
 extern Datum cq_xid8_datum(uint64 x);
+extern bool cq_xid_is_new(uint64 x, const struct varlena *cur, const struct varlena *prev);
 extern Datum cq_snapshot_datum(const char *text);
 
 #endif							/* CQ_OFFSETS_H */

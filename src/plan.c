@@ -64,6 +64,7 @@
 #include "catalog.h"
 #include "analyze.h"
 #include "deltagg.h"
+#include "delta_scan.h"
 #include "tracking.h"
 #include "citus.h"
 #include "citus_copy.h"
@@ -843,6 +844,7 @@ copy_plan_sql(CqPlan *new_plan)
 	copy_plan->use_store = new_plan->use_store;
 	copy_plan->store.counts = new_plan->store.counts;
 	copy_plan->store.deltagg = cq_deltagg_copy(new_plan->store.deltagg);
+	copy_plan->store.deltascan = cq_delta_scan_copy(new_plan->store.deltascan);
 	copy_plan->store.et_stats = new_plan->store.et_stats;
 	copy_plan->store.source = new_plan->store.source;
 	copy_plan->store.sink_history_plain = new_plan->store.sink_history_plain;

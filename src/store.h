@@ -22,6 +22,7 @@ typedef struct CqStoreSql
 	char	   *delta_history;	/* same, batch 0 reading history rows */
 	char	   *delta_c;		/* d's scan alone, aggregated in C (deltagg.c), or NULL */
 	struct CqDeltaAgg *deltagg; /* its aggregation */
+	struct CqDeltaScan *deltascan;	/* its rows read in C (delta_scan.c), or NULL */
 	char	   *delta_history_all;	/* same without the test of cq_xid, or NULL
 									 * (cq_delta_history_all_sql) */
 	char	   *merge;			/* merged state rows of the pairs in cq_mp */

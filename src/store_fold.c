@@ -61,6 +61,7 @@
 #include "merge.h"
 #include "delta.h"
 #include "deltagg.h"
+#include "delta_scan.h"
 #include "store_load.h"
 #include "store_update.h"
 #include "delta_plan.h"
@@ -833,6 +834,13 @@ fold_delta_ext(FoldState *fs, const char *sql, Datum *params, const char *nulls,
 	{
 		options.dest = agg;
 		sql = fs->sql->delta_c;
+		/* its rows read in C (delta_scan.c), else by the statement */
+		if (cq_delta_scan_run(fs->sql->deltascan, sql, agg, params, nulls, read_only))
+		{
+			if (!cq_deltagg_end(agg))
+				fold_delta_ext(fs, fs->sql->delta, params, nulls, read_only, custom);
+			return;
+		}
 	}
 	plan = cq_spi_plan(sql, 4, types);
 	if (custom)

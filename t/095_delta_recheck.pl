@@ -10,7 +10,8 @@
 #     transaction: its rows sit in the same pages as the batch's new rows)
 #     are left out of that batch and folded by the next one after its
 #     commit, once: after every batch the target equals the GROUP BY, for
-#     the generic plan (the first batches) and the custom plan alike.
+#     the generic plan (the first batches) and the custom plan alike, and
+#     for the rows read in C (cq.delta_scan_in_c, delta_scan.c) alike.
 use strict;
 use warnings;
 use FindBin;
@@ -41,10 +42,12 @@ is($node->safe_psql('postgres', "SELECT state_storage FROM cq.queries WHERE name
 
 my $same = qq{SELECT (SELECT count(*) FROM (SELECT * FROM agg EXCEPT ALL SELECT * FROM ($q) x) d)
 	+ (SELECT count(*) FROM (SELECT * FROM ($q) x EXCEPT ALL SELECT * FROM agg) d)};
-my $call = q{SET cq.run_in_worker = off; SET enable_seqscan = off; CALL cq.run('agg');};
 for my $round (1 .. 8)
 {
 	my $lo = 1000 * $round;
+	# odd rounds read the new rows in C (delta_scan.c), even ones by d's statement
+	my $call = 'SET cq.run_in_worker = off; SET enable_seqscan = off; SET cq.delta_scan_in_c = '
+	  . ($round % 2 ? 'on' : 'off') . "; CALL cq.run('agg');";
 	# rows of a transaction left in progress, then rows committed after it
 	$node->safe_psql('postgres', qq{BEGIN; INSERT INTO src SELECT g % 5, g FROM generate_series($lo, $lo + 99) g;
 		PREPARE TRANSACTION 'p$round';});
@@ -56,7 +59,8 @@ for my $round (1 .. 8)
 	is($node->safe_psql('postgres', $same), '0', "round $round: the next batch folds them, once");
 }
 
-# d's plan, logged by auto_explain in the session
+# d's plan, logged by auto_explain in the session (the statement: the rows
+# not read in C)
 $node->safe_psql('postgres', q{INSERT INTO src SELECT g % 3, g FROM generate_series(20000, 20299) g});
 my ($rc, $out, $err) = $node->psql('postgres', q{
 	LOAD 'auto_explain';
@@ -64,6 +68,7 @@ my ($rc, $out, $err) = $node->psql('postgres', q{
 	SET auto_explain.log_nested_statements = on;
 	SET client_min_messages = log;
 	SET cq.run_in_worker = off;
+	SET cq.delta_scan_in_c = off;
 	SET enable_seqscan = off;
 	CALL cq.run('agg');
 });
