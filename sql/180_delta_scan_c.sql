@@ -163,6 +163,34 @@ SET ROLE regress_ds_owner;
 RESET ROLE;
 SELECT ds_diff('ds_pc', 'TABLE ds_ps') AS priv_c_vs_sql, ds_diff('ds_pc', 'SELECT k, count(*) AS n, sum(v) AS s FROM ds_priv GROUP BY k') AS priv_c_vs_groupby;
 
+-- a function of the query called directly (not through the interpreter):
+-- the owner needs EXECUTE on it, as the statement's executor checks; without
+-- it both readers fail with the same error and fold nothing
+CREATE FUNCTION ds_bucket(i int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN i % 2; END $$;
+SET ROLE regress_ds_owner;
+CREATE TABLE ds_fc WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT ds_bucket(k) AS b, count(*) AS n FROM ds_priv GROUP BY 1;
+CREATE TABLE ds_fs WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
+  SELECT ds_bucket(k) AS b, count(*) AS n FROM ds_priv GROUP BY 1;
+CALL cq.run('ds_fc');
+CALL cq.run('ds_fs');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION ds_bucket(int) FROM PUBLIC;
+INSERT INTO ds_priv VALUES (4, 4, 'f'), (5, 5, 'g');
+SET ROLE regress_ds_owner;
+\set c ds_fc
+\set s ds_fs
+\i sql/include/delta_scan_pair.sql
+RESET ROLE;
+SELECT 'ds_fc' AS q, b, n FROM ds_fc UNION ALL SELECT 'ds_fs', b, n FROM ds_fs ORDER BY 1, 2;
+GRANT EXECUTE ON FUNCTION ds_bucket(int) TO regress_ds_owner;
+SET ROLE regress_ds_owner;
+\set c ds_fc
+\set s ds_fs
+\i sql/include/delta_scan_pair.sql
+RESET ROLE;
+SELECT ds_diff('ds_fc', 'TABLE ds_fs') AS exec_c_vs_sql, ds_diff('ds_fc', 'SELECT ds_bucket(k) AS b, count(*) AS n FROM ds_priv GROUP BY 1') AS exec_c_vs_groupby;
+
 -- row-level security on the source (forced for its owner): the statement
 -- applies the policy, so the reader steps aside
 CREATE TABLE ds_rls (k int, v numeric);
@@ -200,4 +228,4 @@ SELECT ds_diff('ds_ic', 'TABLE ds_is') AS inh_c_vs_sql, (SELECT sum(n) FROM ds_i
 DROP TABLE ds_c, ds_sql, ds_kc, ds_ksql, ds_join, ds_dim, ds_src, ds_ic, ds_is, ds_child, ds_parent;
 DROP OWNED BY regress_ds_owner;
 DROP ROLE regress_ds_owner;
-DROP FUNCTION ds_diff(regclass, text), ds_calls(), ds_in_c(text);
+DROP FUNCTION ds_diff(regclass, text), ds_calls(), ds_in_c(text), ds_bucket(int);

@@ -71,6 +71,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
@@ -322,6 +323,7 @@ direct_call(Node *e)
 	List	   *args;
 	DirectCall *dc;
 	ListCell   *lc;
+	AclResult	aclresult;
 	int			i = 0;
 
 	if (IsA(e, FuncExpr) && !((FuncExpr *) e)->funcretset)
@@ -343,6 +345,11 @@ direct_call(Node *e)
 			return NULL;
 	if (list_length(args) > FUNC_MAX_ARGS)
 		return NULL;
+	/* the EXECUTE privilege, as the interpreter's ExecInitFunc checks it */
+	aclresult = pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(funcid));
+	InvokeFunctionExecuteHook(funcid);
 	dc = palloc0(sizeof(DirectCall));
 	fmgr_info(funcid, &dc->flinfo);
 	fmgr_info_set_expr(e, &dc->flinfo);
