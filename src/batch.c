@@ -45,7 +45,6 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
-#include "delta.h"
 #include "delta_plan.h"
 #include "guc.h"
 #include "shmem.h"
