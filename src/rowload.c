@@ -411,9 +411,13 @@ flush_rows(CqRowLoad *rl)
 	if (rl->ring_from != InvalidBlockNumber && BufferIsValid(rl->bis->current_buf) &&
 		BufferGetBlockNumber(rl->bis->current_buf) >= rl->ring_from)
 	{
+		/* in the load's context, as the insert state (flush_rows runs in a row's) */
+		MemoryContext old = MemoryContextSwitchTo(rl->cxt);
+
 		ReleaseBulkInsertStatePin(rl->bis);
 		rl->bis->strategy = GetAccessStrategy(BAS_BULKWRITE);
 		rl->ring_from = InvalidBlockNumber;
+		MemoryContextSwitchTo(old);
 	}
 	if (rl->keys)
 	{
@@ -873,13 +877,6 @@ cache_table(Oid relid, bool indexes, bool heap, int64 *budget)
 }
 
 /*
- * cq_rowload_cache
- *	  At the end of batch 0: cache_table of the target (its heap too with
- *	  target_heap: update mode rewrites its rows) and of the state table
- *	  (state; InvalidOid: none, or the store), in all at most an eighth
- *	  of shared buffers (cq_rowload_cache_blocks).
- */
-/*
  * cq_rowload_cache_blocks
  *	  The blocks cq_rowload_cache reads into shared buffers at most.
  */
@@ -889,6 +886,13 @@ cq_rowload_cache_blocks(void)
 	return NBuffers / 8;
 }
 
+/*
+ * cq_rowload_cache
+ *	  At the end of batch 0: cache_table of the target (its heap too with
+ *	  target_heap: update mode rewrites its rows) and of the state table
+ *	  (state; InvalidOid: none, or the store), in all at most an eighth
+ *	  of shared buffers (cq_rowload_cache_blocks).
+ */
 void
 cq_rowload_cache(Oid target, bool target_heap, Oid state)
 {
