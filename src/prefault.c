@@ -7,7 +7,7 @@
  * A process pays for the first touch of every page it maps, shared or
  * not, already used by another process or not: on this project's virtual
  * machine (shadow page tables) some 15 us a 4 kB page, of which about
- * half is the guest's page fault (bench/README.md, "Fold efficiency",
+ * half is the guest's page fault (bench/README.md, "Fold efficiency", round 12,
  * session 40: 128 MB of a shared mapping first written one page at a
  * time 500-530 ms; after madvise(MADV_POPULATE_WRITE) 47 ms for the
  * madvise and 260 ms for the writes).  Batch 0 of a query on the store
