@@ -23,6 +23,11 @@
 # BENCH_FOLD_STATE_MEMORY, default 512MB: the store holds every group, so
 # batch 0 writes the target alone; the CALL's session SETs it).
 #
+# BENCH_FOLD_AB: settings (e.g. "SET cq.fold_page_economy = off;") for a
+# second fold in every round, against the same GROUP BY, so that a change and
+# its absence alternate in one run (each round runs the three in a rotating
+# order); its rows are labelled with the settings.
+#
 # Env: BENCH_PORT (default 55454), BENCH_FOLD_ROWS (5000000),
 # BENCH_FOLD_REPS (3), BENCH_FOLD_WORK_MEM ('4MB 64MB'),
 # BENCH_FOLD_SPANS ('80 20000', minutes), BENCH_FOLD_STORAGES ('default
@@ -45,6 +50,7 @@ BENCH_FOLD_SPANS="${BENCH_FOLD_SPANS:-80 20000}"
 BENCH_FOLD_STORAGES="${BENCH_FOLD_STORAGES:-default unlogged}"
 BENCH_FOLD_STATE_MEMORY="${BENCH_FOLD_STATE_MEMORY:-512MB}"
 BENCH_OUT="${BENCH_OUT:-$REPO_ROOT/bench/results/fold.md}"
+BENCH_FOLD_AB="${BENCH_FOLD_AB:-}"
 
 trap 'stop_cluster bench_fold' EXIT
 section "build + cluster"
@@ -68,14 +74,19 @@ for span in $BENCH_FOLD_SPANS; do
     [[ $storage == default ]] || opt=", cq.state_storage = '$storage'"
     [[ $storage != memory ]] || set_mem="SET cq.state_memory = '$BENCH_FOLD_STATE_MEMORY'; "
     for wm in $BENCH_FOLD_WORK_MEM; do
-        cq=() gb=() cqw=() gbw=()
+        cq=() gb=() cqw=() gbw=() ab=() abw=()
         for ((r = 1; r <= BENCH_FOLD_REPS; r++)); do
-            for which in $( ((r % 2)) && echo "cq gb" || echo "gb cq"); do
-                if [[ $which == cq ]]; then
+            if [[ -z $BENCH_FOLD_AB ]]; then order=$( ((r % 2)) && echo "cq gb" || echo "gb cq")
+            else order=$(case $((r % 3)) in 1) echo "cq ab gb" ;; 2) echo "ab gb cq" ;; *) echo "gb cq ab" ;; esac)
+            fi
+            for which in $order; do
+                if [[ $which == cq || $which == ab ]]; then
                     psql_run "CREATE TABLE fold_agg WITH (cq.output_mode = 'update', cq.trigger = 'available_now'$opt) AS $(agg_select fold_ev) WITH NO DATA;" >/dev/null 2>&1
                     psql_run "CHECKPOINT;" >/dev/null
-                    read -r c w < <(cpu_sql "${set_mem}SET cq.work_mem = '$wm'; CALL cq.run('fold_agg');" 2>/dev/null)
-                    cq+=("$c") cqw+=("$w")
+                    set_ab=""
+                    [[ $which == cq ]] || set_ab="$BENCH_FOLD_AB "
+                    read -r c w < <(cpu_sql "${set_mem}${set_ab}SET cq.work_mem = '$wm'; CALL cq.run('fold_agg');" 2>/dev/null)
+                    if [[ $which == cq ]]; then cq+=("$c") cqw+=("$w"); else ab+=("$c") abw+=("$w"); fi
                     n=$(psql_val "SELECT count(*) FROM fold_agg")
                     [[ $n == "$groups" ]] || die "fold_agg has $n rows, want $groups"
                     if ((r == 1)); then
@@ -98,6 +109,13 @@ for span in $BENCH_FOLD_SPANS; do
         cw=$(median "${cqw[@]}"); gw=$(median "${gbw[@]}")
         info "groups $groups work_mem $wm state $storage: fold CPU ${cq[*]} | group by CPU ${gb[*]} | per-round ratios ${rs[*]} -> $(fmt_x "$x")"
         ROWS+=("| $(human "$BENCH_FOLD_ROWS") rows → $groups groups | $storage | $wm | $(fmt_ms "$g") ($(fmt_ms "$gw")) | $(fmt_ms "$c") ($(fmt_ms "$cw")) | $(fmt_x "$x") | $(met "$x" '<=' 1.2) |")
+        if [[ -n $BENCH_FOLD_AB ]]; then
+            rs=()
+            for ((i = 0; i < ${#ab[@]}; i++)); do rs+=("$(calc "${ab[$i]} / ${gb[$i]}")"); done
+            c=$(median "${ab[@]}"); x=$(median "${rs[@]}"); cw=$(median "${abw[@]}")
+            info "groups $groups work_mem $wm state $storage, $BENCH_FOLD_AB: fold CPU ${ab[*]} | per-round ratios ${rs[*]} -> $(fmt_x "$x")"
+            ROWS+=("| $(human "$BENCH_FOLD_ROWS") rows → $groups groups | $storage, \`$BENCH_FOLD_AB\` | $wm | $(fmt_ms "$g") ($(fmt_ms "$gw")) | $(fmt_ms "$c") ($(fmt_ms "$cw")) | $(fmt_x "$x") | $(met "$x" '<=' 1.2) |")
+        fi
     done
     done
     psql_run "DROP TABLE fold_ev;" "CHECKPOINT;" >/dev/null

@@ -63,6 +63,8 @@ bool		cq_delta_agg_in_c = true;
 bool		cq_delta_scan_in_c = true;
 /* an incremental batch's changed groups written to the target in C (store_update.c) */
 bool		cq_target_update_in_c = true;
+/* batch 0 maps fewer pages: its target load in buffers, the store's pages populated (rowload.c, store_node.c) */
+bool		cq_fold_page_economy = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c); -1: all */
 int			cq_merge_max_groups = -1;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -340,6 +342,17 @@ cq_guc_init(void)
 							 "itself instead of running the batch's scan statement.  The results "
 							 "are the same.",
 							 &cq_delta_scan_in_c,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.fold_page_economy",
+							 "Batch 0 over history maps fewer pages of memory one at a time.",
+							 "Its target rows go to shared buffers of their own rather than through a ring "
+							 "whose pages the batch writes out and reads back, and the shared-memory store "
+							 "maps its new pages in bulk (docs/reference.md).  Off: as before, for "
+							 "measurements.  The results are the same.",
+							 &cq_fold_page_economy,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

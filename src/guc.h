@@ -33,6 +33,7 @@ extern int	cq_state_image_interval_s;
 extern bool cq_bench_split_batch;
 extern bool cq_bulk_load;
 extern bool cq_delta_agg_in_c;
+extern bool cq_fold_page_economy;
 extern bool cq_delta_scan_in_c;
 extern bool cq_target_update_in_c;
 extern int	cq_merge_max_groups;

@@ -60,6 +60,7 @@
 
 #include "rowload.h"
 #include "citus.h"
+#include "guc.h"
 #include "sink.h"
 #include "sql_builder.h"
 #include "state.h"
@@ -81,6 +82,7 @@ struct CqRowLoad
 	int			options;		/* table_multi_insert's */
 	CommandId	cid;
 	BulkInsertState bis;
+	BlockNumber ring_from;		/* CQ_ROWLOAD_CACHED: the ring from this block on */
 	MemoryContext cxt;			/* of the slots and their tuples */
 	TupleTableSlot *slots[ROWLOAD_MAX_ROWS];	/* created as needed */
 	int			nused;
@@ -329,6 +331,14 @@ cq_rowload_same_key_columns(Relation target, List *keys, TupleDesc result, int n
  *	  heap inserts less, bench/README.md, "Fold efficiency", round 9);
  *	  session 23 measured no gain while the index builds still scanned
  *	  the table, reading the evicted pages back into other buffers.
+ *	  CQ_ROWLOAD_CACHED: batch 0 reads its target's pages back into
+ *	  shared buffers at its end (cq_rowload_cache, up to
+ *	  cq_rowload_cache_blocks): the ring's write-out and that read-back
+ *	  of the same pages (a pwrite and a pread per page, the second into
+ *	  buffers the backend then maps anyway) cost more than keeping the
+ *	  pages in buffers of their own, which the read-back then finds
+ *	  (session 40, issue 12 goal 2: at ~1M groups ~10k pages); so no ring
+ *	  for that many blocks, the ring beyond.
  */
 CqRowLoad *
 cq_rowload_begin(Relation rel, int options, int flags)
@@ -340,7 +350,14 @@ cq_rowload_begin(Relation rel, int options, int flags)
 	rl->cid = GetCurrentCommandId(true);
 	rl->cxt = CurrentMemoryContext;
 	rl->bis = GetBulkInsertState();
-	if (!(flags & CQ_ROWLOAD_RING))
+	rl->ring_from = InvalidBlockNumber;
+	if ((flags & CQ_ROWLOAD_CACHED) && cq_fold_page_economy)
+	{
+		FreeAccessStrategy(rl->bis->strategy);
+		rl->bis->strategy = NULL;
+		rl->ring_from = (BlockNumber) cq_rowload_cache_blocks();
+	}
+	else if (!(flags & CQ_ROWLOAD_RING))
 	{
 		FreeAccessStrategy(rl->bis->strategy);
 		rl->bis->strategy = NULL;
@@ -390,6 +407,18 @@ flush_rows(CqRowLoad *rl)
 	if (rl->nused == 0)
 		return;
 	table_multi_insert(rl->rel, rl->slots, rl->nused, rl->cid, rl->options, rl->bis);
+	/* CQ_ROWLOAD_CACHED: past the blocks batch 0 reads back, the ring */
+	if (rl->ring_from != InvalidBlockNumber && BufferIsValid(rl->bis->current_buf) &&
+		BufferGetBlockNumber(rl->bis->current_buf) >= rl->ring_from)
+	{
+		/* in the load's context, as the insert state (flush_rows runs in a row's) */
+		MemoryContext old = MemoryContextSwitchTo(rl->cxt);
+
+		ReleaseBulkInsertStatePin(rl->bis);
+		rl->bis->strategy = GetAccessStrategy(BAS_BULKWRITE);
+		rl->ring_from = InvalidBlockNumber;
+		MemoryContextSwitchTo(old);
+	}
 	if (rl->keys)
 	{
 		RowKey		keys[ROWLOAD_MAX_ROWS];
@@ -848,16 +877,26 @@ cache_table(Oid relid, bool indexes, bool heap, int64 *budget)
 }
 
 /*
+ * cq_rowload_cache_blocks
+ *	  The blocks cq_rowload_cache reads into shared buffers at most.
+ */
+int64
+cq_rowload_cache_blocks(void)
+{
+	return NBuffers / 8;
+}
+
+/*
  * cq_rowload_cache
  *	  At the end of batch 0: cache_table of the target (its heap too with
  *	  target_heap: update mode rewrites its rows) and of the state table
  *	  (state; InvalidOid: none, or the store), in all at most an eighth
- *	  of shared buffers.
+ *	  of shared buffers (cq_rowload_cache_blocks).
  */
 void
 cq_rowload_cache(Oid target, bool target_heap, Oid state)
 {
-	int64		budget = NBuffers / 8;
+	int64		budget = cq_rowload_cache_blocks();
 	TimestampTz t0 = GetCurrentTimestamp();
 
 	cache_table(target, true, false, &budget);
@@ -865,6 +904,6 @@ cq_rowload_cache(Oid target, bool target_heap, Oid state)
 	cache_table(target, false, target_heap, &budget);
 	cache_table(state, false, true, &budget);
 	elog(DEBUG1, "pg_cq: batch 0 read %lld blocks of its tables into shared buffers in %.3f ms",
-		 (long long) (NBuffers / 8 - budget),
+		 (long long) (cq_rowload_cache_blocks() - budget),
 		 (double) (GetCurrentTimestamp() - t0) / 1000.0);
 }

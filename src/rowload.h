@@ -21,6 +21,7 @@ typedef struct CqRowLoad CqRowLoad;
 /* cq_rowload_begin's flags */
 #define CQ_ROWLOAD_KEYS 0x01	/* keep each row's key hash and TID for its index */
 #define CQ_ROWLOAD_RING 0x02	/* COPY's ring of buffers (else the page stays pinned, no ring) */
+#define CQ_ROWLOAD_CACHED 0x04	/* no ring for the blocks cq_rowload_cache would read back, the ring after */
 
 extern bool cq_rowload_plain_table(Relation rel, Oid index);
 extern bool cq_rowload_map_columns(Relation rel, TupleDesc result, int first, char **names,
@@ -34,6 +35,7 @@ extern void cq_rowload_tuple(CqRowLoad *rl, HeapTuple tup);
 extern void cq_rowload_index_inserts(CqRowLoad *rl, Oid index);
 extern int64 cq_rowload_finish(CqRowLoad *rl);
 extern void cq_rowload_build_index(CqRowLoad *rl, Oid index);
+extern int64 cq_rowload_cache_blocks(void);
 extern void cq_rowload_cache(Oid target, bool target_heap, Oid state);
 
 #endif							/* CQ_ROWLOAD_H */

@@ -157,8 +157,13 @@ cq_target_load_begin(const CqStoreSql *sql, Oid index)
 	tl->rel = rel;
 	tl->having_col = sql->having ? first + sql->nout : -1;
 	tl->index = index;
-	/* COPY's ring: nothing reads the pages back in the batch (cq_rowload_begin) */
-	tl->load = cq_rowload_begin(rel, 0, (OidIsValid(index) ? CQ_ROWLOAD_KEYS : 0) | CQ_ROWLOAD_RING);
+	/*
+	 * COPY's ring beyond the blocks that batch 0 reads back into shared
+	 * buffers at its end (an update query's target: its heap too), in
+	 * buffers of their own before (cq_rowload_begin)
+	 */
+	tl->load = cq_rowload_begin(rel, 0, (OidIsValid(index) ? CQ_ROWLOAD_KEYS : 0) | CQ_ROWLOAD_RING |
+								CQ_ROWLOAD_CACHED);
 	return tl;
 }
 

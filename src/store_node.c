@@ -19,8 +19,12 @@
 #include "store_node.h"
 #include "store_private.h"
 #include "store_table.h"
+#include "prefault.h"
 
 dsa_area   *cq_store_area = NULL;
+
+/* batch 0's nodes: the pages mapped ahead of them (cq_prefault; 64 pages) */
+#define STORE_PREFAULT_AHEAD (256 * 1024)
 
 /*
  * cq_store_free_node
@@ -257,6 +261,8 @@ cq_store_alloc_node_values(TupleDesc desc, Datum *values, bool *nulls, uint32 le
 
 	for (int i = 0; i < desc->natts && !hasnull; i++)
 		hasnull = nulls[i];
+	/* the next nodes come after it: their pages mapped together (prefault.c) */
+	cq_prefault(node, NODE_ROW_OFFSET + mlen, STORE_PREFAULT_AHEAD);
 	memset(mt, 0, mlen);
 	mt->t_len = mlen;
 	HeapTupleHeaderSetNatts(mt, desc->natts);

@@ -30,6 +30,7 @@
 #include "postgres.h"
 
 #include "store_table.h"
+#include "prefault.h"
 
 /* the shared control block */
 typedef struct GroupTableCtl
@@ -77,8 +78,7 @@ static dsa_pointer
 alloc_slots(dsa_area *area, int size_log2, dsa_pointer ctlp)
 {
 	size_t		size = sizeof(CqGroupSlot) << size_log2;
-	dsa_pointer p = dsa_allocate_extended(area, size,
-										  DSA_ALLOC_HUGE | DSA_ALLOC_ZERO | DSA_ALLOC_NO_OOM);
+	dsa_pointer p = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 
 	if (!DsaPointerIsValid(p))
 	{
@@ -90,6 +90,10 @@ alloc_slots(dsa_area *area, int size_log2, dsa_pointer ctlp)
 				 errdetail("Failed on a request of size %zu.", size),
 				 errhint("Free memory on the server, or keep the state of large queries in tables (state_storage = 'unlogged').")));
 	}
+	/* its pages mapped in one go (mappings seen before forgotten), then zeroed */
+	cq_prefault_reset();
+	cq_prefault(dsa_get_address(area, p), size, size);
+	memset(dsa_get_address(area, p), 0, size);
 	return p;
 }
 
