@@ -106,6 +106,7 @@ struct CqDeltaScan
 	List	   *vars;			/* every Var of the above (their types checked) */
 	Bitmapset  *cols;			/* the columns the statement reads, but cq_xid
 								 * (attno - FirstLowInvalidHeapAttributeNumber) */
+	List	   *inval_items;	/* PlanInvalItems of exprs and quals as planned */
 };
 
 /* Vars of the source only (user columns), nothing the reader cannot evaluate */
@@ -136,6 +137,18 @@ scan_walker(Node *node, ScanWalk *w)
 	if (expression_returns_set(node))
 		return true;
 	return expression_tree_walker(node, scan_walker, (void *) w);
+}
+
+/* e planned for the executor (as expression_planner), its dependencies into ds */
+static Node *
+planned(Node *e, struct CqDeltaScan *ds)
+{
+	List	   *rels = NIL;
+	List	   *items = NIL;
+	Node	   *p = (Node *) expression_planner_with_deps((Expr *) copyObject(e), &rels, &items);
+
+	ds->inval_items = list_concat(ds->inval_items, items);
+	return p;
 }
 
 /*
@@ -179,11 +192,30 @@ cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da)
 	foreach(lc, w.vars)
 		ds->cols = bms_add_member(ds->cols, ((Var *) lfirst(lc))->varattno -
 								  FirstLowInvalidHeapAttributeNumber);
+	/*
+	 * Planned as the statement's planner does, inlining SQL functions: the
+	 * functions inlined (one called by an inlined one too, which is not in
+	 * the query tree) are kept as the plan's dependencies, so that a change
+	 * of one builds this again, as it plans the statement again (the
+	 * reader went on with the body inlined before, and no EXECUTE was
+	 * checked for it).
+	 */
 	foreach(lc, exprs)
-		ds->exprs = lappend(ds->exprs, (Node *) expression_planner((Expr *) copyObject(lfirst(lc))));
+		ds->exprs = lappend(ds->exprs, planned((Node *) lfirst(lc), ds));
 	if (q->jointree->quals != NULL)
-		ds->quals = make_ands_implicit(expression_planner((Expr *) copyObject(q->jointree->quals)));
+		ds->quals = make_ands_implicit((Expr *) planned(q->jointree->quals, ds));
 	return ds;
+}
+
+/*
+ * cq_delta_scan_inval_items
+ *	  The PlanInvalItems of what ds's expressions were planned from (the
+ *	  functions inlined, the domains elided): plan.c's entry depends on them.
+ */
+List *
+cq_delta_scan_inval_items(const struct CqDeltaScan *ds)
+{
+	return ds != NULL ? ds->inval_items : NIL;
 }
 
 /*
@@ -204,6 +236,7 @@ cq_delta_scan_copy(const struct CqDeltaScan *ds)
 	c->quals = copyObject(ds->quals);
 	c->vars = copyObject(ds->vars);
 	c->cols = bms_copy(ds->cols);
+	c->inval_items = copyObject(ds->inval_items);
 	return c;
 }
 

@@ -451,10 +451,13 @@ copy_hashes(const uint32 *hashes, int *n, List *items, int cacheid)
  * cq_plan_deps_collect
  *	  The dependencies of query q's analysis an (built from stored, its
  *	  catalog tree, over relation read), with their fingerprints as they
- *	  are now, allocated in cxt (the work in the current memory context).
+ *	  are now, allocated in cxt (the work in the current memory context);
+ *	  more_items: PlanInvalItems of expressions planned for the plan
+ *	  (delta_scan.c's: the functions they inline).
  */
 CqPlanDeps *
-cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, MemoryContext cxt)
+cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, List *more_items,
+					 MemoryContext cxt)
 {
 	CqPlanDeps *deps;
 	Collected	c = {NIL, NIL, NIL, NIL, NIL};
@@ -478,6 +481,7 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, Memory
 		add_operator(&c, lfirst_oid(lc));
 	/* what the planner would depend on, as a cached plan does (domains, regclass constants) */
 	extract_query_dependencies((Node *) copyObject(an->query), &rels_planner, &items, &rls);
+	items = list_concat(items, more_items);
 	foreach(lc, rels_planner)
 		c.rels = list_append_unique_oid(c.rels, lfirst_oid(lc));
 	foreach(lc, list_make4_oid(q->source, q->target, q->state_table, read))
