@@ -8,14 +8,7 @@ CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SET cq.run_in_worker = off;
 
-CREATE FUNCTION rv_diff(a regclass, b text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT r::text FROM %s r EXCEPT ALL SELECT r::text FROM (%s) r) '
-                 'UNION ALL (SELECT r::text FROM (%s) r EXCEPT ALL SELECT r::text FROM %s r)) x', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
+\i sql/include/ds_diff.sql
 
 -- 1. A SQL function inlined into the key calls another SQL function, inlined
 -- too: the second one is not in the query tree.  Replacing it must reach
@@ -37,7 +30,7 @@ CREATE OR REPLACE FUNCTION rv.inner_b(i int) RETURNS int LANGUAGE sql IMMUTABLE 
 INSERT INTO rv_src SELECT g, g FROM generate_series(1, 10) g;
 \i sql/include/delta_scan_pair.sql
 SELECT 'rv_c' AS q, b, n, s FROM rv_c UNION ALL SELECT 'rv_s', b, n, s FROM rv_s ORDER BY 1, 2;
-SELECT rv_diff('rv_c', 'TABLE rv_s') AS inlined_c_vs_sql;
+SELECT ds_diff('rv_c', 'TABLE rv_s') AS inlined_c_vs_sql;
 
 -- 2. The owner's EXECUTE on the inner function revoked: the statement fails
 -- (the planner does not inline a function the owner may not execute, and
@@ -68,8 +61,8 @@ GRANT EXECUTE ON FUNCTION rv.inner_b(int) TO regress_rv_owner;
 SET ROLE regress_rv_owner;
 \i sql/include/delta_scan_pair.sql
 RESET ROLE;
-SELECT rv_diff('rv_pc', 'TABLE rv_ps') AS exec_c_vs_sql,
-       rv_diff('rv_pc', 'SELECT rv.outer_b(k) AS b, count(*) AS n FROM rv_priv GROUP BY 1') AS exec_c_vs_groupby;
+SELECT ds_diff('rv_pc', 'TABLE rv_ps') AS exec_c_vs_sql,
+       ds_diff('rv_pc', 'SELECT rv.outer_b(k) AS b, count(*) AS n FROM rv_priv GROUP BY 1') AS exec_c_vs_groupby;
 
 -- 3. Functions called directly by the reader (not inlined: PL/pgSQL):
 -- non-strict with NULL arguments and a NULL constant, strict with a NULL
@@ -104,7 +97,7 @@ SET ROLE regress_rv_owner;
 \i sql/include/delta_scan_pair.sql
 RESET ROLE;
 SELECT 'rv_fc' AS q, * FROM rv_fc UNION ALL SELECT 'rv_fs', * FROM rv_fs ORDER BY 1, 2, 3, 4, 5;
-SELECT rv_diff('rv_fc', 'TABLE rv_fs') AS direct_c_vs_sql;
+SELECT ds_diff('rv_fc', 'TABLE rv_fs') AS direct_c_vs_sql;
 
 -- 4. A key function replaced by a VOLATILE one: the query's aggregation in
 -- C is left (deltagg.c refuses volatile functions) on the next batch, by
@@ -122,7 +115,7 @@ CREATE OR REPLACE FUNCTION rv.vb(i int) RETURNS int LANGUAGE plpgsql VOLATILE AS
 INSERT INTO rv_src SELECT g, g FROM generate_series(1, 6) g;
 \i sql/include/delta_scan_pair.sql
 SELECT cq.explain('rv_vc') LIKE '%made in C (cq.delta_agg_in_c)%' AS agg_in_c_after_volatile;
-SELECT rv_diff('rv_vc', 'TABLE rv_vs') AS volatile_c_vs_sql, (SELECT sum(n) FROM rv_vc) AS rows_folded;
+SELECT ds_diff('rv_vc', 'TABLE rv_vs') AS volatile_c_vs_sql, (SELECT sum(n) FROM rv_vc) AS rows_folded;
 
 -- 5. A cast to a domain in the key whose CHECK fails for a new row: the
 -- same error both ways, nothing folded; a constraint added to the domain
@@ -145,8 +138,8 @@ DELETE FROM rv_dom WHERE k = 7;
 INSERT INTO rv_dom VALUES (8), (50);
 \i sql/include/delta_scan_pair.sql
 SELECT 'rv_dc' AS q, * FROM rv_dc UNION ALL SELECT 'rv_ds', * FROM rv_ds ORDER BY 1, 2;
-SELECT rv_diff('rv_dc', 'TABLE rv_ds') AS domain_c_vs_sql,
-       rv_diff('rv_dc', 'SELECT k::rv_small AS d, count(*) AS n FROM rv_dom WHERE k IS NOT NULL GROUP BY 1') AS domain_c_vs_groupby;
+SELECT ds_diff('rv_dc', 'TABLE rv_ds') AS domain_c_vs_sql,
+       ds_diff('rv_dc', 'SELECT k::rv_small AS d, count(*) AS n FROM rv_dom WHERE k IS NOT NULL GROUP BY 1') AS domain_c_vs_groupby;
 
 -- 6. Collations: a key of a nondeterministic collation and one under "C"
 -- (lower() of a non-ASCII letter): grouped as the GROUP BY groups them.
@@ -160,7 +153,7 @@ INSERT INTO rv_coll VALUES ('a', 'X'), ('A', 'x'), ('b', 'Y'), ('B', 'y'), ('a',
 \set c rv_cc
 \set s rv_cs
 \i sql/include/delta_scan_pair.sql
-SELECT rv_diff('rv_cc', 'TABLE rv_cs') AS coll_c_vs_sql,
+SELECT ds_diff('rv_cc', 'TABLE rv_cs') AS coll_c_vs_sql,
        (SELECT count(*) FROM rv_cc) AS groups_c,
        (SELECT count(*) FROM (SELECT t, lower(u COLLATE "C") FROM rv_coll GROUP BY 1, 2) g) AS groups_groupby;
 
@@ -171,4 +164,4 @@ DROP ROLE regress_rv_owner;
 DROP SCHEMA rv CASCADE;
 DROP DOMAIN rv_small;
 DROP COLLATION rv_ci;
-DROP FUNCTION rv_diff(regclass, text);
+DROP FUNCTION ds_diff(regclass, text);

@@ -7,14 +7,7 @@ CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 SET cq.run_in_worker = off;
 
-CREATE FUNCTION rd_diff(a regclass, b text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT r::text FROM %s r EXCEPT ALL SELECT r::text FROM (%s) r) '
-                 'UNION ALL (SELECT r::text FROM (%s) r EXCEPT ALL SELECT r::text FROM %s r)) x', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
+\i sql/include/ds_diff.sql
 
 CREATE ROLE regress_rd_owner;
 GRANT CREATE, USAGE ON SCHEMA public TO regress_rd_owner;
@@ -33,7 +26,7 @@ CREATE VIEW rd_groupby AS
 \set c rd_c
 \set s rd_s
 CREATE FUNCTION rd_check() RETURNS TABLE (c_vs_sql bigint, c_vs_groupby bigint, rows_c bigint) LANGUAGE sql AS
-  $$ SELECT rd_diff('rd_c', 'TABLE rd_s'), rd_diff('rd_c', 'TABLE rd_groupby'), (SELECT sum(n) FROM rd_c)::bigint $$;
+  $$ SELECT ds_diff('rd_c', 'TABLE rd_s'), ds_diff('rd_c', 'TABLE rd_groupby'), (SELECT sum(n) FROM rd_c)::bigint $$;
 INSERT INTO rd_src SELECT g % 5, g % 3, 't' || (g % 4), g, NULL FROM generate_series(1, 200) g;
 SET ROLE regress_rd_owner;
 \i sql/include/delta_scan_pair.sql
@@ -143,7 +136,7 @@ INSERT INTO rd_src (k, w, t2, v) SELECT g % 5, g % 3, 'p' || (g % 4), g FROM gen
 SET ROLE regress_rd_owner;
 \i sql/include/delta_scan_pair.sql
 RESET ROLE;
-SELECT rd_diff('rd_c', 'TABLE rd_s') AS rls_c_vs_sql,
+SELECT ds_diff('rd_c', 'TABLE rd_s') AS rls_c_vs_sql,
        (SELECT count(*) FROM rd_c WHERE ut LIKE 'P%' AND k >= 3) AS rls_hidden_groups,
        (SELECT count(*) FROM rd_c WHERE ut LIKE 'P%') AS rls_groups;
 ALTER TABLE rd_src DISABLE ROW LEVEL SECURITY, NO FORCE ROW LEVEL SECURITY;
@@ -159,7 +152,7 @@ INSERT INTO rd_src (k, w, t2, v) SELECT g % 5, 1, 'parent', g FROM generate_seri
 SET ROLE regress_rd_owner;
 \i sql/include/delta_scan_pair.sql
 RESET ROLE;
-SELECT rd_diff('rd_c', 'TABLE rd_s') AS inh_c_vs_sql,
+SELECT ds_diff('rd_c', 'TABLE rd_s') AS inh_c_vs_sql,
        (SELECT sum(n) FROM rd_c WHERE ut IN ('CHILD', 'PARENT')) AS inh_rows;
 DROP TABLE rd_child;
 INSERT INTO rd_src (k, w, t2, v) SELECT g % 5, g % 3, 'end' || (g % 4), g FROM generate_series(1, 50) g;
@@ -168,8 +161,8 @@ SET ROLE regress_rd_owner;
 RESET ROLE;
 -- (the GROUP BY without the groups the policy hid and the child's rows)
 CREATE VIEW rd_c_end AS SELECT * FROM rd_c WHERE ut NOT LIKE 'P%' AND ut <> 'CHILD';
-SELECT rd_diff('rd_c', 'TABLE rd_s') AS end_c_vs_sql,
-       rd_diff('rd_c_end', 'SELECT * FROM rd_groupby WHERE ut NOT LIKE ''P%''') AS end_c_vs_groupby,
+SELECT ds_diff('rd_c', 'TABLE rd_s') AS end_c_vs_sql,
+       ds_diff('rd_c_end', 'SELECT * FROM rd_groupby WHERE ut NOT LIKE ''P%''') AS end_c_vs_groupby,
        (SELECT sum(n) FROM rd_c) AS rows_c;
 DROP VIEW rd_c_end;
 
@@ -178,4 +171,4 @@ DROP VIEW rd_groupby;
 DROP TABLE rd_src;
 DROP OWNED BY regress_rd_owner;
 DROP ROLE regress_rd_owner;
-DROP FUNCTION rd_diff(regclass, text), rd_check();
+DROP FUNCTION ds_diff(regclass, text), rd_check();
