@@ -72,6 +72,7 @@ struct CqPlanDeps
 	uint32	   *colls;			/* COLLOID hash values */
 	int			nnsps;
 	uint32	   *nsps;			/* NAMESPACEOID hash values */
+	bool		any_nsp;		/* any schema's change: more_items has a function */
 };
 
 typedef struct Collected
@@ -525,6 +526,16 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, List *
 	deps->colls = copy_hashes(colls, &deps->ncolls, NIL, COLLOID);
 	deps->nnsps = list_length(c.nsps);
 	deps->nsps = copy_hashes(nsps, &deps->nnsps, NIL, NAMESPACEOID);
+	/*
+	 * A function inlined into an expression planned for the plan (one that
+	 * an inlined SQL function calls is in no tree here): its schema is not
+	 * known, and a change of it (USAGE revoked, a rename) fails the body's
+	 * parse when the statement inlines it again; so any schema's change
+	 * rebuilds the entry, which inlines it again too.
+	 */
+	foreach(lc, more_items)
+		if (((PlanInvalItem *) lfirst(lc))->cacheId == PROCOID)
+			deps->any_nsp = true;
 	MemoryContextSwitchTo(old);
 	return deps;
 }
@@ -561,6 +572,8 @@ cq_plan_deps_has_hash(const CqPlanDeps *deps, int cacheid, uint32 hashvalue)
 		h = deps->types, n = deps->ntypes;
 	else if (cacheid == COLLOID)
 		h = deps->colls, n = deps->ncolls;
+	else if (cacheid == NAMESPACEOID && deps->any_nsp)
+		return true;
 	else if (cacheid == NAMESPACEOID)
 		h = deps->nsps, n = deps->nnsps;
 	else
