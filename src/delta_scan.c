@@ -81,6 +81,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -177,7 +178,8 @@ add_nsp(List **nsps, int cacheid, Oid oid, AttrNumber nspattr)
 	if (!HeapTupleIsValid(tup))
 		return;
 	nsp = SysCacheGetAttr(cacheid, tup, nspattr, &isnull);
-	if (!isnull)
+	/* pg_catalog is searched without USAGE (recomputeNamespacePath) */
+	if (!isnull && DatumGetObjectId(nsp) != PG_CATALOG_NAMESPACE)
 		*nsps = list_append_unique_oid(*nsps, DatumGetObjectId(nsp));
 	ReleaseSysCache(tup);
 }
@@ -324,7 +326,8 @@ cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da, Oid owner)
 	if (q->jointree->quals != NULL)
 		ds->quals = make_ands_implicit((Expr *) planned(q->jointree->quals, ds));
 	cq_security_restore(&sec);
-	sw.nsps = list_make1_oid(get_rel_namespace(rte->relid));
+	sw.nsps = NIL;
+	add_nsp(&sw.nsps, RELOID, rte->relid, Anum_pg_class_relnamespace);
 	sw.consts = true;
 	(void) schema_walker((Node *) list_make4(exprs, q->jointree->quals, an->arg_exprs, an->filter_exprs), &sw);
 	sw.consts = false;
