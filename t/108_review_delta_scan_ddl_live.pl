@@ -7,7 +7,9 @@
 # ANALYZE.  After each round the test's own rows (w >= 10) are folded
 # exactly once; after the writers stop, the target equals the GROUP BY;
 # the batches kept reading in C; no batch failed, no writer failed,
-# nothing crashed.
+# nothing crashed.  Last, a query of a role without rights whose plan the
+# workers build: its immutable function runs as its owner, never as the
+# workers' superuser.
 # First, deterministically: an INSERT into the source while CREATE INDEX
 # CONCURRENTLY of a BRIN index on cq_xid waits with the new index not yet
 # ready (its file empty) succeeds: pg_cq's INSERT path (brin_insert.c) read
@@ -130,6 +132,36 @@ is(mismatches($node, $db, $oracle, 'live'), '0', 'every committed row folded onc
 is($node->safe_psql($db, q{SELECT count(*) FILTER (WHERE w = 12) = 0 AND count(*) FILTER (WHERE w BETWEEN 1 AND 3) > 0 FROM ev}),
 	't', 'the source: the rolled-back subtransactions absent, the writers present');
 is($node->safe_psql($db, q{SELECT state FROM cq.queries WHERE name = 'live'}), 'active', 'the query is active');
+# A query of a role without rights, run by the workers (as the bootstrap
+# superuser, who build its plan cache entry): the immutable function of
+# constants in its key, which the planner runs, runs as the owner (it ran
+# as the superuser: the owner's code with the superuser's rights).
+$node->safe_psql($db, q{
+	SET client_min_messages = warning;
+	CREATE ROLE regress_low;
+	GRANT CREATE, USAGE ON SCHEMA public TO regress_low;
+	CREATE TABLE audit (who text, super boolean);
+	GRANT INSERT ON audit TO regress_low;
+	SET ROLE regress_low;
+	CREATE FUNCTION public.note_user() RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+	BEGIN
+	  INSERT INTO public.audit SELECT current_user, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user;
+	  RETURN 0;
+	END $$;
+	CREATE FUNCTION public.const_of(i int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN i + public.note_user(); END $$;
+	CREATE TABLE low_src (k int);
+	CREATE TABLE low_q WITH (cq.output_mode = 'update') AS
+	  SELECT k + public.const_of(10) AS b, count(*) AS n FROM low_src GROUP BY 1;
+	RESET ROLE;
+	TRUNCATE audit;
+	INSERT INTO low_src SELECT g % 3 FROM generate_series(1, 30) g;
+});
+wait_caught_up($node, $db, 'low_src', 'for the query of a role without rights', 'low_q');
+is($node->safe_psql($db, q{SELECT count(*) > 0 AND count(*) FILTER (WHERE super OR who <> 'regress_low') = 0 FROM audit}), 't',
+	"the owner's function ran as the owner only")
+	or diag($node->safe_psql($db, 'SELECT DISTINCT who, super FROM audit'));
+is(mismatches($node, $db, 'SELECT k + 10, count(*) FROM low_src GROUP BY 1', 'low_q'), '0', 'its rows folded once');
+
 my $log = slurp_file($node->logfile);
 my @in_c = ($log =~ /new rows of "ev" read in C/g);
 ok(@in_c >= scalar(@ddl), 'the worker read the new rows in C (' . scalar(@in_c) . ' batches)');
