@@ -202,8 +202,10 @@ schema_walker(Node *node, SchemaWalk *w)
 	switch (nodeTag(node))
 	{
 		case T_FuncExpr:
-			add_nsp(nsps, PROCOID, ((FuncExpr *) node)->funcid, Anum_pg_proc_pronamespace);
-			if (((FuncExpr *) node)->funcformat == COERCE_EXPLICIT_CAST)
+			/* a cast names its type, not its function */
+			if (((FuncExpr *) node)->funcformat == COERCE_EXPLICIT_CALL)
+				add_nsp(nsps, PROCOID, ((FuncExpr *) node)->funcid, Anum_pg_proc_pronamespace);
+			else if (((FuncExpr *) node)->funcformat == COERCE_EXPLICIT_CAST)
 				type = ((FuncExpr *) node)->funcresulttype;
 			break;
 		case T_OpExpr:
