@@ -16,14 +16,7 @@ SET timezone = 'UTC';
 SET cq.run_in_worker = off;
 SET track_functions = 'all';
 
-CREATE FUNCTION ds_diff(a regclass, b text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM ((SELECT r::text FROM %s r EXCEPT ALL SELECT r::text FROM (%s) r) '
-                 'UNION ALL (SELECT r::text FROM (%s) r EXCEPT ALL SELECT r::text FROM %s r)) x', a, b, b, a) INTO n;
-  RETURN n;
-END $$;
+\i sql/include/ds_diff.sql
 CREATE FUNCTION ds_calls() RETURNS bigint LANGUAGE sql AS
   $$ SELECT coalesce((SELECT calls FROM pg_stat_user_functions
                       WHERE schemaname = 'cq' AND funcname = 'xid_new'), 0) $$;

@@ -815,12 +815,16 @@ cq_brin_swap_table(Relation rel)
  *	  cq_brininsert, made at its ExecutorStart (in the statement's memory,
  *	  the current context): FormIndexDatum skips the column from the first
  *	  row on (values_from_heap), and the gate decides from the first row on
- *	  (brin_row_gate).
+ *	  (brin_row_gate).  Not for an index that takes no inserts yet (CREATE
+ *	  INDEX CONCURRENTLY or REINDEX CONCURRENTLY before its build: its file
+ *	  is still empty, and reading its metapage failed every INSERT into the
+ *	  table meanwhile); ExecInsertIndexTuples passes it by.
  */
 void
 cq_brin_statement_begin(Relation idx, Relation heap, IndexInfo *indexInfo)
 {
-	if (idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL)
+	if (idx->rd_indam->aminsert == cq_brininsert && indexInfo->ii_AmCache == NULL &&
+		indexInfo->ii_ReadyForInserts)
 		brin_gate_rows(brin_statement_cache(idx, heap, indexInfo), idx, indexInfo);
 }
 

@@ -45,8 +45,14 @@
  * the keys, all the arguments and FILTER conditions (the inner query
  * selects them all) and cq_xid); this does the same check
  * (ExecCheckRTPerms) before reading, so an owner without them gets the
- * statement's error, nothing read.  Errors while reading carry the
- * statement's context line ("SQL statement ..."), as SPI's do.
+ * statement's error, nothing read.  Likewise USAGE on the schemas the
+ * statement names objects of (its parse looks them up; see schema_walker)
+ * and EXECUTE on a function called directly (direct_call).  A function
+ * the planning inlined (and one it calls) is a dependency of the plan
+ * cache entry (cq_delta_scan_inval_items): replaced, or its EXECUTE
+ * revoked, it is planned again as the statement is.  Errors while
+ * reading carry the statement's context line ("SQL statement ..."), as
+ * SPI's do.
  *
  * Differences from the statement: the statement's filter evaluates the
  * query's WHERE before cq.xid_new (the planner keeps the order of equal
@@ -73,7 +79,11 @@
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -90,11 +100,13 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "delta_scan.h"
 #include "deltagg.h"
 #include "guc.h"
 #include "offsets.h"
+#include "security.h"
 #include "tracking.h"
 
 struct CqDeltaScan
@@ -106,6 +118,8 @@ struct CqDeltaScan
 	List	   *vars;			/* every Var of the above (their types checked) */
 	Bitmapset  *cols;			/* the columns the statement reads, but cq_xid
 								 * (attno - FirstLowInvalidHeapAttributeNumber) */
+	List	   *inval_items;	/* PlanInvalItems of exprs and quals as planned */
+	List	   *nsps;			/* the schemas of what the statement names (OIDs) */
 };
 
 /* Vars of the source only (user columns), nothing the reader cannot evaluate */
@@ -139,19 +153,135 @@ scan_walker(Node *node, ScanWalk *w)
 }
 
 /*
+ * The schemas of the objects the statement names (it names every one
+ * outside pg_catalog by its schema, and is parsed again whenever a schema
+ * changes): its source, the functions and operators of its expressions,
+ * the types it casts to or writes constants of, the collations of its
+ * COLLATE clauses; those of the expressions as planned too (the functions
+ * and casts of an inlined function's body, parsed when it is inlined).  Not
+ * the type or collation of a column or of a function's result, which it
+ * does not name.  The statement's parse needs USAGE on each, and so the
+ * reader checks it (check_privileges): without it the owner read the new
+ * rows of a table in a schema it had lost USAGE on, which the statement
+ * (and the owner's own SELECT) refused.
+ */
+static void
+add_nsp(List **nsps, int cacheid, Oid oid, AttrNumber nspattr)
+{
+	HeapTuple	tup;
+	bool		isnull;
+	Datum		nsp;
+
+	if (!OidIsValid(oid))
+		return;
+	tup = SearchSysCache1(cacheid, ObjectIdGetDatum(oid));
+	if (!HeapTupleIsValid(tup))
+		return;
+	nsp = SysCacheGetAttr(cacheid, tup, nspattr, &isnull);
+	/* pg_catalog is searched without USAGE (recomputeNamespacePath) */
+	if (!isnull && DatumGetObjectId(nsp) != PG_CATALOG_NAMESPACE)
+		*nsps = list_append_unique_oid(*nsps, DatumGetObjectId(nsp));
+	ReleaseSysCache(tup);
+}
+
+typedef struct SchemaWalk
+{
+	List	   *nsps;
+	bool		consts;			/* constants' types too (not in a planned tree:
+								 * a function folded into one is not named) */
+} SchemaWalk;
+
+static bool
+schema_walker(Node *node, SchemaWalk *w)
+{
+	List	  **nsps = &w->nsps;
+	Oid			type = InvalidOid;
+
+	if (node == NULL)
+		return false;
+	switch (nodeTag(node))
+	{
+		case T_FuncExpr:
+			/* a cast names its type, not its function */
+			if (((FuncExpr *) node)->funcformat == COERCE_EXPLICIT_CALL)
+				add_nsp(nsps, PROCOID, ((FuncExpr *) node)->funcid, Anum_pg_proc_pronamespace);
+			else if (((FuncExpr *) node)->funcformat == COERCE_EXPLICIT_CAST)
+				type = ((FuncExpr *) node)->funcresulttype;
+			break;
+		case T_OpExpr:
+		case T_DistinctExpr:
+		case T_NullIfExpr:
+			add_nsp(nsps, OPEROID, ((OpExpr *) node)->opno, Anum_pg_operator_oprnamespace);
+			break;
+		case T_ScalarArrayOpExpr:
+			add_nsp(nsps, OPEROID, ((ScalarArrayOpExpr *) node)->opno, Anum_pg_operator_oprnamespace);
+			break;
+		case T_RowCompareExpr:
+			{
+				ListCell   *lc;
+
+				foreach(lc, ((RowCompareExpr *) node)->opnos)
+					add_nsp(nsps, OPEROID, lfirst_oid(lc), Anum_pg_operator_oprnamespace);
+			}
+			break;
+		case T_Const:
+			if (w->consts)
+				type = ((Const *) node)->consttype;
+			break;
+		case T_RelabelType:
+			if (((RelabelType *) node)->relabelformat == COERCE_EXPLICIT_CAST)
+				type = ((RelabelType *) node)->resulttype;
+			break;
+		case T_CoerceViaIO:
+			if (((CoerceViaIO *) node)->coerceformat == COERCE_EXPLICIT_CAST)
+				type = ((CoerceViaIO *) node)->resulttype;
+			break;
+		case T_ArrayCoerceExpr:
+			if (((ArrayCoerceExpr *) node)->coerceformat == COERCE_EXPLICIT_CAST)
+				type = ((ArrayCoerceExpr *) node)->resulttype;
+			break;
+		case T_CoerceToDomain:
+			if (((CoerceToDomain *) node)->coercionformat == COERCE_EXPLICIT_CAST)
+				type = ((CoerceToDomain *) node)->resulttype;
+			break;
+		case T_CollateExpr:
+			add_nsp(nsps, COLLOID, ((CollateExpr *) node)->collOid, Anum_pg_collation_collnamespace);
+			break;
+		default:
+			break;
+	}
+	add_nsp(nsps, TYPEOID, type, Anum_pg_type_typnamespace);
+	return expression_tree_walker(node, schema_walker, (void *) w);
+}
+
+/* e planned for the executor (as expression_planner), its dependencies into ds */
+static Node *
+planned(Node *e, struct CqDeltaScan *ds)
+{
+	List	   *rels = NIL;
+	List	   *items = NIL;
+	Node	   *p = (Node *) expression_planner_with_deps((Expr *) copyObject(e), &rels, &items);
+
+	ds->inval_items = list_concat(ds->inval_items, items);
+	return p;
+}
+
+/*
  * cq_delta_scan_build
  *	  What cq_delta_scan_run needs to read sql->delta_c's rows for the
  *	  query an whose d deltagg.c aggregates (da), or NULL when the query
- *	  is not of the shapes handled (see the header).
+ *	  is not of the shapes handled (see the header); owner: the query's.
  */
 struct CqDeltaScan *
-cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da)
+cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da, Oid owner)
 {
+	CqSecurity	sec;
 	Query	   *q = an->query;
 	RangeTblEntry *rte;
 	RangeTblRef *rtr;
 	struct CqDeltaScan *ds;
 	ScanWalk	w = {an->source_rti, NIL};
+	SchemaWalk	sw;
 	List	   *exprs;
 	ListCell   *lc;
 
@@ -179,11 +309,44 @@ cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da)
 	foreach(lc, w.vars)
 		ds->cols = bms_add_member(ds->cols, ((Var *) lfirst(lc))->varattno -
 								  FirstLowInvalidHeapAttributeNumber);
+	/*
+	 * Planned as the statement's planner does, inlining SQL functions: the
+	 * functions inlined (one called by an inlined one too, which is not in
+	 * the query tree) are kept as the plan's dependencies, so that a change
+	 * of one builds this again, as it plans the statement again (the
+	 * reader went on with the body inlined before, and no EXECUTE was
+	 * checked for it).  Planned as the owner, search_path pinned, as the
+	 * statement is: the planner runs an immutable function of constants
+	 * (and checks EXECUTE on a function it inlines), and the plan is built
+	 * by whoever runs the batch first in a backend (a worker, as the
+	 * bootstrap superuser; a superuser's cq.run or cq.explain): a query
+	 * owner's function ran so as the superuser.
+	 */
+	cq_security_owner(owner, &sec);
 	foreach(lc, exprs)
-		ds->exprs = lappend(ds->exprs, (Node *) expression_planner((Expr *) copyObject(lfirst(lc))));
+		ds->exprs = lappend(ds->exprs, planned((Node *) lfirst(lc), ds));
 	if (q->jointree->quals != NULL)
-		ds->quals = make_ands_implicit(expression_planner((Expr *) copyObject(q->jointree->quals)));
+		ds->quals = make_ands_implicit((Expr *) planned(q->jointree->quals, ds));
+	cq_security_restore(&sec);
+	sw.nsps = NIL;
+	add_nsp(&sw.nsps, RELOID, rte->relid, Anum_pg_class_relnamespace);
+	sw.consts = true;
+	(void) schema_walker((Node *) list_make4(exprs, q->jointree->quals, an->arg_exprs, an->filter_exprs), &sw);
+	sw.consts = false;
+	(void) schema_walker((Node *) list_make2(ds->exprs, ds->quals), &sw);
+	ds->nsps = sw.nsps;
 	return ds;
+}
+
+/*
+ * cq_delta_scan_inval_items
+ *	  The PlanInvalItems of what ds's expressions were planned from (the
+ *	  functions inlined, the domains elided): plan.c's entry depends on them.
+ */
+List *
+cq_delta_scan_inval_items(const struct CqDeltaScan *ds)
+{
+	return ds != NULL ? ds->inval_items : NIL;
 }
 
 /*
@@ -204,6 +367,8 @@ cq_delta_scan_copy(const struct CqDeltaScan *ds)
 	c->quals = copyObject(ds->quals);
 	c->vars = copyObject(ds->vars);
 	c->cols = bms_copy(ds->cols);
+	c->inval_items = copyObject(ds->inval_items);
+	c->nsps = list_copy(ds->nsps);
 	return c;
 }
 
@@ -264,14 +429,25 @@ columns_match(const struct CqDeltaScan *ds, TupleDesc desc, AttrNumber att)
 
 /*
  * check_privileges
- *	  The executor's check of the statement's range table: SELECT on the
- *	  source's columns it reads (cq_xid, att, among them), for the current
- *	  user (the statement's RTE has no checkAsUser); errors as it does.
+ *	  The parser's and the executor's checks of the statement: USAGE on the
+ *	  schemas it names objects of (ds->nsps), SELECT on the source's
+ *	  columns it reads (cq_xid, att, among them), for the current user (the
+ *	  statement's RTE has no checkAsUser); errors as they do.
  */
 static void
 check_privileges(const struct CqDeltaScan *ds, Relation rel, AttrNumber att)
 {
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	ListCell   *lc;
+
+	/* the schemas the statement's parse looks its names up in */
+	foreach(lc, ds->nsps)
+	{
+		AclResult	aclresult = pg_namespace_aclcheck(lfirst_oid(lc), GetUserId(), ACL_USAGE);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_SCHEMA, get_namespace_name(lfirst_oid(lc)));
+	}
 
 	rte->rtekind = RTE_RELATION;
 	rte->relid = RelationGetRelid(rel);

@@ -16,8 +16,9 @@
 struct CqDeltaAgg;
 struct CqDeltaScan;
 
-extern struct CqDeltaScan *cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da);
+extern struct CqDeltaScan *cq_delta_scan_build(CqAnalysis *an, const struct CqDeltaAgg *da, Oid owner);
 extern struct CqDeltaScan *cq_delta_scan_copy(const struct CqDeltaScan *ds);
+extern List *cq_delta_scan_inval_items(const struct CqDeltaScan *ds);
 extern bool cq_delta_scan_run(const struct CqDeltaScan *ds, const char *sql, DestReceiver *agg,
 							  Datum *params, const char *nulls, bool read_only);
 

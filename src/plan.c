@@ -998,7 +998,8 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 
 	/* the copy to keep, in a context freed with the caller's until it is complete */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq analysis", ALLOCSET_SMALL_SIZES);
-	copy_deps = cq_plan_deps_collect(q, new_an, stored, read, cxt);
+	copy_deps = cq_plan_deps_collect(q, new_an, stored, read,
+									 cq_delta_scan_inval_items(new_plan->store.deltascan), cxt);
 	old = MemoryContextSwitchTo(cxt);
 	copy_an = copy_analysis(new_an);
 	copy_plan = copy_plan_sql(new_plan);

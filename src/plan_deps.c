@@ -72,6 +72,7 @@ struct CqPlanDeps
 	uint32	   *colls;			/* COLLOID hash values */
 	int			nnsps;
 	uint32	   *nsps;			/* NAMESPACEOID hash values */
+	bool		any_nsp;		/* any schema's change: more_items has a function */
 };
 
 typedef struct Collected
@@ -451,10 +452,13 @@ copy_hashes(const uint32 *hashes, int *n, List *items, int cacheid)
  * cq_plan_deps_collect
  *	  The dependencies of query q's analysis an (built from stored, its
  *	  catalog tree, over relation read), with their fingerprints as they
- *	  are now, allocated in cxt (the work in the current memory context).
+ *	  are now, allocated in cxt (the work in the current memory context);
+ *	  more_items: PlanInvalItems of expressions planned for the plan
+ *	  (delta_scan.c's: the functions they inline).
  */
 CqPlanDeps *
-cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, MemoryContext cxt)
+cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, List *more_items,
+					 MemoryContext cxt)
 {
 	CqPlanDeps *deps;
 	Collected	c = {NIL, NIL, NIL, NIL, NIL};
@@ -478,6 +482,7 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, Memory
 		add_operator(&c, lfirst_oid(lc));
 	/* what the planner would depend on, as a cached plan does (domains, regclass constants) */
 	extract_query_dependencies((Node *) copyObject(an->query), &rels_planner, &items, &rls);
+	items = list_concat(items, more_items);
 	foreach(lc, rels_planner)
 		c.rels = list_append_unique_oid(c.rels, lfirst_oid(lc));
 	foreach(lc, list_make4_oid(q->source, q->target, q->state_table, read))
@@ -521,6 +526,16 @@ cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read, Memory
 	deps->colls = copy_hashes(colls, &deps->ncolls, NIL, COLLOID);
 	deps->nnsps = list_length(c.nsps);
 	deps->nsps = copy_hashes(nsps, &deps->nnsps, NIL, NAMESPACEOID);
+	/*
+	 * A function inlined into an expression planned for the plan (one that
+	 * an inlined SQL function calls is in no tree here): its schema is not
+	 * known, and a change of it (USAGE revoked, a rename) fails the body's
+	 * parse when the statement inlines it again; so any schema's change
+	 * rebuilds the entry, which inlines it again too.
+	 */
+	foreach(lc, more_items)
+		if (((PlanInvalItem *) lfirst(lc))->cacheId == PROCOID)
+			deps->any_nsp = true;
 	MemoryContextSwitchTo(old);
 	return deps;
 }
@@ -557,6 +572,8 @@ cq_plan_deps_has_hash(const CqPlanDeps *deps, int cacheid, uint32 hashvalue)
 		h = deps->types, n = deps->ntypes;
 	else if (cacheid == COLLOID)
 		h = deps->colls, n = deps->ncolls;
+	else if (cacheid == NAMESPACEOID && deps->any_nsp)
+		return true;
 	else if (cacheid == NAMESPACEOID)
 		h = deps->nsps, n = deps->nnsps;
 	else

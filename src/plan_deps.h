@@ -15,7 +15,7 @@
 typedef struct CqPlanDeps CqPlanDeps;
 
 extern CqPlanDeps *cq_plan_deps_collect(CqQuery *q, CqAnalysis *an, Query *stored, Oid read,
-										MemoryContext cxt);
+										List *more_items, MemoryContext cxt);
 extern bool cq_plan_deps_has_rel(const CqPlanDeps *deps, Oid relid);
 extern bool cq_plan_deps_has_hash(const CqPlanDeps *deps, int cacheid, uint32 hashvalue);
 extern bool cq_plan_deps_unchanged(const CqPlanDeps *deps);

@@ -55,18 +55,24 @@ static MemoryContext memo_cxt = NULL;
 static void
 memo_put(SnapMemo *m, const char *text, const char *data, Size len)
 {
+	char	   *t;
+	struct varlena *d;
+
 	if (memo_cxt == NULL)
 		memo_cxt = AllocSetContextCreate(TopMemoryContext, "pg_cq snapshot conversions",
 										 ALLOCSET_SMALL_SIZES);
+	/* the new pair first: an allocation that fails leaves the slot as it was */
+	t = MemoryContextStrdup(memo_cxt, text);
+	d = MemoryContextAlloc(memo_cxt, len + VARHDRSZ);
+	SET_VARSIZE(d, len + VARHDRSZ);
+	memcpy(VARDATA(d), data, len);
 	if (m->text != NULL)
 	{
 		pfree(m->text);
 		pfree(m->datum);
 	}
-	m->text = MemoryContextStrdup(memo_cxt, text);
-	m->datum = MemoryContextAlloc(memo_cxt, len + VARHDRSZ);
-	SET_VARSIZE(m->datum, len + VARHDRSZ);
-	memcpy(VARDATA(m->datum), data, len);
+	m->text = t;
+	m->datum = d;
 }
 
 /*

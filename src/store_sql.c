@@ -210,7 +210,7 @@ cq_store_build_sql(CqAnalysis *an, CqQuery *q, Oid viewid, CqStoreSql *sql)
 		load_column(&scols, &fcols, name);
 	}
 	cq_deltagg_build(an, desc, sql);
-	sql->deltascan = sql->deltagg ? cq_delta_scan_build(an, sql->deltagg) : NULL;
+	sql->deltascan = sql->deltagg ? cq_delta_scan_build(an, sql->deltagg, q->owner) : NULL;
 	table_close(rel, AccessShareLock);
 
 	/* the merge of each part, for the merge in C (the cached analysis has no parts) */
