@@ -255,7 +255,12 @@ done
 # (the single-row rounds, thousands of transactions, +-3 %).
 # With BENCH_FLOOR the twins' scripts join the mix at the same weight, and
 # each twin's ratio (median latency untracked / twin) is reported too.
-# mix_round KIND CLIENTS ROT: one line "TABLE median_us mean_us n" per table;
+# The median of single-row INSERTs (~50 us, logged in whole us) moves in
+# steps of ~2 %; the mean of the middle half of each table's latencies (25th
+# to 75th percentile) is continuous and as blind to the preempted ones, and
+# its ratio is reported beside the figure.
+# mix_round KIND CLIENTS ROT: one line "TABLE median_us mean_us n mid_us" per
+# table (mid: the mean of the middle half);
 # ROT rotates the order of the scripts (script 0 changes every round)
 mix_round() {
     local kind="$1" clients="$2" rot="$3" out n=${#ORDER[@]} i args=() names=()
@@ -272,17 +277,18 @@ mix_round() {
     cat "$WORK"/mixlog.* | awk -v names="${names[*]}" 'BEGIN { split(names, nm, " ") } { print nm[$4 + 1], $3 }' | sort -k1,1 -k2,2n |
         awk '{ n[$1]++; sum[$1] += $2; v[$1, n[$1]] = $2 }
         function med(s,    m) { m = n[s]; return m % 2 ? v[s, (m + 1) / 2] : (v[s, m / 2] + v[s, m / 2 + 1]) / 2 }
-        END { for (s in n) if (n[s] >= 3) printf "%s %.3f %.3f %d\n", s, med(s), sum[s] / n[s], n[s] }'
+        function mid(s,    m, lo, hi, i, t) { m = n[s]; lo = int(m / 4) + 1; hi = m - int(m / 4); for (i = lo; i <= hi; i++) t += v[s, i]; return t / (hi - lo + 1) }
+        END { for (s in n) if (n[s] >= 3) printf "%s %.3f %.3f %d %.3f\n", s, med(s), sum[s] / n[s], n[s], mid(s) }'
 }
 MIX_REPORT=() FLOOR_MIX_REPORT=()
 for kind in $(part_kinds mix); do
     for clients in $BENCH_CLIENTS; do
         section "interleaved: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
-        declare -A mr=() mm=() nn=()
+        declare -A mr=() mm=() mq=() nn=()
         for ((r = 1; r <= BENCH_MIX_ROUNDS; r++)); do
-            declare -A med=() mean=() cnt=()
-            while read -r tbl a b c; do med[$tbl]="$a"; mean[$tbl]="$b"; cnt[$tbl]="$c"; done \
+            declare -A med=() mean=() cnt=() mid=()
+            while read -r tbl a b c d; do med[$tbl]="$a"; mean[$tbl]="$b"; cnt[$tbl]="$c"; mid[$tbl]="$d"; done \
                 <<<"$(mix_round "$kind" "$clients" $((r - 1)))"
             for tbl in "${ORDER[@]}"; do
                 [[ -n "${med[$tbl]:-}" ]] || die "too few transactions in an interleaved round ($kind, $clients clients, $tbl)"
@@ -290,11 +296,12 @@ for kind in $(part_kinds mix); do
             line="round $r:"
             for tbl in "${ORDER[@]:1}"; do
                 mr[$tbl]+=" $(calc "${med[w_plain]} / ${med[$tbl]}")"; mm[$tbl]+=" $(calc "${mean[w_plain]} / ${mean[$tbl]}")"
-                line+=" $tbl median latency ratio $(calc "${med[w_plain]} / ${med[$tbl]}"), mean $(calc "${mean[w_plain]} / ${mean[$tbl]}");"
+                mq[$tbl]+=" $(calc "${mid[w_plain]} / ${mid[$tbl]}")"
+                line+=" $tbl median latency ratio $(calc "${med[w_plain]} / ${med[$tbl]}"), mean $(calc "${mean[w_plain]} / ${mean[$tbl]}"), middle half $(calc "${mid[w_plain]} / ${mid[$tbl]}");"
             done
             for tbl in "${ORDER[@]}"; do nn[$tbl]=$((${nn[$tbl]:-0} + ${cnt[$tbl]})); done
             info "$line transactions$(for tbl in "${ORDER[@]}"; do printf ' %s %s' "$tbl" "${cnt[$tbl]}"; done)"
-            unset med mean cnt
+            unset med mean cnt mid
         done
         for tbl in "${ORDER[@]:1}"; do
             # shellcheck disable=SC2086 # the lists split on purpose
@@ -306,7 +313,11 @@ for kind in $(part_kinds mix); do
             # shellcheck disable=SC2086
             mfig="$(median ${mm[$tbl]})"
             # shellcheck disable=SC2086
-            cells="**$(fmt_x "$fig")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.3f ' ${mr[$tbl]})| $(fmt_x "$mfig") ($(fmt_x "${msorted[0]}")–$(fmt_x "${msorted[-1]}")) |"
+            mapfile -t qsorted < <(printf '%s\n' ${mq[$tbl]} | sort -g)
+            # shellcheck disable=SC2086
+            qfig="$(median ${mq[$tbl]})"
+            # shellcheck disable=SC2086
+            cells="**$(fmt_x "$fig")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.3f ' ${mr[$tbl]})| $(fmt_x "$mfig") ($(fmt_x "${msorted[0]}")–$(fmt_x "${msorted[-1]}")) | $(printf '%.3f' "$qfig") ($(printf '%.3f' "${qsorted[0]}")–$(printf '%.3f' "${qsorted[-1]}")) |"
             if [[ "$tbl" == w_trk ]]; then
                 MIX_REPORT+=("| ${LABEL[$kind]} | $clients | ${nn[w_plain]} / ${nn[w_trk]} | $cells")
                 [[ -z "${BENCH_DATA:-}" ]] || echo "writepathmix $kind $clients $fig ${sorted[0]} ${sorted[-1]} $mfig" >>"$BENCH_DATA"
@@ -314,7 +325,7 @@ for kind in $(part_kinds mix); do
                 FLOOR_MIX_REPORT+=("| ${LABEL[$kind]} | $clients | ${TWIN_TYPE[$tbl]} | ${nn[w_plain]} / ${nn[$tbl]} | $cells")
             fi
         done
-        unset mr mm nn
+        unset mr mm mq nn
     done
 done
 
@@ -432,15 +443,15 @@ report_table() {
     report_table "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):" \
         "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |" \
         "|---|---|---|---|---|---|---|" "${CPU_REPORT[@]}"
-    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it:" \
-        "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) |" \
-        "|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
+    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it, and the ratio of the means of the middle half of the latencies (25th to 75th percentile; continuous where the median of whole microseconds moves in steps of ~2 % for single-row INSERTs):" \
+        "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) | middle-half ratio (spread) |" \
+        "|---|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
     report_table "The floor (BENCH_FLOOR): the same runs' twins, plain PostgreSQL with a nullable column of the type shown (xid8: cq_xid's) and a constant default, no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-round ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
         "| write | clients | twin's column | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
         "|---|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"
     report_table "The floor, interleaved (BENCH_FLOOR): the twins' scripts in the same rounds as above, at the same weight; ratio = median latency untracked / twin:" \
-        "| write | clients | twin's column | transactions untracked / twin | ratio | spread | per-round ratios | mean-latency ratio (spread) |" \
-        "|---|---|---|---|---|---|---|---|" "${FLOOR_MIX_REPORT[@]}"
+        "| write | clients | twin's column | transactions untracked / twin | ratio | spread | per-round ratios | mean-latency ratio (spread) | middle-half ratio (spread) |" \
+        "|---|---|---|---|---|---|---|---|---|" "${FLOOR_MIX_REPORT[@]}"
     report_table "Bytes (part bytes): WAL bytes per row, pg_current_wal_insert_lsn before and after, in one session on the bench's server (1000-row: one 20,000-row INSERT ... SELECT; COPY: 10,000 rows; single-row: 2,000 autocommit INSERTs, per statement, commit records included), and, before them, heap bytes per row of ${BENCH_BYTES_ROWS} rows inserted into the fresh table by one INSERT ... SELECT (growth of pg_relation_size, line pointers and free space included):" \
         "| table | column | heap bytes/row | WAL bytes/row, 1000-row INSERT | WAL, COPY | WAL per single-row INSERT |" \
         "|---|---|---|---|---|---|" "${BYTES_REPORT[@]}"
