@@ -41,6 +41,18 @@
 # (what any 8-byte column with a default costs a writer: the floor that
 # tracking cannot go below); the runs become triplets (plain, tracked,
 # const, then const, tracked, plain, ...) and the report gains its ratios.
+# BENCH_FLOOR_TYPE (default "xid8") is the list of the twins' column types,
+# one twin w_const_TYPE per type (a single xid8 twin keeps the name w_const):
+# xid8 (8 bytes, 8-byte alignment: pg_cq's cq_xid), tid (6 bytes, 2-byte
+# alignment: the stand-in of a 48-bit stamp), int4 (4 bytes), int8 (8 bytes,
+# as xid8), bytea (5 bytes, a 6-byte short varlena, no alignment); each
+# column nullable with a constant default.  With it the parts measure every
+# twin: tps in the same rotation (plain, tracked, twins..., then reversed),
+# mix with all tables' scripts at equal weights, callgrind per twin, and
+# part "bytes" (not in the default BENCH_PARTS; needs BENCH_FLOOR=1 for the
+# twins): WAL bytes per row (pg_current_wal_insert_lsn differences) of each
+# kind of write and heap bytes per row of BENCH_BYTES_ROWS (1,000,000) rows
+# inserted into the (fresh) table by one INSERT ... SELECT.
 #
 # BENCH_PREFILL rows (default 0) go into both tables before each kind's
 # pairs: 5,500,000 puts the tracked table past the 43,520 heap pages (340 MB)
@@ -51,7 +63,8 @@
 # BENCH_MIX_ROUNDS (9), BENCH_MIX_SECS (3; single-row INSERTs),
 # BENCH_MIX_SECS_LONG (8; 1000-row INSERTs and COPYs),
 # BENCH_PREFILL (0), BENCH_FLOOR (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
-# BENCH_PARTS ("tps mix callgrind"), BENCH_OUT (bench/results/write_path.md),
+# BENCH_PARTS ("tps mix callgrind"; "bytes" too), BENCH_FLOOR_TYPE ("xid8"),
+# BENCH_BYTES_ROWS (1000000), BENCH_OUT (bench/results/write_path.md),
 # BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
 # and "writepathmix KIND CLIENTS RATIO MIN MAX MEAN_RATIO" lines for
 # bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
@@ -75,8 +88,21 @@ BENCH_MIX_SECS="${BENCH_MIX_SECS:-3}"
 BENCH_MIX_SECS_LONG="${BENCH_MIX_SECS_LONG:-8}"
 BENCH_PREFILL="${BENCH_PREFILL:-0}"
 BENCH_FLOOR="${BENCH_FLOOR:-0}"
-TABLES="w_plain w_trk"
-((BENCH_FLOOR)) && TABLES="w_plain w_trk w_const"
+BENCH_FLOOR_TYPE="${BENCH_FLOOR_TYPE:-xid8}"
+BENCH_BYTES_ROWS="${BENCH_BYTES_ROWS:-1000000}"
+# the floor's twins (BENCH_FLOOR): TWIN_TYPE[table] = the type of its column,
+# TWIN_DEFAULT[type] = its constant default
+declare -A TWIN_TYPE=() TWIN_DEFAULT=([xid8]="'0'::pg_catalog.xid8" [tid]="'(0,1)'::pg_catalog.tid"
+    [int4]="0" [int8]="0" [bytea]="'\\x0000000000'::pg_catalog.bytea")
+TWINS=()
+if ((BENCH_FLOOR)); then
+    for ty in $BENCH_FLOOR_TYPE; do
+        [[ -n "${TWIN_DEFAULT[$ty]:-}" ]] || die "BENCH_FLOOR_TYPE: unknown type $ty (xid8 tid int4 int8 bytea)"
+        tw=w_const; [[ "$BENCH_FLOOR_TYPE" == xid8 ]] || tw="w_const_$ty"
+        TWINS+=("$tw"); TWIN_TYPE[$tw]="$ty"
+    done
+fi
+TABLES="w_plain w_trk ${TWINS[*]}"
 part() { [[ " $BENCH_PARTS " == *" $1 "* ]]; }
 # part_kinds PART: the kinds of write to measure in PART, none if it is off
 part_kinds() { if part "$1"; then echo "$BENCH_KINDS"; fi; }
@@ -94,14 +120,18 @@ is_root && chown postgres:postgres "$WORK"
 COLS="ts timestamptz, device_id int, category text, amount numeric(10,2)"
 ROW_SELECT="SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random() * 50)::int::text, 2, '0'), round((random() * 1000)::numeric, 2)"
 
-# the floor's twin (BENCH_FLOOR): the column as pg_cq adds it, with a constant default
-CONST_DDL=""
-((BENCH_FLOOR)) && CONST_DDL="CREATE TABLE w_const ($COLS); ALTER TABLE w_const ADD COLUMN cq_xid pg_catalog.xid8; ALTER TABLE w_const ALTER COLUMN cq_xid SET DEFAULT '0'::pg_catalog.xid8;"
+# the floor's twins (BENCH_FLOOR): a column as pg_cq adds cq_xid, of each
+# type, with a constant default
+CONST_DDL="" DROP_TWINS=""
+for tw in "${TWINS[@]}"; do
+    CONST_DDL+="CREATE TABLE $tw ($COLS); ALTER TABLE $tw ADD COLUMN cq_xid pg_catalog.${TWIN_TYPE[$tw]}; ALTER TABLE $tw ALTER COLUMN cq_xid SET DEFAULT ${TWIN_DEFAULT[${TWIN_TYPE[$tw]}]};"
+    [[ "$tw" == w_const ]] || DROP_TWINS+=", $tw"
+done
 
-# setup_tables: fresh w_plain and w_trk (and w_const)
+# setup_tables: fresh w_plain and w_trk (and the twins)
 setup_tables() {
     psql_run "SET client_min_messages = warning;" \
-        "DROP TABLE IF EXISTS q_trk, w_plain, w_trk, w_const;" \
+        "DROP TABLE IF EXISTS q_trk, w_plain, w_trk, w_const$DROP_TWINS;" \
         "CREATE EXTENSION IF NOT EXISTS pg_cq;" \
         "CREATE TABLE w_plain ($COLS);" "CREATE TABLE w_trk ($COLS);" \
         "CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA;" \
@@ -111,7 +141,7 @@ setup_tables() {
         pid="$(psql_run "SELECT pg_backend_pid();" \
             "INSERT INTO w_plain (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);" \
             "INSERT INTO w_trk (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);" \
-            "$( ((BENCH_FLOOR)) && echo "INSERT INTO w_const (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);")" \
+            "$(for tw in "${TWINS[@]}"; do echo "INSERT INTO $tw (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);"; done)" \
             "CHECKPOINT;" | head -n 1)"
         # until the postmaster reaped that backend: its CPU must not count in a run
         local deadline=$((SECONDS + 10))
@@ -168,32 +198,38 @@ run() {
 # transaction), interleaved pairs ----
 declare -A LABEL=([single]="single-row INSERT" [multi]="1000-row INSERT ... SELECT" [copy]="COPY, 10,000 rows")
 REPORT=() CPU_REPORT=() FLOOR_REPORT=()
+ORDER=(w_plain w_trk "${TWINS[@]}")
 for kind in $(part_kinds tps); do
     for clients in $BENCH_CLIENTS; do
         section "tps: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
-        ratios=() tp=() tt=() cratios=() cp=() ct=() tk=() ck=() kratios=() kcratios=() tkratios=() tkcratios=() sp=() st=() sk=()
+        ratios=() tp=() tt=() cratios=() cp=() ct=() sp=() st=()
+        # per twin, space-separated lists: tps, CPU, stime, ratios
+        declare -A tk=() ck=() sk=() kratios=() kcratios=() tkratios=() tkcratios=() res=()
         for ((r = 1; r <= BENCH_PAIRS; r++)); do
-            if ((r % 2)); then rp="$(run "$kind" w_plain "$clients")"; rt="$(run "$kind" w_trk "$clients")"
-                ((!BENCH_FLOOR)) || rk="$(run "$kind" w_const "$clients")"
-            else ((!BENCH_FLOOR)) || rk="$(run "$kind" w_const "$clients")"
-                rt="$(run "$kind" w_trk "$clients")"; rp="$(run "$kind" w_plain "$clients")"; fi
-            read -r p pc ps <<<"$rp"; read -r t tc ts <<<"$rt"
+            # plain, tracked, twins...; then the reverse
+            if ((r % 2)); then seq=("${ORDER[@]}"); else mapfile -t seq < <(printf '%s\n' "${ORDER[@]}" | tac); fi
+            for tbl in "${seq[@]}"; do res[$tbl]="$(run "$kind" "$tbl" "$clients")"; done
+            read -r p pc ps <<<"${res[w_plain]}"; read -r t tc ts <<<"${res[w_trk]}"
             tp+=("$p"); tt+=("$t"); ratios+=("$(calc "$t / $p")")
             cp+=("$pc"); ct+=("$tc"); cratios+=("$(calc "$pc / $tc")")
+            sp+=("$ps"); st+=("$ts")
             info "pair $r: plain ${p%.*} tps ($pc ms CPU/xact), tracked ${t%.*} tps ($tc ms CPU/xact), ratio ${ratios[-1]}, CPU ratio ${cratios[-1]}"
-            if ((BENCH_FLOOR)); then
-                read -r k kc ks <<<"$rk"
-                sp+=("$ps"); st+=("$ts"); sk+=("$ks")
-                tk+=("$k"); ck+=("$kc"); kratios+=("$(calc "$k / $p")"); kcratios+=("$(calc "$pc / $kc")")
-                tkratios+=("$(calc "$t / $k")"); tkcratios+=("$(calc "$kc / $tc")")
-                info "  const-default twin ${k%.*} tps ($kc ms CPU/xact), ratio to plain ${kratios[-1]} (CPU ${kcratios[-1]}), tracked to it ${tkratios[-1]} (CPU ${tkcratios[-1]})"
-            fi
+            for tw in "${TWINS[@]}"; do
+                read -r k kc ks <<<"${res[$tw]}"
+                tk[$tw]+=" $k"; ck[$tw]+=" $kc"; sk[$tw]+=" $ks"
+                kratios[$tw]+=" $(calc "$k / $p")"; kcratios[$tw]+=" $(calc "$pc / $kc")"
+                tkratios[$tw]+=" $(calc "$t / $k")"; tkcratios[$tw]+=" $(calc "$kc / $tc")"
+                info "  const-default twin $tw (${TWIN_TYPE[$tw]}) ${k%.*} tps ($kc ms CPU/xact), ratio to plain $(calc "$k / $p") (CPU $(calc "$pc / $kc")), tracked to it $(calc "$t / $k") (CPU $(calc "$kc / $tc"))"
+            done
         done
-        if ((BENCH_FLOOR)); then
-            mapfile -t sorted < <(printf '%s\n' "${kratios[@]}" | sort -g)
-            FLOOR_REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tk[@]}")") ($(printf '%.3f' "$(median "${ck[@]}")") ms) | **$(fmt_x "$(median "${kratios[@]}")")** ($(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}")) | **$(fmt_x "$(median "${kcratios[@]}")")** | $(fmt_x "$(median "${tkratios[@]}")") | $(fmt_x "$(median "${tkcratios[@]}")") | $(printf '%.3f / %.3f / %.3f' "$(median "${sp[@]}")" "$(median "${st[@]}")" "$(median "${sk[@]}")") |")
-        fi
+        for tw in "${TWINS[@]}"; do
+            # shellcheck disable=SC2086 # the lists split on purpose
+            mapfile -t sorted < <(printf '%s\n' ${kratios[$tw]} | sort -g)
+            # shellcheck disable=SC2086
+            FLOOR_REPORT+=("| ${LABEL[$kind]} | $clients | ${TWIN_TYPE[$tw]} | $(printf '%.0f' "$(median ${tk[$tw]})") ($(printf '%.3f' "$(median ${ck[$tw]})") ms) | **$(fmt_x "$(median ${kratios[$tw]})")** ($(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}")) | **$(fmt_x "$(median ${kcratios[$tw]})")** | $(fmt_x "$(median ${tkratios[$tw]})") | $(fmt_x "$(median ${tkcratios[$tw]})") | $(printf '%.3f / %.3f / %.3f' "$(median "${sp[@]}")" "$(median "${st[@]}")" "$(median ${sk[$tw]})") |")
+        done
+        unset tk ck sk kratios kcratios tkratios tkcratios res
         mapfile -t sorted < <(printf '%s\n' "${ratios[@]}" | sort -g)
         REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tp[@]}")") | $(printf '%.0f' "$(median "${tt[@]}")") | **$(fmt_x "$(median "${ratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${ratios[@]}")|")
         [[ -z "${BENCH_DATA:-}" ]] || echo "writepath $kind $clients $(median "${ratios[@]}") ${sorted[0]} ${sorted[-1]} $(median "${cratios[@]}")" >>"$BENCH_DATA"
@@ -217,39 +253,79 @@ done
 # 1000-row INSERTs and COPYs (5-40 ms each) get BENCH_MIX_SECS_LONG rounds:
 # at 3 s a round held 13-80 of them per table and its ratio spread +-10 %
 # (the single-row rounds, thousands of transactions, +-3 %).
-# mix_round KIND CLIENTS SWAP: "median_ratio mean_ratio n_plain n_tracked"
+# With BENCH_FLOOR the twins' scripts join the mix at the same weight, and
+# each twin's ratio (median latency untracked / twin) is reported too.
+# The median of single-row INSERTs (~50 us, logged in whole us) moves in
+# steps of ~2 %; the mean of the middle half of each table's latencies (25th
+# to 75th percentile) is continuous and as blind to the preempted ones, and
+# its ratio is reported beside the figure.
+# mix_round KIND CLIENTS ROT: one line "TABLE median_us mean_us n mid_us" per
+# table (mid: the mean of the middle half);
+# ROT rotates the order of the scripts (script 0 changes every round)
 mix_round() {
-    local kind="$1" clients="$2" swap="$3" a=w_plain b=w_trk out
-    ((swap)) && { a=w_trk b=w_plain; }
+    local kind="$1" clients="$2" rot="$3" out n=${#ORDER[@]} i args=() names=()
+    for ((i = 0; i < n; i++)); do
+        names+=("${ORDER[$(((i + rot) % n))]}")
+        args+=(-f "$WORK/${kind}_${names[-1]}.sql@1")
+    done
     rm -f "$WORK"/mixlog.*
     local secs="$BENCH_MIX_SECS"
     [[ "$kind" == single ]] || secs="$BENCH_MIX_SECS_LONG"
     out="$("$PGBIN/pgbench" -n -M prepared -T "$secs" -c "$clients" -j "$clients" -l --log-prefix="$WORK/mixlog" \
-        -f "$WORK/${kind}_$a.sql@1" -f "$WORK/${kind}_$b.sql@1" 2>&1)" || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
+        "${args[@]}" 2>&1)" || { printf '%s\n' "$out" >&2; die "pgbench failed"; }
     # log lines: client transaction latency_us script epoch epoch_us
-    cat "$WORK"/mixlog.* | awk -v swap="$swap" '{ print (($4 == 0) == (swap == 0) ? "p" : "t"), $3 }' | sort -k1,1 -k2,2n |
+    cat "$WORK"/mixlog.* | awk -v names="${names[*]}" 'BEGIN { split(names, nm, " ") } { print nm[$4 + 1], $3 }' | sort -k1,1 -k2,2n |
         awk '{ n[$1]++; sum[$1] += $2; v[$1, n[$1]] = $2 }
         function med(s,    m) { m = n[s]; return m % 2 ? v[s, (m + 1) / 2] : (v[s, m / 2] + v[s, m / 2 + 1]) / 2 }
-        END {
-            if (n["p"] < 3 || n["t"] < 3) { print "nan nan 0 0"; exit }
-            printf "%.6f %.6f %d %d\n", med("p") / med("t"), (sum["p"] / n["p"]) / (sum["t"] / n["t"]), n["p"], n["t"] }'
+        function mid(s,    m, lo, hi, i, t) { m = n[s]; lo = int(m / 4) + 1; hi = m - int(m / 4); for (i = lo; i <= hi; i++) t += v[s, i]; return t / (hi - lo + 1) }
+        END { for (s in n) if (n[s] >= 3) printf "%s %.3f %.3f %d %.3f\n", s, med(s), sum[s] / n[s], n[s], mid(s) }'
 }
-MIX_REPORT=()
+MIX_REPORT=() FLOOR_MIX_REPORT=()
 for kind in $(part_kinds mix); do
     for clients in $BENCH_CLIENTS; do
         section "interleaved: ${LABEL[$kind]}, $clients client(s)"
         setup_tables
-        mr=() mm=() np=0 nt=0
+        declare -A mr=() mm=() mq=() nn=()
         for ((r = 1; r <= BENCH_MIX_ROUNDS; r++)); do
-            read -r a b c d <<<"$(mix_round "$kind" "$clients" $((r % 2 == 0)))"
-            [[ "$a" != nan ]] || die "too few transactions in an interleaved round ($kind, $clients clients)"
-            mr+=("$a") mm+=("$b"); np=$((np + c)) nt=$((nt + d))
-            info "round $r: median latency ratio $a, mean latency ratio $b ($c untracked, $d tracked transactions)"
+            declare -A med=() mean=() cnt=() mid=()
+            while read -r tbl a b c d; do med[$tbl]="$a"; mean[$tbl]="$b"; cnt[$tbl]="$c"; mid[$tbl]="$d"; done \
+                <<<"$(mix_round "$kind" "$clients" $((r - 1)))"
+            for tbl in "${ORDER[@]}"; do
+                [[ -n "${med[$tbl]:-}" ]] || die "too few transactions in an interleaved round ($kind, $clients clients, $tbl)"
+            done
+            line="round $r:"
+            for tbl in "${ORDER[@]:1}"; do
+                mr[$tbl]+=" $(calc "${med[w_plain]} / ${med[$tbl]}")"; mm[$tbl]+=" $(calc "${mean[w_plain]} / ${mean[$tbl]}")"
+                mq[$tbl]+=" $(calc "${mid[w_plain]} / ${mid[$tbl]}")"
+                line+=" $tbl median latency ratio $(calc "${med[w_plain]} / ${med[$tbl]}"), mean $(calc "${mean[w_plain]} / ${mean[$tbl]}"), middle half $(calc "${mid[w_plain]} / ${mid[$tbl]}");"
+            done
+            for tbl in "${ORDER[@]}"; do nn[$tbl]=$((${nn[$tbl]:-0} + ${cnt[$tbl]})); done
+            info "$line transactions$(for tbl in "${ORDER[@]}"; do printf ' %s %s' "$tbl" "${cnt[$tbl]}"; done)"
+            unset med mean cnt mid
         done
-        mapfile -t sorted < <(printf '%s\n' "${mr[@]}" | sort -g)
-        mapfile -t msorted < <(printf '%s\n' "${mm[@]}" | sort -g)
-        MIX_REPORT+=("| ${LABEL[$kind]} | $clients | $np / $nt | **$(fmt_x "$(median "${mr[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.3f ' "${mr[@]}")| $(fmt_x "$(median "${mm[@]}")") ($(fmt_x "${msorted[0]}")–$(fmt_x "${msorted[-1]}")) |")
-        [[ -z "${BENCH_DATA:-}" ]] || echo "writepathmix $kind $clients $(median "${mr[@]}") ${sorted[0]} ${sorted[-1]} $(median "${mm[@]}")" >>"$BENCH_DATA"
+        for tbl in "${ORDER[@]:1}"; do
+            # shellcheck disable=SC2086 # the lists split on purpose
+            mapfile -t sorted < <(printf '%s\n' ${mr[$tbl]} | sort -g)
+            # shellcheck disable=SC2086
+            mapfile -t msorted < <(printf '%s\n' ${mm[$tbl]} | sort -g)
+            # shellcheck disable=SC2086
+            fig="$(median ${mr[$tbl]})"
+            # shellcheck disable=SC2086
+            mfig="$(median ${mm[$tbl]})"
+            # shellcheck disable=SC2086
+            mapfile -t qsorted < <(printf '%s\n' ${mq[$tbl]} | sort -g)
+            # shellcheck disable=SC2086
+            qfig="$(median ${mq[$tbl]})"
+            # shellcheck disable=SC2086
+            cells="**$(fmt_x "$fig")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.3f ' ${mr[$tbl]})| $(fmt_x "$mfig") ($(fmt_x "${msorted[0]}")–$(fmt_x "${msorted[-1]}")) | $(printf '%.3f' "$qfig") ($(printf '%.3f' "${qsorted[0]}")–$(printf '%.3f' "${qsorted[-1]}")) |"
+            if [[ "$tbl" == w_trk ]]; then
+                MIX_REPORT+=("| ${LABEL[$kind]} | $clients | ${nn[w_plain]} / ${nn[w_trk]} | $cells")
+                [[ -z "${BENCH_DATA:-}" ]] || echo "writepathmix $kind $clients $fig ${sorted[0]} ${sorted[-1]} $mfig" >>"$BENCH_DATA"
+            else
+                FLOOR_MIX_REPORT+=("| ${LABEL[$kind]} | $clients | ${TWIN_TYPE[$tbl]} | ${nn[w_plain]} / ${nn[$tbl]} | $cells")
+            fi
+        done
+        unset mr mm mq nn
     done
 done
 
@@ -272,6 +348,8 @@ CREATE TABLE w_plain ($COLS)
 CREATE TABLE w_trk ($COLS)
 CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA
 SETUP
+    # the twins, one statement a line
+    [[ -z "$CONST_DDL" ]] || tr ';' '\n' <<<"$CONST_DDL" | grep . >>"$CG/setup.sql"
     single_user "$CG/setup.sql" >"$CG/setup.log" 2>&1
     ! grep -q ERROR "$CG/setup.log" || { cat "$CG/setup.log" >&2; die "callgrind setup failed"; }
     # cg_ir TABLE KIND [explicit]: instructions of KIND's work into TABLE
@@ -298,7 +376,47 @@ SETUP
         plain="$(cg_ir w_plain "$kind")"; trk="$(cg_ir w_trk "$kind")"; expl="$(cg_ir w_trk "$kind" explicit)"
         [[ -n "$plain" && -n "$trk" && -n "$expl" ]] || die "no callgrind count for $kind"
         info "$label: plain $plain, tracked $trk, tracked with explicit cq_xid $expl instructions for $rows rows"
-        CG_REPORT+=("| $label | $(printf '%.0f' "$(calc "$plain / $rows")") | $(printf '%.0f' "$(calc "$trk / $rows")") ($(fmt_x "$(calc "$trk / $plain")")) | $(printf '%.0f' "$(calc "$expl / $rows")") ($(fmt_x "$(calc "$expl / $plain")")) |")
+        twcells=""
+        for tw in "${TWINS[@]}"; do
+            c="$(cg_ir "$tw" "$kind")"
+            [[ -n "$c" ]] || die "no callgrind count for $kind into $tw"
+            info "$label: twin $tw (${TWIN_TYPE[$tw]}) $c instructions for $rows rows"
+            twcells+=" $(printf '%.0f' "$(calc "$c / $rows")") ($(printf '%.3f' "$(calc "$c / $plain")")) |"
+        done
+        CG_REPORT+=("| $label | $(printf '%.0f' "$(calc "$plain / $rows")") | $(printf '%.0f' "$(calc "$trk / $rows")") ($(fmt_x "$(calc "$trk / $plain")")) | $(printf '%.0f' "$(calc "$expl / $rows")") ($(fmt_x "$(calc "$expl / $plain")")) |$twcells")
+    done
+fi
+
+# ---- D: bytes (part "bytes"): WAL per row and heap per row, exact ----
+BYTES_REPORT=()
+if part bytes; then
+    section "bytes: WAL and heap per row"
+    setup_tables
+    LSN="pg_catalog.pg_current_wal_insert_lsn()"
+    # wal_of TABLE SQL_FILE ROWS: WAL bytes per row of the file's statements
+    wal_of() {
+        local out
+        out="$({ echo "SELECT $LSN AS l0 \\gset"; cat "$2"; echo "SELECT pg_catalog.pg_wal_lsn_diff($LSN, :'l0');"; } | "${PSQL[@]}" -At)" \
+            || die "WAL measure failed for $1"
+        calc "$(tail -n 1 <<<"$out") / $3"
+    }
+    for tbl in "${ORDER[@]}"; do
+        echo "INSERT INTO $tbl (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, 20000);" >"$WORK/bytes_multi.sql"
+        echo "COPY $tbl (ts, device_id, category, amount) FROM '$WORK/rows.csv' (FORMAT csv);" >"$WORK/bytes_copy.sql"
+        for ((i = 0; i < 2000; i++)); do
+            echo "INSERT INTO $tbl (ts, device_id, category, amount) VALUES (now(), $((i % 1000)), 'cat_$((i % 50))', $((i * 7919 % 100000)) / 100.0);"
+        done >"$WORK/bytes_single.sql"
+        # heap: the size the table grows by for BENCH_BYTES_ROWS rows
+        h0="$(psql_val "SELECT pg_catalog.pg_relation_size('$tbl'::pg_catalog.regclass, 'main')")"
+        psql_run "INSERT INTO $tbl (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_BYTES_ROWS);" >/dev/null
+        hb="$(psql_val "SELECT (pg_catalog.pg_relation_size('$tbl'::pg_catalog.regclass, 'main') - $h0)::float8 / $BENCH_BYTES_ROWS")"
+        psql_run "CHECKPOINT;" >/dev/null
+        wm="$(wal_of "$tbl" "$WORK/bytes_multi.sql" 20000)"
+        wc="$(wal_of "$tbl" "$WORK/bytes_copy.sql" 10000)"
+        ws="$(wal_of "$tbl" "$WORK/bytes_single.sql" 2000)"
+        col=none; [[ "$tbl" != w_trk ]] || col="xid8 (pg_cq)"; [[ -z "${TWIN_TYPE[$tbl]:-}" ]] || col="${TWIN_TYPE[$tbl]}"
+        info "$tbl ($col): heap $hb bytes/row, WAL $wm (1000-row) $wc (COPY) $ws (single-row) bytes/row"
+        BYTES_REPORT+=("| $tbl | $col | $(printf '%.1f' "$hb") | $(printf '%.1f' "$wm") | $(printf '%.1f' "$wc") | $(printf '%.1f' "$ws") |")
     done
 fi
 
@@ -325,18 +443,24 @@ report_table() {
     report_table "The same runs, by the CPU time of the backends that served them (utime + stime, read from the postmaster's reaped children): ms per transaction, ratio = untracked / tracked (throughput per CPU second; robust to the other load of a shared machine, unlike wall-clock tps):" \
         "| write | clients | untracked ms/xact | tracked ms/xact | ratio | spread | per-pair ratios |" \
         "|---|---|---|---|---|---|---|" "${CPU_REPORT[@]}"
-    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it:" \
-        "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) |" \
-        "|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
-    report_table "The floor (BENCH_FLOOR): the same runs' third twin, plain PostgreSQL with the same nullable xid8 column and a constant default ('0'), no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-triplet ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
-        "| write | clients | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
-        "|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"
+    report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it, and the ratio of the means of the middle half of the latencies (25th to 75th percentile; continuous where the median of whole microseconds moves in steps of ~2 % for single-row INSERTs):" \
+        "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) | middle-half ratio (spread) |" \
+        "|---|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
+    report_table "The floor (BENCH_FLOOR): the same runs' twins, plain PostgreSQL with a nullable column of the type shown (xid8: cq_xid's) and a constant default, no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-round ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
+        "| write | clients | twin's column | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
+        "|---|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"
+    report_table "The floor, interleaved (BENCH_FLOOR): the twins' scripts in the same rounds as above, at the same weight; ratio = median latency untracked / twin:" \
+        "| write | clients | twin's column | transactions untracked / twin | ratio | spread | per-round ratios | mean-latency ratio (spread) | middle-half ratio (spread) |" \
+        "|---|---|---|---|---|---|---|---|---|" "${FLOOR_MIX_REPORT[@]}"
+    report_table "Bytes (part bytes): WAL bytes per row, pg_current_wal_insert_lsn before and after, in one session on the bench's server (1000-row: one 20,000-row INSERT ... SELECT; COPY: 10,000 rows; single-row: 2,000 autocommit INSERTs, per statement, commit records included), and, before them, heap bytes per row of ${BENCH_BYTES_ROWS} rows inserted into the fresh table by one INSERT ... SELECT (growth of pg_relation_size, line pointers and free space included):" \
+        "| table | column | heap bytes/row | WAL bytes/row, 1000-row INSERT | WAL, COPY | WAL per single-row INSERT |" \
+        "|---|---|---|---|---|---|" "${BYTES_REPORT[@]}"
     if ((${#CG_REPORT[@]} > 0)); then
         echo "Instructions per row (per statement for single-row INSERTs), counted by valgrind's callgrind in a single-user backend:"
         echo "the executor's work only (ExecutorStart with its hooks, ExecutorRun, ExecutorFinish; ProcessUtility for COPY), not parsing, planning or commit; deterministic."
         echo
-        echo "| write | untracked | tracked (ratio) | tracked, explicit cq_xid values (ratio) |"
-        echo "|---|---|---|---|"
+        echo "| write | untracked | tracked (ratio) | tracked, explicit cq_xid values (ratio) |$(for tw in "${TWINS[@]}"; do printf ' %s twin (ratio) |' "${TWIN_TYPE[$tw]}"; done)"
+        echo "|---|---|---|---|$(for tw in "${TWINS[@]}"; do printf -- '---|'; done)"
         for line in "${CG_REPORT[@]}"; do echo "$line"; done
     fi
 } | tee "$BENCH_OUT"
