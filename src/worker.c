@@ -631,7 +631,9 @@ run_assigned(CqWorkerSlot *slot)
 static void
 catch_up_invalidations(void)
 {
+	/* in a transaction of its own, whose commit leaves TopMemoryContext */
 	ProcessCatchupInterrupt();
+	MemoryContextSwitchTo(worker_context);
 	ereport(DEBUG1, (errmsg_internal("pg_cq: idle worker read the invalidation messages sent meanwhile")));
 }
 
