@@ -64,6 +64,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/sinval.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -616,6 +617,27 @@ run_assigned(CqWorkerSlot *slot)
 }
 
 /*
+ * catch_up_invalidations
+ *	  Idle, read the invalidation messages other backends sent, as an idle
+ *	  session does between its client's statements: we were asked to
+ *	  (sinval.c signals the backend furthest behind in the shared queue).
+ *	  A worker that starts no transaction while it waits for batches or
+ *	  calls never read them, so that on a busy server (DDL, ANALYZE,
+ *	  autovacuum: thousands of messages) the queue overran it and the next
+ *	  transaction reset all its caches -- the analyses and SQL its warm-up
+ *	  built (plan.c) with them, which the next call then rebuilt (t/074,
+ *	  t/109).
+ */
+static void
+catch_up_invalidations(void)
+{
+	/* in a transaction of its own, whose commit leaves TopMemoryContext */
+	ProcessCatchupInterrupt();
+	MemoryContextSwitchTo(worker_context);
+	ereport(DEBUG1, (errmsg_internal("pg_cq: idle worker read the invalidation messages sent meanwhile")));
+}
+
+/*
  * cq_worker_main
  *	  Entry point of a worker; arg is its worker slot.
  */
@@ -669,6 +691,8 @@ cq_worker_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		if (catchupInterruptPending)
+			catch_up_invalidations();
 
 		LWLockAcquire(cq_shared->lock, LW_SHARED);
 		db = cq_shmem_find_db(my_dboid);

@@ -10,9 +10,13 @@
 #   - cq.coalesce_max_delay = 0 is the old behaviour: one batch per commit
 #     when commits are further apart than a batch takes.
 # D is the batch's CPU time in the worker.  A statement trigger on the
-# targets spins for 30 ms, so that every batch that writes rows takes a few
-# ms of CPU even on a busy machine and, with factor 1000, the hold is
-# cq.coalesce_max_delay (3 s): the counts below hold on a slow machine too.
+# targets does a fixed amount of work (200,000 turns of a loop: about 12 ms of
+# CPU here), so that every batch that writes rows takes that CPU time however
+# busy the machine and, with factor 1000, the hold is cq.coalesce_max_delay
+# (3 s): the counts below hold on a slow machine too.  (It spun for 30 ms of
+# the clock before: a few ms of CPU or less on a loaded machine, and the
+# hold shrank with it.)  Times the test compares are measured on the server
+# (cq.progress), not by the test's polls.
 # Every wait polls with a deadline.
 use strict;
 use warnings;
@@ -28,8 +32,8 @@ my $node = coalesce_node('coalesce', 'cq.coalesce_max_delay = 3000');
 $node->safe_psql('postgres', q{
 	SET client_min_messages = warning;
 	CREATE FUNCTION slow_batch() RETURNS trigger LANGUAGE plpgsql
-	  AS $$ DECLARE t0 timestamptz := clock_timestamp();
-	        BEGIN WHILE clock_timestamp() < t0 + interval '30 ms' LOOP END LOOP; RETURN NULL; END $$;
+	  AS $$ DECLARE x bigint := 0;
+	        BEGIN FOR i IN 1 .. 200000 LOOP x := x + i; END LOOP; RETURN NULL; END $$;
 	CREATE TRIGGER slow AFTER INSERT ON out FOR EACH STATEMENT EXECUTE FUNCTION slow_batch();
 	CREATE TABLE src2 (id bigint);
 	CREATE TABLE out2 WITH (cq.output_mode = 'append', cq.max_rows_per_trigger = 5)
@@ -73,21 +77,27 @@ sub wait_idle
 	wait_batch_idle($node, $name, 3500);
 }
 
-# time from the commit of a row (inserted by $sql) until $cond holds
+# seconds from $sql (which returns its clock_timestamp(): a commit, a
+# resume) until the end of the last batch of query $name that read rows
+# once $cond holds, both as the server saw them (cq.progress).  Not the
+# test's own clock: its polls, a new psql each, took 0.7-1.8 s to see a
+# row the batch had written 30-70 ms after its commit on a loaded machine.
 sub arrival_s
 {
-	my ($sql, $cond) = @_;
-	$node->safe_psql('postgres', $sql);
-	my $t0 = time;
+	my ($name, $sql, $cond) = @_;
+	my $after = last_batch($name);
+	my $t0 = $node->safe_psql('postgres', $sql);
 	ok($node->poll_query_until('postgres', $cond), "arrived: $cond");
-	return time - $t0;
+	return $node->safe_psql('postgres', qq{
+		SELECT extract(epoch FROM max(started_at + duration_ms * interval '1 ms') - '$t0'::timestamptz)
+		  FROM cq.progress WHERE name = '$name' AND batch_id > $after AND num_input_rows > 0});
 }
 
 # --- batch 0 (coalesce_node waited for it) and idle
 wait_idle('out');
 
 # --- a lone commit after idle: at once, not after the 3 s hold
-my $lone = arrival_s("INSERT INTO src VALUES (" . $next_id++ . ")", $exact);
+my $lone = arrival_s('out', "INSERT INTO src VALUES (" . $next_id++ . ") RETURNING clock_timestamp()", $exact);
 cmp_ok($lone, '<', 2, "a lone commit after idle arrives without the hold ("
 	  . sprintf('%.3f', $lone) . " s)");
 
@@ -110,7 +120,7 @@ my $b2 = last_batch('out2');
 # 40 commits while paused (a row limit does not split a transaction)
 $node->safe_psql('postgres', "SELECT cq.pause('out2')");
 $node->safe_psql('postgres', "INSERT INTO src2 VALUES ($_)") for (1 .. 40);
-my $limit_s = arrival_s("SELECT cq.resume('out2')",
+my $limit_s = arrival_s('out2', "SELECT clock_timestamp() FROM (SELECT cq.resume('out2')) r",
 	"SELECT count(*) = 40 AND count(DISTINCT id) = 40 FROM out2");
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM cq.progress WHERE name = 'out2' AND batch_id > $b2 AND num_input_rows > 0"),
@@ -124,7 +134,7 @@ cmp_ok($limit_s, '<', 10, "the 8 batches follow each other without the hold ("
 # between visits; the row committed during the batch arrives after the hold.
 # The batch waits at a gate (an advisory lock the test holds) in a row trigger
 # on its target (not a statement trigger: the empty INSERTs of the polls would
-# wait there too), then spins 30 ms: a hold of 3 s.  Without the 100 ms
+# wait there too), then does the fixed work: a hold of 3 s.  Without the 100 ms
 # fallback poll here, whose due queries would end the worker's visit (the
 # scheduler then holds the query, and always showed it idle).
 $node->safe_psql('postgres', 'ALTER SYSTEM SET cq.naptime = 60000');
@@ -133,9 +143,9 @@ ok($node->poll_query_until('postgres', "SELECT current_setting('cq.naptime') = '
 $node->safe_psql('postgres', q{
 	SET client_min_messages = warning;
 	CREATE FUNCTION gated_batch() RETURNS trigger LANGUAGE plpgsql
-	  AS $$ DECLARE t0 timestamptz;
-	        BEGIN PERFORM pg_advisory_xact_lock_shared(4242); t0 := clock_timestamp();
-	              WHILE clock_timestamp() < t0 + interval '30 ms' LOOP END LOOP; RETURN NULL; END $$;
+	  AS $$ DECLARE x bigint := 0;
+	        BEGIN PERFORM pg_advisory_xact_lock_shared(4242);
+	              FOR i IN 1 .. 200000 LOOP x := x + i; END LOOP; RETURN NULL; END $$;
 	CREATE TABLE src3 (id bigint);
 	CREATE TABLE out3 WITH (cq.output_mode = 'append') AS SELECT id FROM src3;
 	CREATE TRIGGER gated AFTER INSERT ON out3 FOR EACH ROW EXECUTE FUNCTION gated_batch();
@@ -151,17 +161,33 @@ ok($node->poll_query_until('postgres', q{SELECT message = 'Processing new data' 
 	AND worker_pid IS NOT NULL FROM cq.status WHERE name = 'out3'}), 'the batch runs, held at the gate');
 $node->safe_psql('postgres', 'INSERT INTO src3 VALUES (2)');
 $gate->query_safe('SELECT pg_advisory_unlock(4242)');
-ok($node->poll_query_until('postgres', "SELECT last_batch_id > $b3 AND NOT is_trigger_active FROM cq.status WHERE name = 'out3'"),
-	'the batch is over');
-is($node->safe_psql('postgres', q{SELECT message || ', ' || is_trigger_active || ', ' || (worker_pid IS NULL)
-	|| ', ' || (SELECT count(*) FROM out3) FROM cq.status WHERE name = 'out3'}),
-	'Waiting for data to arrive, false, true, 1', 'in the hold: idle in cq.status, the second row not read yet');
+# what cq.status and the target show as soon as the batch is over, watched
+# from one session every 10 ms: a poll by a new psql each time came seconds
+# after the batch's end on a loaded machine, after the hold (and found the
+# second row read)
+my $seen = $node->safe_psql('postgres', qq{
+	CREATE FUNCTION hold_seen() RETURNS text LANGUAGE plpgsql AS \$\$
+	DECLARE
+	  deadline timestamptz := clock_timestamp() + interval '$PostgreSQL::Test::Utils::timeout_default seconds';
+	BEGIN
+	  WHILE NOT (SELECT last_batch_id > $b3 AND NOT is_trigger_active FROM cq.status WHERE name = 'out3') LOOP
+	    IF clock_timestamp() > deadline THEN RETURN 'the batch did not end'; END IF;
+	    PERFORM pg_sleep(0.01);
+	  END LOOP;
+	  RETURN (SELECT message || ', ' || is_trigger_active || ', ' || (worker_pid IS NULL)
+	                 || ', ' || (SELECT count(*) FROM out3) FROM cq.status WHERE name = 'out3');
+	END \$\$;
+	SELECT hold_seen();});
+is($seen, 'Waiting for data to arrive, false, true, 1', 'in the hold: idle in cq.status, the second row not read yet');
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 2 FROM out3'), 'the second row arrives after the hold');
 $gate->quit;
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET cq.naptime');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 
-# --- cq.coalesce_max_delay = 0: one batch per commit as before
+# --- cq.coalesce_max_delay = 0: one batch per commit as before (out's
+# batches without the trigger's work now: on a loaded machine it would make
+# them longer than the 200 ms between the commits)
+$node->safe_psql('postgres', 'DROP TRIGGER slow ON out');
 $node->safe_psql('postgres', 'ALTER SYSTEM SET cq.coalesce_max_delay = 0');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok($node->poll_query_until('postgres', "SELECT current_setting('cq.coalesce_max_delay') = '0'"),
