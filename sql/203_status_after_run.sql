@@ -7,7 +7,8 @@
 -- a trigger the watermark of its last background batch.  Now a CALL's batch
 -- clears the slot's batch and watermark: cq.status shows cq.offsets' last
 -- row, in the caller's process, in a pool worker and inside a transaction
--- block (once it commits).
+-- block (once it commits).  Also: cq.run's NOTICEs name a query as its
+-- errors do.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 \i sql/include/helpers.sql
@@ -60,5 +61,14 @@ SELECT s.watermark,
                               WHERE name = 'w' ORDER BY batch_id DESC LIMIT 1) o
  WHERE s.name = 'w';
 SELECT * FROM st203.w ORDER BY m;
+
+-- the NOTICEs of cq.run name the query as its errors do: parsed, without
+-- quotes (they showed the text given, quotes and all: ""Mixed Q"")
+CREATE TABLE st203."Mixed Q" WITH (cq.trigger = 'available_now') AS SELECT k FROM st203.src WITH NO DATA;
+SET client_min_messages = notice;
+CALL cq.run('st203."Mixed Q"');
+CALL cq.run('st203."Mixed Q"');
+CALL cq.run('st203."No Q"');
+SET client_min_messages = warning;
 
 DROP SCHEMA st203 CASCADE;
