@@ -1072,7 +1072,7 @@ cq_run(PG_FUNCTION_ARGS)
 	/* everything committed before the call */
 	memset(&r, 0, sizeof(r));
 	r.target = cq_snap_current();
-	r.name = name;
+	r.name = cq_catalog_shown_name(name);	/* NOTICEs name it as errors do */
 	r.once = once;
 
 	/*

@@ -33,6 +33,7 @@
 #include "offsets.h"
 #include "batch.h"
 #include "runner.h"
+#include "status.h"
 
 /*
  * timestamp_str
@@ -111,6 +112,24 @@ run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed
 		cq_catalog_set_state(id, "active", NULL, "failed");
 		*was_failed = false;
 	}
+
+}
+
+/*
+ * batch_done
+ *	  A batch of the call ran: commit it (non-atomic), then forget the last
+ *	  batch and watermark of the query's status slot, which are the
+ *	  scheduler's (from its last reload) or a worker's last batch, both
+ *	  older than this one, so that cq.status shows this batch from
+ *	  cq.offsets (atomic: once the caller commits; nothing of it should the
+ *	  caller roll back).
+ */
+static void
+batch_done(int32 id, bool atomic)
+{
+	if (!atomic)
+		SPI_commit();
+	cq_status_forget(id);
 }
 
 /*
@@ -145,8 +164,7 @@ cq_callrun_loop(const CqCallRun *r, bool atomic)
 		done = r->once ||
 			(r->node_target ? cq_nsnap_covers(cq_nsnap_parse(res.node_end_offset), cq_nsnap_parse(r->node_target)) :
 			 cq_snap_covers(cq_snap_parse(res.end_offset), target));
-		if (!atomic)
-			SPI_commit();
+		batch_done(r->id, atomic);
 		if (done)
 		{
 			/*
@@ -159,8 +177,7 @@ cq_callrun_loop(const CqCallRun *r, bool atomic)
 				if (res.ran)
 				{
 					report_batch(r->name, &res);
-					if (!atomic)
-						SPI_commit();
+					batch_done(r->id, atomic);
 				}
 			}
 			break;

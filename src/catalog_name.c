@@ -75,6 +75,20 @@ cq_catalog_name_path(const char *name, bool missing_ok, char **objname, char **s
 }
 
 /*
+ * cq_catalog_shown_name
+ *	  A query name as a user gives it, shown as errors show it: parsed,
+ *	  without quotes ('s.q' is s.q, '"My Q"' is My Q).  On a 0.1 catalog
+ *	  the name as it is.
+ */
+char *
+cq_catalog_shown_name(const char *name)
+{
+	if (cq_catalog_version() < CQ_CATALOG_0_2)
+		return pstrdup(name);
+	return NameListToString(stringToQualifiedNameList(name));
+}
+
+/*
  * cq_catalog_get_query_on
  *	  Step 2: the first query named objname in the schemas of path (step
  *	  1), or NULL (an error naming it as shown unless missing_ok).  No

@@ -104,11 +104,12 @@ cq_status_batch_end(int32 query_id, bool ran, int64 last_batch_id, bool has_wate
 
 /*
  * cq_status_forget
- *	  cq.reset: the last batch and watermark the status slot of a query of
- *	  this database holds are no longer known, so cq.status falls back to
- *	  cq.offsets (which the reset empties in the same transaction; if it
- *	  rolls back, cq.offsets still has them).  The scheduler fills the slot
- *	  again at its next reload.
+ *	  cq.reset, or a batch of CALL cq.run: the last batch and watermark the
+ *	  status slot of a query of this database holds are no longer known, so
+ *	  cq.status falls back to cq.offsets (which the reset empties, or the
+ *	  batch adds to, in the same transaction; if it rolls back, cq.offsets
+ *	  still has the old ones).  The scheduler fills the slot again at its
+ *	  next reload, a worker at the end of its next batch.
  */
 void
 cq_status_forget(int32 query_id)
