@@ -112,7 +112,6 @@ run_batch(int32 id, int flags, bool atomic, CqBatchResult *res, bool *was_failed
 		cq_catalog_set_state(id, "active", NULL, "failed");
 		*was_failed = false;
 	}
-
 }
 
 /*
