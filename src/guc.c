@@ -350,10 +350,10 @@ cq_guc_init(void)
 
 	DefineCustomBoolVariable("cq.fold_page_economy",
 							 "Batch 0 over history maps fewer pages of memory one at a time.",
-							 "Its target rows go to shared buffers of their own rather than through a ring "
-							 "whose pages the batch writes out and reads back, and the shared-memory store "
-							 "maps its new pages in bulk (docs/reference.md).  Off: as before, for "
-							 "measurements.  The results are the same.",
+							 "With cq.batch0_read_back on, its target rows go to shared buffers of their own "
+							 "rather than through a ring whose pages the batch writes out and reads back; and "
+							 "the shared-memory store maps its new pages in bulk (docs/reference.md).  Off: as "
+							 "before, for measurements.  The results are the same.",
 							 &cq_fold_page_economy,
 							 true,
 							 PGC_USERSET, 0,
