@@ -56,9 +56,7 @@ trap 'stop_cluster bench_fold' EXIT
 section "build + cluster"
 ensure_packages
 build_install
-CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster bench_fold "$BENCH_PORT" \
-    "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" \
-    "maintenance_work_mem = 256MB" "autovacuum = off" "max_parallel_workers_per_gather = 0" "max_parallel_maintenance_workers = 0" "jit = off"
+fold_cluster bench_fold "$BENCH_PORT"
 psql_run "SET client_min_messages = warning;" "CREATE EXTENSION IF NOT EXISTS pg_cq;" >/dev/null
 
 ROWS=()

@@ -146,6 +146,15 @@ groupby_sql() {
     printf 'SELECT count(*) FROM (%s) s WHERE s IS NOT NULL;' "$(agg_select "$1")"
 }
 
+# fold_cluster NAME PORT   bench/fold.sh's cluster (shared_buffers 1GB, serial:
+#                          no parallel workers, nor parallel index builds; jit off)
+fold_cluster() {
+    CQ_PRELOAD="${CQ_PRELOAD-pg_cq}" start_cluster "$1" "$2" \
+        "shared_buffers = 1GB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" \
+        "maintenance_work_mem = 256MB" "autovacuum = off" "max_parallel_workers_per_gather = 0" \
+        "max_parallel_maintenance_workers = 0" "jit = off"
+}
+
 # gen_rows TABLE N START_TS SPAN   INSERT N rows with ts evenly spread over
 # [START_TS, START_TS + SPAN) in insertion order, ~50 categories, 1000
 # devices, amount numeric(10,2) in [0, 1000).  One statement.

@@ -3,8 +3,11 @@
 -- reads back at its end (an eighth of shared_buffers), then through COPY's ring, and
 -- maps the store's new pages in bulk (src/prefault.c).  Same rows and the same valid
 -- index either way, for a target larger than that budget (the load switches to the
--- ring in the middle), in batch 0 and in the batch after it.
+-- ring in the middle), in batch 0 and in the batch after it.  The load in buffers
+-- pairs with the read-back of the target's heap, cq.batch0_read_back (off by
+-- default since session 41; sql/200): on here.
 SET client_min_messages = warning;
+SET cq.batch0_read_back = on;
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS amcheck;
 \i sql/include/helpers.sql
@@ -56,3 +59,4 @@ DROP VIEW pe_oracle;
 DROP TABLE pe_src;
 DROP FUNCTION pe_check(text);
 DROP EXTENSION amcheck;
+RESET cq.batch0_read_back;

@@ -65,6 +65,8 @@ bool		cq_delta_scan_in_c = true;
 bool		cq_target_update_in_c = true;
 /* batch 0 maps fewer pages: its target load in buffers, the store's pages populated (rowload.c, store_node.c) */
 bool		cq_fold_page_economy = true;
+/* batch 0 of an update query reads its target's heap back into shared buffers (rowload.c) */
+bool		cq_batch0_read_back = false;
 /* update mode: batches changing at most this many groups use MERGE (merge.c); -1: all */
 int			cq_merge_max_groups = -1;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -348,12 +350,24 @@ cq_guc_init(void)
 
 	DefineCustomBoolVariable("cq.fold_page_economy",
 							 "Batch 0 over history maps fewer pages of memory one at a time.",
-							 "Its target rows go to shared buffers of their own rather than through a ring "
-							 "whose pages the batch writes out and reads back, and the shared-memory store "
-							 "maps its new pages in bulk (docs/reference.md).  Off: as before, for "
-							 "measurements.  The results are the same.",
+							 "With cq.batch0_read_back on, its target rows go to shared buffers of their own "
+							 "rather than through a ring whose pages the batch writes out and reads back; and "
+							 "the shared-memory store maps its new pages in bulk (docs/reference.md).  Off: as "
+							 "before, for measurements.  The results are the same.",
 							 &cq_fold_page_economy,
 							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.batch0_read_back",
+							 "Batch 0 over history of an update query reads its target's heap into shared buffers at its end.",
+							 "Its indexes are read back either way.  Off (the default since 0.2's session 41): "
+							 "the target's rows go through COPY's ring, and the next batches read the pages "
+							 "they update from the operating system; on: they go to shared buffers of their "
+							 "own as far as the read-back goes (cq.fold_page_economy), which then finds them "
+							 "(docs/reference.md).  The results are the same.",
+							 &cq_batch0_read_back,
+							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

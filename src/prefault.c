@@ -24,6 +24,21 @@
  * system, or cq.fold_page_economy = off: nothing is done, and the pages
  * fault as before.
  *
+ * Only a fresh store's build calls it: the slot array of a group table
+ * as it is allocated (store_table.c; batch 0, a rebuild, an image load,
+ * and a table's growth in any batch) and the nodes of the groups such a
+ * build puts (cq_store_alloc_node_values, called by put_built alone).
+ * The mappings seen are forgotten at the start of every batch on the
+ * store (cq_store_fold) and whenever a slot array is allocated, which
+ * starts every build, so the mappings cached are those of allocations
+ * the current build holds (its slot array, its nodes: the segments of
+ * the area that contain them stay mapped while they live).  A mapping
+ * that went away (a segment of the area freed, another mapped at its
+ * address) cannot be among them, so a stale entry cannot stretch a
+ * window over memory this process does not map as that mapping; were
+ * one ever wrong, the kernel would refuse an unmapped page (ENOMEM) and
+ * populating a page of another mapping of the process writes no byte.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

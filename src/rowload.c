@@ -338,7 +338,12 @@ cq_rowload_same_key_columns(Relation target, List *keys, TupleDesc result, int n
  *	  buffers the backend then maps anyway) cost more than keeping the
  *	  pages in buffers of their own, which the read-back then finds
  *	  (session 40, issue 12 goal 2: at ~1M groups ~10k pages); so no ring
- *	  for that many blocks, the ring beyond.
+ *	  for that many blocks, the ring beyond.  Only with cq.batch0_read_back
+ *	  on: off (the default since session 41), batch 0 reads no heap back,
+ *	  and the ring maps ~2k buffers where buffers of their own map ~10k
+ *	  (at ~1M groups 15k fewer page faults in batch 0, about 6 % of its
+ *	  CPU; the first later batch that updates most of the rows reads
+ *	  their pages then: bench/README.md, "Fold efficiency", session 41).
  */
 CqRowLoad *
 cq_rowload_begin(Relation rel, int options, int flags)
@@ -351,7 +356,7 @@ cq_rowload_begin(Relation rel, int options, int flags)
 	rl->cxt = CurrentMemoryContext;
 	rl->bis = GetBulkInsertState();
 	rl->ring_from = InvalidBlockNumber;
-	if ((flags & CQ_ROWLOAD_CACHED) && cq_fold_page_economy)
+	if ((flags & CQ_ROWLOAD_CACHED) && cq_fold_page_economy && cq_batch0_read_back)
 	{
 		FreeAccessStrategy(rl->bis->strategy);
 		rl->bis->strategy = NULL;
@@ -889,7 +894,8 @@ cq_rowload_cache_blocks(void)
 /*
  * cq_rowload_cache
  *	  At the end of batch 0: cache_table of the target (its heap too with
- *	  target_heap: update mode rewrites its rows) and of the state table
+ *	  target_heap, update mode, which rewrites its rows, when
+ *	  cq.batch0_read_back is on) and of the state table
  *	  (state; InvalidOid: none, or the store), in all at most an eighth
  *	  of shared buffers (cq_rowload_cache_blocks).
  */
@@ -901,7 +907,7 @@ cq_rowload_cache(Oid target, bool target_heap, Oid state)
 
 	cache_table(target, true, false, &budget);
 	cache_table(state, true, false, &budget);
-	cache_table(target, false, target_heap, &budget);
+	cache_table(target, false, target_heap && cq_batch0_read_back, &budget);
 	cache_table(state, false, true, &budget);
 	elog(DEBUG1, "pg_cq: batch 0 read %lld blocks of its tables into shared buffers in %.3f ms",
 		 (long long) (cq_rowload_cache_blocks() - budget),

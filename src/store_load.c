@@ -159,9 +159,12 @@ cq_target_load_begin(const CqStoreSql *sql, Oid index)
 	tl->index = index;
 	/*
 	 * COPY's ring beyond the blocks that batch 0 reads back into shared
-	 * buffers at its end (an update query's target: its heap too), in
-	 * buffers of their own before (cq_rowload_begin)
+	 * buffers at its end, in buffers of their own before (cq_rowload_begin):
+	 * the read-back takes the target's heap in update mode alone (batch.c),
+	 * the only mode whose batch 0 loads its target here (load_result needs
+	 * sink_history_plain, which store_sql.c sets for update mode only)
 	 */
+	Assert(sql->sink_history_plain);
 	tl->load = cq_rowload_begin(rel, 0, (OidIsValid(index) ? CQ_ROWLOAD_KEYS : 0) | CQ_ROWLOAD_RING |
 								CQ_ROWLOAD_CACHED);
 	return tl;

@@ -23,7 +23,13 @@
 
 dsa_area   *cq_store_area = NULL;
 
-/* batch 0's nodes: the pages mapped ahead of them (cq_prefault; 64 pages) */
+/*
+ * A fresh store's nodes (put_built: batch 0, a rebuild, an image load; the
+ * only caller of cq_store_alloc_node_values): the pages mapped ahead of them
+ * (cq_prefault; 64 pages).  A later batch's nodes (cq_store_alloc_node) go
+ * to the free space of a used area, where mapping ahead would map pages
+ * nothing writes soon.
+ */
 #define STORE_PREFAULT_AHEAD (256 * 1024)
 
 /*

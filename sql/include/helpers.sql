@@ -113,5 +113,16 @@ BEGIN
   SELECT count(*) INTO batches FROM cq.offsets o WHERE o.name = q;
 END $$;
 
-\set ECHO all
+-- checked_rows(table): the rows of a table after bt_index_check (amcheck, which
+-- the file creates) of each of its btree indexes with heapallindexed: an index
+-- that lacks a row or holds one too many raises an error
+CREATE OR REPLACE FUNCTION public.checked_rows(t regclass) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  PERFORM bt_index_check(i.indexrelid, true) FROM pg_index i WHERE i.indrelid = t;
+  EXECUTE format('SELECT count(*) FROM %s', t) INTO n;
+  RETURN n;
+END $$;
 
+\set ECHO all
