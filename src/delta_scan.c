@@ -105,6 +105,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "delta_page.h"
 #include "delta_scan.h"
 #include "deltagg.h"
 #include "guc.h"
@@ -473,6 +474,7 @@ typedef struct DirectCall
 	FmgrInfo	flinfo;
 	FunctionCallInfo fcinfo;
 	bool		strict;
+	bool		constnull;		/* strict, and a constant argument is NULL */
 	int			nvars;
 	int		   *argno;			/* per Var argument: its position */
 	AttrNumber *attno;			/* and its column */
@@ -552,6 +554,7 @@ direct_call(Node *e)
 		{
 			dc->fcinfo->args[i].value = ((Const *) a)->constvalue;
 			dc->fcinfo->args[i].isnull = ((Const *) a)->constisnull;
+			dc->constnull |= dc->strict && ((Const *) a)->constisnull;
 		}
 		else
 		{
@@ -588,12 +591,11 @@ call_direct(DirectCall *dc, TupleTableSlot *slot, ExprContext *econtext, bool *i
 			return (Datum) 0;
 		}
 	}
-	for (int i = 0; dc->strict && i < fcinfo->nargs; i++)
-		if (fcinfo->args[i].isnull)
-		{
-			*isnull = true;
-			return (Datum) 0;
-		}
+	if (dc->constnull)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	fcinfo->isnull = false;
 	if (pgstat_track_functions <= dc->flinfo.fn_stats)
@@ -701,7 +703,10 @@ scan_row(ScanRun *r, DestReceiver *agg)
 		}
 		ok = cq_deltagg_add(agg, r->values, r->nulls);
 	}
-	ResetExprContext(r->econtext);
+	/* the call only when something was allocated (the common case: not) */
+	if (!r->econtext->ecxt_per_tuple_memory->isReset ||
+		r->econtext->ecxt_per_tuple_memory->firstchild != NULL)
+		ResetExprContext(r->econtext);
 	return ok;
 }
 
@@ -808,8 +813,8 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 		Page		page;
 
 		CHECK_FOR_INTERRUPTS();
-		/* heapam's page: its visible rows' offsets (visibility, hint bits, SSI) */
-		if (!table_scan_bitmap_next_block(scan, tbmres))
+		/* the page's visible rows' offsets, as heapam's (delta_page.c) */
+		if (!cq_delta_page_read(scan, tbmres))
 			continue;
 		page = BufferGetPage(hscan->rs_cbuf);
 
