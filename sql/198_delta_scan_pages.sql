@@ -157,3 +157,14 @@ SELECT * FROM dp_check();
 COMMIT;
 \i sql/include/dp_pair.sql
 SELECT * FROM dp_check();
+
+-- 5. text keys of 0 to 10 bytes differing in one byte anywhere (deltagg.c
+-- places and compares keys of up to 8 bytes by two words that cover them)
+INSERT INTO dp_var (t, v, k)
+  SELECT left(repeat('a', n), p) || c || substr(repeat('a', n), p + 2), n, p % 2
+  FROM generate_series(0, 10) n, generate_series(0, greatest(n - 1, 0)) p, unnest(ARRAY['a', 'b', 'B', 'é']) c,
+       generate_series(1, 3) r;
+\i sql/include/dp_pair.sql
+SELECT * FROM dp_check();
+SELECT (SELECT count(*) FROM dp_vc WHERE t ~ '^[abBé]*$') AS c_groups,
+       (SELECT count(*) FROM dp_vg WHERE t ~ '^[abBé]*$') AS groupby_groups;
