@@ -655,7 +655,7 @@ cq_deltagg_add(DestReceiver *self, Datum *v, bool *n)
 			return false;
 		}
 	}
-	for (const DaOp *op = s->ops; op < s->ops + da->nagg; op++)
+	for (const DaOp *op = s->ops, *end = s->ops + da->nagg; op < end; op++)
 	{
 		int			c = op->col;
 		int			a = op->arg;
