@@ -688,13 +688,18 @@ scan_row(ScanRun *r, DestReceiver *agg)
 
 	if (r->qual == NULL || ExecQual(r->qual, r->econtext))
 	{
+		Datum	   *rowv = r->row->tts_values;
+		bool	   *rown = r->row->tts_isnull;
+
 		slot_getsomeattrs(r->row, r->last);
 		for (int c = 0; c < r->ncols; c++)
 		{
-			if (r->direct[c] > 0)
+			int			d = r->direct[c];
+
+			if (d > 0)
 			{
-				r->values[c] = r->row->tts_values[r->direct[c] - 1];
-				r->nulls[c] = r->row->tts_isnull[r->direct[c] - 1];
+				r->values[c] = rowv[d - 1];
+				r->nulls[c] = rown[d - 1];
 			}
 			else if (r->calls[c] != NULL)
 				r->values[c] = call_direct(r->calls[c], r->row, r->econtext, &r->nulls[c]);
@@ -719,7 +724,7 @@ scan_row(ScanRun *r, DestReceiver *agg)
  *	  table after it was written) is its missing value or NULL, as a slot
  *	  gives it.
  */
-static inline void
+static pg_attribute_always_inline void
 deform_row(ScanRun *r, TupleDesc desc, HeapTupleHeader td)
 {
 	Datum	   *values = r->row->tts_values;
@@ -736,7 +741,8 @@ deform_row(ScanRun *r, TupleDesc desc, HeapTupleHeader td)
 
 		for (; i < f; i++)
 		{
-			values[i] = fetchatt(TupleDescAttr(desc, i), tp + r->fixoff[i]);
+			values[i] = r->byval[i] ? fetch_att(tp + r->fixoff[i], true, r->attlen[i]) :
+				PointerGetDatum(tp + r->fixoff[i]);
 			isnull[i] = false;
 		}
 		off = i < r->nfixed ? r->fixoff[i] : r->fixend;
