@@ -71,6 +71,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
@@ -78,6 +79,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
@@ -97,11 +99,13 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "pgstat.h"
+#include "storage/bufmgr.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "delta_page.h"
 #include "delta_scan.h"
 #include "deltagg.h"
 #include "guc.h"
@@ -470,6 +474,7 @@ typedef struct DirectCall
 	FmgrInfo	flinfo;
 	FunctionCallInfo fcinfo;
 	bool		strict;
+	bool		constnull;		/* strict, and a constant argument is NULL */
 	int			nvars;
 	int		   *argno;			/* per Var argument: its position */
 	AttrNumber *attno;			/* and its column */
@@ -478,7 +483,6 @@ typedef struct DirectCall
 /* a run's reader: the source's slot, the ExprStates, the row's values */
 typedef struct ScanRun
 {
-	TupleTableSlot *slot;
 	ExprContext *econtext;
 	ExprState  *qual;			/* the WHERE, or NULL */
 	int			ncols;
@@ -488,6 +492,14 @@ typedef struct ScanRun
 	AttrNumber	last;			/* the last column the Vars read */
 	Datum	   *values;
 	bool	   *nulls;
+	TupleTableSlot *row;		/* the row read: a virtual slot, deform_row's */
+	AttrNumber	need;			/* deform_row's columns: through last and cq_xid */
+	int			nfixed;			/* the leading fixed-length columns */
+	uint32	   *fixoff;			/* their offsets in a row without NULLs */
+	uint32		fixend;			/* the offset past them */
+	int16	   *attlen;			/* per column 1..need: its length (-1: varlena) */
+	uint8	   *amask;			/* its alignment in bytes, less one */
+	bool	   *byval;			/* passed by value */
 } ScanRun;
 
 /* e's DirectCall, or NULL when it is not a call over columns and constants */
@@ -542,6 +554,7 @@ direct_call(Node *e)
 		{
 			dc->fcinfo->args[i].value = ((Const *) a)->constvalue;
 			dc->fcinfo->args[i].isnull = ((Const *) a)->constisnull;
+			dc->constnull |= dc->strict && ((Const *) a)->constisnull;
 		}
 		else
 		{
@@ -578,12 +591,11 @@ call_direct(DirectCall *dc, TupleTableSlot *slot, ExprContext *econtext, bool *i
 			return (Datum) 0;
 		}
 	}
-	for (int i = 0; dc->strict && i < fcinfo->nargs; i++)
-		if (fcinfo->args[i].isnull)
-		{
-			*isnull = true;
-			return (Datum) 0;
-		}
+	if (dc->constnull)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
 	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 	fcinfo->isnull = false;
 	if (pgstat_track_functions <= dc->flinfo.fn_stats)
@@ -603,14 +615,44 @@ call_direct(DirectCall *dc, TupleTableSlot *slot, ExprContext *econtext, bool *i
 
 /* the ExprStates of a run, in the current memory context */
 static void
-scan_run_init(ScanRun *r, const struct CqDeltaScan *ds, Relation rel)
+scan_run_init(ScanRun *r, const struct CqDeltaScan *ds, Relation rel, AttrNumber att)
 {
 	ListCell   *lc;
 	int			c = 0;
 
-	r->slot = table_slot_create(rel, NULL);
+	TupleDesc	desc = RelationGetDescr(rel);
+	uint32		off = 0;
+
+	/* every column NULL but those deform_row sets */
+	r->row = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	memset(r->row->tts_isnull, true, sizeof(bool) * desc->natts);
+	ExecStoreVirtualTuple(r->row);
+	/* the offsets of the leading fixed-length columns in a row without NULLs */
+	r->fixoff = palloc(sizeof(uint32) * (desc->natts + 1));
+	for (r->nfixed = 0; r->nfixed < desc->natts; r->nfixed++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, r->nfixed);
+
+		if (a->attlen <= 0)
+			break;
+		off = att_align_nominal(off, a->attalign);
+		r->fixoff[r->nfixed] = off;
+		off += a->attlen;
+	}
+	r->fixend = off;
+	r->attlen = palloc(sizeof(int16) * desc->natts);
+	r->amask = palloc(sizeof(uint8) * desc->natts);
+	r->byval = palloc(sizeof(bool) * desc->natts);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		r->attlen[i] = a->attlen;
+		r->amask[i] = att_align_nominal(1, a->attalign) - 1;
+		r->byval[i] = a->attbyval;
+	}
 	r->econtext = CreateStandaloneExprContext();
-	r->econtext->ecxt_scantuple = r->slot;
+	r->econtext->ecxt_scantuple = r->row;
 	r->qual = ds->quals != NIL ? ExecInitQual(ds->quals, NULL) : NULL;
 	r->ncols = list_length(ds->exprs);
 	r->direct = palloc0(sizeof(AttrNumber) * r->ncols);
@@ -621,6 +663,7 @@ scan_run_init(ScanRun *r, const struct CqDeltaScan *ds, Relation rel)
 	r->last = 0;
 	foreach(lc, ds->vars)
 		r->last = Max(r->last, ((Var *) lfirst(lc))->varattno);
+	r->need = Max(r->last, att);
 	foreach(lc, ds->exprs)
 	{
 		Node	   *e = lfirst(lc);
@@ -635,7 +678,7 @@ scan_run_init(ScanRun *r, const struct CqDeltaScan *ds, Relation rel)
 
 /*
  * scan_row
- *	  The row in r->slot, whose cq_xid is new: into the aggregation unless
+ *	  The row in r->row, whose cq_xid is new: into the aggregation unless
  *	  the WHERE rejects it.  False when the aggregation stopped.
  */
 static bool
@@ -645,23 +688,100 @@ scan_row(ScanRun *r, DestReceiver *agg)
 
 	if (r->qual == NULL || ExecQual(r->qual, r->econtext))
 	{
-		slot_getsomeattrs(r->slot, r->last);
+		Datum	   *rowv = r->row->tts_values;
+		bool	   *rown = r->row->tts_isnull;
+
+		slot_getsomeattrs(r->row, r->last);
 		for (int c = 0; c < r->ncols; c++)
 		{
-			if (r->direct[c] > 0)
+			int			d = r->direct[c];
+
+			if (d > 0)
 			{
-				r->values[c] = r->slot->tts_values[r->direct[c] - 1];
-				r->nulls[c] = r->slot->tts_isnull[r->direct[c] - 1];
+				r->values[c] = rowv[d - 1];
+				r->nulls[c] = rown[d - 1];
 			}
 			else if (r->calls[c] != NULL)
-				r->values[c] = call_direct(r->calls[c], r->slot, r->econtext, &r->nulls[c]);
+				r->values[c] = call_direct(r->calls[c], r->row, r->econtext, &r->nulls[c]);
 			else
 				r->values[c] = ExecEvalExprSwitchContext(r->states[c], r->econtext, &r->nulls[c]);
 		}
 		ok = cq_deltagg_add(agg, r->values, r->nulls);
 	}
-	ResetExprContext(r->econtext);
+	/* the call only when something was allocated (the common case: not) */
+	if (!r->econtext->ecxt_per_tuple_memory->isReset ||
+		r->econtext->ecxt_per_tuple_memory->firstchild != NULL)
+		ResetExprContext(r->econtext);
 	return ok;
+}
+
+/*
+ * deform_row
+ *	  Columns 1..r->need of the stored row td into r->row (the slot's other
+ *	  columns stay NULL): heap_deform_tuple's walk, stopped there, the
+ *	  leading fixed-length columns of a row without NULLs at the offsets
+ *	  scan_run_init computed.  A column the row does not have (added to the
+ *	  table after it was written) is its missing value or NULL, as a slot
+ *	  gives it.
+ */
+static pg_attribute_always_inline void
+deform_row(ScanRun *r, TupleDesc desc, HeapTupleHeader td)
+{
+	Datum	   *values = r->row->tts_values;
+	bool	   *isnull = r->row->tts_isnull;
+	char	   *tp = (char *) td + td->t_hoff;
+	bool		hasnulls = ((td->t_infomask & HEAP_HASNULL) != 0);
+	int			n = Min(r->need, HeapTupleHeaderGetNatts(td));
+	uint32		off = 0;
+	int			i = 0;
+
+	if (!hasnulls)
+	{
+		int			f = Min(n, r->nfixed);
+
+		for (; i < f; i++)
+		{
+			values[i] = r->byval[i] ? fetch_att(tp + r->fixoff[i], true, r->attlen[i]) :
+				PointerGetDatum(tp + r->fixoff[i]);
+			isnull[i] = false;
+		}
+		off = i < r->nfixed ? r->fixoff[i] : r->fixend;
+	}
+	for (; i < n; i++)
+	{
+		int16		len = r->attlen[i];
+
+		if (hasnulls && att_isnull(i, td->t_bits))
+		{
+			values[i] = (Datum) 0;
+			isnull[i] = true;
+			continue;
+		}
+		isnull[i] = false;
+		if (len == -1)
+		{
+			/* a zero byte pads a 4-byte header to its alignment (att_align_pointer) */
+			if (!VARATT_NOT_PAD_BYTE(tp + off))
+				off = (off + r->amask[i]) & ~(uint32) r->amask[i];
+			values[i] = PointerGetDatum(tp + off);
+			off += VARSIZE_ANY(tp + off);
+		}
+		else if (len > 0)
+		{
+			off = (off + r->amask[i]) & ~(uint32) r->amask[i];
+			values[i] = r->byval[i] ? fetch_att(tp + off, true, len) : PointerGetDatum(tp + off);
+			off += len;
+		}
+		else
+		{
+			/* a cstring */
+			off = att_align_nominal(off, TupleDescAttr(desc, i)->attalign);
+			values[i] = PointerGetDatum(tp + off);
+			off += strlen(tp + off) + 1;
+		}
+	}
+	for (; i < r->need; i++)
+		values[i] = getmissingattr(desc, i + 1, &isnull[i]);
 }
 
 /*
@@ -680,6 +800,7 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 	TBMIterator *it;
 	TBMIterateResult *tbmres;
 	TableScanDesc scan;
+	HeapScanDesc hscan;
 	TupleDesc	desc = RelationGetDescr(rel);
 	Form_pg_attribute xatt = TupleDescAttr(desc, att - 1);
 	bool		more = true;
@@ -691,37 +812,55 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 	index_endscan(iscan);
 
 	scan = table_beginscan_bm(rel, snapshot, 0, NULL);
+	hscan = (HeapScanDesc) scan;
 	it = tbm_begin_iterate(tbm);
 	while (more && (tbmres = tbm_iterate(it)) != NULL)
 	{
+		Page		page;
+
 		CHECK_FOR_INTERRUPTS();
-		if (!table_scan_bitmap_next_block(scan, tbmres))
+		/* the page's visible rows' offsets, as heapam's (delta_page.c) */
+		if (!cq_delta_page_read(scan, tbmres))
 			continue;
-		while (table_scan_bitmap_next_tuple(scan, tbmres, r->slot))
+		page = BufferGetPage(hscan->rs_cbuf);
+
+		/*
+		 * Each visible row as heapam_scan_bitmap_next_tuple would return it
+		 * (counted as fetched), read from the page the scan keeps pinned
+		 * without storing it in a buffer slot to deform it there.
+		 */
+		for (; hscan->rs_cindex < hscan->rs_ntuples; hscan->rs_cindex++)
 		{
-			HeapTuple	tuple = ((HeapTupleTableSlot *) r->slot)->tuple;
-			bool		isnull = false;
+			ItemId		lp = PageGetItemId(page, hscan->rs_vistuples[hscan->rs_cindex]);
+			HeapTupleHeader td = (HeapTupleHeader) PageGetItem(page, lp);
 			Datum		x;
 
+			pgstat_count_heap_fetch(rel);
+
 			/*
-			 * cq_xid at a fixed offset: read alone.  Else deformed with the
-			 * columns before it, which the row needs when it is new (the
-			 * deform goes on from there): a walk to cq_xid alone
-			 * (nocachegetattr) cost as much again (bench/ingest_cg.sh: 238
-			 * instructions a row, the deform of the same columns 227).
+			 * cq_xid in the leading fixed-length columns of a row without
+			 * NULLs: read alone, and the row deformed only when it is new.
+			 * Else deformed with the columns before it, which the row needs
+			 * when it is new: a walk to cq_xid alone (nocachegetattr) cost
+			 * as much again (session 39: 238 instructions a row, the deform
+			 * of the same columns 227).
 			 */
-			if (HeapTupleNoNulls(tuple) && xatt->attcacheoff >= 0 &&
-				att <= HeapTupleHeaderGetNatts(tuple->t_data))
-				x = fastgetattr(tuple, att, desc, &isnull);
+			if (att <= r->nfixed && (td->t_infomask & HEAP_HASNULL) == 0 &&
+				att <= HeapTupleHeaderGetNatts(td))
+			{
+				x = fetchatt(xatt, (char *) td + td->t_hoff + r->fixoff[att - 1]);
+				if (!cq_xid_is_new(DatumGetUInt64(x), cur, prev))
+					continue;
+				deform_row(r, desc, td);
+			}
 			else
 			{
-				slot_getsomeattrs(r->slot, att);
-				x = r->slot->tts_values[att - 1];
-				isnull = r->slot->tts_isnull[att - 1];
+				deform_row(r, desc, td);
+				x = r->row->tts_values[att - 1];
+				/* cq.xid_new(cq_xid, $3, $4): NULL (a history row) is not new */
+				if (r->row->tts_isnull[att - 1] || !cq_xid_is_new(DatumGetUInt64(x), cur, prev))
+					continue;
 			}
-			/* cq.xid_new(cq_xid, $3, $4): NULL (a history row) is not new */
-			if (isnull || !cq_xid_is_new(DatumGetUInt64(x), cur, prev))
-				continue;
 			if (!scan_row(r, agg))
 			{
 				more = false;
@@ -729,7 +868,6 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 			}
 		}
 	}
-	ExecClearTuple(r->slot);
 	tbm_end_iterate(it);
 	table_endscan(scan);
 	tbm_free(tbm);
@@ -778,7 +916,8 @@ cq_delta_scan_run(const struct CqDeltaScan *ds, const char *sql, DestReceiver *a
 	if (rel == NULL)
 		return false;
 	att = cq_source_tracking_attnum(ds->relid);
-	if (rel->rd_rel->relkind != RELKIND_RELATION || (ds->inh && rel->rd_rel->relhassubclass) ||
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		(ds->inh && rel->rd_rel->relhassubclass) ||
 		check_enable_rls(ds->relid, InvalidOid, true) == RLS_ENABLED ||
 		!columns_match(ds, RelationGetDescr(rel), att) ||
 		(irel = usable_index(rel, att, params[0], params[1], keys)) == NULL)
@@ -796,7 +935,7 @@ cq_delta_scan_run(const struct CqDeltaScan *ds, const char *sql, DestReceiver *a
 	old = MemoryContextSwitchTo(cxt);
 	cur = pg_detoast_datum_copy((struct varlena *) DatumGetPointer(params[2]));
 	prev = pg_detoast_datum_copy((struct varlena *) DatumGetPointer(params[3]));
-	scan_run_init(&r, ds, rel);
+	scan_run_init(&r, ds, rel, att);
 	if (!read_only)
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
@@ -811,7 +950,7 @@ cq_delta_scan_run(const struct CqDeltaScan *ds, const char *sql, DestReceiver *a
 	if (!read_only)
 		PopActiveSnapshot();
 	FreeExprContext(r.econtext, true);
-	ExecDropSingleTupleTableSlot(r.slot);
+	ExecDropSingleTupleTableSlot(r.row);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 	index_close(irel, NoLock);

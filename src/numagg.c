@@ -241,7 +241,7 @@ num_cmp(const CqNum *a, const CqNum *b)
  *	  either is not such a value (then num_cmp() decides).  a and b point
  *	  at varlenas with 1-byte headers.
  */
-static inline bool
+static pg_attribute_always_inline bool
 num_cmp_short(const char *a, const char *b, int *cmp)
 {
 	uint16		ha;
