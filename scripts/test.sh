@@ -85,6 +85,9 @@ note_failures() {
     done < <(sed -nE -e 's/^(t\/[^ ]+|test\/[^ ]+) +\(Wstat: ([0-9]+).*Failed: ([0-9]+)\).*/\1 (wstat \2, \3 failed)/p' \
                  -e 's/^ +Failed tests?: +(.*)/    subtests \1/p' \
                  -e "s/^#   Failed test '(.*)'\$/    failed: \1/p" \
+                 -e 's/^# tap_watch: (.*) timed out after .*/\1 TIMED OUT/p' \
+                 -e 's/^# CqWatch: .* stopped by SIGTERM .*, (in .* line [0-9]+).*/    hung \1/p' \
+                 -e 's/^(Bail ?out.*)/\1/p' \
                  -e 's/^(test |     )?([^ ]+) +\.\.\. (FAILED|failed).*/\2 FAILED/p' "$2" | head -n 40)
 }
 
@@ -170,17 +173,32 @@ fi
 # CQ_PERLTAP_DIR defaults to $CQ_TMPBASE/pg_cq_perltap_<name of the repo directory>,
 # so two checkouts (e.g. git worktrees) can run their suites side by side.
 # PATH starts with $PGBIN, so the nodes use the same server binaries as the rest.
+# Each file runs through scripts/tap_watch.pl (prove --exec), with t/CqWatch.pm
+# loaded: a file gets CQ_TAP_FILE_TIMEOUT seconds (default 600), after which
+# it is stopped with the Perl stack of where it hung, its process group
+# killed and its nodes stopped; the whole suite gets CQ_TAP_BUDGET seconds
+# (default 3600: CI allows 90 minutes for everything), after which the files
+# left are not started (prove bails out with its summary).  A wait of
+# PostgreSQL::Test::Cluster (poll_query_until, wait_for_log) gives up after
+# PG_TEST_TIMEOUT_DEFAULT seconds (default 180) of wall-clock time.
+# CQ_PERL_TESTS="t/001_workers.pl t/052_join_soak.pl" runs only those files.
 CQ_PERLTAP_DIR="${CQ_PERLTAP_DIR:-$CQ_TMPBASE/pg_cq_perltap_$(basename "$REPO_ROOT")}"
-# run_perl_tap [SUBDIR]: the tests t/SUBDIR/*.pl (default: t/*.pl)
+export PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-180}"
+export CQ_TAP_FILE_TIMEOUT="${CQ_TAP_FILE_TIMEOUT:-600}"
+CQ_TAP_BUDGET="${CQ_TAP_BUDGET:-3600}"
+# run_perl_tap [SUBDIR]: the tests t/SUBDIR/*.pl (default: t/*.pl, or CQ_PERL_TESTS)
 run_perl_tap() {
-    local sub="${1:+$1/}" dir="$CQ_PERLTAP_DIR${1:+_$1}" rc=0 name f
+    local sub="${1:+$1/}" dir="$CQ_PERLTAP_DIR${1:+_$1}" rc=0 name f files
+    files="${CQ_PERL_TESTS:-}"
+    [[ -n "$files" && -z "$sub" ]] || files="t/$sub*.pl"
     rm -rf "$dir" && mkdir -p "$dir/src" || return 1
     tar -C "$REPO_ROOT" --exclude=./.git --exclude=./results -cf - . | tar -C "$dir/src" -xf - || return 1
     if is_root; then chown -R postgres:postgres "$dir" || return 1; fi
     (cd "$dir" && as_postgres env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
         HOME="$dir" PATH="$PGBIN:$PATH" TESTDIR="$dir" PG_CQ_SRCDIR="$dir/src" \
-        PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
-        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove -I "$1" t/"$2"*.pl' _ "$PGXS_DIR/src/test/perl" "$sub") \
+        PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" PERL5LIB="$PGXS_DIR/src/test/perl" \
+        CQ_TAP_DEADLINE="$(($(date +%s) + CQ_TAP_BUDGET))" \
+        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove --timer --exec "perl scripts/tap_watch.pl" $1' _ "$files") \
         2>&1 | tee "$dir/prove.out" || rc=$?
     # On failure show the tail of the failed tests' logs (test log + node logs).
     while IFS= read -r name; do
