@@ -88,6 +88,7 @@ note_failures() {
                  -e 's/^# tap_watch: (.*) timed out after .*/\1 TIMED OUT/p' \
                  -e 's/^# CqWatch: .* stopped by SIGTERM .*, (in .* line [0-9]+).*/    hung \1/p' \
                  -e 's/^(Bail ?out.*)/\1/p' \
+                 -e 's/^(TIMED OUT after .*)/\1/p' \
                  -e 's/^(test |     )?([^ ]+) +\.\.\. (FAILED|failed).*/\2 FAILED/p' "$2" | head -n 40)
 }
 
@@ -98,6 +99,25 @@ show_diffs() {         # show_diffs SUBDIR-OF-results
         head -n 400 "$d"
         (($(wc -l <"$d") <= 400)) || echo "... (truncated; full file: $d)"
     done < <(find "$REPO_ROOT/results/$1" -name regression.diffs 2>/dev/null | sort)
+}
+
+# limited CMD...: CMD (an external command: make, pg_prove) with at most
+# CQ_SUITE_TIMEOUT seconds (default 900; the three suites it bounds take
+# 1-3 minutes), so that a hung statement cannot run CI into its 90 minutes:
+# past it, CMD's process group is killed (SIGTERM, SIGKILL 30 s later), and
+# what the shared cluster was running then is shown.
+CQ_SUITE_TIMEOUT="${CQ_SUITE_TIMEOUT:-900}"
+limited() {
+    local rc=0
+    timeout -k 30 "$CQ_SUITE_TIMEOUT" "$@" || rc=$?
+    if ((rc == 124 || rc == 137)); then
+        echo "TIMED OUT after ${CQ_SUITE_TIMEOUT} s (CQ_SUITE_TIMEOUT): $*"
+        echo "sessions of the test cluster at that moment:"
+        timeout 30 "$PGBIN/psql" -X -d postgres -c "SELECT pid, datname, state, wait_event_type, wait_event,
+            now() - query_start AS running, left(query, 200) AS query
+            FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'" || true
+    fi
+    return "$rc"
 }
 
 cleanup() {
@@ -138,14 +158,14 @@ fi
 if ! want_suite regress; then skip regress "not in CQ_SUITES"
 elif ((${#sql_tests[@]} == 0)); then skip regress "no sql/*.sql"
 else
-    run_suite regress count_pg_regress make --no-print-directory installcheck \
+    run_suite regress count_pg_regress limited make --no-print-directory installcheck \
         PG_CONFIG="$PG_CONFIG" ISOLATION= || show_diffs regress
 fi
 
 if ! want_suite isolation; then skip isolation "not in CQ_SUITES"
 elif ((${#specs[@]} == 0)); then skip isolation "no specs/*.spec"
 else
-    run_suite isolation count_pg_regress make --no-print-directory installcheck \
+    run_suite isolation count_pg_regress limited make --no-print-directory installcheck \
         PG_CONFIG="$PG_CONFIG" REGRESS= || show_diffs isolation
 fi
 
@@ -156,7 +176,7 @@ run_pgtap() {
     "$PGBIN/createdb" pg_cq_tap &&
     "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d pg_cq_tap \
         -c 'CREATE EXTENSION IF NOT EXISTS pgtap' -c 'CREATE EXTENSION IF NOT EXISTS pg_cq' &&
-    pg_prove --psql-bin "$PGBIN/psql" -d pg_cq_tap --failures "${tap_tests[@]}"
+    limited pg_prove --psql-bin "$PGBIN/psql" -d pg_cq_tap --failures "${tap_tests[@]}"
 }
 if ! want_suite pgtap; then skip pgtap "not in CQ_SUITES"
 elif ((${#tap_tests[@]} == 0)); then skip pgtap "no test/*.sql"

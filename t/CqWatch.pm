@@ -22,6 +22,7 @@ package CqWatch;
 use strict;
 use warnings;
 use Carp ();
+use Sub::Util qw(set_subname);
 use Time::HiRes qw(usleep time);
 use PostgreSQL::Test::Utils;
 use PostgreSQL::Test::Cluster;
@@ -53,7 +54,7 @@ $SIG{TERM} = sub {
 {
 	no warnings 'redefine';
 
-	*PostgreSQL::Test::Cluster::poll_query_until = sub {
+	*PostgreSQL::Test::Cluster::poll_query_until = set_subname 'PostgreSQL::Test::Cluster::poll_query_until', sub {
 		my ($self, $dbname, $query, $expected) = @_;
 
 		local %ENV = $self->_get_env();
@@ -82,7 +83,7 @@ $SIG{TERM} = sub {
 		return 0;
 	};
 
-	*PostgreSQL::Test::Cluster::wait_for_log = sub {
+	*PostgreSQL::Test::Cluster::wait_for_log = set_subname 'PostgreSQL::Test::Cluster::wait_for_log', sub {
 		my ($self, $regexp, $offset) = @_;
 		$offset = 0 unless defined $offset;
 		my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
