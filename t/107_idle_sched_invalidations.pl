@@ -50,16 +50,7 @@ ok($node->poll_query_until('postgres', qq{
 
 # 2. the flood
 my $off = -s $node->logfile;
-$node->safe_psql('postgres', q{
-  SET client_min_messages = warning;
-  DO $$ BEGIN
-    FOR i IN 1 .. 400 LOOP
-      CREATE TEMP TABLE flood (a int, b int, c int);
-      DROP TABLE flood;
-      COMMIT;
-      PERFORM pg_sleep(0.01);
-    END LOOP;
-  END $$});
+inval_flood($node);
 
 # 3. each read them when asked
 for my $who ([ 'scheduler', $scheduler ], [ 'launcher', $launcher ])

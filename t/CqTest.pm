@@ -23,7 +23,7 @@ use Exporter 'import';
 
 our @EXPORT = qw(cq_node wait_accepting kill_and_restart writers_sql start_writer stop_writers end_writers caught_up_sql
   wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target
-  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits
+  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits inval_flood
   crash_report no_crashes accept_crashes core_limit);
 
 # A started node with pg_cq preloaded and crash-restart on.
@@ -463,6 +463,26 @@ sub stream_commits
 		  END LOOP;
 		END \$\$});
 	return time - $t0;
+}
+
+# About 20,000 shared invalidation messages (five times the queue) into
+# $node: a temporary table created and dropped 400 times, one transaction
+# each, 10 ms apart, so that an idle process asked to catch up (at 2,048
+# messages behind) has some 400 ms to do so before the queue would overrun
+# it (at 4,096) (t/107, t/109).
+sub inval_flood
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+	  SET client_min_messages = warning;
+	  DO $$ BEGIN
+	    FOR i IN 1 .. 400 LOOP
+	      CREATE TEMP TABLE flood (a int, b int, c int);
+	      DROP TABLE flood;
+	      COMMIT;
+	      PERFORM pg_sleep(0.01);
+	    END LOOP;
+	  END $$});
 }
 
 1;
