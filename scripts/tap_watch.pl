@@ -14,7 +14,8 @@
 #      $TESTDIR/tmp_check/t_<file>_*_data) is stopped: pg_ctl stop -m
 #      immediate, else SIGKILL of its postmaster and its children;
 # so the next file starts on a clean machine, and the file fails with a
-# line naming it and its limit.
+# line naming it and its limit.  The same when tap_watch itself gets
+# SIGINT, SIGTERM or SIGHUP (^C of make test).
 # The limit: CQ_TAP_FILE_TIMEOUT seconds (default 600), cut to what is
 # left until CQ_TAP_DEADLINE (seconds since the epoch, set by test.sh
 # from CQ_TAP_BUDGET): a file that would start after the deadline is not
@@ -52,23 +53,37 @@ if ($pid == 0)
 }
 setpgid($pid, $pid);    # also from here: no race with the kill below
 
-my $status = wait_for($pid, $t0 + $limit);
-exit(exit_code($status)) if defined $status;
-
 my $name = basename($file);
 $name =~ s/\.[^.]+$//;
-warn sprintf("# tap_watch: %s timed out after %d s (limit %d s); stopping it\n", $file, time() - $t0, $limit);
-kill('TERM', $pid);
-$status = wait_for($pid, time() + $grace);
-if (!defined $status)
+# interrupted (^C, a CI runner's TERM): the file is in a process group of
+# its own, so the signal did not reach it; it is stopped as on a timeout
+for my $sig (qw(INT TERM HUP))
 {
-	warn "# tap_watch: $file did not exit within ${grace} s of SIGTERM: SIGKILL to its process group\n";
-	kill('KILL', -$pid);
-	$status = wait_for($pid, time() + 30);
+	$SIG{$sig} = sub { stop_file("tap_watch got SIG$sig"); };
 }
-kill('KILL', -$pid);    # its psql clients and the like, if any are left
-stop_nodes($name);
-exit(1);
+
+my $status = wait_for($pid, $t0 + $limit);
+exit(exit_code($status)) if defined $status;
+stop_file(sprintf('%s timed out after %d s (limit %d s)', $file, time() - $t0, $limit));
+
+# stop the file (SIGTERM, then SIGKILL to its group) and its nodes; exit 1
+sub stop_file
+{
+	my ($why) = @_;
+	$SIG{$_} = 'IGNORE' for qw(INT TERM HUP);
+	warn "# tap_watch: $why; stopping it\n";
+	kill('TERM', $pid);
+	my $status = wait_for($pid, time() + $grace);
+	if (!defined $status)
+	{
+		warn "# tap_watch: $file did not exit within ${grace} s of SIGTERM: SIGKILL to its process group\n";
+		kill('KILL', -$pid);
+		wait_for($pid, time() + 30);
+	}
+	kill('KILL', -$pid);    # its psql clients and the like, if any are left
+	stop_nodes($name);
+	exit(1);
+}
 
 # the status of $pid once it exited, or undef at $deadline
 sub wait_for

@@ -45,7 +45,7 @@ $SIG{TERM} = sub {
 			last;
 		}
 	}
-	diag("CqWatch: $0 stopped by SIGTERM (its time limit, scripts/tap_watch.pl) after test "
+	diag("CqWatch: $0 stopped by SIGTERM (scripts/tap_watch.pl: its time limit, or an interrupt) after test "
 		  . Test::More->builder->current_test . ", $where; the stack:\n$stack");
 	exit(1);
 };
