@@ -57,6 +57,8 @@ my $name = basename($file);
 $name =~ s/\.[^.]+$//;
 # interrupted (^C, a CI runner's TERM): the file is in a process group of
 # its own, so the signal did not reach it; it is stopped as on a timeout
+# (and the tee that took its output may be gone: a warning must not kill it)
+$SIG{PIPE} = 'IGNORE';
 for my $sig (qw(INT TERM HUP))
 {
 	$SIG{$sig} = sub { stop_file("tap_watch got SIG$sig"); };
