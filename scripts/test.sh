@@ -85,6 +85,10 @@ note_failures() {
     done < <(sed -nE -e 's/^(t\/[^ ]+|test\/[^ ]+) +\(Wstat: ([0-9]+).*Failed: ([0-9]+)\).*/\1 (wstat \2, \3 failed)/p' \
                  -e 's/^ +Failed tests?: +(.*)/    subtests \1/p' \
                  -e "s/^#   Failed test '(.*)'\$/    failed: \1/p" \
+                 -e 's/^# tap_watch: (.*) timed out after .*/\1 TIMED OUT/p' \
+                 -e 's/^# CqWatch: .* stopped by SIGTERM .*, (in .* line [0-9]+).*/    hung \1/p' \
+                 -e 's/^(Bail ?out.*)/\1/p' \
+                 -e 's/^(TIMED OUT after .*)/\1/p' \
                  -e 's/^(test |     )?([^ ]+) +\.\.\. (FAILED|failed).*/\2 FAILED/p' "$2" | head -n 40)
 }
 
@@ -95,6 +99,25 @@ show_diffs() {         # show_diffs SUBDIR-OF-results
         head -n 400 "$d"
         (($(wc -l <"$d") <= 400)) || echo "... (truncated; full file: $d)"
     done < <(find "$REPO_ROOT/results/$1" -name regression.diffs 2>/dev/null | sort)
+}
+
+# limited CMD...: CMD (an external command: make, pg_prove) with at most
+# CQ_SUITE_TIMEOUT seconds (default 900; the three suites it bounds take
+# 1-3 minutes), so that a hung statement cannot run CI into its 90 minutes:
+# past it, CMD's process group is killed (SIGTERM, SIGKILL 30 s later), and
+# what the shared cluster was running then is shown.
+CQ_SUITE_TIMEOUT="${CQ_SUITE_TIMEOUT:-900}"
+limited() {
+    local rc=0
+    timeout -k 30 "$CQ_SUITE_TIMEOUT" "$@" || rc=$?
+    if ((rc == 124 || rc == 137)); then
+        echo "TIMED OUT after ${CQ_SUITE_TIMEOUT} s (CQ_SUITE_TIMEOUT): $*"
+        echo "sessions of the test cluster at that moment:"
+        timeout 30 "$PGBIN/psql" -X -d postgres -c "SELECT pid, datname, state, wait_event_type, wait_event,
+            now() - query_start AS running, left(query, 200) AS query
+            FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'" || true
+    fi
+    return "$rc"
 }
 
 cleanup() {
@@ -135,14 +158,14 @@ fi
 if ! want_suite regress; then skip regress "not in CQ_SUITES"
 elif ((${#sql_tests[@]} == 0)); then skip regress "no sql/*.sql"
 else
-    run_suite regress count_pg_regress make --no-print-directory installcheck \
+    run_suite regress count_pg_regress limited make --no-print-directory installcheck \
         PG_CONFIG="$PG_CONFIG" ISOLATION= || show_diffs regress
 fi
 
 if ! want_suite isolation; then skip isolation "not in CQ_SUITES"
 elif ((${#specs[@]} == 0)); then skip isolation "no specs/*.spec"
 else
-    run_suite isolation count_pg_regress make --no-print-directory installcheck \
+    run_suite isolation count_pg_regress limited make --no-print-directory installcheck \
         PG_CONFIG="$PG_CONFIG" REGRESS= || show_diffs isolation
 fi
 
@@ -153,7 +176,7 @@ run_pgtap() {
     "$PGBIN/createdb" pg_cq_tap &&
     "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d pg_cq_tap \
         -c 'CREATE EXTENSION IF NOT EXISTS pgtap' -c 'CREATE EXTENSION IF NOT EXISTS pg_cq' &&
-    pg_prove --psql-bin "$PGBIN/psql" -d pg_cq_tap --failures "${tap_tests[@]}"
+    limited pg_prove --psql-bin "$PGBIN/psql" -d pg_cq_tap --failures "${tap_tests[@]}"
 }
 if ! want_suite pgtap; then skip pgtap "not in CQ_SUITES"
 elif ((${#tap_tests[@]} == 0)); then skip pgtap "no test/*.sql"
@@ -170,17 +193,32 @@ fi
 # CQ_PERLTAP_DIR defaults to $CQ_TMPBASE/pg_cq_perltap_<name of the repo directory>,
 # so two checkouts (e.g. git worktrees) can run their suites side by side.
 # PATH starts with $PGBIN, so the nodes use the same server binaries as the rest.
+# Each file runs through scripts/tap_watch.pl (prove --exec), with t/CqWatch.pm
+# loaded: a file gets CQ_TAP_FILE_TIMEOUT seconds (default 600), after which
+# it is stopped with the Perl stack of where it hung, its process group
+# killed and its nodes stopped; the whole suite gets CQ_TAP_BUDGET seconds
+# (default 3600: CI allows 90 minutes for everything), after which the files
+# left are not started (prove bails out with its summary).  A wait of
+# PostgreSQL::Test::Cluster (poll_query_until, wait_for_log) gives up after
+# PG_TEST_TIMEOUT_DEFAULT seconds (default 180) of wall-clock time.
+# CQ_PERL_TESTS="t/001_workers.pl t/052_join_soak.pl" runs only those files.
 CQ_PERLTAP_DIR="${CQ_PERLTAP_DIR:-$CQ_TMPBASE/pg_cq_perltap_$(basename "$REPO_ROOT")}"
-# run_perl_tap [SUBDIR]: the tests t/SUBDIR/*.pl (default: t/*.pl)
+export PG_TEST_TIMEOUT_DEFAULT="${PG_TEST_TIMEOUT_DEFAULT:-180}"
+export CQ_TAP_FILE_TIMEOUT="${CQ_TAP_FILE_TIMEOUT:-600}"
+CQ_TAP_BUDGET="${CQ_TAP_BUDGET:-3600}"
+# run_perl_tap [SUBDIR]: the tests t/SUBDIR/*.pl (default: t/*.pl, or CQ_PERL_TESTS)
 run_perl_tap() {
-    local sub="${1:+$1/}" dir="$CQ_PERLTAP_DIR${1:+_$1}" rc=0 name f
+    local sub="${1:+$1/}" dir="$CQ_PERLTAP_DIR${1:+_$1}" rc=0 name f files
+    files="${CQ_PERL_TESTS:-}"
+    [[ -n "$files" && -z "$sub" ]] || files="t/$sub*.pl"
     rm -rf "$dir" && mkdir -p "$dir/src" || return 1
     tar -C "$REPO_ROOT" --exclude=./.git --exclude=./results -cf - . | tar -C "$dir/src" -xf - || return 1
     if is_root; then chown -R postgres:postgres "$dir" || return 1; fi
     (cd "$dir" && as_postgres env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
         HOME="$dir" PATH="$PGBIN:$PATH" TESTDIR="$dir" PG_CQ_SRCDIR="$dir/src" \
-        PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" \
-        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove -I "$1" t/"$2"*.pl' _ "$PGXS_DIR/src/test/perl" "$sub") \
+        PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" PERL5LIB="$PGXS_DIR/src/test/perl" \
+        CQ_TAP_DEADLINE="$(($(date +%s) + CQ_TAP_BUDGET))" \
+        bash -c 'cd "$PG_CQ_SRCDIR" && exec prove --timer --exec "perl scripts/tap_watch.pl" $1' _ "$files") \
         2>&1 | tee "$dir/prove.out" || rc=$?
     # On failure show the tail of the failed tests' logs (test log + node logs).
     while IFS= read -r name; do

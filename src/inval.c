@@ -17,6 +17,8 @@
 
 #include "inval.h"
 
+#include "storage/sinval.h"
+
 #define CQ_MAX_RELCACHE_CALLBACKS 16
 
 typedef struct CqRelcacheCallback
@@ -83,4 +85,27 @@ bool
 cq_relcache_changed(void)
 {
 	return generation != mark;
+}
+
+/*
+ * cq_inval_catch_up
+ *	  Idle, read the invalidation messages other backends sent, as an idle
+ *	  session does between its client's statements, when asked to:
+ *	  sinval.c signals the backend furthest behind in the shared queue
+ *	  (catchupInterruptPending).  A pg_cq process that waits on its latch
+ *	  starts no transaction, so never read them while it waited: on a busy
+ *	  server (DDL, ANALYZE, autovacuum: thousands of messages) the queue
+ *	  overran it and its next transaction reset every cache -- for a pool
+ *	  worker the analyses and SQL its warm-up built (t/074, t/109); for the
+ *	  scheduler and the launcher, which may wait up to cq.naptime (an hour
+ *	  at most), their catalog caches (t/107).  The autovacuum launcher does
+ *	  the same.  Runs a transaction of its own, whose commit leaves
+ *	  CurrentMemoryContext at TopMemoryContext.  who: "worker" and the like,
+ *	  for the DEBUG1 line.
+ */
+void
+cq_inval_catch_up(const char *who)
+{
+	ProcessCatchupInterrupt();
+	ereport(DEBUG1, (errmsg_internal("pg_cq: idle %s read the invalidation messages sent meanwhile", who)));
 }

@@ -49,6 +49,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/sinval.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
@@ -60,6 +61,7 @@
 #include "launcher.h"
 #include "guc.h"
 #include "shmem.h"
+#include "inval.h"
 
 
 #define CRASH_RESTART_DELAY_MS 1000
@@ -367,6 +369,8 @@ cq_launcher_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
+		if (catchupInterruptPending)
+			cq_inval_catch_up("launcher");
 
 		now = GetCurrentTimestamp();
 		LWLockAcquire(cq_shared->lock, LW_SHARED);

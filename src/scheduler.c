@@ -79,6 +79,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/sinval.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -94,6 +95,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "catalog.h"
+#include "inval.h"
 
 
 #define MAX_BACKOFF_S 300
@@ -1374,6 +1376,8 @@ cq_scheduler_main(Datum arg)
 			if (next_reload > GetCurrentTimestamp() + cq_naptime_ms * (int64) 1000)
 				next_reload = GetCurrentTimestamp() + cq_naptime_ms * (int64) 1000;
 		}
+		if (catchupInterruptPending)
+			cq_inval_catch_up("scheduler");
 
 		now = GetCurrentTimestamp();
 		LWLockAcquire(cq_shared->lock, LW_SHARED);

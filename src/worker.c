@@ -86,6 +86,7 @@
 #include "scheduler.h"
 #include "handoff.h"
 #include "warm.h"
+#include "inval.h"
 
 static int	my_slot = -1;
 static uint32 my_generation = 0;	/* the claim of the slot we were started for */
@@ -618,23 +619,18 @@ run_assigned(CqWorkerSlot *slot)
 
 /*
  * catch_up_invalidations
- *	  Idle, read the invalidation messages other backends sent, as an idle
- *	  session does between its client's statements: we were asked to
- *	  (sinval.c signals the backend furthest behind in the shared queue).
- *	  A worker that starts no transaction while it waits for batches or
- *	  calls never read them, so that on a busy server (DDL, ANALYZE,
- *	  autovacuum: thousands of messages) the queue overran it and the next
- *	  transaction reset all its caches -- the analyses and SQL its warm-up
- *	  built (plan.c) with them, which the next call then rebuilt (t/074,
- *	  t/109).
+ *	  Idle, read the invalidation messages other backends sent, when the
+ *	  shared queue asks us to (inval.c): else on a busy server the queue
+ *	  overran the worker and its next transaction reset all its caches --
+ *	  the analyses and SQL its warm-up built (plan.c) with them, which the
+ *	  next call then rebuilt (t/074, t/109).
  */
 static void
 catch_up_invalidations(void)
 {
 	/* in a transaction of its own, whose commit leaves TopMemoryContext */
-	ProcessCatchupInterrupt();
+	cq_inval_catch_up("worker");
 	MemoryContextSwitchTo(worker_context);
-	ereport(DEBUG1, (errmsg_internal("pg_cq: idle worker read the invalidation messages sent meanwhile")));
 }
 
 /*

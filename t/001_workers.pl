@@ -10,7 +10,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
-use CqTest qw(wait_accepting);
+use CqTest qw(kill_and_restart);
 use Time::HiRes qw(time);
 
 my $node = PostgreSQL::Test::Cluster->new('workers');
@@ -109,8 +109,7 @@ ok($node->poll_query_until('postgres', q{
 my @pids = worker_pids('db1');
 ok(@pids > 0, 'a worker to kill');
 insert_rows('db1', 25);
-kill 'KILL', $pids[0];
-ok(wait_accepting($node, 'postgres'), 'the server is back after the crash-restart');
+ok(kill_and_restart($node, 'postgres', $pids[0]), 'the server is back after the crash-restart');
 insert_rows('db1', 25);
 wait_exact('db1', 'after SIGKILL of a worker (crash-restart)');
 wait_exact('db2', 'after the crash-restart');

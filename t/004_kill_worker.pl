@@ -78,10 +78,8 @@ $pid = $node->safe_psql($db, q{
 	SELECT pid FROM pg_stat_activity
 	 WHERE backend_type = 'pg_cq worker' AND state = 'active' AND query LIKE '%"q_slow"%'});
 my $batches_before = $node->safe_psql($db, "SELECT count(*) FROM cq.offsets WHERE name = 'q_slow'");
-ok(kill('KILL', $pid), "kill -9 of worker $pid");
-
 # the postmaster reinitializes: wait for it to accept connections again
-ok(wait_accepting($node, $db), 'server is back after the crash-restart');
+ok(kill_and_restart($node, $db, $pid), "kill -9 of worker $pid: server is back after the crash-restart");
 is($node->safe_psql($db, "SELECT count(*) FROM cq.offsets WHERE name = 'q_slow'"), $batches_before,
 	'the interrupted batch left no offset');
 ok($node->log_contains(qr/terminated by signal 9/), 'the postmaster saw the killed worker');

@@ -63,13 +63,10 @@ while (time() < $t0 + $seconds)
 	}
 }
 $node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
-# the writers' backends end their loops at cq_stop; wait for them before the
-# clients are stopped (a signalled psql leaves its CALL running, which could
-# commit rows after the caught-up check below)
-ok($node->poll_query_until($db, q{
-	SELECT count(*) = 0 FROM pg_stat_activity
-	 WHERE pid <> pg_backend_pid() AND query ~ '^CALL cq_(write|long)'}), 'writers finished');
-stop_writers(@writers);
+# the writers' backends end their loops at cq_stop: wait for them (a
+# signalled psql leaves its CALL running, which could commit rows after the
+# caught-up check below)
+ok(end_writers($node, $db, @writers), 'writers finished');
 my $write_seconds = time() - $t0;
 
 wait_caught_up($node, $db, 'ev', 'after the soak', @ALL_MODES);

@@ -109,10 +109,7 @@ is($node->safe_psql($db, qq{
 	'0 0 true', '0.1 rows have no state_bytes, 0.2 rows have those of the queries with state');
 # writers stop at a row in cq_stop; wait for their backends to end
 $node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
-stop_writers(@writers);
-ok($node->poll_query_until($db, q{
-	SELECT count(*) = 0 FROM pg_stat_activity WHERE query LIKE 'CALL cq_write(%' AND pid <> pg_backend_pid()}),
-	'writers stopped');
+ok(end_writers($node, $db, @writers), 'writers stopped');
 $node->safe_psql($db, 'TRUNCATE cq_stop');
 
 $node->safe_psql($db, 'CALL cq_write(3, 20, 20, 10, 0, true)');

@@ -11,7 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
-use CqTest qw(wait_accepting);
+use CqTest qw(kill_and_restart);
 
 my $node = PostgreSQL::Test::Cluster->new('scheduler_deaths');
 $node->init;
@@ -71,8 +71,7 @@ for my $round (1 .. 6)
 
 # kill -9: the postmaster crash-restarts; shared memory starts over
 my $pid = scheduler_pid();
-ok(kill('KILL', $pid), "kill -9 of scheduler $pid");
-ok(wait_accepting($node, $db), 'the server is back after the crash-restart');
+ok(kill_and_restart($node, $db, $pid), "kill -9 of scheduler $pid: the server is back after the crash-restart");
 insert_and_wait('after the crash-restart');
 
 $node->stop;

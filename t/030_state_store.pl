@@ -145,10 +145,9 @@ ok($node->poll_query_until('postgres',
 	'a batch is in the middle of writing its target');
 my $pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE query LIKE '%CALL cq.run(''by_k'')%' AND wait_event = 'PgSleep'");
-kill 'KILL', $pid;
-stop_writers($bg);
 # the postmaster resets shared memory and restarts: wait until it serves again
-ok(wait_accepting($node, 'postgres'), 'the server is back after the crash');
+ok(kill_and_restart($node, 'postgres', $pid), 'the server is back after the crash');
+stop_writers($bg);
 $node->safe_psql('postgres', 'UPDATE gate SET open = true');
 run_all();
 check('after a kill -9 in the middle of a batch');

@@ -129,8 +129,7 @@ my $pid = $node->safe_psql($db, q{
 	SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_cq worker' AND wait_event = 'PgSleep'});
 $committed = batches('su');
 my $log_offset = -s $node->logfile;
-ok(kill('KILL', $pid), "kill -9 of worker $pid");
-ok(wait_accepting($node, $db), 'the server is back after the crash-restart');
+ok(kill_and_restart($node, $db, $pid), "kill -9 of worker $pid: the server is back after the crash-restart");
 ok($node->log_contains(qr/terminated by signal 9/, $log_offset), 'the postmaster saw the killed worker');
 is(batches('su'), $committed, 'the interrupted batch left no offset');
 $node->safe_psql($db, 'UPDATE gate SET open = true');

@@ -132,9 +132,8 @@ ok($node->poll_query_until('postgres',
 my $pid = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE query LIKE '%CALL cq.run(''by_k'')%' AND wait_event = 'PgSleep'");
 $off = -s $node->logfile;
-kill 'KILL', $pid;
+ok(kill_and_restart($node, 'postgres', $pid), 'the server is back after the crash');
 stop_writers($bg);
-ok(wait_accepting($node, 'postgres'), 'the server is back after the crash');
 $node->safe_psql('postgres', 'UPDATE gate SET open = true');
 run_all();
 check('after a kill -9 in the middle of a batch');

@@ -67,7 +67,7 @@ while (time() < $end)
 }
 note('buffered rows j_in/j_out of the rows in one delay, every 5 s: ' . join(', ', @samples));
 $node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
-stop_writers(@writers);
+ok(end_writers($node, $db, @writers), 'the writers ended');
 
 for my $q ('j_in', 'j_out')
 {

@@ -72,7 +72,7 @@ while (time() < $end)
 }
 note('state rows se_a/se_u of the rows in one delay, every 5 s: ' . join(', ', @samples));
 $node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
-stop_writers(@writers);
+ok(end_writers($node, $db, @writers), 'the writers ended');
 wait_caught_up($node, $db, 'clicks', 'after the soak', 'se_u', 'se_a');
 
 my $total = $node->safe_psql($db, 'SELECT count(*) FROM clicks');

@@ -133,9 +133,8 @@ ok($node->poll_query_until('postgres', "SELECT count(*) > 0 FROM ($waiting) w"),
 	'a batch is in the middle of writing its target');
 $pid = $node->safe_psql('postgres', $waiting);
 my $off = -s $node->logfile;
-kill 'KILL', $pid;
+ok(kill_and_restart($node, 'postgres', $pid), 'the server is back after the crash');
 stop_writers($bg);
-ok(wait_accepting($node, 'postgres'), 'the server is back after the crash');
 $node->safe_psql('postgres', 'UPDATE gate SET open = true');
 $node->safe_psql('postgres', "CALL cq.run('q')");
 ok($node->log_contains(qr/rebuilt lost state of continuous query "q"/, $off), 'the store was rebuilt from the source');

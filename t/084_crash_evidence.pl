@@ -35,10 +35,7 @@ sub segv_launcher
 	my ($node) = @_;
 	my $pid = $node->safe_psql('postgres',
 		q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_cq launcher'});
-	ok($pid =~ /^\d+$/ && kill('SEGV', $pid), "SIGSEGV to the launcher ($pid)");
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	sleep(1) while time() < $deadline && !$node->log_contains(qr/\(PID $pid\) was terminated by signal 11/);
-	ok(wait_accepting($node, 'postgres'), 'the node crash-restarted');
+	ok(kill_and_restart($node, 'postgres', $pid, 'SEGV'), "SIGSEGV to the launcher ($pid): the node crash-restarted");
 	return $pid;
 }
 
@@ -78,10 +75,7 @@ use Test::More;
 use CqTest;
 my $node = cq_node('child');
 my $pid = $node->safe_psql('postgres', q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_cq launcher'});
-kill('SEGV', $pid);
-my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-sleep(1) while time() < $deadline && !$node->log_contains(qr/\(PID $pid\) was terminated by signal 11/);
-wait_accepting($node, 'postgres');
+kill_and_restart($node, 'postgres', $pid, 'SEGV');
 note('child data: ' . $node->data_dir);
 ok(1, 'nothing checked');
 done_testing();

@@ -66,7 +66,8 @@ for my $round (1 .. 6)
 		'0', "round $round: the prepared rows left out");
 	$node->safe_psql($db, $round % 3 == 0 ? "ROLLBACK PREPARED 'p$round'" : "COMMIT PREPARED 'p$round'");
 }
-stop_writers(@writers);
+$node->safe_psql($db, 'INSERT INTO cq_stop VALUES (true)');
+ok(end_writers($node, $db, @writers), 'the writers ended');
 wait_caught_up($node, $db, 'ev', 'after the writers', 'live');
 is(mismatches($node, $db, $oracle, 'live'), '0', 'every committed row folded once');
 is($node->safe_psql($db, q{SELECT count(*) FILTER (WHERE w = 11) = 0 AND count(*) FILTER (WHERE w = 20) = 200

@@ -48,16 +48,7 @@ my ($worker) = slurp_file($node->logfile, $off) =~ /\[(\d+)\] DEBUG:  pg_cq: wor
 
 # 2. the flood, while the worker idles
 $off = -s $node->logfile;
-$node->safe_psql('postgres', q{
-  SET client_min_messages = warning;
-  DO $$ BEGIN
-    FOR i IN 1 .. 400 LOOP
-      CREATE TEMP TABLE flood (a int, b int, c int);
-      DROP TABLE flood;
-      COMMIT;
-      PERFORM pg_sleep(0.01);
-    END LOOP;
-  END $$});
+inval_flood($node);
 
 # 3. the next call: handed to the warm worker, nothing rebuilt
 $node->safe_psql('postgres', 'INSERT INTO src SELECT i % 30, i FROM generate_series(1, 600) i');

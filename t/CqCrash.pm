@@ -26,6 +26,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use CqWatch;    # a hang says where; waits bounded in time
 use Exporter 'import';
 
 our @EXPORT = qw(crash_report no_crashes accept_crashes core_limit);

@@ -1,8 +1,11 @@
 # t/CqTest.pm -- helpers shared by the crash and soak tests (t/004-006):
 # a node set up for pg_cq, writer procedures, background writers, the
-# "caught up" condition and the oracle comparison; and the setup of the
-# trigger '0' coalescing tests (t/042, t/072).  Every wait polls with a
-# deadline (poll_query_until: PG_TEST_TIMEOUT_DEFAULT, 180 s by default).
+# "caught up" condition and the oracle comparison; ending background
+# writers (end_writers) and killing a server process with the wait for the
+# crash-restart (kill_and_restart); and the setup of the trigger '0'
+# coalescing tests (t/042, t/072).  Every wait polls with a deadline
+# (PG_TEST_TIMEOUT_DEFAULT seconds, 180 by default, of wall-clock time: see
+# t/CqWatch.pm for poll_query_until).
 # It loads CqCrash (a crashed server process fails the test) and exports
 # its functions.
 package CqTest;
@@ -13,13 +16,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Config;
 use Time::HiRes qw(usleep time);
 use CqCrash;
 use Exporter 'import';
 
-our @EXPORT = qw(cq_node wait_accepting writers_sql start_writer stop_writers caught_up_sql
+our @EXPORT = qw(cq_node wait_accepting kill_and_restart writers_sql start_writer stop_writers end_writers caught_up_sql
   wait_caught_up mismatches crash_restart all_modes_sql @ALL_MODES check_all_modes gate_target
-  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits
+  attacker_sql coalesce_node coalesce_exact_sql wait_batch_idle stream_commits inval_flood
   crash_report no_crashes accept_crashes core_limit);
 
 # A started node with pg_cq preloaded and crash-restart on.
@@ -175,17 +179,20 @@ sub gate_target
 }
 
 # Start `CALL cq_write(...)` in a background psql; returns the harness.
+# Its session's application_name is cq_writer (end_writers finds it so).
 sub start_writer
 {
 	my ($node, $db, $call) = @_;
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start(
-		[ 'psql', '-XAtq', '-d', $node->connstr($db), '-c', $call ],
+		[ 'psql', '-XAtq', '-d', $node->connstr($db) . ' application_name=cq_writer', '-c', $call ],
 		'>', \$out, '2>', \$err);
 	return $h;
 }
 
-# Stop background writers (they may already have died with the server).
+# Stop background writers' psql clients (they may already have died with
+# the server).  A psql that is signalled leaves its backend running the
+# CALL: on a running node, end_writers is what ends the writers.
 sub stop_writers
 {
 	for my $h (@_)
@@ -194,6 +201,31 @@ sub stop_writers
 		eval { $h->finish; };
 		$h->kill_kill if $h->pumpable;
 	}
+}
+
+# End the background writers of a running node: their psql clients
+# (stop_writers), then their backends, which go on with their CALL after
+# the client is gone.  A writer the test asked to stop (a row in cq_stop)
+# gets up to 5 s to end its loop; then what is left of them is terminated
+# (its open transaction rolls back), until none is left or the deadline
+# (PG_TEST_TIMEOUT_DEFAULT).  Returns true when no writer's backend is
+# left: from then on, no row of theirs is committed.
+sub end_writers
+{
+	my ($node, $db, @h) = @_;
+	my $writers = q{FROM pg_stat_activity WHERE application_name = 'cq_writer' AND pid <> pg_backend_pid()};
+	my $t0 = time();
+	my $deadline = $t0 + $PostgreSQL::Test::Utils::timeout_default;
+
+	stop_writers(@h);
+	while (time() < $deadline)
+	{
+		return 1 if $node->safe_psql($db, "SELECT count(*) $writers") eq '0';
+		$node->safe_psql($db, "SELECT pg_terminate_backend(pid) $writers") if time() > $t0 + 5;
+		usleep(100_000);
+	}
+	diag('writers still running: ' . $node->safe_psql($db, "SELECT string_agg(pid || ' ' || query, '; ') $writers"));
+	return 0;
 }
 
 # True when every listed query has processed every row committed so far:
@@ -275,6 +307,37 @@ sub wait_accepting
 		usleep(100_000);
 	}
 	return 0;
+}
+
+
+# Send $signal (a name: KILL, SEGV, ...) to server process $pid, whose
+# death makes the postmaster crash-restart, and wait, with a deadline,
+# until the node serves again.  wait_accepting alone could return before
+# the restart began (a connection served before the postmaster reaped the
+# process): first the postmaster's log line for the death is awaited --
+# it is written as the restart begins, and from then on connections are
+# refused until the restart is over.  Returns true once $db answers after
+# the restart.
+sub kill_and_restart
+{
+	my ($node, $db, $pid, $signal) = @_;
+	$signal //= 'KILL';
+	my %num;
+	@num{ split(' ', $Config{sig_name}) } = split(' ', $Config{sig_num});
+	my $offset = -s $node->logfile;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+
+	return 0 unless defined $num{$signal} && $pid =~ /^\d+$/ && kill($signal, $pid);
+	while (!$node->log_contains(qr/\(PID $pid\) was terminated by signal $num{$signal}\b/, $offset))
+	{
+		if (time() >= $deadline)
+		{
+			diag("the postmaster did not log the end of process $pid (signal $signal)");
+			return 0;
+		}
+		usleep(50_000);
+	}
+	return wait_accepting($node, $db);
 }
 
 
@@ -400,6 +463,26 @@ sub stream_commits
 		  END LOOP;
 		END \$\$});
 	return time - $t0;
+}
+
+# About 20,000 shared invalidation messages (five times the queue) into
+# $node: a temporary table created and dropped 400 times, one transaction
+# each, 10 ms apart, so that an idle process asked to catch up (at 2,048
+# messages behind) has some 400 ms to do so before the queue would overrun
+# it (at 4,096) (t/107, t/109).
+sub inval_flood
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+	  SET client_min_messages = warning;
+	  DO $$ BEGIN
+	    FOR i IN 1 .. 400 LOOP
+	      CREATE TEMP TABLE flood (a int, b int, c int);
+	      DROP TABLE flood;
+	      COMMIT;
+	      PERFORM pg_sleep(0.01);
+	    END LOOP;
+	  END $$});
 }
 
 1;
