@@ -192,8 +192,9 @@ is($node->safe_psql($db, q{
 # batches take the runner's, as before; they went on above)
 is($node->safe_psql($db, q{
 	SELECT string_agg(format('%s %s', schema || '.' || name,
-	                         coalesce(array_to_string(ARRAY(SELECT split_part(e, '=', 1) FROM unnest(settings) e), ' '),
-	                                  'NULL')), ',' ORDER BY schema, name)
+	                         CASE WHEN settings IS NULL THEN 'NULL' ELSE
+	                           array_to_string(ARRAY(SELECT split_part(e, '=', 1) FROM unnest(settings) e), ' ') END),
+	                  ',' ORDER BY schema, name)
 	  FROM cq.queries WHERE name IN ('generic_q', 'run_by_hand')}),
 	'other.run_by_hand DateStyle IntervalStyle extra_float_digits bytea_output,'
 	  . 'public.generic_q DateStyle IntervalStyle extra_float_digits bytea_output,public.run_by_hand NULL',
