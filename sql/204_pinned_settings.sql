@@ -7,8 +7,8 @@
 -- (the database's).  Before, an update query grouping by ts::date::text
 -- wrote one date as two target rows, '02/01/2026' and '2026-01-02'.
 -- As an unprivileged role.
-CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
 \i sql/include/helpers.sql
 SELECT pause_others();
 CREATE ROLE pin204_user;

@@ -2,8 +2,8 @@
 -- also in a join of two streams' batches (src/join.c) and in the rewrite of
 -- an update target after cq.alter_query changes its HAVING (src/api.c):
 -- run here under other settings, they write the creator's format.
-CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_cq;
 \i sql/include/helpers.sql
 SELECT pause_others();
 CREATE ROLE pin205_user;
