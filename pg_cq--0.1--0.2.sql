@@ -501,3 +501,14 @@ COMMENT ON FUNCTION cq.numeric_sum_accum(internal, pg_catalog.numeric) IS 'pg_cq
 COMMENT ON FUNCTION cq.numeric_sum_final(internal) IS 'pg_cq internal: final function of cq.numeric_sum';
 COMMENT ON FUNCTION cq.numeric_larger(pg_catalog.numeric, pg_catalog.numeric) IS 'pg_cq internal: numeric_larger without copies';
 COMMENT ON FUNCTION cq.numeric_smaller(pg_catalog.numeric, pg_catalog.numeric) IS 'pg_cq internal: numeric_smaller without copies';
+
+-- Session 41: the settings that change how values are written as text or
+-- read from it are pinned per query, as TimeZone is.  cq.create_query
+-- records its creator's DateStyle, IntervalStyle, extra_float_digits and
+-- bytea_output as 'name=value' elements; every batch (background worker,
+-- CALL cq.run in the caller or in a pool worker) and a complete/update
+-- rewrite after cq.alter_query runs with them.  More settings may be added
+-- to the list without a catalog change.  NULL for queries created before
+-- this update: their batches keep the settings of whoever runs them.
+ALTER TABLE cq.queries ADD COLUMN settings text[];
+COMMENT ON COLUMN cq.queries.settings IS 'settings its batches run with beside TimeZone, its creator''s: ''name=value'' elements (DateStyle, IntervalStyle, extra_float_digits, bytea_output); NULL for a query created before pg_cq 0.2 (the settings of the session running a batch)';

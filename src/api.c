@@ -72,6 +72,7 @@
 #include "citus.h"
 #include "citus_copy.h"
 #include "restore.h"
+#include "settings_pin.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
@@ -853,11 +854,9 @@ having_changed(CqQuery *q, CqAnalysis *an)
 	}
 	else
 		state = cq_sql_relname_str(q->state_table);
-	/* as a batch runs: the owner, search_path pinned, the creator's time zone */
+	/* as a batch runs: the owner, search_path pinned, the creator's time zone and settings */
 	cq_security_owner(q->owner, &sec);
-	if (q->timezone)
-		(void) set_config_option("TimeZone", q->timezone, PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	cq_settings_pin_apply(q->timezone, q->settings);
 	if (q->opts.mode == CQ_MODE_UPDATE)
 		cq_spi_exec(cq_sink_update_rewrite_sql(an, viewid, target, state),
 					SPI_OK_SELECT, 0, NULL, NULL, NULL);

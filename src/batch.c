@@ -74,6 +74,7 @@
 #include "state.h"
 #include "objects.h"
 #include "citus.h"
+#include "settings_pin.h"
 
 /*
  * Everything run_as_owner needs to know about the batch to run.
@@ -1336,10 +1337,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	if (cq_work_mem_kb > 0 && work_mem != cq_work_mem_kb)
 		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	/* time-zone dependent expressions (date_trunc of a timestamptz...) as their creator saw them */
-	if (in.q->timezone && strcmp(GetConfigOption("TimeZone", false, false), in.q->timezone) != 0)
-		(void) set_config_option("TimeZone", in.q->timezone, PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* date_trunc of a timestamptz, a date as text...: as their creator saw them (settings_pin.c) */
+	cq_settings_pin_apply(in.q->timezone, in.q->settings);
 	if (rebuild_sql && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	if (store_lost)

@@ -57,6 +57,7 @@
 #include "sql_builder.h"
 #include "options.h"
 #include "inval.h"
+#include "settings_pin.h"
 
 #define QUERY_COLUMNS \
 	"name, id, owner::pg_catalog.oid, source::pg_catalog.oid, target::pg_catalog.oid, output_mode, " \
@@ -271,7 +272,8 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 	cq_security_superuser(&sec);
 	cq_spi_exec_cached(psprintf("SELECT " QUERY_COLUMNS ", %s FROM cq.queries WHERE %s%s",
 								v02 ? "schema, join_source::pg_catalog.oid, join_event_time, "
-								"join_watermark_delay::pg_catalog.text, state_path" : "NULL::pg_catalog.name", cond,
+								"join_watermark_delay::pg_catalog.text, state_path, "
+								"pg_catalog.array_to_string(settings, E'\\n')" : "NULL::pg_catalog.name", cond,
 								lock ? " FOR NO KEY UPDATE" : ""),
 					   SPI_OK_SELECT, nargs, types, values, NULL);
 	cq_security_restore(&sec);
@@ -308,6 +310,7 @@ fetch_query(const char *cond, int nargs, Oid *types, Datum *values, bool lock)
 		q->opts.join_event_time = spi_text(23);
 		q->opts.join_watermark = spi_text(24);
 		q->opts.state_path = spi_text(25);
+		q->settings = spi_text(26);
 	}
 	cq_options_finish(&q->opts);
 	q->opts.source_relid = q->source;	/* which table of a join is the stream */
@@ -336,7 +339,8 @@ typedef enum
 {
 	QC_TEXT,					/* as text: its output function, as ::text */
 	QC_OID,						/* oid, regclass, regrole: the OID */
-	QC_INT						/* int4 or int8 */
+	QC_INT,						/* int4 or int8 */
+	QC_LINES					/* text[]: its elements, one a line */
 } QueryColKind;
 
 /*
@@ -385,6 +389,11 @@ query_col(Relation rel, TupleTableSlot *slot, AttrNumber att, QueryColKind kind,
 				return false;
 			*num = isnull ? ifnull : type == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
 			return true;
+		case QC_LINES:
+			if (type != TEXTARRAYOID)
+				return false;
+			*str = isnull ? NULL : cq_settings_pin_lines(d);
+			return true;
 	}
 	return false;
 }
@@ -418,6 +427,7 @@ typedef enum
 	QA_JOIN_EVENT_TIME,
 	QA_JOIN_WATERMARK_DELAY,
 	QA_STATE_PATH,
+	QA_SETTINGS,
 	QA_COUNT
 } QueryAtt;
 
@@ -447,6 +457,7 @@ static const char *const query_col_names[QA_COUNT] = {
 	"join_event_time",
 	"join_watermark_delay",
 	"state_path",
+	"settings",
 };
 static CqColMap query_cols = CQ_COLMAP_INIT;
 
@@ -463,7 +474,7 @@ query_copy(MemoryContext cxt, const CqQuery *q)
 		&c->run_id, &c->cluster_id, &c->timezone, &c->opts.output_mode, &c->opts.trigger,
 		&c->opts.event_time, &c->opts.watermark, &c->opts.starting, &c->opts.source,
 		&c->opts.state_storage, &c->opts.complete_refresh, &c->opts.join_event_time,
-		&c->opts.join_watermark, &c->opts.state_path};
+		&c->opts.join_watermark, &c->opts.state_path, &c->settings};
 	Interval  **ivs[] = {&c->opts.watermark_delay, &c->opts.join_watermark_delay};
 	size_t		lens[lengthof(strs)];
 	size_t		total = 0;
@@ -530,7 +541,8 @@ query_read(Relation rel, TupleTableSlot *slot, bool v02, const AttrNumber *att)
 			query_col(rel, slot, att[QA_JOIN_SOURCE], QC_OID, &dummy, &n[6], 0) &&
 			query_col(rel, slot, att[QA_JOIN_EVENT_TIME], QC_TEXT, &q->opts.join_event_time, NULL, 0) &&
 			query_col(rel, slot, att[QA_JOIN_WATERMARK_DELAY], QC_TEXT, &q->opts.join_watermark, NULL, 0) &&
-			query_col(rel, slot, att[QA_STATE_PATH], QC_TEXT, &q->opts.state_path, NULL, 0);
+			query_col(rel, slot, att[QA_STATE_PATH], QC_TEXT, &q->opts.state_path, NULL, 0) &&
+			query_col(rel, slot, att[QA_SETTINGS], QC_LINES, &q->settings, NULL, 0);
 	if (!ok)
 		return NULL;
 	q->id = (int32) n[0];

@@ -41,6 +41,9 @@ typedef struct CqQuery
 	char	   *run_id;
 	char	   *cluster_id;		/* system identifier its offsets belong to */
 	char	   *timezone;		/* TimeZone its batches run in */
+	char	   *settings;		/* and these settings: "name=value" lines
+								 * (settings_pin.c); NULL on a 0.1 catalog
+								 * or for a query created before 0.2 */
 } CqQuery;
 
 #define CQ_CATALOG_0_1 1		/* pg_cq--0.1.sql */

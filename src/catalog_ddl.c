@@ -27,6 +27,7 @@
 #include "options.h"
 #include "wakeup.h"
 #include "security.h"
+#include "settings_pin.h"
 #include "sql_builder.h"
 
 /*
@@ -227,9 +228,9 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 						const char *query_text, CqOptions *o,
 						const char *query_tree, const char *start_offset)
 {
-	Oid			types[18] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID};
-	Datum		values[18];
-	char		nulls[18];
+	Oid			types[19] = {TEXTOID, OIDOID, OIDOID, OIDOID, TEXTOID};
+	Datum		values[19];
+	char		nulls[19];
 	CqSecurity	sec;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -255,18 +256,22 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 	nulls[16] = ' ';
 	values[17] = o->state_path ? CStringGetTextDatum(o->state_path) : (Datum) 0;
 	nulls[17] = o->state_path ? ' ' : 'n';
+	/* the settings its batches run with beside TimeZone (settings_pin.c) */
+	types[18] = TEXTARRAYOID;
+	values[18] = cq_settings_pin_capture();
 	/* since 0.2, a query lives in its target's schema */
 	if (cq_catalog_version() >= CQ_CATALOG_0_2)
 		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "
-					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema, state_path) "
+					"complete_refresh, query_tree, start_offset, cluster_id, timezone, schema, state_path, "
+					"settings) "
 					"SELECT $1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4::pg_catalog.regclass, "
 					"$5, $6, $7, $8, $9::pg_catalog.interval, $10, $11, $12, $13, $14, "
-					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname, $18 "
+					"$15::pg_catalog.pg_snapshot, $16, $17, n.nspname, $18, $19 "
 					"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
 					"  ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
 					"WHERE c.oid OPERATOR(pg_catalog.=) $4 RETURNING id",
-					SPI_OK_INSERT_RETURNING, 18, types, values, nulls);
+					SPI_OK_INSERT_RETURNING, 19, types, values, nulls);
 	else
 		cq_spi_exec("INSERT INTO cq.queries (name, owner, source, target, query, output_mode, \"trigger\", "
 					"event_time, watermark_delay, max_rows_per_trigger, starting, state_storage, "

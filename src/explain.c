@@ -49,6 +49,7 @@
 #include "state.h"
 #include "store.h"
 #include "merge.h"
+#include "settings_pin.h"
 
 PG_FUNCTION_INFO_V1(cq_explain);
 
@@ -78,6 +79,7 @@ append_settings(StringInfo buf, CqQuery *q, const char *what)
 	appendStringInfo(buf, "-- TimeZone = '%s'%s and, after batch 0, enable_seqscan, enable_sort and jit off\n",
 					 q->timezone ? q->timezone : "UTC",
 					 cq_work_mem_kb > 0 ? psprintf(", work_mem = %dkB", cq_work_mem_kb) : "");
+	appendStringInfo(buf, "-- %s\n", cq_settings_pin_describe_line(q->settings));
 }
 
 /* The offsets, parameters $1 to $4 of the batch statement and of d. */

@@ -74,7 +74,8 @@
  * the session is applied in the worker for the call (session level) and
  * RESET after it: cq.work_mem, work_mem, TimeZone, DateStyle (the
  * NOTICEs' watermark), lock_timeout, cq.complete_lock_timeout ... all
- * follow the caller.  Not passed: role and session_authorization (the
+ * follow the caller (a batch then sets its query's TimeZone, DateStyle,
+ * IntervalStyle... over them, as in the caller: settings_pin.c).  Not passed: role and session_authorization (the
  * caller's rights were checked; the batch runs as the owner in both
  * paths), search_path (a batch pins its own), a default_tablespace the
  * caller may not create in (security.c), client_encoding (the worker

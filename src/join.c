@@ -102,6 +102,7 @@
 #include "plan.h"
 #include "state.h"
 #include "status.h"
+#include "settings_pin.h"
 
 #define NPARAMS 6				/* $1..$6 of the batch statements */
 
@@ -943,9 +944,7 @@ cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimit
 	if (cq_work_mem_kb > 0)
 		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	if (q->timezone)
-		(void) set_config_option("TimeZone", q->timezone, PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	cq_settings_pin_apply(q->timezone, q->settings);
 	if (rebuild_needed)
 	{
 		cq_spi_exec(psprintf("TRUNCATE %s, %s", cq_sql_relname_str(bufs[0]), cq_sql_relname_str(bufs[1])),
@@ -1013,6 +1012,7 @@ cq_join_explain(CqQuery *q)
 					 "-- end offset, $3 pg_snapshot end offset, $4 pg_snapshot start offset, $5 timestamptz\n"
 					 "-- watermark in effect (NULL = -infinity), $6 int8 batch id\n",
 					 quote_identifier(GetUserNameFromId(q->owner, false)), q->timezone ? q->timezone : "UTC");
+	appendStringInfo(&buf, "-- %s\n", cq_settings_pin_describe_line(q->settings));
 	for (int s = 0; s < 2; s++)
 		appendStringInfo(&buf, "-- 1.%d new rows of %s into its buffer, late rows counted:\n%s;\n", s + 1,
 						 get_rel_name(an->join->side[s].relid), sql.add[s]);
