@@ -28,9 +28,8 @@
  * as it is allocated (store_table.c; batch 0, a rebuild, an image load,
  * and a table's growth in any batch) and the nodes of the groups such a
  * build puts (cq_store_alloc_node_values, called by put_built alone).
- * The mappings seen are forgotten at the start of every batch on the
- * store (cq_store_fold) and whenever a slot array is allocated, which
- * starts every build, so the mappings cached are those of allocations
+ * The mappings seen are forgotten whenever a slot array is allocated,
+ * which starts every build, so the mappings cached are those of allocations
  * the current build holds (its slot array, its nodes: the segments of
  * the area that contain them stay mapped while they live).  A mapping
  * that went away (a segment of the area freed, another mapped at its

@@ -66,7 +66,6 @@
 #include "store_update.h"
 #include "delta_plan.h"
 #include "rowload.h"
-#include "prefault.h"
 
 /*
  * register_enr
@@ -995,8 +994,6 @@ cq_store_fold(CqStore *st, const CqStoreSql *sql, bool history, Datum *params,
 
 	memset(metrics, 0, sizeof(*metrics));
 	memset(&mo, 0, sizeof(mo));
-	/* mappings seen by an earlier batch of this process forgotten (prefault.c) */
-	cq_prefault_reset();
 	if (history)
 		tl = cq_target_load_begin(sql, target_index);
 	if (sink != NULL && tl == NULL)
