@@ -45,7 +45,8 @@
 # one twin w_const_TYPE per type (a single xid8 twin keeps the name w_const):
 # xid8 (8 bytes, 8-byte alignment: pg_cq's cq_xid), tid (6 bytes, 2-byte
 # alignment: the stand-in of a 48-bit stamp), int4 (4 bytes), int8 (8 bytes,
-# as xid8), bytea (5 bytes, a 6-byte short varlena, no alignment); each
+# as xid8), bytea (5 bytes, a 6-byte short varlena, no alignment), xid48
+# (pg_cq's cq.xid48: 6 bytes, no alignment, by reference); each
 # column nullable with a constant default.  With it the parts measure every
 # twin: tps in the same rotation (plain, tracked, twins..., then reversed),
 # mix with all tables' scripts at equal weights, callgrind per twin, and
@@ -93,11 +94,14 @@ BENCH_BYTES_ROWS="${BENCH_BYTES_ROWS:-1000000}"
 # the floor's twins (BENCH_FLOOR): TWIN_TYPE[table] = the type of its column,
 # TWIN_DEFAULT[type] = its constant default
 declare -A TWIN_TYPE=() TWIN_DEFAULT=([xid8]="'0'::pg_catalog.xid8" [tid]="'(0,1)'::pg_catalog.tid"
-    [int4]="0" [int8]="0" [bytea]="'\\x0000000000'::pg_catalog.bytea")
+    [int4]="0" [int8]="0" [bytea]="'\\x0000000000'::pg_catalog.bytea" [xid48]="'0'::cq.xid48")
+# the column's type in SQL: pg_catalog's, but pg_cq's cq.xid48
+declare -A TWIN_SQLTYPE=([xid8]=pg_catalog.xid8 [tid]=pg_catalog.tid [int4]=pg_catalog.int4
+    [int8]=pg_catalog.int8 [bytea]=pg_catalog.bytea [xid48]=cq.xid48)
 TWINS=()
 if ((BENCH_FLOOR)); then
     for ty in $BENCH_FLOOR_TYPE; do
-        [[ -n "${TWIN_DEFAULT[$ty]:-}" ]] || die "BENCH_FLOOR_TYPE: unknown type $ty (xid8 tid int4 int8 bytea)"
+        [[ -n "${TWIN_DEFAULT[$ty]:-}" ]] || die "BENCH_FLOOR_TYPE: unknown type $ty (xid8 tid int4 int8 bytea xid48)"
         tw=w_const; [[ "$BENCH_FLOOR_TYPE" == xid8 ]] || tw="w_const_$ty"
         TWINS+=("$tw"); TWIN_TYPE[$tw]="$ty"
     done
@@ -124,7 +128,7 @@ ROW_SELECT="SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random
 # type, with a constant default
 CONST_DDL="" DROP_TWINS=""
 for tw in "${TWINS[@]}"; do
-    CONST_DDL+="CREATE TABLE $tw ($COLS); ALTER TABLE $tw ADD COLUMN cq_xid pg_catalog.${TWIN_TYPE[$tw]}; ALTER TABLE $tw ALTER COLUMN cq_xid SET DEFAULT ${TWIN_DEFAULT[${TWIN_TYPE[$tw]}]};"
+    CONST_DDL+="CREATE TABLE $tw ($COLS); ALTER TABLE $tw ADD COLUMN cq_xid ${TWIN_SQLTYPE[${TWIN_TYPE[$tw]}]}; ALTER TABLE $tw ALTER COLUMN cq_xid SET DEFAULT ${TWIN_DEFAULT[${TWIN_TYPE[$tw]}]};"
     [[ "$tw" == w_const ]] || DROP_TWINS+=", $tw"
 done
 

@@ -89,6 +89,7 @@ note_failures() {
                  -e 's/^# CqWatch: .* stopped by SIGTERM .*, (in .* line [0-9]+).*/    hung \1/p' \
                  -e 's/^(Bail ?out.*)/\1/p' \
                  -e 's/^(TIMED OUT after .*)/\1/p' \
+                 -e 's/^(TIMED OUT in: .*)/    \1/p' \
                  -e 's/^(test |     )?([^ ]+) +\.\.\. (FAILED|failed).*/\2 FAILED/p' "$2" | head -n 40)
 }
 
@@ -105,19 +106,80 @@ show_diffs() {         # show_diffs SUBDIR-OF-results
 # CQ_SUITE_TIMEOUT seconds (default 900; the three suites it bounds take
 # 1-3 minutes), so that a hung statement cannot run CI into its 90 minutes:
 # past it, CMD's process group is killed (SIGTERM, SIGKILL 30 s later), and
-# what the shared cluster was running then is shown.
+# the report says which test file was running (running_file), what the
+# shared cluster's sessions were doing, and then ends those sessions
+# (end_sessions), so that the suites after it do not wait on its locks.
 CQ_SUITE_TIMEOUT="${CQ_SUITE_TIMEOUT:-900}"
 limited() {
-    local rc=0
-    timeout -k 30 "$CQ_SUITE_TIMEOUT" "$@" || rc=$?
+    local rc=0 since pid watch
+    since=$(date +%s)
+    rm -f "$LOGDIR/limited.ps"
+    timeout -k 30 "$CQ_SUITE_TIMEOUT" "$@" &
+    pid=$!
+    # 2 s before the limit, the command lines of CMD's processes (timeout
+    # leads their process group): pg_prove's psql names the file it runs,
+    # and pg_prove's own output, buffered, is lost when it is killed
+    # (its sleep ends with it; its output is not the suite's pipe, which
+    # tee reads to the end)
+    (trap 'kill "$s" 2>/dev/null; exit 0' TERM
+     sleep "$((CQ_SUITE_TIMEOUT > 4 ? CQ_SUITE_TIMEOUT - 2 : 2))" & s=$!
+     wait "$s" && ps -e -o pgid=,args= | awk -v g="$pid" '$1 == g' >"$LOGDIR/limited.ps") \
+        </dev/null >/dev/null 2>&1 &
+    watch=$!
+    wait "$pid" || rc=$?
+    kill "$watch" 2>/dev/null || true
+    wait "$watch" 2>/dev/null || true
     if ((rc == 124 || rc == 137)); then
         echo "TIMED OUT after ${CQ_SUITE_TIMEOUT} s (CQ_SUITE_TIMEOUT): $*"
+        running_file "$since" "$*"
         echo "sessions of the test cluster at that moment:"
         timeout 30 "$PGBIN/psql" -X -d postgres -c "SELECT pid, datname, state, wait_event_type, wait_event,
             now() - query_start AS running, left(query, 200) AS query
             FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'" || true
+        end_sessions
     fi
     return "$rc"
+}
+
+# running_file SINCE CMD: the test file CMD (started at SINCE, epoch
+# seconds) was running when it was stopped, as a line "TIMED OUT in: FILE"
+# (note_failures puts it in the summary) and the last lines of its output.
+# pg_regress and pg_isolation_regress write a test's output to
+# results/<suite>/results/NAME.out while it runs: the newest one written
+# since SINCE is the test that hung, its last lines the statement it was
+# in.  pg_prove's psql has the file on its command line (limited.ps).
+running_file() {
+    local since="$1" cmd="$2" f
+    if [[ "$cmd" == *pg_prove* ]]; then
+        f=$(grep -E 'psql' "$LOGDIR/limited.ps" 2>/dev/null | grep -oE 'test/[^ ]+\.sql' | tail -n 1 || true)
+        echo "TIMED OUT in: ${f:-(no psql of pg_prove was running)}"
+        return 0
+    fi
+    f=$(find "$REPO_ROOT/results/regress/results" "$REPO_ROOT/results/isolation/results" \
+            -name '*.out' -newermt "@$since" -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -n 1 | cut -d' ' -f2-)
+    if [[ -z "$f" ]]; then
+        echo "TIMED OUT in: (no test had started writing its output)"
+        return 0
+    fi
+    echo "TIMED OUT in: $(basename "$(dirname "$(dirname "$f")")")/$(basename "$f" .out)"
+    echo "its output so far ends with (${f#"$REPO_ROOT"/}):"
+    tail -n 15 "$f" | sed 's/^/    /'
+}
+
+# end_sessions: terminate the client sessions left in the test cluster by a
+# suite that was stopped (its clients are gone, but a backend notices that
+# only when its statement ends), and wait up to 30 s for them to go.
+end_sessions() {
+    local n
+    n=$(timeout 30 "$PGBIN/psql" -X -At -d postgres -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" 2>/dev/null || echo "?")
+    echo "ended $n client session(s) of the stopped suite"
+    timeout 30 "$PGBIN/psql" -X -At -d postgres -c "DO \$\$BEGIN
+            WHILE EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'client backend'
+                             AND pid <> pg_backend_pid()) LOOP
+              PERFORM pg_sleep(0.1);
+              PERFORM pg_stat_clear_snapshot();
+            END LOOP; END\$\$" >/dev/null 2>&1 || echo "(some are still there)"
 }
 
 cleanup() {
@@ -135,7 +197,8 @@ build_install
 section "cluster"
 rm -rf "$REPO_ROOT/results"
 mkdir -p "$REPO_ROOT/results/regress" "$REPO_ROOT/results/isolation" "$LOGDIR"
-start_cluster test "$CQ_TEST_PORT"
+# prepared transactions: sql/212 prepares transactions that ran cq.run
+start_cluster test "$CQ_TEST_PORT" "max_prepared_transactions = 4"
 
 shopt -s nullglob
 sql_tests=(sql/*.sql); specs=(specs/*.spec); tap_tests=(test/*.sql); perl_tests=(t/*.pl)

@@ -9,6 +9,9 @@
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 SET client_min_messages = warning;
 CREATE TABLE t190_src (k int, x int);
+-- (since session 42 a row stays in line up to a page, toast_tuple_target
+-- 8160: here as at PostgreSQL's default, so that this tree goes out of line)
+ALTER TABLE cq.queries SET (toast_tuple_target = 128);
 SELECT c.reltoastrelid::regclass AS t190_toast FROM pg_class c WHERE c.oid = 'cq.queries'::regclass \gset
 SELECT count(*) AS t190_chunks FROM :t190_toast \gset
 CREATE TABLE t190_q WITH (cq.output_mode = 'update', cq.trigger = 'available_now') AS
@@ -157,3 +160,4 @@ SELECT count(*) FROM (
 SELECT cq.drop_query('t190_q', drop_target => true);
 DROP FUNCTION t190_diff();
 DROP TABLE t190_src;
+ALTER TABLE cq.queries SET (toast_tuple_target = 8160);

@@ -37,6 +37,7 @@
 #include "rewrite/rewriteSupport.h"
 #include "access/genam.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -73,6 +74,7 @@
 #include "citus_copy.h"
 #include "restore.h"
 #include "settings_pin.h"
+#include "joinspec.h"
 
 PG_FUNCTION_INFO_V1(cq_create_query);
 PG_FUNCTION_INFO_V1(cq_state_rows);
@@ -619,6 +621,7 @@ cq_create_query(PG_FUNCTION_ARGS)
 	bool		created = false;
 	CqAnalysis *an;
 
+	PreventCommandIfReadOnly("cq.create_query()");
 	rv_name = query_name_rv(&name);
 	options_from_args(fcinfo, &opts);
 
@@ -669,6 +672,7 @@ cq_drop_query(PG_FUNCTION_ARGS)
 	bool		drop_target = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
 	CqQuery    *q;
 
+	PreventCommandIfReadOnly("cq.drop_query()");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
 	q = cq_api_owned_query(name, true);
@@ -680,6 +684,23 @@ cq_drop_query(PG_FUNCTION_ARGS)
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * source_is_current
+ *	  Does the source option value (a table, or two for a join of two
+ *	  streams: 'a, b') name the stream(s) the query reads?  Given anew, it
+ *	  changes nothing.  (The option itself is not stored: its streams are.)
+ */
+static bool
+source_is_current(CqQuery *q, const char *source)
+{
+	List	   *relids = cq_joinspec_source_relids(source);
+	int			nstreams = OidIsValid(q->opts.join_source_relid) ? 2 : 1;
+
+	if (list_length(relids) != nstreams || !list_member_oid(relids, q->source))
+		return false;
+	return nstreams == 1 || list_member_oid(relids, q->opts.join_source_relid);
 }
 
 /*
@@ -707,7 +728,14 @@ cq_api_alter(const char *name, CqOptions *changes)
 	REFUSE_CHANGE(event_time, "event_time");
 	REFUSE_CHANGE(watermark, "watermark");
 	REFUSE_CHANGE(state_storage, "state_storage");
-	REFUSE_CHANGE(source, "source");
+	/* (Spark: a restart from a checkpoint cannot change its input sources) */
+	if (changes->source && !source_is_current(q, changes->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change option \"source\" of continuous query \"%s\"", q->name),
+				 errdetail("The query's offsets, state and target belong to the stream it reads, \"%s\".",
+						   get_rel_name(q->source)),
+				 errhint("Drop and recreate the query with the new option.")));
 	cq_options_check_limits(changes);
 
 	if (changes->trigger)
@@ -800,6 +828,7 @@ having_changed(CqQuery *q, CqAnalysis *an)
 	char	   *target = cq_sql_relname_str(q->target);
 	bool		memory = cq_options_in_memory(&q->opts);
 	char	   *state;
+	int			nest;
 
 	if (q->opts.mode != CQ_MODE_APPEND && strcmp(q->opts.state_storage, "unlogged") == 0 &&
 		cq_catalog_state_lost(q->id))
@@ -837,7 +866,9 @@ having_changed(CqQuery *q, CqAnalysis *an)
 	cq_security_restore(&sec);
 
 	viewid = cq_objects_relid("f", q->id);
+	nest = cq_settings_pin_begin(q->timezone, q->settings);	/* printed as it runs */
 	plan = cq_plan_build(an, q);	/* sets an->hash_keys */
+	cq_settings_pin_end(nest);
 	if (memory)
 	{
 		/*
@@ -909,6 +940,8 @@ cq_api_alter_query(const char *name, const char *query_text)
 		ExecCheckRTPerms(new_an->query->rtable, true);
 		check_target_columns(new_an, q->target, name);
 		cq_catalog_update_query(q->id, query_text, nodeToString(new_an->query));
+		if (!last.found)
+			cq_catalog_capture_settings(q->id);	/* see below */
 		cq_security_superuser(&sec);
 		cq_objects_replace_query_view(q->id, new_an);
 		cq_security_restore(&sec);
@@ -916,8 +949,17 @@ cq_api_alter_query(const char *name, const char *query_text)
 	}
 	if (!last.found)
 	{
-		/* no batch yet (new, or after cq.reset): nothing to keep, any query goes */
+		/*
+		 * No batch yet (new, or after cq.reset, which empties the target):
+		 * nothing to keep, any query goes.  No value was computed under the
+		 * settings recorded with the old text: the new text takes the
+		 * alterer's, as a new query its creator's (settings_pin.c).  After
+		 * a batch the recorded ones stay: the state's and the target's keys
+		 * were computed under them, and a key computed anew under others
+		 * would be another group.
+		 */
 		replace_query(q, new_an, query_text);
+		cq_catalog_capture_settings(q->id);
 		return;
 	}
 	if (new_an->source_relid != old_an->source_relid)
@@ -962,8 +1004,8 @@ cq_api_alter_query(const char *name, const char *query_text)
 /*
  * cq_alter_query
  *	  cq.alter_query(name, output_mode, trigger, event_time, watermark,
- *	  max_rows_per_trigger, starting, state_storage, complete_refresh):
- *	  NULL keeps an option.
+ *	  max_rows_per_trigger, starting, state_storage, complete_refresh,
+ *	  query [, source: 0.2]): NULL keeps an option.
  */
 Datum
 cq_alter_query(PG_FUNCTION_ARGS)
@@ -972,6 +1014,7 @@ cq_alter_query(PG_FUNCTION_ARGS)
 	CqOptions	changes;
 	char	   *query_text;
 
+	PreventCommandIfReadOnly("cq.alter_query()");
 	cq_options_init(&changes);
 	changes.output_mode = arg_text(fcinfo, 1);
 	changes.trigger = arg_text(fcinfo, 2);
@@ -991,6 +1034,9 @@ cq_alter_query(PG_FUNCTION_ARGS)
 	changes.state_storage = arg_text(fcinfo, 7);
 	changes.complete_refresh = arg_text(fcinfo, 8);
 	query_text = arg_text(fcinfo, 9);
+	/* source: since 0.2 (refused unless it names the current stream) */
+	if (PG_NARGS() > 10)
+		changes.source = arg_text(fcinfo, 10);
 
 	/* normalize the given values the same way stored ones were */
 	{
@@ -1014,7 +1060,10 @@ cq_alter_query(PG_FUNCTION_ARGS)
 
 /*
  * check_run
- *	  cq.run needs a name, and a READ COMMITTED transaction: a batch must see
+ *	  cq.run needs a name, a read-write transaction (a batch on the
+ *	  shared-memory store wrote its target and offsets from C in a read-only
+ *	  one before session 42, and another failed on its first statement) and
+ *	  a READ COMMITTED transaction: a batch must see
  *	  the batches that committed while it waited for the query's row lock;
  *	  with one snapshot for the whole transaction it would read the offset
  *	  as of its start and process those rows again.
@@ -1026,6 +1075,8 @@ check_run(const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("continuous query name must not be null")));
+	/* a batch writes (its target, state and offsets, some from C only) */
+	PreventCommandIfReadOnly("cq.run()");
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),

@@ -45,6 +45,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "batch_guard.h"
 #include "delta_plan.h"
 #include "guc.h"
 #include "shmem.h"
@@ -1240,6 +1241,7 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 	bool		rebuild;
 	bool		rebuild_sql;
 	bool		store_lost = false;
+	int			nest;
 
 	memset(res, 0, sizeof(*res));
 	memset(&in, 0, sizeof(in));
@@ -1298,6 +1300,8 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		return;
 	}
 
+	/* its SQL printed, estimated (table_up_front) and run under its creator's settings (settings_pin.c) */
+	nest = cq_settings_pin_begin(in.q->timezone, in.q->settings);
 	cq_plan_get(in.q, &in.an, &in.plan);
 	in.runs_empty = in.history || (!last.found && cq_plan_runs_empty(in.an));
 	res->et_utc = in.an->et_attno != InvalidAttrNumber && !in.an->et_is_tz;
@@ -1308,7 +1312,10 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		in.q->opts.mode != CQ_MODE_COMPLETE &&
 		(!last.has_batch_watermark || last.watermark > last.batch_watermark);
 	if (in.nodata_only && !in.nodata_due)
+	{
+		cq_settings_pin_end(nest);
 		return;
+	}
 
 	/* bound the scan of new rows to unsummarized pages of this batch */
 	if (!in.history)
@@ -1332,19 +1339,18 @@ run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchResult *res
 		cq_plan_get(in.q, &in.an, &in.plan);
 	}
 
-	/* as the owner, search_path pinned; the settings below (set where they differ) end with it */
+	/* as the owner, search_path pinned; work_mem (set where it differs) ends with it */
 	cq_security_owner(in.q->owner, &sec);
 	if (cq_work_mem_kb > 0 && work_mem != cq_work_mem_kb)
 		(void) set_config_option("work_mem", psprintf("%d", cq_work_mem_kb), PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	/* date_trunc of a timestamptz, a date as text...: as their creator saw them (settings_pin.c) */
-	cq_settings_pin_apply(in.q->timezone, in.q->settings);
 	if (rebuild_sql && last.found)
 		res->state_total = rebuild_state(&in, &last, &res->rebuild_ms);
 	if (store_lost)
 		res->state_total = rebuild_store(&in, &last, &res->rebuild_ms);
 	ran = run_as_owner(&in, res);
 	cq_security_restore(&sec);
+	cq_settings_pin_end(nest);
 
 	if (store_lost)
 	{
@@ -1453,7 +1459,7 @@ cq_batch_run_ext(int32 id, int flags, CqBatchResult *res)
 	cq_batch_before_lock();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
-	run_query(cq_catalog_get_query_by_id(id, false, true), NULL, flags, res);
+	cq_batch_guard_run(cq_catalog_get_query_by_id(id, false, true), run_query, NULL, flags, res);
 	keep_result(res, caller);
 	SPI_finish();
 }
@@ -1493,7 +1499,7 @@ cq_batch_run_query(CqQuery *q, const CqLastOffset *last_in, int flags, CqBatchRe
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_cq: SPI_connect failed");
-	run_query(q, last_in, flags, res);
+	cq_batch_guard_run(q, run_query, last_in, flags, res);
 	keep_result(res, caller);
 	SPI_finish();
 }

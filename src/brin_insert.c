@@ -14,8 +14,10 @@
 #include "access/brin.h"
 #include "access/brin_internal.h"
 #include "access/brin_page.h"
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
@@ -619,6 +621,136 @@ brin_row_gate(ExprState *state, ExprContext *econtext, bool *isnull)
 	if (unlikely(IsolationIsSerializable()))
 		CheckForSerializableConflictIn(c->index, NULL, InvalidBlockNumber);
 	return BoolGetDatum(false);
+}
+
+/* the gates of statements in progress (brin_heap.c) */
+CqBrinHeap *cq_brin_gates = NULL;
+
+/* heap's access method, and heap's with tuple_insert and multi_insert wrapped */
+static const TableAmRoutine *heap_am = NULL;
+static TableAmRoutine gate_am;
+
+/*
+ * gate_lookup
+ *	  The innermost gate of a table whose access method is gate_am but is
+ *	  not the innermost gate's table, or NULL: then the statement that
+ *	  installed it ended (an error ended it before cq_brin_heap_end), and
+ *	  the table gets heap's back (the statement inserting now has its
+ *	  indexes in its ResultRelInfo).
+ */
+static pg_noinline CqBrinHeap *
+gate_lookup(Relation rel)
+{
+	for (CqBrinHeap *g = cq_brin_gates; g != NULL; g = g->next)
+		if (RelationGetRelid(g->heap) == RelationGetRelid(rel))
+			return g;
+	rel->rd_tableam = heap_am;
+	return NULL;
+}
+
+/*
+ * gate_index_row
+ *	  index_insert for a row whose range has an index tuple (cq_brininsert
+ *	  then widens the summary).
+ */
+static pg_noinline void
+gate_index_row(CqBrinHeap *g, Relation rel, TupleTableSlot *slot)
+{
+	Datum		value;
+	bool		isnull;
+
+	value = slot_getattr(slot, g->att, &isnull);
+	index_insert(g->index, &value, &isnull, &slot->tts_tid, rel, UNIQUE_CHECK_NO, false, g->info);
+}
+
+/*
+ * gate_rows
+ *	  brin_row_gate for rows just inserted into the heap of a gated table
+ *	  (brin_heap.c), outside ExecInsertIndexTuples: each row whose range
+ *	  has an index tuple goes to index_insert.  The statement's cache and
+ *	  gate are in the gate's IndexInfo (cq_brin_heap_begin_open checked).
+ *	  The reasons it is safe against a concurrent summarization are those
+ *	  given at range_has_tuple: every row is in the heap before the barrier
+ *	  below, and the revmap entries are read after it (what
+ *	  cached_range_empty reads, without its barrier for every row).
+ */
+static inline void
+gate_rows(Relation rel, TupleTableSlot **slots, int nslots)
+{
+	CqBrinHeap *g = cq_brin_gates;
+	BrinInsertCache *c;
+
+	if (unlikely(g == NULL || RelationGetRelid(g->heap) != RelationGetRelid(rel)) &&
+		(g = gate_lookup(rel)) == NULL)
+		return;
+	g->rows += nslots;
+	c = g->info->ii_AmCache;
+	pg_memory_barrier();
+	for (int i = 0; i < nslots; i++)
+	{
+		BlockNumber blk = ItemPointerGetBlockNumber(&slots[i]->tts_tid);
+		int			known;
+
+		if (blk - c->range_start >= c->pages_per_range)
+			known = -1;
+		else if (c->entry != NULL)
+			known = c->entry->ip_posid == InvalidOffsetNumber;
+		else if (c->last_revmap != NULL)
+			known = *c->last_revmap < c->range_mapblk ? 1 : -1;
+		else
+			known = -1;
+		if (unlikely(known != 1) && (known == 0 || range_has_tuple(c, c->index, blk)))
+			gate_index_row(g, rel, slots[i]);
+		else if (unlikely(IsolationIsSerializable()))
+			CheckForSerializableConflictIn(c->index, NULL, InvalidBlockNumber);
+	}
+}
+
+static void
+gate_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid, int options,
+				  struct BulkInsertStateData *bistate)
+{
+	heap_am->tuple_insert(rel, slot, cid, options, bistate);
+	gate_rows(rel, &slot, 1);
+}
+
+static void
+gate_multi_insert(Relation rel, TupleTableSlot **slots, int nslots, CommandId cid, int options,
+				  struct BulkInsertStateData *bistate)
+{
+	heap_am->multi_insert(rel, slots, nslots, cid, options, bistate);
+	gate_rows(rel, slots, nslots);
+}
+
+/*
+ * cq_brin_gate_am
+ *	  Heap's access method with tuple_insert and multi_insert wrapped: each
+ *	  row then meets the BRIN index of the innermost gate of its table.
+ */
+const TableAmRoutine *
+cq_brin_gate_am(void)
+{
+	if (heap_am == NULL)
+	{
+		heap_am = GetHeapamTableAmRoutine();
+		gate_am = *heap_am;
+		gate_am.tuple_insert = gate_tuple_insert;
+		gate_am.multi_insert = gate_multi_insert;
+	}
+	return &gate_am;
+}
+
+/*
+ * cq_brin_has_gate
+ *	  Did cq_brin_statement_begin give indexInfo the statement's cache and
+ *	  gate?
+ */
+bool
+cq_brin_has_gate(IndexInfo *indexInfo)
+{
+	BrinInsertCache *c = indexInfo->ii_AmCache;
+
+	return c != NULL && c->magic == brin_cache_magic && indexInfo->ii_PredicateState == &c->gate;
 }
 
 /*

@@ -66,6 +66,7 @@ extern void cq_catalog_options_datums(CqOptions *o, Oid *types, Datum *values, c
 extern int32 cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 									 const char *query_text, CqOptions *opts,
 									 const char *query_tree, const char *start_offset);
+extern void cq_catalog_capture_settings(int32 id);
 extern void cq_catalog_set_state_table(int32 id, Oid state_table);
 extern void cq_catalog_delete_query(int32 id);
 extern void cq_catalog_update_options(int32 id, CqOptions *opts);

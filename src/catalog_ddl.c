@@ -6,7 +6,8 @@
  *	  event-time column, and whether a table is some query's source; and
  *	  the DDL of a query itself: its state table, changed options, its row
  *	  deleted (moved out of catalog.c, which is full, in session 33); the
- *	  insert of a new query's row (session 36).
+ *	  insert of a new query's row (session 36), its settings taken anew
+ *	  when its text is replaced before its first batch (session 42).
  *
  * As in catalog.c: callers have SPI connected and are inside a
  * transaction, and every statement runs in a superuser section
@@ -293,4 +294,33 @@ cq_catalog_insert_query(const char *name, Oid owner, Oid source, Oid target,
 		return SPI_gettypeid(SPI_tuptable->tupdesc, 1) == INT4OID ? DatumGetInt32(d) :
 			(int32) DatumGetInt64(d);
 	}
+}
+
+/*
+ * cq_catalog_capture_settings
+ *	  Record the current TimeZone and pinned settings (settings_pin.c) as
+ *	  the query's, as cq_catalog_insert_query does for a new query: for a
+ *	  query text that replaces the old one before any batch computed a
+ *	  value under the old ones (cq.alter_query).  On a 0.1 catalog only
+ *	  TimeZone (it has no settings column).
+ */
+void
+cq_catalog_capture_settings(int32 id)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTARRAYOID};
+	Datum		values[3];
+	CqSecurity	sec;
+
+	values[0] = Int32GetDatum(id);
+	values[1] = CStringGetTextDatum(GetConfigOption("TimeZone", false, false));
+	values[2] = cq_settings_pin_capture();
+	cq_wakeup_catalog_changed();
+	cq_security_superuser(&sec);
+	if (cq_catalog_version() >= CQ_CATALOG_0_2)
+		cq_spi_exec("UPDATE cq.queries SET timezone = $2, settings = $3 WHERE id OPERATOR(pg_catalog.=) $1",
+					SPI_OK_UPDATE, 3, types, values, NULL);
+	else
+		cq_spi_exec("UPDATE cq.queries SET timezone = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					SPI_OK_UPDATE, 2, types, values, NULL);
+	cq_security_restore(&sec);
 }

@@ -21,7 +21,9 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "shmem.h"
@@ -34,6 +36,7 @@
 #include "api.h"
 #include "objects.h"
 #include "join.h"
+#include "store.h"
 
 PG_FUNCTION_INFO_V1(cq_pause);
 PG_FUNCTION_INFO_V1(cq_resume);
@@ -53,6 +56,8 @@ locked_query(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("continuous query name must not be null")));
+	/* its caller's name, as nextval() gives its own */
+	PreventCommandIfReadOnly(psprintf("cq.%s()", get_func_name(fcinfo->flinfo->fn_oid)));
 	q = cq_api_owned_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
 	return q;
 }
@@ -133,6 +138,7 @@ cq_reset(PG_FUNCTION_ARGS)
 	}
 	cq_security_restore(&sec);
 	cq_catalog_reset(q, start_offset);
+	cq_store_discard(MyDatabaseId, q->id);	/* an overlay of a batch before it */
 	cq_batch_node_start(q->source, q->id, strcmp(q->opts.starting, "latest") == 0);
 	cq_status_forget(q->id);
 	SPI_finish();

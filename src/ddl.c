@@ -146,6 +146,32 @@ options_from_defelems(CqOptions *opts, List *defs, bool reset_allowed)
 }
 
 /*
+ * name_outputs
+ *	  CREATE TABLE t (a, b) AS SELECT ...: the names given are those of the
+ *	  query's outputs, as core gives them to t's columns (the rest keep
+ *	  theirs; too many names are core's error), so that the query writes
+ *	  the columns it created.
+ */
+static void
+name_outputs(Query *query, List *colnames)
+{
+	ListCell   *lc;
+	ListCell   *name = list_head(colnames);
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (name == NULL)
+			break;
+		tle->resname = pstrdup(strVal(lfirst(name)));
+		name = lnext(colnames, name);
+	}
+}
+
+/*
  * process_create_table_as
  *	  CREATE TABLE t WITH (cq.*) AS SELECT: let core create the table with
  *	  no data, then register the query.  WITH DATA (the default) runs the
@@ -191,6 +217,9 @@ process_create_table_as(PlannedStmt *pstmt, const char *queryString,
 				 errhint("Use CREATE TABLE without UNLOGGED; the query's state is unlogged by default (cq.state_storage) and rebuilt after a crash.")));
 	if (stmt->if_not_exists && CreateTableAsRelExists(stmt))
 		return;					/* core's NOTICE was given; register nothing */
+
+	if (into->colNames != NIL)
+		name_outputs(query, into->colNames);
 
 	/* reject a bad query before core creates anything */
 	(void) cq_analyze_query(query, &opts, name);
@@ -253,6 +282,8 @@ process_alter_table(AlterTableStmt *stmt)
 	}
 	if (cqdefs == NIL)
 		return true;
+	/* before the query's catalog row is written (core checks after this hook) */
+	PreventCommandIfReadOnly("ALTER TABLE");
 	stmt->cmds = cmds;
 
 	relid = RangeVarGetRelidExtended(stmt->relation, ShareUpdateExclusiveLock,
@@ -779,7 +810,9 @@ cq_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
-	if (IsA(parsetree, CreateStmt) && ((CreateStmt *) parsetree)->inhRelations != NIL &&
+	/* CREATE [FOREIGN] TABLE ... PARTITION OF / INHERITS */
+	if ((IsA(parsetree, CreateStmt) || IsA(parsetree, CreateForeignTableStmt)) &&
+		((CreateStmt *) parsetree)->inhRelations != NIL &&
 		!IsBinaryUpgrade && extension_ready())
 		new_child = RangeVarGetRelid(((CreateStmt *) parsetree)->relation, NoLock, true);
 	after_inherit(new_child);

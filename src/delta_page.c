@@ -42,6 +42,23 @@
  * visible rows' offsets go to the scan's rs_vistuples, as heapam leaves
  * them.
  *
+ * A copy of a core frame, tied to PostgreSQL 15.  The read below mirrors
+ * heapam_scan_bitmap_next_block (src/backend/access/heap/heapam_handler.c)
+ * of PostgreSQL 15, step by step: the block past rs_nblocks skipped, the
+ * buffer read with ReleaseAndReadBuffer into rs_cbuf, heap_page_prune_opt,
+ * the share lock, the loop over the lossy page's line pointers that fills
+ * rs_vistuples, the unlock, rs_ntuples.  That function and the fields of
+ * HeapScanDescData it uses are not an API: each major version may change
+ * them (PostgreSQL 17 rewrote the bitmap scan's interface), and a stale
+ * copy would not fail, it would return other rows.  So only a build against
+ * PostgreSQL 15 (PG_VERSION_NUM 150000-159999) compiles this copy; any
+ * other version gets heapam's own reader (table_scan_bitmap_next_block,
+ * every page as heapam tests it: correct, without the saving).  Before
+ * widening that range for a new major version, compare this function with
+ * that version's heapam_scan_bitmap_next_block and HeapTupleSatisfiesMVCC
+ * (heapam_visibility.c) line by line, and delta_scan.c's reading of
+ * rs_vistuples with its heapam_scan_bitmap_next_tuple.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -67,6 +84,14 @@
  *	  (rs_ntuples of them, rs_cindex 0), its buffer pinned in rs_cbuf;
  *	  false when it has none.  See the header for what differs.
  */
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 160000
+/* not checked against this version's heapam (see the header): heapam's reader */
+bool
+cq_delta_page_read(TableScanDesc scan, TBMIterateResult *tbmres)
+{
+	return table_scan_bitmap_next_block(scan, tbmres);
+}
+#else
 bool
 cq_delta_page_read(TableScanDesc scan, TBMIterateResult *tbmres)
 {
@@ -153,3 +178,4 @@ cq_delta_page_read(TableScanDesc scan, TBMIterateResult *tbmres)
 	hscan->rs_ntuples = ntup;
 	return ntup > 0;
 }
+#endif							/* PostgreSQL 15 */

@@ -305,8 +305,13 @@ cq_delta_plan_scan_settings(bool history, bool no_sort)
 
 	if (history)
 		return token;
+	/* batches inside batches: cq.run from code a batch runs, of another query */
 	if (scan_depth >= SCAN_REGIONS_MAX)
-		elog(ERROR, "pg_cq: scan settings nested too deeply");
+		ereport(ERROR,
+				(errcode(ERRCODE_STATEMENT_TOO_COMPLEX),
+				 errmsg("batches of continuous queries nested too deeply"),
+				 errdetail("Code that a batch runs (a trigger on its target, a function of its query) may run batches of other queries %d levels deep.",
+						   SCAN_REGIONS_MAX - 1)));
 	if (!scan_callbacks)
 	{
 		RegisterXactCallback(scan_xact_callback, NULL);

@@ -32,12 +32,13 @@
  *		target snapshot, the caller's settings, see below) with a
  *		shm_mq for the worker's messages, and sets the worker's latch;
  *	 3. waits, relaying every NOTICE (and WARNING ...) the worker sends as
- *		it comes and keeping its error.  A caller whose transaction wrote
- *		nothing (no transaction id; not in a subtransaction) commits it
- *		first, as the in-process path does after a batch, so its snapshot
- *		does not hold back vacuum's horizon for a long call.  One that
- *		wrote (an enclosing procedure's work, which the in-process path
- *		commits only with a batch) keeps it open for the call;
+ *		it comes and keeping its error.  The caller's transaction wrote
+ *		nothing (no transaction id; not in a subtransaction): one that
+ *		wrote (an enclosing procedure's or DO block's work) runs the
+ *		batches itself, since the worker could neither see what it wrote
+ *		nor get the locks it holds.  It commits first, as the in-process
+ *		path does after a batch, so its snapshot does not hold back
+ *		vacuum's horizon for a long call;
  *	 4. when the worker is done (it cleared call_pid): re-throws the
  *		worker's error, if any (same SQLSTATE, message, detail, hint,
  *		context), or returns.
@@ -627,6 +628,17 @@ cq_handoff_run(const CqCallRun *r)
 
 	if (!cq_handoff_applies())
 		return false;
+
+	/*
+	 * A caller whose transaction wrote (it has a transaction id: an
+	 * enclosing procedure or DO block created, changed, paused or reset
+	 * the query, took row locks, ran DDL) or that runs in a subtransaction
+	 * runs its batches itself: a worker cannot see what it wrote (a query
+	 * it created "does not exist") and would wait for the locks it holds
+	 * while it waits for the worker (the call hung; before session 42).
+	 */
+	if (FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) || IsSubTransaction())
+		return false;
 	/* the caller's settings, read before the claim (catalog reads: see post_request) */
 	initStringInfo(&settings);
 	serialize_settings(&settings);
@@ -689,12 +701,11 @@ cq_handoff_run(const CqCallRun *r)
 	PG_TRY();
 	{
 		/*
-		 * A caller that wrote nothing commits its transaction, as a batch
-		 * of the in-process path would: it lets its snapshot go, so that
-		 * a long call does not hold back vacuum's horizon.
+		 * The caller, which wrote nothing, commits its transaction, as a
+		 * batch of the in-process path would: it lets its snapshot go, so
+		 * that a long call does not hold back vacuum's horizon.
 		 */
-		if (!FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()) && !IsSubTransaction())
-			SPI_commit();
+		SPI_commit();
 		finished = wait_call(h, mqh, &worker_error, &own_error, &started);
 	}
 	PG_CATCH();

@@ -218,26 +218,6 @@ cq_join_create(CqAnalysis *an, const char *name, int32 id, Oid owner, CqOptions 
 		ObjectAddressSet(dep, RelationRelationId, cq_objects_relid(buffer_prefix[s], id));
 		ObjectAddressSet(ref, RelationRelationId, qview_id);
 		recordDependencyOn(&dep, &ref, DEPENDENCY_AUTO);
-
-		/*
-		 * The tracking column of the second stream stays while the query
-		 * reads it, and so does its event-time column (as objects.c does for
-		 * the first stream's).
-		 */
-		if (s == 1)
-		{
-			ObjectAddressSet(dep, RelationRelationId, qview_id);
-			ObjectAddressSubSet(ref, RelationRelationId, side->relid,
-								cq_source_tracking_attnum(side->relid));
-			recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
-			if (side->et_attno != InvalidAttrNumber)
-			{
-				ObjectAddressSet(dep, RewriteRelationId,
-								 get_rewrite_oid(qview_id, ViewSelectRuleName, false));
-				ObjectAddressSubSet(ref, RelationRelationId, side->relid, side->et_attno);
-				recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
-			}
-		}
 	}
 	{
 		char	   *late = cq_objects_name("jd", id);
@@ -917,8 +897,12 @@ cq_join_run_query(CqQuery *q, CqLastOffset *last, bool nodata_only, bool unlimit
 	int64		rows[2] = {0, 0};
 	int64		dropped[2] = {0, 0};
 	CqSecurity	sec;
+	int			nest;
 
+	/* printed under the query's settings, as it runs (settings_pin.c) */
+	nest = cq_settings_pin_begin(q->timezone, q->settings);
 	join_plan_get(q, &an, &sql, bufs, &late);
+	cq_settings_pin_end(nest);
 	/* a new watermark shrinks the buffers, or closes windows of an aggregation */
 	bounded = an->join->side[0].bounded || an->join->side[1].bounded || an->is_aggregate;
 	res->et_utc = !an->join->side[0].et_is_tz && !an->join->side[1].et_is_tz &&

@@ -97,6 +97,22 @@ stream_relid(const char *name)
 }
 
 /*
+ * cq_joinspec_source_relids
+ *	  The tables a source option value names ('a', or 'a, b' for a join of
+ *	  two streams), in order; an error for one that does not exist.
+ */
+List *
+cq_joinspec_source_relids(const char *source)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, split_list(source))
+		out = lappend_oid(out, stream_relid(lfirst(lc)));
+	return out;
+}
+
+/*
  * jointree_side
  *	  0 or 1 when the join-tree node is that stream's RangeTblRef, else -1.
  */

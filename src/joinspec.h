@@ -54,6 +54,7 @@ typedef struct CqJoinSpec
 
 extern CqJoinSpec *cq_joinspec_analyze(Query *q, CqOptions *opts, const char *name);
 extern bool cq_joinspec_names_two(const CqOptions *opts);
+extern List *cq_joinspec_source_relids(const char *source);
 extern void cq_joinspec_check_change(CqJoinSpec *old, Query *old_q, CqJoinSpec *new, Query *new_q,
 									 const char *name);
 extern bool cq_joinspec_side_bound(const CqJoinSide *side, TimestampTz w, bool evict,

@@ -195,40 +195,46 @@ query_view_sql(const char *qview, CqAnalysis *an, bool replace)
 }
 
 /*
- * add_tracking_dependency
- *	  The tracking column of the source cannot be dropped while the query
- *	  view reads the source.
+ * add_column_dependency
+ *	  The rule of query view qview_id depends on column attno of relid.
  */
 static void
-add_tracking_dependency(Oid qview_id, Oid source)
+add_column_dependency(Oid qview_id, Oid relid, AttrNumber attno)
 {
 	ObjectAddress dep,
 				ref;
 
-	ObjectAddressSet(dep, RelationRelationId, qview_id);
-	ObjectAddressSubSet(ref, RelationRelationId, source, cq_source_tracking_attnum(source));
+	ObjectAddressSet(dep, RewriteRelationId, get_rewrite_oid(qview_id, ViewSelectRuleName, false));
+	ObjectAddressSubSet(ref, RelationRelationId, relid, attno);
 	recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
 }
 
 /*
- * add_event_time_dependency
- *	  The event-time column cannot be dropped or change type while the
- *	  query view reads the source, even when the query itself does not
- *	  mention it (a renamed one is followed: see ddl.c).  The view's rule
- *	  depends on it, as on the columns the query reads, so that core's
- *	  messages name the view; a replaced rule needs it again.
+ * add_rule_dependencies
+ *	  The tracking column (cq_xid) and the event-time column of each stream
+ *	  cannot be dropped or change type while the query view reads it, even
+ *	  when the query itself does not mention them (a renamed event-time
+ *	  column is followed: see ddl.c).  The view's rule depends on them, as
+ *	  on the columns the query reads, so that core's messages name the view
+ *	  (a dependency of the view itself is one ALTER COLUMN ... TYPE does not
+ *	  expect: it raised an internal error for cq_xid before session 42).
+ *	  A replaced rule loses its dependencies (CREATE OR REPLACE VIEW records
+ *	  those of the new query only): every replacement calls this again.
  */
 static void
-add_event_time_dependency(Oid qview_id, CqAnalysis *an)
+add_rule_dependencies(Oid qview_id, CqAnalysis *an)
 {
-	ObjectAddress dep,
-				ref;
+	add_column_dependency(qview_id, an->source_relid, cq_source_tracking_attnum(an->source_relid));
+	if (an->et_attno != InvalidAttrNumber)
+		add_column_dependency(qview_id, an->source_relid, an->et_attno);
+	if (an->join != NULL)
+	{
+		CqJoinSide *side = &an->join->side[1];
 
-	if (an->et_attno == InvalidAttrNumber)
-		return;
-	ObjectAddressSet(dep, RewriteRelationId, get_rewrite_oid(qview_id, ViewSelectRuleName, false));
-	ObjectAddressSubSet(ref, RelationRelationId, an->source_relid, an->et_attno);
-	recordDependencyOn(&dep, &ref, DEPENDENCY_NORMAL);
+		add_column_dependency(qview_id, side->relid, cq_source_tracking_attnum(side->relid));
+		if (side->et_attno != InvalidAttrNumber)
+			add_column_dependency(qview_id, side->relid, side->et_attno);
+	}
 }
 
 /*
@@ -382,8 +388,7 @@ cq_objects_create(CqAnalysis *an, int32 id, Oid owner, Oid target, CqOptions *op
 	CommandCounterIncrement();
 	qview_id = cq_objects_relid("q", id);
 	add_auto_dependency(qview_id, target);
-	add_tracking_dependency(qview_id, an->source_relid);
-	add_event_time_dependency(qview_id, an);
+	add_rule_dependencies(qview_id, an);
 	create_state_objects(an, id, owner, opts);
 	cq_security_restore(&sec);
 	CommandCounterIncrement();
@@ -458,6 +463,8 @@ cq_objects_replace_query_view(int32 id, CqAnalysis *an)
 {
 	cq_spi_exec(query_view_sql(cq_objects_name("q", id), an, true),
 				SPI_OK_UTILITY, 0, NULL, NULL, NULL);
+	CommandCounterIncrement();
+	add_rule_dependencies(cq_objects_relid("q", id), an);
 }
 
 /*
@@ -480,8 +487,7 @@ cq_objects_replace(CqQuery *q, CqAnalysis *an)
 	cq_spi_exec(query_view_sql(cq_objects_name("q", q->id), an, true), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	deleteDependencyRecordsForSpecific(RelationRelationId, qview_id, DEPENDENCY_NORMAL,
 									   RelationRelationId, q->source);
-	add_tracking_dependency(qview_id, an->source_relid);
-	add_event_time_dependency(qview_id, an);
+	add_rule_dependencies(qview_id, an);
 	CommandCounterIncrement();
 	create_state_objects(an, q->id, q->owner, &q->opts);
 }

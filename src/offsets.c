@@ -68,11 +68,15 @@ cq_snap_parse(const char *text)
 
 	s->xmin = strtou64(p, &end, 10);
 	if (*end != ':')
-		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type %s: \"%s\"", "pg_snapshot", text)));
 	p = end + 1;
 	s->xmax = strtou64(p, &end, 10);
 	if (*end != ':')
-		elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type %s: \"%s\"", "pg_snapshot", text)));
 	p = end + 1;
 	s->xip = palloc(sizeof(uint64) * cap);
 	while (*p)
@@ -80,7 +84,9 @@ cq_snap_parse(const char *text)
 		uint64		x = strtou64(p, &end, 10);
 
 		if (end == p)
-			elog(ERROR, "pg_cq: invalid snapshot \"%s\"", text);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid input syntax for type %s: \"%s\"", "pg_snapshot", text)));
 		if (s->nxip == cap)
 		{
 			cap *= 2;
@@ -505,12 +511,18 @@ cq_nsnap_parse(const char *text)
 		int64		node;
 
 		if (eq == NULL)
-			elog(ERROR, "pg_cq: invalid per-node offset \"%s\"", text);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid per-node offset \"%s\"", text),
+					 errdetail("A per-node offset is a list of node=snapshot entries separated by semicolons.")));
 		*eq = '\0';
 		errno = 0;
 		node = strtoi64(entry, &end, 10);
 		if (errno != 0 || *end != '\0' || end == entry)
-			elog(ERROR, "pg_cq: invalid per-node offset \"%s\"", text);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid per-node offset \"%s\"", text),
+					 errdetail("A per-node offset is a list of node=snapshot entries separated by semicolons.")));
 		cq_nsnap_set(m, node, cq_snap_parse(eq + 1));
 	}
 	return m;

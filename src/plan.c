@@ -78,6 +78,7 @@
 #include "bulkload.h"
 #include "inval.h"
 #include "plan_deps.h"
+#include "settings_pin.h"
 
 
 /*
@@ -933,7 +934,7 @@ entry_usable(CqPlanCacheEntry *entry, CqQuery *q, Oid read)
 }
 
 /*
- * cq_plan_get
+ * plan_get
  *	  The analysis and SQL of a query, from the cache or built now.
  *
  *	  A new entry is built completely, in a context that belongs to the
@@ -943,8 +944,8 @@ entry_usable(CqPlanCacheEntry *entry, CqQuery *q, Oid read)
  *	  that comes while it is built (of anything: plan_generation) leaves it
  *	  stale, as it may have been read before it.
  */
-void
-cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
+static void
+plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 {
 	CqPlanCacheEntry *entry;
 	bool		found;
@@ -1029,6 +1030,21 @@ cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
 	*plan = new_plan;
 	/* t/074_warm_worker.pl: a warmed-up worker's first call builds nothing */
 	elog(DEBUG1, "pg_cq: analysis and SQL of continuous query %d built", q->id);
+}
+
+/*
+ * cq_plan_get
+ *	  plan_get under the query's own settings (settings_pin.c): its SQL is
+ *	  printed, and cached under a key (lc_monetary), as the batch that runs
+ *	  it under them reads it back.
+ */
+void
+cq_plan_get(CqQuery *q, CqAnalysis **an, CqPlan **plan)
+{
+	int			nest = cq_settings_pin_begin(q->timezone, q->settings);
+
+	plan_get(q, an, plan);
+	cq_settings_pin_end(nest);
 }
 
 /*

@@ -1350,6 +1350,7 @@ cq_scheduler_main(Datum arg)
 	cq_security_pin_process();
 	/* its catalog reads, like the workers' batches, whatever the defaults */
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_SESSION);
 
 	max_my_workers = 64;
 	my_workers = MemoryContextAlloc(TopMemoryContext, sizeof(int) * max_my_workers);

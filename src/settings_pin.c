@@ -18,20 +18,51 @@
  * that cq_security_restore (or the transaction's end on an error) puts
  * back the runner's values.
  *
+ * The same holds for every setting that changes what an expression of
+ * the query returns while a batch runs (session 42), each checked to
+ * change a value: lc_monetary (money to and from text, to_char's L),
+ * lc_numeric (to_char's D and G, to_number), lc_time (to_char's TM
+ * names), xmloption (text::xml accepted or not, xml_is_well_formed),
+ * xmlbinary (bytea in xmlelement: base64 or hex), array_nulls (NULL in
+ * text read as an array), default_text_search_config (to_tsvector(text)),
+ * timezone_abbreviations (text read as a timestamp with an abbreviation:
+ * 'IST' is +02 or +05:30) and quote_all_identifiers (quote_ident, %I,
+ * regclass::text).  Not pinned, because they change no value a batch
+ * computes: standard_conforming_strings, escape_string_warning,
+ * backslash_quote and transform_null_equals act when a text is parsed
+ * (the query once, at creation; plan.c keys its SQL on the first);
+ * search_path is pinned by security.c; lc_messages changes messages
+ * only; lc_collate and lc_ctype are the database's; client_encoding acts
+ * at the client's connection; the planner's settings choose plans.
+ *
+ * A locale or a text search configuration is the server's: one the
+ * creator had may be missing where a batch runs (another server after a
+ * restore, a locale removed).  Setting it then fails the batch with an
+ * error that says which setting and why, never a batch under the
+ * runner's value (another key).
+ *
+ * The query's SQL is printed under its settings too (plan.c, join.c,
+ * cq_settings_pin_begin): a money constant is printed in lc_monetary's
+ * format, and read back by the batch under the same.
+ *
  * A query created before the column existed (NULL) runs with the
  * runner's values, as before.  Only the names in pinned[] are set from a
  * row: the list may grow without a catalog change, and a row edited by
- * hand cannot set anything else.
+ * hand cannot set anything else.  A query created before a name joined
+ * the list has none for it: the runner's value, as before.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "utils/elog.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
+#include "utils/memutils.h"
 
 #include "settings_pin.h"
 
@@ -41,6 +72,16 @@ static const char *const pinned[] = {
 	"IntervalStyle",
 	"extra_float_digits",
 	"bytea_output",
+	/* session 42 */
+	"lc_monetary",
+	"lc_numeric",
+	"lc_time",
+	"xmloption",
+	"xmlbinary",
+	"array_nulls",
+	"default_text_search_config",
+	"timezone_abbreviations",
+	"quote_all_identifiers",
 };
 
 /*
@@ -88,26 +129,46 @@ cq_settings_pin_lines(Datum array)
 }
 
 /*
- * set_if_differs
- *	  Set name to value for the current GUC nest level, unless it has it.
+ * set_pinned
+ *	  Set name to value for the current GUC nest level.  A value the server
+ *	  refuses (a locale it does not have) fails the batch saying so.
  */
 static void
-set_if_differs(const char *name, const char *value)
+set_pinned(const char *name, const char *value)
 {
-	const char *cur = GetConfigOption(name, true, false);
+	MemoryContext cxt = CurrentMemoryContext;
 
-	if (cur == NULL || strcmp(cur, value) != 0)
+	PG_TRY();
+	{
 		(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_INVALID_PARAMETER_VALUE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("could not set \"%s\" to \"%s\" for a batch of a continuous query", name, value),
+				 errdetail("The query's batches run with the value its creator had (cq.queries.settings), which this server refuses: %s%s%s",
+						   edata->message, edata->detail ? " " : "", edata->detail ? edata->detail : ""),
+				 errhint("Make the value valid on this server (a locale must be installed where PostgreSQL runs), or drop the query and create it again with a value the server accepts.")));
+	}
+	PG_END_TRY();
 }
 
 /*
  * next_pinned
  *	  The next line "name=value" of settings at *p whose name is in
- *	  pinned[]: that name, with *value; *p moves past it.  NULL at the end.
- *	  Lines of other names, or without '=', are skipped.
+ *	  pinned[]: that name's index, with *value; *p moves past it.  -1 at
+ *	  the end.  Lines of other names, or without '=', are skipped.
  */
-static const char *
+static int
 next_pinned(const char **p, char **value)
 {
 	while (*p != NULL && **p != '\0')
@@ -124,10 +185,127 @@ next_pinned(const char **p, char **value)
 			if (strlen(pinned[i]) == eq - line && pg_strncasecmp(line, pinned[i], eq - line) == 0)
 			{
 				*value = pnstrdup(eq + 1, len - (eq - line) - 1);
-				return pinned[i];
+				return i;
 			}
 	}
-	return NULL;
+	return -1;
+}
+
+/*
+ * A batch compares the row's values with the current ones (and sets those
+ * that differ) twice: when its SQL is looked up and when it runs.  Through
+ * GetConfigOption (a search of the GUC table by name) after parsing the
+ * row's text, that was ~17k instructions each time for 14 settings
+ * (bench/batch_cg.sh, session 42).  So the text parsed last is kept
+ * parsed (a query's row changes only when it is altered; a worker runs
+ * one query after another, so one entry is enough to spare the parse of
+ * a query's batches run in a row), and each setting's GUC record is found
+ * once per process (built-in records stay where they are) and its value
+ * read as GetConfigOption reads it.
+ */
+#define TZ_INDEX	lengthof(pinned)	/* TimeZone's slot in records[] */
+
+typedef struct PinnedValue
+{
+	int			which;			/* index in pinned[] */
+	char	   *value;
+} PinnedValue;
+
+static char *parsed_text = NULL;	/* the settings text parsed last */
+static PinnedValue *parsed;
+static int	nparsed;
+static struct config_generic *records[lengthof(pinned) + 1];
+
+/*
+ * parse_settings
+ *	  The pinned settings of a row's settings text, in parsed[0..nparsed).
+ */
+static void
+parse_settings(const char *settings)
+{
+	MemoryContext old;
+	const char *p = settings;
+	char	   *value;
+	int			which;
+	int			n = 1;
+
+	if (parsed_text != NULL && strcmp(parsed_text, settings) == 0)
+		return;
+	if (parsed_text != NULL)
+	{
+		for (int i = 0; i < nparsed; i++)
+			pfree(parsed[i].value);
+		pfree(parsed);
+		pfree(parsed_text);
+		parsed_text = NULL;
+	}
+	for (const char *c = settings; *c; c++)
+		n += (*c == '\n');
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	parsed = palloc(n * sizeof(PinnedValue));
+	nparsed = 0;
+	while ((which = next_pinned(&p, &value)) >= 0)
+	{
+		parsed[nparsed].which = which;
+		parsed[nparsed++].value = value;
+	}
+	parsed_text = pstrdup(settings);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * current_value
+ *	  The current value of pinned[which] (TimeZone for TZ_INDEX) as
+ *	  GetConfigOption writes it.
+ */
+static const char *
+current_value(int which)
+{
+	const char *name = which == TZ_INDEX ? "TimeZone" : pinned[which];
+	struct config_generic *rec = records[which];
+	static char buf[64];
+
+	if (rec == NULL)
+	{
+		struct config_generic **vars = get_guc_variables();
+		int			nvars = GetNumConfigOptions();
+
+		for (int i = 0; i < nvars && rec == NULL; i++)
+			if (pg_strcasecmp(vars[i]->name, name) == 0 && (vars[i]->flags & GUC_CUSTOM_PLACEHOLDER) == 0)
+				rec = vars[i];
+		if (rec == NULL)
+			return GetConfigOption(name, false, false);
+		records[which] = rec;
+	}
+	switch (rec->vartype)
+	{
+		case PGC_BOOL:
+			return *((struct config_bool *) rec)->variable ? "on" : "off";
+		case PGC_INT:
+			snprintf(buf, sizeof(buf), "%d", *((struct config_int *) rec)->variable);
+			return buf;
+		case PGC_REAL:
+			snprintf(buf, sizeof(buf), "%g", *((struct config_real *) rec)->variable);
+			return buf;
+		case PGC_STRING:
+			return *((struct config_string *) rec)->variable ? *((struct config_string *) rec)->variable : "";
+		case PGC_ENUM:
+			return config_enum_lookup_by_value((struct config_enum *) rec,
+											   *((struct config_enum *) rec)->variable);
+	}
+	return GetConfigOption(name, false, false);
+}
+
+/*
+ * set_if_differs
+ *	  Set pinned[which] (TimeZone for TZ_INDEX) to value for the current GUC
+ *	  nest level, unless it has it.
+ */
+static void
+set_if_differs(int which, const char *value)
+{
+	if (strcmp(current_value(which), value) != 0)
+		set_pinned(which == TZ_INDEX ? "TimeZone" : pinned[which], value);
 }
 
 /*
@@ -139,14 +317,62 @@ next_pinned(const char **p, char **value)
 void
 cq_settings_pin_apply(const char *timezone, const char *settings)
 {
-	const char *p = settings;
-	const char *name;
-	char	   *value;
-
 	if (timezone)
-		set_if_differs("TimeZone", timezone);
-	while ((name = next_pinned(&p, &value)) != NULL)
-		set_if_differs(name, value);
+		set_if_differs(TZ_INDEX, timezone);
+	if (settings == NULL)
+		return;
+	parse_settings(settings);
+	for (int i = 0; i < nparsed; i++)
+		set_if_differs(parsed[i].which, parsed[i].value);
+}
+
+/*
+ * pin_differs
+ *	  Does the current value of TimeZone or of a setting of the row differ
+ *	  from the row's?
+ */
+static bool
+pin_differs(const char *timezone, const char *settings)
+{
+	if (timezone && strcmp(current_value(TZ_INDEX), timezone) != 0)
+		return true;
+	if (settings == NULL)
+		return false;
+	parse_settings(settings);
+	for (int i = 0; i < nparsed; i++)
+		if (strcmp(current_value(parsed[i].which), parsed[i].value) != 0)
+			return true;
+	return false;
+}
+
+/*
+ * cq_settings_pin_begin / cq_settings_pin_end
+ *	  cq_settings_pin_apply in a GUC nest level of its own, for work outside
+ *	  a batch's (cq_security_owner's) that must see the query's settings:
+ *	  printing its SQL (a money constant is printed in lc_monetary's
+ *	  format, and the batch reads it back under the query's), and the key
+ *	  the SQL is cached under.  begin returns the level for end, 0 when
+ *	  every value was already the row's (no level opened: a batch under
+ *	  its creator's settings pays only the comparison).  An error between
+ *	  them ends the level with the (sub)transaction.
+ */
+int
+cq_settings_pin_begin(const char *timezone, const char *settings)
+{
+	int			nest;
+
+	if (!pin_differs(timezone, settings))
+		return 0;
+	nest = NewGUCNestLevel();
+	cq_settings_pin_apply(timezone, settings);
+	return nest;
+}
+
+void
+cq_settings_pin_end(int nest)
+{
+	if (nest > 0)
+		AtEOXact_GUC(true, nest);
 }
 
 /*
@@ -159,15 +385,20 @@ char *
 cq_settings_pin_describe_line(const char *settings)
 {
 	const char *p = settings;
-	const char *name;
+	int			which;
 	char	   *value;
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	while ((name = next_pinned(&p, &value)) != NULL)
-		appendStringInfo(&buf, "%s%s = '%s'", buf.len > 0 ? ", " : "", name, value);
+	while ((which = next_pinned(&p, &value)) >= 0)
+		appendStringInfo(&buf, "%s%s = '%s'", buf.len > 0 ? ", " : "", pinned[which], value);
 	if (buf.len == 0)
-		return "DateStyle, IntervalStyle, extra_float_digits, bytea_output: those of the session running it";
+	{
+		for (int i = 0; i < lengthof(pinned); i++)
+			appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", pinned[i]);
+		appendStringInfoString(&buf, ": those of the session running it");
+		return buf.data;
+	}
 	appendStringInfoString(&buf, " (its creator's)");
 	return buf.data;
 }

@@ -28,6 +28,12 @@
  * CHECK constraints, AFTER triggers) and writes to the same table starts
  * a statement of its own, whose ExecutorStart or ProcessUtility puts the
  * real TriggerDesc back while it builds its ResultRelInfo (nested_begin).
+ * A COPY's swap also puts a Const in the place of cq_xid's default
+ * (copy_const_begin) and, when the table's only index is the BRIN index on
+ * cq_xid, hides it from the COPY's ResultRelInfo while brin_heap.c gives
+ * the rows to it from the table's access method (copy_gate_begin); a
+ * multi-row INSERT into such a table does the latter too (brin_swap_insert,
+ * cq_brin_heap_insert).
  *
  * What a table's statements may skip is decided once and kept until the
  * relation cache invalidates the table (trigger, default or column changes
@@ -68,6 +74,7 @@
 
 #include "stamp.h"
 #include "brin_insert.h"
+#include "brin_heap.h"
 #include "citus.h"
 #include "tracking.h"
 #include "wakeup.h"
@@ -98,6 +105,13 @@ typedef struct StampSwap
 	FastTable  *entry;			/* its fast_tables entry */
 	TriggerDesc *real;			/* its TriggerDesc, held by us while swapped */
 	TriggerDesc *fast;			/* entry->copy, in rel->trigdesc while swapped */
+	AttrDefault *def;			/* a COPY's: cq_xid's default in rel->rd_att, whose... */
+	char	   *real_adbin;		/* ...expression is held here while... */
+	char	   *const_adbin;	/* ...this one, a Const, is there (copy_const_begin) */
+	bool		trig_suspended; /* nested_begin put the real TriggerDesc back */
+	bool		def_suspended;	/* nested_begin put the real default back */
+	CqBrinHeap *gate;			/* a COPY's rows meet the index in the heap... */
+	bool		index_suspended;	/* ...and relhasindex is false, unless this */
 } StampSwap;
 
 static HTAB *fast_tables = NULL;
@@ -491,21 +505,158 @@ swap_end(StampSwap *swap)
 }
 
 /*
+ * copy_const_begin
+ *	  A COPY's swap: the table's default of cq_xid, pg_current_xact_id(),
+ *	  replaced by a Const of its value in the relation cache entry's
+ *	  TupleDesc while the COPY runs, so that BeginCopyFrom, which reads the
+ *	  default from there (build_column_default), evaluates a Const for
+ *	  every row instead of the function call: about 75 instructions a row
+ *	  (ExecInterpExpr's function call step, PreventCommandDuringRecovery,
+ *	  RecoveryInProgress, GetTopFullTransactionId), a third of what the
+ *	  tracked table cost a COPY above an untracked table with the same
+ *	  column and a constant default.  The value is the one the call would
+ *	  return, the top-level transaction's id, which does not change while
+ *	  it runs; it is assigned here, before the first row instead of at it,
+ *	  as an INSERT's is (xid_const_begin, which says why that is harmless;
+ *	  may_stamp_early, the same conditions).  Nothing is written: the
+ *	  catalog keeps pg_current_xact_id(), and copy_const_end puts the
+ *	  expression back, on error too.  A statement that starts during the
+ *	  COPY (user code it runs) gets the expression back meanwhile
+ *	  (nested_begin), as it gets the real TriggerDesc; a statement parsed
+ *	  during the COPY by such code (its rewriter reads defaults before any
+ *	  hook of ours runs) may plan the Const, whose value is this
+ *	  transaction's and is right in it, and in a later transaction is not
+ *	  pg_current_xact_id() to the fast path (default_entry): the stamp
+ *	  trigger fires and stamps its rows.  If the relation cache rebuilds the
+ *	  entry during the COPY, the rebuilt TupleDesc differs from ours (the
+ *	  default's text) and replaces it; ours, the COPY's, is kept until the
+ *	  transaction ends (RelationDestroyRelation), and gets its expression
+ *	  back too.
+ */
+static void
+copy_const_begin(StampSwap *swap)
+{
+	TupleConstr *constr = RelationGetDescr(swap->rel)->constr;
+	AttrDefault *def = NULL;
+	Const	   *value;
+
+	if (constr == NULL)
+		return;
+	for (int i = 0; i < constr->num_defval; i++)
+		if (constr->defval[i].adnum == swap->entry->att)
+			def = &constr->defval[i];
+	if (def == NULL)
+		return;
+	value = makeConst(XID8OID, -1, InvalidOid, sizeof(FullTransactionId),
+					  FullTransactionIdGetDatum(GetTopFullTransactionId()), false, FLOAT8PASSBYVAL);
+	swap->const_adbin = nodeToString(value);
+	swap->real_adbin = def->adbin;
+	swap->def = def;
+	def->adbin = swap->const_adbin;
+}
+
+/*
+ * copy_const_end
+ *	  Put cq_xid's default expression back (copy_const_begin).
+ */
+static void
+copy_const_end(StampSwap *swap)
+{
+	if (swap->def == NULL)
+		return;
+	swap->def->adbin = swap->real_adbin;
+	swap->def = NULL;
+}
+
+/*
+ * sole_index
+ *	  The only index of the table of a fast_tables entry, or InvalidOid.
+ */
+static Oid
+sole_index(Relation rel, FastTable *e)
+{
+	if (!e->index_known)
+	{
+		List	   *indexes = RelationGetIndexList(rel);
+
+		e->index = list_length(indexes) == 1 ? linitial_oid(indexes) : InvalidOid;
+		e->index_known = true;
+		list_free(indexes);
+	}
+	return e->index;
+}
+
+/*
+ * copy_gate_begin
+ *	  A COPY's swap: when the table's only index is the BRIN index on
+ *	  cq_xid with the gate, its rows meet the index in the table's access
+ *	  method (brin_heap.c says why and how), and the COPY's ResultRelInfo
+ *	  gets no index: relhasindex false in the relation cache entry while the
+ *	  COPY runs (only ExecOpenIndices and the planner of a statement that
+ *	  user code plans meanwhile read it here; such a statement's executor
+ *	  opens the indexes as before, nested_begin).
+ */
+static void
+copy_gate_begin(StampSwap *swap)
+{
+	Oid			index = sole_index(swap->rel, swap->entry);
+
+	if (!OidIsValid(index) || swap->entry->stale)
+		return;
+	swap->gate = cq_brin_heap_begin(swap->rel, index);
+	if (swap->gate != NULL)
+		swap->rel->rd_rel->relhasindex = false;
+}
+
+/*
+ * copy_gate_end
+ *	  End a COPY's gate (copy_gate_begin): rows is what the COPY reports it
+ *	  inserted (checked against what the gate saw), or -1.
+ */
+static void
+copy_gate_end(StampSwap *swap, int64 rows)
+{
+	CqBrinHeap *gate = swap->gate;
+
+	if (gate == NULL)
+		return;
+	swap->gate = NULL;
+	swap->rel->rd_rel->relhasindex = true;
+	cq_brin_heap_end(gate, rows, false);
+}
+
+/*
  * nested_begin
  *	  A statement that starts while a swap is in progress (user code a COPY
  *	  runs, or SPI run by another module's ExecutorStart hook) gets the real
- *	  TriggerDesc while it builds its ResultRelInfos, and swaps nothing
- *	  itself.  Returns the swap suspended, or NULL.
+ *	  TriggerDesc while it builds its ResultRelInfos (and the real default,
+ *	  copy_const_begin, and the table's indexes, copy_gate_begin), and
+ *	  swaps nothing itself.  Returns the swap
+ *	  suspended, or NULL.
  */
 static StampSwap *
 nested_begin(void)
 {
 	StampSwap  *swap = active_swap;
 
-	if (swap == NULL || swap->fast == NULL || swap->rel->trigdesc != swap->fast)
+	if (swap == NULL)
 		return NULL;
-	swap->rel->trigdesc = swap->real;
-	return swap;
+	if (swap->def != NULL && swap->def->adbin == swap->const_adbin)
+	{
+		swap->def->adbin = swap->real_adbin;
+		swap->def_suspended = true;
+	}
+	if (swap->fast != NULL && swap->rel->trigdesc == swap->fast)
+	{
+		swap->rel->trigdesc = swap->real;
+		swap->trig_suspended = true;
+	}
+	if (swap->gate != NULL && !swap->rel->rd_rel->relhasindex)
+	{
+		swap->rel->rd_rel->relhasindex = true;
+		swap->index_suspended = true;
+	}
+	return swap->def_suspended || swap->trig_suspended || swap->index_suspended ? swap : NULL;
 }
 
 /*
@@ -517,7 +668,23 @@ nested_begin(void)
 static void
 nested_end(StampSwap *swap)
 {
-	if (swap == NULL || swap->fast == NULL)
+	if (swap == NULL)
+		return;
+	if (swap->def_suspended)
+	{
+		swap->def->adbin = swap->const_adbin;
+		swap->def_suspended = false;
+	}
+	if (swap->index_suspended)
+	{
+		if (swap->gate != NULL)
+			swap->rel->rd_rel->relhasindex = false;
+		swap->index_suspended = false;
+	}
+	if (!swap->trig_suspended)
+		return;
+	swap->trig_suspended = false;
+	if (swap->fast == NULL)
 		return;
 	if (swap->rel->trigdesc == swap->real)
 		swap->rel->trigdesc = swap->fast;
@@ -671,17 +838,7 @@ open_sole_index(ResultRelInfo *rri, FastTable *e)
 	Relation	idx;
 	IndexInfo  *ii;
 
-	if (e->stale)
-		return false;
-	if (!e->index_known)
-	{
-		List	   *indexes = RelationGetIndexList(rri->ri_RelationDesc);
-
-		e->index = list_length(indexes) == 1 ? linitial_oid(indexes) : InvalidOid;
-		e->index_known = true;
-		list_free(indexes);
-	}
-	if (!OidIsValid(e->index))
+	if (e->stale || !OidIsValid(sole_index(rri->ri_RelationDesc, e)))
 		return false;
 	idx = index_open(e->index, RowExclusiveLock);
 	arrays = palloc(sizeof(*arrays));
@@ -880,7 +1037,7 @@ brin_swap_insert(QueryDesc *queryDesc, StampSwap *swap, bool one_row)
 			if (one_row && sole && mts->mt_nrels == 1 && mt->returningLists == NIL &&
 				rri->ri_WithCheckOptions == NIL && cq_brin_row_can_wait(idx, rri->ri_IndexRelationInfo[i]))
 				defer_row(queryDesc, rri);
-			else
+			else if (!(sole && mts->mt_nrels == 1 && cq_brin_heap_insert(queryDesc->estate, rri)))
 				/* the statement's cache and gate, made now */
 				cq_brin_statement_begin(idx, rel, rri->ri_IndexRelationInfo[i]);
 		}
@@ -1056,6 +1213,7 @@ cq_stamp_ExecutorFinish(QueryDesc *queryDesc)
 {
 	if (unlikely(deferred_rows != NULL))
 		deferred_check(queryDesc->estate);
+	cq_brin_heap_insert_end(queryDesc->estate, true);
 	if (prev_ExecutorFinish)
 		prev_ExecutorFinish(queryDesc);
 	else
@@ -1073,6 +1231,7 @@ cq_stamp_ExecutorEnd(QueryDesc *queryDesc)
 {
 	if (unlikely(deferred_rows != NULL))
 		deferred_check(queryDesc->estate);
+	cq_brin_heap_insert_end(queryDesc->estate, false);
 	if (queryDesc->operation == CMD_INSERT && queryDesc->estate != NULL)
 		keep_index_locks(queryDesc->estate);
 	if (prev_ExecutorEnd)
@@ -1252,13 +1411,20 @@ cq_stamp_ProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOn
 	}
 	PG_TRY();
 	{
+		if (swap.rel != NULL && may_stamp_early())
+			copy_const_begin(&swap);
+		if (swap.rel != NULL)
+			copy_gate_begin(&swap);
 		if (prev_ProcessUtility)
 			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 		else
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		copy_gate_end(&swap, qc != NULL && qc->commandTag == CMDTAG_COPY ? (int64) qc->nprocessed : -1);
 	}
 	PG_FINALLY();
 	{
+		copy_gate_end(&swap, -1);
+		copy_const_end(&swap);
 		if (swap.rel != NULL)
 			swap_end(&swap);
 		active_swap = outer;
@@ -1282,6 +1448,7 @@ cq_stamp_init(void)
 	cq_relcache_callback(fast_tables_inval, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, functions_inval, (Datum) 0);
 	cq_brin_insert_init();
+	cq_brin_heap_init();
 	cq_stamp_first_row_hook = cq_brin_swap_table;
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = cq_stamp_ExecutorStart;

@@ -295,6 +295,15 @@ cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost)
 		st = lfirst(lc);
 		if (st->key.dboid == MyDatabaseId && st->key.query_id == q->id)
 		{
+			/*
+			 * one another level opened for a batch that found nothing new
+			 * (CALL cq.run commits only the batches that ran; the query's
+			 * row lock kept other batches out): at most a rebuild, which an
+			 * abort here may drop (the next batch rebuilds), so this level
+			 * takes it over
+			 */
+			if (st->subid != GetCurrentSubTransactionId() && !st->ran && !st->switched)
+				st->subid = GetCurrentSubTransactionId();
 			if (st->subid != GetCurrentSubTransactionId())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1121,6 +1130,18 @@ discard(CqStore *st)
 }
 
 /*
+ * free_overlay
+ *	  Free what st holds, never to be published (the caller takes it out
+ *	  of xact_stores).
+ */
+static void
+free_overlay(CqStore *st)
+{
+	cq_store_free_items(st, true);
+	drop_own_table(st);
+}
+
+/*
  * store_xact_callback
  *	  Publish at commit, discard at abort (see file header).
  */
@@ -1137,6 +1158,17 @@ store_xact_callback(XactEvent event, void *arg)
 				prepare(lfirst(lc));
 			break;
 		case XACT_EVENT_PRE_PREPARE:
+			/* an overlay no batch was folded into has nothing to publish */
+			foreach(lc, xact_stores)
+			{
+				CqStore    *st = lfirst(lc);
+
+				if (!st->ran && !st->switched)
+				{
+					free_overlay(st);
+					xact_stores = foreach_delete_current(xact_stores, lc);
+				}
+			}
 			if (xact_stores != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1164,6 +1196,31 @@ store_xact_callback(XactEvent event, void *arg)
 }
 
 /*
+ * cq_store_discard
+ *	  cq.reset: this transaction's overlay of the query holds the state
+ *	  before the reset; dropped, the next batch (batch 0) opens the store
+ *	  afresh instead of folding into it (counting every row twice, before
+ *	  session 42).  Unpublished, it leaves a rolled-back reset's next batch
+ *	  a store behind the offsets, which that batch rebuilds.
+ */
+void
+cq_store_discard(Oid dboid, int32 query_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, xact_stores)
+	{
+		CqStore    *st = lfirst(lc);
+
+		if (st->key.dboid == dboid && st->key.query_id == query_id)
+		{
+			free_overlay(st);
+			xact_stores = foreach_delete_current(xact_stores, lc);
+		}
+	}
+}
+
+/*
  * store_subxact_callback
  *	  A subtransaction that opened an overlay aborted: forget the overlay
  *	  (nothing was copied yet); the drops it made are undone.  One that
@@ -1183,8 +1240,7 @@ store_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 			if (st->subid == mySubid)
 			{
-				cq_store_free_items(st, true);
-				drop_own_table(st);
+				free_overlay(st);
 				xact_stores = foreach_delete_current(xact_stores, lc);
 			}
 		}

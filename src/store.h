@@ -89,6 +89,7 @@ typedef struct CqStoreMetrics
 
 extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost);
 extern void cq_store_forget(Oid dboid, int32 query_id);
+extern void cq_store_discard(Oid dboid, int32 query_id);
 extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern int64 cq_store_touch(Oid dboid, int32 query_id);
 extern int64 cq_store_rows(CqStore *st);

@@ -1495,5 +1495,6 @@ void
 cq_store_batch_done(CqStore *st, int64 batch_id)
 {
 	st->batch_id = batch_id;
+	st->ran = true;
 }
 

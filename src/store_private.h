@@ -166,6 +166,7 @@ struct CqStore
 	int			nchunks;
 	int			maxchunks;
 	int64		batch_id;		/* to publish */
+	bool		ran;			/* a batch was folded in (cq_store_batch_done) */
 	int64		rows;
 	int64		bytes;
 	bool		has_evict_wm;

@@ -346,9 +346,13 @@ cq_source_reached(Oid relid)
  *	  or a target must be a logged table: a crash empties unlogged tables
  *	  while the offsets, the target and the catalog stay, so rows would be
  *	  lost, or counted but gone from the source.  Nor may an inheritance
- *	  child of a source be temporary: workers cannot read it.  relid is the
- *	  table to check, with its descendants; source is the query's source,
- *	  or InvalidOid when relid is a target.
+ *	  child of a source be temporary (workers cannot read it) or a foreign
+ *	  table (its rows live on another server: no stamp of this cluster's
+ *	  transactions, no snapshot of ours orders them, and a batch's scan of
+ *	  the source would read them through the wrapper, failing or counting
+ *	  rows an offset cannot tell apart).  relid is the table to check, with
+ *	  its descendants; source is the query's source, or InvalidOid when
+ *	  relid is a target.
  */
 void
 cq_source_check_logged(Oid relid, Oid source)
@@ -366,6 +370,13 @@ cq_source_check_logged(Oid relid, Oid source)
 					 errmsg("table \"%s\" cannot be temporary: its rows reach the source \"%s\" of a continuous query",
 							get_rel_name(rel), get_rel_name(source)),
 					 errdetail("Background workers cannot read another session's temporary tables.")));
+		if (get_rel_relkind(rel) == RELKIND_FOREIGN_TABLE && OidIsValid(source))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("foreign table \"%s\" cannot be a partition or child of the source \"%s\" of a continuous query",
+							get_rel_name(rel), get_rel_name(source)),
+					 errdetail("A continuous query reads rows stored in this database, in the order of its transactions; the rows of a foreign table are stored elsewhere."),
+					 errhint("Use a local table, or load the foreign rows into the source with INSERT ... SELECT.")));
 		if (persistence != RELPERSISTENCE_UNLOGGED)
 			continue;
 		if (!OidIsValid(source))

@@ -667,6 +667,16 @@ cq_worker_main(Datum arg)
 	 */
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_SESSION);
 
+	/*
+	 * And read-write whatever default_transaction_read_only says (a
+	 * database set read-only by default for its users): a batch writes its
+	 * target, state and offsets, and its failure into cq.queries.  Before
+	 * session 42 a query on the shared-memory store ran (its writes from
+	 * C), any other failed on its first statement and then again on
+	 * recording the failure, at every poll.
+	 */
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_SESSION);
+
 	worker_context = AllocSetContextCreate(TopMemoryContext, "pg_cq worker",
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(worker_context);

@@ -184,17 +184,18 @@ is($node->safe_psql($db, q{
 is($node->safe_psql($db, q{
 	SELECT string_agg(DISTINCT state_path, ',') FROM cq.status WHERE name IN ('generic_q', 'run_by_hand')}),
 	'memory,table: created before pg_cq 0.2', 'cq.status says the same');
-# the settings batches run with beside TimeZone (session 41): recorded for
+# the settings batches run with beside TimeZone (sessions 41, 42): recorded for
 # the queries created after the update, NULL for the 0.1 ones (whose
 # batches take the runner's, as before; they went on above)
+my $pinned = 'DateStyle IntervalStyle extra_float_digits bytea_output lc_monetary lc_numeric lc_time '
+  . 'xmloption xmlbinary array_nulls default_text_search_config timezone_abbreviations quote_all_identifiers';
 is($node->safe_psql($db, q{
 	SELECT string_agg(format('%s %s', schema || '.' || name,
 	                         CASE WHEN settings IS NULL THEN 'NULL' ELSE
 	                           array_to_string(ARRAY(SELECT split_part(e, '=', 1) FROM unnest(settings) e), ' ') END),
 	                  ',' ORDER BY schema, name)
 	  FROM cq.queries WHERE name IN ('generic_q', 'run_by_hand')}),
-	'other.run_by_hand DateStyle IntervalStyle extra_float_digits bytea_output,'
-	  . 'public.generic_q DateStyle IntervalStyle extra_float_digits bytea_output,public.run_by_hand NULL',
+	join(',', map { "$_ $pinned" } 'other.run_by_hand', 'public.generic_q') . ',public.run_by_hand NULL',
 	'updated catalog: new queries record their creator\'s settings, the 0.1 ones none');
 
 # a fresh 0.2 install has the same objects as the updated one

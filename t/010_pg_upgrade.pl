@@ -38,6 +38,16 @@ $old->safe_psql('postgres', q{
   -- committed but not yet processed when the cluster is upgraded
   INSERT INTO ev SELECT '2024-01-01'::timestamptz + i * interval '1 second', i % 5 FROM generate_series(301, 340) i;
 });
+# a user table with pg_cq's type cq.xid48 (session 42), a btree and a BRIN
+# index on it: pg_upgrade keeps the type's OID, its operator classes, the
+# files and the indexes as they are
+$old->safe_psql('postgres', q{
+  CREATE TABLE st48 (k int, x cq.xid48 DEFAULT cq.current_xid48(), y xid8 DEFAULT pg_current_xact_id());
+  CREATE INDEX st48_bt ON st48 (x);
+  CREATE INDEX st48_brin ON st48 USING brin (x);
+  INSERT INTO st48 (k) SELECT g FROM generate_series(1, 100) g;
+  INSERT INTO st48 (k) SELECT g FROM generate_series(101, 200) g;
+});
 is($old->safe_psql('postgres', "SELECT sum(num_rows_dropped_by_watermark) FROM cq.progress WHERE name = 'per_min'"),
 	'1', 'the old cluster dropped the late row');
 $old->poll_query_until('postgres', 'SELECT sum(n) = 341 FROM live') or die 'live query did not catch up';
@@ -84,6 +94,14 @@ $new->safe_psql('postgres', q{
 });
 ok($new->safe_psql('postgres', "SELECT min(cq_xid) > '$xid_before'::xid8 FROM ev WHERE ts > '2024-01-01 00:05:40'"),
 	'transaction ids continue after pg_upgrade');
+$new->safe_psql('postgres', 'INSERT INTO st48 (k) VALUES (201)');
+is($new->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT count(*) FILTER (WHERE x OPERATOR(cq.=) y) || ' '
+	       || (SELECT count(*) FROM st48 WHERE x OPERATOR(cq.>=) (SELECT y FROM st48 WHERE k = 101)) || ' '
+	       || (SELECT count(*) FROM st48 WHERE x OPERATOR(cq.<) (SELECT y FROM st48 WHERE k = 201))
+	  FROM st48}),
+	'201 101 200', 'a cq.xid48 column and its btree and BRIN indexes after pg_upgrade');
 
 is($new->safe_psql('postgres', q{SELECT string_agg(minute || '=' || n, ',' ORDER BY minute) FROM per_min}),
 	$before, 'the target is unchanged by the upgrade');

@@ -125,4 +125,13 @@ BEGIN
   RETURN n;
 END $$;
 
+-- sqlstate_of(statement): 'ok', or the error's SQLSTATE and message
+CREATE OR REPLACE FUNCTION public.sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE stmt;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
 \set ECHO all
