@@ -60,6 +60,7 @@
 #include "store.h"
 #include "progress.h"
 #include "analyze.h"
+#include "determinism.h"
 #include "tracking.h"
 #include "offsets.h"
 #include "state.h"
@@ -412,6 +413,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 						get_rel_name(target), cq_catalog_name_for_relation(target, true))));
 
 	an = cq_analyze_query(query, opts, name);
+	cq_determinism_check(query, name);
 
 	/* the owner needs the rights the query needs (SELECT on what it reads) */
 	ExecCheckRTPerms(an->query->rtable, true);
@@ -919,6 +921,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 
 	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	new_an = cq_analyze_query(query, &q->opts, q->name);
+	cq_determinism_check(query, q->name);
 	cq_progress_last_offset(q, &last);
 
 	if (old_an->join || new_an->join)
