@@ -91,7 +91,11 @@ PG_FUNCTION_INFO_V1(cq_run);
 static void
 check_name(const char *name)
 {
-	if (name == NULL || name[0] == '\0')
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("continuous query name must not be empty")));
@@ -519,7 +523,11 @@ parse_query_text(const char *name, const char *query_text)
 	Query	   *query;
 	ErrorContextCallback errcb;
 
-	if (query_text == NULL || query_text[0] == '\0')
+	if (query_text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query of continuous query \"%s\" must not be null", name)));
+	if (query_text[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query of continuous query \"%s\" must not be empty", name)));
