@@ -9,7 +9,8 @@
 -- that is rolled back and at the top level; a multi-row INSERT that fails in a PL/pgSQL
 -- block that catches the error, in the middle of a statement that goes on writing; the
 -- table altered, given a second index and its index dropped between COPYs of one
--- transaction; relation cache rebuilds of the table in the middle of a COPY.
+-- transaction; relation cache rebuilds of the table in the middle of a COPY; summarizing
+-- the table after a multi-row INSERT failed.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
@@ -124,7 +125,21 @@ COPY bhp (k, pad) FROM PROGRAM 'seq 1 2000 | sed "s/$/,c6/"' (FORMAT csv);
 ALTER TABLE bhp ALTER COLUMN note DROP DEFAULT;
 SELECT count(*) AS flips FROM bhp_n;
 
--- 7. after all that, plain writes into a summary: a COPY and a single-row INSERT
+-- 7. a multi-row INSERT that fails at the top level, and one in a subtransaction rolled
+-- back: the table's access method is heap's again at once (it stayed the wrapper's, and
+-- what reads the table with heap_getnext, brin_summarize_new_values or VACUUM's BRIN
+-- summarization, failed in this backend with "only heap AM is supported" until a row was
+-- inserted again)
+INSERT INTO bhp SELECT 1 / (1400 - g), 'x7' FROM generate_series(1, 1500) g;
+SELECT brin_summarize_new_values(bhp_index()) >= 0 AS summarized;
+BEGIN;
+SAVEPOINT s;
+INSERT INTO bhp SELECT 1 / (1400 - g), 'x7' FROM generate_series(1, 1500) g;
+ROLLBACK TO SAVEPOINT s;
+SELECT brin_summarize_new_values(bhp_index()) >= 0 AS summarized;
+COMMIT;
+
+-- 8. after all that, plain writes into a summary: a COPY and a single-row INSERT
 CALL bhp_summarize();
 COPY bhp (k, pad) FROM PROGRAM 'seq 1 100 | sed "s/$/,c7/"' (FORMAT csv);
 INSERT INTO bhp (k, pad) VALUES (7, 'c7');
