@@ -118,7 +118,7 @@ cq_determinism_check(Query *query, const char *name)
 				 errmsg("TABLESAMPLE is not supported in continuous queries"),
 				 errdetail("Continuous query \"%s\" samples table \"%s\": a batch reads only the stream's new rows and every static table again, so its sample is not the one a plain SELECT over all the rows takes.",
 						   name, get_rel_name(relid)),
-				 errhint("Filter the rows in WHERE instead (random() < 0.1 is evaluated once for each row a batch reads).")));
+				 errhint("Filter the rows in WHERE instead: a condition on random() there is evaluated once for each row a batch reads.")));
 	if (!query->hasAggs && query->groupClause == NIL && query->havingQual == NULL)
 		return;
 	foreach(lc, query->groupClause)
