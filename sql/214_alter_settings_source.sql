@@ -60,9 +60,9 @@ SELECT cq.alter_query('pin214.days',
 SELECT * FROM pin214.pinned;
 CALL cq.run('pin214.days');
 SELECT * FROM pin214.days;
--- options alone change no settings
-SET DateStyle = 'ISO, MDY';
+-- options alone change no settings (cq.reset takes the caller's, session 43: sql/221)
 SELECT cq.reset('pin214.days') IS NOT NULL AS reset;
+SET DateStyle = 'ISO, MDY';
 SELECT cq.alter_query('pin214.days', max_rows_per_trigger => 10) IS NOT NULL AS altered;
 SELECT * FROM pin214.pinned;
 RESET DateStyle; RESET TimeZone;

@@ -8,7 +8,9 @@
 -- ON CONFLICT, an UPDATE, a subtransaction, rows in pages freed by VACUUM, rows routed to
 -- a partition) go into summarized ranges, and every summary must equal the one a fresh
 -- BRIN index (built by brin.c over the same rows) gives; every row is found by an index
--- scan for its own stamp, and the batch counts every row.
+-- scan for its own stamp, and the batch counts every row.  The same for a table whose only
+-- index is the BRIN index (session 43), whose COPY and multi-row INSERT rows meet it in the
+-- table's access method (brin_heap.c).
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
 SET client_min_messages = warning;
@@ -97,6 +99,70 @@ END $$;
 SELECT bval_found() = (SELECT count(*) FROM bval_src) AS all_found;
 CALL cq.run('bval_q');
 SELECT n = (SELECT count(*) FROM bval_src) AND s = (SELECT sum(k) FROM bval_src) AS exact FROM bval_q;
+
+-- Session 43: a table whose only index is the BRIN index on cq_xid.  bval_src's unique
+-- index keeps its writes on the executor's index path (brin_row_gate), so it never reached
+-- the gate a COPY or multi-row INSERT into such a table takes in the table's access method
+-- (brin_heap.c: gate_rows, which hands the row's value from its slot), nor the check of a
+-- single-row INSERT's row at the statement's end (stamp.c, defer_row).  The same writes
+-- into its summarized ranges, the same comparison with brin.c's summaries.
+CREATE TABLE bval_solo (k int, pad text);
+CREATE TABLE bval_sq WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT count(*) AS n, sum(k) AS s FROM bval_solo;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'bval_solo'::regclass;
+CREATE FUNCTION bval_solo_index() RETURNS regclass LANGUAGE sql
+  AS $$ SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'bval_solo'::regclass
+         ORDER BY indexrelid::regclass::text = 'bval_solo_ref' LIMIT 1 $$;
+-- before each write every range is summarized, the last, partial one too
+CREATE PROCEDURE bval_solo_summarize() LANGUAGE sql
+  AS $$ SELECT brin_summarize_new_values(bval_solo_index()) $$;
+INSERT INTO bval_solo SELECT g, repeat('a', 150) FROM generate_series(1, 2500) g;
+-- a multi-row INSERT, a COPY (batches of rows, its default a Const), single-row INSERTs
+-- (in a transaction and alone), explicit values, a subtransaction (kept and rolled back)
+CALL bval_solo_summarize();
+INSERT INTO bval_solo SELECT g, repeat('d', 150) FROM generate_series(1, 300) g;
+CALL bval_solo_summarize();
+COPY bval_solo (k, pad) FROM STDIN;
+1	e
+2	e
+3	e
+\.
+CALL bval_solo_summarize();
+INSERT INTO bval_solo (k, pad) VALUES (5, 'f');
+BEGIN;
+INSERT INTO bval_solo (k, pad) VALUES (6, 'f');
+INSERT INTO bval_solo (k, pad) VALUES (7, 'f');
+COMMIT;
+INSERT INTO bval_solo (k, pad, cq_xid) SELECT g, 'g', '3' FROM generate_series(1, 50) g;
+CALL bval_solo_summarize();
+BEGIN;
+SAVEPOINT s;
+INSERT INTO bval_solo SELECT g, 'h' FROM generate_series(1, 50) g;
+RELEASE SAVEPOINT s;
+SAVEPOINT t;
+INSERT INTO bval_solo SELECT g, 'x' FROM generate_series(1, 50) g;
+ROLLBACK TO SAVEPOINT t;
+INSERT INTO bval_solo SELECT g, 'i' FROM generate_series(1, 50) g;
+COMMIT;
+-- rows into pages of the first range that VACUUM freed, by COPY
+DELETE FROM bval_solo WHERE pad LIKE 'a%' AND k % 2 = 0 AND k <= 1000;
+VACUUM bval_solo;
+COPY bval_solo (k, pad) FROM PROGRAM 'seq 1 400 | sed "s/$/,j/"' (FORMAT csv);
+SELECT left(pad, 1) AS stmt, count(*) AS rows_in_summarized_ranges
+  FROM bval_solo s, LATERAL (SELECT (s.ctid::text::point)[0]::bigint AS blk) b
+ WHERE pad !~ '^a' AND EXISTS (SELECT FROM bval_items(bval_solo_index()) i WHERE i.blknum = b.blk / 32 * 32)
+ GROUP BY 1 ORDER BY 1;
+SELECT format('CREATE INDEX bval_solo_ref ON bval_solo USING brin (cq_xid cq.xid8_minmax_ops) WITH (pages_per_range = %s)', 32) \gexec
+SELECT count(*) AS ranges_compared,
+       count(*) FILTER (WHERE (r.allnulls, r.hasnulls, r.lo, r.hi) IS DISTINCT FROM (c.allnulls, c.hasnulls, c.lo, c.hi)) AS differing
+  FROM bval_items('bval_solo_ref') r JOIN bval_items(bval_solo_index()) c USING (blknum);
+DROP INDEX bval_solo_ref;
+CALL cq.run('bval_sq');
+SELECT n = (SELECT count(*) FROM bval_solo) AND s = (SELECT sum(k) FROM bval_solo) AS exact FROM bval_sq;
+SELECT cq.drop_query('bval_sq', drop_target => true);
+DROP TABLE bval_solo;
+DROP PROCEDURE bval_solo_summarize();
+DROP FUNCTION bval_solo_index();
 
 -- a partitioned source: rows routed to a partition (its ResultRelInfo is built at the
 -- first row, the cache at its first row) and written to it directly

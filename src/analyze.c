@@ -569,13 +569,15 @@ check_event_time(CqAnalysis *an, CqOptions *opts)
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("event_time column \"%s\" does not exist in source \"%s\"",
 						opts->event_time, get_rel_name(an->source_relid))));
-	type = get_atttype(an->source_relid, att);
+	/* a domain over either type is read as its base type (PostgreSQL coerces it so) */
+	type = getBaseType(get_atttype(an->source_relid, att));
 	if (type != TIMESTAMPTZOID && type != TIMESTAMPOID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("event_time column \"%s\" must be of type timestamp with time zone or timestamp",
 						opts->event_time),
-				 errdetail("Column \"%s\" has type %s.", opts->event_time, format_type_be(type))));
+				 errdetail("Column \"%s\" has type %s.", opts->event_time,
+						   format_type_be(get_atttype(an->source_relid, att)))));
 	an->et_attno = att;
 	an->et_is_tz = (type == TIMESTAMPTZOID);
 }
@@ -1224,7 +1226,7 @@ analyze_join_aggregation(CqAnalysis *an, CqOptions *opts, const char *name)
 				 errdetail("Spark: distinct aggregations are not supported on streaming DataFrames/Datasets."),
 				 errhint("Use approx_count_distinct-like aggregates (hll) or aggregate the joined rows in another continuous query.")));
 	if (an->wm_key >= 0)
-		an->et_is_tz = exprType(list_nth(an->group_exprs, an->wm_key)) == TIMESTAMPTZOID;
+		an->et_is_tz = getBaseType(exprType(list_nth(an->group_exprs, an->wm_key))) == TIMESTAMPTZOID;
 }
 
 /*

@@ -60,6 +60,7 @@
 #include "store.h"
 #include "progress.h"
 #include "analyze.h"
+#include "determinism.h"
 #include "tracking.h"
 #include "offsets.h"
 #include "state.h"
@@ -90,7 +91,11 @@ PG_FUNCTION_INFO_V1(cq_run);
 static void
 check_name(const char *name)
 {
-	if (name == NULL || name[0] == '\0')
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("continuous query name must not be null")));
+	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("continuous query name must not be empty")));
@@ -412,6 +417,7 @@ cq_api_register(const char *name, const char *query_text, Query *query,
 						get_rel_name(target), cq_catalog_name_for_relation(target, true))));
 
 	an = cq_analyze_query(query, opts, name);
+	cq_determinism_check(query, name);
 
 	/* the owner needs the rights the query needs (SELECT on what it reads) */
 	ExecCheckRTPerms(an->query->rtable, true);
@@ -517,7 +523,11 @@ parse_query_text(const char *name, const char *query_text)
 	Query	   *query;
 	ErrorContextCallback errcb;
 
-	if (query_text == NULL || query_text[0] == '\0')
+	if (query_text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query of continuous query \"%s\" must not be null", name)));
+	if (query_text[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query of continuous query \"%s\" must not be empty", name)));
@@ -919,6 +929,7 @@ cq_api_alter_query(const char *name, const char *query_text)
 
 	old_an = cq_analyze_query((Query *) stringToNode(q->query_tree), &q->opts, q->name);
 	new_an = cq_analyze_query(query, &q->opts, q->name);
+	cq_determinism_check(query, q->name);
 	cq_progress_last_offset(q, &last);
 
 	if (old_an->join || new_an->join)

@@ -521,6 +521,7 @@ fold(OwnerBatch *ob)
 	List	   *index_defs = NIL;
 	List	   *target_index_defs = NIL;
 	double		t0;
+	bool		note_upsert;
 
 	ob->params[4] = TimestampTzGetDatum(res->watermark);
 	ob->nulls[4] = (res->has_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
@@ -577,17 +578,14 @@ fold(OwnerBatch *ob)
 		return;
 	}
 	t0 = cq_store_cpu_ms();
-	if (!in->history && in->plan->batch_sql_merge != NULL)
+	/* the writer is noted once the batch's rows are counted (a single scan counts them itself) */
+	note_upsert = !in->history && in->plan->batch_sql_merge != NULL;
+	if (note_upsert && cq_merge_chosen(ob->nodata ? 0 : ob->input_rows))
 	{
-		bool		merge = cq_merge_chosen(ob->nodata ? 0 : ob->input_rows);
-
-		cq_merge_note(in->q->id, merge ? CQ_WRITER_MERGE : CQ_WRITER_UPSERT, ob->nodata ? 0 : ob->input_rows);
-		if (merge)
-		{
-			fold_merge(ob);
-			elog(DEBUG1, "pg_cq: table fold: batch statement (MERGE) %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
-			return;
-		}
+		fold_merge(ob);
+		cq_merge_note(in->q->id, CQ_WRITER_MERGE, ob->nodata ? 0 : ob->input_rows);
+		elog(DEBUG1, "pg_cq: table fold: batch statement (MERGE) %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
+		return;
 	}
 	if (SPI_execute_plan(cq_spi_plan(in->history ? in->plan->batch_sql_history : in->plan->batch_sql, 5, ob->types),
 						 ob->params, ob->nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
@@ -605,6 +603,8 @@ fold(OwnerBatch *ob)
 		ob->input_rows = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
 		read_event_time(res, 7);
 	}
+	if (note_upsert)
+		cq_merge_note(in->q->id, CQ_WRITER_UPSERT, ob->nodata ? 0 : ob->input_rows);
 	elog(DEBUG1, "pg_cq: table fold: batch statement %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 	/* after reading the statement's result: these replace SPI_tuptable */
 	cq_batch_build_indexes(index_defs);

@@ -224,15 +224,22 @@ gated_unlink(GatedInsert *gi)
  *	  gate are, goes.  Normally they were taken out before
  *	  (cq_brin_heap_insert_end); an error's abort deletes the executor's
  *	  memory of its portals before the abort callbacks run
- *	  (brin_heap_abort): then they are only taken out of the lists here,
- *	  without touching the relation (the table's access method may stay
- *	  cq_brin_gate_am's until the next row inserted finds no gate and puts
- *	  heap's back, brin_insert.c).
+ *	  (brin_heap_abort): then they are taken out of the lists here, and the
+ *	  table gets heap's access method back unless an outer statement's gate
+ *	  of it goes on.  The relation cache entry is still there: the abort
+ *	  releases the executor's references to it only after (the resource
+ *	  owner's release follows AtAbort_Portals and AtSubAbort_Portals, and
+ *	  SPI's memory, deleted after the release, was ended by brin_heap_abort
+ *	  before).  Left as cq_brin_gate_am's, the table's access method failed
+ *	  heap_getnext ("only heap AM is supported") in this backend until a
+ *	  row was inserted again: brin_summarize_new_values and VACUUM's BRIN
+ *	  summarization (session 43, sql/222).
  */
 static void
 gated_gone(void *arg)
 {
 	GatedInsert *gi = arg;
+	Relation	heap = gi->gate->heap;
 
 	if (!gated_unlink(gi))
 		return;
@@ -244,6 +251,8 @@ gated_gone(void *arg)
 			break;
 		}
 	}
+	if (heap->rd_tableam == cq_brin_gate_am() && gate_find(RelationGetRelid(heap)) == NULL)
+		heap->rd_tableam = GetHeapamTableAmRoutine();
 }
 
 /*

@@ -107,7 +107,10 @@ cq_resume(PG_FUNCTION_ARGS)
  * cq_reset
  *	  cq.reset(name): forget offsets, progress and state, empty the target,
  *	  start over from the `starting` option with a new run id.  The query
- *	  becomes active.  TRUNCATE makes it quick; it takes ACCESS EXCLUSIVE
+ *	  becomes active, and takes the caller's TimeZone and pinned settings
+ *	  (settings_pin.c) as a new query takes its creator's: no value
+ *	  computed under the old ones is left (the target is empty), and
+ *	  cq.alter_query before the first batch takes the alterer's likewise.  TRUNCATE makes it quick; it takes ACCESS EXCLUSIVE
  *	  locks on the target and state table until commit.
  */
 Datum
@@ -138,6 +141,7 @@ cq_reset(PG_FUNCTION_ARGS)
 	}
 	cq_security_restore(&sec);
 	cq_catalog_reset(q, start_offset);
+	cq_catalog_capture_settings(q->id);
 	cq_store_discard(MyDatabaseId, q->id);	/* an overlay of a batch before it */
 	cq_batch_node_start(q->source, q->id, strcmp(q->opts.starting, "latest") == 0);
 	cq_status_forget(q->id);

@@ -57,6 +57,7 @@
 #include "catalog.h"
 #include "progress.h"
 #include "analyze.h"
+#include "determinism.h"
 #include "tracking.h"
 #include "objects.h"
 #include "batch.h"
@@ -223,6 +224,7 @@ process_create_table_as(PlannedStmt *pstmt, const char *queryString,
 
 	/* reject a bad query before core creates anything */
 	(void) cq_analyze_query(query, &opts, name);
+	cq_determinism_check(query, name);
 
 	into->skipData = true;
 	nsp = RangeVarGetCreationNamespace(into->rel);

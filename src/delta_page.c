@@ -51,9 +51,11 @@
  * HeapScanDescData it uses are not an API: each major version may change
  * them (PostgreSQL 17 rewrote the bitmap scan's interface), and a stale
  * copy would not fail, it would return other rows.  So only a build against
- * PostgreSQL 15 (PG_VERSION_NUM 150000-159999) compiles this copy; any
- * other version gets heapam's own reader (table_scan_bitmap_next_block,
- * every page as heapam tests it: correct, without the saving).  Before
+ * PostgreSQL 15 (CQ_HEAPAM_CHECKED in delta_page.h: PG_VERSION_NUM
+ * 150000-159999) compiles this copy; any other version gets heapam's own
+ * reader (table_scan_bitmap_next_block, every page as heapam tests it:
+ * correct, without the saving), and delta_scan.c, which reads what either
+ * leaves in the scan, stops such a build with an #error.  Before
  * widening that range for a new major version, compare this function with
  * that version's heapam_scan_bitmap_next_block and HeapTupleSatisfiesMVCC
  * (heapam_visibility.c) line by line, and delta_scan.c's reading of
@@ -84,7 +86,7 @@
  *	  (rs_ntuples of them, rs_cindex 0), its buffer pinned in rs_cbuf;
  *	  false when it has none.  See the header for what differs.
  */
-#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 160000
+#if !CQ_HEAPAM_CHECKED
 /* not checked against this version's heapam (see the header): heapam's reader */
 bool
 cq_delta_page_read(TableScanDesc scan, TBMIterateResult *tbmres)

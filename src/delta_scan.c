@@ -61,6 +61,15 @@
  * raises it only in the statement.  No read-ahead of the bitmap's pages
  * (effective_io_concurrency): the batch's pages are those just written.
  *
+ * What must follow PostgreSQL: read_rows reads the page heapam's bitmap
+ * scan left in HeapScanDescData (rs_cbuf pinned, the visible rows'
+ * offsets in rs_vistuples[rs_cindex .. rs_ntuples - 1]) as PostgreSQL 15's
+ * heapam_scan_bitmap_next_tuple does, which is no API: another major
+ * version may lay them out otherwise (17 moved the bitmap scan's state),
+ * and a stale reading would return other rows, not fail.  So a build
+ * against any version but those delta_page.h's CQ_HEAPAM_CHECKED names
+ * stops with an #error saying what to compare first.
+ *
  * Memory: the ExprStates and the bitmap live in a context of the run,
  * deleted at its end; each row's values are reset after cq_deltagg_add
  * (which copies what it keeps).  Locks: AccessShareLock on the source and
@@ -106,6 +115,10 @@
 #include "utils/syscache.h"
 
 #include "delta_page.h"
+
+#if !CQ_HEAPAM_CHECKED
+#error "delta_scan.c reads HeapScanDescData's rs_vistuples, rs_ntuples, rs_cindex and rs_cbuf as PostgreSQL 15's heapam_scan_bitmap_next_tuple does: compare it and delta_page.c with this version's heapam_handler.c before widening CQ_HEAPAM_CHECKED (delta_page.h)"
+#endif
 #include "delta_scan.h"
 #include "deltagg.h"
 #include "guc.h"

@@ -584,12 +584,14 @@ event_times(CqJoinSpec *js, Query *q, CqOptions *opts, bool stored)
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("event_time column \"%s\" does not exist in source \"%s\"",
 							col, get_rel_name(side->relid))));
-		type = get_atttype(side->relid, side->et_attno);
+		/* a domain over either type is read as its base type */
+		type = getBaseType(get_atttype(side->relid, side->et_attno));
 		if (type != TIMESTAMPTZOID && type != TIMESTAMPOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("event_time column \"%s\" must be of type timestamp with time zone or timestamp", col),
-					 errdetail("Column \"%s\" has type %s.", col, format_type_be(type))));
+					 errdetail("Column \"%s\" has type %s.", col,
+							   format_type_be(get_atttype(side->relid, side->et_attno)))));
 		side->et_is_tz = (type == TIMESTAMPTZOID);
 	}
 	if (!stored && opts->join_event_time == NULL)

@@ -486,9 +486,13 @@ cq_merge_explain(int32 query_id, bool eligible, const char *why, bool store, boo
 		appendStringInfo(&buf, ":\n-- MERGE measured at least as fast as the upsert statement (bench/README.md, MERGE).\n"
 						 "-- It compares the keys with plain equality, and %s\n", why);
 	}
-	if (cq_merge_last(query_id, &writer, &groups))
+	if (cq_merge_last(query_id, &writer, &groups) && groups == 0)
+		appendStringInfo(&buf, "-- last batch in this session: %s (no %s)\n", writer_name(writer),
+						 store ? "changed groups" : "new rows");
+	else if (cq_merge_last(query_id, &writer, &groups))
 		appendStringInfo(&buf, "-- last batch in this session: %s (" INT64_FORMAT " %s)\n",
 						 writer_name(writer), groups,
-						 store ? "changed groups" : "new rows");
+						 store ? (groups == 1 ? "changed group" : "changed groups") :
+						 (groups == 1 ? "new row" : "new rows"));
 	return buf.data;
 }

@@ -378,7 +378,7 @@ key_distinct(CqAnalysis *an, Node *expr, bool inh, double rows)
 	}
 	width = bucket_width(expr, &col);
 	if (width <= 0 || col->varno != an->source_rti || col->varlevelsup != 0 || col->varattno <= 0 ||
-		(col->vartype != TIMESTAMPOID && col->vartype != TIMESTAMPTZOID) ||
+		(getBaseType(col->vartype) != TIMESTAMPOID && getBaseType(col->vartype) != TIMESTAMPTZOID) ||
 		!column_stats(an->source_relid, col->varattno, inh, rows, &distinct, true, &lo, &hi))
 		return -1;
 	/* buckets between the lowest and the highest value, NULL one more */

@@ -96,7 +96,7 @@ cq_store_supported(CqAnalysis *an, Oid state_table, const char **why)
 	}
 	if (cq_state_evicts(an))
 	{
-		Oid			type = exprType(list_nth(an->group_exprs, an->wm_key));
+		Oid			type = getBaseType(exprType(list_nth(an->group_exprs, an->wm_key)));
 
 		if (type != TIMESTAMPOID && type != TIMESTAMPTZOID)
 		{

@@ -86,7 +86,7 @@ SELECT throws_ok($$SELECT cq.create_query('q1', '')$$,
 SELECT throws_ok($$SELECT cq.create_query('', 'SELECT k FROM ev')$$,
   '22023', 'continuous query name must not be empty', 'empty name');
 SELECT throws_ok($$SELECT cq.create_query(NULL, 'SELECT k FROM ev')$$,
-  '22023', 'continuous query name must not be empty', 'NULL name');
+  '22004', 'continuous query name must not be null', 'NULL name');
 SELECT throws_ok($$SELECT cq.create_query(repeat('x', 64), 'SELECT k FROM ev')$$,
   '42622', NULL, 'overlong name');
 
