@@ -63,6 +63,7 @@ bool		cq_delta_agg_in_c = true;
 bool		cq_delta_scan_in_c = true;
 /* an incremental batch's changed groups written to the target in C (store_update.c) */
 bool		cq_target_update_in_c = true;
+bool		cq_target_update_in_key_order = true;
 /* batch 0 maps fewer pages: its target load in buffers, the store's pages populated (rowload.c, store_node.c) */
 bool		cq_fold_page_economy = true;
 /* batch 0 of an update query reads its target's heap back into shared buffers (rowload.c) */
@@ -323,6 +324,17 @@ cq_guc_init(void)
 							 "row by row, where the target allows it (docs/reference.md); off runs the upsert "
 							 "statement instead.  The results are the same.",
 							 &cq_target_update_in_c,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.target_update_in_key_order",
+							 "The C writer takes a batch's many changed groups in the order of the target's index.",
+							 "Where cq.target_update_in_c applies and the changed groups are at least 1,024 and at "
+							 "least half as many as the pages of pg_cq's index on the target, they are sorted by "
+							 "their key hash first (docs/reference.md); off: as the store returns them, as "
+							 "before, for measurements.  The results are the same.",
+							 &cq_target_update_in_key_order,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -37,6 +37,7 @@ extern bool cq_fold_page_economy;
 extern bool cq_batch0_read_back;
 extern bool cq_delta_scan_in_c;
 extern bool cq_target_update_in_c;
+extern bool cq_target_update_in_key_order;
 extern int	cq_merge_max_groups;
 extern char *cq_batch_metrics;
 
