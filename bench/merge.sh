@@ -286,9 +286,9 @@ fi
 #
 #   sd  store, the settings' defaults: the code's choice (the C writer,
 #       src/store_update.c, where the target qualifies, as here; its
-#       changed groups in key-hash and TID order where they are many for
-#       the target's index, cq.target_update_in_key_order);
-#   sa  store, the C writer with cq.target_update_in_key_order off: its
+#       changed groups sorted by key hash where they are many for a large
+#       index, cq.target_update_order auto);
+#   sa  store, the C writer with cq.target_update_order 'store': its
 #       groups in the store's order, as before session 43;
 #   sm  store, cq.target_update_in_c off, cq.merge_max_groups -1: MERGE;
 #   su  store, cq.target_update_in_c off, cq.merge_max_groups 0: the upsert
@@ -312,15 +312,15 @@ fi
 IARMS=(sd sa sm su sn td tm tu)
 declare -A IGUC=([sd]=DEFAULT [sa]=DEFAULT [sm]=-1 [su]=0 [sn]=DEFAULT [td]=DEFAULT [tm]=-1 [tu]=0)
 declare -A ICWR=([sd]=on [sa]=on [sm]=off [su]=off [sn]=off [td]=on [tm]=on [tu]=on)
-declare -A IKEY=([sd]=on [sa]=off [sm]=on [su]=on [sn]=on [td]=on [tm]=on [tu]=on)
+declare -A IKEY=([sd]=auto [sa]=store [sm]=auto [su]=auto [sn]=auto [td]=auto [tm]=auto [tu]=auto)
 declare -A IMED
 declare -a ICONFIGS=()
-# call_cpu Q MAX_GROUPS IN_C KEY_ORDER: "CPU_MS WALL_MS PATH TARGET_MS" of
+# call_cpu Q MAX_GROUPS IN_C ORDER: "CPU_MS WALL_MS PATH TARGET_MS" of
 # CALL cq.run(Q) in a fresh session
 call_cpu() {
     local out
     out="$(printf '%s\n' "SET client_min_messages = warning;" "SET cq.merge_max_groups = $2;" \
-        "SET cq.target_update_in_c = $3;" "SET cq.target_update_in_key_order = $4;" \
+        "SET cq.target_update_in_c = $3;" "SET cq.target_update_order = $4;" \
         "SELECT split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint AS c0 \\gset" \
         "SET client_min_messages = debug1;" "\\timing on" "CALL cq.run('$1');" "\\timing off" \
         "SET client_min_messages = warning;" \
@@ -439,7 +439,7 @@ DEFAULT_MAX=$(psql_val "SELECT boot_val FROM pg_settings WHERE name = 'cq.merge_
 {
     echo "### pg_cq's target writers (bench/merge.sh, implementation)"
     echo
-    echo "\`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\` (k NOT NULL), update mode; \`CALL cq.run\` in a fresh session per batch; backend CPU time (/proc/self/schedstat), medians of $BENCH_MERGE_IMPL_ROUNDS interleaved rounds on the same batches (90% of the changed groups existing, 10% new). Each writer forced by the settings (C writer: the default, which takes it; MERGE: \`cq.target_update_in_c\` off, \`cq.merge_max_groups\` -1; upsert statement: off, 0; the C writer in the store's order, as before session 43: \`cq.target_update_in_key_order\` off), and the code's own choice at the defaults (store with the C writer, store with \`cq.target_update_in_c\` off as when the target does not qualify for it, table), as cq.explain's \"last batch\" reports it. *Agrees*: the code's path within 5% of every other writer on its state path (the store by its target write alone, the table by the whole batch), by the median of the rounds' ratios (the columns of ms are the arms' medians; MERGE / upsert is the median of the rounds' ratios). cq.merge_max_groups defaults to $DEFAULT_MAX."
+    echo "\`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\` (k NOT NULL), update mode; \`CALL cq.run\` in a fresh session per batch; backend CPU time (/proc/self/schedstat), medians of $BENCH_MERGE_IMPL_ROUNDS interleaved rounds on the same batches (90% of the changed groups existing, 10% new). Each writer forced by the settings (C writer: the default, which takes it; MERGE: \`cq.target_update_in_c\` off, \`cq.merge_max_groups\` -1; upsert statement: off, 0; the C writer in the store's order, as before session 43: \`cq.target_update_order\` 'store'), and the code's own choice at the defaults (store with the C writer, store with \`cq.target_update_in_c\` off as when the target does not qualify for it, table), as cq.explain's \"last batch\" reports it. *Agrees*: the code's path within 5% of every other writer on its state path (the store by its target write alone, the table by the whole batch), by the median of the rounds' ratios (the columns of ms are the arms' medians; MERGE / upsert is the median of the rounds' ratios). cq.merge_max_groups defaults to $DEFAULT_MAX."
     echo
     echo "| target groups | changed groups | store target write: C writer | C writer in the store's order (before) | C / before | MERGE | upsert statement | store whole batch: C / MERGE / upsert | code's choice (store) | agrees | code's choice without the C writer | agrees | table: MERGE | upsert statement | MERGE / upsert | code's choice (table) | agrees |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"

@@ -62,6 +62,17 @@
  * first, MERGE included: it measured faster than both statements
  * (bench/merge.sh, merge.c).
  *
+ * Order.  The groups come in the store's order, random to the target's
+ * index; each is written as it comes.  Where they are many for a large
+ * index (in_key_order) they are first sorted by h, in work_mem (spilling
+ * beyond), and then written one by one in that order, exactly as they
+ * would be in the other (write_in_key_order): each probe then reads the
+ * leaf page the previous one read, or the next.  Session 43 measured why
+ * (bench/README.md, "Session 43"): at 1M target groups and 100k changed,
+ * in the store's order the writer was no faster than MERGE's nested loop
+ * over the same index (probes random over a 1M-row index and heap, in a
+ * shared buffer pool that the benchmark's eight such targets overfill).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -123,7 +134,7 @@ typedef struct TargetUpdate
 	Snapshot	snapshot;		/* the SELECT's: what the upsert reads */
 	CommandId	cid;
 	MemoryContext row_cxt;
-	bool		in_key_order;	/* write in key-hash, then TID order (in_key_order) */
+	bool		in_key_order;	/* sort the groups by h first (in_key_order) */
 	Tuplesortstate *sort;		/* with in_key_order: the groups received */
 	TupleTableSlot *sorted;		/* a group read back from it */
 	int64		written;
@@ -426,15 +437,17 @@ find_rows(TargetUpdate *tu, int32 h, Datum *values, bool *isnull)
 }
 
 /*
- * group_fields
- *	  A changed group's key hash (*h) and whether it passes HAVING
- *	  (*having); true if it is new to the state (_ins).
+ * write_group
+ *	  Write one changed group (h, _ins, the outputs, HAVING) to the target.
  */
-static bool
-group_fields(TargetUpdate *tu, TupleTableSlot *slot, int32 *h, bool *having)
+static void
+write_group(TargetUpdate *tu, TupleTableSlot *slot)
 {
 	Datum	   *values;
 	bool	   *isnull;
+	int32		h;
+	bool		having;
+	MemoryContext old;
 
 	slot_getallattrs(slot);
 	values = slot->tts_values;
@@ -442,52 +455,17 @@ group_fields(TargetUpdate *tu, TupleTableSlot *slot, int32 *h, bool *having)
 	/* every group of m was put by fold_row, which set its h */
 	if (isnull[0] || isnull[1])
 		elog(ERROR, "pg_cq: a changed group without its key hash");
-	*h = DatumGetInt32(values[0]);
-	*having = tu->having_col < 0 || (!isnull[tu->having_col] && DatumGetBool(values[tu->having_col]));
-	return DatumGetBool(values[1]);
-}
-
-/*
- * write_new_group
- *	  A group new to the state (o1): no row to find; inserted if HAVING.
- */
-static void
-write_new_group(TargetUpdate *tu, Datum *values, bool *isnull, int32 h, bool having)
-{
-	if (!tu->with_new)
-		elog(ERROR, "pg_cq: a new group in a batch of existing groups");
-	if (having)
-		insert_row(tu, values, isnull, h);
-}
-
-/*
- * write_found_row
- *	  A target row of the group (found under the snapshot) while it passes
- *	  HAVING: updated if its non-key columns differ.
- */
-static void
-write_found_row(TargetUpdate *tu, HeapTuple row, Datum *values, bool *isnull, int32 h, bool having)
-{
-	Assert(having);
-	if (changed(tu, row, values, isnull))
-		update_row(tu, row, values, isnull, h);
-}
-
-/*
- * write_group
- *	  Write one changed group (h, _ins, the outputs, HAVING) to the target.
- */
-static void
-write_group(TargetUpdate *tu, TupleTableSlot *slot)
-{
-	Datum	   *values = slot->tts_values;
-	bool	   *isnull = slot->tts_isnull;
-	int32		h;
-	bool		having;
-	MemoryContext old = MemoryContextSwitchTo(tu->row_cxt);
-
-	if (group_fields(tu, slot, &h, &having))
-		write_new_group(tu, values, isnull, h, having);
+	h = DatumGetInt32(values[0]);
+	having = tu->having_col < 0 || (!isnull[tu->having_col] && DatumGetBool(values[tu->having_col]));
+	old = MemoryContextSwitchTo(tu->row_cxt);
+	if (DatumGetBool(values[1]))
+	{
+		/* new to the state (o1): no row to find */
+		if (!tu->with_new)
+			elog(ERROR, "pg_cq: a new group in a batch of existing groups");
+		if (having)
+			insert_row(tu, values, isnull, h);
+	}
 	else
 	{
 		List	   *rows = find_rows(tu, h, values, isnull);
@@ -500,225 +478,31 @@ write_group(TargetUpdate *tu, TupleTableSlot *slot)
 			insert_row(tu, values, isnull, h);
 		else
 			foreach(lc, rows)
-				write_found_row(tu, lfirst(lc), values, isnull, h, having);
+				if (changed(tu, lfirst(lc), values, isnull))
+					update_row(tu, lfirst(lc), values, isnull, h);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(tu->row_cxt);
 }
 
 /*
- * The columns of an entry of the TID-ordered pass (write_in_key_order)
- * before the group's own (the statement's row): the block and offset of a
- * row version its key hash's index entry points to, and the group's
- * position in key-hash order
- */
-#define TID_COLS 3
-
-/*
- * queue_tids
- *	  In key-hash order, an existing group (values/isnull, key hash h,
- *	  position ord): an entry into by_tid (through slot in) for each row
- *	  version its key hash's index entries point to, read from the index
- *	  alone; the number of them.
- */
-static int64
-queue_tids(TargetUpdate *tu, Tuplesortstate *by_tid, TupleTableSlot *in, int64 ord, Datum *values,
-		   bool *isnull, int32 h)
-{
-	ScanKeyData key;
-	ItemPointer tid;
-	int64		n = 0;
-	int			natts = in->tts_tupleDescriptor->natts;
-	MemoryContext old;
-
-	ExecClearTuple(in);
-	memcpy(in->tts_values + TID_COLS, values, sizeof(Datum) * (natts - TID_COLS));
-	memcpy(in->tts_isnull + TID_COLS, isnull, sizeof(bool) * (natts - TID_COLS));
-	memset(in->tts_isnull, 0, sizeof(bool) * TID_COLS);
-	in->tts_values[2] = Int64GetDatum(ord);
-	/* in the scan's context: see find_rows */
-	old = MemoryContextSwitchTo(tu->scan_cxt);
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(h));
-	index_rescan(tu->scan, &key, 1, NULL, 0);
-	while ((tid = index_getnext_tid(tu->scan, ForwardScanDirection)) != NULL)
-	{
-		in->tts_values[0] = Int64GetDatum((int64) ItemPointerGetBlockNumber(tid));
-		in->tts_values[1] = Int32GetDatum((int32) ItemPointerGetOffsetNumber(tid));
-		ExecStoreVirtualTuple(in);
-		tuplesort_puttupleslot(by_tid, in);
-		ExecClearTuple(in);
-		n++;
-	}
-	MemoryContextSwitchTo(old);
-	return n;
-}
-
-/*
  * write_in_key_order
  *	  With in_key_order, at the end of the SELECT's rows (still under its
- *	  snapshot): the groups received, sorted by key hash, are written as
- *	  write_group writes them, in up to three passes.  In key-hash order a
- *	  new group is written (inserted) at once; an existing one's candidate
- *	  row versions are read from the index alone (queue_tids: each leaf page
- *	  once, the descents' upper pages shared); a group with none has no row
- *	  and is inserted at once, as write_group does.  Then in TID order (heap
- *	  page by heap page, each read, pruned and written once, its buffer kept
- *	  pinned from one row to the next) each candidate is fetched as an index
- *	  scan fetches it (the HOT chain from the index's TID, the snapshot's
- *	  visible version), and one that holds the group's keys is deleted or
- *	  updated as write_group would.  Last, only if a group with candidates
- *	  had none of its own (all dead, or another group's of the same key
- *	  hash), the groups are read again in key-hash order and those inserted.
- *	  The same rows are read and written as in write_group, under the same
- *	  snapshot and command id, so the order makes no difference to the
- *	  result: a group's target rows are its own (GROUP BY's equality), and
- *	  what this command writes is invisible to the snapshot (a version it
- *	  updated stays the one it sees).
+ *	  snapshot and command id): the groups received, sorted by key hash,
+ *	  each written by write_group.  The same rows are read and written as
+ *	  in the store's order, each group's exactly as there, so the order
+ *	  makes no difference to the result: a group's target rows are its own
+ *	  (GROUP BY's equality), and what this command writes is invisible to
+ *	  the snapshot (a version it updated stays the one it sees).
  */
 static void
 write_in_key_order(TargetUpdate *tu)
 {
-	TupleDesc	rdesc = tu->sorted->tts_tupleDescriptor;
-	TupleDesc	bdesc = CreateTemplateTupleDesc(TID_COLS + rdesc->natts);
-	AttrNumber	cols[2] = {1, 2};
-	Oid			ops[2] = {Int8LessOperator, Int4LessOperator};
-	Oid			colls[2] = {InvalidOid, InvalidOid};
-	bool		nulls_first[2] = {false, false};
-	Tuplesortstate *by_tid;
-	TupleTableSlot *in;
-	TupleTableSlot *out;
-	IndexFetchTableData *fetch;
-	int64		size = 1024;
-	int64		ngroups = 0;
-	int64		nqueued = 0;
-	int64		nfound = 0;
-	char	   *state = palloc0(size);	/* per position: QUEUED, FOUND */
-
-#define QUEUED 1
-#define FOUND 2
-	TupleDescInitEntry(bdesc, 1, "block", INT8OID, -1, 0);
-	TupleDescInitEntry(bdesc, 2, "offset", INT4OID, -1, 0);
-	TupleDescInitEntry(bdesc, 3, "position", INT8OID, -1, 0);
-	for (int i = 0; i < rdesc->natts; i++)
-		TupleDescCopyEntry(bdesc, TID_COLS + i + 1, rdesc, i + 1);
-	by_tid = tuplesort_begin_heap(bdesc, 2, cols, ops, colls, nulls_first, work_mem, NULL,
-								  TUPLESORT_NONE);
-	in = MakeSingleTupleTableSlot(bdesc, &TTSOpsVirtual);
-	out = MakeSingleTupleTableSlot(bdesc, &TTSOpsMinimalTuple);
-
-	/* key-hash order */
 	tuplesort_performsort(tu->sort);
-	for (; tuplesort_gettupleslot(tu->sort, true, false, tu->sorted, NULL); ngroups++)
-	{
-		int32		h;
-		bool		having;
-
-		if (ngroups == size)
-		{
-			state = repalloc_huge(state, size * 2);
-			memset(state + size, 0, size);
-			size *= 2;
-		}
-		if (group_fields(tu, tu->sorted, &h, &having))
-			write_group(tu, tu->sorted);
-		else if (queue_tids(tu, by_tid, in, ngroups, tu->sorted->tts_values, tu->sorted->tts_isnull,
-							h) > 0)
-		{
-			state[ngroups] = QUEUED;
-			nqueued++;
-		}
-		else
-		{
-			/* no row version at all: write_group's rows == NIL */
-			MemoryContext old = MemoryContextSwitchTo(tu->row_cxt);
-
-			if (having)
-				insert_row(tu, tu->sorted->tts_values, tu->sorted->tts_isnull, h);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(tu->row_cxt);
-		}
-	}
-
-	/* TID order */
-	tuplesort_performsort(by_tid);
-	fetch = table_index_fetch_begin(tu->rel);
-	while (tuplesort_gettupleslot(by_tid, true, false, out, NULL))
-	{
-		Datum	   *values;
-		bool	   *isnull;
-		int64		pos;
-		bool		having;
-		ItemPointerData tid;
-		bool		call_again = false;
-		bool		all_dead;
-		MemoryContext old;
-
-		slot_getallattrs(out);
-		pos = DatumGetInt64(out->tts_values[2]);
-		if (pos < 0 || pos >= ngroups || state[pos] == 0)
-			elog(ERROR, "pg_cq: a changed group out of range");
-		values = out->tts_values + TID_COLS;
-		isnull = out->tts_isnull + TID_COLS;
-		having = tu->having_col < 0 || (!isnull[tu->having_col] && DatumGetBool(values[tu->having_col]));
-		ItemPointerSet(&tid, (BlockNumber) DatumGetInt64(out->tts_values[0]),
-					   (OffsetNumber) DatumGetInt32(out->tts_values[1]));
-		old = MemoryContextSwitchTo(tu->row_cxt);
-		do
-		{
-			HeapTuple	t;
-
-			if (!table_index_fetch_tuple(fetch, &tid, tu->snapshot, tu->found, &call_again, &all_dead))
-				break;
-			t = ExecFetchSlotHeapTuple(tu->found, false, NULL);
-			/* another group of the same key hash: not this one's */
-			if (!keys_match(tu, t, values, isnull))
-				continue;
-			if (state[pos] != FOUND)
-				nfound++;
-			state[pos] = FOUND;
-			t = heap_copytuple(t);
-			t->t_self = tu->found->tts_tid;
-			ExecClearTuple(tu->found);
-			if (!having)
-				delete_row(tu, t, values, isnull);
-			else
-				write_found_row(tu, t, values, isnull, DatumGetInt32(values[0]), having);
-		} while (call_again);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(tu->row_cxt);
-	}
-	table_index_fetch_end(fetch);
-	tuplesort_end(by_tid);
-
-	/* the groups with candidates but no row: inserted (write_group's NIL) */
-	if (nfound < nqueued)
-	{
-		tuplesort_rescan(tu->sort);
-		for (int64 pos = 0; tuplesort_gettupleslot(tu->sort, true, false, tu->sorted, NULL); pos++)
-		{
-			int32		h;
-			bool		having;
-
-			if (pos >= ngroups)
-				elog(ERROR, "pg_cq: a changed group out of range");
-			if (state[pos] == QUEUED && !group_fields(tu, tu->sorted, &h, &having) && having)
-			{
-				MemoryContext old = MemoryContextSwitchTo(tu->row_cxt);
-
-				insert_row(tu, tu->sorted->tts_values, tu->sorted->tts_isnull, h);
-				MemoryContextSwitchTo(old);
-				MemoryContextReset(tu->row_cxt);
-			}
-		}
-	}
+	while (tuplesort_gettupleslot(tu->sort, true, false, tu->sorted, NULL))
+		write_group(tu, tu->sorted);
 	tuplesort_end(tu->sort);
 	tu->sort = NULL;
-	pfree(state);
-	ExecDropSingleTupleTableSlot(in);
-	ExecDropSingleTupleTableSlot(out);
-	FreeTupleDesc(bdesc);
-#undef QUEUED
-#undef FOUND
 }
 
 /*
@@ -763,7 +547,7 @@ update_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 		bool		nulls_first = false;
 
 		tu->sort = tuplesort_begin_heap(typeinfo, 1, &col, &op, &coll, &nulls_first, work_mem, NULL,
-										TUPLESORT_RANDOMACCESS);
+										TUPLESORT_NONE);
 		tu->sorted = MakeSingleTupleTableSlot(typeinfo, &TTSOpsMinimalTuple);
 	}
 }
@@ -793,27 +577,35 @@ update_destroy(DestReceiver *self)
  *	  Are the changed groups written in the order of their key hash h (the
  *	  order of pg_cq's index on the target, idx), sorted first, rather than
  *	  as the SELECT returns them (the store's order, random to the index)?
- *	  Where they are many for the index: at least KEY_ORDER_MIN_GROUPS and
- *	  at least half as many as its pages.  Then most leaf pages hold the
- *	  keys of several groups, which in arrival order each revisit (by then,
- *	  in a target larger than the buffer cache, often evicted, and dirty:
- *	  written out to be read again), and in key order read and write once;
- *	  the descents share their upper pages, and a new row version's index
- *	  entry goes to the page its probe just read.  Fewer groups share
- *	  almost no page: the sort would only cost.  bench/merge.sh, session
- *	  43: at 1M target groups, 100k changed, the target write took
- *	  0.7-0.9x the time in key order (bench/README.md, "Session 43").
- *	  cq.target_update_in_key_order off: always arrival order, for
- *	  measurements.
+ *	  With cq.target_update_order "auto", where they are many for a large
+ *	  index: at least KEY_ORDER_MIN_GROUPS, at least half as many as its
+ *	  pages, and the index at least KEY_ORDER_MIN_PAGES.  Then most leaf
+ *	  pages hold the keys of several groups, which in the store's order
+ *	  each probe reads again (in a target larger than shared buffers often
+ *	  evicted meanwhile, and dirty: written out to be read back), and in
+ *	  key order read and write once, the descents sharing their upper
+ *	  pages and a new row version's index entry going to the page its probe
+ *	  just read.  Fewer groups share almost no page, and a smaller index
+ *	  stays in the CPU's caches in any order: there the sort would only
+ *	  cost (bench/merge.sh, session 43: at 4k target groups a two-pass
+ *	  variant of this path cost 1.5x; at 1M, 100k changed, key order took
+ *	  0.83x the time of the store's order; bench/README.md, "Session 43").
+ *	  "key": every batch, "store": none (tests, measurements).
  */
 #define KEY_ORDER_MIN_GROUPS 1024
+#define KEY_ORDER_MIN_PAGES 1024
 
 static bool
 in_key_order(Relation idx, uint64 groups)
 {
-	if (!cq_target_update_in_key_order || groups < KEY_ORDER_MIN_GROUPS)
+	BlockNumber pages;
+
+	if (cq_target_update_order != CQ_ORDER_AUTO)
+		return cq_target_update_order == CQ_ORDER_KEY;
+	if (groups < KEY_ORDER_MIN_GROUPS)
 		return false;
-	return groups * 2 >= (uint64) RelationGetNumberOfBlocks(idx);
+	pages = RelationGetNumberOfBlocks(idx);
+	return pages >= KEY_ORDER_MIN_PAGES && groups * 2 >= (uint64) pages;
 }
 
 /*
