@@ -139,3 +139,4 @@ DROP FUNCTION ko_check();
 DROP FUNCTION ko_batch(int, float8, boolean);
 DROP TABLE ko_queries, ko_src;
 DROP COLLATION ko_ci;
+DROP EXTENSION amcheck;
