@@ -587,9 +587,13 @@ update_destroy(DestReceiver *self)
  *	  pages and a new row version's index entry going to the page its probe
  *	  just read.  Fewer groups share almost no page, and a smaller index
  *	  stays in the CPU's caches in any order: there the sort would only
- *	  cost (bench/merge.sh, session 43: at 4k target groups a two-pass
- *	  variant of this path cost 1.5x; at 1M, 100k changed, key order took
- *	  0.83x the time of the store's order; bench/README.md, "Session 43").
+ *	  cost.  bench/merge.sh, session 43 (bench/README.md, "Session 43"):
+ *	  at 1M target groups key order took 0.76x the target write of the
+ *	  store's order at 100k changed groups, 0.87-0.88x at 10k-30k.  (A
+ *	  variant that also fetched the rows in TID order, their TIDs read from
+ *	  the index alone, cost 1.5x at 4k groups: without the index scan's
+ *	  own heap fetch no dead index entry is marked, and every batch
+ *	  fetched every dead version again.)
  *	  "key": every batch, "store": none (tests, measurements).
  */
 #define KEY_ORDER_MIN_GROUPS 1024
