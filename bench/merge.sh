@@ -285,7 +285,11 @@ fi
 # default) and three on a state table (state_storage 'unlogged'):
 #
 #   sd  store, the settings' defaults: the code's choice (the C writer,
-#       src/store_update.c, where the target qualifies, as here);
+#       src/store_update.c, where the target qualifies, as here; its
+#       changed groups sorted by key hash where they are many for a large
+#       index, cq.target_update_order auto);
+#   sa  store, the C writer with cq.target_update_order 'store': its
+#       groups in the store's order, as before session 43;
 #   sm  store, cq.target_update_in_c off, cq.merge_max_groups -1: MERGE;
 #   su  store, cq.target_update_in_c off, cq.merge_max_groups 0: the upsert
 #       statement;
@@ -305,17 +309,18 @@ fi
 # batch in this session"; the seven targets equal the plain query at the
 # end.
 # ---------------------------------------------------------------------------
-IARMS=(sd sm su sn td tm tu)
-declare -A IGUC=([sd]=DEFAULT [sm]=-1 [su]=0 [sn]=DEFAULT [td]=DEFAULT [tm]=-1 [tu]=0)
-declare -A ICWR=([sd]=on [sm]=off [su]=off [sn]=off [td]=on [tm]=on [tu]=on)
+IARMS=(sd sa sm su sn td tm tu)
+declare -A IGUC=([sd]=DEFAULT [sa]=DEFAULT [sm]=-1 [su]=0 [sn]=DEFAULT [td]=DEFAULT [tm]=-1 [tu]=0)
+declare -A ICWR=([sd]=on [sa]=on [sm]=off [su]=off [sn]=off [td]=on [tm]=on [tu]=on)
+declare -A IKEY=([sd]=auto [sa]=store [sm]=auto [su]=auto [sn]=auto [td]=auto [tm]=auto [tu]=auto)
 declare -A IMED
 declare -a ICONFIGS=()
-# call_cpu Q MAX_GROUPS IN_C: "CPU_MS WALL_MS PATH TARGET_MS" of CALL cq.run(Q)
-# in a fresh session
+# call_cpu Q MAX_GROUPS IN_C ORDER: "CPU_MS WALL_MS PATH TARGET_MS" of
+# CALL cq.run(Q) in a fresh session
 call_cpu() {
     local out
     out="$(printf '%s\n' "SET client_min_messages = warning;" "SET cq.merge_max_groups = $2;" \
-        "SET cq.target_update_in_c = $3;" \
+        "SET cq.target_update_in_c = $3;" "SET cq.target_update_order = $4;" \
         "SELECT split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint AS c0 \\gset" \
         "SET client_min_messages = debug1;" "\\timing on" "CALL cq.run('$1');" "\\timing off" \
         "SET client_min_messages = warning;" \
@@ -353,10 +358,10 @@ for G in $BENCH_MERGE_IMPL_GROUPS; do
                 "INSERT INTO $src (k, v) SELECT $newk + g, g % 1000 FROM generate_series(1, $nnew) g;" "CHECKPOINT;" >/dev/null
             newk=$((newk + nnew))
             order=("${IARMS[@]}")
-            ((r % 2 == 0)) && order=(tu tm td sn su sm sd)
+            ((r % 2 == 0)) && order=(tu tm td sn su sm sa sd)
             line="round $r, $(human "$G") groups, $(human "$C") changed (CPU ms, path):"
             for a in "${order[@]}"; do
-                read -r cpu wall path sink < <(call_cpu "mi_${a}_$G" "${IGUC[$a]}" "${ICWR[$a]}")
+                read -r cpu wall path sink < <(call_cpu "mi_${a}_$G" "${IGUC[$a]}" "${ICWR[$a]}" "${IKEY[$a]}")
                 IT[$a,cpu]+="$cpu "; IT[$a,wall]+="$wall "; IT[$a,sink]+="$sink "
                 # the paths the rounds took (one word each: C, MERGE, upsert)
                 [[ " ${IT[$a,path]} " == *" $path "* ]] || IT[$a,path]+="$path "
@@ -434,21 +439,23 @@ DEFAULT_MAX=$(psql_val "SELECT boot_val FROM pg_settings WHERE name = 'cq.merge_
 {
     echo "### pg_cq's target writers (bench/merge.sh, implementation)"
     echo
-    echo "\`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\` (k NOT NULL), update mode; \`CALL cq.run\` in a fresh session per batch; backend CPU time (/proc/self/schedstat), medians of $BENCH_MERGE_IMPL_ROUNDS interleaved rounds on the same batches (90% of the changed groups existing, 10% new). Each writer forced by the settings (C writer: the default, which takes it; MERGE: \`cq.target_update_in_c\` off, \`cq.merge_max_groups\` -1; upsert statement: off, 0), and the code's own choice at the defaults (store with the C writer, store with \`cq.target_update_in_c\` off as when the target does not qualify for it, table), as cq.explain's \"last batch\" reports it. *Agrees*: the code's path within 5% of every other writer on its state path (the store by its target write alone, the table by the whole batch), by the median of the rounds' ratios (the columns of ms are the arms' medians; MERGE / upsert is the median of the rounds' ratios). cq.merge_max_groups defaults to $DEFAULT_MAX."
+    echo "\`SELECT k, count(*) AS n, sum(v) AS s FROM src GROUP BY k\` (k NOT NULL), update mode; \`CALL cq.run\` in a fresh session per batch; backend CPU time (/proc/self/schedstat), medians of $BENCH_MERGE_IMPL_ROUNDS interleaved rounds on the same batches (90% of the changed groups existing, 10% new). Each writer forced by the settings (C writer: the default, which takes it; MERGE: \`cq.target_update_in_c\` off, \`cq.merge_max_groups\` -1; upsert statement: off, 0; the C writer in the store's order, as before session 43: \`cq.target_update_order\` 'store'), and the code's own choice at the defaults (store with the C writer, store with \`cq.target_update_in_c\` off as when the target does not qualify for it, table), as cq.explain's \"last batch\" reports it. *Agrees*: the code's path within 5% of every other writer on its state path (the store by its target write alone, the table by the whole batch), by the median of the rounds' ratios (the columns of ms are the arms' medians; MERGE / upsert is the median of the rounds' ratios). cq.merge_max_groups defaults to $DEFAULT_MAX."
     echo
-    echo "| target groups | changed groups | store target write: C writer | MERGE | upsert statement | store whole batch: C / MERGE / upsert | code's choice (store) | agrees | code's choice without the C writer | agrees | table: MERGE | upsert statement | MERGE / upsert | code's choice (table) | agrees |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| target groups | changed groups | store target write: C writer | C writer in the store's order (before) | C / before | MERGE | upsert statement | store whole batch: C / MERGE / upsert | code's choice (store) | agrees | code's choice without the C writer | agrees | table: MERGE | upsert statement | MERGE / upsert | code's choice (table) | agrees |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for cfg in "${ICONFIGS[@]}"; do
         G=${cfg%/*}; C=${cfg#*/}
         sdp=${IMED[$cfg,sd,path]}; snp=${IMED[$cfg,sn,path]}; tdp=${IMED[$cfg,td,path]}
         # the C writer's figure is sd's when sd took it
+        # and the C writer in the store's order (sa) is one more writer
         cw=$([[ $sdp == C ]] && echo "C=$(rounds "${IMED[$cfg,sd,sinkall]}")")
-        vs=$(verdict "$sdp" "$cw MERGE=$(rounds "${IMED[$cfg,sm,sinkall]}") upsert=$(rounds "${IMED[$cfg,su,sinkall]}")")
+        ra=$(pratio "${IMED[$cfg,sd,sinkall]}" "${IMED[$cfg,sa,sinkall]}")
+        vs=$(verdict "$sdp" "$cw C-store-order=$(rounds "${IMED[$cfg,sa,sinkall]}") MERGE=$(rounds "${IMED[$cfg,sm,sinkall]}") upsert=$(rounds "${IMED[$cfg,su,sinkall]}")")
         vn=$(verdict "$snp" "MERGE=$(rounds "${IMED[$cfg,sm,sinkall]}") upsert=$(rounds "${IMED[$cfg,su,sinkall]}")")
         vt=$(verdict "$tdp" "MERGE=$(rounds "${IMED[$cfg,tm,all]}") upsert=$(rounds "${IMED[$cfg,tu,all]}")")
         rt=$(pratio "${IMED[$cfg,tm,all]}" "${IMED[$cfg,tu,all]}")
-        echo "| $(human "$G") | $(human "$C") | $(fmt_ms "${IMED[$cfg,sd,sink]}") ($sdp) | $(fmt_ms "${IMED[$cfg,sm,sink]}") | $(fmt_ms "${IMED[$cfg,su,sink]}") | $(fmt_ms "${IMED[$cfg,sd]}") / $(fmt_ms "${IMED[$cfg,sm]}") / $(fmt_ms "${IMED[$cfg,su]}") | $sdp | $vs | $snp | $vn | $(fmt_ms "${IMED[$cfg,tm]}") | $(fmt_ms "${IMED[$cfg,tu]}") | $(fmt_x "$rt") | $tdp ($(fmt_ms "${IMED[$cfg,td]}")) | $vt |"
-        echo "impl $G $C $sdp ${vs%% *} $snp ${vn%% *} $tdp ${vt%% *} $(pratio "${IMED[$cfg,sd,sinkall]}" "${IMED[$cfg,sm,sinkall]}") $(pratio "${IMED[$cfg,sm,sinkall]}" "${IMED[$cfg,su,sinkall]}") $rt" >>"$W/impl.txt"
+        echo "| $(human "$G") | $(human "$C") | $(fmt_ms "${IMED[$cfg,sd,sink]}") ($sdp) | $(fmt_ms "${IMED[$cfg,sa,sink]}") | $(fmt_x "$ra") | $(fmt_ms "${IMED[$cfg,sm,sink]}") | $(fmt_ms "${IMED[$cfg,su,sink]}") | $(fmt_ms "${IMED[$cfg,sd]}") / $(fmt_ms "${IMED[$cfg,sm]}") / $(fmt_ms "${IMED[$cfg,su]}") | $sdp | $vs | $snp | $vn | $(fmt_ms "${IMED[$cfg,tm]}") | $(fmt_ms "${IMED[$cfg,tu]}") | $(fmt_x "$rt") | $tdp ($(fmt_ms "${IMED[$cfg,td]}")) | $vt |"
+        echo "impl $G $C $sdp ${vs%% *} $snp ${vn%% *} $tdp ${vt%% *} $(pratio "${IMED[$cfg,sd,sinkall]}" "${IMED[$cfg,sm,sinkall]}") $(pratio "${IMED[$cfg,sm,sinkall]}" "${IMED[$cfg,su,sinkall]}") $rt $ra" >>"$W/impl.txt"
     done
     echo
     echo "CPU ms per round (whole batch, then the store's target write alone):"
@@ -456,7 +463,7 @@ DEFAULT_MAX=$(psql_val "SELECT boot_val FROM pg_settings WHERE name = 'cq.merge_
         echo
         echo "- $(human "${cfg%/*}") groups, $(human "${cfg#*/}") changed:"
         for a in "${IARMS[@]}"; do echo "  $a (${IMED[$cfg,$a,path]}) ${IMED[$cfg,$a,all]}"; done
-        for a in sd sm su sn; do echo "  $a target write ${IMED[$cfg,$a,sinkall]}"; done
+        for a in sd sa sm su sn; do echo "  $a target write ${IMED[$cfg,$a,sinkall]}"; done
     done
     echo
     cat "$BENCH_OUT.part"
@@ -467,7 +474,7 @@ rm -f "$BENCH_OUT.part"
 # ratios C writer / MERGE and MERGE / upsert (store target write) and
 # MERGE / upsert (table batch)
 goal_line=$(awk -v max="$DEFAULT_MAX" '$1 == "impl" {
-        fig = fig sep $2 "/" $3 ": store " $4 (($5 == "yes") ? "" : " (disagrees)") " (C/MERGE " sprintf("%.2f", $10) "x, MERGE/upsert " sprintf("%.2f", $11) "x), without C " $6 (($7 == "yes") ? "" : " (disagrees)") ", table " $8 (($9 == "yes") ? "" : " (disagrees)") " (MERGE/upsert " sprintf("%.2f", $12) "x)"; sep = "; "
+        fig = fig sep $2 "/" $3 ": store " $4 (($5 == "yes") ? "" : " (disagrees)") " (C/MERGE " sprintf("%.2f", $10) "x, C/C in the store order " sprintf("%.2f", $13) "x, MERGE/upsert " sprintf("%.2f", $11) "x), without C " $6 (($7 == "yes") ? "" : " (disagrees)") ", table " $8 (($9 == "yes") ? "" : " (disagrees)") " (MERGE/upsert " sprintf("%.2f", $12) "x)"; sep = "; "
         if ($5 != "yes" || $7 != "yes" || $9 != "yes") bad = 1 }
     END { print (bad ? "no" : "yes"), "code choice vs measured CPU (groups/changed)", fig, "- cq.merge_max_groups", max }' "$W/impl.txt")
 rm -f "$W/impl.txt"

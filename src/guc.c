@@ -63,6 +63,7 @@ bool		cq_delta_agg_in_c = true;
 bool		cq_delta_scan_in_c = true;
 /* an incremental batch's changed groups written to the target in C (store_update.c) */
 bool		cq_target_update_in_c = true;
+int			cq_target_update_order = CQ_ORDER_AUTO;
 /* batch 0 maps fewer pages: its target load in buffers, the store's pages populated (rowload.c, store_node.c) */
 bool		cq_fold_page_economy = true;
 /* batch 0 of an update query reads its target's heap back into shared buffers (rowload.c) */
@@ -79,6 +80,13 @@ static const struct config_enum_entry state_storage_options[] = {
 	{"memory", CQ_STORAGE_MEMORY, false},
 	{"unlogged", CQ_STORAGE_UNLOGGED, false},
 	{"logged", CQ_STORAGE_LOGGED, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry target_update_order_options[] = {
+	{"auto", CQ_ORDER_AUTO, false},
+	{"key", CQ_ORDER_KEY, false},
+	{"store", CQ_ORDER_STORE, false},
 	{NULL, 0, false}
 };
 
@@ -324,6 +332,18 @@ cq_guc_init(void)
 							 "statement instead.  The results are the same.",
 							 &cq_target_update_in_c,
 							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("cq.target_update_order",
+							 "The order in which the C writer takes a batch's changed groups.",
+							 "\"auto\" (the default): sorted by their key hash, the order of pg_cq's index on "
+							 "the target, where they are at least 1,024, at least half as many as the index's "
+							 "pages, and the index has at least 1,024 pages; else as the store returns them "
+							 "(docs/reference.md).  \"key\": sorted in every batch; \"store\": never, as "
+							 "before; for tests and measurements.  The results are the same.",
+							 &cq_target_update_order,
+							 CQ_ORDER_AUTO, target_update_order_options,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -37,6 +37,15 @@ extern bool cq_fold_page_economy;
 extern bool cq_batch0_read_back;
 extern bool cq_delta_scan_in_c;
 extern bool cq_target_update_in_c;
+extern int	cq_target_update_order;
+
+/* cq.target_update_order: the order in which the C writer takes its groups */
+typedef enum CqTargetUpdateOrder
+{
+	CQ_ORDER_AUTO,				/* key-hash order where they are many (store_update.c) */
+	CQ_ORDER_KEY,				/* key-hash order in every batch */
+	CQ_ORDER_STORE				/* the store's order in every batch */
+} CqTargetUpdateOrder;
 extern int	cq_merge_max_groups;
 extern char *cq_batch_metrics;
 

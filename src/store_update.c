@@ -62,6 +62,17 @@
  * first, MERGE included: it measured faster than both statements
  * (bench/merge.sh, merge.c).
  *
+ * Order.  The groups come in the store's order, random to the target's
+ * index; each is written as it comes.  Where they are many for a large
+ * index (in_key_order) they are first sorted by h, in work_mem (spilling
+ * beyond), and then written one by one in that order, exactly as they
+ * would be in the other (write_in_key_order): each probe then reads the
+ * leaf page the previous one read, or the next.  Session 43 measured why
+ * (bench/README.md, "Session 43"): at 1M target groups and 100k changed,
+ * in the store's order the writer was no faster than MERGE's nested loop
+ * over the same index (probes random over a 1M-row index and heap, in a
+ * shared buffer pool that the benchmark's eight such targets overfill).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -73,11 +84,13 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_operator_d.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -85,6 +98,7 @@
 #include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 
 #include "store_update.h"
 #include "guc.h"
@@ -120,6 +134,9 @@ typedef struct TargetUpdate
 	Snapshot	snapshot;		/* the SELECT's: what the upsert reads */
 	CommandId	cid;
 	MemoryContext row_cxt;
+	bool		in_key_order;	/* sort the groups by h first (in_key_order) */
+	Tuplesortstate *sort;		/* with in_key_order: the groups received */
+	TupleTableSlot *sorted;		/* a group read back from it */
 	int64		written;
 	int64		updated;
 	int64		inserted;
@@ -419,11 +436,13 @@ find_rows(TargetUpdate *tu, int32 h, Datum *values, bool *isnull)
 	return rows;
 }
 
-/* receiveSlot: one changed group (h, _ins, the outputs, HAVING) */
-static bool
-update_receive(TupleTableSlot *slot, DestReceiver *self)
+/*
+ * write_group
+ *	  Write one changed group (h, _ins, the outputs, HAVING) to the target.
+ */
+static void
+write_group(TargetUpdate *tu, TupleTableSlot *slot)
 {
-	TargetUpdate *tu = (TargetUpdate *) self;
 	Datum	   *values;
 	bool	   *isnull;
 	int32		h;
@@ -464,6 +483,41 @@ update_receive(TupleTableSlot *slot, DestReceiver *self)
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(tu->row_cxt);
+}
+
+/*
+ * write_in_key_order
+ *	  With in_key_order, at the end of the SELECT's rows (still under its
+ *	  snapshot and command id): the groups received, sorted by key hash,
+ *	  each written by write_group.  The same rows are read and written as
+ *	  in the store's order, each group's exactly as there, so the order
+ *	  makes no difference to the result: a group's target rows are its own
+ *	  (GROUP BY's equality), and what this command writes is invisible to
+ *	  the snapshot (a version it updated stays the one it sees).
+ */
+static void
+write_in_key_order(TargetUpdate *tu)
+{
+	tuplesort_performsort(tu->sort);
+	while (tuplesort_gettupleslot(tu->sort, true, false, tu->sorted, NULL))
+		write_group(tu, tu->sorted);
+	tuplesort_end(tu->sort);
+	tu->sort = NULL;
+}
+
+/*
+ * receiveSlot: one changed group, written now, or with in_key_order kept
+ * for update_shutdown
+ */
+static bool
+update_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	TargetUpdate *tu = (TargetUpdate *) self;
+
+	if (tu->sort != NULL)
+		tuplesort_puttupleslot(tu->sort, slot);
+	else
+		write_group(tu, slot);
 	return true;
 }
 
@@ -485,6 +539,17 @@ update_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	Assert(tu->snapshot->curcid == tu->cid);
 	tu->scan_cxt = CurrentMemoryContext;
 	tu->scan = index_beginscan(tu->rel, tu->idx, tu->snapshot, 1, 0);
+	if (tu->in_key_order)
+	{
+		AttrNumber	col = 1;
+		Oid			op = Int4LessOperator;
+		Oid			coll = InvalidOid;
+		bool		nulls_first = false;
+
+		tu->sort = tuplesort_begin_heap(typeinfo, 1, &col, &op, &coll, &nulls_first, work_mem, NULL,
+										TUPLESORT_NONE);
+		tu->sorted = MakeSingleTupleTableSlot(typeinfo, &TTSOpsMinimalTuple);
+	}
 }
 
 static void
@@ -492,6 +557,11 @@ update_shutdown(DestReceiver *self)
 {
 	TargetUpdate *tu = (TargetUpdate *) self;
 
+	if (tu->sort != NULL)
+	{
+		write_in_key_order(tu);
+		ExecDropSingleTupleTableSlot(tu->sorted);
+	}
 	if (tu->scan)
 		index_endscan(tu->scan);
 	tu->scan = NULL;
@@ -500,6 +570,46 @@ update_shutdown(DestReceiver *self)
 static void
 update_destroy(DestReceiver *self)
 {
+}
+
+/*
+ * in_key_order
+ *	  Are the changed groups written in the order of their key hash h (the
+ *	  order of pg_cq's index on the target, idx), sorted first, rather than
+ *	  as the SELECT returns them (the store's order, random to the index)?
+ *	  With cq.target_update_order "auto", where they are many for a large
+ *	  index: at least KEY_ORDER_MIN_GROUPS, at least half as many as its
+ *	  pages, and the index at least KEY_ORDER_MIN_PAGES.  Then most leaf
+ *	  pages hold the keys of several groups, which in the store's order
+ *	  each probe reads again (in a target larger than shared buffers often
+ *	  evicted meanwhile, and dirty: written out to be read back), and in
+ *	  key order read and write once, the descents sharing their upper
+ *	  pages and a new row version's index entry going to the page its probe
+ *	  just read.  Fewer groups share almost no page, and a smaller index
+ *	  stays in the CPU's caches in any order: there the sort would only
+ *	  cost.  bench/merge.sh, session 43 (bench/README.md, "Session 43"):
+ *	  at 1M target groups key order took 0.76x the target write of the
+ *	  store's order at 100k changed groups, 0.87-0.88x at 10k-30k.  (A
+ *	  variant that also fetched the rows in TID order, their TIDs read from
+ *	  the index alone, cost 1.5x at 4k groups: without the index scan's
+ *	  own heap fetch no dead index entry is marked, and every batch
+ *	  fetched every dead version again.)
+ *	  "key": every batch, "store": none (tests, measurements).
+ */
+#define KEY_ORDER_MIN_GROUPS 1024
+#define KEY_ORDER_MIN_PAGES 1024
+
+static bool
+in_key_order(Relation idx, uint64 groups)
+{
+	BlockNumber pages;
+
+	if (cq_target_update_order != CQ_ORDER_AUTO)
+		return cq_target_update_order == CQ_ORDER_KEY;
+	if (groups < KEY_ORDER_MIN_GROUPS)
+		return false;
+	pages = RelationGetNumberOfBlocks(idx);
+	return pages >= KEY_ORDER_MIN_PAGES && groups * 2 >= (uint64) pages;
 }
 
 /*
@@ -617,6 +727,7 @@ cq_target_update(const CqStoreSql *sql, TupleDesc state, FmgrInfo *eq, const Oid
 	tu->having_col = sql->having ? UPD_FIRST_OUTPUT + sql->nout : -1;
 	tu->with_new = with_new;
 	tu->idx = index_open(index, RowExclusiveLock);
+	tu->in_key_order = in_key_order(tu->idx, groups);
 	tu->found = table_slot_create(tu->rel, NULL);
 	tu->latest = table_slot_create(tu->rel, NULL);
 	tu->row = MakeSingleTupleTableSlot(tu->desc, &TTSOpsVirtual);
@@ -641,8 +752,8 @@ cq_target_update(const CqStoreSql *sql, TupleDesc state, FmgrInfo *eq, const Oid
 	index_close(tu->idx, NoLock);
 	CommandCounterIncrement();
 	table_close(tu->rel, NoLock);
-	elog(DEBUG1, "pg_cq: store fold: %llu changed groups written from C: %lld rows updated, %lld inserted, %lld deleted",
+	elog(DEBUG1, "pg_cq: store fold: %llu changed groups written from C: %lld rows updated, %lld inserted, %lld deleted%s",
 		 (unsigned long long) groups, (long long) tu->updated, (long long) tu->inserted,
-		 (long long) tu->deleted);
+		 (long long) tu->deleted, tu->in_key_order ? " (in key-hash order)" : "");
 	return true;
 }
