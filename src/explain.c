@@ -50,6 +50,7 @@
 #include "store.h"
 #include "merge.h"
 #include "settings_pin.h"
+#include "delta.h"
 
 PG_FUNCTION_INFO_V1(cq_explain);
 
@@ -115,6 +116,10 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 							   "--   $4 text         start offset: the previous batch's end offset\n");
 	else
 		appendStringInfoString(&buf, "-- parameters:\n" OFFSET_PARAMETERS);
+	if (cq_delta_stamp_type(q->source) != XID8OID)
+		appendStringInfo(&buf, "--   (the source's cq_xid is %s: compared with $1 and $2 by its operators of\n"
+						 "--   the same name against xid8, which its BRIN index serves)\n",
+						 format_type_be_qualified(cq_delta_stamp_type(q->source)));
 	if (strstr(plan->batch_sql, "$5") != NULL && an->et_is_tz)
 		appendStringInfoString(&buf,
 							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity\n");
