@@ -4,6 +4,9 @@
 -- from the table), and every summary equals the one brin.c builds over the same rows; so do
 -- the summaries summarize.c makes itself (a batch's).  Then the write paths and readers one
 -- by one, each checked against the source (no row lost or counted twice).
+-- Last, sql/48_brin_insert, sql/13_tracking (its tables attached or inheriting given
+-- cq.xid48 columns; its pre-existing xid8 cq_xid stays xid8), sql/140_write_xid_const and
+-- sql/144_copy_xid_default once more, each in a schema of its own, as in sql/215.
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
 SET client_min_messages = warning;
@@ -310,4 +313,489 @@ SELECT cq.drop_query('p48_q', drop_target => true);
 DROP TABLE p48_src, p48_seen;
 DROP FUNCTION p48_wrong();
 DROP FUNCTION p48_exact();
+RESET cq.stamp_type;
+
+-- ---- sql/48_brin_insert.sql once more, on cq.xid48 sources: rows into the BRIN index through brin_insert.c's gate ----
+CREATE SCHEMA x48_48;
+GRANT USAGE, CREATE ON SCHEMA x48_48 TO PUBLIC;
+RESET client_min_messages;
+SET search_path = x48_48, public, cq;
+SET cq.stamp_type = 'xid48';
+-- Issue 12 goal 1: rows inserted into a BRIN index on xid8 (the index on cq_xid of a
+-- tracked source) read the revmap entry of their range and nothing else unless the range
+-- is summarized (src/brin_insert.c, cq_brininsert).  Whatever the path (INSERT, INSERT ...
+-- SELECT, COPY, prepared statements, errors in the middle of a statement, subtransactions,
+-- partitions, autosummarize), an index scan finds every row, and no buffer pin leaks (a
+-- leak would show as a WARNING).  The last, partial range of a fresh tracking index is
+-- left unsummarized (the index build summarized it), as batches keep it.
+CREATE EXTENSION IF NOT EXISTS pg_cq;
+SET client_min_messages = warning;
+
+CREATE TABLE bri_src (k int CHECK (k <> -1), pad text);
+CREATE TABLE bri_q WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT count(*) AS n FROM bri_src;
+-- the tracking index of a table
+CREATE FUNCTION bri_index(t regclass) RETURNS regclass LANGUAGE sql
+  AS $$ SELECT indexrelid::regclass FROM pg_index WHERE indrelid = t $$;
+
+-- range 0 of the index built on the empty table is not summarized: summarizing the new
+-- values now summarizes it
+INSERT INTO bri_src VALUES (1, 'a');
+SELECT brin_summarize_new_values(bri_index('bri_src')) AS summarized_ranges;
+SELECT brin_desummarize_range(bri_index('bri_src'), 0);
+
+-- rows through the index: every row, and the plan does use the index
+CREATE FUNCTION bri_count(t regclass) RETURNS TABLE (by_index bigint, by_scan bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  SET LOCAL enable_seqscan = off;
+  EXECUTE format('SELECT count(*) FROM %s WHERE cq_xid >= ''1''::xid8', t) INTO by_index;
+  SET LOCAL enable_seqscan = on;
+  SET LOCAL enable_bitmapscan = off;
+  EXECUTE format('SELECT count(*) FROM %s', t) INTO by_scan;
+  RETURN NEXT;
+END $$;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM bri_src WHERE cq_xid >= '1'::xid8;
+RESET enable_seqscan;
+
+-- many ranges (32 pages each), some summarized while rows keep coming
+INSERT INTO bri_src SELECT g, repeat('p', 200) FROM generate_series(1, 5000) g;
+SELECT brin_summarize_new_values(bri_index('bri_src')) > 0 AS summarized;
+INSERT INTO bri_src SELECT g, repeat('p', 200) FROM generate_series(1, 5000) g;
+COPY bri_src (k, pad) FROM STDIN;
+7	copied
+8	copied
+\.
+SELECT * FROM bri_count('bri_src');
+
+-- an error in the middle of an INSERT and of a COPY: the statement's pins go with it
+\set VERBOSITY terse
+INSERT INTO bri_src SELECT CASE WHEN g = 3000 THEN -1 ELSE g END, 'x' FROM generate_series(1, 4000) g;
+COPY bri_src (k, pad) FROM STDIN;
+9	copied
+-1	copied
+\.
+\set VERBOSITY default
+-- caught in a subtransaction, then more rows in the same transaction
+DO $$
+BEGIN
+  BEGIN
+    INSERT INTO bri_src SELECT CASE WHEN g = 300 THEN -1 ELSE g END, 'x' FROM generate_series(1, 400) g;
+  EXCEPTION WHEN check_violation THEN
+    RAISE WARNING 'caught';
+  END;
+  INSERT INTO bri_src SELECT g, 'y' FROM generate_series(1, 400) g;
+END $$;
+-- prepared, run more times than a plan is cached after
+PREPARE bri_ins(int) AS INSERT INTO bri_src VALUES ($1, 'prepared');
+EXECUTE bri_ins(1); EXECUTE bri_ins(2); EXECUTE bri_ins(3); EXECUTE bri_ins(4);
+EXECUTE bri_ins(5); EXECUTE bri_ins(6); EXECUTE bri_ins(7);
+DEALLOCATE bri_ins;
+-- explicit values (the stamp trigger restamps them), and EXPLAIN ANALYZE
+INSERT INTO bri_src (k, pad, cq_xid) VALUES (10, 'explicit', '3');
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) INSERT INTO bri_src SELECT g, 'e' FROM generate_series(1, 3) g;
+SELECT * FROM bri_count('bri_src');
+
+-- autosummarize: the first row of a range asks autovacuum to summarize the previous one
+SELECT format('ALTER INDEX %s SET (autosummarize = on)', bri_index('bri_src')) \gexec
+INSERT INTO bri_src SELECT g, repeat('p', 200) FROM generate_series(1, 5000) g;
+SELECT * FROM bri_count('bri_src');
+
+-- the batch reads every row
+CALL cq.run('bri_q');
+SELECT n, n = (SELECT count(*) FROM bri_src) AS all_rows FROM bri_q;
+
+-- a partitioned source (each partition's index)
+CREATE TABLE bri_p (k int, pad text) PARTITION BY RANGE (k);
+CREATE TABLE bri_p1 PARTITION OF bri_p FOR VALUES FROM (0) TO (1000);
+CREATE TABLE bri_p2 PARTITION OF bri_p FOR VALUES FROM (1000) TO (10000);
+CREATE TABLE bri_pq WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT count(*) AS n FROM bri_p;
+INSERT INTO bri_p SELECT g, repeat('p', 200) FROM generate_series(0, 9999) g;
+SELECT brin_summarize_new_values(bri_index('bri_p2')) > 0 AS summarized;
+INSERT INTO bri_p1 SELECT g, 'direct' FROM generate_series(0, 999) g;
+COPY bri_p2 (k, pad) FROM STDIN;
+5000	copied
+\.
+SELECT * FROM bri_count('bri_p1');
+SELECT * FROM bri_count('bri_p2');
+CALL cq.run('bri_pq');
+SELECT n, n = (SELECT count(*) FROM bri_p) AS all_rows FROM bri_pq;
+
+-- an untracked table with a BRIN index on xid8 of its own, explicit values
+CREATE TABLE bri_x (x xid8);
+CREATE INDEX bri_x_idx ON bri_x USING brin (x cq.xid8_minmax_ops) WITH (pages_per_range = 1);
+INSERT INTO bri_x SELECT g::text::xid8 FROM generate_series(1, 1000) g;
+SELECT brin_summarize_new_values('bri_x_idx') > 0 AS summarized;
+INSERT INTO bri_x SELECT (100000 + g)::text::xid8 FROM generate_series(1, 1000) g;
+SET enable_seqscan = off;
+SELECT count(*) FROM bri_x WHERE x > '1000'::xid8;
+RESET enable_seqscan;
+
+SELECT cq.drop_query('bri_q', drop_target => true);
+SELECT cq.drop_query('bri_pq', drop_target => true);
+DROP TABLE bri_src, bri_p, bri_x;
+DROP FUNCTION bri_index(regclass), bri_count(regclass);
+RESET search_path;
+RESET cq.stamp_type;
+
+-- ---- sql/13_tracking.sql once more, on cq.xid48 sources: tracking and the stamp trigger (a pre-existing xid8 cq_xid stays xid8; tables attached or inheriting get cq.xid48 columns) ----
+CREATE SCHEMA x48_13;
+GRANT USAGE, CREATE ON SCHEMA x48_13 TO PUBLIC;
+RESET client_min_messages;
+SET search_path = x48_13, public, cq;
+SET cq.stamp_type = 'xid48';
+-- Issue 9 item 10: every row that reaches a source is stamped with the id of the
+-- transaction that inserted it, whatever the statement gave cq_xid, so no committed
+-- row is skipped: a cq_xid column that existed before tracking, a partition attached
+-- later (rows inserted straight into it), a dropped or changed default, explicit
+-- values (INSERT ... SELECT * from another tracked table, COPY with the column),
+-- inheritance children, session_replication_role = replica.  An UPDATE cannot change
+-- cq_xid, and a row an UPDATE moves to another partition is not counted again.
+CREATE EXTENSION IF NOT EXISTS pg_cq;
+
+-- a table with a cq_xid column of its own (no default, no index), holding values
+-- pg_cq did not stamp: rows present now are history, read by batch 0
+CREATE TABLE tr_pre (k int, cq_xid xid8);
+INSERT INTO tr_pre VALUES (1, NULL), (2, '3'), (3, '999999999999');
+CREATE TABLE tr_pre_n WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT k, count(*) AS n FROM tr_pre GROUP BY k;
+SELECT * FROM tr_pre_n ORDER BY k;
+-- tracking gave it what a new column gets
+SELECT pg_get_expr(d.adbin, d.adrelid) AS cq_xid_default
+  FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+ WHERE d.adrelid = 'tr_pre'::regclass AND a.attname = 'cq_xid';
+SELECT c.relname, am.amname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_am am ON am.oid = c.relam WHERE i.indrelid = 'tr_pre'::regclass;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'tr_pre'::regclass ORDER BY tgname;
+INSERT INTO tr_pre (k) VALUES (4), (1);
+CALL cq.run('tr_pre_n');
+SELECT * FROM tr_pre_n ORDER BY k;
+-- a source tracked without the stamp trigger (by 0.1): the owner's next query adds it
+DROP TRIGGER zz_cq_stamp ON tr_pre;
+CREATE TABLE tr_pre_k WITH (cq.trigger = 'available_now') AS SELECT k FROM tr_pre WITH NO DATA;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'tr_pre'::regclass ORDER BY tgname;
+
+-- a source and another tracked table
+CREATE TABLE tr_src (k int, v int);
+CREATE TABLE tr_other (k int, v int);
+CREATE TABLE tr_n WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT k, count(*) AS n, sum(v) AS s FROM tr_src GROUP BY k;
+CREATE TABLE tr_other_n WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT k, count(*) AS n FROM tr_other GROUP BY k;
+INSERT INTO tr_other VALUES (1, 10), (2, 20);
+INSERT INTO tr_src VALUES (0, 0);
+CALL cq.run('tr_n');
+-- explicit values: copies of another table's stamps, a made-up one, COPY with the column
+INSERT INTO tr_src SELECT * FROM tr_other;
+INSERT INTO tr_src (k, v, cq_xid) VALUES (3, 30, '3'), (4, 40, '999999999999'), (5, 50, NULL);
+COPY tr_src (k, v, cq_xid) FROM STDIN;
+6	60	3
+\.
+-- every row carries the stamp of the transaction that inserted it
+SELECT count(*) FILTER (WHERE cq_xid IS NULL) AS unstamped,
+       count(*) FILTER (WHERE cq_xid > pg_snapshot_xmax(pg_current_snapshot())) AS in_the_future
+  FROM tr_src;
+CALL cq.run('tr_n');
+SELECT * FROM tr_n ORDER BY k;
+
+-- the default dropped or changed: rows are stamped all the same
+ALTER TABLE tr_src ALTER COLUMN cq_xid DROP DEFAULT;
+INSERT INTO tr_src (k, v) VALUES (7, 70);
+ALTER TABLE tr_src ALTER COLUMN cq_xid SET DEFAULT '5';
+INSERT INTO tr_src (k, v) VALUES (7, 71);
+ALTER TABLE tr_src ALTER COLUMN cq_xid SET DEFAULT pg_current_xact_id();
+-- a replica's apply (session_replication_role = replica) stamps too
+SET session_replication_role = replica;
+INSERT INTO tr_src (k, v, cq_xid) VALUES (8, 80, '3');
+RESET session_replication_role;
+CALL cq.run('tr_n');
+SELECT * FROM tr_n WHERE k >= 7 ORDER BY k;
+-- the target equals its plain query
+SELECT count(*) AS tr_n_diff
+  FROM ((SELECT k, count(*), sum(v) FROM tr_src GROUP BY k EXCEPT ALL TABLE tr_n)
+        UNION ALL (TABLE tr_n EXCEPT ALL SELECT k, count(*), sum(v) FROM tr_src GROUP BY k)) x;
+
+-- UPDATE cannot change cq_xid (it would count a row again, or never); other columns may
+-- change, unseen by the queries (sources are append-only)
+UPDATE tr_src SET cq_xid = pg_current_xact_id() WHERE k = 1;
+UPDATE tr_src SET cq_xid = NULL WHERE k = 1;
+UPDATE tr_src SET v = v + 1, cq_xid = cq_xid WHERE k = 1;
+DELETE FROM tr_src WHERE k = 0;
+CALL cq.run('tr_n');
+SELECT * FROM tr_n WHERE k <= 1 ORDER BY k;
+
+-- a partitioned source: a partition attached later, rows inserted straight into it
+CREATE TABLE tr_part (k int, v int) PARTITION BY LIST (k);
+CREATE TABLE tr_part_1 PARTITION OF tr_part FOR VALUES IN (1);
+CREATE TABLE tr_part_n WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT k, count(*) AS n FROM tr_part GROUP BY k;
+CREATE TABLE tr_part_2 (k int, v int, cq_xid cq.xid48);
+-- rows a table brings when attached keep their cq_xid: NULL is history (not counted)
+INSERT INTO tr_part_2 VALUES (2, 0, NULL);
+ALTER TABLE tr_part ATTACH PARTITION tr_part_2 FOR VALUES IN (2);
+INSERT INTO tr_part_2 (k, v) VALUES (2, 1);
+INSERT INTO tr_part_1 (k, v, cq_xid) VALUES (1, 1, '3');
+INSERT INTO tr_part VALUES (1, 2), (2, 2);
+-- a partition created later, and a tracked table attached with its own trigger
+CREATE TABLE tr_part_3 PARTITION OF tr_part FOR VALUES IN (3);
+INSERT INTO tr_part_3 (k, v, cq_xid) VALUES (3, 1, '3');
+CREATE TABLE tr_part_4 (k int, v int);
+CREATE TABLE tr_part_4_n WITH (cq.trigger = 'available_now') AS SELECT k FROM tr_part_4;
+DROP TABLE tr_part_4_n;
+ALTER TABLE tr_part ATTACH PARTITION tr_part_4 FOR VALUES IN (4);
+INSERT INTO tr_part_4 (k, v, cq_xid) VALUES (4, 1, '3');
+SELECT c.relname, t.tgname, t.tgparentid <> 0 AS cloned
+  FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+ WHERE c.relname LIKE 'tr\_part%' AND t.tgname = 'zz_cq_stamp' ORDER BY 1;
+CALL cq.run('tr_part_n');
+SELECT * FROM tr_part_n ORDER BY k;
+-- an UPDATE that moves a row to another partition does not count it again
+UPDATE tr_part SET k = 3 WHERE k = 1 AND v = 2;
+SELECT k, v FROM tr_part WHERE v = 2 ORDER BY k;
+CALL cq.run('tr_part_n');
+SELECT * FROM tr_part_n ORDER BY k;
+
+-- inheritance children (row triggers are not cloned to them): existing ones at tracking,
+-- CREATE TABLE ... INHERITS and ALTER TABLE ... INHERIT later
+CREATE TABLE tr_inh (k int, v int);
+CREATE TABLE tr_inh_a () INHERITS (tr_inh);
+CREATE TABLE tr_inh_n WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT k, count(*) AS n FROM tr_inh GROUP BY k;
+CREATE TABLE tr_inh_b () INHERITS (tr_inh);
+CREATE TABLE tr_inh_c (k int, v int, cq_xid cq.xid48);
+ALTER TABLE tr_inh_c INHERIT tr_inh;
+INSERT INTO tr_inh_a (k, v, cq_xid) VALUES (1, 1, '3');
+INSERT INTO tr_inh_b (k, v, cq_xid) VALUES (2, 1, '3');
+INSERT INTO tr_inh_c (k, v) VALUES (3, 1);
+CALL cq.run('tr_inh_n');
+SELECT * FROM tr_inh_n ORDER BY k;
+
+DROP TABLE tr_pre_n, tr_pre_k, tr_pre, tr_n, tr_other_n, tr_src, tr_other, tr_part_n, tr_part,
+  tr_inh_n, tr_inh CASCADE;
+RESET search_path;
+RESET cq.stamp_type;
+
+-- ---- sql/140_write_xid_const.sql once more, on cq.xid48 sources: INSERT's Const of cq.xid48 (by reference) in the place of cq.current_xid48() ----
+CREATE SCHEMA x48_140;
+GRANT USAGE, CREATE ON SCHEMA x48_140 TO PUBLIC;
+RESET client_min_messages;
+SET search_path = x48_140, public, cq;
+SET cq.stamp_type = 'xid48';
+-- Issue 12 goal 1: a single-row INSERT that leaves cq_xid to its default is started with
+-- the default's pg_current_xact_id() replaced by its value, a Const, in the plan (the
+-- plan cache's plan gets its expression back after ExecutorStart: src/stamp.c,
+-- xid_const_begin), and the BRIN index on cq_xid stays locked until the transaction ends
+-- (keep_index_locks).  Every row carries its top-level transaction's id, for a plan reused
+-- by later transactions, in subtransactions, with RETURNING; EXPLAIN shows the function;
+-- a read-only transaction is refused as before; the index's lock is held until commit or
+-- rollback, and released then.  (Since session 38 every INSERT is: sql/173_*.)
+CREATE EXTENSION IF NOT EXISTS pg_cq;
+SET client_min_messages = warning;
+
+CREATE TABLE wxc_src (k int, note text);
+CREATE TABLE wxc_q WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT count(*) AS n FROM wxc_src;
+CREATE TABLE wxc_seen (k int, x xid8);
+-- the rows of wxc_src whose cq_xid is not that of the transaction wxc_seen noted for them
+CREATE FUNCTION wxc_wrong() RETURNS bigint LANGUAGE sql
+  AS $$ SELECT count(*) FROM wxc_src s LEFT JOIN wxc_seen w USING (k)
+        WHERE w.x IS NULL OR s.cq_xid IS DISTINCT FROM w.x $$;
+-- locks this session holds on the BRIN index of wxc_src
+CREATE FUNCTION wxc_index_locks() RETURNS text LANGUAGE sql
+  AS $$ SELECT coalesce(string_agg(l.mode, ',' ORDER BY l.mode), 'none') FROM pg_locks l
+        JOIN pg_index i ON i.indexrelid = l.relation
+        WHERE i.indrelid = 'wxc_src'::regclass AND l.pid = pg_backend_pid() AND l.granted $$;
+
+-- one generic plan, executed by several transactions: each row gets its own transaction's id
+SET plan_cache_mode = force_generic_plan;
+PREPARE wxc_ins(int, text) AS INSERT INTO wxc_src (k, note) VALUES ($1, $2);
+BEGIN;
+EXECUTE wxc_ins(1, 'a');
+INSERT INTO wxc_seen VALUES (1, pg_current_xact_id());
+COMMIT;
+BEGIN;
+EXECUTE wxc_ins(2, 'b');
+INSERT INTO wxc_seen VALUES (2, pg_current_xact_id());
+COMMIT;
+EXECUTE wxc_ins(3, 'c');
+INSERT INTO wxc_seen SELECT 3, cq_xid FROM wxc_src WHERE k = 3;
+SELECT count(DISTINCT cq_xid) AS distinct_xids FROM wxc_src;
+SELECT wxc_wrong() AS wrong;
+
+-- the plan cache's plan still computes the default: EXPLAIN ANALYZE after the executions
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE wxc_ins(4, 'd');
+INSERT INTO wxc_seen SELECT 4, cq_xid FROM wxc_src WHERE k = 4;
+
+-- subtransactions: the top-level id, also after a failed and a rolled back one
+BEGIN;
+SAVEPOINT s1;
+EXECUTE wxc_ins(5, 'e');
+RELEASE s1;
+SAVEPOINT s2;
+INSERT INTO wxc_src (k, note) VALUES (6, (1 / (random() * 0)::int)::text);
+ROLLBACK TO s2;
+SAVEPOINT s3;
+EXECUTE wxc_ins(7, 'g');
+ROLLBACK TO s3;
+EXECUTE wxc_ins(8, 'h');
+INSERT INTO wxc_seen SELECT k, pg_current_xact_id() FROM (VALUES (5), (8)) v(k);
+-- xmin is the subtransaction's, cq_xid the transaction's
+SELECT k, cq_xid = pg_current_xact_id() AS top_xid, xmin::text::bigint <> (pg_current_xact_id()::text::bigint % 4294967296) AS sub_xmin
+  FROM wxc_src WHERE k IN (5, 8) ORDER BY k;
+COMMIT;
+SELECT wxc_wrong() AS wrong;
+
+-- RETURNING sees the stamped value, in a transaction whose first write it is
+BEGIN;
+INSERT INTO wxc_src (k, note) VALUES (9, 'i') RETURNING k, cq_xid = pg_current_xact_id() AS stamped;
+COMMIT;
+INSERT INTO wxc_seen SELECT 9, cq_xid FROM wxc_src WHERE k = 9;
+
+-- the other plans stamp as before: several rows, no row, explicit values (sql/173_*: many rows)
+BEGIN;
+INSERT INTO wxc_src (k, note) VALUES (10, 'j'), (11, 'k');
+INSERT INTO wxc_src (k, note) SELECT 12, 'l' WHERE false;
+INSERT INTO wxc_src (k, note, cq_xid) VALUES (13, 'm', '3');
+INSERT INTO wxc_seen SELECT k, pg_current_xact_id() FROM (VALUES (10), (11), (13)) v(k);
+COMMIT;
+SELECT wxc_wrong() AS wrong, count(*) AS rows FROM wxc_src;
+
+-- a read-only transaction is refused as before, without a transaction id assigned
+BEGIN READ ONLY;
+SAVEPOINT s;
+EXECUTE wxc_ins(14, 'n');
+ROLLBACK TO s;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid;
+ROLLBACK;
+
+-- a statement refused while it starts (no privilege) leaves the plan as it was
+CREATE ROLE wxc_reader;
+GRANT SELECT ON wxc_src TO wxc_reader;
+SET ROLE wxc_reader;
+EXECUTE wxc_ins(14, 'n');
+RESET ROLE;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE wxc_ins(14, 'n');
+EXECUTE wxc_ins(14, 'n');
+INSERT INTO wxc_seen SELECT 14, cq_xid FROM wxc_src WHERE k = 14;
+SELECT wxc_wrong() AS wrong;
+REVOKE ALL ON wxc_src FROM wxc_reader;
+DROP ROLE wxc_reader;
+
+-- the index's lock: held after the statement until the transaction ends
+BEGIN;
+EXECUTE wxc_ins(15, 'o');
+SELECT wxc_index_locks() AS after_insert;
+EXECUTE wxc_ins(16, 'p');
+INSERT INTO wxc_src (k, note) SELECT g, 'q' FROM generate_series(17, 20) g;
+SELECT wxc_index_locks() AS after_more;
+COMMIT;
+SELECT wxc_index_locks() AS after_commit;
+BEGIN;
+SAVEPOINT s;
+EXECUTE wxc_ins(21, 'r');
+SELECT wxc_index_locks() AS in_savepoint;
+ROLLBACK TO s;
+SELECT wxc_index_locks() AS after_rollback_to;
+ROLLBACK;
+-- (an UPDATE keeps it too, as before: its planning locks the table's indexes until then)
+BEGIN;
+UPDATE wxc_src SET note = 'u' WHERE k = 1;
+SELECT wxc_index_locks() AS after_update;
+ROLLBACK;
+-- a table with another index: the executor releases both at the statement's end
+CREATE INDEX wxc_src_k ON wxc_src (k);
+BEGIN;
+EXECUTE wxc_ins(22, 's');
+SELECT wxc_index_locks() AS two_indexes;
+ROLLBACK;
+DROP INDEX wxc_src_k;
+-- rows still found through the BRIN index after summarizing (the index was written)
+SELECT brin_summarize_new_values(i.indexrelid) >= 0 AS summarized FROM pg_index i
+  WHERE i.indrelid = 'wxc_src'::regclass;
+SET enable_seqscan = off;
+SELECT count(*) AS by_index FROM wxc_src WHERE cq_xid >= '1';
+RESET enable_seqscan;
+
+DEALLOCATE wxc_ins;
+RESET plan_cache_mode;
+DROP TABLE wxc_q;
+DROP TABLE wxc_src, wxc_seen;
+DROP FUNCTION wxc_wrong(), wxc_index_locks();
+RESET search_path;
+RESET cq.stamp_type;
+
+-- ---- sql/144_copy_xid_default.sql once more, on cq.xid48 sources: COPY's Const of cq.xid48 swapped into the default ----
+CREATE SCHEMA x48_144;
+GRANT USAGE, CREATE ON SCHEMA x48_144 TO PUBLIC;
+RESET client_min_messages;
+SET search_path = x48_144, public, cq;
+SET cq.stamp_type = 'xid48';
+-- Issue 12 goal 1: a COPY FROM into a tracked source, the cq_xid default of its rows
+-- (session 34 measured evaluating it without the function call; any such shortcut must
+-- keep what this test checks).  Every row of a COPY of
+-- several flushes (1,000 rows each at most) carries its top-level transaction's id, in
+-- cq_xid and in another column with the same default: in an autocommit COPY (xmin is that
+-- id), in subtransactions (xmin is the subtransaction's), after a rolled-back COPY, in a
+-- transaction that had its id before; and the query reads exactly the committed rows.
+CREATE EXTENSION IF NOT EXISTS pg_cq;
+SET client_min_messages = warning;
+
+CREATE TABLE cxd_src (k int, x2 xid8 DEFAULT pg_current_xact_id());
+CREATE TABLE cxd_q WITH (cq.trigger = 'available_now', cq.output_mode = 'update')
+  AS SELECT count(*) AS n, sum(k) AS s FROM cxd_src;
+-- rows whose ids are not those expected: cq_xid differs from x2, or from the noted id
+CREATE TABLE cxd_seen (lo int, hi int, x xid8);
+CREATE FUNCTION cxd_wrong() RETURNS bigint LANGUAGE sql
+  AS $$ SELECT count(*) FROM cxd_src s LEFT JOIN cxd_seen w ON s.k BETWEEN w.lo AND w.hi
+        WHERE s.cq_xid IS DISTINCT FROM s.x2 OR (w.x IS NOT NULL AND s.cq_xid <> w.x) $$;
+
+-- autocommit COPY of 5,000 rows: one id, xmin's
+COPY cxd_src (k) FROM PROGRAM 'seq 1 5000';
+SELECT count(*) AS rows, count(DISTINCT cq_xid) AS ids,
+       count(*) FILTER (WHERE cq_xid::text::bigint % 4294967296 <> xmin::text::bigint) AS not_xmin
+  FROM cxd_src;
+
+-- subtransactions: the top-level id, also after a rolled-back COPY
+BEGIN;
+SAVEPOINT s1;
+COPY cxd_src (k) FROM PROGRAM 'seq 10001 13000';
+RELEASE s1;
+SAVEPOINT s2;
+COPY cxd_src (k) FROM PROGRAM 'seq 20001 24000';
+ROLLBACK TO s2;
+SAVEPOINT s3;
+COPY cxd_src (k) FROM PROGRAM 'seq 30001 32500';
+SELECT count(*) AS rows_here, count(*) FILTER (WHERE cq_xid = pg_current_xact_id()) AS top_id,
+       count(*) FILTER (WHERE xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296) AS top_xmin
+  FROM cxd_src WHERE k > 10000;
+INSERT INTO cxd_seen VALUES (10001, 39999, pg_current_xact_id());
+COMMIT;
+SELECT cxd_wrong() AS wrong;
+
+-- a transaction that had its id before the COPY, and a COPY that fails after its first flush
+BEGIN;
+INSERT INTO cxd_src (k) VALUES (40000);
+COPY cxd_src (k) FROM PROGRAM 'seq 40001 42000';
+INSERT INTO cxd_seen VALUES (40000, 49999, pg_current_xact_id());
+COMMIT;
+BEGIN;
+SAVEPOINT s4;
+COPY cxd_src (k) FROM PROGRAM 'seq 50001 53000; echo oops';
+ROLLBACK TO s4;
+COPY cxd_src (k) FROM PROGRAM 'seq 50001 51500';
+INSERT INTO cxd_seen VALUES (50000, 59999, pg_current_xact_id());
+COMMIT;
+SELECT cxd_wrong() AS wrong, count(*) AS rows, count(DISTINCT cq_xid) AS ids FROM cxd_src;
+
+-- the query reads exactly the committed rows
+CALL cq.run('cxd_q');
+SELECT q.n = s.n AND q.s = s.s AS query_matches, q.n
+  FROM cxd_q q, (SELECT count(*) AS n, sum(k) AS s FROM cxd_src) s;
+
+DROP TABLE cxd_q;
+DROP TABLE cxd_src, cxd_seen;
+DROP FUNCTION cxd_wrong();
+RESET search_path;
 RESET cq.stamp_type;
