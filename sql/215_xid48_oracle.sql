@@ -195,21 +195,14 @@ SELECT count(*) FILTER (WHERE cq_xid IS NOT NULL) > 1000 AS stamped,
 RESET cq.stamp_type;
 
 -- ---- sql/180_delta_scan_c.sql once more, on cq.xid48 sources: the new rows read in C (delta_scan.c: the scan keys of the column's type against xid8, the row test on 6 bytes) and by the statement, the same ----
-CREATE SCHEMA x48_180;
-GRANT USAGE, CREATE ON SCHEMA x48_180 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_180, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_180
+\i sql/include/xid48_port_begin.sql
 \i sql/180_delta_scan_c.sql
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
 
 -- ---- sql/72_scan_horizon.sql once more, on cq.xid48 sources: horizon.c's scan keys (cq.xid48's cross-type functions) and summaries ----
-CREATE SCHEMA x48_72;
-GRANT USAGE, CREATE ON SCHEMA x48_72 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_72, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_72
+\i sql/include/xid48_port_begin.sql
 -- Issue 12 goals 5-6: the scan of a batch's new rows leaves out the pages
 -- of the source that cannot hold them: a heap page whose LSN is not after
 -- a WAL position L holds no row version created after L, and rows whose
@@ -346,25 +339,16 @@ DROP TABLE hz_src, hz_all, hz_scans;
 DROP FUNCTION hz_differences();
 DROP FUNCTION hz_ext_scans();
 DROP FUNCTION hz_log();
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
 
 -- ---- sql/50_stream_joins.sql once more, on cq.xid48 sources: joins of two streams (join_sql.c's range with OPERATOR(cq.x), the buffers' xid8 column filled from cq.xid48, the row limit's union of both sides' stamps), by CALL cq.run and by background workers ----
-CREATE SCHEMA x48_50;
-GRANT USAGE, CREATE ON SCHEMA x48_50 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_50, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_50
+\i sql/include/xid48_port_begin.sql
 \i sql/50_stream_joins.sql
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
 
 -- ---- sql/116_spark_ported_joins.sql once more, on cq.xid48 sources: Spark's stream-stream join cases ----
-CREATE SCHEMA x48_116;
-GRANT USAGE, CREATE ON SCHEMA x48_116 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_116, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_116
+\i sql/include/xid48_port_begin.sql
 \i sql/116_spark_ported_joins.sql
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql

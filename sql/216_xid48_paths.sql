@@ -316,21 +316,14 @@ DROP FUNCTION p48_exact();
 RESET cq.stamp_type;
 
 -- ---- sql/48_brin_insert.sql once more, on cq.xid48 sources: rows into the BRIN index through brin_insert.c's gate ----
-CREATE SCHEMA x48_48;
-GRANT USAGE, CREATE ON SCHEMA x48_48 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_48, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_48
+\i sql/include/xid48_port_begin.sql
 \i sql/48_brin_insert.sql
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
 
 -- ---- sql/13_tracking.sql once more, on cq.xid48 sources: tracking and the stamp trigger (a pre-existing xid8 cq_xid stays xid8; tables attached or inheriting get cq.xid48 columns) ----
-CREATE SCHEMA x48_13;
-GRANT USAGE, CREATE ON SCHEMA x48_13 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_13, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_13
+\i sql/include/xid48_port_begin.sql
 -- Issue 9 item 10: every row that reaches a source is stamped with the id of the
 -- transaction that inserted it, whatever the statement gave cq_xid, so no committed
 -- row is skipped: a cq_xid column that existed before tracking, a partition attached
@@ -459,25 +452,16 @@ SELECT * FROM tr_inh_n ORDER BY k;
 
 DROP TABLE tr_pre_n, tr_pre_k, tr_pre, tr_n, tr_other_n, tr_src, tr_other, tr_part_n, tr_part,
   tr_inh_n, tr_inh CASCADE;
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
 
 -- ---- sql/140_write_xid_const.sql once more, on cq.xid48 sources: INSERT's Const of cq.xid48 (by reference) in the place of cq.current_xid48() ----
-CREATE SCHEMA x48_140;
-GRANT USAGE, CREATE ON SCHEMA x48_140 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_140, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_140
+\i sql/include/xid48_port_begin.sql
 \i sql/140_write_xid_const.sql
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
 
 -- ---- sql/144_copy_xid_default.sql once more, on cq.xid48 sources: COPY's Const of cq.xid48 swapped into the default ----
-CREATE SCHEMA x48_144;
-GRANT USAGE, CREATE ON SCHEMA x48_144 TO PUBLIC;
-RESET client_min_messages;
-SET search_path = x48_144, public, cq;
-SET cq.stamp_type = 'xid48';
+\set port x48_144
+\i sql/include/xid48_port_begin.sql
 \i sql/144_copy_xid_default.sql
-RESET search_path;
-RESET cq.stamp_type;
+\i sql/include/xid48_port_end.sql
