@@ -14,7 +14,11 @@
 #   - the upgrade path: on a 0.1 catalog cq.stamp_type = 'xid48' refuses to
 #     track a source, clearly, and nothing is half done; a source tracked
 #     with xid8 there keeps working after ALTER EXTENSION pg_cq UPDATE (its
-#     column stays xid8) while a new source gets cq.xid48.
+#     column stays xid8) while a new source gets cq.xid48;
+#   - epochs raised by pg_resetwal -e: past 2^47 tracking gives a new source
+#     xid8 with a NOTICE, while an xid48 source goes on with stamps above
+#     2^47; at 2^48 an xid48 source's writes fail ("does not fit", 54000)
+#     and nothing of them is counted, while xid8 sources go on.
 use strict;
 use warnings;
 use FindBin;
@@ -180,4 +184,57 @@ is(mismatches($node, 'up', 'SELECT k, count(*), sum(v) FROM new_src GROUP BY k',
 	'the cq.xid48 source works after the update');
 
 $node->stop;
+
+# ---- epochs: 2^47 and 2^48 ----
+my $en = cq_node('xid48_epochs');
+my $same_a = q{SELECT (SELECT count(*) FROM ((TABLE qa EXCEPT ALL SELECT k, count(*), sum(v) FROM sa GROUP BY k)
+	UNION ALL (SELECT k, count(*), sum(v) FROM sa GROUP BY k EXCEPT ALL TABLE qa)) d)};
+$en->safe_psql($db, q{
+	SET client_min_messages = warning;
+	CREATE EXTENSION pg_cq;
+	SET cq.stamp_type = 'xid48';
+	CREATE TABLE sa (k int, v int);
+	CREATE TABLE qa WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, count(*) AS n, sum(v) AS s FROM sa GROUP BY k;
+	INSERT INTO sa SELECT g % 3, g FROM generate_series(1, 300) g;
+	CALL cq.run('qa');
+});
+sub epoch
+{
+	my ($e) = @_;
+	$en->stop;
+	command_ok(['pg_resetwal', '-e', $e, $en->data_dir], "pg_resetwal -e $e");
+	$en->start;
+}
+epoch(32768);
+my ($erc, $eout, $eerr) = $en->psql($db, q{SET cq.stamp_type = 'xid48';
+	CREATE TABLE sb (k int, v int);
+	CREATE TABLE qb WITH (cq.output_mode = 'update', cq.trigger = 'available_now')
+	  AS SELECT k, count(*) AS n, sum(v) AS s FROM sb GROUP BY k;});
+is($erc, 0, 'past 2^47 a source is tracked') or diag($eerr);
+like($eerr, qr/NOTICE:  pg_cq stamps this source with xid8, not cq\.xid48/, 'with xid8, and a NOTICE');
+is($en->safe_psql($db, q{SELECT string_agg(format_type(atttypid, NULL), ' ' ORDER BY attrelid::regclass::text)
+	FROM pg_attribute WHERE attrelid IN ('sa'::regclass, 'sb'::regclass) AND attname = 'cq_xid'}),
+	'cq.xid48 xid8', 'the older source keeps cq.xid48');
+$en->safe_psql($db, q{SET client_min_messages = warning;
+	INSERT INTO sa SELECT g % 3, g FROM generate_series(1, 300) g;
+	INSERT INTO sb SELECT g % 3, g FROM generate_series(1, 300) g;
+	CALL cq.run('qa'); CALL cq.run('qb');});
+is($en->safe_psql($db, q{SELECT count(*) FILTER (WHERE cq_xid OPERATOR(cq.>=) '140737488355328'::xid8) FROM sa}),
+	'300', 'the xid48 source\'s new stamps are above 2^47');
+is($en->safe_psql($db, $same_a), '0', 'and its query reads them exactly');
+epoch(65536);
+($erc, $eout, $eerr) = $en->psql($db, q{INSERT INTO sa SELECT g % 3, g FROM generate_series(1, 10) g});
+isnt($erc, 0, 'at 2^48 a write into the xid48 source fails');
+like($eerr, qr/ERROR:  transaction id \d+ does not fit in cq\.xid48/, 'saying why');
+($erc, $eout, $eerr) = $en->psql($db, q{COPY sa (k, v) FROM PROGRAM 'seq 1 10 | sed s/$/,1/' (FORMAT csv)});
+like($eerr, qr/does not fit in cq\.xid48/, 'a COPY too');
+$en->safe_psql($db, q{SET client_min_messages = warning;
+	INSERT INTO sb SELECT g % 3, g FROM generate_series(1, 300) g;
+	CALL cq.run('qa'); CALL cq.run('qb');});
+is($en->safe_psql($db, $same_a), '0', 'the xid48 source\'s query counts nothing of the failed writes');
+is($en->safe_psql($db, q{SELECT (SELECT count(*) FROM ((TABLE qb EXCEPT ALL SELECT k, count(*), sum(v) FROM sb GROUP BY k)
+	UNION ALL (SELECT k, count(*), sum(v) FROM sb GROUP BY k EXCEPT ALL TABLE qb)) d)}), '0',
+	'the xid8 source goes on');
+$en->stop;
 done_testing();
