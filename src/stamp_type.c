@@ -64,6 +64,9 @@ static struct
 
 static bool callbacks = false;
 
+/* bumped by every invalidation: a look-up it overtook is not kept */
+static uint64 inval_count = 0;
+
 /*
  * stamp_type_inval
  *	  pg_type or pg_proc changed: look everything up again.
@@ -72,6 +75,7 @@ static void
 stamp_type_inval(Datum arg, int cacheid, uint32 hashvalue)
 {
 	st.known = false;
+	inval_count++;
 }
 
 /*
@@ -100,6 +104,7 @@ look_up(void)
 	static const int strategies[5] = {BTLessStrategyNumber, BTLessEqualStrategyNumber,
 	BTEqualStrategyNumber, BTGreaterEqualStrategyNumber, BTGreaterStrategyNumber};
 	Oid			nsp;
+	uint64		count;
 
 	if (st.known)
 		return;
@@ -109,6 +114,7 @@ look_up(void)
 		CacheRegisterSyscacheCallback(PROCOID, stamp_type_inval, (Datum) 0);
 		callbacks = true;
 	}
+	count = inval_count;
 	memset(&st, 0, sizeof(st));
 	add_cmp(F_XID8LT, BTLessStrategyNumber, true);
 	add_cmp(F_XID8LE, BTLessEqualStrategyNumber, true);
@@ -131,7 +137,8 @@ look_up(void)
 			add_cmp(cq_catalog_function(psprintf("xid48_%s", names[i]), 2, same), strategies[i], false);
 		}
 	}
-	st.known = true;
+	/* an invalidation taken meanwhile (by a look-up above): next time again */
+	st.known = count == inval_count;
 }
 
 /*
