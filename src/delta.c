@@ -113,8 +113,10 @@ visible_in(Var *xid, int param)
 
 /*
  * cq_delta_xid_new_function
- *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot) (of cq.xid48 for a
- *	  cq.xid48 cq_xid) for the predicate over source, or InvalidOid before
+ *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot) (cq.xid48_new(cq.xid48,
+ *	  ...) for a cq.xid48 cq_xid: an overload of cq.xid_new would make a call
+ *	  with an untyped literal ambiguous) for the predicate over source, or
+ *	  InvalidOid before
  *	  the 0.2 catalog and for a Citus table (whose predicate runs on the
  *	  workers, which need not have it): then the batch predicate keeps its
  *	  two pg_visible_in_snapshot() calls.  Looked up whenever SQL is built
@@ -128,7 +130,18 @@ cq_delta_xid_new_function(Oid source)
 	if (cq_catalog_version() < CQ_CATALOG_0_2 || cq_citus_kind(source) != CQ_CITUS_NONE)
 		return InvalidOid;
 	types[0] = cq_delta_stamp_type(source);
-	return cq_catalog_function("xid_new", 3, types);
+	return cq_catalog_function(cq_delta_xid_new_name(types[0]), 3, types);
+}
+
+/*
+ * cq_delta_xid_new_name
+ *	  The name in schema cq of the batch's row test for a cq_xid of type
+ *	  type (cq_delta_xid_new_function).
+ */
+const char *
+cq_delta_xid_new_name(Oid type)
+{
+	return type == XID8OID ? "xid_new" : "xid48_new";
 }
 
 /*
@@ -165,7 +178,8 @@ cq_delta_pred_sql(Oid source, bool history)
 	if (history)
 		return psprintf("%s IS NULL OR pg_catalog.pg_visible_in_snapshot(%s, $3)", x, x);
 	if (OidIsValid(xid_new))
-		return psprintf("%1$s %2$s $1 AND %1$s %3$s $2 AND cq.xid_new(%1$s, $3, $4)", x, ge, lt);
+		return psprintf("%1$s %2$s $1 AND %1$s %3$s $2 AND cq.%4$s(%1$s, $3, $4)", x, ge, lt,
+						cq_delta_xid_new_name(type));
 	return psprintf("%1$s %2$s $1 AND %1$s %3$s $2 AND pg_catalog.pg_visible_in_snapshot(%1$s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(%1$s, $4)", x, ge, lt);
 }

@@ -121,7 +121,7 @@ static char *
 new_in_range_sql(Oid relid, const char *x)
 {
 	if (OidIsValid(cq_delta_xid_new_function(relid)))
-		return psprintf("cq.xid_new(s.%1$s, $3, $4)", x);
+		return psprintf("cq.%2$s(s.%1$s, $3, $4)", x, cq_delta_xid_new_name(cq_delta_stamp_type(relid)));
 	return psprintf("pg_catalog.pg_visible_in_snapshot(s.%1$s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(s.%1$s, $4)", x);
 }

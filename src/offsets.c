@@ -912,9 +912,9 @@ PG_FUNCTION_INFO_V1(cq_xid48_new);
 
 /*
  * cq_xid48_new
- *	  cq.xid_new(xid cq.xid48, cur pg_snapshot, prev pg_snapshot): the
- *	  same for a cq.xid48 cq_xid (6 bytes by reference), without the cast
- *	  to xid8 a row.
+ *	  cq.xid48_new(xid cq.xid48, cur pg_snapshot, prev pg_snapshot):
+ *	  cq.xid_new for a cq.xid48 cq_xid (6 bytes by reference), without
+ *	  the cast to xid8 a row.
  */
 Datum
 cq_xid48_new(PG_FUNCTION_ARGS)

@@ -2,8 +2,8 @@
 -- hostile search_path: its own schema first, with operators of cq's names on
 -- (cq.xid48, xid8) that always say true.  Tracking gives the source a cq.xid48 cq_xid
 -- with cq.xid48's BRIN operator class; the stamp trigger keeps it; a column of another
--- type is refused as before; the setting takes only its two values; the overload
--- cq.xid_new(cq.xid48, ...) answers as the xid8 one.
+-- type is refused as before; the setting takes only its two values; cq.xid48_new
+-- answers as cq.xid_new.
 BEGIN;
 SET client_min_messages = warning;
 SELECT plan(12);
@@ -49,13 +49,13 @@ SELECT throws_ok($$SELECT cq.create_query('t101_bad_q', 'SELECT k, count(*) AS n
                  '42804', NULL, 'a cq_xid of another type is refused');
 RESET ROLE;
 
--- the overload answers as the xid8 function, ids below, in and above the snapshots
+-- cq.xid48_new answers as cq.xid_new, ids below, in and above the snapshots
 SELECT is((SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(1, 12) g
-            WHERE cq.xid_new(g::text::cq.xid48, '8:10:8'::pg_snapshot, '3:5:4'::pg_snapshot)
+            WHERE cq.xid48_new(g::text::cq.xid48, '8:10:8'::pg_snapshot, '3:5:4'::pg_snapshot)
                   IS DISTINCT FROM cq.xid_new(g::text::xid8, '8:10:8'::pg_snapshot, '3:5:4'::pg_snapshot)),
-          0::bigint, 'cq.xid_new(cq.xid48, ...) = cq.xid_new(xid8, ...)');
+          0::bigint, 'cq.xid48_new(cq.xid48, ...) = cq.xid_new(xid8, ...)');
 SELECT is((SELECT pg_catalog.count(*) FROM pg_catalog.generate_series(1, 12) g
-            WHERE cq.xid_new(g::text::cq.xid48, '8:10:8'::pg_snapshot, '3:5:4'::pg_snapshot)),
+            WHERE cq.xid48_new(g::text::cq.xid48, '8:10:8'::pg_snapshot, '3:5:4'::pg_snapshot)),
           5::bigint, 'and says new for 4, 5, 6, 7 and 9');
 
 SELECT * FROM finish();
