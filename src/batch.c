@@ -46,6 +46,7 @@
 
 #include "batch.h"
 #include "batch_guard.h"
+#include "batch_index.h"
 #include "delta_plan.h"
 #include "guc.h"
 #include "shmem.h"
@@ -321,216 +322,6 @@ nodata_batch(OwnerBatch *ob)
 }
 
 /*
- * drop_indexes
- *	  Drop the indexes of pg_cq's own table relid (a state table or a
- *	  table of DISTINCT pairs) and return their definitions, to be built
- *	  again by build_indexes once the table is loaded: a bulk load then a
- *	  sorted index build costs much less than an index insert per row in
- *	  hash order (issue 12 goal 2).  Both run in the batch's transaction,
- *	  so a failed batch leaves the indexes as they were; the DROP locks the
- *	  table until the batch commits (batches of a query are serialized by
- *	  its catalog row lock anyway).  Only if that lock is free at once (a
- *	  reader such as pg_dump holding the table makes the batch keep its
- *	  indexes rather than wait).  Appends to defs.
- */
-static List *
-drop_indexes(Oid relid, List *defs)
-{
-	Relation	rel;
-	List	   *indexes;
-	List	   *names = NIL;
-	ListCell   *lc;
-
-	if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessExclusiveLock))
-		return defs;
-	rel = table_open(relid, NoLock);
-	indexes = RelationGetIndexList(rel);
-	table_close(rel, NoLock);
-	foreach(lc, indexes)
-	{
-		Oid			idx = lfirst_oid(lc);
-
-		defs = lappend(defs, pg_get_indexdef_string(idx));
-		names = lappend(names, quote_qualified_identifier(get_namespace_name(get_rel_namespace(idx)),
-														  get_rel_name(idx)));
-	}
-	foreach(lc, names)
-		cq_spi_exec(psprintf("DROP INDEX %s", (char *) lfirst(lc)), SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	return defs;
-}
-
-/*
- * unindex_state
- *	  Before a fold into an empty state with plain INSERTs (batch 0 over
- *	  history, a rebuild of lost unlogged state): drop the indexes of the
- *	  state and of its table of DISTINCT pairs; returns their definitions
- *	  for build_indexes.  Not for deduplication, whose statements rely on
- *	  its unique index.  Internal objects of cq_state: as superuser (the
- *	  owner may not create in that schema).
- */
-static List *
-unindex_state(BatchInput *in)
-{
-	List	   *defs = NIL;
-	CqSecurity	sec;
-
-	if (!in->an->is_aggregate || in->an->is_dedup || !OidIsValid(in->q->state_table))
-		return NIL;
-	cq_security_superuser(&sec);
-	defs = drop_indexes(in->q->state_table, defs);
-	if (in->an->distinct_sets)
-		defs = drop_indexes(get_relname_relid(psprintf("sd_%d", in->q->id),
-											  get_namespace_oid("cq_state", false)),
-							defs);
-	cq_security_restore(&sec);
-	return defs;
-}
-
-/*
- * unindex_target
- *	  Batch 0 over history of an update query with GROUP BY writes every
- *	  group to the empty target with a plain INSERT (sink.c): drop the
- *	  target's index on its keys for that load too, and return its
- *	  definition for build_indexes_as_user.  Only when the target is a
- *	  plain table in the state pg_cq made it, with its one index (not
- *	  backing a constraint, not the replica identity, not clustered, no
- *	  comment: nothing a rebuild from its definition would lose), which
- *	  the current user (the query's owner) owns and may create in, and
- *	  only if its lock is free now: the DROP then holds the target until
- *	  the batch commits (readers of the empty target wait for the full
- *	  one), but never queues behind a reader.  Otherwise nothing changes.
- */
-static List *
-unindex_target(BatchInput *in)
-{
-	Relation	rel;
-	List	   *indexes;
-	Oid			idx;
-	Oid			target = in->q->target;
-	bool		ok;
-
-	if (in->q->opts.mode != CQ_MODE_UPDATE || in->an->group_exprs == NIL || !OidIsValid(target) ||
-		get_rel_relkind(target) != RELKIND_RELATION ||
-		!pg_class_ownercheck(target, GetUserId()) ||
-		pg_namespace_aclcheck(get_rel_namespace(target), GetUserId(), ACL_CREATE) != ACLCHECK_OK)
-		return NIL;
-	/* the lock the batch's INSERT takes anyway, then the upgrade only if free */
-	rel = table_open(target, RowExclusiveLock);
-	indexes = RelationGetIndexList(rel);
-	ok = list_length(indexes) == 1 && !OidIsValid(rel->rd_replidindex);
-	table_close(rel, NoLock);
-	if (!ok)
-		return NIL;
-	idx = linitial_oid(indexes);
-	if (OidIsValid(get_index_constraint(idx)) || GetComment(idx, RelationRelationId, 0) != NULL ||
-		get_index_isclustered(idx) || !get_index_isvalid(idx) ||
-		!ConditionalLockRelationOid(target, AccessExclusiveLock))
-		return NIL;
-	return drop_indexes(target, NIL);
-}
-
-/*
- * build_index
- *	  Run one index definition of drop_indexes, its sort within the
- *	  batch's memory budget: maintenance_work_mem = work_mem (which
- *	  cq.work_mem set), as the plain GROUP BY of the query would have.  A
- *	  larger budget made it slower, not faster, where memory a process
- *	  touches for the first time is expensive: building the index of a
- *	  million-row state took 1.7 s of CPU with 256MB, sorting in memory
- *	  (17,000 page faults), and 0.9-1.2 s with 4MB, sorting on disk (3,700;
- *	  bench/README.md, "Fold efficiency").  Replaces SPI_tuptable.
- */
-static void
-build_index(const char *def)
-{
-	int			nest = NewGUCNestLevel();
-
-	(void) set_config_option("maintenance_work_mem", psprintf("%d", Max(work_mem, 1024)),
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	cq_spi_exec(def, SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	AtEOXact_GUC(true, nest);
-}
-
-/*
- * build_indexes_as_user
- *	  Build the indexes unindex_target dropped, as the current user.
- *	  Replaces SPI_tuptable.
- */
-static void
-build_indexes_as_user(List *defs)
-{
-	ListCell   *lc;
-
-	foreach(lc, defs)
-		build_index((char *) lfirst(lc));
-}
-
-/*
- * build_indexes
- *	  Build the indexes unindex_state dropped (as superuser, see there).
- *	  Replaces SPI_tuptable.
- */
-static void
-build_indexes(List *defs)
-{
-	ListCell   *lc;
-	CqSecurity	sec;
-
-	if (defs == NIL)
-		return;
-	cq_security_superuser(&sec);
-	foreach(lc, defs)
-		build_index((char *) lfirst(lc));
-	cq_security_restore(&sec);
-}
-
-/*
- * analyze_loaded
- *	  After batch 0's load: ANALYZE the state table (as superuser, see
- *	  unindex_state) when its indexes were rebuilt (state), and the target
- *	  when its index was (target: unindex_target or the direct load built
- *	  it, the owner's table then), so that
- *	  the next batches are planned for their real sizes.  Without it the
- *	  state's index on the key hash was estimated to return 0.5% of the
- *	  rows per value (no statistics yet), and each group of a batch probed
- *	  the state with a bitmap scan: a batch of 200,000 rows into 180,000 of
- *	  a million groups took 11.3 s of CPU, 7.0 s with the statistics
- *	  (bench/README.md, "Fold efficiency").  Autovacuum would analyze them
- *	  too, but only after batches already planned without.
- *
- *	  What the batches need is the tables' sizes and that the key hash
- *	  (the state's column h, the target's index expression) is nearly
- *	  unique: a sample of 3,000 rows (default_statistics_target = 10, for
- *	  columns without a target of their own) tells that as well as
- *	  ANALYZE's default 30,000, and a state keyed by h is analyzed on h
- *	  alone.  ANALYZE sorted 30,000 values of each column (numeric partial
- *	  aggregates among them): 13% of the instructions of batch 0 at
- *	  200,000 groups (bench/README.md, "Fold efficiency").  Autovacuum's
- *	  next ANALYZE uses the usual target.  Replaces SPI_tuptable.
- */
-static void
-analyze_loaded(BatchInput *in, bool state, bool target)
-{
-	CqSecurity	sec;
-	int			nest = NewGUCNestLevel();
-
-	(void) set_config_option("default_statistics_target", "10", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	if (state)
-	{
-		cq_security_superuser(&sec);
-		cq_spi_exec(psprintf("ANALYZE %s%s", cq_sql_relname_str(in->q->state_table),
-							 in->an->hash_keys ? " (" CQ_KEY_HASH_COLUMN ")" : ""),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-		cq_security_restore(&sec);
-	}
-	if (target)
-		cq_spi_exec(psprintf("ANALYZE %s", cq_sql_relname_str(in->q->target)),
-					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
-	AtEOXact_GUC(true, nest);
-}
-
-/*
  * split_exec
  *	  SPI_execute_plan of one of fold_split's statements; not inlined, so
  *	  that a profile (callgrind) tells the two apart.
@@ -714,8 +505,8 @@ fold_merge(OwnerBatch *ob)
  *	  The main statement: fold the new rows into state and target, read
  *	  its metrics row.  Batch 0 over history folds into an empty state
  *	  with plain INSERTs (state.c): its indexes are dropped for the load
- *	  and built after it (unindex_state), and so is the target's
- *	  (unindex_target).  Where bulkload.c's direct load applies, it
+ *	  and built after it (cq_batch_unindex_state), and so is the target's
+ *	  (cq_batch_unindex_target).  Where bulkload.c's direct load applies, it
  *	  replaces the statement, and where it can build the key-hash indexes
  *	  itself from what it writes (cq_bulk_index_plan) they are not dropped.
  */
@@ -742,8 +533,8 @@ fold(OwnerBatch *ob)
 
 		if (!built_by_load)
 		{
-			index_defs = unindex_state(in);
-			target_index_defs = unindex_target(in);
+			index_defs = cq_batch_unindex_state(in->q, in->an);
+			target_index_defs = cq_batch_unindex_target(in->q, in->an);
 		}
 		t0 = cq_store_cpu_ms();
 		loaded = cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, in->plan->bulk_sql_all, 5, ob->types,
@@ -751,8 +542,8 @@ fold(OwnerBatch *ob)
 		if (!loaded && built_by_load)
 		{
 			/* the load refused after all (types or collations): as before */
-			index_defs = unindex_state(in);
-			target_index_defs = unindex_target(in);
+			index_defs = cq_batch_unindex_state(in->q, in->an);
+			target_index_defs = cq_batch_unindex_target(in->q, in->an);
 			loaded = cq_bulk_fold(in->an, in->q, in->plan->bulk_sql, in->plan->bulk_sql_all, 5,
 								  ob->types, ob->params, ob->nulls, NULL, &bulk);
 		}
@@ -770,11 +561,11 @@ fold(OwnerBatch *ob)
 			}
 			elog(DEBUG1, "pg_cq: table fold: batch 0 loaded directly %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 			t0 = cq_store_cpu_ms();
-			build_indexes(index_defs);
-			build_indexes_as_user(target_index_defs);
+			cq_batch_build_indexes(index_defs);
+			cq_batch_build_indexes_as_user(target_index_defs);
 			elog(DEBUG1, "pg_cq: table fold: batch 0's indexes built %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 			t0 = cq_store_cpu_ms();
-			analyze_loaded(in, index_defs != NIL || bulk.state_index_built,
+			cq_batch_analyze_loaded(in->q, in->an, index_defs != NIL || bulk.state_index_built,
 						   target_index_defs != NIL || bulk.target_index_built);
 			elog(DEBUG1, "pg_cq: table fold: state and target analyzed %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 			return;
@@ -816,9 +607,9 @@ fold(OwnerBatch *ob)
 	}
 	elog(DEBUG1, "pg_cq: table fold: batch statement %.3f ms (CPU time)", cq_store_cpu_ms() - t0);
 	/* after reading the statement's result: these replace SPI_tuptable */
-	build_indexes(index_defs);
-	build_indexes_as_user(target_index_defs);
-	analyze_loaded(in, index_defs != NIL, target_index_defs != NIL);
+	cq_batch_build_indexes(index_defs);
+	cq_batch_build_indexes_as_user(target_index_defs);
+	cq_batch_analyze_loaded(in->q, in->an, index_defs != NIL, target_index_defs != NIL);
 }
 
 /*
@@ -829,7 +620,7 @@ fold(OwnerBatch *ob)
  *	  (store_load.c) or a plain INSERT, as on the table path: the target's
  *	  index is built after it, by the load from the key hashes it wrote
  *	  where it can (cq_target_load_index_plan), else from its definition
- *	  (unindex_target).
+ *	  (cq_batch_unindex_target).
  */
 static void
 fold_store(OwnerBatch *ob)
@@ -843,10 +634,10 @@ fold_store(OwnerBatch *ob)
 
 	if (in->history &&
 		!cq_target_load_index_plan(in->an, in->q, &in->plan->store, &target_index))
-		target_index_defs = unindex_target(in);
+		target_index_defs = cq_batch_unindex_target(in->q, in->an);
 	cq_store_fold(in->store, &in->plan->store, in->history, ob->params, ob->nulls,
 				  has_wm, res->watermark, true, target_index, &m);
-	build_indexes_as_user(target_index_defs);
+	cq_batch_build_indexes_as_user(target_index_defs);
 	res->state_updated = m.updated;
 	res->state_total += m.inserted;
 	res->state_removed = m.removed;
@@ -1033,11 +824,11 @@ rebuild_state(BatchInput *in, CqLastOffset *last, double *ms)
 	}
 	params[4] = TimestampTzGetDatum(last->batch_watermark);
 	nulls[4] = (last->has_batch_watermark && in->q->opts.mode != CQ_MODE_COMPLETE) ? ' ' : 'n';
-	index_defs = unindex_state(in);
+	index_defs = cq_batch_unindex_state(in->q, in->an);
 	if (SPI_execute_plan(cq_spi_plan(in->plan->rebuild_sql, 5, types), params, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "pg_cq: could not rebuild state");
 	rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	build_indexes(index_defs);
+	cq_batch_build_indexes(index_defs);
 	*ms = cq_ms_since(t0);
 	ereport(LOG,
 			(errmsg("pg_cq: rebuilt lost state of continuous query \"%s\": " INT64_FORMAT " rows in %.1f ms",

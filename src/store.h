@@ -13,6 +13,7 @@
 #include "catalog.h"
 #include "progress.h"
 #include "store_setup.h"
+#include "store_xact.h"
 #include "utils/tuplestore.h"
 
 /* The statements a batch of a query on the store runs (built by plan.c). */
@@ -84,12 +85,7 @@ typedef struct CqStoreMetrics
 	bool		untested;		/* d read the history without testing cq_xid */
 } CqStoreMetrics;
 
-/* cq_store_forget's query_id: every query of the database (ids start at 1) */
-#define CQ_STORE_ALL_QUERIES 0
-
 extern CqStore *cq_store_open(CqQuery *q, CqAnalysis *an, const CqLastOffset *last, bool *lost);
-extern void cq_store_forget(Oid dboid, int32 query_id);
-extern void cq_store_discard(Oid dboid, int32 query_id);
 extern bool cq_store_read(Oid dboid, int32 query_id, Tuplestorestate *ts, TupleDesc desc);
 extern int64 cq_store_touch(Oid dboid, int32 query_id);
 extern int64 cq_store_rows(CqStore *st);

@@ -2,8 +2,8 @@
  *
  * store_private.h
  *	  The shared-memory state store's data structures and the helpers its
- *	  two halves share: store.c (the area, the group tables, lookups, the
- *	  overlay and its publication) and store_fold.c (a batch's fold, the
+ *	  parts share: store.c (the area, the group tables, lookups, the
+ *	  overlay), store_xact.c (its publication) and store_fold.c (a batch's fold, the
  *	  image, recovery).  Not for other modules: they use store.h and
  *	  store_fold.h.
  *
@@ -207,5 +207,17 @@ extern void cq_store_lookup_published(struct CqStore *st, Datum *values, bool *n
 extern HeapTuple cq_store_put(struct CqStore *st, StoreRef *ref, HeapTuple tup);
 extern List *cq_store_scan_all(struct CqStore *st);
 extern HeapTuple cq_store_put_built(struct CqStore *st, Datum *values, bool *nulls);
+
+/* store.c: the directory, the overlays of this transaction (their CqStore) */
+extern dshash_table *cq_store_dir;
+extern List *cq_store_xact_stores;
+extern void cq_store_attach(void);
+extern StoreDirEntry *cq_store_find_header(StoreKey *key, bool exclusive, bool create);
+extern StoreHeader *cq_store_header_of(struct CqStore *st);
+extern void cq_store_link_pending(struct CqStore *st);
+
+/* store_xact.c: publication at commit, discard at abort, drops */
+extern bool cq_store_dropped_here(Oid dboid, int32 query_id);
+extern void cq_store_register_callbacks(void);
 
 #endif							/* CQ_STORE_PRIVATE_H */
