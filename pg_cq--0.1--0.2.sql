@@ -732,3 +732,14 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'cq_alter_query'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 COMMENT ON FUNCTION cq.alter_query IS 'change options or the query text of a continuous query (NULL = keep)';
+
+-- issue 12 goal 1, docs/design-stamp.md step 2: sources tracked with a
+-- cq.xid48 cq_xid (cq.stamp_type = 'xid48'): the per-row test of a batch's
+-- new rows reads the column's 6 bytes without a cast to xid8 a row.  A name of its
+-- own: an overload of cq.xid_new would make cq.xid_new('15', ...) ambiguous.
+CREATE FUNCTION cq.xid48_new(cq.xid48, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot) RETURNS boolean
+AS 'MODULE_PATHNAME', 'cq_xid48_new'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION cq.xid48_new(cq.xid48, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot)
+  IS 'pg_cq internal: is transaction xid (cq.xid48) visible in snapshot cur and not in snapshot prev?';
+GRANT EXECUTE ON FUNCTION cq.xid48_new(cq.xid48, pg_catalog.pg_snapshot, pg_catalog.pg_snapshot) TO PUBLIC;

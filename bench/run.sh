@@ -623,7 +623,7 @@ ext() {
 }
 want write_path && ext write_path bench/write_path.sh 3 BENCH_PAIRS="${BENCH_PAIRS:-$(small 3 7)}" \
     BENCH_PGBENCH_SECS="$BENCH_PGBENCH_SECS" BENCH_PARTS="${BENCH_PARTS:-$(small "tps mix" "tps mix callgrind")}" \
-    BENCH_MIX_ROUNDS="${BENCH_MIX_ROUNDS:-$(small 3 9)}"
+    BENCH_MIX_ROUNDS="${BENCH_MIX_ROUNDS:-$(small 3 9)}" BENCH_STAMP_TYPE="${BENCH_STAMP_TYPE:-xid8 xid48}"
 want cold && ext cold bench/cold.sh 4 BENCH_COLD_HISTORY="$(scaled 1000000 1000)" \
     BENCH_COLD_NEW="$(scaled 10000 100)" BENCH_COLD_ROUNDS="${BENCH_COLD_ROUNDS:-$(small 3 9)}"
 want fold_goal && ext fold_goal bench/fold.sh 5 BENCH_FOLD_ROWS="$FOLD" BENCH_FOLD_REPS="${BENCH_FOLD_REPS:-$(small 1 7)}" \
@@ -754,6 +754,17 @@ elif want write_path && grep -q '^writepath ' "$DATA" 2>/dev/null; then
     goal 1 "Write path: tracked, query paused / untracked (single-row INSERT, 1000-row INSERT, COPY; 1 and 2 clients)" "≥ 0.97x each" "$fig (median of pairs, spread)" "$ok" "[$H1]($(anchor "$H1")): tps, backend CPU per transaction; profile: callgrind instructions per row, untracked vs tracked"
 else
     goal 1 "Write path" "≥ 0.97x" "$(not_run "${EXT_STATUS[write_path]:-skipped}")" "—" "bench/write_path.sh"
+fi
+# 1, xid48: the same rounds' third table, tracked with a cq.xid48 cq_xid
+# (cq.stamp_type = 'xid48'; BENCH_STAMP_TYPE), an extra row beside the
+# goal's figure (which stays the xid8 default's)
+if want write_path && grep -q '^writepathmix48 ' "$DATA" 2>/dev/null; then
+    fig="$(awk '$1 == "writepathmix48" { printf "%s%s %s cl. %.2fx (%.2f–%.2f)", sep, $2, $3, $4, $5, $6; sep = "; " }' "$DATA")"
+    tps="$(awk '$1 == "writepath48" { printf "%s%s %s cl. %.2fx (CPU %.2fx)", sep, $2, $3, $4, $7; sep = "; " }' "$DATA")"
+    ok="$(awk '$1 == "writepathmix48" { if ($4 < 0.97) bad = 1 } END { print bad ? "**no**" : "yes" }' "$DATA")"
+    tpsnote=""
+    [ -n "$tps" ] && tpsnote="; separate runs' tps: $tps"
+    goal "1 (xid48)" "Write path with cq.stamp_type = 'xid48' (not the default): tracked with a cq.xid48 cq_xid / untracked, same rounds" "≥ 0.97x each" "$fig (interleaved rounds)$tpsnote" "$ok" "[$H1]($(anchor "$H1")): the cq.xid48 stamp tables"
 fi
 # 2. fold efficiency: bench/fold.sh's "goal 2" line, else its table (the
 # columns found by their headers), else scenario 3's single profiled runs

@@ -55,6 +55,14 @@
 # kind of write and heap bytes per row of BENCH_BYTES_ROWS (1,000,000) rows
 # inserted into the (fresh) table by one INSERT ... SELECT.
 #
+# BENCH_STAMP_TYPE (default "xid8") is the list of cq.stamp_type values of
+# the tracked tables: "xid8 xid48" adds w_trk48, a third table tracked the
+# same way but with a cq.xid48 cq_xid (cq.stamp_type = 'xid48' when its
+# query is created), measured in every part next to w_trk (same rotation,
+# same mix); w_trk (xid8) stays the goal's tracked table, and the report
+# and BENCH_DATA ("writepath48", "writepathmix48" lines) give w_trk48's
+# figures beside it.
+#
 # BENCH_PREFILL rows (default 0) go into both tables before each kind's
 # pairs: 5,500,000 puts the tracked table past the 43,520 heap pages (340 MB)
 # that the first revmap page of its BRIN index covers, where every row used to
@@ -65,7 +73,7 @@
 # BENCH_MIX_SECS_LONG (8; 1000-row INSERTs and COPYs),
 # BENCH_PREFILL (0), BENCH_FLOOR (0), BENCH_CLIENTS ("1 2"), BENCH_KINDS ("single multi copy"),
 # BENCH_PARTS ("tps mix callgrind"; "bytes" too), BENCH_FLOOR_TYPE ("xid8"),
-# BENCH_BYTES_ROWS (1000000), BENCH_OUT (bench/results/write_path.md),
+# BENCH_BYTES_ROWS (1000000), BENCH_STAMP_TYPE ("xid8"), BENCH_OUT (bench/results/write_path.md),
 # BENCH_DATA (file: appends "writepath KIND CLIENTS RATIO MIN MAX CPU_RATIO"
 # and "writepathmix KIND CLIENTS RATIO MIN MAX MEAN_RATIO" lines for
 # bench/run.sh), plus scripts/common.sh's PGBIN, CQ_TMPBASE,
@@ -91,6 +99,16 @@ BENCH_PREFILL="${BENCH_PREFILL:-0}"
 BENCH_FLOOR="${BENCH_FLOOR:-0}"
 BENCH_FLOOR_TYPE="${BENCH_FLOOR_TYPE:-xid8}"
 BENCH_BYTES_ROWS="${BENCH_BYTES_ROWS:-1000000}"
+BENCH_STAMP_TYPE="${BENCH_STAMP_TYPE:-xid8}"
+# the tracked tables: w_trk (xid8), and w_trk48 (cq.xid48) when asked for
+TRK48=()
+for ty in $BENCH_STAMP_TYPE; do
+    case "$ty" in
+        xid8) ;;
+        xid48) TRK48=(w_trk48) ;;
+        *) die "BENCH_STAMP_TYPE: unknown type $ty (xid8 xid48)" ;;
+    esac
+done
 # the floor's twins (BENCH_FLOOR): TWIN_TYPE[table] = the type of its column,
 # TWIN_DEFAULT[type] = its constant default
 declare -A TWIN_TYPE=() TWIN_DEFAULT=([xid8]="'0'::pg_catalog.xid8" [tid]="'(0,1)'::pg_catalog.tid"
@@ -106,7 +124,7 @@ if ((BENCH_FLOOR)); then
         TWINS+=("$tw"); TWIN_TYPE[$tw]="$ty"
     done
 fi
-TABLES="w_plain w_trk ${TWINS[*]}"
+TABLES="w_plain w_trk ${TRK48[*]} ${TWINS[*]}"
 part() { [[ " $BENCH_PARTS " == *" $1 "* ]]; }
 # part_kinds PART: the kinds of write to measure in PART, none if it is off
 part_kinds() { if part "$1"; then echo "$BENCH_KINDS"; fi; }
@@ -126,7 +144,11 @@ ROW_SELECT="SELECT now(), 1 + (random() * 999)::int, 'cat_' || lpad(floor(random
 
 # the floor's twins (BENCH_FLOOR): a column as pg_cq adds cq_xid, of each
 # type, with a constant default
-CONST_DDL="" DROP_TWINS=""
+CONST_DDL="" DROP_TWINS="" TRK48_DDL=""
+if ((${#TRK48[@]})); then
+    TRK48_DDL="CREATE TABLE w_trk48 ($COLS); SET cq.stamp_type = 'xid48'; CREATE TABLE q_trk48 WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk48 WITH NO DATA; RESET cq.stamp_type;"
+    DROP_TWINS+=", q_trk48, w_trk48"
+fi
 for tw in "${TWINS[@]}"; do
     CONST_DDL+="CREATE TABLE $tw ($COLS); ALTER TABLE $tw ADD COLUMN cq_xid ${TWIN_SQLTYPE[${TWIN_TYPE[$tw]}]}; ALTER TABLE $tw ALTER COLUMN cq_xid SET DEFAULT ${TWIN_DEFAULT[${TWIN_TYPE[$tw]}]};"
     [[ "$tw" == w_const ]] || DROP_TWINS+=", $tw"
@@ -139,13 +161,13 @@ setup_tables() {
         "CREATE EXTENSION IF NOT EXISTS pg_cq;" \
         "CREATE TABLE w_plain ($COLS);" "CREATE TABLE w_trk ($COLS);" \
         "CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA;" \
-        "$CONST_DDL" "CHECKPOINT;" >/dev/null
+        "$TRK48_DDL" "$CONST_DDL" "CHECKPOINT;" >/dev/null
     if ((BENCH_PREFILL > 0)); then
         local pid
         pid="$(psql_run "SELECT pg_backend_pid();" \
             "INSERT INTO w_plain (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);" \
             "INSERT INTO w_trk (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);" \
-            "$(for tw in "${TWINS[@]}"; do echo "INSERT INTO $tw (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);"; done)" \
+            "$(for tw in "${TRK48[@]}" "${TWINS[@]}"; do echo "INSERT INTO $tw (ts, device_id, category, amount) $ROW_SELECT FROM generate_series(1, $BENCH_PREFILL);"; done)" \
             "CHECKPOINT;" | head -n 1)"
         # until the postmaster reaped that backend: its CPU must not count in a run
         local deadline=$((SECONDS + 10))
@@ -201,8 +223,8 @@ run() {
 # ---- A: throughput (pgbench tps, wall clock, and backend CPU per
 # transaction), interleaved pairs ----
 declare -A LABEL=([single]="single-row INSERT" [multi]="1000-row INSERT ... SELECT" [copy]="COPY, 10,000 rows")
-REPORT=() CPU_REPORT=() FLOOR_REPORT=()
-ORDER=(w_plain w_trk "${TWINS[@]}")
+REPORT=() CPU_REPORT=() FLOOR_REPORT=() REPORT48=()
+ORDER=(w_plain w_trk "${TRK48[@]}" "${TWINS[@]}")
 for kind in $(part_kinds tps); do
     for clients in $BENCH_CLIENTS; do
         section "tps: ${LABEL[$kind]}, $clients client(s)"
@@ -210,6 +232,7 @@ for kind in $(part_kinds tps); do
         ratios=() tp=() tt=() cratios=() cp=() ct=() sp=() st=()
         # per twin, space-separated lists: tps, CPU, stime, ratios
         declare -A tk=() ck=() sk=() kratios=() kcratios=() tkratios=() tkcratios=() res=()
+        t48=() c48=() r48=() cr48=() x48=() xc48=()
         for ((r = 1; r <= BENCH_PAIRS; r++)); do
             # plain, tracked, twins...; then the reverse
             if ((r % 2)); then seq=("${ORDER[@]}"); else mapfile -t seq < <(printf '%s\n' "${ORDER[@]}" | tac); fi
@@ -219,6 +242,12 @@ for kind in $(part_kinds tps); do
             cp+=("$pc"); ct+=("$tc"); cratios+=("$(calc "$pc / $tc")")
             sp+=("$ps"); st+=("$ts")
             info "pair $r: plain ${p%.*} tps ($pc ms CPU/xact), tracked ${t%.*} tps ($tc ms CPU/xact), ratio ${ratios[-1]}, CPU ratio ${cratios[-1]}"
+            if ((${#TRK48[@]})); then
+                read -r k kc ks <<<"${res[w_trk48]}"
+                t48+=("$k"); c48+=("$kc"); r48+=("$(calc "$k / $p")"); cr48+=("$(calc "$pc / $kc")")
+                x48+=("$(calc "$k / $t")"); xc48+=("$(calc "$tc / $kc")")
+                info "  tracked xid48 ${k%.*} tps ($kc ms CPU/xact), ratio ${r48[-1]}, CPU ratio ${cr48[-1]}; to tracked xid8 ${x48[-1]} (CPU ${xc48[-1]})"
+            fi
             for tw in "${TWINS[@]}"; do
                 read -r k kc ks <<<"${res[$tw]}"
                 tk[$tw]+=" $k"; ck[$tw]+=" $kc"; sk[$tw]+=" $ks"
@@ -234,6 +263,11 @@ for kind in $(part_kinds tps); do
             FLOOR_REPORT+=("| ${LABEL[$kind]} | $clients | ${TWIN_TYPE[$tw]} | $(printf '%.0f' "$(median ${tk[$tw]})") ($(printf '%.3f' "$(median ${ck[$tw]})") ms) | **$(fmt_x "$(median ${kratios[$tw]})")** ($(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}")) | **$(fmt_x "$(median ${kcratios[$tw]})")** | $(fmt_x "$(median ${tkratios[$tw]})") | $(fmt_x "$(median ${tkcratios[$tw]})") | $(printf '%.3f / %.3f / %.3f' "$(median "${sp[@]}")" "$(median "${st[@]}")" "$(median ${sk[$tw]})") |")
         done
         unset tk ck sk kratios kcratios tkratios tkcratios res
+        if ((${#TRK48[@]})); then
+            mapfile -t sorted < <(printf '%s\n' "${r48[@]}" | sort -g)
+            REPORT48+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${t48[@]}")") ($(printf '%.3f' "$(median "${c48[@]}")") ms) | **$(fmt_x "$(median "${r48[@]}")")** ($(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}")) | **$(fmt_x "$(median "${cr48[@]}")")** | $(fmt_x "$(median "${x48[@]}")") | $(fmt_x "$(median "${xc48[@]}")") |")
+            [[ -z "${BENCH_DATA:-}" ]] || echo "writepath48 $kind $clients $(median "${r48[@]}") ${sorted[0]} ${sorted[-1]} $(median "${cr48[@]}")" >>"$BENCH_DATA"
+        fi
         mapfile -t sorted < <(printf '%s\n' "${ratios[@]}" | sort -g)
         REPORT+=("| ${LABEL[$kind]} | $clients | $(printf '%.0f' "$(median "${tp[@]}")") | $(printf '%.0f' "$(median "${tt[@]}")") | **$(fmt_x "$(median "${ratios[@]}")")** | $(fmt_x "${sorted[0]}")–$(fmt_x "${sorted[-1]}") | $(printf '%.2f ' "${ratios[@]}")|")
         [[ -z "${BENCH_DATA:-}" ]] || echo "writepath $kind $clients $(median "${ratios[@]}") ${sorted[0]} ${sorted[-1]} $(median "${cratios[@]}")" >>"$BENCH_DATA"
@@ -284,7 +318,7 @@ mix_round() {
         function mid(s,    m, lo, hi, i, t) { m = n[s]; lo = int(m / 4) + 1; hi = m - int(m / 4); for (i = lo; i <= hi; i++) t += v[s, i]; return t / (hi - lo + 1) }
         END { for (s in n) if (n[s] >= 3) printf "%s %.3f %.3f %d %.3f\n", s, med(s), sum[s] / n[s], n[s], mid(s) }'
 }
-MIX_REPORT=() FLOOR_MIX_REPORT=()
+MIX_REPORT=() FLOOR_MIX_REPORT=() MIX_REPORT48=()
 for kind in $(part_kinds mix); do
     for clients in $BENCH_CLIENTS; do
         section "interleaved: ${LABEL[$kind]}, $clients client(s)"
@@ -325,6 +359,9 @@ for kind in $(part_kinds mix); do
             if [[ "$tbl" == w_trk ]]; then
                 MIX_REPORT+=("| ${LABEL[$kind]} | $clients | ${nn[w_plain]} / ${nn[w_trk]} | $cells")
                 [[ -z "${BENCH_DATA:-}" ]] || echo "writepathmix $kind $clients $fig ${sorted[0]} ${sorted[-1]} $mfig" >>"$BENCH_DATA"
+            elif [[ "$tbl" == w_trk48 ]]; then
+                MIX_REPORT48+=("| ${LABEL[$kind]} | $clients | ${nn[w_plain]} / ${nn[w_trk48]} | $cells")
+                [[ -z "${BENCH_DATA:-}" ]] || echo "writepathmix48 $kind $clients $fig ${sorted[0]} ${sorted[-1]} $mfig" >>"$BENCH_DATA"
             else
                 FLOOR_MIX_REPORT+=("| ${LABEL[$kind]} | $clients | ${TWIN_TYPE[$tbl]} | ${nn[w_plain]} / ${nn[$tbl]} | $cells")
             fi
@@ -352,6 +389,7 @@ CREATE TABLE w_plain ($COLS)
 CREATE TABLE w_trk ($COLS)
 CREATE TABLE q_trk WITH (cq.trigger = 'available_now') AS SELECT device_id FROM w_trk WITH NO DATA
 SETUP
+    [[ -z "$TRK48_DDL" ]] || tr ';' '\n' <<<"$TRK48_DDL" | grep . >>"$CG/setup.sql"
     # the twins, one statement a line
     [[ -z "$CONST_DDL" ]] || tr ';' '\n' <<<"$CONST_DDL" | grep . >>"$CG/setup.sql"
     single_user "$CG/setup.sql" >"$CG/setup.log" 2>&1
@@ -381,10 +419,10 @@ SETUP
         [[ -n "$plain" && -n "$trk" && -n "$expl" ]] || die "no callgrind count for $kind"
         info "$label: plain $plain, tracked $trk, tracked with explicit cq_xid $expl instructions for $rows rows"
         twcells=""
-        for tw in "${TWINS[@]}"; do
+        for tw in "${TRK48[@]}" "${TWINS[@]}"; do
             c="$(cg_ir "$tw" "$kind")"
             [[ -n "$c" ]] || die "no callgrind count for $kind into $tw"
-            info "$label: twin $tw (${TWIN_TYPE[$tw]}) $c instructions for $rows rows"
+            info "$label: $tw (${TWIN_TYPE[$tw]:-tracked, cq.xid48}) $c instructions for $rows rows"
             twcells+=" $(printf '%.0f' "$(calc "$c / $rows")") ($(printf '%.3f' "$(calc "$c / $plain")")) |"
         done
         CG_REPORT+=("| $label | $(printf '%.0f' "$(calc "$plain / $rows")") | $(printf '%.0f' "$(calc "$trk / $rows")") ($(fmt_x "$(calc "$trk / $plain")")) | $(printf '%.0f' "$(calc "$expl / $rows")") ($(fmt_x "$(calc "$expl / $plain")")) |$twcells")
@@ -418,7 +456,8 @@ if part bytes; then
         wm="$(wal_of "$tbl" "$WORK/bytes_multi.sql" 20000)"
         wc="$(wal_of "$tbl" "$WORK/bytes_copy.sql" 10000)"
         ws="$(wal_of "$tbl" "$WORK/bytes_single.sql" 2000)"
-        col=none; [[ "$tbl" != w_trk ]] || col="xid8 (pg_cq)"; [[ -z "${TWIN_TYPE[$tbl]:-}" ]] || col="${TWIN_TYPE[$tbl]}"
+        col=none; [[ "$tbl" != w_trk ]] || col="xid8 (pg_cq)"; [[ "$tbl" != w_trk48 ]] || col="cq.xid48 (pg_cq)"
+        [[ -z "${TWIN_TYPE[$tbl]:-}" ]] || col="${TWIN_TYPE[$tbl]}"
         info "$tbl ($col): heap $hb bytes/row, WAL $wm (1000-row) $wc (COPY) $ws (single-row) bytes/row"
         BYTES_REPORT+=("| $tbl | $col | $(printf '%.1f' "$hb") | $(printf '%.1f' "$wm") | $(printf '%.1f' "$wc") | $(printf '%.1f' "$ws") |")
     done
@@ -450,6 +489,12 @@ report_table() {
     report_table "Interleaved within one run (the goal's figure): pgbench with both tables' scripts at equal weights, each transaction picking its table at random, ${BENCH_MIX_SECS} s per round (${BENCH_MIX_SECS_LONG} s for 1000-row INSERTs and COPYs), ${BENCH_MIX_ROUNDS} rounds; per round, ratio = median transaction latency untracked / tracked (< 1: tracked slower), from pgbench's per-transaction log; the figure is the median of the rounds' ratios, spread their min–max; the ratio of mean latencies (the throughput ratio within the mix, preempted transactions included) beside it, and the ratio of the means of the middle half of the latencies (25th to 75th percentile; continuous where the median of whole microseconds moves in steps of ~2 % for single-row INSERTs):" \
         "| write | clients | transactions untracked / tracked | ratio | spread | per-round ratios | mean-latency ratio (spread) | middle-half ratio (spread) |" \
         "|---|---|---|---|---|---|---|---|" "${MIX_REPORT[@]}"
+    report_table "The cq.xid48 stamp (BENCH_STAMP_TYPE): the same runs' third table, tracked as w_trk but created under cq.stamp_type = 'xid48' (cq_xid cq.xid48, 6 bytes): its tps (CPU ms per transaction); ratios = medians of the per-round ratios, to untracked (tps, spread; CPU) and to the xid8-tracked table (tps; CPU, > 1: cheaper):" \
+        "| write | clients | tracked xid48 tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | xid48 / xid8 tracked tps | xid48 / xid8 tracked CPU |" \
+        "|---|---|---|---|---|---|---|" "${REPORT48[@]}"
+    report_table "The cq.xid48 stamp, interleaved (BENCH_STAMP_TYPE): w_trk48's script in the same rounds as above, at the same weight; ratio = median latency untracked / tracked xid48:" \
+        "| write | clients | transactions untracked / tracked xid48 | ratio | spread | per-round ratios | mean-latency ratio (spread) | middle-half ratio (spread) |" \
+        "|---|---|---|---|---|---|---|---|" "${MIX_REPORT48[@]}"
     report_table "The floor (BENCH_FLOOR): the same runs' twins, plain PostgreSQL with a nullable column of the type shown (xid8: cq_xid's) and a constant default, no index or trigger: its tps (CPU ms per transaction); ratios = medians of the per-round ratios, to untracked (tps, spread; CPU) and of tracked to it (tps; CPU):" \
         "| write | clients | twin's column | const-default twin tps (ms/xact) | its tps ratio to untracked (spread) | its CPU ratio | tracked / twin tps | tracked / twin CPU | kernel (stime) ms/xact: untracked / tracked / twin |" \
         "|---|---|---|---|---|---|---|---|---|" "${FLOOR_REPORT[@]}"
@@ -463,8 +508,8 @@ report_table() {
         echo "Instructions per row (per statement for single-row INSERTs), counted by valgrind's callgrind in a single-user backend:"
         echo "the executor's work only (ExecutorStart with its hooks, ExecutorRun, ExecutorFinish; ProcessUtility for COPY), not parsing, planning or commit; deterministic."
         echo
-        echo "| write | untracked | tracked (ratio) | tracked, explicit cq_xid values (ratio) |$(for tw in "${TWINS[@]}"; do printf ' %s twin (ratio) |' "${TWIN_TYPE[$tw]}"; done)"
-        echo "|---|---|---|---|$(for tw in "${TWINS[@]}"; do printf -- '---|'; done)"
+        echo "| write | untracked | tracked (ratio) | tracked, explicit cq_xid values (ratio) |$(for tw in "${TRK48[@]}"; do printf ' tracked, cq.xid48 (ratio) |'; done)$(for tw in "${TWINS[@]}"; do printf ' %s twin (ratio) |' "${TWIN_TYPE[$tw]}"; done)"
+        echo "|---|---|---|---|$(for tw in "${TRK48[@]}" "${TWINS[@]}"; do printf -- '---|'; done)"
         for line in "${CG_REPORT[@]}"; do echo "$line"; done
     fi
 } | tee "$BENCH_OUT"

@@ -18,8 +18,8 @@ SET track_functions = 'all';
 
 \i sql/include/ds_diff.sql
 CREATE FUNCTION ds_calls() RETURNS bigint LANGUAGE sql AS
-  $$ SELECT coalesce((SELECT calls FROM pg_stat_user_functions
-                      WHERE schemaname = 'cq' AND funcname = 'xid_new'), 0) $$;
+  $$ SELECT coalesce((SELECT sum(calls) FROM pg_stat_user_functions
+                      WHERE schemaname = 'cq' AND funcname IN ('xid_new', 'xid48_new')), 0)::bigint $$;
 
 -- dropped columns before (d1, d2) and after (d3) the ones read
 CREATE TABLE ds_src (d1 int, k int, d2 text, t text, ts timestamptz, v numeric, i int, d3 text)

@@ -18,8 +18,8 @@ SET track_functions = 'all';
 
 \i sql/include/ds_diff.sql
 CREATE FUNCTION ds_calls() RETURNS bigint LANGUAGE sql AS
-  $$ SELECT coalesce((SELECT calls FROM pg_stat_user_functions
-                      WHERE schemaname = 'cq' AND funcname = 'xid_new'), 0) $$;
+  $$ SELECT coalesce((SELECT sum(calls) FROM pg_stat_user_functions
+                      WHERE schemaname = 'cq' AND funcname IN ('xid_new', 'xid48_new')), 0)::bigint $$;
 
 -- fixed-length columns only (cq_xid at a fixed offset in a row without
 -- NULLs), a name (fixed-length, by reference) between by-value ones

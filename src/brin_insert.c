@@ -33,6 +33,7 @@
 
 #include "brin_insert.h"
 #include "inval.h"
+#include "stamp_type.h"
 
 /*
  * The BRIN index on cq_xid.  PostgreSQL 15's brininsert() reads the index's
@@ -102,6 +103,7 @@ typedef struct BrinInsertCache
 	bool		gate_tried;		/* brin_gate_rows ran */
 	ExprState	gate;			/* brin_row_gate's state, when installed */
 	Relation	index;			/* the index (open for the statement) */
+	uint8		value_copy[8];	/* heap_value's copy of a cq.xid48's bytes */
 } BrinInsertCache;
 
 static const char brin_cache_magic[] = "pg_cq brin insert cache";
@@ -542,7 +544,18 @@ heap_value(BrinInsertCache *c, Relation heap, ItemPointer tid, bool *isnull)
 		elog(ERROR, "pg_cq: row (%u,%u) of table \"%s\" not found",
 			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid), RelationGetRelationName(heap));
 	value = heap_getattr(&tuple, c->heap_att, RelationGetDescr(heap), isnull);
-	ReleaseBuffer(buf);			/* the value is by value */
+
+	/*
+	 * An xid8 is by value; a cq.xid48 points into the page, which may go
+	 * once unpinned: its 6 bytes are copied first (into the cache, no
+	 * palloc a row; brininsert copies what it keeps).
+	 */
+	if (!*isnull && !TupleDescAttr(RelationGetDescr(heap), c->heap_att - 1)->attbyval)
+	{
+		memcpy(c->value_copy, DatumGetPointer(value), CQ_XID48_LEN);
+		value = PointerGetDatum(c->value_copy);
+	}
+	ReleaseBuffer(buf);
 	return value;
 }
 
@@ -895,13 +908,13 @@ brin_insert_slow(Relation idx, Datum *values, bool *isnull, ItemPointer heaptid,
 /*
  * cq_brin_swap_aminsert
  *	  Make cq_brininsert the aminsert of an open index, if it is a BRIN
- *	  index on one xid8 column.
+ *	  index on one column of type xid8 or cq.xid48.
  */
 void
 cq_brin_swap_aminsert(Relation idx)
 {
 	if (idx->rd_indam->aminsert == brininsert && idx->rd_index != NULL &&
-		idx->rd_index->indnatts == 1 && idx->rd_opcintype[0] == XID8OID)
+		idx->rd_index->indnatts == 1 && cq_stamp_type_ok(idx->rd_opcintype[0]))
 		idx->rd_indam->aminsert = cq_brininsert;
 }
 

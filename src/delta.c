@@ -45,6 +45,7 @@
 #include "tracking.h"
 #include "citus.h"
 #include "catalog.h"
+#include "stamp_type.h"
 
 static char *inner_sql(CqAnalysis *an, Node *restriction, bool bytewise);
 
@@ -68,18 +69,34 @@ cq_make_param(int n, Oid type)
 
 /*
  * xid8_op
- *	  cq_xid <op> $n, with the built-in xid8 operator.
+ *	  cq_xid <op> $n ($n an xid8), with the operator of the column's type:
+ *	  xid8's own, or cq.xid48's (cq.xid48, xid8), which the BRIN index's
+ *	  family holds.
  */
 static Expr *
 xid8_op(const char *op, Var *xid, int param)
 {
-	Oid			opno = OpernameGetOprid(list_make2(makeString("pg_catalog"), makeString(pstrdup(op))),
-										XID8OID, XID8OID);
-
-	if (!OidIsValid(opno))
-		elog(ERROR, "pg_cq: xid8 operator %s not found", op);
-	return make_opclause(opno, BOOLOID, false, (Expr *) xid,
+	return make_opclause(cq_stamp_operator(xid->vartype, op), BOOLOID, false, (Expr *) xid,
 						 (Expr *) cq_make_param(param, XID8OID), InvalidOid, InvalidOid);
+}
+
+/*
+ * as_xid8
+ *	  cq_xid as an xid8: itself, or a cq.xid48 through its implicit cast
+ *	  (for pg_visible_in_snapshot and cq.node_visible, which take xid8).
+ */
+static Expr *
+as_xid8(Var *xid)
+{
+	Oid			cast;
+
+	if (xid->vartype == XID8OID)
+		return (Expr *) xid;
+	cast = cq_catalog_function("xid48_to_xid8", 1, &xid->vartype);
+	if (!OidIsValid(cast))
+		elog(ERROR, "pg_cq: function cq.xid48_to_xid8 not found");
+	return (Expr *) makeFuncExpr(cast, XID8OID, list_make1(xid), InvalidOid, InvalidOid,
+								 COERCE_IMPLICIT_CAST);
 }
 
 /*
@@ -90,18 +107,20 @@ static Expr *
 visible_in(Var *xid, int param)
 {
 	return (Expr *) makeFuncExpr(F_PG_VISIBLE_IN_SNAPSHOT, BOOLOID,
-								 list_make2(xid, cq_make_param(param, PG_SNAPSHOTOID)),
+								 list_make2(as_xid8(xid), cq_make_param(param, PG_SNAPSHOTOID)),
 								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 }
 
 /*
  * cq_delta_xid_new_function
- *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot) for the predicate
- *	  over source, or InvalidOid before the 0.2 catalog and for a Citus
- *	  table (whose predicate runs on the workers, which need not have it):
- *	  then the batch predicate keeps its two pg_visible_in_snapshot()
- *	  calls.  Looked up whenever SQL is built (not cached: an extension
- *	  dropped and created again gets a new OID).
+ *	  OID of cq.xid_new(xid8, pg_snapshot, pg_snapshot) (cq.xid48_new(cq.xid48,
+ *	  ...) for a cq.xid48 cq_xid: an overload of cq.xid_new would make a call
+ *	  with an untyped literal ambiguous) for the predicate over source, or
+ *	  InvalidOid before
+ *	  the 0.2 catalog and for a Citus table (whose predicate runs on the
+ *	  workers, which need not have it): then the batch predicate keeps its
+ *	  two pg_visible_in_snapshot() calls.  Looked up whenever SQL is built
+ *	  (not cached: an extension dropped and created again gets a new OID).
  */
 Oid
 cq_delta_xid_new_function(Oid source)
@@ -110,26 +129,59 @@ cq_delta_xid_new_function(Oid source)
 
 	if (cq_catalog_version() < CQ_CATALOG_0_2 || cq_citus_kind(source) != CQ_CITUS_NONE)
 		return InvalidOid;
-	return cq_catalog_function("xid_new", 3, types);
+	types[0] = cq_delta_stamp_type(source);
+	return cq_catalog_function(cq_delta_xid_new_name(types[0]), 3, types);
+}
+
+/*
+ * cq_delta_xid_new_name
+ *	  The name in schema cq of the batch's row test for a cq_xid of type
+ *	  type (cq_delta_xid_new_function).
+ */
+const char *
+cq_delta_xid_new_name(Oid type)
+{
+	return type == XID8OID ? "xid_new" : "xid48_new";
+}
+
+/*
+ * cq_delta_stamp_type
+ *	  The type of source's cq_xid: xid8 or cq.xid48 (xid8 when it has
+ *	  none, for the callers' defaults; cq_delta_quals reports that).
+ */
+Oid
+cq_delta_stamp_type(Oid source)
+{
+	Oid			type = cq_stamp_type_of(source, cq_source_tracking_attnum(source));
+
+	return OidIsValid(type) ? type : XID8OID;
 }
 
 /*
  * cq_delta_pred_sql
  *	  cq_delta_quals as text over the column cq_xid of source, for the
  *	  statements that count a batch's rows (plan.c); not for sources
- *	  stamped per node.
+ *	  stamped per node.  The bounds' operators are the column type's,
+ *	  spelled OPERATOR(schema.op) (cq_stamp_operator_sql says why); xid8's
+ *	  stay bare, as before (the statements run under search_path =
+ *	  pg_catalog, pg_temp).
  */
 char *
 cq_delta_pred_sql(Oid source, bool history)
 {
 	const char *x = CQ_TRACKING_COLUMN;
+	Oid			type = cq_delta_stamp_type(source);
+	const char *ge = type == XID8OID ? ">=" : cq_stamp_operator_sql(type, ">=");
+	const char *lt = type == XID8OID ? "<" : cq_stamp_operator_sql(type, "<");
+	Oid			xid_new = cq_delta_xid_new_function(source);
 
 	if (history)
 		return psprintf("%s IS NULL OR pg_catalog.pg_visible_in_snapshot(%s, $3)", x, x);
-	if (OidIsValid(cq_delta_xid_new_function(source)))
-		return psprintf("%1$s >= $1 AND %1$s < $2 AND cq.xid_new(%1$s, $3, $4)", x);
-	return psprintf("%1$s >= $1 AND %1$s < $2 AND pg_catalog.pg_visible_in_snapshot(%1$s, $3) "
-					"AND NOT pg_catalog.pg_visible_in_snapshot(%1$s, $4)", x);
+	if (OidIsValid(xid_new))
+		return psprintf("%1$s %2$s $1 AND %1$s %3$s $2 AND cq.%4$s(%1$s, $3, $4)", x, ge, lt,
+						cq_delta_xid_new_name(type));
+	return psprintf("%1$s %2$s $1 AND %1$s %3$s $2 AND pg_catalog.pg_visible_in_snapshot(%1$s, $3) "
+					"AND NOT pg_catalog.pg_visible_in_snapshot(%1$s, $4)", x, ge, lt);
 }
 
 /*
@@ -167,7 +219,8 @@ cq_delta_quals(CqAnalysis *an, bool history)
 						get_rel_name(an->source_relid), CQ_TRACKING_COLUMN),
 				 errdetail("pg_cq finds new rows through that column."),
 				 errhint("Recreate the continuous query to track the source again.")));
-	xid = makeVar(an->source_rti, att, XID8OID, -1, InvalidOid, 0);
+	/* the column's type: xid8, or cq.xid48 (by reference) */
+	xid = makeVar(an->source_rti, att, cq_delta_stamp_type(an->source_relid), -1, InvalidOid, 0);
 	if (cq_citus_node_source(an->source_relid))
 	{
 		/*

@@ -13,6 +13,8 @@
 
 extern Param *cq_make_param(int n, Oid type);
 extern Oid	cq_delta_xid_new_function(Oid source);
+extern Oid	cq_delta_stamp_type(Oid source);
+extern const char *cq_delta_xid_new_name(Oid type);
 extern char *cq_delta_pred_sql(Oid source, bool history);
 extern Node *cq_delta_quals(CqAnalysis *an, bool history);
 extern char *cq_delta_inner_sql(CqAnalysis *an, bool history);

@@ -48,6 +48,7 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "access/xact.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
@@ -61,6 +62,7 @@
 #include "delta_plan.h"
 #include "delta.h"
 #include "tracking.h"
+#include "stamp_type.h"
 
 static planner_hook_type prev_planner = NULL;
 
@@ -111,14 +113,18 @@ is_xid_range(List *qual, Index scanrelid, AttrNumber att)
 	{
 		OpExpr	   *op = lfirst(lc);
 		RegProcedure fn;
+		int			strategy;
+		bool		arg_xid8;
 
 		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
 			!is_xid_var(linitial(op->args), scanrelid, att) || !is_value(lsecond(op->args)))
 			return false;
 		fn = get_opcode(op->opno);
-		if (fn == F_XID8GE)
+		/* xid8's >= and <, or cq.xid48's against an xid8 (the bounds' type) */
+		strategy = cq_stamp_cmp_strategy(fn, &arg_xid8);
+		if (strategy == BTGreaterEqualStrategyNumber && arg_xid8)
 			ge = true;
-		else if (fn == F_XID8LT)
+		else if (strategy == BTLessStrategyNumber && arg_xid8)
 			lt = true;
 		else
 			return false;

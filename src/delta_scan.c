@@ -36,8 +36,9 @@
  *	aggregate or window function: deltagg.c already rules out volatile
  *	functions).  At run time (cq_delta_scan_run, else the statement): the
  *	GUC cq.delta_scan_in_c, parameters not NULL, the columns read still of
- *	the types planned, cq_xid of type xid8 with its single-column BRIN
- *	index (valid, no predicate, its opfamily having xid8's >= and <), no
+ *	the types planned, cq_xid of type xid8 or cq.xid48 with its
+ *	single-column BRIN index (valid, no predicate, its opfamily having the
+ *	column type's >= and < against xid8, the bounds' type), no
  *	row-level security applied to the source for the current user.
  *
  * Privileges: the statement's executor checks SELECT on the source's
@@ -125,6 +126,7 @@
 #include "offsets.h"
 #include "security.h"
 #include "tracking.h"
+#include "stamp_type.h"
 
 struct CqDeltaScan
 {
@@ -406,10 +408,13 @@ usable_index(Relation rel, AttrNumber att, Datum lo, Datum hi, ScanKeyData *keys
 	if (!OidIsValid(idx))
 		return NULL;
 	irel = index_open(idx, AccessShareLock);
-	ge = get_opfamily_member(irel->rd_opfamily[0], XID8OID, XID8OID, BTGreaterEqualStrategyNumber);
-	lt = get_opfamily_member(irel->rd_opfamily[0], XID8OID, XID8OID, BTLessStrategyNumber);
+	/* the column's type (xid8 or cq.xid48) against the bounds, xid8 */
+	ge = get_opfamily_member(irel->rd_opfamily[0], irel->rd_opcintype[0], XID8OID,
+							 BTGreaterEqualStrategyNumber);
+	lt = get_opfamily_member(irel->rd_opfamily[0], irel->rd_opcintype[0], XID8OID, BTLessStrategyNumber);
 	if (!irel->rd_index->indisvalid || !heap_attisnull(irel->rd_indextuple, Anum_pg_index_indpred, NULL) ||
-		irel->rd_opcintype[0] != XID8OID || !OidIsValid(ge) || !OidIsValid(lt))
+		irel->rd_opcintype[0] != TupleDescAttr(RelationGetDescr(rel), att - 1)->atttypid ||
+		!cq_stamp_type_ok(irel->rd_opcintype[0]) || !OidIsValid(ge) || !OidIsValid(lt))
 	{
 		index_close(irel, NoLock);
 		return NULL;
@@ -421,13 +426,16 @@ usable_index(Relation rel, AttrNumber att, Datum lo, Datum hi, ScanKeyData *keys
 	return irel;
 }
 
-/* are the columns ds reads still of the types planned, and cq_xid an xid8? */
+/*
+ * are the columns ds reads still of the types planned, and cq_xid an xid8
+ * or a cq.xid48?
+ */
 static bool
 columns_match(const struct CqDeltaScan *ds, TupleDesc desc, AttrNumber att)
 {
 	ListCell   *lc;
 
-	if (att <= 0 || att > desc->natts || TupleDescAttr(desc, att - 1)->atttypid != XID8OID)
+	if (att <= 0 || att > desc->natts || !cq_stamp_type_ok(TupleDescAttr(desc, att - 1)->atttypid))
 		return false;
 	foreach(lc, ds->vars)
 	{
@@ -862,7 +870,7 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 				att <= HeapTupleHeaderGetNatts(td))
 			{
 				x = fetchatt(xatt, (char *) td + td->t_hoff + r->fixoff[att - 1]);
-				if (!cq_xid_is_new(DatumGetUInt64(x), cur, prev))
+				if (!cq_xid_is_new(cq_stamp_get(x, xatt->attbyval), cur, prev))
 					continue;
 				deform_row(r, desc, td);
 			}
@@ -871,7 +879,8 @@ read_rows(ScanRun *r, Relation rel, Relation irel, ScanKeyData *keys, AttrNumber
 				deform_row(r, desc, td);
 				x = r->row->tts_values[att - 1];
 				/* cq.xid_new(cq_xid, $3, $4): NULL (a history row) is not new */
-				if (r->row->tts_isnull[att - 1] || !cq_xid_is_new(DatumGetUInt64(x), cur, prev))
+				if (r->row->tts_isnull[att - 1] ||
+					!cq_xid_is_new(cq_stamp_get(x, xatt->attbyval), cur, prev))
 					continue;
 			}
 			if (!scan_row(r, agg))

@@ -50,6 +50,7 @@
 #include "store.h"
 #include "merge.h"
 #include "settings_pin.h"
+#include "delta.h"
 
 PG_FUNCTION_INFO_V1(cq_explain);
 
@@ -90,6 +91,22 @@ append_settings(StringInfo buf, CqQuery *q, const char *what)
 	"--   $4 pg_snapshot  start offset: the previous batch's end offset\n"
 
 /*
+ * append_stamp_type
+ *	  A line naming the type of the source's cq_xid when it is not xid8
+ *	  (cq.stamp_type = 'xid48'): the bounds $1 and $2 stay xid8.
+ */
+static void
+append_stamp_type(StringInfo buf, CqQuery *q)
+{
+	Oid			type = cq_delta_stamp_type(q->source);
+
+	if (type != XID8OID)
+		appendStringInfo(buf, "--   (the source's cq_xid is %s: compared with $1 and $2 by its operators of\n"
+						 "--   the same name against xid8, which its BRIN index serves)\n",
+						 format_type_be_qualified(type));
+}
+
+/*
  * explain_text
  *	  The batch statement of query q with a header of comments: where its
  *	  state is, the settings it runs with and what each parameter is.
@@ -115,6 +132,7 @@ explain_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 							   "--   $4 text         start offset: the previous batch's end offset\n");
 	else
 		appendStringInfoString(&buf, "-- parameters:\n" OFFSET_PARAMETERS);
+	append_stamp_type(&buf, q);
 	if (strstr(plan->batch_sql, "$5") != NULL && an->et_is_tz)
 		appendStringInfoString(&buf,
 							   "--   $5 timestamptz  watermark in effect for the batch, NULL = -infinity\n");
@@ -239,6 +257,7 @@ explain_store_text(CqQuery *q, CqAnalysis *an, CqPlan *plan)
 	append_store_now(&buf, q);
 	append_settings(&buf, q, "these statements");
 	appendStringInfoString(&buf, "-- parameters of statement 1 (d):\n" OFFSET_PARAMETERS);
+	append_stamp_type(&buf, q);
 	if (evicts && an->et_is_tz)
 		appendStringInfoString(&buf, "-- applied in C (no statement reads it):\n"
 							   "--   watermark       in effect for the batch, none = -infinity: cq.offsets.batch_watermark\n");

@@ -76,6 +76,15 @@ char	   *cq_batch_metrics = NULL;
 /* where a new query keeps its state when it does not say (options.c, api.c) */
 int			cq_default_state_storage = CQ_STORAGE_MEMORY;
 
+/* cq.stamp_type */
+int			cq_stamp_type = CQ_STAMP_XID8;
+
+static const struct config_enum_entry stamp_type_options[] = {
+	{"xid8", CQ_STAMP_XID8, false},
+	{"xid48", CQ_STAMP_XID48, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry state_storage_options[] = {
 	{"memory", CQ_STORAGE_MEMORY, false},
 	{"unlogged", CQ_STORAGE_UNLOGGED, false},
@@ -140,6 +149,16 @@ cq_guc_init(void)
 							 "choose a state table.",
 							 &cq_default_state_storage,
 							 CQ_STORAGE_MEMORY, state_storage_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("cq.stamp_type",
+							 "Type of the column cq_xid that pg_cq adds to a source it starts to track.",
+							 "\"xid8\" (the default) or \"xid48\", pg_cq's 6-byte cq.xid48 (catalog 0.2), "
+							 "which holds the same transaction ids in 2 bytes less.  Read only when a source "
+							 "is first tracked; a cq_xid column keeps its type, and both types work.",
+							 &cq_stamp_type,
+							 CQ_STAMP_XID8, stamp_type_options,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

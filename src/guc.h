@@ -59,4 +59,12 @@ typedef enum CqStorageDefault
 extern int	cq_default_state_storage;
 extern const char *cq_default_state_storage_name(void);
 
+/* cq.stamp_type: the type of a cq_xid column tracking adds (stamp_type.c) */
+typedef enum CqStampType
+{
+	CQ_STAMP_XID8,				/* pg_catalog.xid8, 8 bytes */
+	CQ_STAMP_XID48				/* cq.xid48, 6 bytes (catalog 0.2) */
+} CqStampType;
+extern int	cq_stamp_type;
+
 #endif							/* CQ_GUC_H */

@@ -39,6 +39,7 @@
 
 #include "horizon.h"
 #include "inval.h"
+#include "stamp_type.h"
 
 /*
  * Scans of new rows that skip old pages.
@@ -244,15 +245,18 @@ scan_horizon(IndexScanDesc scan, Relation heap, XLogRecPtr *lsn)
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		key = &scan->keyData[i];
-		Oid			fn = key->sk_func.fn_oid;
+		uint64		v;
+		int			strategy;
 
 		if (key->sk_attno != 1 || (key->sk_flags & (SK_ISNULL | SK_SEARCHNULL | SK_SEARCHNOTNULL |
 													 SK_SEARCHARRAY | SK_ROW_HEADER)) != 0)
 			continue;
-		if (fn == F_XID8GE || fn == F_XID8GT || fn == F_XID8EQ)
-		{
-			uint64		v = U64FromFullTransactionId(DatumGetFullTransactionId(key->sk_argument));
+		/* xid8's comparisons, and cq.xid48's with xid8 or cq.xid48 */
+		strategy = cq_stamp_key_strategy(key->sk_func.fn_oid, key->sk_argument, &v);
 
+		if (strategy == BTGreaterEqualStrategyNumber || strategy == BTGreaterStrategyNumber ||
+			strategy == BTEqualStrategyNumber)
+		{
 			if (!bounded || v > bound)
 				bound = v;
 			bounded = true;
@@ -454,24 +458,23 @@ scan_bounds(IndexScanDesc scan, uint64 *lo, uint64 *hi)
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		key = &scan->keyData[i];
-		Oid			fn = key->sk_func.fn_oid;
 		uint64		v;
+		int			strategy;
 
 		if (key->sk_attno != 1 || key->sk_flags != 0)
 			return false;
-		v = U64FromFullTransactionId(DatumGetFullTransactionId(key->sk_argument));
-		if (v == PG_UINT64_MAX)
+		/* xid8's comparisons, and cq.xid48's with xid8 or cq.xid48 */
+		strategy = cq_stamp_key_strategy(key->sk_func.fn_oid, key->sk_argument, &v);
+		if (strategy == 0 || v == PG_UINT64_MAX)
 			return false;
-		if (fn == F_XID8GE || fn == F_XID8EQ)
+		if (strategy == BTGreaterEqualStrategyNumber || strategy == BTEqualStrategyNumber)
 			*lo = Max(*lo, v);
-		else if (fn == F_XID8GT)
+		else if (strategy == BTGreaterStrategyNumber)
 			*lo = Max(*lo, v + 1);
-		if (fn == F_XID8LT)
+		if (strategy == BTLessStrategyNumber)
 			*hi = Min(*hi, v);
-		else if (fn == F_XID8LE || fn == F_XID8EQ)
+		else if (strategy == BTLessEqualStrategyNumber || strategy == BTEqualStrategyNumber)
 			*hi = Min(*hi, v + 1);
-		else if (fn != F_XID8GE && fn != F_XID8GT)
-			return false;
 	}
 	return true;
 }
@@ -516,8 +519,11 @@ decode_range(SummaryCache *c, int64 rng, Page page, BrinDesc **bdesc, BrinMemTup
 		r->allnulls = d->bt_columns[0].bv_allnulls;
 		if (!r->allnulls)
 		{
-			r->min = U64FromFullTransactionId(DatumGetFullTransactionId(d->bt_columns[0].bv_values[0]));
-			r->max = U64FromFullTransactionId(DatumGetFullTransactionId(d->bt_columns[0].bv_values[1]));
+			/* xid8 by value, cq.xid48 by reference */
+			bool		byval = TupleDescAttr((*bdesc)->bd_tupdesc, 0)->attbyval;
+
+			r->min = cq_stamp_get(d->bt_columns[0].bv_values[0], byval);
+			r->max = cq_stamp_get(d->bt_columns[0].bv_values[1], byval);
 		}
 	}
 	return true;
@@ -766,13 +772,13 @@ horizon_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 /*
  * cq_horizon_swap_getbitmap
  *	  Make horizon_getbitmap the amgetbitmap of an open BRIN index on one
- *	  xid8 column (this backend's relation cache entry keeps it until it
+ *	  xid8 or cq.xid48 column (this backend's relation cache entry keeps it until it
  *	  is rebuilt).
  */
 void
 cq_horizon_swap_getbitmap(Relation idx)
 {
 	if (idx->rd_indam->amgetbitmap == bringetbitmap && idx->rd_index != NULL &&
-		idx->rd_index->indnatts == 1 && idx->rd_opcintype[0] == XID8OID)
+		idx->rd_index->indnatts == 1 && cq_stamp_type_ok(idx->rd_opcintype[0]))
 		idx->rd_indam->amgetbitmap = horizon_getbitmap;
 }

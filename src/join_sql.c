@@ -35,6 +35,7 @@
 #include "sql_builder.h"
 #include "state.h"
 #include "tracking.h"
+#include "stamp_type.h"
 
 /*
  * et_sql
@@ -120,7 +121,7 @@ static char *
 new_in_range_sql(Oid relid, const char *x)
 {
 	if (OidIsValid(cq_delta_xid_new_function(relid)))
-		return psprintf("cq.xid_new(s.%1$s, $3, $4)", x);
+		return psprintf("cq.%2$s(s.%1$s, $3, $4)", x, cq_delta_xid_new_name(cq_delta_stamp_type(relid)));
 	return psprintf("pg_catalog.pg_visible_in_snapshot(s.%1$s, $3) "
 					"AND NOT pg_catalog.pg_visible_in_snapshot(s.%1$s, $4)", x);
 }
@@ -134,12 +135,16 @@ static char *
 range_sql(Oid relid, bool history)
 {
 	const char *x = quote_identifier(get_attname(relid, cq_source_tracking_attnum(relid), false));
+	/* the column type's operators against xid8 (a cq.xid48 cq_xid: cq's) */
+	Oid			type = cq_delta_stamp_type(relid);
+	const char *ge = cq_stamp_operator_sql(type, ">=");
+	const char *lt = cq_stamp_operator_sql(type, "<");
 
 	if (history)
-		return psprintf("(s.%1$s IS NULL OR (s.%1$s OPERATOR(pg_catalog.<) $2 "
-						"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3)))", x);
-	return psprintf("s.%1$s OPERATOR(pg_catalog.>=) $1 AND s.%1$s OPERATOR(pg_catalog.<) $2 AND %2$s",
-					x, new_in_range_sql(relid, x));
+		return psprintf("(s.%1$s IS NULL OR (s.%1$s %2$s $2 "
+						"AND pg_catalog.pg_visible_in_snapshot(s.%1$s, $3)))", x, lt);
+	return psprintf("s.%1$s %2$s $1 AND s.%1$s %3$s $2 AND %4$s",
+					x, ge, lt, new_in_range_sql(relid, x));
 }
 
 /*

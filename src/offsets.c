@@ -36,6 +36,8 @@
 #include "snapmemo.h"
 #include "citus.h"
 #include "sql_builder.h"
+#include "xid48.h"
+#include "stamp_type.h"
 
 /* Datum of a full transaction id (batch parameters). */
 Datum
@@ -418,7 +420,8 @@ limit_scan(SPIPlanPtr count_xids, Datum *args, uint64 from, uint64 xmax, int64 l
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			bool		isnull;
 			Datum		xid = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
-			uint64		x = U64FromFullTransactionId(DatumGetFullTransactionId(xid));
+			/* the source's cq_xid: xid8 by value, cq.xid48 by reference */
+			uint64		x = cq_stamp_get(xid, TupleDescAttr(SPI_tuptable->tupdesc, 0)->attbyval);
 			int64		cnt = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 
 			if (*rows + cnt > limit && (*nchosen > 0 || *rows > 0))
@@ -899,6 +902,24 @@ Datum
 cq_xid_new(PG_FUNCTION_ARGS)
 {
 	uint64		x = U64FromFullTransactionId(PG_GETARG_FULLTRANSACTIONID(0));
+	const CqPgSnapshot *cur = (const CqPgSnapshot *) PG_GETARG_VARLENA_P(1);
+	const CqPgSnapshot *prev = (const CqPgSnapshot *) PG_GETARG_VARLENA_P(2);
+
+	PG_RETURN_BOOL(snapshot_sees(cur, x) && !snapshot_sees(prev, x));
+}
+
+PG_FUNCTION_INFO_V1(cq_xid48_new);
+
+/*
+ * cq_xid48_new
+ *	  cq.xid48_new(xid cq.xid48, cur pg_snapshot, prev pg_snapshot):
+ *	  cq.xid_new for a cq.xid48 cq_xid (6 bytes by reference), without
+ *	  the cast to xid8 a row.
+ */
+Datum
+cq_xid48_new(PG_FUNCTION_ARGS)
+{
+	uint64		x = cq_xid48_get(PG_GETARG_POINTER(0));
 	const CqPgSnapshot *cur = (const CqPgSnapshot *) PG_GETARG_VARLENA_P(1);
 	const CqPgSnapshot *prev = (const CqPgSnapshot *) PG_GETARG_VARLENA_P(2);
 

@@ -73,6 +73,7 @@
 #include "utils/xid8.h"
 
 #include "stamp.h"
+#include "stamp_type.h"
 #include "brin_insert.h"
 #include "brin_heap.h"
 #include "citus.h"
@@ -85,6 +86,8 @@ typedef struct FastTable
 	Oid			relid;			/* hash key */
 	bool		fast;			/* stamp_fast_table() */
 	AttrNumber	att;			/* cq_xid */
+	Oid			type;			/* its type: xid8 or cq.xid48 */
+	Oid			default_func;	/* its default's function (canonical_default) */
 	bool		wakeup;			/* cq_wakeup goes too (wakeup_only) */
 	char		wakeup_enabled; /* its tgenabled */
 	TriggerDesc *made_from;		/* rel->trigdesc the copy was made from */
@@ -156,14 +159,18 @@ pg_cq_function(bool stamp)
 
 /*
  * canonical_default
- *	  Is column att's default exactly pg_catalog.pg_current_xact_id()?  The
- *	  stored expression (adbin) seen canonical last is kept, so that the
- *	  check per statement is a string comparison, not a parse.
+ *	  Is column att's default exactly a call without arguments of func,
+ *	  pg_catalog.pg_current_xact_id() (xid8) or cq.current_xid48()
+ *	  (cq.xid48)?  The stored expression (adbin) seen canonical last for
+ *	  each type is kept, so that the check is a string comparison, not a
+ *	  parse.
  */
 static bool
-canonical_default(Relation rel, AttrNumber att)
+canonical_default(Relation rel, AttrNumber att, Oid func)
 {
-	static char *canonical = NULL;
+	static char *canonicals[2] = {NULL, NULL};
+	char	  **cp = &canonicals[func == F_PG_CURRENT_XACT_ID ? 0 : 1];
+	char	   *canonical = *cp;
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
 
 	if (constr == NULL)
@@ -178,12 +185,12 @@ canonical_default(Relation rel, AttrNumber att)
 			if (canonical != NULL && strcmp(adbin, canonical) == 0)
 				return true;
 			expr = stringToNode(adbin);
-			if (!IsA(expr, FuncExpr) || ((FuncExpr *) expr)->funcid != F_PG_CURRENT_XACT_ID ||
+			if (!OidIsValid(func) || !IsA(expr, FuncExpr) || ((FuncExpr *) expr)->funcid != func ||
 				((FuncExpr *) expr)->args != NIL)
 				return false;
 			if (canonical != NULL)
 				pfree(canonical);
-			canonical = MemoryContextStrdup(TopMemoryContext, adbin);
+			*cp = MemoryContextStrdup(TopMemoryContext, adbin);
 			return true;
 		}
 	}
@@ -222,27 +229,34 @@ stamp_is_only_before_insert(Relation rel)
  *	  May statements that leave cq_xid to its default skip the stamp trigger
  *	  of this table?  A plain table (not a partition: routing reads the
  *	  relation cache later) whose only BEFORE ROW INSERT trigger is
- *	  zz_cq_stamp and whose cq_xid default is pg_current_xact_id().  Sets
- *	  *att to cq_xid's attribute number.
+ *	  zz_cq_stamp and whose cq_xid default is pg_current_xact_id() (an
+ *	  xid8 column) or cq.current_xid48() (a cq.xid48 one).  Sets the entry's
+ *	  att (cq_xid's attribute number), type and default_func.
  */
 static bool
-stamp_fast_table(Relation rel, AttrNumber *att)
+stamp_fast_table(Relation rel, FastTable *e)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
+	e->att = InvalidAttrNumber;
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
 		!stamp_is_only_before_insert(rel))
 		return false;
-	*att = InvalidAttrNumber;
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute a = TupleDescAttr(desc, i);
 
-		if (!a->attisdropped && a->atttypid == XID8OID &&
-			strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
-			*att = a->attnum;
+		if (!a->attisdropped && strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0 &&
+			cq_stamp_type_ok(a->atttypid))
+		{
+			e->att = a->attnum;
+			e->type = a->atttypid;
+		}
 	}
-	return *att != InvalidAttrNumber && canonical_default(rel, *att);
+	if (e->att == InvalidAttrNumber)
+		return false;
+	e->default_func = e->type == XID8OID ? F_PG_CURRENT_XACT_ID : cq_stamp_current_xid48_function();
+	return canonical_default(rel, e->att, e->default_func);
 }
 
 /*
@@ -402,7 +416,7 @@ fast_table(Relation rel)
 	e->made_from = rel->trigdesc;
 	PG_TRY();
 	{
-		e->fast = stamp_fast_table(rel, &e->att);
+		e->fast = stamp_fast_table(rel, e);
 		if (e->fast)
 		{
 			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -547,8 +561,12 @@ copy_const_begin(StampSwap *swap)
 			def = &constr->defval[i];
 	if (def == NULL)
 		return;
-	value = makeConst(XID8OID, -1, InvalidOid, sizeof(FullTransactionId),
-					  FullTransactionIdGetDatum(GetTopFullTransactionId()), false, FLOAT8PASSBYVAL);
+	if (swap->entry->type == XID8OID)
+		value = makeConst(XID8OID, -1, InvalidOid, sizeof(FullTransactionId),
+						  FullTransactionIdGetDatum(GetTopFullTransactionId()), false, FLOAT8PASSBYVAL);
+	else
+		value = makeConst(swap->entry->type, -1, InvalidOid, CQ_XID48_LEN,
+						  PointerGetDatum(cq_stamp_current_bytes()), false, false);
 	swap->const_adbin = nodeToString(value);
 	swap->real_adbin = def->adbin;
 	swap->def = def;
@@ -722,12 +740,13 @@ insert_target(PlannedStmt *pstmt, Plan **sub)
 
 /*
  * default_entry
- *	  The entry of the new rows' column att, if it is the expression
- *	  pg_catalog.pg_current_xact_id() itself (what the default puts there
- *	  when the statement leaves the column out), else NULL.
+ *	  The entry of the new rows' column e->att, if it is the expression
+ *	  pg_catalog.pg_current_xact_id() (cq.current_xid48() for a cq.xid48
+ *	  column) itself (what the default puts there when the statement leaves
+ *	  the column out), else NULL.
  */
 static TargetEntry *
-default_entry(Plan *sub, AttrNumber att)
+default_entry(Plan *sub, FastTable *e)
 {
 	ListCell   *lc;
 
@@ -735,9 +754,9 @@ default_entry(Plan *sub, AttrNumber att)
 	{
 		TargetEntry *tle = lfirst(lc);
 
-		if (tle->resno == att)
+		if (tle->resno == e->att)
 			return !tle->resjunk && IsA(tle->expr, FuncExpr) &&
-				((FuncExpr *) tle->expr)->funcid == F_PG_CURRENT_XACT_ID &&
+				((FuncExpr *) tle->expr)->funcid == e->default_func &&
 				((FuncExpr *) tle->expr)->args == NIL ? tle : NULL;
 	}
 	return NULL;
@@ -792,18 +811,28 @@ makes_one_row(Plan *sub)
  *	  transaction from being given an id before its INSERT is refused.
  */
 static Expr *
-xid_const_begin(TargetEntry *tle, Const *value)
+xid_const_begin(TargetEntry *tle, Const *value, Oid type)
 {
 	Expr	   *expr = tle->expr;
 
 	memset(value, 0, sizeof(Const));
 	value->xpr.type = T_Const;
-	value->consttype = XID8OID;
+	value->consttype = type;
 	value->consttypmod = -1;
 	value->constcollid = InvalidOid;
-	value->constlen = sizeof(FullTransactionId);
-	value->constvalue = FullTransactionIdGetDatum(GetTopFullTransactionId());
-	value->constbyval = FLOAT8PASSBYVAL;
+	if (type == XID8OID)
+	{
+		value->constlen = sizeof(FullTransactionId);
+		value->constvalue = FullTransactionIdGetDatum(GetTopFullTransactionId());
+		value->constbyval = FLOAT8PASSBYVAL;
+	}
+	else
+	{
+		/* cq.xid48: 6 bytes by reference, kept until the transaction ends */
+		value->constlen = CQ_XID48_LEN;
+		value->constvalue = PointerGetDatum(cq_stamp_current_bytes());
+		value->constbyval = false;
+	}
 	value->location = -1;
 	tle->expr = (Expr *) value;
 	return expr;
@@ -1093,6 +1122,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	TargetEntry *volatile xid_entry = NULL;
 	Expr	   *volatile xid_expr = NULL;
 	Const		xid_value;
+	volatile Oid xid_type = InvalidOid;
 	volatile bool one_row = false;
 
 	if (outer == NULL && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
@@ -1104,7 +1134,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		bool		leaves = false;
 
 		/* a table known not to qualify costs one lookup */
-		if (e == NULL || (e->fast && !e->in_use && (leaves = (tle = default_entry(sub, e->att)) != NULL)))
+		if (e == NULL || (e->fast && !e->in_use && (leaves = (tle = default_entry(sub, e)) != NULL)))
 		{
 			uint64		invals = fast_tables_inval_count;
 
@@ -1119,7 +1149,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 			if (!(leaves && invals == fast_tables_inval_count && e->made_from == rel->trigdesc))
 			{
 				e = fast_table(rel);
-				leaves = e != NULL && e->fast && (tle = default_entry(sub, e->att)) != NULL;
+				leaves = e != NULL && e->fast && (tle = default_entry(sub, e)) != NULL;
 			}
 			if (leaves)
 			{
@@ -1130,6 +1160,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 				if (may_stamp_early())
 				{
 					xid_entry = tle;
+					xid_type = e->type;
 					one_row = makes_one_row(sub);
 				}
 			}
@@ -1140,7 +1171,7 @@ cq_stamp_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	PG_TRY();
 	{
 		if (xid_entry != NULL)
-			xid_expr = xid_const_begin(xid_entry, &xid_value);
+			xid_expr = xid_const_begin(xid_entry, &xid_value, xid_type);
 		if (prev_ExecutorStart)
 			prev_ExecutorStart(queryDesc, eflags);
 		else

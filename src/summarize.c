@@ -46,6 +46,7 @@
 #include "horizon.h"
 #include "security.h"
 #include "tracking.h"
+#include "stamp_type.h"
 
 /*
  * The last full page range that this backend found summarized, per BRIN
@@ -116,6 +117,8 @@ xid_summary_union(BrinDesc *bdesc, XidRangeSummary *s, BrinTuple *tup)
 {
 	BrinMemTuple *d = brin_deform_tuple(bdesc, tup, NULL);
 	BrinValues *col = &d->bt_columns[0];
+	/* xid8 by value, cq.xid48 by reference */
+	bool		byval = TupleDescAttr(bdesc->bd_tupdesc, 0)->attbyval;
 
 	if (d->bt_empty_range)
 		return;
@@ -126,8 +129,8 @@ xid_summary_union(BrinDesc *bdesc, XidRangeSummary *s, BrinTuple *tup)
 		s->hasnulls = col->bv_hasnulls;
 		if (!col->bv_allnulls)
 		{
-			s->min = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[0]));
-			s->max = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[1]));
+			s->min = cq_stamp_get(col->bv_values[0], byval);
+			s->max = cq_stamp_get(col->bv_values[1], byval);
 		}
 		return;
 	}
@@ -139,12 +142,12 @@ xid_summary_union(BrinDesc *bdesc, XidRangeSummary *s, BrinTuple *tup)
 	{
 		s->allnulls = false;
 		s->hasnulls = true;
-		s->min = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[0]));
-		s->max = U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[1]));
+		s->min = cq_stamp_get(col->bv_values[0], byval);
+		s->max = cq_stamp_get(col->bv_values[1], byval);
 		return;
 	}
-	s->min = Min(s->min, U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[0])));
-	s->max = Max(s->max, U64FromFullTransactionId(DatumGetFullTransactionId(col->bv_values[1])));
+	s->min = Min(s->min, cq_stamp_get(col->bv_values[0], byval));
+	s->max = Max(s->max, cq_stamp_get(col->bv_values[1], byval));
 }
 
 /*
@@ -162,8 +165,11 @@ xid_summary_tuple(BrinDesc *bdesc, BlockNumber heapBlk, const XidRangeSummary *s
 	col->bv_hasnulls = s->hasnulls;
 	if (!s->allnulls)
 	{
-		col->bv_values[0] = FullTransactionIdGetDatum(FullTransactionIdFromU64(s->min));
-		col->bv_values[1] = FullTransactionIdGetDatum(FullTransactionIdFromU64(s->max));
+		/* a cq.xid48's bytes palloc'd here; brin_form_tuple copies them */
+		Oid			type = TupleDescAttr(bdesc->bd_tupdesc, 0)->atttypid;
+
+		col->bv_values[0] = cq_stamp_datum(s->min, type);
+		col->bv_values[1] = cq_stamp_datum(s->max, type);
 	}
 	return brin_form_tuple(bdesc, heapBlk, d, size);
 }
@@ -197,9 +203,14 @@ summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc **bde
 					BrinRevmap *revmap, BlockNumber ppr, BlockNumber heapBlk)
 {
 	TupleDesc	desc = RelationGetDescr(heap);
-	/* cq_xid (xid8, 8 bytes by value) */
-	bool		tail = TupleDescAttr(desc, att - 1)->attlen == (int16) sizeof(uint64) &&
-		TupleDescAttr(desc, att - 1)->attbyval;
+	Form_pg_attribute xatt = TupleDescAttr(desc, att - 1);
+
+	/*
+	 * cq_xid: xid8, 8 bytes by value, or cq.xid48, 6 bytes by reference
+	 * aligned to 1 (no padding before them either)
+	 */
+	bool		byval = xatt->attbyval;
+	bool		tail = byval ? xatt->attlen == (int16) sizeof(uint64) : xatt->attlen == CQ_XID48_LEN;
 	XidRangeSummary s = {true, true, false, 0, 0};
 	Buffer		buf = InvalidBuffer;
 	Buffer		phbuf = InvalidBuffer;
@@ -248,14 +259,17 @@ summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc **bde
 				uint64		x;
 
 				/* the last stored attribute, fixed-width: it ends the tuple */
-				memcpy(&x, (char *) tup.t_data + tup.t_len - sizeof(x), sizeof(x));
+				if (byval)
+					memcpy(&x, (char *) tup.t_data + tup.t_len - sizeof(x), sizeof(x));
+				else
+					x = cq_xid48_get((char *) tup.t_data + tup.t_len - CQ_XID48_LEN);
 				xid_summary_add(&s, x, false);
 				continue;
 			}
 			tup.t_tableOid = RelationGetRelid(heap);
 			ItemPointerSet(&tup.t_self, blk, o);
 			d = heap_getattr(&tup, att, desc, &isnull);
-			xid_summary_add(&s, isnull ? 0 : U64FromFullTransactionId(DatumGetFullTransactionId(d)), isnull);
+			xid_summary_add(&s, isnull ? 0 : cq_stamp_get(d, byval), isnull);
 		}
 		UnlockReleaseBuffer(hbuf);
 	}
@@ -288,8 +302,9 @@ summarize_xid_range(Relation heap, AttrNumber att, Relation irel, BrinDesc **bde
 
 /*
  * fast_summary_ok
- *	  Can summarize_xid_range summarize this index: one xid8 column with
- *	  the minmax support functions (pg_cq's own cq.xid8_minmax_ops), valid,
+ *	  Can summarize_xid_range summarize this index: one xid8 or cq.xid48
+ *	  column with the minmax support functions (pg_cq's own
+ *	  cq.xid8_minmax_ops or cq.xid48_minmax_ops), valid,
  *	  not in recovery?  Otherwise brin_summarize_range does it.
  */
 static bool
@@ -298,7 +313,7 @@ fast_summary_ok(Relation irel)
 	return !RecoveryInProgress() &&
 		irel->rd_index->indisvalid &&
 		RelationGetDescr(irel)->natts == 1 &&
-		TupleDescAttr(RelationGetDescr(irel), 0)->atttypid == XID8OID &&
+		cq_stamp_type_ok(TupleDescAttr(RelationGetDescr(irel), 0)->atttypid) &&
 		index_getprocid(irel, 1, BRIN_PROCNUM_OPCINFO) == F_BRIN_MINMAX_OPCINFO;
 }
 

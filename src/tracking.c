@@ -5,8 +5,10 @@
  *	  trigger and the wake-up trigger (summarize.c keeps the index
  *	  summarized).
  *
- * Tracking adds one column, cq_xid xid8, whose default is the inserting
- * transaction's id; rows that existed before are NULL ("history").  The row
+ * Tracking adds one column, cq_xid xid8 (or cq.xid48, cq.stamp_type), whose
+ * default is the inserting transaction's id; rows that existed before are
+ * NULL ("history").  Both types hold the same values; the code reads the
+ * column's type (xid8 by value, cq.xid48 by reference: stamp_type.h).  The row
  * trigger zz_cq_stamp (cq_stamp) makes sure of that id whatever a writer
  * gave the column, on every table whose rows reach the source, and keeps
  * UPDATEs from changing it.  Tracking changes tables only with their
@@ -71,6 +73,7 @@
 #include "security.h"
 #include "sql_builder.h"
 #include "catalog.h"
+#include "stamp_type.h"
 #include "citus.h"
 
 PG_FUNCTION_INFO_V1(cq_stamp);
@@ -470,6 +473,7 @@ add_wakeup_trigger(Oid relid)
 typedef struct TrackPlan
 {
 	AttrNumber	att;			/* cq_xid, or InvalidAttrNumber */
+	Oid			type;			/* its type, or the type to add it with */
 	char	   *rel;			/* the source, quoted */
 	Oid			stamp;			/* cq.stamp(), InvalidOid on catalog 0.1 */
 	Oid			wakeup;			/* cq.wakeup() */
@@ -487,7 +491,8 @@ typedef struct TrackPlan
 
 /*
  * plan_tracking
- *	  What the source lacks.  An existing cq_xid must be xid8.
+ *	  What the source lacks.  An existing cq_xid must be xid8 or cq.xid48;
+ *	  a new one gets cq.stamp_type's type (cq_stamp_new_type).
  */
 static void
 plan_tracking(Oid relid, TrackPlan *tp)
@@ -503,13 +508,14 @@ plan_tracking(Oid relid, TrackPlan *tp)
 	{
 		Oid			type = get_atttype(relid, tp->att);
 
-		if (type != XID8OID)
+		if (!cq_stamp_type_ok(type))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of source \"%s\" has type %s, not xid8",
 							CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(type)),
 					 errdetail("pg_cq uses that column to find new rows."),
 					 errhint("Rename or drop the column.")));
+		tp->type = type;
 	}
 	tp->add_index = tp->add_column || !has_tracking_index(relid, tp->att);
 	tp->add_wakeup = tp->add_column || !cq_tracking_has_trigger(relid, tp->wakeup);
@@ -523,6 +529,15 @@ plan_tracking(Oid relid, TrackPlan *tp)
 	tp->add_default = tp->fresh || (!OidIsValid(tp->stamp) && !column_has_default(relid, tp->att));
 	kind = cq_citus_kind(relid);
 	tp->distributed = kind != CQ_CITUS_NONE;
+	if (tp->add_column)
+		tp->type = cq_stamp_new_type(tp->distributed);
+	else if (tp->distributed && tp->type != XID8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" of Citus table \"%s\" has type %s, not xid8",
+						CQ_TRACKING_COLUMN, get_rel_name(relid), format_type_be(tp->type)),
+				 errdetail("pg_cq stamps Citus tables with xid8 only."),
+				 errhint("Drop the column; pg_cq adds it again.")));
 	/*
 	 * Stamped per node (citus.c, offsets.c): a distributed table tracked
 	 * now, or one that already has cq_node.  Its cq_xid has no default
@@ -580,6 +595,19 @@ clear_unstamped(Oid relid, Oid stamp)
 }
 
 /*
+ * stamp_default_sql
+ *	  The default of cq_xid: the inserting transaction's id, as the column's
+ *	  type, the coordinator's on Citus.
+ */
+static const char *
+stamp_default_sql(TrackPlan *tp)
+{
+	if (tp->distributed)
+		return "cq.coordinator_xact_id()";
+	return tp->type == XID8OID ? "pg_catalog.pg_current_xact_id()" : "cq.current_xid48()";
+}
+
+/*
  * add_tracking
  *	  Add what plan_tracking found missing.
  */
@@ -598,7 +626,8 @@ add_tracking(Oid relid, TrackPlan *tp)
 	if (tp->distributed)
 		nest = cq_citus_guc_begin("citus.enable_unsafe_triggers", "on");
 	if (tp->add_column)
-		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.xid8", tp->rel, CQ_TRACKING_COLUMN),
+		cq_spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s %s", tp->rel, CQ_TRACKING_COLUMN,
+							 format_type_be_qualified(tp->type)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (tp->add_node)
 	{
@@ -615,8 +644,7 @@ add_tracking(Oid relid, TrackPlan *tp)
 	/* ADD COLUMN then SET DEFAULT: no rewrite, existing rows stay NULL */
 	else if (tp->add_default)
 		cq_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s",
-							 tp->rel, CQ_TRACKING_COLUMN,
-							 tp->distributed ? "cq.coordinator_xact_id()" : "pg_catalog.pg_current_xact_id()"),
+							 tp->rel, CQ_TRACKING_COLUMN, stamp_default_sql(tp)),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 	if (tp->fresh && !tp->add_column)
 		clear_unstamped(relid, tp->stamp);
@@ -631,9 +659,11 @@ add_tracking(Oid relid, TrackPlan *tp)
 	 */
 	if (tp->add_index)
 	{
-		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s cq.xid8_minmax_ops) "
+		cq_spi_exec(psprintf("CREATE INDEX ON %s USING brin (%s %s) "
 							 "WITH (pages_per_range = %d)",
-							 tp->rel, CQ_TRACKING_COLUMN, CQ_BRIN_PAGES_PER_RANGE),
+							 tp->rel, CQ_TRACKING_COLUMN,
+							 tp->type == XID8OID ? "cq.xid8_minmax_ops" : "cq.xid48_minmax_ops",
+							 CQ_BRIN_PAGES_PER_RANGE),
 					SPI_OK_UTILITY, 0, NULL, NULL, NULL);
 		desummarize_last_range(relid);
 	}
@@ -657,7 +687,9 @@ add_tracking(Oid relid, TrackPlan *tp)
 static void
 report_tracking(Oid relid, TrackPlan *tp)
 {
-	const char *dflt = tp->distributed ? "cq.coordinator_xact_id()" : "pg_current_xact_id()";
+	const char *dflt = tp->distributed ? "cq.coordinator_xact_id()" :
+		tp->type == XID8OID ? "pg_current_xact_id()" : "cq.current_xid48()";
+	const char *type = tp->type == XID8OID ? "xid8" : "cq.xid48";
 
 	if (tp->add_node)
 		ereport(NOTICE,
@@ -669,10 +701,10 @@ report_tracking(Oid relid, TrackPlan *tp)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
 				 OidIsValid(tp->stamp) ?
-				 errdetail("Added column \"%s\" xid8 DEFAULT %s, a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN, dflt, CQ_STAMP_TRIGGER) :
-				 errdetail("Added column \"%s\" xid8 DEFAULT pg_current_xact_id(), a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
-						   CQ_TRACKING_COLUMN)));
+				 errdetail("Added column \"%s\" %s DEFAULT %s, a BRIN index on it, the statement trigger cq_wakeup and the row trigger %s; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, type, dflt, CQ_STAMP_TRIGGER) :
+				 errdetail("Added column \"%s\" %s DEFAULT %s, a BRIN index on it and the statement trigger cq_wakeup; existing rows keep NULL.",
+						   CQ_TRACKING_COLUMN, type, dflt)));
 	else if (tp->fresh)
 		ereport(NOTICE,
 				(errmsg("pg_cq now tracks new rows of table \"%s\"", get_rel_name(relid)),
@@ -770,20 +802,36 @@ typedef struct StampCache
 {
 	Oid			relid;
 	AttrNumber	att;
+	bool		byval;			/* cq_xid is xid8 (else cq.xid48, by reference) */
 	bool		coordinator;	/* default cq.coordinator_xact_id(): Citus */
 	AttrNumber	node_att;		/* cq_node: stamped per node (Citus), or 0 */
 } StampCache;
 
 /*
  * same_stamp
- *	  Are two cq_xid values (possibly NULL) equal?
+ *	  Are two cq_xid values (possibly NULL) equal?  Compared as values
+ *	  (cq_stamp_get: xid8 by value, cq.xid48 by reference).
  */
 static bool
-same_stamp(bool isnull1, Datum d1, bool isnull2, Datum d2)
+same_stamp(bool byval, bool isnull1, Datum d1, bool isnull2, Datum d2)
 {
 	if (isnull1 || isnull2)
 		return isnull1 && isnull2;
-	return DatumGetUInt64(d1) == DatumGetUInt64(d2);
+	return cq_stamp_get(d1, byval) == cq_stamp_get(d2, byval);
+}
+
+/*
+ * current_stamp
+ *	  The current top-level transaction's id as a cq_xid datum of the
+ *	  cache's type; a cq.xid48's bytes are made once a transaction
+ *	  (cq_stamp_current_bytes), not a palloc a row.
+ */
+static inline Datum
+current_stamp(StampCache *cache)
+{
+	if (cache->byval)
+		return FullTransactionIdGetDatum(GetTopFullTransactionId());
+	return PointerGetDatum(cq_stamp_current_bytes());
 }
 
 /*
@@ -810,9 +858,12 @@ stamp_cache(FunctionCallInfo fcinfo, Relation rel, bool insert)
 		{
 			Form_pg_attribute a = TupleDescAttr(desc, i);
 
-			if (!a->attisdropped && a->atttypid == XID8OID &&
-				strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
+			if (!a->attisdropped && strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0 &&
+				cq_stamp_type_ok(a->atttypid))
+			{
 				cache->att = a->attnum;
+				cache->byval = a->attbyval;
+			}
 		}
 		cache->coordinator = cq_citus_coordinator_default(rel, cache->att);
 		cache->node_att = cq_citus_node_att(rel);
@@ -862,7 +913,7 @@ stamp_insert(TriggerData *td, StampCache *cache)
 		if (isnull || DatumGetInt64(d) != 0)
 			return PointerGetDatum(td->tg_trigtuple);
 		cols[0] = cache->att;
-		values[0] = FullTransactionIdGetDatum(GetTopFullTransactionId());
+		values[0] = current_stamp(cache);
 		cols[1] = cache->node_att;
 		values[1] = Int64GetDatum((int64) GetSystemIdentifier());
 		return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
@@ -883,12 +934,12 @@ stamp_insert(TriggerData *td, StampCache *cache)
 	xact = GetTopFullTransactionId();
 	moved = moving.state == MOVE_DELETED &&
 		FullTransactionIdEquals(moving.xact, xact) &&
-		same_stamp(isnull, d, moving.isnull, UInt64GetDatum(moving.value));
+		(isnull ? moving.isnull : !moving.isnull && cq_stamp_get(d, cache->byval) == moving.value);
 	if (moving.state == MOVE_DELETED)
 		moving.state = MOVE_NONE;
-	if (moved || (!isnull && DatumGetUInt64(d) == U64FromFullTransactionId(xact)))
+	if (moved || (!isnull && cq_stamp_get(d, cache->byval) == U64FromFullTransactionId(xact)))
 		return PointerGetDatum(td->tg_trigtuple);
-	stamp = FullTransactionIdGetDatum(xact);
+	stamp = current_stamp(cache);
 	col = cache->att;
 	return PointerGetDatum(heap_modify_tuple_by_cols(td->tg_trigtuple, RelationGetDescr(rel),
 													 1, &col, &stamp, &nonull));
@@ -927,7 +978,7 @@ stamp_update(TriggerData *td, StampCache *cache)
 					 errdetail("pg_cq stamps each row with the node and transaction that inserted it; continuous queries find new rows by them."),
 					 errhint("Leave the column out of the UPDATE.  To have a row processed again, insert it again.")));
 	}
-	if (!same_stamp(isnull, d, newnull, newd) &&
+	if (!same_stamp(cache->byval, isnull, d, newnull, newd) &&
 		!list_member_oid(stamp_bypass, RelationGetRelid(rel)))
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
@@ -940,7 +991,7 @@ stamp_update(TriggerData *td, StampCache *cache)
 	moving.tid = td->tg_trigtuple->t_self;
 	moving.xact = GetTopFullTransactionId();
 	moving.isnull = isnull;
-	moving.value = isnull ? 0 : DatumGetUInt64(d);
+	moving.value = isnull ? 0 : cq_stamp_get(d, cache->byval);
 	return PointerGetDatum(td->tg_newtuple);
 }
 
@@ -1110,7 +1161,8 @@ cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
 	BlockNumber nblocks;
 	BlockNumber blk;
 	Buffer		buf = InvalidBuffer;
-	FullTransactionId xmin;
+	uint64		xmin;
+	bool		byval;
 	bool		all = true;
 	BrinTuple  *copy = NULL;
 	Size		copy_size = 0;
@@ -1135,7 +1187,9 @@ cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
 		table_close(heap, AccessShareLock);
 		return false;
 	}
-	xmin = FullTransactionIdFromU64(DatumGetUInt64(DirectFunctionCall1(pg_snapshot_xmin, cur)));
+	xmin = DatumGetUInt64(DirectFunctionCall1(pg_snapshot_xmin, cur));
+	/* the summaries' values: xid8 by value, cq.xid48 by reference */
+	byval = TupleDescAttr(RelationGetDescr(irel), 0)->attbyval;
 	nblocks = RelationGetNumberOfBlocks(heap);
 	bdesc = brin_build_desc(irel);
 	revmap = brinRevmapInitialize(irel, &ppr, snapshot);
@@ -1157,7 +1211,7 @@ cq_tracking_history_all(Oid relid, Datum cur, Snapshot snapshot)
 		bv = &dt->bt_columns[0];
 		if (dt->bt_placeholder ||
 			!(bv->bv_allnulls ||
-			  FullTransactionIdPrecedes(DatumGetFullTransactionId(bv->bv_values[1]), xmin)))
+			  cq_stamp_get(bv->bv_values[1], byval) < xmin))
 		{
 			all = false;
 			break;
@@ -1321,7 +1375,7 @@ stamp_column_not_last(Relation rel, const char **later)
 		/* pg_cq's own per-node stamp on Citus (citus.c) is no writer's column */
 		if (a->atttypid == INT8OID && a->atthasdef && strcmp(NameStr(a->attname), CQ_NODE_COLUMN) == 0)
 			continue;
-		if (a->atttypid == XID8OID && strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0)
+		if (strcmp(NameStr(a->attname), CQ_TRACKING_COLUMN) == 0 && cq_stamp_type_ok(a->atttypid))
 			return *later != NULL ? a->attnum : InvalidAttrNumber;
 		*later = NameStr(a->attname);
 	}

@@ -50,5 +50,6 @@ cq_xid48_put(void *p, uint64 value)
 }
 
 extern Datum cq_xid48_from_u64(uint64 value);
+extern const void *cq_xid48_current(void);
 
 #endif							/* CQ_XID48_H */
