@@ -67,6 +67,8 @@ bool		cq_target_update_in_c = true;
 bool		cq_fold_page_economy = true;
 /* batch 0 of an update query reads its target's heap back into shared buffers (rowload.c) */
 bool		cq_batch0_read_back = false;
+/* batch 0's loads write whole heap pages outside shared buffers (heappage.c) */
+bool		cq_fold_direct_pages = true;
 /* update mode: batches changing at most this many groups use MERGE (merge.c); -1: all */
 int			cq_merge_max_groups = -1;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -368,6 +370,18 @@ cq_guc_init(void)
 							 "(docs/reference.md).  The results are the same.",
 							 &cq_batch0_read_back,
 							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("cq.fold_direct_pages",
+							 "Batch 0 over history writes the rows it loads into empty tables as whole pages.",
+							 "The target's rows (and on the table path the state's) are placed on pages in "
+							 "private memory, each written once at the table's end and WAL-logged as a full "
+							 "page image, instead of going through shared buffers one new page at a time "
+							 "(docs/reference.md).  Not for tables whose changes logical decoding reads.  Off: "
+							 "as before, for measurements.  The results are the same.",
+							 &cq_fold_direct_pages,
+							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

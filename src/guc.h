@@ -35,6 +35,7 @@ extern bool cq_bulk_load;
 extern bool cq_delta_agg_in_c;
 extern bool cq_fold_page_economy;
 extern bool cq_batch0_read_back;
+extern bool cq_fold_direct_pages;
 extern bool cq_delta_scan_in_c;
 extern bool cq_target_update_in_c;
 extern int	cq_merge_max_groups;
