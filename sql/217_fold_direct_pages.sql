@@ -7,13 +7,17 @@
 -- honoured), rows too long for a page go to TOAST, later batches update and
 -- insert as before, and a failed batch 0 leaves nothing visible.  Each case
 -- against the same query with cq.fold_direct_pages off (the buffered path).
+-- Every page written whole here (always); by default (on) only the pages
+-- beyond those COPY's ring keeps in shared buffers, so that a small target
+-- stays in them for the next batches as before: checked last.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_cq;
 CREATE EXTENSION IF NOT EXISTS amcheck;
 CREATE EXTENSION IF NOT EXISTS pageinspect;
-SET client_min_messages = warning;
 \i sql/include/helpers.sql
 SELECT pause_others();
 SET cq.run_in_worker = off;
+SET cq.fold_direct_pages = always;
 
 -- 20,000 groups: ~170 pages of target, more than one group of 32 pages
 CREATE TABLE dp_src (k int, c text, v numeric);
@@ -48,7 +52,7 @@ CALL cq.run('dp_ff');
 SET cq.fold_direct_pages = off;
 CALL cq.run('dp_off');
 CALL cq.run('dp_ff_off');
-RESET cq.fold_direct_pages;
+SET cq.fold_direct_pages = always;
 SELECT mismatches('dp_on', 'TABLE dp_oracle') AS on_batch0, mismatches('dp_off', 'TABLE dp_oracle') AS off_batch0,
        mismatches('dp_ff', 'TABLE dp_oracle') AS ff_batch0;
 SELECT * FROM dp_check('dp_on');
@@ -116,9 +120,20 @@ CALL cq.run('dp_fail');
 SELECT mismatches('dp_fail', 'SELECT c, k, count(*) AS n FROM dp_src GROUP BY c, k') AS fail_retried;
 SELECT * FROM dp_check('dp_fail');
 
+-- the default (on): a target within the ring's pages goes through shared
+-- buffers as before (free space recorded, no page written whole)
+RESET cq.fold_direct_pages;
+SHOW cq.fold_direct_pages;
+SELECT cq.create_query('dp_small', pg_get_viewdef('dp_oracle'), output_mode => 'update',
+                       "trigger" => 'available_now', state_storage => 'memory') IS NOT NULL AS created;
+CALL cq.run('dp_small');
+SELECT mismatches('dp_small', 'TABLE dp_oracle') AS small_batch0, pg_relation_size('dp_small', 'fsm') > 0 AS small_fsm;
+
 SELECT cq.drop_query(n, drop_target => true) IS NOT NULL AS dropped
-  FROM unnest(ARRAY['dp_on', 'dp_off', 'dp_ff', 'dp_ff_off', 'dp_toast', 'dp_tab', 'dp_fail']) n;
+  FROM unnest(ARRAY['dp_on', 'dp_off', 'dp_ff', 'dp_ff_off', 'dp_toast', 'dp_tab', 'dp_fail', 'dp_small']) n;
 DROP FUNCTION dp_check(regclass);
 DROP FUNCTION dp_pages(regclass);
 DROP VIEW dp_oracle;
 DROP TABLE dp_src, dp_long;
+DROP EXTENSION pageinspect;
+DROP EXTENSION amcheck;

@@ -92,12 +92,12 @@ struct CqHeapPages
  * cq_heappage_usable
  *	  May rel's new rows be written by this module?  A heap table (the heap
  *	  access method itself) whose rows logical decoding does not read, with
- *	  cq.fold_direct_pages on.
+ *	  cq.fold_direct_pages on or always (which pages: rowload.c decides).
  */
 bool
 cq_heappage_usable(Relation rel)
 {
-	return cq_fold_direct_pages &&
+	return cq_fold_direct_pages != CQ_DIRECT_OFF &&
 		rel->rd_rel->relkind == RELKIND_RELATION &&
 		rel->rd_rel->relam == HEAP_TABLE_AM_OID &&
 		!RelationIsLogicallyLogged(rel);

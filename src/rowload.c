@@ -94,6 +94,7 @@ struct CqRowLoad
 	Relation	idx;			/* the key-hash index each row's h goes into, or NULL */
 	IndexInfo  *iinfo;
 	CqHeapPages *pages;			/* CQ_ROWLOAD_DIRECT: whole pages (heappage.c), or NULL */
+	BlockNumber direct_from;	/* CQ_ROWLOAD_DIRECT: whole pages from this block on, or invalid */
 };
 
 /*
@@ -396,10 +397,19 @@ cq_rowload_begin(Relation rel, int options, int flags)
 
 	/*
 	 * Whole pages outside shared buffers for a load into an empty table,
-	 * unless batch 0 reads the heap back into buffers of its own
+	 * unless batch 0 reads the heap back into buffers of its own; with
+	 * cq.fold_direct_pages on, from the block on where COPY's ring would
+	 * start to write its own pages out (a target that fits stays in shared
+	 * buffers for the next batches, as before), with always from the first
 	 */
+	rl->direct_from = InvalidBlockNumber;
 	if ((flags & CQ_ROWLOAD_DIRECT) && cq_heappage_usable(rel) && rl->ring_from == InvalidBlockNumber)
-		rl->pages = cq_heappage_begin(rel, rl->cid, rl->keys ? page_keys : NULL, rl);
+	{
+		rl->direct_from = cq_fold_direct_pages == CQ_DIRECT_ALWAYS ? 0 :
+			(BlockNumber) Min(NBuffers / 8, 16 * 1024 * 1024 / BLCKSZ);
+		if (rl->direct_from == 0)
+			rl->pages = cq_heappage_begin(rel, rl->cid, rl->keys ? page_keys : NULL, rl);
+	}
 
 	/*
 	 * The slots over a copy of the relation's descriptor, not the
@@ -475,6 +485,18 @@ flush_rows(CqRowLoad *rl)
 		ReleaseBulkInsertStatePin(rl->bis);
 		rl->bis->strategy = GetAccessStrategy(BAS_BULKWRITE);
 		rl->ring_from = InvalidBlockNumber;
+		MemoryContextSwitchTo(old);
+	}
+	/* CQ_ROWLOAD_DIRECT: past its first blocks, the next rows in whole pages */
+	if (rl->direct_from != InvalidBlockNumber && BufferIsValid(rl->bis->current_buf) &&
+		BufferGetBlockNumber(rl->bis->current_buf) + 1 >= rl->direct_from)
+	{
+		/* in the load's context (flush_rows runs in a row's) */
+		MemoryContext old = MemoryContextSwitchTo(rl->cxt);
+
+		ReleaseBulkInsertStatePin(rl->bis);
+		rl->pages = cq_heappage_begin(rl->rel, rl->cid, rl->keys ? page_keys : NULL, rl);
+		rl->direct_from = InvalidBlockNumber;
 		MemoryContextSwitchTo(old);
 	}
 	if (rl->keys)
