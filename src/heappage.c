@@ -43,6 +43,12 @@
  *	  recorded (VACUUM does it, as after a table rewrite): later inserts
  *	  extend the table rather than fill the last page.
  *
+ * Which loads and pages: rowload.c's loads with CQ_ROWLOAD_DIRECT (batch 0's
+ * into empty tables), with cq.fold_direct_pages on from the block on where
+ * COPY's ring would start writing its own pages out (the first ones stay in
+ * shared buffers for the next batches, as a small target did before), with
+ * always from the first.
+ *
  * Memory: the page buffer and the keys of its rows, in the context current
  * at cq_heappage_begin.
  *
