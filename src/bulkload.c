@@ -354,8 +354,9 @@ bulk_fold(CqAnalysis *an, CqQuery *q, const char *sql, bool read_only, int nargs
 	d.hcol = an->hash_keys ? nstate - 1 : -1;
 	d.having_col = an->query->havingQual ? nstate + nout : -1;
 	d.sload = cq_rowload_begin(state, TABLE_INSERT_SKIP_FSM,
-							   OidIsValid(ix->state_index) ? CQ_ROWLOAD_KEYS : 0);
-	d.tload = cq_rowload_begin(target, 0, OidIsValid(ix->target_index) ? CQ_ROWLOAD_KEYS : 0);
+							   (OidIsValid(ix->state_index) ? CQ_ROWLOAD_KEYS : 0) | CQ_ROWLOAD_DIRECT);
+	d.tload = cq_rowload_begin(target, 0, (OidIsValid(ix->target_index) ? CQ_ROWLOAD_KEYS : 0) |
+							   CQ_ROWLOAD_DIRECT);
 	d.rowcxt = AllocSetContextCreate(CurrentMemoryContext, "pg_cq bulk load row",
 									 ALLOCSET_DEFAULT_SIZES);
 	d.res = res;

@@ -68,6 +68,21 @@ int			cq_target_update_order = CQ_ORDER_AUTO;
 bool		cq_fold_page_economy = true;
 /* batch 0 of an update query reads its target's heap back into shared buffers (rowload.c) */
 bool		cq_batch0_read_back = false;
+/* batch 0's loads write whole heap pages outside shared buffers (heappage.c) */
+int			cq_fold_direct_pages = CQ_DIRECT_ON;
+
+static const struct config_enum_entry direct_pages_options[] = {
+	{"off", CQ_DIRECT_OFF, false},
+	{"on", CQ_DIRECT_ON, false},
+	{"always", CQ_DIRECT_ALWAYS, false},
+	{"false", CQ_DIRECT_OFF, true},
+	{"true", CQ_DIRECT_ON, true},
+	{"no", CQ_DIRECT_OFF, true},
+	{"yes", CQ_DIRECT_ON, true},
+	{"0", CQ_DIRECT_OFF, true},
+	{"1", CQ_DIRECT_ON, true},
+	{NULL, 0, false}
+};
 /* update mode: batches changing at most this many groups use MERGE (merge.c); -1: all */
 int			cq_merge_max_groups = -1;
 /* internal: a MERGE batch statement's statistics (plan.c, batch.c) */
@@ -407,6 +422,20 @@ cq_guc_init(void)
 							 "(docs/reference.md).  The results are the same.",
 							 &cq_batch0_read_back,
 							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("cq.fold_direct_pages",
+							 "Batch 0 over history writes the rows it loads into empty tables as whole pages.",
+							 "The target's rows (and on the table path the state's) are placed on pages in "
+							 "private memory, each written once at the table's end and WAL-logged as a full "
+							 "page image, instead of going through shared buffers one new page at a time "
+							 "(docs/reference.md).  on: the pages beyond the first ones COPY's ring keeps "
+							 "in shared buffers (a small target stays there, as before); always: every page; "
+							 "off: as before, for measurements.  Not for tables whose changes logical "
+							 "decoding reads.  The results are the same.",
+							 &cq_fold_direct_pages,
+							 CQ_DIRECT_ON, direct_pages_options,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -35,6 +35,15 @@ extern bool cq_bulk_load;
 extern bool cq_delta_agg_in_c;
 extern bool cq_fold_page_economy;
 extern bool cq_batch0_read_back;
+extern int	cq_fold_direct_pages;
+
+/* cq.fold_direct_pages: which pages of batch 0's loads go past shared buffers (heappage.c) */
+typedef enum CqDirectPages
+{
+	CQ_DIRECT_OFF,				/* none: every page through shared buffers */
+	CQ_DIRECT_ON,				/* those beyond what COPY's ring keeps in shared buffers */
+	CQ_DIRECT_ALWAYS			/* every page (tests, measurements) */
+} CqDirectPages;
 extern bool cq_delta_scan_in_c;
 extern bool cq_target_update_in_c;
 extern int	cq_target_update_order;

@@ -60,6 +60,7 @@
 
 #include "rowload.h"
 #include "citus.h"
+#include "heappage.h"
 #include "guc.h"
 #include "sink.h"
 #include "sql_builder.h"
@@ -92,6 +93,8 @@ struct CqRowLoad
 	int32		h[ROWLOAD_MAX_ROWS];	/* the buffered rows' key hashes, when keys or idx */
 	Relation	idx;			/* the key-hash index each row's h goes into, or NULL */
 	IndexInfo  *iinfo;
+	CqHeapPages *pages;			/* CQ_ROWLOAD_DIRECT: whole pages (heappage.c), or NULL */
+	BlockNumber direct_from;	/* CQ_ROWLOAD_DIRECT: whole pages from this block on, or invalid */
 };
 
 /*
@@ -311,11 +314,33 @@ cq_rowload_same_key_columns(Relation target, List *keys, TupleDesc result, int n
 }
 
 /*
+ * page_keys
+ *	  The keys of a page written whole (heappage.c): each row's key hash
+ *	  and TID into the keys file, as flush_rows notes them.
+ */
+static void
+page_keys(void *arg, const int32 *h, BlockNumber blkno, OffsetNumber maxoff)
+{
+	CqRowLoad  *rl = (CqRowLoad *) arg;
+	RowKey		keys[MaxHeapTuplesPerPage];
+
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		keys[off - 1].h = h[off - 1];
+		ItemPointerSet(&keys[off - 1].tid, blkno, off);
+	}
+	BufFileWrite(rl->keys, keys, sizeof(RowKey) * maxoff);
+}
+
+/*
  * cq_rowload_begin
  *	  Start writing rows to rel (opened and locked by the caller, open
  *	  until cq_rowload_finish): options are table_multi_insert's; flags
  *	  CQ_ROWLOAD_KEYS to keep each row's key hash and TID for
- *	  cq_rowload_build_index, CQ_ROWLOAD_RING for COPY's ring of buffers.
+ *	  cq_rowload_build_index, CQ_ROWLOAD_RING for COPY's ring of buffers,
+ *	  CQ_ROWLOAD_DIRECT for whole pages written outside shared buffers
+ *	  (heappage.c: a load into an empty table, where that module can and
+ *	  the pages are not read back into buffers of their own, below).
  *
  *	  Either way a BulkInsertState keeps the page being filled pinned
  *	  from one row to the next.  Without the ring every new page takes a
@@ -371,6 +396,22 @@ cq_rowload_begin(Relation rel, int options, int flags)
 		rl->keys = BufFileCreateTemp(false);
 
 	/*
+	 * Whole pages outside shared buffers for a load into an empty table,
+	 * unless batch 0 reads the heap back into buffers of its own; with
+	 * cq.fold_direct_pages on, from the block on where COPY's ring would
+	 * start to write its own pages out (a target that fits stays in shared
+	 * buffers for the next batches, as before), with always from the first
+	 */
+	rl->direct_from = InvalidBlockNumber;
+	if ((flags & CQ_ROWLOAD_DIRECT) && cq_heappage_usable(rel) && rl->ring_from == InvalidBlockNumber)
+	{
+		rl->direct_from = cq_fold_direct_pages == CQ_DIRECT_ALWAYS ? 0 :
+			(BlockNumber) Min(NBuffers / 8, 16 * 1024 * 1024 / BLCKSZ);
+		if (rl->direct_from == 0)
+			rl->pages = cq_heappage_begin(rel, rl->cid, rl->keys ? page_keys : NULL, rl);
+	}
+
+	/*
 	 * The slots over a copy of the relation's descriptor, not the
 	 * relation's own: a slot pins a reference-counted descriptor in the
 	 * resource owner, whose table of references beyond 64 is an
@@ -402,6 +443,23 @@ cq_rowload_index_inserts(CqRowLoad *rl, Oid index)
 }
 
 /*
+ * flush_pages
+ *	  flush_rows of a load in whole pages: each buffered row onto them.
+ */
+static void
+flush_pages(CqRowLoad *rl)
+{
+	Assert(rl->idx == NULL);
+	for (int i = 0; i < rl->nused; i++)
+	{
+		cq_heappage_add(rl->pages, ExecFetchSlotHeapTuple(rl->slots[i], true, NULL), rl->h[i]);
+		ExecClearTuple(rl->slots[i]);
+	}
+	rl->nused = 0;
+	rl->bytes = 0;
+}
+
+/*
  * flush_rows
  *	  Insert the buffered rows; with keys, note each row's key hash and TID
  *	  there for the index; with idx, insert each row's entry into it.
@@ -411,6 +469,11 @@ flush_rows(CqRowLoad *rl)
 {
 	if (rl->nused == 0)
 		return;
+	if (rl->pages)
+	{
+		flush_pages(rl);
+		return;
+	}
 	table_multi_insert(rl->rel, rl->slots, rl->nused, rl->cid, rl->options, rl->bis);
 	/* CQ_ROWLOAD_CACHED: past the blocks batch 0 reads back, the ring */
 	if (rl->ring_from != InvalidBlockNumber && BufferIsValid(rl->bis->current_buf) &&
@@ -422,6 +485,18 @@ flush_rows(CqRowLoad *rl)
 		ReleaseBulkInsertStatePin(rl->bis);
 		rl->bis->strategy = GetAccessStrategy(BAS_BULKWRITE);
 		rl->ring_from = InvalidBlockNumber;
+		MemoryContextSwitchTo(old);
+	}
+	/* CQ_ROWLOAD_DIRECT: past its first blocks, the next rows in whole pages */
+	if (rl->direct_from != InvalidBlockNumber && BufferIsValid(rl->bis->current_buf) &&
+		BufferGetBlockNumber(rl->bis->current_buf) + 1 >= rl->direct_from)
+	{
+		/* in the load's context (flush_rows runs in a row's) */
+		MemoryContext old = MemoryContextSwitchTo(rl->cxt);
+
+		ReleaseBulkInsertStatePin(rl->bis);
+		rl->pages = cq_heappage_begin(rl->rel, rl->cid, rl->keys ? page_keys : NULL, rl);
+		rl->direct_from = InvalidBlockNumber;
 		MemoryContextSwitchTo(old);
 	}
 	if (rl->keys)
@@ -645,6 +720,9 @@ int64
 cq_rowload_finish(CqRowLoad *rl)
 {
 	flush_rows(rl);
+	if (rl->pages)
+		(void) cq_heappage_end(rl->pages);
+	rl->pages = NULL;
 	if (rl->idx)
 		index_close(rl->idx, NoLock);
 	rl->idx = NULL;

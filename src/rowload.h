@@ -22,6 +22,7 @@ typedef struct CqRowLoad CqRowLoad;
 #define CQ_ROWLOAD_KEYS 0x01	/* keep each row's key hash and TID for its index */
 #define CQ_ROWLOAD_RING 0x02	/* COPY's ring of buffers (else the page stays pinned, no ring) */
 #define CQ_ROWLOAD_CACHED 0x04	/* no ring for the blocks cq_rowload_cache would read back, the ring after */
+#define CQ_ROWLOAD_DIRECT 0x08	/* an empty table: whole pages outside shared buffers where heappage.c can */
 
 extern bool cq_rowload_plain_table(Relation rel, Oid index);
 extern bool cq_rowload_map_columns(Relation rel, TupleDesc result, int first, char **names,

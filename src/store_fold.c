@@ -1297,7 +1297,7 @@ load_image(CqStore *st, Oid relid)
 		table_close(rel, NoLock);
 		return false;
 	}
-	load = cq_rowload_begin(rel, TABLE_INSERT_SKIP_FSM, CQ_ROWLOAD_RING);
+	load = cq_rowload_begin(rel, TABLE_INSERT_SKIP_FSM, CQ_ROWLOAD_RING | CQ_ROWLOAD_DIRECT);
 	/* copies of the store's tuples (their columns are the table's) */
 	foreach(lc, cq_store_scan_all(st))
 		cq_rowload_tuple(load, ((ScanRow *) lfirst(lc))->ref.tup);

@@ -166,7 +166,7 @@ cq_target_load_begin(const CqStoreSql *sql, Oid index)
 	 */
 	Assert(sql->sink_history_plain);
 	tl->load = cq_rowload_begin(rel, 0, (OidIsValid(index) ? CQ_ROWLOAD_KEYS : 0) | CQ_ROWLOAD_RING |
-								CQ_ROWLOAD_CACHED);
+								CQ_ROWLOAD_CACHED | CQ_ROWLOAD_DIRECT);
 	return tl;
 }
 
