@@ -21,7 +21,7 @@ use File::Basename qw(basename dirname);
 my @LAYERS = qw(
     guc prefault shmem inval wakeup security settings_pin sql_builder colmap rowcache snapmemo timeexpr xid48
     options catalog catalog_name catalog_ddl stamp_type citus citus_copy progress combine numagg aggregates joinspec determinism analyze
-    horizon tracking summarize brin_insert brin_heap stamp offsets shard delta delta_plan state sink heappage rowload merge dedup session store_table store_private store_setup store_node store_xact store deltagg delta_page delta_scan store_sql store_load store_update store_fold store_estimate bulkload plan_deps plan
+    horizon tracking insert_check summarize brin_insert brin_heap stamp offsets shard delta delta_plan state sink heappage rowload merge dedup session store_table store_private store_setup store_node store_xact store deltagg delta_page delta_scan store_sql store_load store_update store_fold store_estimate bulkload plan_deps plan
     objects restore status join_sql join batch_guard batch_index batch runner callrun handoff warm
     launcher scheduler worker
     api explain control ddl truncate window

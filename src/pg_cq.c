@@ -23,6 +23,7 @@
 #include "truncate.h"
 #include "stamp.h"
 #include "tracking.h"
+#include "insert_check.h"
 #include "citus.h"
 #include "shard.h"
 #include "delta_plan.h"
@@ -52,7 +53,7 @@ _PG_init(void)
 	cq_ddl_init();
 	cq_truncate_init();
 	cq_stamp_init();
-	cq_tracking_init();
+	cq_insert_check_init();
 	cq_citus_init();
 	cq_shard_init();
 	cq_delta_plan_init();

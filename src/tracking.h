@@ -30,7 +30,6 @@ extern void cq_source_after_inherit(Oid child);
 extern Oid	cq_tracking_trigger_function(const char *name);
 extern bool cq_tracking_dropping_stamp(void);
 extern bool cq_tracking_has_trigger(Oid relid, Oid func);
-extern void cq_tracking_init(void);
 
 /*
  * Called by the stamp trigger at its first row of a table in a statement
